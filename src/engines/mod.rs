@@ -1,0 +1,106 @@
+//! Engines: the Rust code a skill document binds to by its frontmatter `engine` name.
+//!
+//! An engine receives arguments that the runtime has already validated against the
+//! skill's input schema (defaults applied) and returns structured JSON. Engines know
+//! nothing about MCP, the CLI or templates. All engines are registered in
+//! [`registry`], the one place that maps names to code.
+
+pub mod search_conversations;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use crate::stores::conversations::ConversationStore;
+use crate::stores::{StoreError, StorePaths};
+
+/// A retrieval engine.
+///
+/// Implementers own one kind of query over one store. `call` must be a pure function
+/// of its arguments and the store contents when the skill declares
+/// `determinism: pure-function`, and must never write when the skill's `writes` is empty.
+pub trait Engine: Send + Sync {
+    /// The name a document's frontmatter `engine:` field binds to.
+    fn name(&self) -> &'static str;
+
+    /// Runs one call. `args` is a JSON object already validated against the skill's
+    /// input schema, with defaults applied.
+    ///
+    /// # Errors
+    /// [`EngineError`] for store failures or argument values the schema cannot express.
+    fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError>;
+}
+
+/// Errors an engine returns; shown to the caller as a failed call (exit 1, MCP `isError`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The store could not be opened or queried.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An argument value is invalid in a way the schema does not express.
+    #[error("argument `{name}`: {reason}")]
+    Argument {
+        /// Argument name.
+        name: String,
+        /// What was expected.
+        reason: String,
+    },
+    /// A capability the engine needs is not available (e.g. no embedding model).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// What engines read: the stores, opened lazily and shared across calls.
+pub struct Context {
+    paths: StorePaths,
+    conversations: OnceLock<Arc<ConversationStore>>,
+    now: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Context {
+    /// A context over the stores at `paths`.
+    pub fn new(paths: StorePaths) -> Self {
+        Self { paths, conversations: OnceLock::new(), now: None }
+    }
+
+    /// Fixes the clock (for natural-language dates) — tests and conformance runs.
+    #[must_use]
+    pub fn with_now(mut self, now: chrono::DateTime<chrono::Utc>) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// The current time: the injected clock, else the system clock.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.now.unwrap_or_else(chrono::Utc::now)
+    }
+
+    /// Store locations.
+    pub fn paths(&self) -> &StorePaths {
+        &self.paths
+    }
+
+    /// The conversations store, opened read-only on first use.
+    ///
+    /// # Errors
+    /// [`StoreError::Missing`] when nothing was ingested yet, or a DuckDB error.
+    pub fn conversations(&self) -> Result<Arc<ConversationStore>, StoreError> {
+        if let Some(store) = self.conversations.get() {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(ConversationStore::open_ro(&self.paths.conversations)?);
+        Ok(self.conversations.get_or_init(|| store).clone())
+    }
+
+    /// Path of the memories store.
+    pub fn memories_path(&self) -> PathBuf {
+        self.paths.memories.clone()
+    }
+}
+
+/// Every engine this host knows, by name. The one place engines are registered.
+pub fn registry() -> Vec<Arc<dyn Engine>> {
+    vec![Arc::new(search_conversations::SearchConversations)]
+}

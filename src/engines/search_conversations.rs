@@ -1,0 +1,89 @@
+//! Engine `search_conversations`: deterministic `ILIKE` keyword search over
+//! `all_conversations`, newest first.
+//!
+//! SQL (per the seed): `WHERE content ILIKE '%' || term || '%' [AND role = ?]
+//! ORDER BY created DESC LIMIT ?`, with `message_id` as the tie-break so equal times
+//! still give one order. The term's `%` and `_` are deliberately not escaped: they act
+//! as `ILIKE` wildcards. Empty term with `role = "user"` returns recent user
+//! questions (`has_question = 1`).
+
+use serde_json::{json, Value};
+
+use super::{Context, Engine, EngineError};
+
+/// Characters of message content kept in each row's `preview` (Unicode scalar values).
+pub const PREVIEW_CHARS: usize = 200;
+
+/// The engine (stateless; the store comes from the [`Context`]).
+pub struct SearchConversations;
+
+impl Engine for SearchConversations {
+    fn name(&self) -> &'static str {
+        "search_conversations"
+    }
+
+    /// Output shape:
+    /// `{"term": str, "role": str|null, "limit": int, "mode": "keyword"|"questions",
+    ///   "count": int, "rows": [{"date": "YYYY-MM-DD", "created": "YYYY-MM-DDTHH:MM:SS[.ffffff]Z",
+    ///   "source", "role", "conversation_id", "message_id", "preview"}]}`.
+    /// `preview` is `substr(content, 1, 200)` — raw, unescaped.
+    fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        let term = args.get("term").and_then(Value::as_str).unwrap_or("");
+        let role = args.get("role").and_then(Value::as_str);
+        let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(15);
+        if !(1..=500).contains(&limit) {
+            return Err(EngineError::Argument {
+                name: "limit".into(),
+                reason: format!("expected an integer in 1..=500, got {limit}"),
+            });
+        }
+        let questions = term.is_empty() && role == Some("user");
+
+        let mut sql = String::from(
+            "SELECT strftime(created, '%Y-%m-%d'), strftime(created, '%Y-%m-%dT%H:%M:%S.%fZ'), \
+             source, role, conversation_id, message_id, substr(content, 1, 200) \
+             FROM all_conversations WHERE ",
+        );
+        let mut params: Vec<Box<dyn duckdb::ToSql>> = Vec::new();
+        if questions {
+            sql.push_str("role = 'user' AND has_question = 1");
+        } else {
+            sql.push_str("content ILIKE '%' || ? || '%'");
+            params.push(Box::new(term.to_owned()));
+            if let Some(role) = role {
+                sql.push_str(" AND role = ?");
+                params.push(Box::new(role.to_owned()));
+            }
+        }
+        sql.push_str(" ORDER BY created DESC, message_id ASC LIMIT ?");
+        params.push(Box::new(limit));
+
+        let store = ctx.conversations()?;
+        let conn = store.connection()?;
+        let mut stmt = conn.prepare(&sql).map_err(|e| store.error(e))?;
+        let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(AsRef::as_ref).collect();
+        let rows = stmt
+            .query_map(refs.as_slice(), |r| {
+                Ok(json!({
+                    "date": r.get::<_, String>(0)?,
+                    "created": r.get::<_, String>(1)?,
+                    "source": r.get::<_, String>(2)?,
+                    "role": r.get::<_, String>(3)?,
+                    "conversation_id": r.get::<_, String>(4)?,
+                    "message_id": r.get::<_, String>(5)?,
+                    "preview": r.get::<_, String>(6)?,
+                }))
+            })
+            .map_err(|e| store.error(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| store.error(e))?;
+        Ok(json!({
+            "term": term,
+            "role": role,
+            "limit": limit,
+            "mode": if questions { "questions" } else { "keyword" },
+            "count": rows.len(),
+            "rows": rows,
+        }))
+    }
+}

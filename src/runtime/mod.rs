@@ -1,0 +1,1 @@
+//! The skill host: document parsing, validation, binding, argument checking, rendering.

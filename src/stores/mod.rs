@@ -1,0 +1,64 @@
+//! The data engines read: conversations (DuckDB, table `all_conversations`) and
+//! memories (SQLite with FTS5). Stores know nothing about skills, engines or MCP.
+
+pub mod conversations;
+
+use std::path::PathBuf;
+
+/// Errors from opening, creating or querying a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The DuckDB conversations store failed.
+    #[error("conversations store `{path}`: {source}")]
+    DuckDb {
+        /// Database file.
+        path: PathBuf,
+        /// Underlying DuckDB error.
+        #[source]
+        source: duckdb::Error,
+    },
+    /// The SQLite memories store failed.
+    #[error("memories store `{path}`: {source}")]
+    Sqlite {
+        /// Database file.
+        path: PathBuf,
+        /// Underlying SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The store file does not exist yet (nothing was ingested).
+    #[error("store `{0}` does not exist; run `skills ingest` first")]
+    Missing(PathBuf),
+    /// Filesystem error (creating the data directory…).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Where the stores live.
+///
+/// Default: `$SKILLS_DATA_DIR`, else `$XDG_DATA_HOME/skills`, else `~/.local/share/skills`.
+/// The conversations store is `<dir>/conversations.duckdb`, memories `<dir>/memories.sqlite`.
+#[derive(Debug, Clone)]
+pub struct StorePaths {
+    /// DuckDB file holding `all_conversations`.
+    pub conversations: PathBuf,
+    /// SQLite file holding memories.
+    pub memories: PathBuf,
+}
+
+impl StorePaths {
+    /// Paths inside one data directory.
+    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        Self { conversations: dir.join("conversations.duckdb"), memories: dir.join("memories.sqlite") }
+    }
+
+    /// The default data directory (see the type docs); `None` when no home is known.
+    pub fn default_dir() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("SKILLS_DATA_DIR").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(dir));
+        }
+        dirs::data_dir().map(|d| d.join("skills"))
+    }
+}
