@@ -116,6 +116,9 @@ impl Host {
             }
         };
         folders.sort();
+        // Engines named by any parsed document, valid or not: an engine whose document
+        // is broken is reported through that document, not as unbound.
+        let mut named = std::collections::BTreeSet::new();
         for folder in folders {
             let path = folder.join("SKILL.md");
             if !path.exists() {
@@ -128,6 +131,9 @@ impl Host {
                     continue;
                 }
             };
+            if let Some(engine) = doc.frontmatter.get("engine").and_then(Value::as_str) {
+                named.insert(engine.to_owned());
+            }
             match skill::bind(doc, &validator, engines) {
                 Ok((skill, template_src)) => {
                     if host.skills.iter().any(|s| s.tool_name() == skill.tool_name()) {
@@ -154,9 +160,7 @@ impl Host {
             }
         }
         for engine in engines {
-            if !host.skills.iter().any(|s| s.meta.engine == engine.name())
-                && !host.diagnostics.iter().any(|d| d.file.starts_with(dir) && d.field.is_empty())
-            {
+            if !named.contains(engine.name()) {
                 host.diagnostics.push(Diagnostic::new(
                     dir,
                     "",
