@@ -61,7 +61,11 @@ pub struct Fault {
 impl Fault {
     /// Builds a fault for `path` (and `line` when known).
     pub fn new(path: &Path, line: Option<usize>, reason: impl Into<String>) -> Self {
-        Self { path: path.to_path_buf(), line, reason: reason.into() }
+        Self {
+            path: path.to_path_buf(),
+            line,
+            reason: reason.into(),
+        }
     }
 }
 
