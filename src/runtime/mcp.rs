@@ -173,9 +173,6 @@ fn call_error_message(error: &CallError, tools: &[Tool]) -> String {
                 }
                 source = cause.source();
             }
-            if msg.contains("skills ingest") {
-                msg.push_str("\nhint: import transcripts with `skills ingest [PATH…]`");
-            }
             msg
         }
     }
