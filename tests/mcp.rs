@@ -81,13 +81,13 @@ fn serve_command(data: &Path, extra: &[&str]) -> tokio::process::Command {
     cmd
 }
 
-fn args(value: Value) -> JsonObject {
+fn args(value: &Value) -> JsonObject {
     value.as_object().unwrap().clone()
 }
 
 async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
     client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments)))
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(&arguments)))
         .await
         .unwrap()
 }
@@ -104,6 +104,13 @@ fn text(result: &CallToolResult) -> String {
 
 /// The checks every transport must pass.
 async fn exercise(client: &Client) {
+    let tools = check_tools(client).await;
+    check_calls(client, &tools).await;
+    check_resources(client).await;
+}
+
+/// tools/list: one tool per skill, deterministic order, strict-client schemas.
+async fn check_tools(client: &Client) -> Vec<rmcp::model::Tool> {
     let info = client.peer_info().unwrap().server_info.clone().unwrap();
     assert_eq!(info.name, "skills");
     assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
@@ -151,6 +158,11 @@ async fn exercise(client: &Client) {
     assert_eq!(props.keys().collect::<Vec<_>>(), ["term", "limit", "role"]);
     assert_eq!(search.output_schema.as_ref().unwrap()["type"], "object");
 
+    tools
+}
+
+/// tools/call with good and bad arguments.
+async fn check_calls(client: &Client, tools: &[rmcp::model::Tool]) {
     // Good call: structured rows plus the rendered table.
     let result = call(client, TOOL, json!({"term": "rust", "limit": 5})).await;
     assert_eq!(result.is_error, Some(false), "{}", text(&result));
@@ -186,7 +198,7 @@ async fn exercise(client: &Client) {
     assert!(out_of_range.is_error == Some(true) && text(&out_of_range).contains("`limit`"));
     let bad_enum = call(client, TOOL, json!({"role": "system"})).await;
     assert!(bad_enum.is_error == Some(true) && text(&bad_enum).contains("`role`"));
-    for tool in &tools {
+    for tool in tools {
         let unknown = call(client, &tool.name, json!({"no_such_arg": 1})).await;
         assert_eq!(unknown.is_error, Some(true), "{}", tool.name);
         let msg = text(&unknown);
@@ -199,8 +211,10 @@ async fn exercise(client: &Client) {
     let missing_tool = call(client, "no_such_tool", json!({})).await;
     assert_eq!(missing_tool.is_error, Some(true));
     assert!(text(&missing_tool).contains("`no_such_tool`") && text(&missing_tool).contains(TOOL));
+}
 
-    // Resources: each skill's SKILL.md, readable as markdown.
+/// Resources: each skill's SKILL.md, readable as markdown.
+async fn check_resources(client: &Client) {
     let resources = client.list_all_resources().await.unwrap();
     let uri = "skill://search-conversations/SKILL.md";
     let doc = resources.iter().find(|r| r.uri == uri).unwrap();
@@ -469,7 +483,7 @@ async fn http_load_1000_concurrent_calls() {
         "http load: {} concurrent tools/call in {} ms ({:.0} calls/s)",
         SESSIONS * PER_SESSION,
         elapsed.as_millis(),
-        (SESSIONS * PER_SESSION) as f64 / elapsed.as_secs_f64()
+        f64::from(u32::try_from(SESSIONS * PER_SESSION).unwrap()) / elapsed.as_secs_f64()
     );
     for client in clients {
         client.cancel().await.unwrap();

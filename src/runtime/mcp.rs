@@ -107,6 +107,7 @@ impl SkillServer {
     }
 
     /// The tools served, in host order.
+    #[must_use]
     pub fn tools(&self) -> &[Tool] {
         &self.tools
     }
