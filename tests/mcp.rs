@@ -489,3 +489,23 @@ async fn http_load_1000_concurrent_calls() {
         client.cancel().await.unwrap();
     }
 }
+
+/// The same server in-process over `tokio::io::duplex`: no binary, no sockets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_duplex_server() {
+    use skills::engines::Context;
+    use skills::runtime::{mcp::SkillServer, Host};
+    let data = data_dir();
+    let host = Host::load(
+        &repo_skills(),
+        Context::new(StorePaths::in_dir(data.path())),
+    );
+    let server = SkillServer::new(std::sync::Arc::new(host));
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let running =
+        tokio::spawn(async move { server.serve(server_io).await.unwrap().waiting().await });
+    let client = ().serve(client_io).await.unwrap();
+    exercise(&client).await;
+    client.cancel().await.unwrap();
+    running.await.unwrap().unwrap();
+}
