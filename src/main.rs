@@ -73,6 +73,23 @@ enum Command {
         #[arg(long, requires = "http")]
         allow_remote: bool,
     },
+    /// Generate documentation from the skill documents: markdown and HTML pages
+    /// (`--out DIR`), or JSON (`--format json`, the tool definitions as `tools/list` serves them).
+    Docs {
+        /// Folder to write `index.md`, `<skill>.md`, their `.html` and `style.css` into.
+        #[arg(long, value_name = "DIR", required_unless_present = "format")]
+        out: Option<PathBuf>,
+        /// `site` (markdown + HTML into `--out`) or `json` (to stdout, or `skills.json` in `--out`).
+        #[arg(long, value_enum)]
+        format: Option<DocsFormat>,
+    },
+}
+
+/// Output of `skills docs`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DocsFormat {
+    Site,
+    Json,
 }
 
 /// How a command ended: 0 ok, 1 the call/check/import failed, 2 bad usage or invalid documents.
@@ -281,6 +298,7 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
         }
         Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
         Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
+        Command::Docs { out: dir, format } => docs(cli, dir.as_deref(), *format, out),
         Command::Run {
             name,
             args: pairs,
@@ -371,6 +389,43 @@ fn skill_summary(s: &skills::runtime::Skill) -> Value {
         "tool": s.tool_name(),
         "path": s.doc.path,
     })
+}
+
+/// `skills docs`: writes the docs site or prints its JSON.
+fn docs(
+    cli: &Cli,
+    dir: Option<&Path>,
+    format: Option<DocsFormat>,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    use skills::runtime::docs;
+    let host = load_host(cli)?;
+    warn_diagnostics(&host);
+    let tool_of = |s: &skills::runtime::Skill| {
+        serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default()
+    };
+    let data = docs::docs_data(&host, &tool_of, &|_| Vec::new());
+    match (format.unwrap_or(DocsFormat::Site), dir) {
+        (DocsFormat::Json, None) => write!(out, "{}", docs::to_json_text(&data))?,
+        (DocsFormat::Json, Some(dir)) => {
+            fs_err::create_dir_all(dir)?;
+            fs_err::write(dir.join("skills.json"), docs::to_json_text(&data))?;
+            writeln!(out, "wrote {}", dir.join("skills.json").display())?;
+        }
+        (DocsFormat::Site, Some(dir)) => {
+            let files = docs::write_site(&data, dir)?;
+            if cli.json {
+                print_json(out, &json!({ "files": files }))?;
+            } else {
+                writeln!(out, "wrote {} files to {}", files.len(), dir.display())?;
+            }
+        }
+        (DocsFormat::Site, None) => {
+            eprintln!("error: `--out DIR` is needed to write the site");
+            return Ok(Outcome::Usage);
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 /// `skills serve`: runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP).

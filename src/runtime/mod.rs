@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod doc;
+pub mod docs;
 pub mod host;
 pub mod mcp;
 pub mod render;
