@@ -35,8 +35,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::claude_code::kind_of;
-use super::{parse_time, strip_bom, Fault, FileImport, IngestError, Message};
+use super::{kind_of, parse_time, strip_bom, Fault, FileImport, IngestError, Message};
 
 const SOURCE: &str = "chatgpt";
 

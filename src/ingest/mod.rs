@@ -237,6 +237,79 @@ fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
+/// Reads a JSON Lines file record by record, with no line-length limit. Blank lines
+/// are ignored; a line that is not valid JSON or not a JSON object becomes a [`Fault`]
+/// (1-based line number) and reading goes on. `on_record` gets each object and its
+/// line number.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened or read.
+pub(crate) fn read_jsonl(
+    path: &Path,
+    faults: &mut Vec<Fault>,
+    mut on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
+) -> Result<(), IngestError> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(fs_err::File::open(path)?);
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("reading `{}` after line {line_no}: {e}", path.display()),
+            )
+        })?;
+        if n == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let bytes = if line_no == 1 { strip_bom(line) } else { line };
+        if bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(serde_json::Value::Object(obj)) => on_record(line_no, obj),
+            Ok(other) => faults.push(Fault::new(
+                path,
+                Some(line_no),
+                format!("expected a JSON object, found {}", kind_of(&other)),
+            )),
+            Err(e) => faults.push(Fault::new(
+                path,
+                Some(line_no),
+                format!("invalid JSON: {e}"),
+            )),
+        }
+    }
+}
+
+/// A JSON value's kind, for fault reasons ("an array", "a number"…).
+pub(crate) fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A non-empty string field of a JSON object.
+pub(crate) fn str_field<'a>(
+    obj: &'a serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'a str> {
+    obj.get(key)
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
 /// Parses one file in its detected format. Nothing is stored.
 ///
 /// Problems inside the file (a malformed line, a dangling reference) are returned as
@@ -392,8 +465,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
                 out.push(entry.path());
             }
         }
-        // Depth-first in name order.
-        stack.extend(subdirs.into_iter().rev());
+        stack.extend(subdirs);
     }
     out.sort();
     out
