@@ -445,7 +445,7 @@ fn malformed_line_is_reported_and_the_rest_imports() {
     assert_eq!((import.messages.len(), import.skipped), (8, 4));
 
     let store = ConversationStore::open_in_memory().expect("in-memory store");
-    let summary = ingest::ingest_paths(&store, &[copy.clone()], &mut |_, _| {});
+    let summary = ingest::ingest_paths(&store, &[copy], &mut |_, _| {});
     assert_eq!(
         (
             summary.files_imported,
