@@ -145,18 +145,15 @@ fn import_conversation(
             .get(id)
             .and_then(|n| n.get("parent"))
             .and_then(Value::as_str);
-        cursor = match parent {
-            None => None,
-            Some(p) => match mapping.get_key_value(p) {
-                Some((k, _)) => Some(k.as_str()),
-                None => {
-                    out.faults.push(fault(format!(
-                        "node `{id}` has `parent` `{p}`, which is not in `mapping`; the conversation starts at `{id}`"
-                    )));
-                    None
-                }
-            },
-        };
+        cursor = parent.and_then(|p| {
+            let found = mapping.get_key_value(p).map(|(k, _)| k.as_str());
+            if found.is_none() {
+                out.faults.push(fault(format!(
+                    "node `{id}` has `parent` `{p}`, which is not in `mapping`; the conversation starts at `{id}`"
+                )));
+            }
+            found
+        });
     }
     path_ids.reverse();
 

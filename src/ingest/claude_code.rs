@@ -119,11 +119,11 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             "custom-title" => {
                 custom_title = field("customTitle")
                     .map(str::to_owned)
-                    .or(custom_title.take())
+                    .or(custom_title.take());
             }
             "ai-title" => ai_title = field("aiTitle").map(str::to_owned).or(ai_title.take()),
             "summary" if summary_title.is_none() => {
-                summary_title = field("summary").map(str::to_owned)
+                summary_title = field("summary").map(str::to_owned);
             }
             _ => {}
         }
