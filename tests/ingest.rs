@@ -123,6 +123,51 @@ const CHATGPT: &[Expected] = &[
     ("librechat__chatgpt-tree.json", 6, 1, &[]),
 ];
 
+const CODEX: &[Expected] = &[
+    ("agent-history__real-codex-session-01.jsonl", 3, 8, &[]),
+    ("brain-mcp__sample_codex.jsonl", 2, 3, &[]),
+    ("brain-mcp__sample_codex_mixed.jsonl", 6, 1, &[]),
+    ("cass__2025__11__25__rollout-test.jsonl", 2, 3, &[]),
+    ("cass__2025__11__26__rollout-tool-call.jsonl", 2, 3, &[]),
+    ("ccrider__subagent_v2.jsonl", 2, 3, &[]),
+    (
+        "claude-code-log__rollout-44444444-legacy-bare.jsonl",
+        2,
+        1,
+        &[],
+    ),
+    (
+        "claude-code-transcripts__sample_codex_session.jsonl",
+        3,
+        8,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl",
+        53,
+        649,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+        301,
+        2421,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl",
+        5,
+        14,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl",
+        9,
+        54,
+        &[],
+    ),
+];
+
 fn check_file(
     dir: &Path,
     (name, messages, skipped, faults): &Expected,
@@ -204,6 +249,49 @@ fn corpus_chatgpt_per_file() {
         CHATGPT.len(),
         "every corpus file has an expectation"
     );
+}
+
+#[test]
+fn corpus_codex_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("codex");
+    for expected in CODEX {
+        check_file(&dir, expected, Format::Codex);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(on_disk, CODEX.len(), "every corpus file has an expectation");
+
+    // Subagent rollout with two session_meta lines: the first (the child) names it;
+    // its messages exist only as events.
+    let sub = ingest::import_file(&dir.join("ccrider__subagent_v2.jsonl")).expect("import");
+    assert!(sub
+        .messages
+        .iter()
+        .all(|m| m.conversation_id == "0199a001-0000-7000-8000-00000000c41d"));
+    assert_eq!(
+        sub.messages[1].content,
+        "Updated the pins and the lockfile."
+    );
+    assert_eq!(sub.messages[1].model.as_deref(), Some("gpt-6.1"));
+    // Legacy bare rollout: items have no time and take the session's.
+    let bare =
+        ingest::import_file(&dir.join("claude-code-log__rollout-44444444-legacy-bare.jsonl"))
+            .expect("import");
+    assert!(bare.messages.iter().all(|m| m.timestamp_is_fallback
+        && m.timestamp.to_rfc3339() == "2026-01-04T05:06:07+00:00"
+        && m.conversation_id == "44444444-4444-4444-8444-444444444444"));
+    // Real rollout: user images set the attachment flag, assistant messages carry the model.
+    let real =
+        ingest::import_file(&dir.join(
+            "localpush__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+        ))
+        .expect("import");
+    assert!(real.messages.iter().any(|m| m.has_attachment));
+    assert!(real
+        .messages
+        .iter()
+        .filter(|m| m.role == "assistant")
+        .all(|m| m.model.is_some()));
 }
 
 #[test]
@@ -293,25 +381,34 @@ fn corpus_details() {
 fn corpus_in_one_store_and_reimport_adds_nothing() {
     let Some(corpus) = corpus() else { return };
     let store = ConversationStore::open_in_memory().expect("in-memory store");
-    let paths = [corpus.join("claude-code"), corpus.join("chatgpt-export")];
+    let paths = [
+        corpus.join("claude-code"),
+        corpus.join("chatgpt-export"),
+        corpus.join("codex"),
+    ];
     let mut files = Vec::new();
     let first = ingest::ingest_paths(&store, &paths, &mut |path, s| {
         files.push((path.to_path_buf(), s.added))
     });
     let parsed_cc: usize = CLAUDE_CODE.iter().map(|e| e.1).sum();
     let parsed_gpt: usize = CHATGPT.iter().map(|e| e.1).sum();
+    let parsed_codex: usize = CODEX.iter().map(|e| e.1).sum();
     assert_eq!(
         first.files_seen,
-        CLAUDE_CODE.len() + CHATGPT.len(),
+        CLAUDE_CODE.len() + CHATGPT.len() + CODEX.len(),
         "{first}"
     );
     assert_eq!(first.files_imported, first.files_seen);
-    assert_eq!(first.messages_parsed, parsed_cc + parsed_gpt);
+    assert_eq!(first.messages_parsed, parsed_cc + parsed_gpt + parsed_codex);
     assert_eq!(first.faults.len(), 3, "{first}");
     // Hand-made fixtures reuse ids: `msg-1`/`msg-2` in both ccrider files and in
     // brain-mcp's ChatGPT sample, `node-user`/`node-assistant` in two cass files.
     // Message ids are the sources' own, so the later copies count as already stored.
-    assert_eq!(first.messages_added, parsed_cc + parsed_gpt - 6, "{first}");
+    assert_eq!(
+        first.messages_added,
+        parsed_cc + parsed_gpt + parsed_codex - 6,
+        "{first}"
+    );
     let added_of = |name: &str| {
         files
             .iter()
@@ -323,6 +420,7 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
     assert_eq!(added_of("brain-mcp__sample_chatgpt.json"), Some(0));
     assert_eq!(first.sources["claude-code"].files, CLAUDE_CODE.len());
     assert_eq!(first.sources["chatgpt"].parsed, parsed_gpt);
+    assert_eq!(first.sources["codex"].added, parsed_codex);
     assert_eq!(
         store.count().expect("count"),
         u64::try_from(first.messages_added).expect("small")
@@ -501,6 +599,7 @@ fn discover_honours_claude_config_dir() {
     fs_err::write(export.join("conversations.json"), "[]").expect("write");
     std::env::set_var("CLAUDE_CONFIG_DIR", dir.path());
     std::env::set_var("SKILLS_CHATGPT_EXPORT", &export);
+    std::env::set_var("CODEX_HOME", dir.path().join("no-codex-here"));
     let found = ingest::discover();
     assert_eq!(
         found,

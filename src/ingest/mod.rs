@@ -18,6 +18,7 @@
 
 mod chatgpt;
 mod claude_code;
+mod codex;
 
 use std::path::{Path, PathBuf};
 
@@ -112,7 +113,7 @@ pub enum IngestError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The file is not in any format [`detect`] recognises.
-    #[error("`{}`: not a recognised transcript format (expected Claude Code `.jsonl` or ChatGPT `conversations.json`)", .0.display())]
+    #[error("`{}`: not a recognised transcript format", .0.display())]
     UnknownFormat(PathBuf),
     /// A whole-document format (ChatGPT export) is not valid JSON.
     #[error("`{}`: invalid JSON: {source}", path.display())]
@@ -162,6 +163,9 @@ pub enum Format {
     ClaudeCode,
     /// ChatGPT data export `conversations.json`. Source name `chatgpt`.
     ChatGpt,
+    /// Codex CLI rollout JSONL (`~/.codex/sessions/**/rollout-*.jsonl`), enveloped or
+    /// legacy. Source name `codex`.
+    Codex,
 }
 
 impl Format {
@@ -170,6 +174,7 @@ impl Format {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::ChatGpt => "chatgpt",
+            Self::Codex => "codex",
         }
     }
 }
@@ -186,9 +191,12 @@ const PEEK_BYTES: usize = 256 * 1024;
 /// Tells the format of `path` from its extension and its first bytes (at most
 /// 256 KiB are read), or `None` when it is none of [`Format`] or cannot be read.
 ///
-/// - `.jsonl`: the first complete lines are parsed; a Claude Code line has a
-///   `type` such as `user`/`assistant`/`summary`/`file-history-snapshot` with a
-///   `message` object, `parentUuid` or `sessionId`.
+/// - `.jsonl`: the first complete lines (up to 16) are parsed and the first that
+///   decides wins. A Claude Code line has a `type` such as `user`/`assistant` with a
+///   `message` object, a `parentUuid`, or a `summary`/`file-history-snapshot`… type
+///   with `sessionId`/`leafUuid`/`snapshot`; a Codex line is an envelope
+///   `{"type": "session_meta"|"response_item"|…, "payload": {…}}` or a legacy bare
+///   `{"type": "message", "role", "content": […]}`.
 /// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export).
 pub fn detect(path: &Path) -> Option<Format> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
@@ -213,6 +221,9 @@ pub fn detect(path: &Path) -> Option<Format> {
         };
         if claude_code::looks_like(&value) {
             return Some(Format::ClaudeCode);
+        }
+        if codex::looks_like(&value) {
+            return Some(Format::Codex);
         }
     }
     // A first line longer than the peek window: fall back on markers.
@@ -333,6 +344,7 @@ pub fn import_as(path: &Path, format: Format) -> Result<FileImport, IngestError>
     match format {
         Format::ClaudeCode => claude_code::import(path, fallback),
         Format::ChatGpt => chatgpt::import(path, fallback),
+        Format::Codex => codex::import(path, fallback),
     }
 }
 
@@ -409,6 +421,8 @@ pub(crate) fn stable_id(fields: &[&str]) -> String {
 /// - Claude Code: `$CLAUDE_CONFIG_DIR/projects` when `CLAUDE_CONFIG_DIR` is set and not
 ///   empty, else `~/.claude/projects` (all `*.jsonl` below it, recursively, including
 ///   `<session>/subagents/agent-*.jsonl`);
+/// - Codex CLI: `$CODEX_HOME/sessions` when `CODEX_HOME` is set and not empty, else
+///   `~/.codex/sessions` (all `*.jsonl` below it);
 /// - ChatGPT: `$SKILLS_CHATGPT_EXPORT` when set: a `conversations.json` file, or a
 ///   directory (an unzipped export) searched for `conversations.json`.
 ///
@@ -423,6 +437,10 @@ pub fn discover() -> Vec<PathBuf> {
     let claude = env("CLAUDE_CONFIG_DIR").or_else(|| dirs::home_dir().map(|h| h.join(".claude")));
     if let Some(projects) = claude.map(|d| d.join("projects")).filter(|p| p.is_dir()) {
         found.extend(walk(&projects).into_iter().filter(|p| has_ext(p, "jsonl")));
+    }
+    let codex = env("CODEX_HOME").or_else(|| dirs::home_dir().map(|h| h.join(".codex")));
+    if let Some(sessions) = codex.map(|d| d.join("sessions")).filter(|p| p.is_dir()) {
+        found.extend(walk(&sessions).into_iter().filter(|p| has_ext(p, "jsonl")));
     }
     if let Some(export) = env("SKILLS_CHATGPT_EXPORT") {
         if export.is_file() {
