@@ -168,6 +168,26 @@ const CODEX: &[Expected] = &[
     ),
 ];
 
+const GEMINI_CLI: &[Expected] = &[
+    ("agent-history__gemini_with_tool_error.jsonl", 9, 1, &[]),
+    ("agent-history__real-gemini-session-01.json", 2, 0, &[]),
+    ("brain-mcp__sample_gemini_cli.json", 4, 0, &[]),
+    ("cass__hash123__chats__session-test.json", 2, 0, &[]),
+];
+
+const PI: &[Expected] = &[
+    ("agent-history__real-pi-session-01.jsonl", 2, 4, &[]),
+    ("brain-mcp__sample_clawdbot.jsonl", 4, 2, &[]),
+    ("brain-mcp__sample_pi.jsonl", 4, 6, &[]),
+    (
+        "cass__2024-01-15T10-30-00-000Z_abc12345-1234-5678-9abc-def012345678.jsonl",
+        4,
+        4,
+        &[],
+    ),
+    ("ccrider__redacted_real.jsonl", 2, 4, &[]),
+];
+
 fn check_file(
     dir: &Path,
     (name, messages, skipped, faults): &Expected,
@@ -295,6 +315,52 @@ fn corpus_codex_per_file() {
 }
 
 #[test]
+fn corpus_gemini_cli_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("gemini-cli");
+    for expected in GEMINI_CLI {
+        check_file(&dir, expected, Format::GeminiCli);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(
+        on_disk,
+        GEMINI_CLI.len(),
+        "every corpus file has an expectation"
+    );
+    // `type: "model"` (older) is an assistant message too.
+    let old =
+        ingest::import_file(&dir.join("cass__hash123__chats__session-test.json")).expect("import");
+    assert_eq!(old.messages[1].role, "assistant");
+    assert_eq!(old.messages[1].conversation_id, "test-session-1");
+}
+
+#[test]
+fn corpus_pi_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("pi");
+    for expected in PI {
+        check_file(&dir, expected, Format::Pi);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(on_disk, PI.len(), "every corpus file has an expectation");
+    let v3 = ingest::import_file(&dir.join("brain-mcp__sample_pi.jsonl")).expect("import");
+    let last = &v3.messages[2];
+    assert_eq!(
+        last.message_id,
+        "11111111-2222-3333-4444-555555555555/a3e5ccf6"
+    );
+    assert_eq!(last.model.as_deref(), Some("claude-opus-5"));
+    assert_eq!(last.project.as_deref(), Some("/Users/example/my-project"));
+    let real =
+        ingest::import_file(&dir.join("agent-history__real-pi-session-01.jsonl")).expect("import");
+    assert_eq!(
+        real.messages[0].conversation_title.as_deref(),
+        Some("agent-history pi smoke")
+    );
+    assert_eq!(real.messages[1].model.as_deref(), Some("gpt-5.5"));
+}
+
+#[test]
 fn corpus_details() {
     let Some(corpus) = corpus() else { return };
     let cc = corpus.join("claude-code");
@@ -381,11 +447,8 @@ fn corpus_details() {
 fn corpus_in_one_store_and_reimport_adds_nothing() {
     let Some(corpus) = corpus() else { return };
     let store = ConversationStore::open_in_memory().expect("in-memory store");
-    let paths = [
-        corpus.join("claude-code"),
-        corpus.join("chatgpt-export"),
-        corpus.join("codex"),
-    ];
+    let paths =
+        ["claude-code", "chatgpt-export", "codex", "gemini-cli", "pi"].map(|d| corpus.join(d));
     let mut files = Vec::new();
     let first = ingest::ingest_paths(&store, &paths, &mut |path, s| {
         files.push((path.to_path_buf(), s.added))
@@ -393,20 +456,24 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
     let parsed_cc: usize = CLAUDE_CODE.iter().map(|e| e.1).sum();
     let parsed_gpt: usize = CHATGPT.iter().map(|e| e.1).sum();
     let parsed_codex: usize = CODEX.iter().map(|e| e.1).sum();
+    let parsed_other: usize = GEMINI_CLI.iter().chain(PI).map(|e| e.1).sum();
     assert_eq!(
         first.files_seen,
-        CLAUDE_CODE.len() + CHATGPT.len() + CODEX.len(),
+        CLAUDE_CODE.len() + CHATGPT.len() + CODEX.len() + GEMINI_CLI.len() + PI.len(),
         "{first}"
     );
     assert_eq!(first.files_imported, first.files_seen);
-    assert_eq!(first.messages_parsed, parsed_cc + parsed_gpt + parsed_codex);
+    assert_eq!(
+        first.messages_parsed,
+        parsed_cc + parsed_gpt + parsed_codex + parsed_other
+    );
     assert_eq!(first.faults.len(), 3, "{first}");
     // Hand-made fixtures reuse ids: `msg-1`/`msg-2` in both ccrider files and in
     // brain-mcp's ChatGPT sample, `node-user`/`node-assistant` in two cass files.
     // Message ids are the sources' own, so the later copies count as already stored.
     assert_eq!(
         first.messages_added,
-        parsed_cc + parsed_gpt + parsed_codex - 6,
+        parsed_cc + parsed_gpt + parsed_codex + parsed_other - 6,
         "{first}"
     );
     let added_of = |name: &str| {
@@ -421,6 +488,8 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
     assert_eq!(first.sources["claude-code"].files, CLAUDE_CODE.len());
     assert_eq!(first.sources["chatgpt"].parsed, parsed_gpt);
     assert_eq!(first.sources["codex"].added, parsed_codex);
+    assert_eq!(first.sources["gemini-cli"].files, GEMINI_CLI.len());
+    assert_eq!(first.sources["pi"].files, PI.len());
     assert_eq!(
         store.count().expect("count"),
         u64::try_from(first.messages_added).expect("small")
@@ -600,6 +669,7 @@ fn discover_honours_claude_config_dir() {
     std::env::set_var("CLAUDE_CONFIG_DIR", dir.path());
     std::env::set_var("SKILLS_CHATGPT_EXPORT", &export);
     std::env::set_var("CODEX_HOME", dir.path().join("no-codex-here"));
+    std::env::set_var("HOME", dir.path()); // no ~/.gemini or ~/.pi here
     let found = ingest::discover();
     assert_eq!(
         found,

@@ -19,6 +19,8 @@
 mod chatgpt;
 mod claude_code;
 mod codex;
+mod gemini;
+mod pi;
 
 use std::path::{Path, PathBuf};
 
@@ -166,6 +168,12 @@ pub enum Format {
     /// Codex CLI rollout JSONL (`~/.codex/sessions/**/rollout-*.jsonl`), enveloped or
     /// legacy. Source name `codex`.
     Codex,
+    /// Gemini CLI chat (`~/.gemini/tmp/<project>/chats/session-*.json`, or the JSON
+    /// Lines form). Source name `gemini-cli`.
+    GeminiCli,
+    /// pi coding-agent session JSONL (`~/.pi/agent/sessions/--<cwd>--/*.jsonl`).
+    /// Source name `pi`.
+    Pi,
 }
 
 impl Format {
@@ -175,6 +183,8 @@ impl Format {
             Self::ClaudeCode => "claude-code",
             Self::ChatGpt => "chatgpt",
             Self::Codex => "codex",
+            Self::GeminiCli => "gemini-cli",
+            Self::Pi => "pi",
         }
     }
 }
@@ -196,8 +206,12 @@ const PEEK_BYTES: usize = 256 * 1024;
 ///   `message` object, a `parentUuid`, or a `summary`/`file-history-snapshot`… type
 ///   with `sessionId`/`leafUuid`/`snapshot`; a Codex line is an envelope
 ///   `{"type": "session_meta"|"response_item"|…, "payload": {…}}` or a legacy bare
-///   `{"type": "message", "role", "content": […]}`.
-/// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export).
+///   `{"type": "message", "role", "content": […]}`; a Gemini CLI line has
+///   `projectHash` and `sessionId`, or `type` `gemini` with `content`; a pi line is
+///   `{"type": "session", "id"}`, `{"type": "message", "message": {"role"}}` or a
+///   `model_change`/`thinking_level_change` entry.
+/// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export), or a
+///   `"messages"` key with `"projectHash"` or `"sessionId"` (Gemini CLI).
 pub fn detect(path: &Path) -> Option<Format> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     if ext != "jsonl" && ext != "json" {
@@ -205,7 +219,12 @@ pub fn detect(path: &Path) -> Option<Format> {
     }
     let head = peek(path).ok()?;
     if ext == "json" {
-        return contains(&head, b"\"mapping\"").then_some(Format::ChatGpt);
+        if contains(&head, b"\"mapping\"") {
+            return Some(Format::ChatGpt);
+        }
+        let gemini = contains(&head, b"\"messages\"")
+            && (contains(&head, b"\"projectHash\"") || contains(&head, b"\"sessionId\""));
+        return gemini.then_some(Format::GeminiCli);
     }
     let mut complete = head.split(|&b| b == b'\n').collect::<Vec<_>>();
     if head.len() == PEEK_BYTES {
@@ -224,6 +243,12 @@ pub fn detect(path: &Path) -> Option<Format> {
         }
         if codex::looks_like(&value) {
             return Some(Format::Codex);
+        }
+        if gemini::looks_like(&value) {
+            return Some(Format::GeminiCli);
+        }
+        if pi::looks_like(&value) {
+            return Some(Format::Pi);
         }
     }
     // A first line longer than the peek window: fall back on markers.
@@ -345,6 +370,8 @@ pub fn import_as(path: &Path, format: Format) -> Result<FileImport, IngestError>
         Format::ClaudeCode => claude_code::import(path, fallback),
         Format::ChatGpt => chatgpt::import(path, fallback),
         Format::Codex => codex::import(path, fallback),
+        Format::GeminiCli => gemini::import(path, fallback),
+        Format::Pi => pi::import(path, fallback),
     }
 }
 
@@ -423,6 +450,8 @@ pub(crate) fn stable_id(fields: &[&str]) -> String {
 ///   `<session>/subagents/agent-*.jsonl`);
 /// - Codex CLI: `$CODEX_HOME/sessions` when `CODEX_HOME` is set and not empty, else
 ///   `~/.codex/sessions` (all `*.jsonl` below it);
+/// - Gemini CLI: `~/.gemini/tmp/*/chats/*.json` and `*.jsonl`;
+/// - pi: `~/.pi/agent/sessions` (all `*.jsonl` below it);
 /// - ChatGPT: `$SKILLS_CHATGPT_EXPORT` when set: a `conversations.json` file, or a
 ///   directory (an unzipped export) searched for `conversations.json`.
 ///
@@ -441,6 +470,26 @@ pub fn discover() -> Vec<PathBuf> {
     let codex = env("CODEX_HOME").or_else(|| dirs::home_dir().map(|h| h.join(".codex")));
     if let Some(sessions) = codex.map(|d| d.join("sessions")).filter(|p| p.is_dir()) {
         found.extend(walk(&sessions).into_iter().filter(|p| has_ext(p, "jsonl")));
+    }
+    let home = dirs::home_dir();
+    if let Some(tmp) = home
+        .as_ref()
+        .map(|h| h.join(".gemini/tmp"))
+        .filter(|p| p.is_dir())
+    {
+        found.extend(walk(&tmp).into_iter().filter(|p| {
+            (has_ext(p, "json") || has_ext(p, "jsonl"))
+                && p.parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == "chats")
+        }));
+    }
+    if let Some(pi) = home
+        .as_ref()
+        .map(|h| h.join(".pi/agent/sessions"))
+        .filter(|p| p.is_dir())
+    {
+        found.extend(walk(&pi).into_iter().filter(|p| has_ext(p, "jsonl")));
     }
     if let Some(export) = env("SKILLS_CHATGPT_EXPORT") {
         if export.is_file() {
