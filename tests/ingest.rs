@@ -681,3 +681,65 @@ fn discover_honours_claude_config_dir() {
         ]
     );
 }
+
+#[test]
+fn any_corpus_file_or_truncation_never_panics() {
+    let Some(corpus) = corpus() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut detected = Vec::new();
+    for sub in fs_err::read_dir(&corpus)
+        .expect("corpus")
+        .filter_map(Result::ok)
+    {
+        if !sub.path().is_dir() {
+            continue;
+        }
+        for file in fs_err::read_dir(sub.path())
+            .expect("dir")
+            .filter_map(Result::ok)
+        {
+            let path = file.path();
+            let bytes = fs_err::read(&path).expect("read");
+            let format = ingest::detect(&path);
+            if let Some(format) = format {
+                detected.push(format!(
+                    "{}/{} {format}",
+                    sub.file_name().to_string_lossy(),
+                    file.file_name().to_string_lossy()
+                ));
+            }
+            let _ = ingest::import_file(&path);
+            for cut in [
+                bytes.len() / 3,
+                bytes.len() / 2,
+                bytes.len().saturating_sub(1),
+            ] {
+                let copy = dir.path().join(file.file_name());
+                fs_err::write(&copy, &bytes[..cut]).expect("write");
+                if let Some(format) = format {
+                    let _ = ingest::import_as(&copy, format);
+                }
+                let _ = ingest::import_file(&copy);
+            }
+        }
+    }
+    detected.sort();
+    let ours = [
+        "claude-code/",
+        "chatgpt-export/",
+        "codex/",
+        "gemini-cli/",
+        "pi/",
+    ];
+    let outside: Vec<&String> = detected
+        .iter()
+        .filter(|d| !ours.iter().any(|p| d.starts_with(p)))
+        .collect();
+    // Cursor's agent transcripts use Claude Code's line shape exactly (type, message,
+    // uuid, sessionId); only their location tells them apart.
+    assert_eq!(
+        outside,
+        ["cursor/brain-mcp__sample_cursor_transcript.jsonl claude-code"],
+        "files of other tools detected as ours"
+    );
+}
