@@ -8,8 +8,8 @@
 //! the walk starts at the newest leaf: among nodes that are no node's `parent`, the one
 //! whose `message.create_time` is greatest (a leaf without a time counts as oldest),
 //! ties broken by the greatest node id. A `current_node` missing from `mapping` is a
-//! [`Fault`] and the newest leaf is used instead; a `parent` missing from `mapping` (or
-//! a cycle) is a [`Fault`] and the conversation starts below it.
+//! [`Fault`](super::Fault) and the newest leaf is used instead; a `parent` missing from `mapping` (or
+//! a cycle) is a [`Fault`](super::Fault) and the conversation starts below it.
 //!
 //! Mapping to [`Message`]:
 //! - only `user` and `assistant` authors with non-empty text are messages; `system`

@@ -10,7 +10,7 @@
 //!   `has_attachment`. A line whose text is empty or whitespace is skipped (counted);
 //! - every other line (`summary`, `file-history-snapshot`, `progress`, `system`,
 //!   `queue-operation`, `ai-title`…) is skipped and counted;
-//! - a line that is not valid JSON, or not an object, is a [`Fault`] with its 1-based
+//! - a line that is not valid JSON, or not an object, is a [`Fault`](super::Fault) with its 1-based
 //!   line number; the other lines still import. Lines have no length limit;
 //! - `conversation_id` is the file's first `sessionId`, else the file stem. A subagent
 //!   file (stem `agent-*`, a line with `isSidechain: true` or an `agentId`) gets

@@ -5,6 +5,10 @@
 //! Importers know nothing about skills, engines or the CLI; writing goes through
 //! [`crate::stores::conversations::ConversationStore`].
 //!
+//! Formats (one private module each, documenting its mapping): Claude Code sessions
+//! (`claude_code`), ChatGPT exports (`chatgpt`), Codex CLI rollouts (`codex`), Gemini
+//! CLI chats (`gemini`) and pi sessions (`pi`).
+//!
 //! Entry points:
 //! - [`detect`] tells the [`Format`] of a file from its extension and first bytes;
 //! - [`import_file`] parses one file into a [`FileImport`] (nothing is stored);
@@ -39,8 +43,10 @@ pub struct Message {
     pub conversation_id: String,
     /// Conversation title when the source records one.
     pub conversation_title: Option<String>,
-    /// Stable message id: the source's own id when present, else a SHA-256 of
-    /// (source, conversation id, position, text) — never salted, never time-based.
+    /// Stable message id: the source's own id when present (pi's session-local entry
+    /// ids are prefixed `<conversation id>/`), else a lowercase-hex SHA-256 of
+    /// (source, conversation id, line or position, text) — never salted, never
+    /// time-based. Rows are keyed by it, so re-importing a file adds nothing.
     pub message_id: String,
     /// Parent message id when the source records one.
     pub parent_id: Option<String>,
@@ -164,6 +170,7 @@ pub enum Format {
     /// subagent files `agent-*.jsonl`). Source name `claude-code`.
     ClaudeCode,
     /// ChatGPT data export `conversations.json`. Source name `chatgpt`.
+    #[serde(rename = "chatgpt")]
     ChatGpt,
     /// Codex CLI rollout JSONL (`~/.codex/sessions/**/rollout-*.jsonl`), enveloped or
     /// legacy. Source name `codex`.
@@ -734,4 +741,132 @@ fn ingest_one(
         }
     }
     fs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn format_serialises_as_its_source_name() {
+        for f in [
+            Format::ClaudeCode,
+            Format::ChatGpt,
+            Format::Codex,
+            Format::GeminiCli,
+            Format::Pi,
+        ] {
+            assert_eq!(
+                serde_json::to_value(f).expect("serialise"),
+                json!(f.source())
+            );
+        }
+    }
+
+    #[test]
+    fn parse_time_variants() {
+        let t = |v: serde_json::Value| parse_time(&v).map(|t| t.to_rfc3339());
+        assert_eq!(
+            t(json!("2025-03-10T11:14:02.5+02:00")).as_deref(),
+            Some("2025-03-10T09:14:02.500+00:00")
+        );
+        assert_eq!(
+            t(json!("2025-03-10T09:14:02")).as_deref(),
+            Some("2025-03-10T09:14:02+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000.25)).as_deref(),
+            Some("2023-11-14T22:13:20.250+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000_250_i64)).as_deref(),
+            Some("2023-11-14T22:13:20.250+00:00")
+        );
+        assert_eq!(t(json!("yesterday")), None);
+        assert_eq!(t(json!(null)), None);
+        assert_eq!(t(json!(1e300)), None);
+    }
+
+    #[test]
+    fn stable_id_separates_fields() {
+        assert_ne!(stable_id(&["ab", "c"]), stable_id(&["a", "bc"]));
+        assert_eq!(stable_id(&["x"]).len(), 64);
+    }
+
+    #[test]
+    fn detect_by_extension_and_content() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cases = [
+            (
+                "a.jsonl",
+                r#"{"type":"summary","summary":"s","leafUuid":"u"}"#,
+                Some(Format::ClaudeCode),
+            ),
+            (
+                "b.jsonl",
+                r#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}"#,
+                Some(Format::Codex),
+            ),
+            (
+                "c.jsonl",
+                r#"{"type":"session","version":3,"id":"x"}"#,
+                Some(Format::Pi),
+            ),
+            (
+                "d.jsonl",
+                r#"{"sessionId":"s","projectHash":"h","startTime":"t"}"#,
+                Some(Format::GeminiCli),
+            ),
+            (
+                "e.json",
+                r#"[{"title":"t","mapping":{}}]"#,
+                Some(Format::ChatGpt),
+            ),
+            (
+                "f.json",
+                r#"{"sessionId":"s","messages":[]}"#,
+                Some(Format::GeminiCli),
+            ),
+            ("g.jsonl", r#"{"hello":"world"}"#, None),
+            ("h.txt", r#"{"type":"summary","leafUuid":"u"}"#, None),
+            ("i.json", "{}", None),
+        ];
+        for (name, text, want) in cases {
+            let path = dir.path().join(name);
+            fs_err::write(&path, text).expect("write");
+            assert_eq!(detect(&path), want, "{name}");
+        }
+        assert_eq!(detect(&dir.path().join("missing.jsonl")), None);
+    }
+
+    #[test]
+    fn summary_display() {
+        let mut s = IngestSummary {
+            files_seen: 2,
+            files_imported: 1,
+            messages_parsed: 3,
+            ..Default::default()
+        };
+        s.faults.push(Fault::new(
+            Path::new("x.jsonl"),
+            Some(4),
+            "invalid JSON: oops",
+        ));
+        s.sources.insert(
+            "pi".into(),
+            SourceCounts {
+                files: 1,
+                parsed: 3,
+                added: 3,
+                skipped: 0,
+            },
+        );
+        assert_eq!(
+            s.to_string(),
+            "1 of 2 files imported: 3 messages parsed, 0 new, 0 records skipped, 1 faults\n  \
+             pi: 1 files, 3 messages parsed, 3 new, 0 skipped\n  fault: `x.jsonl`:4: invalid JSON: oops\n"
+        );
+        assert!(!s.is_clean());
+    }
 }
