@@ -345,10 +345,8 @@ fn corpus_pi_per_file() {
     assert_eq!(on_disk, PI.len(), "every corpus file has an expectation");
     let v3 = ingest::import_file(&dir.join("brain-mcp__sample_pi.jsonl")).expect("import");
     let last = &v3.messages[2];
-    assert_eq!(
-        last.message_id,
-        "11111111-2222-3333-4444-555555555555/a3e5ccf6"
-    );
+    assert_eq!(last.message_id, "a3e5ccf6");
+    assert_eq!(last.parent_id.as_deref(), Some("92d4bbe5"));
     assert_eq!(last.model.as_deref(), Some("claude-opus-5"));
     assert_eq!(last.project.as_deref(), Some("/Users/example/my-project"));
     let real =
@@ -468,12 +466,13 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
         parsed_cc + parsed_gpt + parsed_codex + parsed_other
     );
     assert_eq!(first.faults.len(), 3, "{first}");
-    // Hand-made fixtures reuse ids: `msg-1`/`msg-2` in both ccrider files and in
-    // brain-mcp's ChatGPT sample, `node-user`/`node-assistant` in two cass files.
-    // Message ids are the sources' own, so the later copies count as already stored.
+    // Hand-made fixtures reuse ids (`msg-1`/`msg-2` in both ccrider files and in
+    // brain-mcp's ChatGPT sample, `node-user`/`node-assistant` in two cass files) in
+    // different conversations: rows are keyed by (source, conversation, message id),
+    // so all of them are stored.
     assert_eq!(
         first.messages_added,
-        parsed_cc + parsed_gpt + parsed_codex + parsed_other - 6,
+        parsed_cc + parsed_gpt + parsed_codex + parsed_other,
         "{first}"
     );
     let added_of = |name: &str| {
@@ -482,9 +481,9 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
             .find(|(p, _)| p.ends_with(name))
             .map(|(_, a)| *a)
     };
-    assert_eq!(added_of("ccrider__sample.jsonl"), Some(0));
-    assert_eq!(added_of("cass__conv-structured-parts.json"), Some(0));
-    assert_eq!(added_of("brain-mcp__sample_chatgpt.json"), Some(0));
+    assert_eq!(added_of("ccrider__sample.jsonl"), Some(2));
+    assert_eq!(added_of("cass__conv-structured-parts.json"), Some(2));
+    assert_eq!(added_of("brain-mcp__sample_chatgpt.json"), Some(2));
     assert_eq!(first.sources["claude-code"].files, CLAUDE_CODE.len());
     assert_eq!(first.sources["chatgpt"].parsed, parsed_gpt);
     assert_eq!(first.sources["codex"].added, parsed_codex);

@@ -43,10 +43,10 @@ pub struct Message {
     pub conversation_id: String,
     /// Conversation title when the source records one.
     pub conversation_title: Option<String>,
-    /// Stable message id: the source's own id when present (pi's session-local entry
-    /// ids are prefixed `<conversation id>/`), else a lowercase-hex SHA-256 of
-    /// (source, conversation id, line or position, text) — never salted, never
-    /// time-based. Rows are keyed by it, so re-importing a file adds nothing.
+    /// Stable message id: the source's own id when present, else a lowercase-hex
+    /// SHA-256 of (source, conversation id, line or position, text) — never salted,
+    /// never time-based. Rows are keyed by (source, conversation id, message id), so
+    /// re-importing a file adds nothing.
     pub message_id: String,
     /// Parent message id when the source records one.
     pub parent_id: Option<String>,

@@ -12,10 +12,11 @@
 //!   `has_attachment`, `thinking` and `toolCall` blocks are not text;
 //! - all message entries are imported in file order, including branches the person
 //!   left (as for Claude Code rewinds); `parent_id` keeps the tree;
-//! - `conversation_id` is the session record's `id`, else the file stem. Entry ids of
-//!   version 3 are 8 hex digits, unique only within a session, so `message_id` is
-//!   `<conversation id>/<entry id>` (and `parent_id` likewise); an entry without id
-//!   gets [`stable_id`] of (`pi`, conversation id, line number, text);
+//! - `conversation_id` is the session record's `id`, else the file stem; `message_id`
+//!   is the entry `id` (version 3 ids are 8 hex digits, unique within a session, which
+//!   is enough as rows are keyed by source, conversation and message id) and
+//!   `parent_id` its `parentId`; an entry without id gets [`stable_id`] of (`pi`,
+//!   conversation id, line number, text);
 //! - `project` is the session's `cwd`; `model` (assistant) is `message.model`, else
 //!   the latest `model_change` `modelId`, else the session record's `modelId`; the
 //!   title is the latest `session_info` `name`;
@@ -138,10 +139,9 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         .into_iter()
         .enumerate()
         .map(|(index, p)| {
-            let message_id = p.id.map_or_else(
-                || stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text]),
-                |id| format!("{conversation_id}/{id}"),
-            );
+            let message_id = p.id.unwrap_or_else(|| {
+                stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text])
+            });
             let (timestamp, timestamp_is_fallback) = match p.time {
                 Some(t) => (t, false),
                 None => (p.earlier_time.unwrap_or(conversation_time), true),
@@ -153,7 +153,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 conversation_id: conversation_id.clone(),
                 conversation_title: title.clone(),
                 message_id,
-                parent_id: p.parent.map(|id| format!("{conversation_id}/{id}")),
+                parent_id: p.parent,
                 msg_index: i64::try_from(index).unwrap_or(i64::MAX),
                 timestamp,
                 timestamp_is_fallback,
@@ -227,8 +227,8 @@ mod tests {
         ));
         assert_eq!((out.messages.len(), out.skipped), (2, 4));
         let m = &out.messages;
-        assert_eq!(m[0].message_id, "s1/u1");
-        assert_eq!(m[1].parent_id.as_deref(), Some("s1/u1"));
+        assert_eq!(m[0].message_id, "u1");
+        assert_eq!(m[1].parent_id.as_deref(), Some("u1"));
         assert!(m[0].has_attachment);
         assert_eq!(m[1].model.as_deref(), Some("gpt-5"));
         assert_eq!(m[1].project.as_deref(), Some("/w"));
