@@ -61,6 +61,14 @@ enum Command {
         #[arg(long, value_name = "JSON", conflicts_with = "args")]
         args_json: Option<String>,
     },
+    /// Run every skill's verification checklist as conformance tests (or only NAME…).
+    Verify {
+        /// Skill names (default: every skill).
+        names: Vec<String>,
+        /// Fixture corpora folder. Default: `tests/conformance/fixtures` of this source tree.
+        #[arg(long, env = "SKILLS_FIXTURES_DIR")]
+        fixtures_dir: Option<PathBuf>,
+    },
 }
 
 /// How a command ended: 0 ok, 1 the call/check/import failed, 2 bad usage or invalid documents.
@@ -217,6 +225,7 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
             Ok(if diags.is_empty() { Outcome::Ok } else { Outcome::Usage })
         }
         Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
+        Command::Verify { names, fixtures_dir } => verify(cli, names, fixtures_dir.as_deref(), out),
         Command::Run { name, args: pairs, args_json } => {
             let host = load_host(cli)?;
             warn_diagnostics(&host);
@@ -289,6 +298,28 @@ fn skill_summary(s: &skills::runtime::Skill) -> Value {
         "tool": s.tool_name(),
         "path": s.doc.path,
     })
+}
+
+fn verify(cli: &Cli, names: &[String], fixtures_dir: Option<&Path>, out: &mut impl Write) -> Result<Outcome> {
+    use skills::runtime::conformance::{Options, Verifier, VerifyError};
+    let fixtures_dir = fixtures_dir.map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"), Path::to_path_buf);
+    let options = Options { skills_dir: skills_dir(cli), fixtures_dir, binary: std::env::current_exe().ok() };
+    let verifier = Verifier::new(options)?;
+    warn_diagnostics(verifier.host());
+    let report = match verifier.run_all(names) {
+        Ok(report) => report,
+        Err(e @ VerifyError::UnknownSkill { .. }) => {
+            eprintln!("error: {e}");
+            return Ok(Outcome::Usage);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if cli.json {
+        print_json(out, &serde_json::to_value(&report)?)?;
+    } else {
+        writeln!(out, "{}", report.to_text())?;
+    }
+    Ok(if report.failed == 0 { Outcome::Ok } else { Outcome::Failed })
 }
 
 fn ingest(_cli: &Cli, _paths: &[PathBuf], _quiet: bool, _out: &mut impl Write) -> Result<Outcome> {

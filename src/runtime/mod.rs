@@ -4,6 +4,7 @@
 //! [`crate::engines::registry`].
 
 pub mod args;
+pub mod conformance;
 pub mod doc;
 pub mod host;
 pub mod render;
