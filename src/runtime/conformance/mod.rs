@@ -239,9 +239,9 @@ impl Report {
                 out.push_str(&format!("{}\n", r.skill));
                 skill = Some(&r.skill);
             }
-            let line = r.line.map(|l| format!(":{l}")).unwrap_or_default();
+            let line = r.line.map(|l| format!(" (SKILL.md:{l})")).unwrap_or_default();
             match r.status {
-                Status::Pass => out.push_str(&format!("  PASS     {}{line}\n", r.item)),
+                Status::Pass => out.push_str(&format!("  PASS     {}\n", r.item)),
                 Status::Excluded => out.push_str(&format!(
                     "  EXCLUDED {}{line}\n           reason: {}\n",
                     r.item,
