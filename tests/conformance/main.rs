@@ -24,29 +24,40 @@ fn options(skills_dir: PathBuf) -> Options {
 
 fn main() {
     let args = Arguments::from_args();
-    let verifier = Arc::new(Verifier::new(options(repo().join("skills"))).expect("temporary data folder"));
+    let verifier =
+        Arc::new(Verifier::new(options(repo().join("skills"))).expect("temporary data folder"));
     let mut trials = Vec::new();
-    for (n, entry) in verifier.entries(&[]).expect("all skills").into_iter().enumerate() {
+    for (n, entry) in verifier
+        .entries(&[])
+        .expect("all skills")
+        .into_iter()
+        .enumerate()
+    {
         let v = verifier.clone();
-        let name = format!("{}::{:02} {}", entry.skill, n + 1, entry.item);
+        let mut name = format!("{}::{:02} {}", entry.skill, n + 1, entry.item);
+        // An excluded item is reported as ignored, with its reason in the name, never
+        // silently passed (`--include-ignored` runs it and fails with the reason).
+        let excluded = verifier.exclusion(&entry).map(str::to_owned);
+        if let Some(reason) = &excluded {
+            name.push_str(&format!(" [excluded: {reason}]"));
+        }
         trials.push(
             Trial::test(name, move || {
                 let report = v.run(&entry);
                 match report.status {
                     Status::Pass => Ok(()),
-                    Status::Excluded => Err(Failed::from(format!("excluded: {}", report.reason.unwrap_or_default()))),
+                    Status::Excluded => Err(Failed::from(format!(
+                        "excluded: {}",
+                        report.reason.unwrap_or_default()
+                    ))),
                     Status::Fail => Err(Failed::from(report.failures().join("\n"))),
                 }
             })
-            .with_kind("checklist"),
+            .with_kind("checklist")
+            .with_ignored_flag(excluded.is_some()),
         );
     }
-    // An excluded item is reported as ignored with its reason, never silently passed.
-    let trials = trials
-        .into_iter()
-        .map(|t| t)
-        .chain(breakage::trials())
-        .collect();
+    trials.extend(breakage::trials());
     libtest_mimic::run(&args, trials).exit();
 }
 
@@ -98,13 +109,21 @@ mod breakage {
         let found: Vec<_> = report.items.iter().filter(|r| r.item == item).collect();
         match found.as_slice() {
             [r] => Ok((r.status, r.failures())),
-            _ => Err(format!("expected one report for {item:?}, got {}: {report:#?}", found.len()).into()),
+            _ => Err(format!(
+                "expected one report for {item:?}, got {}: {report:#?}",
+                found.len()
+            )
+            .into()),
         }
     }
 
     fn expect(actual: (Status, Vec<String>), expected: &[String]) -> Result<(), Failed> {
         if actual.0 != Status::Fail || actual.1 != expected {
-            return Err(format!("expected FAIL with {expected:#?}\ngot {:?} with {:#?}", actual.0, actual.1).into());
+            return Err(format!(
+                "expected FAIL with {expected:#?}\ngot {:?} with {:#?}",
+                actual.0, actual.1
+            )
+            .into());
         }
         Ok(())
     }
@@ -117,11 +136,19 @@ mod breakage {
 
     fn missing_binding() -> Result<(), Failed> {
         let tmp = copy_skills();
-        let path = edit(tmp.path(), "conformance.yaml", &format!("  - item: {ROLE_ITEM}\n"), "  - item: Something else entirely\n");
+        let path = edit(
+            tmp.path(),
+            "conformance.yaml",
+            &format!("  - item: {ROLE_ITEM}\n"),
+            "  - item: Something else entirely\n",
+        );
         let report = run_items(tmp.path(), &[ROLE_ITEM]);
         expect(
             one(&report, ROLE_ITEM)?,
-            &[format!("no binding: no item of `{}` has this exact text", path.display())],
+            &[format!(
+                "no binding: no item of `{}` has this exact text",
+                path.display()
+            )],
         )
     }
 
@@ -133,27 +160,58 @@ mod breakage {
         if report.failed != 10 || report.passed != 0 {
             return Err(format!("expected 10 failures, got {}", report.to_text()).into());
         }
-        expect(one(&report, ROLE_ITEM)?, &[format!("no binding: `{}` does not exist", path.display())])
+        expect(
+            one(&report, ROLE_ITEM)?,
+            &[format!("no binding: `{}` does not exist", path.display())],
+        )
     }
 
     fn drifted_text() -> Result<(), Failed> {
         let tmp = copy_skills();
         let new = "Rows are ordered by created DESC (most recent first)";
-        edit(tmp.path(), "SKILL.md", &format!("- [ ] {ORDER_ITEM}"), &format!("- [ ] {new}"));
+        edit(
+            tmp.path(),
+            "SKILL.md",
+            &format!("- [ ] {ORDER_ITEM}"),
+            &format!("- [ ] {new}"),
+        );
         let report = run_items(tmp.path(), &["Rows are ordered"]);
-        expect(one(&report, ORDER_ITEM)?, &[format!(
+        expect(
+            one(&report, ORDER_ITEM)?,
+            &[format!(
             "binding text matches no checklist item (drift); closest item (line 108): \"{new}\""
-        )])?;
+        )],
+        )?;
         let path = tmp.path().join(SKILL).join("conformance.yaml");
-        expect(one(&report, new)?, &[format!("no binding: no item of `{}` has this exact text", path.display())])
+        expect(
+            one(&report, new)?,
+            &[format!(
+                "no binding: no item of `{}` has this exact text",
+                path.display()
+            )],
+        )
     }
 
     fn unknown_check() -> Result<(), Failed> {
         let tmp = copy_skills();
-        edit(tmp.path(), "conformance.yaml", "check: every_row_has", "check: every_row_hass");
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "check: every_row_has",
+            "check: every_row_hass",
+        );
         let report = run_items(tmp.path(), &[CONV_ID_ITEM]);
-        let known = skills::runtime::conformance::checks::vocabulary().iter().map(|c| c.id).collect::<Vec<_>>().join(", ");
-        expect(one(&report, CONV_ID_ITEM)?, &[format!("unknown check `every_row_hass`; known checks: {known}")])
+        let known = skills::runtime::conformance::checks::vocabulary()
+            .iter()
+            .map(|c| c.id)
+            .collect::<Vec<_>>()
+            .join(", ");
+        expect(
+            one(&report, CONV_ID_ITEM)?,
+            &[format!(
+                "unknown check `every_row_hass`; known checks: {known}"
+            )],
+        )
     }
 
     fn bad_params() -> Result<(), Failed> {
@@ -173,7 +231,12 @@ mod breakage {
 
     fn failing_check() -> Result<(), Failed> {
         let tmp = copy_skills();
-        edit(tmp.path(), "conformance.yaml", "{template: \"No conversations found", "{template: \"No conversation found");
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "{template: \"No conversations found",
+            "{template: \"No conversation found",
+        );
         let report = run_items(tmp.path(), &[NO_MATCH_ITEM]);
         expect(
             one(&report, NO_MATCH_ITEM)?,
@@ -187,7 +250,12 @@ mod breakage {
 
     fn cli_exit_code_and_summary() -> Result<(), Failed> {
         let tmp = copy_skills();
-        edit(tmp.path(), "conformance.yaml", "check: every_row_has", "check: every_row_hass");
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "check: every_row_has",
+            "check: every_row_hass",
+        );
         let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
             .arg("--skills-dir")
             .arg(tmp.path())
@@ -195,23 +263,33 @@ mod breakage {
             .output()
             .unwrap();
         let stdout = String::from_utf8(out.stdout).unwrap();
-        if out.status.code() != Some(1) || stdout.lines().last() != Some("9 passed, 1 failed, 0 excluded") {
+        if out.status.code() != Some(1)
+            || stdout.lines().last() != Some("9 passed, 1 failed, 0 excluded")
+        {
             return Err(format!("exit {:?}, stdout:\n{stdout}", out.status.code()).into());
         }
-        let out = assert_cmd::cargo::cargo_bin_cmd!("skills").args(["--json", "verify", SKILL]).output().unwrap();
+        let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
+            .args(["--json", "verify", SKILL])
+            .output()
+            .unwrap();
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         if out.status.code() != Some(0) || json["passed"] != 10 || json["failed"] != 0 {
             return Err(format!("exit {:?}, json:\n{json:#}", out.status.code()).into());
         }
-        let out = assert_cmd::cargo::cargo_bin_cmd!("skills").args(["verify", "no-such-skill"]).output().unwrap();
+        let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
+            .args(["verify", "no-such-skill"])
+            .output()
+            .unwrap();
         if out.status.code() != Some(2) {
             return Err(format!("unknown skill: exit {:?}", out.status.code()).into());
         }
         Ok(())
     }
 
+    type Breakage = fn() -> Result<(), Failed>;
+
     pub fn trials() -> Vec<Trial> {
-        let cases: [(&str, fn() -> Result<(), Failed>); 8] = [
+        let cases: [(&str, Breakage); 8] = [
             ("missing_binding", missing_binding),
             ("missing_binding_file", missing_binding_file),
             ("drifted_text", drifted_text),
@@ -221,26 +299,50 @@ mod breakage {
             ("cli_exit_code_and_summary", cli_exit_code_and_summary),
             ("excluded_item_is_reported", excluded_item_is_reported),
         ];
-        cases.into_iter().map(|(name, f)| Trial::test(format!("breakage::{name}"), f)).collect()
+        cases
+            .into_iter()
+            .map(|(name, f)| Trial::test(format!("breakage::{name}"), f))
+            .collect()
     }
 
     fn excluded_item_is_reported() -> Result<(), Failed> {
         let tmp = copy_skills();
-        let path = edit(tmp.path(), "conformance.yaml", &format!("  - item: {ROLE_ITEM}\n"), &format!("  - item: {ROLE_ITEM}\n    excluded: covered by hand\n"));
+        let path = edit(
+            tmp.path(),
+            "conformance.yaml",
+            &format!("  - item: {ROLE_ITEM}\n"),
+            &format!("  - item: {ROLE_ITEM}\n    excluded: covered by hand\n"),
+        );
         // `excluded` with checks/cases is rejected by the schema: the file is unusable.
         let report = run_items(tmp.path(), &["conformance.yaml"]);
         let (status, failures) = one(&report, "conformance.yaml")?;
-        if status != Status::Fail || !failures[0].starts_with(&format!("`{}` does not match `schemas/conformance.schema.json`: `/items/8`", path.display())) {
+        if status != Status::Fail
+            || !failures[0].starts_with(&format!(
+                "`{}` does not match `schemas/conformance.schema.json`: `/items/8`",
+                path.display()
+            ))
+        {
             return Err(format!("{status:?} {failures:#?}").into());
         }
         // A bare exclusion is reported as EXCLUDED with its reason.
         let text = std::fs::read_to_string(&path).unwrap();
         let start = text.find(&format!("  - item: {ROLE_ITEM}\n")).unwrap();
         let end = start + text[start..].find("\n\n").unwrap();
-        std::fs::write(&path, format!("{}  - item: {ROLE_ITEM}\n    excluded: covered by hand{}", &text[..start], &text[end..])).unwrap();
+        std::fs::write(
+            &path,
+            format!(
+                "{}  - item: {ROLE_ITEM}\n    excluded: covered by hand{}",
+                &text[..start],
+                &text[end..]
+            ),
+        )
+        .unwrap();
         let report = run_items(tmp.path(), &[ROLE_ITEM]);
         let r = &report.items[0];
-        if r.status != Status::Excluded || r.reason.as_deref() != Some("covered by hand") || report.excluded != 1 {
+        if r.status != Status::Excluded
+            || r.reason.as_deref() != Some("covered by hand")
+            || report.excluded != 1
+        {
             return Err(format!("{r:#?}").into());
         }
         if !report.to_text().contains("  EXCLUDED The role filter returns only rows of that role (SKILL.md:111)\n           reason: covered by hand\n") {

@@ -37,7 +37,9 @@ impl Probe<'_> {
     /// # Errors
     /// The call error, as text.
     pub fn call(&self) -> Result<CallOutput, String> {
-        self.host.call(self.skill.name(), self.args.clone()).map_err(|e| format!("call failed: {e}"))
+        self.host
+            .call(self.skill.name(), self.args.clone())
+            .map_err(|e| format!("call failed: {e}"))
     }
 
     /// Runs `sql` on store `store` (`conversations` or `memories`) with positional
@@ -45,11 +47,18 @@ impl Probe<'_> {
     ///
     /// # Errors
     /// Unknown store, store not built, or the SQL error.
-    pub fn query(&self, store: &str, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {
+    pub fn query(
+        &self,
+        store: &str,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>, String> {
         match store {
             "conversations" => query_duckdb(self.host, sql, params),
             "memories" => query_sqlite(&self.host.context().memories_path(), sql, params),
-            other => Err(format!("unknown store `{other}`; known stores: conversations, memories")),
+            other => Err(format!(
+                "unknown store `{other}`; known stores: conversations, memories"
+            )),
         }
     }
 }
@@ -72,7 +81,8 @@ impl Check {
     /// # Errors
     /// When the built-in schema text is not JSON (a bug in this file).
     pub fn params_schema(&self) -> Result<Value, String> {
-        serde_json::from_str(self.params).map_err(|e| format!("check `{}`: parameter schema: {e}", self.id))
+        serde_json::from_str(self.params)
+            .map_err(|e| format!("check `{}`: parameter schema: {e}", self.id))
     }
 
     /// Validates `params` against the parameter schema.
@@ -81,15 +91,24 @@ impl Check {
     /// Every violation, `; `-joined, each with its JSON pointer.
     pub fn validate(&self, params: &Value) -> Result<(), String> {
         let schema = self.params_schema()?;
-        let validator = jsonschema::draft202012::new(&schema).map_err(|e| format!("check `{}`: {e}", self.id))?;
+        let validator = jsonschema::draft202012::new(&schema)
+            .map_err(|e| format!("check `{}`: {e}", self.id))?;
         let errors: Vec<String> = validator
             .iter_errors(params)
             .map(|e| {
                 let at = e.instance_path().to_string();
-                if at.is_empty() { e.to_string() } else { format!("`{at}`: {e}") }
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("`{at}`: {e}")
+                }
             })
             .collect();
-        if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
     }
 }
 
@@ -279,9 +298,11 @@ fn show(v: &Value) -> String {
 
 fn compare(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            x.as_f64().unwrap_or(0.0).partial_cmp(&y.as_f64().unwrap_or(0.0)).unwrap_or(Ordering::Equal)
-        }
+        (Value::Number(x), Value::Number(y)) => x
+            .as_f64()
+            .unwrap_or(0.0)
+            .partial_cmp(&y.as_f64().unwrap_or(0.0))
+            .unwrap_or(Ordering::Equal),
         (Value::String(x), Value::String(y)) => x.cmp(y),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
         (Value::Null, Value::Null) => Ordering::Equal,
@@ -298,13 +319,21 @@ fn first_difference(a: &str, b: &str) -> String {
         let start = at.saturating_sub(20);
         s.chars().skip(start).take(60).collect::<String>()
     };
-    format!("first difference at character {at}: {:?} vs {:?}", around(a), around(b))
+    format!(
+        "first difference at character {at}: {:?} vs {:?}",
+        around(a),
+        around(b)
+    )
 }
 
 fn key_of(row: &Value, key_field: &str, index: usize) -> Result<Value, String> {
     let key = field(row, key_field);
     if key.is_null() {
-        return Err(format!("row {} has no key field `{key_field}`: {}", index + 1, show(row)));
+        return Err(format!(
+            "row {} has no key field `{key_field}`: {}",
+            index + 1,
+            show(row)
+        ));
     }
     Ok(key.clone())
 }
@@ -319,10 +348,16 @@ fn deterministic(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
         let again = probe.call()?;
         let data = serde_json::to_string(&again.data).map_err(|e| e.to_string())?;
         if data != first_data {
-            return Err(format!("run {run} structured output differs from run 1: {}", first_difference(&first_data, &data)));
+            return Err(format!(
+                "run {run} structured output differs from run 1: {}",
+                first_difference(&first_data, &data)
+            ));
         }
         if again.text != first.text {
-            return Err(format!("run {run} text differs from run 1: {}", first_difference(&first.text, &again.text)));
+            return Err(format!(
+                "run {run} text differs from run 1: {}",
+                first_difference(&first.text, &again.text)
+            ));
         }
     }
     if !p_bool(params, "fresh_process", true) {
@@ -347,14 +382,21 @@ fn deterministic(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    let fresh: Value = serde_json::from_slice(&output.stdout).map_err(|e| format!("fresh process: output is not JSON: {e}"))?;
+    let fresh: Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("fresh process: output is not JSON: {e}"))?;
     let data = serde_json::to_string(&fresh["data"]).map_err(|e| e.to_string())?;
     if data != first_data {
-        return Err(format!("fresh process structured output differs: {}", first_difference(&first_data, &data)));
+        return Err(format!(
+            "fresh process structured output differs: {}",
+            first_difference(&first_data, &data)
+        ));
     }
     let text = fresh["text"].as_str().unwrap_or("");
     if text != first.text {
-        return Err(format!("fresh process text differs: {}", first_difference(&first.text, text)));
+        return Err(format!(
+            "fresh process text differs: {}",
+            first_difference(&first.text, text)
+        ));
     }
     Ok(())
 }
@@ -364,7 +406,12 @@ fn every_row_has(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let (_, rows) = output_rows(probe, params)?;
     for (i, row) in rows.iter().enumerate() {
         if is_empty(field(row, name)) {
-            return Err(format!("row {} of {} has no `{name}`: {}", i + 1, rows.len(), show(row)));
+            return Err(format!(
+                "row {} of {} has no `{name}`: {}",
+                i + 1,
+                rows.len(),
+                show(row)
+            ));
         }
     }
     Ok(())
@@ -372,7 +419,10 @@ fn every_row_has(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
 
 fn field_equals(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let name = p_str(params, "field", "");
-    let expected = match (params.get("value"), params.get("arg").and_then(Value::as_str)) {
+    let expected = match (
+        params.get("value"),
+        params.get("arg").and_then(Value::as_str),
+    ) {
         (Some(v), _) => v.clone(),
         (None, Some(arg)) => match probe.args.get(arg) {
             Some(v) if !v.is_null() => v.clone(),
@@ -383,7 +433,13 @@ fn field_equals(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let (_, rows) = output_rows(probe, params)?;
     for (i, row) in rows.iter().enumerate() {
         if field(row, name) != &expected {
-            return Err(format!("row {} has `{name}` = {}, expected {}: {}", i + 1, show(field(row, name)), show(&expected), show(row)));
+            return Err(format!(
+                "row {} has `{name}` = {}, expected {}: {}",
+                i + 1,
+                show(field(row, name)),
+                show(&expected),
+                show(row)
+            ));
         }
     }
     Ok(())
@@ -392,19 +448,39 @@ fn field_equals(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
 fn some_row_contains(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let name = p_str(params, "field", "");
     let (_, rows) = output_rows(probe, params)?;
-    for needle in params.get("contains").and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
+    for needle in params
+        .get("contains")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+    {
         let needle = needle.as_str().unwrap_or("");
-        if !rows.iter().any(|r| field(r, name).as_str().is_some_and(|s| s.contains(needle))) {
-            return Err(format!("no row's `{name}` contains {needle:?} ({} rows), so the case does not exercise it", rows.len()));
+        if !rows
+            .iter()
+            .any(|r| field(r, name).as_str().is_some_and(|s| s.contains(needle)))
+        {
+            return Err(format!(
+                "no row's `{name}` contains {needle:?} ({} rows), so the case does not exercise it",
+                rows.len()
+            ));
         }
     }
     Ok(())
 }
 
 fn ordered_by(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
-    let mut keys = vec![(p_str(params, "field", "").to_owned(), p_str(params, "direction", "asc") == "desc")];
-    for k in params.get("then").and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
-        keys.push((p_str(k, "field", "").to_owned(), p_str(k, "direction", "asc") == "desc"));
+    let mut keys = vec![(
+        p_str(params, "field", "").to_owned(),
+        p_str(params, "direction", "asc") == "desc",
+    )];
+    for k in params
+        .get("then")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+    {
+        keys.push((
+            p_str(k, "field", "").to_owned(),
+            p_str(k, "direction", "asc") == "desc",
+        ));
     }
     let (_, rows) = output_rows(probe, params)?;
     for (i, pair) in rows.windows(2).enumerate() {
@@ -448,9 +524,15 @@ fn row_count(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
         }
     }
     if let Some(arg) = params.get("max_arg").and_then(Value::as_str) {
-        let max = out.args.get(arg).and_then(Value::as_u64).ok_or_else(|| format!("argument `{arg}` is not a count"))?;
+        let max = out
+            .args
+            .get(arg)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("argument `{arg}` is not a count"))?;
         if n > max {
-            return Err(format!("{n} rows, expected at most {max} (argument `{arg}`)"));
+            return Err(format!(
+                "{n} rows, expected at most {max} (argument `{arg}`)"
+            ));
         }
     }
     Ok(())
@@ -461,9 +543,14 @@ fn text_equals(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let mut env = render::environment();
     env.add_template("expected", p_str(params, "template", ""))
         .map_err(|e| format!("`template` does not parse: {e}"))?;
-    let expected = render::render(&env, "expected", &out.data, &out.args).map_err(|e| format!("`template` failed: {e}"))?;
+    let expected = render::render(&env, "expected", &out.data, &out.args)
+        .map_err(|e| format!("`template` failed: {e}"))?;
     if out.text != expected {
-        return Err(format!("text is {:?}, expected {:?}", show(&Value::String(out.text.clone())), expected));
+        return Err(format!(
+            "text is {:?}, expected {:?}",
+            show(&Value::String(out.text.clone())),
+            expected
+        ));
     }
     Ok(())
 }
@@ -471,7 +558,10 @@ fn text_equals(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
 /// Splits a markdown table line into cells: `|` preceded by a backslash is text.
 fn cells(line: &str) -> usize {
     let inner = line.trim().trim_start_matches('|');
-    let inner = inner.strip_suffix('|').filter(|s| !s.ends_with('\\')).unwrap_or(inner);
+    let inner = inner
+        .strip_suffix('|')
+        .filter(|s| !s.ends_with('\\'))
+        .unwrap_or(inner);
     let mut n = 1;
     let mut escaped = false;
     for c in inner.chars() {
@@ -489,11 +579,16 @@ fn cells(line: &str) -> usize {
 
 fn text_rows_intact(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let columns = params.get("columns").and_then(Value::as_u64).unwrap_or(1) as usize;
-    let header = params.get("header_lines").and_then(Value::as_u64).unwrap_or(2) as usize;
+    let header = params
+        .get("header_lines")
+        .and_then(Value::as_u64)
+        .unwrap_or(2) as usize;
     let (out, rows) = output_rows(probe, params)?;
     let lines: Vec<&str> = out.text.lines().collect();
     let first = lines.iter().position(|l| l.trim_start().starts_with('|'));
-    let Some(first) = first else { return Err("the rendered text has no table".into()) };
+    let Some(first) = first else {
+        return Err("the rendered text has no table".into());
+    };
     let expected = header + rows.len();
     for (i, line) in lines[first..].iter().enumerate() {
         if i >= expected {
@@ -504,15 +599,26 @@ fn text_rows_intact(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
             ));
         }
         if !line.trim_start().starts_with('|') {
-            return Err(format!("text line {} breaks the table (table row {}): {line:?}", first + i + 1, i + 1));
+            return Err(format!(
+                "text line {} breaks the table (table row {}): {line:?}",
+                first + i + 1,
+                i + 1
+            ));
         }
         let n = cells(line);
         if n != columns {
-            return Err(format!("text line {} has {n} cells, expected {columns}: {line:?}", first + i + 1));
+            return Err(format!(
+                "text line {} has {n} cells, expected {columns}: {line:?}",
+                first + i + 1
+            ));
         }
     }
     if lines.len() - first < expected {
-        return Err(format!("the table has {} lines, expected {expected} ({header} header + {} rows)", lines.len() - first, rows.len()));
+        return Err(format!(
+            "the table has {} lines, expected {expected} ({header} header + {} rows)",
+            lines.len() - first,
+            rows.len()
+        ));
     }
     Ok(())
 }
@@ -524,7 +630,8 @@ fn output_schema(probe: &Probe<'_>, _params: &Value) -> Result<(), String> {
         .output_schema
         .as_ref()
         .ok_or_else(|| format!("skill `{}` declares no `output-schema`", probe.skill.name()))?;
-    let validator = jsonschema::draft202012::new(schema).map_err(|e| format!("`output-schema` does not compile: {e}"))?;
+    let validator = jsonschema::draft202012::new(schema)
+        .map_err(|e| format!("`output-schema` does not compile: {e}"))?;
     let out = probe.call()?;
     if let Some(e) = validator.iter_errors(&out.data).next() {
         let at = e.instance_path().to_string();
@@ -536,30 +643,51 @@ fn output_schema(probe: &Probe<'_>, _params: &Value) -> Result<(), String> {
 fn argument_error(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let name = p_str(params, "argument", "");
     match probe.host.call(probe.skill.name(), probe.args.clone()) {
-        Ok(out) => Err(format!("the call succeeded (data {}), expected an error naming argument `{name}`", show(&out.data))),
+        Ok(out) => Err(format!(
+            "the call succeeded (data {}), expected an error naming argument `{name}`",
+            show(&out.data)
+        )),
         Err(CallError::InvalidArguments { errors, .. }) => {
             let Some(e) = errors.iter().find(|e| e.argument == name) else {
-                let named: Vec<String> = errors.iter().map(|e| format!("`{}`", e.argument)).collect();
-                return Err(format!("errors name {} instead of `{name}`", named.join(", ")));
+                let named: Vec<String> =
+                    errors.iter().map(|e| format!("`{}`", e.argument)).collect();
+                return Err(format!(
+                    "errors name {} instead of `{name}`",
+                    named.join(", ")
+                ));
             };
             if let Some(part) = params.get("reason_contains").and_then(Value::as_str) {
                 if !e.reason.contains(part) {
-                    return Err(format!("the error for `{name}` says {:?}, expected it to contain {part:?}", e.reason));
+                    return Err(format!(
+                        "the error for `{name}` says {:?}, expected it to contain {part:?}",
+                        e.reason
+                    ));
                 }
             }
             Ok(())
         }
-        Err(other) => Err(format!("expected invalid arguments naming `{name}`, got: {other}")),
+        Err(other) => Err(format!(
+            "expected invalid arguments naming `{name}`, got: {other}"
+        )),
     }
 }
 
-fn lookup(probe: &Probe<'_>, params: &Value, select: &str, key: &Value) -> Result<Vec<Vec<Value>>, String> {
+fn lookup(
+    probe: &Probe<'_>,
+    params: &Value,
+    select: &str,
+    key: &Value,
+) -> Result<Vec<Vec<Value>>, String> {
     let sql = format!(
         "SELECT {select} FROM {} WHERE {} = ?",
         p_str(params, "table", ""),
         p_str(params, "key_column", "")
     );
-    probe.query(p_str(params, "store", "conversations"), &sql, std::slice::from_ref(key))
+    probe.query(
+        p_str(params, "store", "conversations"),
+        &sql,
+        std::slice::from_ref(key),
+    )
 }
 
 fn prefix_of_store_field(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
@@ -572,7 +700,12 @@ fn prefix_of_store_field(probe: &Probe<'_>, params: &Value) -> Result<(), String
         let key = key_of(row, key_field, i)?;
         let found = lookup(probe, params, column, &key)?;
         let [record] = found.as_slice() else {
-            return Err(format!("row {} (`{key_field}` = {}): {} store records match, expected 1", i + 1, show(&key), found.len()));
+            return Err(format!(
+                "row {} (`{key_field}` = {}): {} store records match, expected 1",
+                i + 1,
+                show(&key),
+                found.len()
+            ));
         };
         let source = record.first().and_then(Value::as_str).unwrap_or("");
         let expected: String = source.chars().take(chars).collect();
@@ -600,20 +733,35 @@ fn store_predicate(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
         let key = key_of(row, key_field, i)?;
         let found = lookup(probe, params, &format!("({predicate}) IS TRUE"), &key)?;
         let holds = match found.as_slice() {
-            [record] => record.first() == Some(&Value::Bool(true)) || record.first() == Some(&json!(1)),
+            [record] => {
+                record.first() == Some(&Value::Bool(true)) || record.first() == Some(&json!(1))
+            }
             _ => {
-                return Err(format!("row {} (`{key_field}` = {}): {} store records match, expected 1", i + 1, show(&key), found.len()));
+                return Err(format!(
+                    "row {} (`{key_field}` = {}): {} store records match, expected 1",
+                    i + 1,
+                    show(&key),
+                    found.len()
+                ));
             }
         };
         if some && holds {
             return Ok(());
         }
         if !some && !holds {
-            return Err(format!("row {} (`{key_field}` = {}) does not satisfy `{predicate}`: {}", i + 1, show(&key), show(row)));
+            return Err(format!(
+                "row {} (`{key_field}` = {}) does not satisfy `{predicate}`: {}",
+                i + 1,
+                show(&key),
+                show(row)
+            ));
         }
     }
     if some {
-        return Err(format!("none of the {} rows satisfies `{predicate}`, so the case does not exercise it", rows.len()));
+        return Err(format!(
+            "none of the {} rows satisfies `{predicate}`, so the case does not exercise it",
+            rows.len()
+        ));
     }
     Ok(())
 }
@@ -627,15 +775,37 @@ fn rows_match_sql(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     }
     let rows = rows(&out.data, &p)?;
     let mut bound = Vec::new();
-    for name in params.get("arg_params").and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
+    for name in params
+        .get("arg_params")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+    {
         let name = name.as_str().unwrap_or("");
-        bound.push(out.args.get(name).cloned().ok_or_else(|| format!("`arg_params` names unknown argument `{name}`"))?);
+        bound.push(
+            out.args
+                .get(name)
+                .cloned()
+                .ok_or_else(|| format!("`arg_params` names unknown argument `{name}`"))?,
+        );
     }
-    let reference = probe.query(p_str(params, "store", "conversations"), p_str(params, "sql", ""), &bound)?;
-    let expected: Vec<Value> = reference.into_iter().map(|r| r.into_iter().next().unwrap_or(Value::Null)).collect();
-    let actual = rows.iter().enumerate().map(|(i, r)| key_of(r, key_field, i)).collect::<Result<Vec<_>, _>>()?;
+    let reference = probe.query(
+        p_str(params, "store", "conversations"),
+        p_str(params, "sql", ""),
+        &bound,
+    )?;
+    let expected: Vec<Value> = reference
+        .into_iter()
+        .map(|r| r.into_iter().next().unwrap_or(Value::Null))
+        .collect();
+    let actual = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| key_of(r, key_field, i))
+        .collect::<Result<Vec<_>, _>>()?;
     if p_bool(params, "ordered", false) {
-        if let Some(i) = (0..expected.len().max(actual.len())).find(|&i| expected.get(i) != actual.get(i)) {
+        if let Some(i) =
+            (0..expected.len().max(actual.len())).find(|&i| expected.get(i) != actual.get(i))
+        {
             return Err(format!(
                 "row {} has `{key_field}` {}, the reference query has {} ({} rows vs {} expected)",
                 i + 1,
@@ -664,7 +834,11 @@ fn rows_match_sql(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
         ));
     }
     if actual.len() != expected.len() {
-        return Err(format!("{} rows, the reference query has {} (duplicates)", actual.len(), expected.len()));
+        return Err(format!(
+            "{} rows, the reference query has {} (duplicates)",
+            actual.len(),
+            expected.len()
+        ));
     }
     Ok(())
 }
@@ -681,12 +855,16 @@ fn query_duckdb(host: &Host, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
         .map(|v| match v {
             Value::Null => D::Null,
             Value::Bool(b) => D::Boolean(*b),
-            Value::Number(n) => n.as_i64().map_or_else(|| D::Double(n.as_f64().unwrap_or(0.0)), D::BigInt),
+            Value::Number(n) => n
+                .as_i64()
+                .map_or_else(|| D::Double(n.as_f64().unwrap_or(0.0)), D::BigInt),
             Value::String(s) => D::Text(s.clone()),
             other => D::Text(other.to_string()),
         })
         .collect();
-    let mut rows = stmt.query(duckdb::params_from_iter(bound)).map_err(|e| format!("SQL `{sql}`: {e}"))?;
+    let mut rows = stmt
+        .query(duckdb::params_from_iter(bound))
+        .map_err(|e| format!("SQL `{sql}`: {e}"))?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(|e| format!("SQL `{sql}`: {e}"))? {
         let n = row.as_ref().column_count();
@@ -719,10 +897,14 @@ fn query_duckdb(host: &Host, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
 fn query_sqlite(path: &Path, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {
     use rusqlite::types::Value as S;
     if !path.exists() {
-        return Err(format!("store `{}` was not built for this corpus", path.display()));
+        return Err(format!(
+            "store `{}` was not built for this corpus",
+            path.display()
+        ));
     }
-    let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| format!("`{}`: {e}", path.display()))?;
     let mut stmt = conn.prepare(sql).map_err(|e| format!("SQL `{sql}`: {e}"))?;
     let n = stmt.column_count();
     let bound: Vec<S> = params
@@ -730,7 +912,9 @@ fn query_sqlite(path: &Path, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
         .map(|v| match v {
             Value::Null => S::Null,
             Value::Bool(b) => S::Integer(i64::from(*b)),
-            Value::Number(n) => n.as_i64().map_or_else(|| S::Real(n.as_f64().unwrap_or(0.0)), S::Integer),
+            Value::Number(n) => n
+                .as_i64()
+                .map_or_else(|| S::Real(n.as_f64().unwrap_or(0.0)), S::Integer),
             Value::String(s) => S::Text(s.clone()),
             other => S::Text(other.to_string()),
         })
@@ -750,7 +934,8 @@ fn query_sqlite(path: &Path, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
                 .collect::<Result<Vec<_>, _>>()
         })
         .map_err(|e| format!("SQL `{sql}`: {e}"))?;
-    rows.collect::<Result<Vec<_>, _>>().map_err(|e| format!("SQL `{sql}`: {e}"))
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("SQL `{sql}`: {e}"))
 }
 
 #[cfg(test)]
@@ -768,9 +953,13 @@ mod tests {
     #[test]
     fn bad_params_are_named() {
         let check = find("ordered_by").unwrap();
-        let err = check.validate(&json!({"field": "created", "direction": "up"})).unwrap_err();
+        let err = check
+            .validate(&json!({"field": "created", "direction": "up"}))
+            .unwrap_err();
         assert!(err.starts_with("`/direction`:"), "{err}");
-        assert!(check.validate(&json!({"field": "created", "direction": "desc"})).is_ok());
+        assert!(check
+            .validate(&json!({"field": "created", "direction": "desc"}))
+            .is_ok());
     }
 
     #[test]

@@ -29,7 +29,10 @@ impl TempDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!("skills-verify-{}-{nanos}-{n}-{label}", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "skills-verify-{}-{nanos}-{n}-{label}",
+            std::process::id()
+        ));
         fs_err::create_dir_all(&path)?;
         Ok(Self { path })
     }
@@ -60,7 +63,10 @@ impl Drop for TempDir {
 /// fixture file, a store error). Fixtures are expected to import without faults.
 pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, String> {
     if !corpus_dir.is_dir() {
-        return Err(format!("corpus folder `{}` does not exist", corpus_dir.display()));
+        return Err(format!(
+            "corpus folder `{}` does not exist",
+            corpus_dir.display()
+        ));
     }
     let paths = StorePaths::in_dir(data_dir);
     let store = ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
@@ -120,7 +126,8 @@ fn claude_code(path: &Path) -> Result<Vec<Message>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("`{}`:{}: {e}", path.display(), i + 1))?;
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| format!("`{}`:{}: {e}", path.display(), i + 1))?;
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
         if kind != "user" && kind != "assistant" {
             continue;
@@ -136,7 +143,10 @@ fn claude_code(path: &Path) -> Result<Vec<Message>, String> {
         let str_of = |key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
         out.push(Message {
             source: "claude-code".into(),
-            model: v["message"].get("model").and_then(Value::as_str).map(str::to_owned),
+            model: v["message"]
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             project: str_of("cwd"),
             conversation_id: str_of("sessionId").unwrap_or_default(),
             conversation_title: None,
@@ -157,7 +167,8 @@ fn claude_code(path: &Path) -> Result<Vec<Message>, String> {
 
 fn chatgpt(path: &Path) -> Result<Vec<Message>, String> {
     let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let doc: Value =
+        serde_json::from_str(&text).map_err(|e| format!("`{}`: {e}", path.display()))?;
     let mut out = Vec::new();
     for conv in doc.as_array().map_or(&[][..], Vec::as_slice) {
         let mapping = &conv["mapping"];
@@ -178,7 +189,12 @@ fn chatgpt(path: &Path) -> Result<Vec<Message>, String> {
             }
             let content = m["content"]["parts"]
                 .as_array()
-                .map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n"))
+                .map(|p| {
+                    p.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
                 .unwrap_or_default();
             let secs = m["create_time"].as_f64().unwrap_or(0.0);
             #[allow(clippy::cast_possible_truncation)]

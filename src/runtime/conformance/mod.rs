@@ -195,7 +195,11 @@ impl ItemReport {
         }
         for c in &self.checks {
             if let Some(f) = &c.failure {
-                let corpus = c.corpus.as_deref().map(|k| format!(" [{k}]")).unwrap_or_default();
+                let corpus = c
+                    .corpus
+                    .as_deref()
+                    .map(|k| format!(" [{k}]"))
+                    .unwrap_or_default();
                 out.push(format!("`{}` on {}{corpus}: {f}", c.check, c.args));
             }
         }
@@ -239,7 +243,10 @@ impl Report {
                 out.push_str(&format!("{}\n", r.skill));
                 skill = Some(&r.skill);
             }
-            let line = r.line.map(|l| format!(" (SKILL.md:{l})")).unwrap_or_default();
+            let line = r
+                .line
+                .map(|l| format!(" (SKILL.md:{l})"))
+                .unwrap_or_default();
             match r.status {
                 Status::Pass => out.push_str(&format!("  PASS     {}\n", r.item)),
                 Status::Excluded => out.push_str(&format!(
@@ -255,7 +262,10 @@ impl Report {
                 }
             }
         }
-        out.push_str(&format!("{} passed, {} failed, {} excluded", self.passed, self.failed, self.excluded));
+        out.push_str(&format!(
+            "{} passed, {} failed, {} excluded",
+            self.passed, self.failed, self.excluded
+        ));
         out
     }
 }
@@ -283,13 +293,27 @@ impl Verifier {
     /// [`VerifyError::Io`] when the temporary data folder cannot be created.
     pub fn new(options: Options) -> Result<Self, VerifyError> {
         let tmp = TempDir::new("data")?;
-        let plan = Host::load(&options.skills_dir, Context::new(StorePaths::in_dir(tmp.path().join("_plan"))));
+        let plan = Host::load(
+            &options.skills_dir,
+            Context::new(StorePaths::in_dir(tmp.path().join("_plan"))),
+        );
         let bindings = plan
             .skills()
             .iter()
-            .map(|s| (s.name().to_owned(), read_binding(&s.dir().join(BINDING_FILE))))
+            .map(|s| {
+                (
+                    s.name().to_owned(),
+                    read_binding(&s.dir().join(BINDING_FILE)),
+                )
+            })
             .collect();
-        Ok(Self { options, plan, bindings, corpora: Mutex::new(BTreeMap::new()), tmp })
+        Ok(Self {
+            options,
+            plan,
+            bindings,
+            corpora: Mutex::new(BTreeMap::new()),
+            tmp,
+        })
     }
 
     /// The host the plan was made from (its diagnostics list invalid documents).
@@ -306,22 +330,45 @@ impl Verifier {
             if self.plan.get(name).is_none() {
                 return Err(VerifyError::UnknownSkill {
                     name: name.clone(),
-                    known: self.plan.skills().iter().map(|s| s.name()).collect::<Vec<_>>().join(", "),
+                    known: self
+                        .plan
+                        .skills()
+                        .iter()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 });
             }
         }
         let mut out = Vec::new();
         for skill in self.plan.skills() {
-            if !names.is_empty() && !names.iter().any(|n| n == skill.name() || n == skill.tool_name()) {
+            if !names.is_empty()
+                && !names
+                    .iter()
+                    .any(|n| n == skill.name() || n == skill.tool_name())
+            {
                 continue;
             }
             let name = skill.name().to_owned();
-            let section = skill.doc.section(crate::runtime::doc::section_names::VERIFICATION_CHECKLIST);
+            let section = skill
+                .doc
+                .section(crate::runtime::doc::section_names::VERIFICATION_CHECKLIST);
             let items: Vec<(String, Option<usize>)> = section
-                .map(|s| s.items.iter().cloned().zip(s.item_lines.iter().copied().map(Some)).collect())
+                .map(|s| {
+                    s.items
+                        .iter()
+                        .cloned()
+                        .zip(s.item_lines.iter().copied().map(Some))
+                        .collect()
+                })
                 .unwrap_or_default();
             let path = skill.dir().join(BINDING_FILE);
-            let entry = |item: String, line: Option<usize>, subject: Subject| Entry { skill: name.clone(), item, line, subject };
+            let entry = |item: String, line: Option<usize>, subject: Subject| Entry {
+                skill: name.clone(),
+                item,
+                line,
+                subject,
+            };
             match self.bindings.get(&name).and_then(Option::as_ref) {
                 None => {
                     for (text, line) in items {
@@ -329,17 +376,34 @@ impl Verifier {
                         out.push(entry(text, line, Subject::Unbound(why)));
                     }
                 }
-                Some(Err(reason)) => out.push(entry(BINDING_FILE.to_owned(), None, Subject::Invalid(reason.clone()))),
+                Some(Err(reason)) => out.push(entry(
+                    BINDING_FILE.to_owned(),
+                    None,
+                    Subject::Invalid(reason.clone()),
+                )),
                 Some(Ok(binding)) => {
                     if binding.skill != name {
-                        let why = format!("`{}`: `skill` is `{}`, expected `{name}`", path.display(), binding.skill);
+                        let why = format!(
+                            "`{}`: `skill` is `{}`, expected `{name}`",
+                            path.display(),
+                            binding.skill
+                        );
                         out.push(entry(BINDING_FILE.to_owned(), None, Subject::Invalid(why)));
                         continue;
                     }
                     for (text, line) in &items {
-                        let bound: Vec<usize> = binding.items.iter().enumerate().filter(|(_, b)| &b.item == text).map(|(i, _)| i).collect();
+                        let bound: Vec<usize> = binding
+                            .items
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, b)| &b.item == text)
+                            .map(|(i, _)| i)
+                            .collect();
                         let subject = match bound.as_slice() {
-                            [] => Subject::Unbound(format!("no binding: no item of `{}` has this exact text", path.display())),
+                            [] => Subject::Unbound(format!(
+                                "no binding: no item of `{}` has this exact text",
+                                path.display()
+                            )),
                             [one] => Subject::Bound(*one),
                             [_, ..] => Subject::BoundTwice(bound.len()),
                         };
@@ -350,15 +414,30 @@ impl Verifier {
                             continue;
                         }
                         let closest = closest(&b.item, &items).map_or(String::new(), |(t, l)| {
-                            format!("; closest item{}: {t:?}", l.map(|l| format!(" (line {l})")).unwrap_or_default())
+                            format!(
+                                "; closest item{}: {t:?}",
+                                l.map(|l| format!(" (line {l})")).unwrap_or_default()
+                            )
                         });
-                        let why = format!("binding text matches no checklist item (drift){closest}");
+                        let why =
+                            format!("binding text matches no checklist item (drift){closest}");
                         out.push(entry(b.item.clone(), None, Subject::Drift(why)));
                     }
                 }
             }
         }
         Ok(out)
+    }
+
+    /// The exclusion reason of an entry whose binding excludes it.
+    pub fn exclusion(&self, entry: &Entry) -> Option<&str> {
+        let Subject::Bound(i) = entry.subject else {
+            return None;
+        };
+        match self.bindings.get(&entry.skill) {
+            Some(Some(Ok(b))) => b.items.get(i).and_then(|item| item.excluded.as_deref()),
+            _ => None,
+        }
     }
 
     /// Runs one entry.
@@ -371,7 +450,10 @@ impl Verifier {
             reason: None,
             checks: Vec::new(),
         };
-        let binding = match (&entry.subject, self.bindings.get(&entry.skill).and_then(Option::as_ref)) {
+        let binding = match (
+            &entry.subject,
+            self.bindings.get(&entry.skill).and_then(Option::as_ref),
+        ) {
             (Subject::Bound(i), Some(Ok(b))) => match b.items.get(*i) {
                 Some(item) => (b, item),
                 None => {
@@ -402,7 +484,11 @@ impl Verifier {
         for use_ in &item.checks {
             let Some(check) = checks::find(&use_.check) else {
                 let known: Vec<&str> = checks::vocabulary().iter().map(|c| c.id).collect();
-                problems.push(format!("unknown check `{}`; known checks: {}", use_.check, known.join(", ")));
+                problems.push(format!(
+                    "unknown check `{}`; known checks: {}",
+                    use_.check,
+                    known.join(", ")
+                ));
                 continue;
             };
             if let Err(e) = check.validate(&use_.params) {
@@ -411,13 +497,23 @@ impl Verifier {
             }
             let cases = use_.cases.as_ref().unwrap_or(&item.cases);
             if cases.is_empty() {
-                problems.push(format!("check `{}` has no cases (give `cases` to the item or the check)", check.id));
+                problems.push(format!(
+                    "check `{}` has no cases (give `cases` to the item or the check)",
+                    check.id
+                ));
                 continue;
             }
             for case in cases {
                 let corpus = case.corpus.clone().or_else(|| file.corpus.clone());
-                let failure = self.run_case(&entry.skill, check, &use_.params, case, corpus.as_deref()).err();
-                report.checks.push(CheckOutcome { check: check.id.to_owned(), args: case.args.clone(), corpus, failure });
+                let failure = self
+                    .run_case(&entry.skill, check, &use_.params, case, corpus.as_deref())
+                    .err();
+                report.checks.push(CheckOutcome {
+                    check: check.id.to_owned(),
+                    args: case.args.clone(),
+                    corpus,
+                    failure,
+                });
             }
         }
         if !problems.is_empty() {
@@ -440,10 +536,20 @@ impl Verifier {
         Ok(report)
     }
 
-    fn run_case(&self, skill: &str, check: &checks::Check, params: &Value, case: &Case, corpus: Option<&str>) -> Result<(), String> {
+    fn run_case(
+        &self,
+        skill: &str,
+        check: &checks::Check,
+        params: &Value,
+        case: &Case,
+        corpus: Option<&str>,
+    ) -> Result<(), String> {
         let built = self.corpus(corpus);
         let built = built.as_ref().as_ref().map_err(Clone::clone)?;
-        let skill = built.host.get(skill).ok_or_else(|| format!("skill `{skill}` did not load over corpus stores"))?;
+        let skill = built
+            .host
+            .get(skill)
+            .ok_or_else(|| format!("skill `{skill}` did not load over corpus stores"))?;
         let probe = Probe {
             host: &built.host,
             skill,
@@ -458,7 +564,10 @@ impl Verifier {
     /// The host over `corpus`'s stores, built on first use.
     fn corpus(&self, corpus: Option<&str>) -> Arc<Result<CorpusHost, String>> {
         let key = corpus.unwrap_or("").to_owned();
-        let mut corpora = self.corpora.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut corpora = self
+            .corpora
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(found) = corpora.get(&key) {
             return found.clone();
         }
@@ -468,7 +577,10 @@ impl Verifier {
     }
 
     fn build(&self, corpus: Option<&str>) -> Result<CorpusHost, String> {
-        let data_dir = self.tmp.path().join(corpus.map_or_else(|| "_none".to_owned(), |c| format!("corpus-{c}")));
+        let data_dir = self
+            .tmp
+            .path()
+            .join(corpus.map_or_else(|| "_none".to_owned(), |c| format!("corpus-{c}")));
         fs_err::create_dir_all(&data_dir).map_err(|e| e.to_string())?;
         let paths = match corpus {
             Some(name) => corpus::build_stores(&self.options.fixtures_dir.join(name), &data_dir)
@@ -490,29 +602,47 @@ fn read_binding(path: &Path) -> Option<Result<Binding, String>> {
 
 fn parse_binding(path: &Path) -> Result<Binding, String> {
     let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
-    let value: Value = yaml_serde::from_str(&text).map_err(|e| format!("`{}`: invalid YAML: {e}", path.display()))?;
-    let schema: Value = serde_json::from_str(CONFORMANCE_SCHEMA).map_err(|e| format!("conformance schema: {e}"))?;
-    let validator = jsonschema::draft202012::new(&schema).map_err(|e| format!("conformance schema: {e}"))?;
+    let value: Value = yaml_serde::from_str(&text)
+        .map_err(|e| format!("`{}`: invalid YAML: {e}", path.display()))?;
+    let schema: Value =
+        serde_json::from_str(CONFORMANCE_SCHEMA).map_err(|e| format!("conformance schema: {e}"))?;
+    let validator =
+        jsonschema::draft202012::new(&schema).map_err(|e| format!("conformance schema: {e}"))?;
     let errors: Vec<String> = validator
         .iter_errors(&value)
         .map(|e| format!("`{}`: {e}", e.instance_path()))
         .collect();
     if !errors.is_empty() {
-        return Err(format!("`{}` does not match `schemas/conformance.schema.json`: {}", path.display(), errors.join("; ")));
+        return Err(format!(
+            "`{}` does not match `schemas/conformance.schema.json`: {}",
+            path.display(),
+            errors.join("; ")
+        ));
     }
     serde_json::from_value(value).map_err(|e| format!("`{}`: {e}", path.display()))
 }
 
 /// The checklist item sharing the most words with `text`.
-fn closest<'a>(text: &str, items: &'a [(String, Option<usize>)]) -> Option<(&'a str, Option<usize>)> {
-    let words = |s: &str| s.split_whitespace().map(str::to_lowercase).collect::<std::collections::BTreeSet<_>>();
+fn closest<'a>(
+    text: &str,
+    items: &'a [(String, Option<usize>)],
+) -> Option<(&'a str, Option<usize>)> {
+    let words = |s: &str| {
+        s.split_whitespace()
+            .map(str::to_lowercase)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
     let mine = words(text);
     items
         .iter()
         .map(|(t, l)| {
             let theirs = words(t);
             let common = mine.intersection(&theirs).count();
-            (common * 1000 / (mine.len() + theirs.len() - common).max(1), t.as_str(), *l)
+            (
+                common * 1000 / (mine.len() + theirs.len() - common).max(1),
+                t.as_str(),
+                *l,
+            )
         })
         .filter(|(score, _, _)| *score > 0)
         .max_by_key(|(score, _, _)| *score)
