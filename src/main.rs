@@ -87,11 +87,10 @@ fn main() -> ExitCode {
         Ok(Outcome::Usage) => ExitCode::from(2),
         Err(err) => {
             let _ = out.flush();
-            eprintln!("error: {err}");
-            for cause in err.chain().skip(1) {
-                eprintln!("  Caused by: {cause}");
-            }
-            if let Some(CallError::InvalidArguments { .. } | CallError::UnknownSkill { .. }) = err.downcast_ref() {
+            print_chain(err.as_ref());
+            if let Some(CallError::InvalidArguments { .. } | CallError::UnknownSkill { .. }) =
+                err.downcast_ref()
+            {
                 return ExitCode::from(2);
             }
             ExitCode::from(1)
@@ -113,13 +112,17 @@ fn skills_dir(cli: &Cli) -> PathBuf {
 fn store_paths(cli: &Cli) -> Result<StorePaths> {
     let dir = match &cli.data_dir {
         Some(d) => d.clone(),
-        None => StorePaths::default_dir().context("no data folder: set `--data-dir` or `SKILLS_DATA_DIR`")?,
+        None => StorePaths::default_dir()
+            .context("no data folder: set `--data-dir` or `SKILLS_DATA_DIR`")?,
     };
     Ok(StorePaths::in_dir(dir))
 }
 
 fn load_host(cli: &Cli) -> Result<Host> {
-    Ok(Host::load(&skills_dir(cli), Context::new(store_paths(cli)?)))
+    Ok(Host::load(
+        &skills_dir(cli),
+        Context::new(store_paths(cli)?),
+    ))
 }
 
 fn warn_diagnostics(host: &Host) {
@@ -161,7 +164,10 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
             warn_diagnostics(&host);
             let Some(skill) = host.get(name) else {
                 let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
-                eprintln!("error: unknown skill `{name}`; loaded skills: {}", known.join(", "));
+                eprintln!(
+                    "error: unknown skill `{name}`; loaded skills: {}",
+                    known.join(", ")
+                );
                 return Ok(Outcome::Usage);
             };
             if cli.json {
@@ -176,23 +182,58 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
                     &json!({"path": skill.doc.path, "frontmatter": skill.doc.frontmatter, "tool": skill.tool_name(), "sections": sections}),
                 )?;
             } else {
-                writeln!(out, "{} — {}", skill.name(), skill.meta.title.as_deref().unwrap_or(""))?;
+                writeln!(
+                    out,
+                    "{} — {}",
+                    skill.name(),
+                    skill.meta.title.as_deref().unwrap_or("")
+                )?;
                 writeln!(out, "{}\n", skill.meta.description)?;
                 writeln!(out, "file:        {}", skill.doc.path.display())?;
                 writeln!(out, "engine:      {}", skill.meta.engine)?;
                 writeln!(out, "mcp tool:    {}", skill.tool_name())?;
-                writeln!(out, "layer:       {}", skill.meta.layer.as_deref().unwrap_or("-"))?;
+                writeln!(
+                    out,
+                    "layer:       {}",
+                    skill.meta.layer.as_deref().unwrap_or("-")
+                )?;
                 writeln!(out, "reads:       {}", skill.meta.reads.join(", "))?;
-                writeln!(out, "writes:      {}", if skill.meta.writes.is_empty() { "nothing".to_owned() } else { skill.meta.writes.join(", ") })?;
-                writeln!(out, "determinism: {}", skill.meta.determinism.as_deref().unwrap_or("-"))?;
+                writeln!(
+                    out,
+                    "writes:      {}",
+                    if skill.meta.writes.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        skill.meta.writes.join(", ")
+                    }
+                )?;
+                writeln!(
+                    out,
+                    "determinism: {}",
+                    skill.meta.determinism.as_deref().unwrap_or("-")
+                )?;
                 writeln!(out, "\nparameters:")?;
                 let schema = &skill.meta.input_schema;
-                let required: Vec<&str> = schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+                let required: Vec<&str> = schema["required"]
+                    .as_array()
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
                 if let Some(props) = schema["properties"].as_object() {
                     for (pname, p) in props {
-                        let ty = p.get("type").map(|t| t.to_string()).or_else(|| p.get("enum").map(|e| format!("one of {e}"))).unwrap_or_default();
-                        let default = p.get("default").map(|d| format!(" (default {d})")).unwrap_or_default();
-                        let req = if required.contains(&pname.as_str()) { " required" } else { "" };
+                        let ty = p
+                            .get("type")
+                            .map(|t| t.to_string())
+                            .or_else(|| p.get("enum").map(|e| format!("one of {e}")))
+                            .unwrap_or_default();
+                        let default = p
+                            .get("default")
+                            .map(|d| format!(" (default {d})"))
+                            .unwrap_or_default();
+                        let req = if required.contains(&pname.as_str()) {
+                            " required"
+                        } else {
+                            ""
+                        };
                         writeln!(out, "  {pname}: {}{req}{default}", ty.trim_matches('"'))?;
                         if let Some(d) = p.get("description").and_then(Value::as_str) {
                             writeln!(out, "      {d}")?;
@@ -220,18 +261,37 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
                 for d in diags {
                     writeln!(out, "invalid {d}")?;
                 }
-                writeln!(out, "{} valid, {} problems", host.skills().len(), diags.len())?;
+                writeln!(
+                    out,
+                    "{} valid, {} problems",
+                    host.skills().len(),
+                    diags.len()
+                )?;
             }
-            Ok(if diags.is_empty() { Outcome::Ok } else { Outcome::Usage })
+            Ok(if diags.is_empty() {
+                Outcome::Ok
+            } else {
+                Outcome::Usage
+            })
         }
         Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
-        Command::Verify { names, fixtures_dir } => verify(cli, names, fixtures_dir.as_deref(), out),
-        Command::Run { name, args: pairs, args_json } => {
+        Command::Verify {
+            names,
+            fixtures_dir,
+        } => verify(cli, names, fixtures_dir.as_deref(), out),
+        Command::Run {
+            name,
+            args: pairs,
+            args_json,
+        } => {
             let host = load_host(cli)?;
             warn_diagnostics(&host);
             let Some(skill) = host.get(name) else {
                 let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
-                eprintln!("error: unknown skill `{name}`; loaded skills: {}", known.join(", "));
+                eprintln!(
+                    "error: unknown skill `{name}`; loaded skills: {}",
+                    known.join(", ")
+                );
                 return Ok(Outcome::Usage);
             };
             let args = match args_json {
@@ -267,12 +327,7 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
                     Ok(Outcome::Usage)
                 }
                 Err(e @ CallError::Engine { .. }) => {
-                    eprintln!("error: {e}");
-                    let mut source = std::error::Error::source(&e);
-                    while let Some(cause) = source {
-                        eprintln!("  Caused by: {cause}");
-                        source = cause.source();
-                    }
+                    print_chain(&e);
                     if e.to_string().contains("skills ingest") {
                         eprintln!("hint: import transcripts with `skills ingest [PATH…]`");
                     }
@@ -281,6 +336,22 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
                 Err(e) => Err(e.into()),
             }
         }
+    }
+}
+
+/// Prints `error:` and the `Caused by:` chain once, skipping causes whose text the
+/// message before already contains (transparent wrappers repeat their source).
+fn print_chain(err: &(dyn std::error::Error + 'static)) {
+    let mut last = err.to_string();
+    eprintln!("error: {last}");
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !last.contains(&text) {
+            eprintln!("  Caused by: {text}");
+        }
+        last = text;
+        source = cause.source();
     }
 }
 
@@ -300,10 +371,22 @@ fn skill_summary(s: &skills::runtime::Skill) -> Value {
     })
 }
 
-fn verify(cli: &Cli, names: &[String], fixtures_dir: Option<&Path>, out: &mut impl Write) -> Result<Outcome> {
+fn verify(
+    cli: &Cli,
+    names: &[String],
+    fixtures_dir: Option<&Path>,
+    out: &mut impl Write,
+) -> Result<Outcome> {
     use skills::runtime::conformance::{Options, Verifier, VerifyError};
-    let fixtures_dir = fixtures_dir.map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"), Path::to_path_buf);
-    let options = Options { skills_dir: skills_dir(cli), fixtures_dir, binary: std::env::current_exe().ok() };
+    let fixtures_dir = fixtures_dir.map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"),
+        Path::to_path_buf,
+    );
+    let options = Options {
+        skills_dir: skills_dir(cli),
+        fixtures_dir,
+        binary: std::env::current_exe().ok(),
+    };
     let verifier = Verifier::new(options)?;
     warn_diagnostics(verifier.host());
     let report = match verifier.run_all(names) {
@@ -319,7 +402,11 @@ fn verify(cli: &Cli, names: &[String], fixtures_dir: Option<&Path>, out: &mut im
     } else {
         writeln!(out, "{}", report.to_text())?;
     }
-    Ok(if report.failed == 0 { Outcome::Ok } else { Outcome::Failed })
+    Ok(if report.failed == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    })
 }
 
 fn ingest(_cli: &Cli, _paths: &[PathBuf], _quiet: bool, _out: &mut impl Write) -> Result<Outcome> {

@@ -62,7 +62,11 @@ pub struct Context {
 impl Context {
     /// A context over the stores at `paths`.
     pub fn new(paths: StorePaths) -> Self {
-        Self { paths, conversations: OnceLock::new(), now: None }
+        Self {
+            paths,
+            conversations: OnceLock::new(),
+            now: None,
+        }
     }
 
     /// Fixes the clock (for natural-language dates) — tests and conformance runs.

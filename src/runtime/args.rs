@@ -31,9 +31,20 @@ impl std::fmt::Display for ArgError {
 /// Every problem found: not an object, unknown properties (when the schema sets
 /// `additionalProperties: false`; the message lists the known names), then each JSON
 /// Schema violation (wrong type, out of range, missing required, not in enum…).
-pub fn check(schema: &Value, validator: &jsonschema::Validator, args: Value) -> Result<Value, Vec<ArgError>> {
-    let Value::Object(mut map) = (if args.is_null() { Value::Object(Map::new()) } else { args }) else {
-        return Err(vec![ArgError { argument: String::new(), reason: "arguments must be a JSON object".into() }]);
+pub fn check(
+    schema: &Value,
+    validator: &jsonschema::Validator,
+    args: Value,
+) -> Result<Value, Vec<ArgError>> {
+    let Value::Object(mut map) = (if args.is_null() {
+        Value::Object(Map::new())
+    } else {
+        args
+    }) else {
+        return Err(vec![ArgError {
+            argument: String::new(),
+            reason: "arguments must be a JSON object".into(),
+        }]);
     };
     let props = schema.get("properties").and_then(Value::as_object);
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
@@ -57,16 +68,30 @@ pub fn check(schema: &Value, validator: &jsonschema::Validator, args: Value) -> 
     let args = Value::Object(map);
     for error in validator.iter_errors(&args) {
         let pointer = error.instance_path().to_string();
-        let argument = pointer.trim_start_matches('/').replace("~1", "/").replace("~0", "~");
+        let argument = pointer
+            .trim_start_matches('/')
+            .replace("~1", "/")
+            .replace("~0", "~");
         let reason = error.to_string();
         // `additionalProperties` failures were already reported with the known names.
         if closed && reason.contains("Additional properties are not allowed") {
             continue;
         }
-        let argument = if argument.is_empty() { required_name(&reason).unwrap_or_default() } else { argument };
-        errors.push(ArgError { argument, reason: describe(&reason, schema) });
+        let argument = if argument.is_empty() {
+            required_name(&reason).unwrap_or_default()
+        } else {
+            argument
+        };
+        errors.push(ArgError {
+            argument,
+            reason: describe(&reason, schema),
+        });
     }
-    if errors.is_empty() { Ok(args) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(args)
+    } else {
+        Err(errors)
+    }
 }
 
 /// For "\"query\" is a required property" → `query`.
@@ -93,26 +118,37 @@ pub fn from_pairs(schema: &Value, pairs: &[String]) -> Result<Value, ArgError> {
     let mut map = Map::new();
     for pair in pairs {
         let Some((key, raw)) = pair.split_once('=') else {
-            return Err(ArgError { argument: pair.clone(), reason: "expected `key=value`".into() });
+            return Err(ArgError {
+                argument: pair.clone(),
+                reason: "expected `key=value`".into(),
+            });
         };
         let prop = schema.get("properties").and_then(|p| p.get(key));
         let value = coerce(prop, raw);
         if map.insert(key.to_owned(), value).is_some() {
-            return Err(ArgError { argument: key.to_owned(), reason: "given more than once".into() });
+            return Err(ArgError {
+                argument: key.to_owned(),
+                reason: "given more than once".into(),
+            });
         }
     }
     Ok(Value::Object(map))
 }
 
 fn coerce(prop: Option<&Value>, raw: &str) -> Value {
-    let Some(prop) = prop else { return Value::String(raw.to_owned()) };
+    let Some(prop) = prop else {
+        return Value::String(raw.to_owned());
+    };
     let types: Vec<&str> = match prop.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
     let allows_null = types.contains(&"null")
-        || prop.get("enum").and_then(Value::as_array).is_some_and(|e| e.contains(&Value::Null));
+        || prop
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|e| e.contains(&Value::Null));
     if raw == "null" && allows_null {
         return Value::Null;
     }
@@ -124,7 +160,12 @@ fn coerce(prop: Option<&Value>, raw: &str) -> Value {
                 }
             }
             "number" => {
-                if let Some(n) = raw.trim().parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                if let Some(n) = raw
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(serde_json::Number::from_f64)
+                {
                     return Value::Number(n);
                 }
             }
@@ -165,14 +206,23 @@ mod tests {
 
     #[test]
     fn fills_defaults() {
-        assert_eq!(run(json!({})).unwrap(), json!({"term": "", "limit": 15, "role": null}));
+        assert_eq!(
+            run(json!({})).unwrap(),
+            json!({"term": "", "limit": 15, "role": null})
+        );
     }
 
     #[test]
     fn names_unknown_and_wrong_arguments() {
         let errs = run(json!({"limt": 3, "limit": "x"})).unwrap_err();
         assert_eq!(errs[0].argument, "limt");
-        assert!(errs[0].reason.contains("expected one of: term, limit, role"), "{}", errs[0].reason);
+        assert!(
+            errs[0]
+                .reason
+                .contains("expected one of: term, limit, role"),
+            "{}",
+            errs[0].reason
+        );
         assert_eq!(errs[1].argument, "limit");
         assert!(errs[1].reason.contains("integer"), "{}", errs[1].reason);
         let errs = run(json!({"limit": 0})).unwrap_err();
@@ -185,7 +235,11 @@ mod tests {
     #[test]
     fn coerces_cli_pairs_by_schema_type() {
         let s = schema();
-        let v = from_pairs(&s, &["term=a=b".into(), "limit=5".into(), "role=null".into()]).unwrap();
+        let v = from_pairs(
+            &s,
+            &["term=a=b".into(), "limit=5".into(), "role=null".into()],
+        )
+        .unwrap();
         assert_eq!(v, json!({"term": "a=b", "limit": 5, "role": null}));
         let v = from_pairs(&s, &["limit=five".into()]).unwrap();
         assert_eq!(v, json!({"limit": "five"}));

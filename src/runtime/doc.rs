@@ -24,8 +24,18 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic on `file`.
-    pub fn new(file: &Path, field: impl Into<String>, line: Option<usize>, reason: impl Into<String>) -> Self {
-        Self { file: file.to_path_buf(), field: field.into(), line, reason: reason.into() }
+    pub fn new(
+        file: &Path,
+        field: impl Into<String>,
+        line: Option<usize>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            field: field.into(),
+            line,
+            reason: reason.into(),
+        }
     }
 }
 
@@ -134,7 +144,12 @@ impl SkillDoc {
             offset += line.len();
         }
         let Some((fm_stop, body_start, close_line)) = fm_end else {
-            return Err(Diagnostic::new(path, "", None, "frontmatter is not closed: no second `---` line"));
+            return Err(Diagnostic::new(
+                path,
+                "",
+                None,
+                "frontmatter is not closed: no second `---` line",
+            ));
         };
         let frontmatter_src = &text[fm_start..fm_stop];
         let frontmatter: Value = yaml_serde::from_str(frontmatter_src).map_err(|e| {
@@ -142,7 +157,12 @@ impl SkillDoc {
             Diagnostic::new(path, "", line, format!("invalid YAML frontmatter: {e}"))
         })?;
         if !frontmatter.is_object() {
-            return Err(Diagnostic::new(path, "", Some(2), "frontmatter must be a YAML mapping"));
+            return Err(Diagnostic::new(
+                path,
+                "",
+                Some(2),
+                "frontmatter must be a YAML mapping",
+            ));
         }
         let body = &text[body_start..];
         let body_line = close_line + 1;
@@ -158,12 +178,15 @@ impl SkillDoc {
 
     /// The first section whose heading starts with `name` (case-insensitive).
     pub fn section(&self, name: &str) -> Option<&Section> {
-        self.sections.iter().find(|s| s.title.to_lowercase().starts_with(name))
+        self.sections
+            .iter()
+            .find(|s| s.title.to_lowercase().starts_with(name))
     }
 
     /// The items of the "Verification checklist" section (empty when absent).
     pub fn checklist(&self) -> &[String] {
-        self.section(section_names::VERIFICATION_CHECKLIST).map_or(&[], |s| s.items.as_slice())
+        self.section(section_names::VERIFICATION_CHECKLIST)
+            .map_or(&[], |s| s.items.as_slice())
     }
 
     /// 1-based line of top-level frontmatter key `key`, when it can be found.
@@ -215,7 +238,10 @@ fn sections(body: &str, body_line: usize) -> Vec<Section> {
             level: *level,
             markdown: markdown.trim().to_owned(),
             items,
-            item_lines: lines.into_iter().map(|b| line_of(content_start + b)).collect(),
+            item_lines: lines
+                .into_iter()
+                .map(|b| line_of(content_start + b))
+                .collect(),
         });
     }
     out
@@ -297,7 +323,11 @@ mod tests {
         assert_eq!(doc.section("output contract").unwrap().markdown, "A table.");
         assert_eq!(
             doc.checklist(),
-            ["Every row has `conv_id`", "Second item continues here", "Third"]
+            [
+                "Every row has `conv_id`",
+                "Second item continues here",
+                "Third"
+            ]
         );
         let s = doc.section("verification checklist").unwrap();
         assert_eq!(s.item_lines, vec![13, 14, 17]);
@@ -307,8 +337,11 @@ mod tests {
 
     #[test]
     fn reports_yaml_error_with_line() {
-        let err = SkillDoc::parse(Path::new("b/SKILL.md"), "---\nname: x\ndescription: [unclosed\n---\nbody\n")
-            .unwrap_err();
+        let err = SkillDoc::parse(
+            Path::new("b/SKILL.md"),
+            "---\nname: x\ndescription: [unclosed\n---\nbody\n",
+        )
+        .unwrap_err();
         assert!(err.reason.starts_with("invalid YAML frontmatter"), "{err}");
         assert!(err.line.is_some());
     }

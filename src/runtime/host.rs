@@ -66,7 +66,11 @@ pub enum CallError {
 }
 
 fn join(errors: &[ArgError]) -> String {
-    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Loaded skills, their diagnostics, and what calls need.
@@ -97,21 +101,40 @@ impl Host {
         let schema: Value = match serde_json::from_str(skill::SKILL_SCHEMA) {
             Ok(v) => v,
             Err(e) => {
-                host.diagnostics.push(Diagnostic::new(Path::new("schemas/skill.schema.json"), "", None, e.to_string()));
+                host.diagnostics.push(Diagnostic::new(
+                    Path::new("schemas/skill.schema.json"),
+                    "",
+                    None,
+                    e.to_string(),
+                ));
                 return host;
             }
         };
         let validator = match jsonschema::draft202012::new(&schema) {
             Ok(v) => v,
             Err(e) => {
-                host.diagnostics.push(Diagnostic::new(Path::new("schemas/skill.schema.json"), "", None, e.to_string()));
+                host.diagnostics.push(Diagnostic::new(
+                    Path::new("schemas/skill.schema.json"),
+                    "",
+                    None,
+                    e.to_string(),
+                ));
                 return host;
             }
         };
         let mut folders: Vec<PathBuf> = match fs_err::read_dir(dir) {
-            Ok(entries) => entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect(),
+            Ok(entries) => entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect(),
             Err(e) => {
-                host.diagnostics.push(Diagnostic::new(dir, "", None, format!("cannot read skills folder: {e}")));
+                host.diagnostics.push(Diagnostic::new(
+                    dir,
+                    "",
+                    None,
+                    format!("cannot read skills folder: {e}"),
+                ));
                 return host;
             }
         };
@@ -136,16 +159,26 @@ impl Host {
             }
             match skill::bind(doc, &validator, engines) {
                 Ok((skill, template_src)) => {
-                    if host.skills.iter().any(|s| s.tool_name() == skill.tool_name()) {
+                    if host
+                        .skills
+                        .iter()
+                        .any(|s| s.tool_name() == skill.tool_name())
+                    {
                         host.diagnostics.push(Diagnostic::new(
                             &path,
                             "/allowed-tools",
                             skill.doc.field_line("allowed-tools"),
-                            format!("tool name `{}` is already used by another skill", skill.tool_name()),
+                            format!(
+                                "tool name `{}` is already used by another skill",
+                                skill.tool_name()
+                            ),
                         ));
                         continue;
                     }
-                    if let Err(e) = host.env.add_template_owned(skill.template.clone(), template_src) {
+                    if let Err(e) = host
+                        .env
+                        .add_template_owned(skill.template.clone(), template_src)
+                    {
                         host.diagnostics.push(Diagnostic::new(
                             &path.with_file_name(skill.template.rsplit('/').next().unwrap_or("")),
                             "",
@@ -165,7 +198,10 @@ impl Host {
                     dir,
                     "",
                     None,
-                    format!("engine `{}` is registered but no skill document binds to it", engine.name()),
+                    format!(
+                        "engine `{}` is registered but no skill document binds to it",
+                        engine.name()
+                    ),
                 ));
             }
         }
@@ -194,7 +230,10 @@ impl Host {
 
     /// A skill by skill name or MCP tool name.
     pub fn get(&self, name: &str) -> Option<&Skill> {
-        self.skills.iter().find(|s| s.name() == name).or_else(|| self.skills.iter().find(|s| s.tool_name() == name))
+        self.skills
+            .iter()
+            .find(|s| s.name() == name)
+            .or_else(|| self.skills.iter().find(|s| s.tool_name() == name))
     }
 
     /// Validates `args` against the skill's input schema (defaults applied), runs the
@@ -205,16 +244,38 @@ impl Host {
     pub fn call(&self, name: &str, args: Value) -> Result<CallOutput, CallError> {
         let skill = self.get(name).ok_or_else(|| CallError::UnknownSkill {
             name: name.to_owned(),
-            known: self.skills.iter().map(Skill::name).collect::<Vec<_>>().join(", "),
+            known: self
+                .skills
+                .iter()
+                .map(Skill::name)
+                .collect::<Vec<_>>()
+                .join(", "),
         })?;
-        let args = args::check(&skill.meta.input_schema, &skill.validator, args)
-            .map_err(|errors| CallError::InvalidArguments { skill: skill.name().to_owned(), errors })?;
+        let args =
+            args::check(&skill.meta.input_schema, &skill.validator, args).map_err(|errors| {
+                CallError::InvalidArguments {
+                    skill: skill.name().to_owned(),
+                    errors,
+                }
+            })?;
         let data = skill
             .engine
             .call(&args, &self.ctx)
-            .map_err(|source| CallError::Engine { skill: skill.name().to_owned(), source })?;
-        let text = render::render(&self.env, &skill.template, &data, &args)
-            .map_err(|source| CallError::Render { skill: skill.name().to_owned(), source })?;
-        Ok(CallOutput { skill: skill.name().to_owned(), args, data, text })
+            .map_err(|source| CallError::Engine {
+                skill: skill.name().to_owned(),
+                source,
+            })?;
+        let text = render::render(&self.env, &skill.template, &data, &args).map_err(|source| {
+            CallError::Render {
+                skill: skill.name().to_owned(),
+                source,
+            }
+        })?;
+        Ok(CallOutput {
+            skill: skill.name().to_owned(),
+            args,
+            data,
+            text,
+        })
     }
 }

@@ -42,7 +42,12 @@ pub fn environment() -> Environment<'static> {
 ///
 /// # Errors
 /// The minijinja error (unknown variable, filter failure…), with its template line.
-pub fn render(env: &Environment<'_>, name: &str, data: &Value, args: &Value) -> Result<String, minijinja::Error> {
+pub fn render(
+    env: &Environment<'_>,
+    name: &str,
+    data: &Value,
+    args: &Value,
+) -> Result<String, minijinja::Error> {
     let template = env.get_template(name)?;
     let text = template.render(minijinja::context! { data => data, args => args })?;
     Ok(text.trim_end().to_owned())

@@ -101,7 +101,10 @@ impl Skill {
 
     /// True when the document promises identical output for identical arguments.
     pub fn is_deterministic(&self) -> bool {
-        matches!(self.meta.determinism.as_deref(), Some("pure-function" | "deterministic"))
+        matches!(
+            self.meta.determinism.as_deref(),
+            Some("pure-function" | "deterministic")
+        )
     }
 
     /// True when the skill writes nothing.
@@ -132,10 +135,27 @@ pub fn bind(
     let mut diags = Vec::new();
     for error in schema.iter_errors(&doc.frontmatter) {
         let field = error.instance_path().to_string();
-        let top = field.trim_start_matches('/').split('/').next().unwrap_or("").to_owned();
-        let top = if top.is_empty() { missing_field(&error.to_string()).unwrap_or_default() } else { top };
-        let line = if top.is_empty() { Some(2) } else { doc.field_line(&top).or(Some(2)) };
-        let field = if field.is_empty() && !top.is_empty() { format!("/{top}") } else { field };
+        let top = field
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .to_owned();
+        let top = if top.is_empty() {
+            missing_field(&error.to_string()).unwrap_or_default()
+        } else {
+            top
+        };
+        let line = if top.is_empty() {
+            Some(2)
+        } else {
+            doc.field_line(&top).or(Some(2))
+        };
+        let field = if field.is_empty() && !top.is_empty() {
+            format!("/{top}")
+        } else {
+            field
+        };
         diags.push(Diagnostic::new(&path, field, line, error.to_string()));
     }
     if !diags.is_empty() {
@@ -143,9 +163,20 @@ pub fn bind(
     }
     let meta: Frontmatter = match serde_json::from_value(doc.frontmatter.clone()) {
         Ok(m) => m,
-        Err(e) => return Err(vec![Diagnostic::new(&path, "", Some(2), format!("frontmatter: {e}"))]),
+        Err(e) => {
+            return Err(vec![Diagnostic::new(
+                &path,
+                "",
+                Some(2),
+                format!("frontmatter: {e}"),
+            )])
+        }
     };
-    let folder = path.parent().and_then(Path::file_name).and_then(|n| n.to_str()).unwrap_or("");
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
     if meta.name != folder {
         diags.push(Diagnostic::new(
             &path,
@@ -183,22 +214,43 @@ pub fn bind(
             &path,
             "/engine",
             doc.field_line("engine"),
-            format!("unknown engine `{}`; registered engines: {}", meta.engine, known.join(", ")),
+            format!(
+                "unknown engine `{}`; registered engines: {}",
+                meta.engine,
+                known.join(", ")
+            ),
         ));
     }
-    let template_file = meta.template.clone().unwrap_or_else(|| "template.md.j2".to_owned());
+    let template_file = meta
+        .template
+        .clone()
+        .unwrap_or_else(|| "template.md.j2".to_owned());
     let template_path = path.with_file_name(&template_file);
     let template_src = match fs_err::read_to_string(&template_path) {
         Ok(s) => Some(s),
         Err(e) => {
-            diags.push(Diagnostic::new(&path, "/template", doc.field_line("template"), format!("cannot read template: {e}")));
+            diags.push(Diagnostic::new(
+                &path,
+                "/template",
+                doc.field_line("template"),
+                format!("cannot read template: {e}"),
+            ));
             None
         }
     };
     match (engine, validator, template_src, diags.is_empty()) {
         (Some(engine), Some(validator), Some(src), true) => {
             let template = format!("{}/{template_file}", meta.name);
-            Ok((Skill { doc, meta, engine, validator, template }, src))
+            Ok((
+                Skill {
+                    doc,
+                    meta,
+                    engine,
+                    validator,
+                    template,
+                },
+                src,
+            ))
         }
         _ => Err(diags),
     }
@@ -206,5 +258,7 @@ pub fn bind(
 
 /// For "\"engine\" is a required property" → `engine`.
 fn missing_field(reason: &str) -> Option<String> {
-    reason.strip_suffix(" is a required property").map(|s| s.trim_matches('"').to_owned())
+    reason
+        .strip_suffix(" is a required property")
+        .map(|s| s.trim_matches('"').to_owned())
 }

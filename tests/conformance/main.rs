@@ -289,7 +289,7 @@ mod breakage {
     type Breakage = fn() -> Result<(), Failed>;
 
     pub fn trials() -> Vec<Trial> {
-        let cases: [(&str, Breakage); 8] = [
+        let cases: [(&str, Breakage); 9] = [
             ("missing_binding", missing_binding),
             ("missing_binding_file", missing_binding_file),
             ("drifted_text", drifted_text),
@@ -298,11 +298,40 @@ mod breakage {
             ("failing_check", failing_check),
             ("cli_exit_code_and_summary", cli_exit_code_and_summary),
             ("excluded_item_is_reported", excluded_item_is_reported),
+            ("fixtures_import_cleanly", fixtures_import_cleanly),
         ];
         cases
             .into_iter()
             .map(|(name, f)| Trial::test(format!("breakage::{name}"), f))
             .collect()
+    }
+
+    /// The transcripts corpus goes through the real importers without faults and
+    /// yields every message the fixtures hold (tool calls and summaries skipped).
+    fn fixtures_import_cleanly() -> Result<(), Failed> {
+        use skills::runtime::conformance::corpus::build_stores;
+        use skills::stores::conversations::ConversationStore;
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = build_stores(
+            &repo().join("tests/conformance/fixtures/transcripts"),
+            tmp.path(),
+        )?;
+        let store = ConversationStore::open_ro(&paths.conversations).unwrap();
+        let conn = store.connection().unwrap();
+        let counts: (i64, i64, i64, i64) = conn
+            .query_row(
+                "SELECT count(*), count(DISTINCT source), count(DISTINCT conversation_id), \
+                 count(*) FILTER (WHERE role = 'user' AND has_question = 1) FROM all_conversations",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        if counts != (16, 2, 4, 4) {
+            return Err(
+                format!("(messages, sources, conversations, user questions) = {counts:?}").into(),
+            );
+        }
+        Ok(())
     }
 
     fn excluded_item_is_reported() -> Result<(), Failed> {
