@@ -4,6 +4,9 @@
 //! failure (missing binding, drifted text, unknown check, bad parameters, failing
 //! check) and the `skills verify` exit code and summary line.
 
+// A test binary (`harness = false`): clippy's `allow-unwrap-in-tests` does not see it.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
