@@ -68,6 +68,9 @@ enum Command {
         /// Fixture corpora folder. Default: `tests/conformance/fixtures` of this source tree.
         #[arg(long, env = "SKILLS_FIXTURES_DIR")]
         fixtures_dir: Option<PathBuf>,
+        /// List the check vocabulary (id, what it proves, parameter schema) and exit.
+        #[arg(long)]
+        list_checks: bool,
     },
 }
 
@@ -278,7 +281,15 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
         Command::Verify {
             names,
             fixtures_dir,
-        } => verify(cli, names, fixtures_dir.as_deref(), out),
+            list_checks,
+        } => {
+            if *list_checks {
+                let checks = skills::runtime::conformance::checks::describe();
+                print_json(out, &checks)?;
+                return Ok(Outcome::Ok);
+            }
+            verify(cli, names, fixtures_dir.as_deref(), out)
+        }
         Command::Run {
             name,
             args: pairs,

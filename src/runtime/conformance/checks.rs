@@ -232,6 +232,17 @@ fn build() -> Vec<Check> {
     ]
 }
 
+/// The vocabulary as JSON, for `skills verify --list-checks`:
+/// `[{"id", "summary", "params": <JSON Schema>}]`.
+pub fn describe() -> Value {
+    Value::Array(
+        vocabulary()
+            .iter()
+            .map(|c| json!({"id": c.id, "summary": c.summary, "params": c.params_schema().unwrap_or(Value::Null)}))
+            .collect(),
+    )
+}
+
 /// Looks a check up by id.
 pub fn find(id: &str) -> Option<&'static Check> {
     vocabulary().iter().find(|c| c.id == id)

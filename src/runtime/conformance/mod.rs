@@ -648,3 +648,44 @@ fn closest<'a>(
         .max_by_key(|(score, _, _)| *score)
         .map(|(_, t, l)| (t, l))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_item_shares_most_words() {
+        let items = vec![
+            ("Every row has conv_id".to_owned(), Some(3)),
+            (
+                "Rows are ordered by created DESC (newest first)".to_owned(),
+                Some(4),
+            ),
+        ];
+        assert_eq!(
+            closest("Rows are ordered by created DESC", &items),
+            Some(("Rows are ordered by created DESC (newest first)", Some(4)))
+        );
+        assert_eq!(closest("zzz", &items), None);
+    }
+
+    #[test]
+    fn binding_schema_rejects_checks_with_exclusion() {
+        let tmp = TempDir::new("binding").unwrap();
+        let path = tmp.path().join(BINDING_FILE);
+        fs_err::write(
+            &path,
+            "skill: x\nitems:\n  - item: a\n    excluded: why\n    checks: [{check: row_count}]\n",
+        )
+        .unwrap();
+        let err = parse_binding(&path).unwrap_err();
+        assert!(err.contains("`/items/0`"), "{err}");
+        fs_err::write(
+            &path,
+            "skill: x\ncorpus: transcripts\nitems:\n  - item: a\n    excluded: why\n",
+        )
+        .unwrap();
+        let b = parse_binding(&path).unwrap();
+        assert_eq!(b.items[0].excluded.as_deref(), Some("why"));
+    }
+}
