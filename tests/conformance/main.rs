@@ -292,7 +292,7 @@ mod breakage {
     type Breakage = fn() -> Result<(), Failed>;
 
     pub fn trials() -> Vec<Trial> {
-        let cases: [(&str, Breakage); 9] = [
+        let cases: [(&str, Breakage); 10] = [
             ("missing_binding", missing_binding),
             ("missing_binding_file", missing_binding_file),
             ("drifted_text", drifted_text),
@@ -302,6 +302,7 @@ mod breakage {
             ("cli_exit_code_and_summary", cli_exit_code_and_summary),
             ("excluded_item_is_reported", excluded_item_is_reported),
             ("fixtures_import_cleanly", fixtures_import_cleanly),
+            ("new_item_needs_only_yaml", new_item_needs_only_yaml),
         ];
         cases
             .into_iter()
@@ -333,6 +334,35 @@ mod breakage {
             return Err(
                 format!("(messages, sources, conversations, user questions) = {counts:?}").into(),
             );
+        }
+        Ok(())
+    }
+
+    /// A new checklist item becomes executable with YAML only (here: argument errors),
+    /// and a wrong expectation fails with the argument the host actually named.
+    fn new_item_needs_only_yaml() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        let item = "Invalid arguments are rejected before the engine runs, naming the argument";
+        let doc = tmp.path().join(SKILL).join("SKILL.md");
+        let mut text = std::fs::read_to_string(&doc).unwrap();
+        text.push_str(&format!("- [ ] {item}\n"));
+        std::fs::write(&doc, text).unwrap();
+        let binding = tmp.path().join(SKILL).join("conformance.yaml");
+        let mut yaml = std::fs::read_to_string(&binding).unwrap();
+        yaml.push_str(&format!(
+            "\n  - item: {item}\n    checks:\n      - check: argument_error\n        params: {{argument: limit}}\n        cases:\n          - args: {{limit: 0}}\n          - args: {{limit: \"ten\"}}\n      - check: argument_error\n        params: {{argument: role, reason_contains: system}}\n        cases:\n          - args: {{role: system}}\n      - check: argument_error\n        params: {{argument: term}}\n        cases:\n          - args: {{trem: rpath}}\n"
+        ));
+        std::fs::write(&binding, yaml).unwrap();
+        let report = run_items(tmp.path(), &[item]);
+        expect(
+            one(&report, item)?,
+            &[
+                r#"`argument_error` on {"trem":"rpath"} [transcripts]: errors name `trem` instead of `term`"#
+                    .to_owned(),
+            ],
+        )?;
+        if report.items[0].checks.len() != 4 {
+            return Err(format!("{:#?}", report.items[0]).into());
         }
         Ok(())
     }
