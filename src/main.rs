@@ -420,6 +420,52 @@ fn verify(
     })
 }
 
-fn ingest(_cli: &Cli, _paths: &[PathBuf], _quiet: bool, _out: &mut impl Write) -> Result<Outcome> {
-    anyhow::bail!("ingest is not wired yet")
+fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Result<Outcome> {
+    let paths = if paths.is_empty() {
+        let found = skills::ingest::discover();
+        if found.is_empty() {
+            eprintln!("error: no transcripts found in the default locations (~/.claude/projects, $CLAUDE_CONFIG_DIR, $SKILLS_CHATGPT_EXPORT)");
+            eprintln!("hint: give files or folders: `skills ingest PATH…`");
+            return Ok(Outcome::Usage);
+        }
+        found
+    } else {
+        paths.to_vec()
+    };
+    let store_path = store_paths(cli)?.conversations;
+    let store = skills::stores::conversations::ConversationStore::open_rw(&store_path)?;
+    let bar = if quiet || cli.json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new_spinner()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {pos} files, {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let mut messages = 0usize;
+    let mut added = 0usize;
+    let summary = skills::ingest::ingest_paths(&store, &paths, &mut |_path, file| {
+        messages += file.parsed;
+        added += file.added;
+        bar.inc(1);
+        bar.set_message(format!("{messages} messages ({added} new)"));
+    });
+    bar.finish_and_clear();
+    if cli.json {
+        let mut value = serde_json::to_value(&summary)?;
+        value["store"] = json!(store_path);
+        print_json(out, &value)?;
+    } else {
+        write!(out, "{summary}")?;
+        writeln!(out, "store: {}", store_path.display())?;
+    }
+    // Per-record faults are reported but do not fail a run that imported something.
+    Ok(
+        if summary.files_imported == 0 && !summary.faults.is_empty() {
+            Outcome::Failed
+        } else {
+            Outcome::Ok
+        },
+    )
 }
