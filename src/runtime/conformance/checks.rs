@@ -115,6 +115,10 @@ impl Check {
 const ROWS: &str = r#""rows": {"type": "string", "pattern": "^(/.*)?$", "description": "JSON pointer to the row array in the structured output (default /rows)"},
   "allow_empty": {"type": "boolean", "description": "Pass on an empty row list (default false)"}"#;
 const IDENT: &str = r#"{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}"#;
+const KEYS: &str = r#"{"description": "row field, or fields of a composite key", "oneOf": [{"type": "string", "minLength": 1},
+  {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}]}"#;
+const IDENTS: &str = r#"{"description": "store column, or columns parallel to key_field", "oneOf": [{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+  {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}}]}"#;
 const STORE: &str = r#"{"enum": ["conversations", "memories"], "description": "Store to query (default conversations)"}"#;
 
 /// Every check the host knows, in a fixed order.
@@ -206,8 +210,8 @@ fn build() -> Vec<Check> {
             params: leak(format!(r#"{{"type": "object", "additionalProperties": false,
               "required": ["field", "chars", "table", "column", "key_field", "key_column"], "properties": {{
               "field": {{"type": "string", "minLength": 1}}, "chars": {{"type": "integer", "minimum": 1}},
-              "store": {STORE}, "table": {IDENT}, "column": {IDENT}, "key_field": {{"type": "string", "minLength": 1}},
-              "key_column": {IDENT}, {ROWS}}}}}"#)),
+              "store": {STORE}, "table": {IDENT}, "column": {IDENT}, "key_field": {KEYS},
+              "key_column": {IDENTS}, {ROWS}}}}}"#)),
             run: prefix_of_store_field,
         },
         Check {
@@ -216,15 +220,15 @@ fn build() -> Vec<Check> {
             params: leak(format!(r#"{{"type": "object", "additionalProperties": false,
               "required": ["predicate", "table", "key_field", "key_column"], "properties": {{
               "predicate": {{"type": "string", "minLength": 1}}, "quantifier": {{"enum": ["every", "some"]}},
-              "store": {STORE}, "table": {IDENT}, "key_field": {{"type": "string", "minLength": 1}},
-              "key_column": {IDENT}, {ROWS}}}}}"#)),
+              "store": {STORE}, "table": {IDENT}, "key_field": {KEYS},
+              "key_column": {IDENTS}, {ROWS}}}}}"#)),
             run: store_predicate,
         },
         Check {
             id: "rows_match_sql",
-            summary: "the rows' keys equal the first column of a reference SQL query (as a set, or in order with `ordered: true`)",
+            summary: "the rows' keys equal the first column(s) of a reference SQL query (as a set, or in order with `ordered: true`)",
             params: leak(format!(r#"{{"type": "object", "additionalProperties": false, "required": ["sql", "key_field"], "properties": {{
-              "sql": {{"type": "string", "minLength": 1}}, "key_field": {{"type": "string", "minLength": 1}},
+              "sql": {{"type": "string", "minLength": 1}}, "key_field": {KEYS},
               "arg_params": {{"type": "array", "items": {{"type": "string"}}, "description": "arguments bound to the query's `?` in order"}},
               "ordered": {{"type": "boolean"}}, "store": {STORE}, {ROWS}}}}}"#)),
             run: rows_match_sql,
@@ -337,16 +341,43 @@ fn first_difference(a: &str, b: &str) -> String {
     )
 }
 
-fn key_of(row: &Value, key_field: &str, index: usize) -> Result<Value, String> {
-    let key = field(row, key_field);
-    if key.is_null() {
-        return Err(format!(
-            "row {} has no key field `{key_field}`: {}",
-            index + 1,
-            show(row)
-        ));
+/// The names of a string-or-array parameter.
+fn names(params: &Value, key: &str) -> Vec<String> {
+    match params.get(key) {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
     }
-    Ok(key.clone())
+}
+
+/// `key_field` for messages: `message_id` or `source, conversation_id, message_id`.
+fn key_label(params: &Value) -> String {
+    names(params, "key_field").join(", ")
+}
+
+/// A row's key: the value of `key_field`, or an array of the values of its fields.
+fn key_of(row: &Value, params: &Value, index: usize) -> Result<Value, String> {
+    let fields = names(params, "key_field");
+    let mut values = Vec::with_capacity(fields.len());
+    for f in &fields {
+        let v = field(row, f);
+        if v.is_null() {
+            return Err(format!(
+                "row {} has no key field `{f}`: {}",
+                index + 1,
+                show(row)
+            ));
+        }
+        values.push(v.clone());
+    }
+    Ok(match values.len() {
+        1 => values.swap_remove(0),
+        _ => Value::Array(values),
+    })
 }
 
 // ---------------------------------------------------------------- checks
@@ -689,26 +720,38 @@ fn lookup(
     select: &str,
     key: &Value,
 ) -> Result<Vec<Vec<Value>>, String> {
+    let columns = names(params, "key_column");
+    let bound = match key {
+        Value::Array(parts) if columns.len() > 1 => parts.clone(),
+        other => vec![other.clone()],
+    };
+    if bound.len() != columns.len() {
+        return Err(format!(
+            "`key_column` has {} columns, `key_field` {} fields",
+            columns.len(),
+            bound.len()
+        ));
+    }
     let sql = format!(
-        "SELECT {select} FROM {} WHERE {} = ?",
+        "SELECT {select} FROM {} WHERE {}",
         p_str(params, "table", ""),
-        p_str(params, "key_column", "")
+        columns
+            .iter()
+            .map(|c| format!("{c} = ?"))
+            .collect::<Vec<_>>()
+            .join(" AND ")
     );
-    probe.query(
-        p_str(params, "store", "conversations"),
-        &sql,
-        std::slice::from_ref(key),
-    )
+    probe.query(p_str(params, "store", "conversations"), &sql, &bound)
 }
 
 fn prefix_of_store_field(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let name = p_str(params, "field", "");
     let chars = params.get("chars").and_then(Value::as_u64).unwrap_or(0) as usize;
     let column = p_str(params, "column", "");
-    let key_field = p_str(params, "key_field", "");
+    let key_field = key_label(params);
     let (_, rows) = output_rows(probe, params)?;
     for (i, row) in rows.iter().enumerate() {
-        let key = key_of(row, key_field, i)?;
+        let key = key_of(row, params, i)?;
         let found = lookup(probe, params, column, &key)?;
         let [record] = found.as_slice() else {
             return Err(format!(
@@ -738,10 +781,10 @@ fn prefix_of_store_field(probe: &Probe<'_>, params: &Value) -> Result<(), String
 fn store_predicate(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let predicate = p_str(params, "predicate", "");
     let some = p_str(params, "quantifier", "every") == "some";
-    let key_field = p_str(params, "key_field", "");
+    let key_field = key_label(params);
     let (_, rows) = output_rows(probe, params)?;
     for (i, row) in rows.iter().enumerate() {
-        let key = key_of(row, key_field, i)?;
+        let key = key_of(row, params, i)?;
         let found = lookup(probe, params, &format!("({predicate}) IS TRUE"), &key)?;
         let holds = match found.as_slice() {
             [record] => {
@@ -778,7 +821,7 @@ fn store_predicate(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
 }
 
 fn rows_match_sql(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
-    let key_field = p_str(params, "key_field", "");
+    let key_field = key_label(params);
     let out = probe.call()?;
     let mut p = params.clone();
     if let Some(map) = p.as_object_mut() {
@@ -804,14 +847,21 @@ fn rows_match_sql(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
         p_str(params, "sql", ""),
         &bound,
     )?;
+    let width = names(params, "key_field").len();
     let expected: Vec<Value> = reference
         .into_iter()
-        .map(|r| r.into_iter().next().unwrap_or(Value::Null))
+        .map(|r| {
+            if width == 1 {
+                r.into_iter().next().unwrap_or(Value::Null)
+            } else {
+                Value::Array(r.into_iter().take(width).collect())
+            }
+        })
         .collect();
     let actual = rows
         .iter()
         .enumerate()
-        .map(|(i, r)| key_of(r, key_field, i))
+        .map(|(i, r)| key_of(r, params, i))
         .collect::<Result<Vec<_>, _>>()?;
     if p_bool(params, "ordered", false) {
         if let Some(i) =
