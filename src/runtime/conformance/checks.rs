@@ -119,6 +119,8 @@ const KEYS: &str = r#"{"description": "row field, or fields of a composite key",
   {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}]}"#;
 const IDENTS: &str = r#"{"description": "store column, or columns parallel to key_field", "oneOf": [{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
   {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}}]}"#;
+const ARG_COLUMNS: &str = r#"{"type": "object", "description": "extra lookup conditions: store column = value of argument",
+  "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}, "additionalProperties": {"type": "string"}}"#;
 const STORE: &str = r#"{"enum": ["conversations", "memories"], "description": "Store to query (default conversations)"}"#;
 
 /// Every check the host knows, in a fixed order.
@@ -208,10 +210,12 @@ fn build() -> Vec<Check> {
             id: "prefix_of_store_field",
             summary: "each row's `field` is the first `chars` characters (Unicode scalar values) of store column `column`, looked up by key",
             params: leak(format!(r#"{{"type": "object", "additionalProperties": false,
-              "required": ["field", "chars", "table", "column", "key_field", "key_column"], "properties": {{
+              "required": ["field", "table", "column", "key_field", "key_column"],
+              "oneOf": [{{"required": ["chars"]}}, {{"required": ["chars_arg"]}}], "properties": {{
               "field": {{"type": "string", "minLength": 1}}, "chars": {{"type": "integer", "minimum": 1}},
+              "chars_arg": {{"type": "string", "minLength": 1, "description": "take the count from this argument"}},
               "store": {STORE}, "table": {IDENT}, "column": {IDENT}, "key_field": {KEYS},
-              "key_column": {IDENTS}, {ROWS}}}}}"#)),
+              "key_column": {IDENTS}, "arg_columns": {ARG_COLUMNS}, {ROWS}}}}}"#)),
             run: prefix_of_store_field,
         },
         Check {
@@ -221,7 +225,7 @@ fn build() -> Vec<Check> {
               "required": ["predicate", "table", "key_field", "key_column"], "properties": {{
               "predicate": {{"type": "string", "minLength": 1}}, "quantifier": {{"enum": ["every", "some"]}},
               "store": {STORE}, "table": {IDENT}, "key_field": {KEYS},
-              "key_column": {IDENTS}, {ROWS}}}}}"#)),
+              "key_column": {IDENTS}, "arg_columns": {ARG_COLUMNS}, {ROWS}}}}}"#)),
             run: store_predicate,
         },
         Check {
@@ -719,9 +723,10 @@ fn lookup(
     params: &Value,
     select: &str,
     key: &Value,
+    args: &Value,
 ) -> Result<Vec<Vec<Value>>, String> {
-    let columns = names(params, "key_column");
-    let bound = match key {
+    let mut columns = names(params, "key_column");
+    let mut bound = match key {
         Value::Array(parts) if columns.len() > 1 => parts.clone(),
         other => vec![other.clone()],
     };
@@ -731,6 +736,17 @@ fn lookup(
             columns.len(),
             bound.len()
         ));
+    }
+    if let Some(extra) = params.get("arg_columns").and_then(Value::as_object) {
+        for (column, arg) in extra {
+            let arg = arg.as_str().unwrap_or("");
+            let value = args
+                .get(arg)
+                .cloned()
+                .ok_or_else(|| format!("`arg_columns` names unknown argument `{arg}`"))?;
+            columns.push(column.clone());
+            bound.push(value);
+        }
     }
     let sql = format!(
         "SELECT {select} FROM {} WHERE {}",
@@ -746,13 +762,20 @@ fn lookup(
 
 fn prefix_of_store_field(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let name = p_str(params, "field", "");
-    let chars = params.get("chars").and_then(Value::as_u64).unwrap_or(0) as usize;
     let column = p_str(params, "column", "");
     let key_field = key_label(params);
-    let (_, rows) = output_rows(probe, params)?;
+    let (out, rows) = output_rows(probe, params)?;
+    let chars = match params.get("chars_arg").and_then(Value::as_str) {
+        Some(arg) => out
+            .args
+            .get(arg)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("argument `{arg}` is not a count"))?,
+        None => params.get("chars").and_then(Value::as_u64).unwrap_or(0),
+    } as usize;
     for (i, row) in rows.iter().enumerate() {
         let key = key_of(row, params, i)?;
-        let found = lookup(probe, params, column, &key)?;
+        let found = lookup(probe, params, column, &key, &out.args)?;
         let [record] = found.as_slice() else {
             return Err(format!(
                 "row {} (`{key_field}` = {}): {} store records match, expected 1",
@@ -782,10 +805,16 @@ fn store_predicate(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let predicate = p_str(params, "predicate", "");
     let some = p_str(params, "quantifier", "every") == "some";
     let key_field = key_label(params);
-    let (_, rows) = output_rows(probe, params)?;
+    let (out, rows) = output_rows(probe, params)?;
     for (i, row) in rows.iter().enumerate() {
         let key = key_of(row, params, i)?;
-        let found = lookup(probe, params, &format!("({predicate}) IS TRUE"), &key)?;
+        let found = lookup(
+            probe,
+            params,
+            &format!("({predicate}) IS TRUE"),
+            &key,
+            &out.args,
+        )?;
         let holds = match found.as_slice() {
             [record] => {
                 record.first() == Some(&Value::Bool(true)) || record.first() == Some(&json!(1))
