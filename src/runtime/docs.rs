@@ -95,19 +95,37 @@ pub fn docs_data(
 /// One row per input-schema property: name, type (or enum values), required, default,
 /// bounds (minimum/maximum/length/pattern) and description.
 pub fn parameters(schema: &Value) -> Vec<Value> {
-    let required: Vec<&str> = schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let Some(props) = schema["properties"].as_object() else { return Vec::new() };
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
     props
         .iter()
         .map(|(name, p)| {
             let ty = match (p.get("type"), p.get("enum")) {
                 (Some(Value::String(t)), _) => t.clone(),
-                (Some(Value::Array(ts)), _) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | "),
-                (None, Some(Value::Array(values))) => values.iter().map(Value::to_string).collect::<Vec<_>>().join(" | "),
+                (Some(Value::Array(ts)), _) => ts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                (None, Some(Value::Array(values))) => values
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" | "),
                 _ => "any".into(),
             };
             let mut bounds = Vec::new();
-            for (key, label) in [("minimum", "≥"), ("maximum", "≤"), ("minLength", "length ≥"), ("maxLength", "length ≤")] {
+            for (key, label) in [
+                ("minimum", "≥"),
+                ("maximum", "≤"),
+                ("minLength", "length ≥"),
+                ("maxLength", "length ≤"),
+            ] {
                 if let Some(v) = p.get(key) {
                     bounds.push(format!("{label} {v}"));
                 }
@@ -137,7 +155,11 @@ fn link_skills(markdown: &str, names: &[String], own: &str) -> String {
         while let Some(pos) = rest.find(name.as_str()) {
             let before = rest[..pos].chars().next_back();
             let after = rest[pos + name.len()..].chars().next();
-            let word_char = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_' || c == '[' || c == '/');
+            let word_char = |c: Option<char>| {
+                c.is_some_and(|c| {
+                    c.is_alphanumeric() || c == '-' || c == '_' || c == '[' || c == '/'
+                })
+            };
             result.push_str(&rest[..pos]);
             if word_char(before) || word_char(after) {
                 result.push_str(name);
@@ -160,7 +182,11 @@ fn link_skills(markdown: &str, names: &[String], own: &str) -> String {
 pub fn write_site(data: &Value, out: &Path) -> Result<Vec<PathBuf>, DocsError> {
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|name| {
-        if name.ends_with(".html.j2") { minijinja::AutoEscape::Html } else { minijinja::AutoEscape::None }
+        if name.ends_with(".html.j2") {
+            minijinja::AutoEscape::Html
+        } else {
+            minijinja::AutoEscape::None
+        }
     });
     env.add_filter("cell", |s: String| super::render::cell(&s));
     env.add_template("index.md.j2", INDEX_MD)?;
@@ -174,16 +200,24 @@ pub fn write_site(data: &Value, out: &Path) -> Result<Vec<PathBuf>, DocsError> {
         written.push(path);
         Ok(())
     };
-    let mut pages = vec![("index".to_owned(), "Skills".to_owned(), env.get_template("index.md.j2")?.render(data)?)];
+    let mut pages = vec![(
+        "index".to_owned(),
+        "Skills".to_owned(),
+        env.get_template("index.md.j2")?.render(data)?,
+    )];
     for skill in data["skills"].as_array().into_iter().flatten() {
         let name = skill["name"].as_str().unwrap_or("skill").to_owned();
-        let md = env.get_template("skill.md.j2")?.render(minijinja::context! { skill => skill })?;
+        let md = env
+            .get_template("skill.md.j2")?
+            .render(minijinja::context! { skill => skill })?;
         pages.push((name.clone(), name, md));
     }
     for (file, title, md) in pages {
         let md = format!("{}\n", md.trim_end());
         let html_body = markdown_to_html(&md);
-        let html = env.get_template("page.html.j2")?.render(minijinja::context! { title => title, body => html_body })?;
+        let html = env
+            .get_template("page.html.j2")?
+            .render(minijinja::context! { title => title, body => html_body })?;
         write(format!("{file}.md"), md)?;
         write(format!("{file}.html"), html)?;
     }
@@ -195,13 +229,26 @@ pub fn write_site(data: &Value, out: &Path) -> Result<Vec<PathBuf>, DocsError> {
 /// Markdown → HTML with tables; links to `x.md` become `x.html`.
 fn markdown_to_html(md: &str) -> minijinja::Value {
     use pulldown_cmark::{CowStr, Event, Options, Parser, Tag};
-    let parser = Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS).map(|event| match event {
-        Event::Start(Tag::Link { link_type, dest_url, title, id }) if dest_url.ends_with(".md") && !dest_url.contains("://") => {
-            let html = format!("{}.html", &dest_url[..dest_url.len() - 3]);
-            Event::Start(Tag::Link { link_type, dest_url: CowStr::from(html), title, id })
-        }
-        other => other,
-    });
+    let parser =
+        Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS).map(|event| {
+            match event {
+                Event::Start(Tag::Link {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
+                }) if dest_url.ends_with(".md") && !dest_url.contains("://") => {
+                    let html = format!("{}.html", &dest_url[..dest_url.len() - 3]);
+                    Event::Start(Tag::Link {
+                        link_type,
+                        dest_url: CowStr::from(html),
+                        title,
+                        id,
+                    })
+                }
+                other => other,
+            }
+        });
     let mut html = String::new();
     pulldown_cmark::html::push_html(&mut html, parser);
     minijinja::Value::from_safe_string(html)
@@ -214,14 +261,16 @@ pub fn to_json_text(data: &Value) -> String {
     text
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn links_other_skills_only() {
-        let names = vec!["get-conversation".to_owned(), "search-conversations".to_owned()];
+        let names = vec![
+            "get-conversation".to_owned(),
+            "search-conversations".to_owned(),
+        ];
         let text = link_skills("Use get-conversation after search-conversations; not semantic-search or get-conversations.", &names, "search-conversations");
         assert_eq!(text, "Use [get-conversation](get-conversation.md) after search-conversations; not semantic-search or get-conversations.");
     }
