@@ -61,6 +61,17 @@ enum Command {
         #[arg(long, value_name = "JSON", conflicts_with = "args")]
         args_json: Option<String>,
     },
+    /// Run every skill's verification checklist as conformance tests (or only NAME…).
+    Verify {
+        /// Skill names (default: every skill).
+        names: Vec<String>,
+        /// Fixture corpora folder. Default: `tests/conformance/fixtures` of this source tree.
+        #[arg(long, env = "SKILLS_FIXTURES_DIR")]
+        fixtures_dir: Option<PathBuf>,
+        /// List the check vocabulary (id, what it proves, parameter schema) and exit.
+        #[arg(long)]
+        list_checks: bool,
+    },
     /// Serve every skill as an MCP tool (and its SKILL.md as a resource) over stdio,
     /// or over streamable HTTP at `/mcp` with `--http`. Logs go to stderr.
     Serve {
@@ -297,6 +308,18 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
             })
         }
         Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
+        Command::Verify {
+            names,
+            fixtures_dir,
+            list_checks,
+        } => {
+            if *list_checks {
+                let checks = skills::runtime::conformance::checks::describe();
+                print_json(out, &checks)?;
+                return Ok(Outcome::Ok);
+            }
+            verify(cli, names, fixtures_dir.as_deref(), out)
+        }
         Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
         Command::Docs { out: dir, format } => docs(cli, dir.as_deref(), *format, out),
         Command::Run {
@@ -388,6 +411,44 @@ fn skill_summary(s: &skills::runtime::Skill) -> Value {
         "engine": s.meta.engine,
         "tool": s.tool_name(),
         "path": s.doc.path,
+    })
+}
+
+fn verify(
+    cli: &Cli,
+    names: &[String],
+    fixtures_dir: Option<&Path>,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    use skills::runtime::conformance::{Options, Verifier, VerifyError};
+    let fixtures_dir = fixtures_dir.map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"),
+        Path::to_path_buf,
+    );
+    let options = Options {
+        skills_dir: skills_dir(cli),
+        fixtures_dir,
+        binary: std::env::current_exe().ok(),
+    };
+    let verifier = Verifier::new(options)?;
+    warn_diagnostics(verifier.host());
+    let report = match verifier.run_all(names) {
+        Ok(report) => report,
+        Err(e @ VerifyError::UnknownSkill { .. }) => {
+            eprintln!("error: {e}");
+            return Ok(Outcome::Usage);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if cli.json {
+        print_json(out, &serde_json::to_value(&report)?)?;
+    } else {
+        writeln!(out, "{}", report.to_text())?;
+    }
+    Ok(if report.failed == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
     })
 }
 
