@@ -93,6 +93,9 @@ enum Command {
         /// `site` (markdown + HTML into `--out`) or `json` (to stdout, or `skills.json` in `--out`).
         #[arg(long, value_enum)]
         format: Option<DocsFormat>,
+        /// Do not run the verification checklists (items show `not run`).
+        #[arg(long)]
+        no_verify: bool,
     },
 }
 
@@ -321,7 +324,11 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
             verify(cli, names, fixtures_dir.as_deref(), out)
         }
         Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
-        Command::Docs { out: dir, format } => docs(cli, dir.as_deref(), *format, out),
+        Command::Docs {
+            out: dir,
+            format,
+            no_verify,
+        } => docs(cli, dir.as_deref(), *format, !*no_verify, out),
         Command::Run {
             name,
             args: pairs,
@@ -452,20 +459,55 @@ fn verify(
     })
 }
 
-/// `skills docs`: writes the docs site or prints its JSON.
+/// `skills docs`: writes the docs site or prints its JSON. Unless `--no-verify`, the
+/// checklists are run first (as `skills verify` does) so each item shows its result.
 fn docs(
     cli: &Cli,
     dir: Option<&Path>,
     format: Option<DocsFormat>,
+    verify: bool,
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    use skills::runtime::docs;
+    use skills::runtime::conformance::{Options, Status, Verifier};
+    use skills::runtime::docs::{self, ItemStatus};
     let host = load_host(cli)?;
     warn_diagnostics(&host);
+    let report = if verify {
+        let options = Options {
+            skills_dir: skills_dir(cli),
+            fixtures_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"),
+            binary: std::env::current_exe().ok(),
+        };
+        Some(Verifier::new(options)?.run_all(&[])?)
+    } else {
+        None
+    };
+    let status_of = |s: &skills::runtime::Skill| -> Vec<ItemStatus> {
+        let Some(report) = &report else {
+            return Vec::new();
+        };
+        report
+            .items
+            .iter()
+            .filter(|i| i.skill == s.name())
+            .map(|i| {
+                let (status, detail) = match i.status {
+                    Status::Pass => ("pass", None),
+                    Status::Excluded => ("excluded", i.reason.clone()),
+                    Status::Fail => ("fail", i.failures().first().cloned()),
+                };
+                ItemStatus {
+                    text: i.item.clone(),
+                    status: status.into(),
+                    detail,
+                }
+            })
+            .collect()
+    };
     let tool_of = |s: &skills::runtime::Skill| {
         serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default()
     };
-    let data = docs::docs_data(&host, &tool_of, &|_| Vec::new());
+    let data = docs::docs_data(&host, &tool_of, &status_of);
     match (format.unwrap_or(DocsFormat::Site), dir) {
         (DocsFormat::Json, None) => write!(out, "{}", docs::to_json_text(&data))?,
         (DocsFormat::Json, Some(dir)) => {
