@@ -5,6 +5,8 @@
 //! Importers know nothing about skills, engines or the CLI; writing goes through
 //! [`crate::stores::conversations::ConversationStore`].
 
+pub mod memories;
+
 use std::path::{Path, PathBuf};
 
 /// One message in the canonical shape of table `all_conversations`
