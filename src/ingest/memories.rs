@@ -301,7 +301,11 @@ pub fn parse_markdown(text: &str, origin: &str, mtime: DateTime<Utc>) -> Result<
         return Ok(split_index(body, origin, mtime));
     }
     let fm = front.unwrap_or(Value::Null);
-    let get = |keys: &[&str]| keys.iter().find_map(|k| fm.get(*k).and_then(scalar_string));
+    // Newer Claude Code memory files nest `type` under `metadata`.
+    let meta = fm.get("metadata").cloned().unwrap_or(Value::Null);
+    let get = |keys: &[&str]| {
+        keys.iter().find_map(|k| fm.get(*k).and_then(scalar_string)).or_else(|| keys.iter().find_map(|k| meta.get(*k).and_then(scalar_string)))
+    };
     let description = get(&["description", "summary"]);
     let mut body = body.trim().to_owned();
     if let Some(desc) = &description {
@@ -317,7 +321,7 @@ pub fn parse_markdown(text: &str, origin: &str, mtime: DateTime<Utc>) -> Result<
         id: get(&["id"]).or_else(|| Some(Memory::stable_id(origin))),
         title,
         kind: get(&["type", "memory_type", "kind"]),
-        tags: string_list(fm.get("tags")),
+        tags: string_list(fm.get("tags").or_else(|| meta.get("tags"))),
         created: Some(created),
         updated: Some(updated.unwrap_or(created)),
         body,
@@ -576,6 +580,12 @@ mod tests {
         assert!(m[0].body.starts_with("Let errors surface\n\nDo not add"));
         assert_eq!(m[0].updated, t0());
         assert_eq!(m[0].id, Memory::stable_id("/x/feedback.md"));
+    }
+
+    #[test]
+    fn claude_code_metadata_type() {
+        let text = "---\nname: x\ndescription: d\nmetadata: \n  node_type: memory\n  type: feedback\n---\nbody";
+        assert_eq!(parse_markdown(text, "/x.md", t0()).unwrap()[0].kind, "feedback");
     }
 
     #[test]
