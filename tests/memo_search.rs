@@ -18,7 +18,9 @@ use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 
 fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-07-03T12:00:00Z").unwrap().with_timezone(&Utc)
+    DateTime::parse_from_rfc3339("2026-07-03T12:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
 }
 
 fn corpus_memories() -> Option<PathBuf> {
@@ -29,7 +31,10 @@ fn corpus_memories() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("note: corpus not found at `{}` (set SKILLS_CORPUS_DIR); test skipped", dir.display());
+        eprintln!(
+            "note: corpus not found at `{}` (set SKILLS_CORPUS_DIR); test skipped",
+            dir.display()
+        );
         None
     }
 }
@@ -47,11 +52,15 @@ struct Fixture {
 
 impl Fixture {
     fn ctx(&self) -> Context {
-        Context::new(self.paths.clone()).with_now(now()).with_embedder(self.embedder.clone())
+        Context::new(self.paths.clone())
+            .with_now(now())
+            .with_embedder(self.embedder.clone())
     }
 
     fn run(&self, args: Value) -> Value {
-        MemoSearch.call(&args, &self.ctx()).unwrap_or_else(|e| panic!("{args}: {e}"))
+        MemoSearch
+            .call(&args, &self.ctx())
+            .unwrap_or_else(|e| panic!("{args}: {e}"))
     }
 
     fn try_run(&self, args: Value) -> Result<Value, EngineError> {
@@ -66,23 +75,40 @@ fn build(embedder: Option<Arc<Embedder>>) -> Option<Fixture> {
     let store = MemoryStore::open_rw(&paths.memories).unwrap();
     let summary = import_paths_with(&store, &[corpus, sample_dir()], embedder.as_deref()).unwrap();
     let add = |title: &str, body: &str| {
-        let input = MemoryInput { title: title.into(), body: body.into(), kind: Some("fact".into()), ..Default::default() };
+        let input = MemoryInput {
+            title: title.into(),
+            body: body.into(),
+            kind: Some("fact".into()),
+            ..Default::default()
+        };
         add_memory_with(&store, input, embedder.as_deref(), now()).unwrap();
     };
-    add("Embedded database choice", "We picked sqlite for the cache.");
+    add(
+        "Embedded database choice",
+        "We picked sqlite for the cache.",
+    );
     add("Typo one", "The sqlit driver was mentioned in a log line.");
     add("Typo two", "Someone wrote sqltie in the migration notes.");
     drop(store);
-    Some(Fixture { _dir: dir, paths, summary, embedder })
+    Some(Fixture {
+        _dir: dir,
+        paths,
+        summary,
+        embedder,
+    })
 }
 
 fn lexical() -> Option<Fixture> {
     build(None)
 }
 
-
 fn titles(out: &Value) -> Vec<String> {
-    out["hits"].as_array().unwrap().iter().map(|h| h["title"].as_str().unwrap().to_owned()).collect()
+    out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["title"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn note(out: &Value) -> String {
@@ -90,7 +116,12 @@ fn note(out: &Value) -> String {
 }
 
 fn updated_dates(out: &Value) -> Vec<String> {
-    out["hits"].as_array().unwrap().iter().map(|h| h["updated"].as_str().unwrap()[..10].to_owned()).collect()
+    out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["updated"].as_str().unwrap()[..10].to_owned())
+        .collect()
 }
 
 /// A query whose words each hit one sample memory, so OR-fallback returns them all.
@@ -101,11 +132,15 @@ fn import_corpus_is_idempotent_and_reports_bad_files() {
     let Some(fx) = lexical() else { return };
     let s = &fx.summary;
     assert!(s.files >= 60, "{s}");
-    assert_eq!(s.files_skipped, 2, "the two Letta .af files are not memory files: {s}");
+    assert_eq!(
+        s.files_skipped, 2,
+        "the two Letta .af files are not memory files: {s}"
+    );
     assert!(s.memories >= 60, "{s}");
     assert_eq!(s.inserted, s.memories, "{s}");
     let store = MemoryStore::open_rw(&fx.paths.memories).unwrap();
-    let again = import_paths_with(&store, &[corpus_memories().unwrap(), sample_dir()], None).unwrap();
+    let again =
+        import_paths_with(&store, &[corpus_memories().unwrap(), sample_dir()], None).unwrap();
     assert_eq!(again.inserted, 0, "{again}");
     assert_eq!(again.updated, 0, "{again}");
     assert_eq!(again.unchanged, s.memories, "{again}");
@@ -117,7 +152,12 @@ fn import_corpus_is_idempotent_and_reports_bad_files() {
     std::fs::write(bad.path().join("broken.md"), "---\ntitle: [oops\n---\nbody").unwrap();
     std::fs::write(bad.path().join("empty.md"), "").unwrap();
     std::fs::write(bad.path().join("ok.md"), "# Fine\nbody").unwrap();
-    let r = import_paths_with(&store, &[bad.path().to_path_buf(), bad.path().join("missing.md")], None).unwrap();
+    let r = import_paths_with(
+        &store,
+        &[bad.path().to_path_buf(), bad.path().join("missing.md")],
+        None,
+    )
+    .unwrap();
     assert_eq!(r.inserted, 1, "{r}");
     assert_eq!(r.faults.len(), 3, "{r}");
     assert!(r.to_string().contains("broken.md"), "{r}");
@@ -133,7 +173,18 @@ fn bm25_finds_claude_code_memories() {
     let hit = &out["hits"][0];
     assert_eq!(hit["type"], "feedback");
     assert!(hit["score"].as_f64().unwrap() > 0.0);
-    for key in ["id", "title", "type", "tags", "created", "updated", "body", "score", "files_read", "files_modified"] {
+    for key in [
+        "id",
+        "title",
+        "type",
+        "tags",
+        "created",
+        "updated",
+        "body",
+        "score",
+        "files_read",
+        "files_modified",
+    ] {
         assert!(hit.get(key).is_some(), "hit lacks `{key}`");
     }
 }
@@ -141,17 +192,46 @@ fn bm25_finds_claude_code_memories() {
 #[test]
 fn fts_syntax_in_queries_never_errors() {
     let Some(fx) = lexical() else { return };
-    for q in ["wrong-book", "don't", "50%", "\"", "src/main.py", "user@example.com", "AND OR NOT", "NEAR(a b)", "*", "a:b", "(", "title:x"] {
+    for q in [
+        "wrong-book",
+        "don't",
+        "50%",
+        "\"",
+        "src/main.py",
+        "user@example.com",
+        "AND OR NOT",
+        "NEAR(a b)",
+        "*",
+        "a:b",
+        "(",
+        "title:x",
+    ] {
         for mode in ["bm25", "exact", "fuzzy", "hybrid"] {
             let r = fx.try_run(json!({"query": q, "mode": mode}));
             assert!(r.is_ok(), "{mode} {q}: {r:?}");
         }
     }
-    let first = |q: &str| titles(&fx.run(json!({"query": q, "mode": "bm25"}))).first().cloned().unwrap_or_default();
-    assert_eq!(first("wrong-book"), "Importer attached notes to the wrong book");
+    let huge: String = (0..5000).map(|i| format!("w{i} ")).collect();
+    for mode in ["bm25", "exact", "fuzzy", "hybrid"] {
+        let out = fx.run(json!({"query": huge, "mode": mode}));
+        assert!(note(&out).contains("only 64 were searched"), "{mode}");
+    }
+    let first = |q: &str| {
+        titles(&fx.run(json!({"query": q, "mode": "bm25"})))
+            .first()
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        first("wrong-book"),
+        "Importer attached notes to the wrong book"
+    );
     assert_eq!(first("user@example.com"), "Contact address in fixtures");
     let top3 = titles(&fx.run(json!({"query": "src/main.py", "mode": "bm25", "limit": 3})));
-    assert!(top3.contains(&"Contact address in fixtures".to_owned()), "{top3:?}");
+    assert!(
+        top3.contains(&"Contact address in fixtures".to_owned()),
+        "{top3:?}"
+    );
     assert_eq!(first("50%"), "Release checklist");
     assert!(!titles(&fx.run(json!({"query": "don't", "mode": "exact"}))).is_empty());
     let out = fx.run(json!({"query": "\"", "mode": "bm25"}));
@@ -174,15 +254,25 @@ fn bm25_falls_back_to_or_but_exact_does_not() {
     let Some(fx) = lexical() else { return };
     let out = fx.run(json!({"query": "sqlite zebracornish", "mode": "bm25", "explain": true}));
     assert!(out["count"].as_u64().unwrap() > 0);
-    let legs: Vec<&Value> = out["trace"].as_array().unwrap().iter().filter(|s| s["stage"] == "leg").collect();
+    let legs: Vec<&Value> = out["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["stage"] == "leg")
+        .collect();
     assert_eq!(legs[0]["fallback"], "or");
     let out = fx.run(json!({"query": "sqlite zebracornish", "mode": "exact"}));
     assert_eq!(out["count"], 0);
     // AND first: every bm25 hit for two common words contains both.
-    let out = fx.run(json!({"query": "python virtual", "mode": "bm25", "body_chars": -1, "limit": 50}));
+    let out =
+        fx.run(json!({"query": "python virtual", "mode": "bm25", "body_chars": -1, "limit": 50}));
     for h in out["hits"].as_array().unwrap() {
         let text = format!("{} {} {}", h["title"], h["tags"], h["body"]).to_lowercase();
-        assert!(text.contains("python") && text.contains("virtual"), "{}", h["title"]);
+        assert!(
+            text.contains("python") && text.contains("virtual"),
+            "{}",
+            h["title"]
+        );
     }
 }
 
@@ -201,7 +291,11 @@ fn accents_fold_both_ways() {
     let out = fx.run(json!({"query": "decision", "mode": "bm25", "limit": 100}));
     assert!(titles(&out).contains(&"Decisión — fechas en español".to_owned()));
     let out = fx.run(json!({"query": "decisión", "mode": "bm25", "limit": 100}));
-    assert!(titles(&out).contains(&"Installing from PyPI vs Local Source".to_owned()), "{:?}", titles(&out));
+    assert!(
+        titles(&out).contains(&"Installing from PyPI vs Local Source".to_owned()),
+        "{:?}",
+        titles(&out)
+    );
     let out = fx.run(json!({"query": "dias tildes", "mode": "exact"}));
     assert_eq!(titles(&out), vec!["Decisión — fechas en español"]);
 }
@@ -214,7 +308,12 @@ fn fuzzy_tolerates_typos() {
     for want in ["Embedded database choice", "Typo one", "Typo two"] {
         assert!(t.contains(&want.to_owned()), "{want} missing from {t:?}");
     }
-    let expand = out["trace"].as_array().unwrap().iter().find(|s| s["stage"] == "expand").unwrap();
+    let expand = out["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "expand")
+        .unwrap();
     let terms = expand["expansions"]["sqlite"].as_array().unwrap();
     for term in ["sqlite", "sqlit", "sqltie"] {
         assert!(terms.contains(&json!(term)), "{terms:?}");
@@ -230,15 +329,24 @@ fn fuzzy_tolerates_typos() {
 #[test]
 fn vec_without_model_is_a_clear_error_and_hybrid_notes_it() {
     let Some(fx) = lexical() else { return };
-    let err = fx.try_run(json!({"query": "database", "mode": "vec"})).unwrap_err();
+    let err = fx
+        .try_run(json!({"query": "database", "mode": "vec"}))
+        .unwrap_err();
     assert!(matches!(err, EngineError::Unavailable(_)));
     assert!(err.to_string().contains("embedding unavailable"), "{err}");
     let out = fx.run(json!({"query": "defensive fallbacks"}));
     assert_eq!(out["mode"], "hybrid");
-    assert!(note(&out).contains("embedding unavailable"), "{}", note(&out));
+    assert!(
+        note(&out).contains("embedding unavailable"),
+        "{}",
+        note(&out)
+    );
     assert_eq!(titles(&out)[0], "No defensive fallbacks");
     let score = out["hits"][0]["score"].as_f64().unwrap();
-    assert!(score > 0.0 && score <= 3.0 / 61.0 + 1e-9, "RRF score {score}");
+    assert!(
+        score > 0.0 && score <= 3.0 / 61.0 + 1e-9,
+        "RRF score {score}"
+    );
 }
 
 #[test]
@@ -293,9 +401,16 @@ fn type_filter_and_filters_do_not_starve() {
     let Some(fx) = lexical() else { return };
     let out = fx.run(json!({"query": "the", "mode": "bm25", "type": "feedback", "limit": 50}));
     assert!(out["count"].as_u64().unwrap() >= 2);
-    assert!(out["hits"].as_array().unwrap().iter().all(|h| h["type"] == "feedback"));
+    assert!(out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["type"] == "feedback"));
     let out = fx.run(json!({"query": "the", "type": "Feedback", "limit": 2}));
-    assert_eq!(out["count"], 2, "hybrid legs filter in SQL, so 2 feedback hits come back");
+    assert_eq!(
+        out["count"], 2,
+        "hybrid legs filter in SQL, so 2 feedback hits come back"
+    );
     let out = fx.run(json!({"query": "the", "type": "no-such-type"}));
     assert_eq!(out["count"], 0);
 }
@@ -313,9 +428,14 @@ fn date_bounds_are_inclusive_on_updated() {
     let out = fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 50, "date_from": "2026-06-23T09:15:01", "date_to": "2026-06-25T08:30:00Z"}));
     assert_eq!(updated_dates(&out), vec!["2026-06-25"]);
     let out = fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 50, "date_to": "2026-05-31"}));
-    assert!(updated_dates(&out).iter().all(|d| d.as_str() <= "2026-05-31"));
+    assert!(updated_dates(&out)
+        .iter()
+        .all(|d| d.as_str() <= "2026-05-31"));
     for (name, args) in [
-        ("date_from", json!({"query": "x", "date_from": "last tuesday"})),
+        (
+            "date_from",
+            json!({"query": "x", "date_from": "last tuesday"}),
+        ),
         ("date_to", json!({"query": "x", "date_to": "2026-13-45"})),
     ] {
         match fx.try_run(args) {
@@ -329,7 +449,8 @@ fn date_bounds_are_inclusive_on_updated() {
 fn when_phrases_against_fixed_clock() {
     let Some(fx) = lexical() else { return };
     let dates = |w: &str| {
-        let mut d = updated_dates(&fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 50, "when": w})));
+        let mut d =
+            updated_dates(&fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 50, "when": w})));
         d.sort();
         d
     };
@@ -341,8 +462,14 @@ fn when_phrases_against_fixed_clock() {
     assert_eq!(dates("la semana pasada"), vec!["2026-06-23", "2026-06-25"]);
     assert_eq!(dates("hace 10 días"), vec!["2026-06-23"]);
     assert_eq!(dates("hace 10 dias"), vec!["2026-06-23"]);
-    assert_eq!(dates("el mes pasado"), vec!["2026-06-10", "2026-06-23", "2026-06-25", "2026-06-30"]);
-    assert_eq!(dates("this week"), vec!["2026-06-30", "2026-07-02", "2026-07-03", "2026-07-03"]);
+    assert_eq!(
+        dates("el mes pasado"),
+        vec!["2026-06-10", "2026-06-23", "2026-06-25", "2026-06-30"]
+    );
+    assert_eq!(
+        dates("this week"),
+        vec!["2026-06-30", "2026-07-02", "2026-07-03", "2026-07-03"]
+    );
     // Unrecognised phrase: no filter, and a note.
     let out = fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 50, "when": "sometime soon"}));
     assert!(updated_dates(&out).contains(&"2026-05-20".to_owned()));
@@ -357,17 +484,30 @@ fn when_phrases_against_fixed_clock() {
 fn file_mode_filters_paths_and_ignores_dates_and_explain() {
     let Some(fx) = lexical() else { return };
     let out = fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 50, "file": "SRC/INGEST"}));
-    assert_eq!(titles(&out), vec!["Importer attached notes to the wrong book"]);
+    assert_eq!(
+        titles(&out),
+        vec!["Importer attached notes to the wrong book"]
+    );
     let out = fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 50, "file": "cargo.toml"}));
     let mut t = titles(&out);
     t.sort();
-    assert_eq!(t, vec!["Release checklist", "Store memories in SQLite with FTS5"]);
+    assert_eq!(
+        t,
+        vec!["Release checklist", "Store memories in SQLite with FTS5"]
+    );
     let out = fx.run(json!({"query": BROAD, "limit": 50, "file": "cargo.toml", "date_from": "2026-07-01", "when": "today", "explain": true}));
     assert_eq!(out["count"], 2, "dates not applied in file mode");
     assert!(out.get("trace").is_none());
-    assert!(out["hits"].as_array().unwrap().iter().all(|h| h.get("explain").is_none()));
+    assert!(out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h.get("explain").is_none()));
     let n = note(&out);
-    assert!(n.contains("`date_from`") && n.contains("`when`") && n.contains("`explain`"), "{n}");
+    assert!(
+        n.contains("`date_from`") && n.contains("`when`") && n.contains("`explain`"),
+        "{n}"
+    );
     assert!(!n.contains("`date_to`"), "{n}");
 }
 
@@ -378,7 +518,12 @@ fn explain_adds_leg_ranks_and_trace() {
     let hit = &out["hits"][0];
     assert_eq!(hit["explain"]["legs"]["bm25"]["rank"], 1);
     assert_eq!(hit["explain"]["rrf"]["k"], 60.0);
-    let stages: Vec<&str> = out["trace"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    let stages: Vec<&str> = out["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
     assert_eq!(stages, vec!["parse", "leg", "leg", "fuse", "output"]);
     let plain = fx.run(json!({"query": "defensive fallbacks"}));
     assert!(plain.get("trace").is_none());
@@ -397,22 +542,43 @@ fn results_are_deterministic() {
 
 #[test]
 fn searches_leave_the_database_byte_identical() {
-    let Some(fx) = build(Embedder::load_default().ok().map(Arc::new)) else { return };
+    let Some(fx) = build(Embedder::load_default().ok().map(Arc::new)) else {
+        return;
+    };
     let digest = |p: &Path| Sha256::digest(std::fs::read(p).unwrap());
     let listing = |d: &Path| {
-        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     };
     let dir = fx.paths.memories.parent().unwrap().to_path_buf();
-    let before = (digest(&fx.paths.memories), listing(&dir), std::fs::metadata(&fx.paths.memories).unwrap().modified().unwrap());
+    let before = (
+        digest(&fx.paths.memories),
+        listing(&dir),
+        std::fs::metadata(&fx.paths.memories)
+            .unwrap()
+            .modified()
+            .unwrap(),
+    );
     for mode in ["hybrid", "vec", "bm25", "exact", "fuzzy", "bogus"] {
         for q in ["sqlite", "wrong-book", "", "\"", "décision"] {
-            let _ = fx.try_run(json!({"query": q, "mode": mode, "explain": true, "source": "test"}));
-            let _ = fx.try_run(json!({"query": q, "mode": mode, "file": "src", "when": "last week"}));
+            let _ =
+                fx.try_run(json!({"query": q, "mode": mode, "explain": true, "source": "test"}));
+            let _ =
+                fx.try_run(json!({"query": q, "mode": mode, "file": "src", "when": "last week"}));
         }
     }
-    let after = (digest(&fx.paths.memories), listing(&dir), std::fs::metadata(&fx.paths.memories).unwrap().modified().unwrap());
+    let after = (
+        digest(&fx.paths.memories),
+        listing(&dir),
+        std::fs::metadata(&fx.paths.memories)
+            .unwrap()
+            .modified()
+            .unwrap(),
+    );
     assert_eq!(before, after);
 }
 
@@ -421,8 +587,14 @@ fn skill_document_parses_and_template_renders() {
     let Some(fx) = lexical() else { return };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/memo-search");
     let doc = std::fs::read_to_string(root.join("SKILL.md")).unwrap();
-    let front = doc.strip_prefix("---\n").unwrap().split("\n---\n").next().unwrap();
-    let fm: Value = serde_json::to_value(yaml_serde::from_str::<yaml_serde::Value>(front).unwrap()).unwrap();
+    let front = doc
+        .strip_prefix("---\n")
+        .unwrap()
+        .split("\n---\n")
+        .next()
+        .unwrap();
+    let fm: Value =
+        serde_json::to_value(yaml_serde::from_str::<yaml_serde::Value>(front).unwrap()).unwrap();
     assert_eq!(fm["name"], "memo-search");
     assert_eq!(fm["engine"], "memo_search");
     let props = fm["input-schema"]["properties"].as_object().unwrap();
@@ -431,20 +603,38 @@ fn skill_document_parses_and_template_renders() {
     assert_eq!(props["body_chars"]["default"], 280);
     assert_eq!(props["mode"]["default"], "hybrid");
     assert_eq!(fm["input-schema"]["required"], json!(["query"]));
-    for section in ["## When to invoke", "## Input", "## Execution", "## Output contract", "## Does NOT do", "## Verification checklist"] {
+    for section in [
+        "## When to invoke",
+        "## Input",
+        "## Execution",
+        "## Output contract",
+        "## Does NOT do",
+        "## Verification checklist",
+    ] {
         assert!(doc.contains(section), "{section}");
     }
     let template = std::fs::read_to_string(root.join("template.md.j2")).unwrap();
+    // The runtime's settings: no auto-escaping, strict undefined.
     let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.add_filter("cell", |s: String| s.replace('|', "\\|").replace('\n', " "));
     env.add_template("t", &template).unwrap();
     let args = json!({"query": "defensive fallbacks", "explain": true});
     let data = fx.run(args.clone());
-    let text = env.get_template("t").unwrap().render(minijinja::context! { data => data, args => args }).unwrap();
+    let text = env
+        .get_template("t")
+        .unwrap()
+        .render(minijinja::context! { data => data, args => args })
+        .unwrap();
     assert!(text.contains("1. **No defensive fallbacks**"), "{text}");
     assert!(text.contains("_Note: embedding unavailable"), "{text}");
     let none = fx.run(json!({"query": "zzzqqqxxx", "mode": "exact"}));
-    let text = env.get_template("t").unwrap().render(minijinja::context! { data => none, args => json!({"query": "zzzqqqxxx"}) }).unwrap();
+    let text = env
+        .get_template("t")
+        .unwrap()
+        .render(minijinja::context! { data => none, args => json!({"query": "zzzqqqxxx"}) })
+        .unwrap();
     assert!(text.starts_with("No memories found"), "{text}");
 }
 
@@ -464,16 +654,28 @@ fn with_model() -> Option<Fixture> {
 fn model_vec_mode_is_semantic_with_cosine_scores() {
     let Some(fx) = with_model() else { return };
     assert_eq!(fx.summary.embedded, fx.summary.memories);
-    let out = fx.run(json!({"query": "which database engine keeps the saved notes", "mode": "vec", "limit": 5}));
+    let out = fx.run(
+        json!({"query": "which database engine keeps the saved notes", "mode": "vec", "limit": 5}),
+    );
     assert_eq!(out["count"], 5);
     for h in out["hits"].as_array().unwrap() {
         let s = h["score"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&s), "{s}");
     }
     let t = titles(&out);
-    assert!(t.iter().any(|t| t.contains("SQLite") || t.contains("database")), "{t:?}");
-    let out = fx.run(json!({"query": "don't hide errors behind default values", "mode": "vec", "limit": 5}));
-    assert!(titles(&out).iter().any(|t| t.contains("fallbacks")), "{:?}", titles(&out));
+    assert!(
+        t.iter()
+            .any(|t| t.contains("SQLite") || t.contains("database")),
+        "{t:?}"
+    );
+    let out = fx.run(
+        json!({"query": "don't hide errors behind default values", "mode": "vec", "limit": 5}),
+    );
+    assert!(
+        titles(&out).iter().any(|t| t.contains("fallbacks")),
+        "{:?}",
+        titles(&out)
+    );
 }
 
 #[test]
@@ -484,11 +686,20 @@ fn model_hybrid_fuses_three_legs() {
     assert_eq!(titles(&out)[0], "No defensive fallbacks");
     let legs = out["hits"][0]["explain"]["legs"].as_object().unwrap();
     assert!(legs.contains_key("vec") && legs.contains_key("bm25") && legs.contains_key("exact"));
-    let stages: Vec<&str> = out["trace"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    let stages: Vec<&str> = out["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
     assert_eq!(stages, vec!["parse", "leg", "leg", "leg", "fuse", "output"]);
     // Filters still apply to the vec leg.
     let out = fx.run(json!({"query": "storage", "type": "bug"}));
-    assert!(out["hits"].as_array().unwrap().iter().all(|h| h["type"] == "bug"));
+    assert!(out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["type"] == "bug"));
     let out = fx.run(json!({"query": "storage", "when": "yesterday", "mode": "vec"}));
     assert_eq!(updated_dates(&out), vec!["2026-07-02"]);
 }
@@ -500,13 +711,20 @@ fn model_timing_report() {
     let e = ctx.embedder().unwrap();
     let started = std::time::Instant::now();
     for i in 0..1000 {
-        let _ = e.embed(&format!("sentence number {i} about sqlite memories and search"));
+        let _ = e.embed(&format!(
+            "sentence number {i} about sqlite memories and search"
+        ));
     }
     let per_embed = started.elapsed() / 1000;
     let started = std::time::Instant::now();
     for _ in 0..50 {
-        MemoSearch.call(&json!({"query": "python virtual environment setup"}), &ctx).unwrap();
+        MemoSearch
+            .call(&json!({"query": "python virtual environment setup"}), &ctx)
+            .unwrap();
     }
     let per_query = started.elapsed() / 50;
-    eprintln!("timing: embed {per_embed:?}/sentence, hybrid query {per_query:?} over {} memories", fx.summary.memories);
+    eprintln!(
+        "timing: embed {per_embed:?}/sentence, hybrid query {per_query:?} over {} memories",
+        fx.summary.memories
+    );
 }

@@ -152,7 +152,11 @@ pub fn add_memory_with(
     let memory = memory_from_input(input, now).ok_or(AddMemoryError::Empty)?;
     store.upsert(&memory)?;
     if let Some(embedder) = embedder {
-        store.set_embedding(&memory.id, &embedder.embed(&memory.embedding_text()), embedder.name())?;
+        store.set_embedding(
+            &memory.id,
+            &embedder.embed(&memory.embedding_text()),
+            embedder.name(),
+        )?;
     }
     Ok(memory.id)
 }
@@ -199,10 +203,16 @@ pub fn import_paths_with(
             if is_memory_file(path) {
                 import_file(store, path, &mut summary)?;
             } else {
-                summary.faults.push(Fault::new(path, None, "not a memory file (expected .md, .markdown or .jsonl)"));
+                summary.faults.push(Fault::new(
+                    path,
+                    None,
+                    "not a memory file (expected .md, .markdown or .jsonl)",
+                ));
             }
         } else {
-            summary.faults.push(Fault::new(path, None, "no such file or folder"));
+            summary
+                .faults
+                .push(Fault::new(path, None, "no such file or folder"));
         }
     }
     if let Some(embedder) = embedder {
@@ -225,7 +235,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, summary: &mut ImportSummary) {
     let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
     paths.sort();
     for path in paths {
-        let hidden = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+        let hidden = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'));
         if path.is_dir() {
             if !hidden {
                 walk(&path, out, summary);
@@ -237,14 +250,21 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, summary: &mut ImportSummary) {
 }
 
 fn extension(path: &Path) -> String {
-    path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase()
+    path.extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase()
 }
 
 fn is_memory_file(path: &Path) -> bool {
     matches!(extension(path).as_str(), "md" | "markdown" | "jsonl")
 }
 
-fn import_file(store: &MemoryStore, path: &Path, summary: &mut ImportSummary) -> Result<(), StoreError> {
+fn import_file(
+    store: &MemoryStore,
+    path: &Path,
+    summary: &mut ImportSummary,
+) -> Result<(), StoreError> {
     summary.files += 1;
     let bytes = match fs_err::read(path) {
         Ok(b) => b,
@@ -254,7 +274,9 @@ fn import_file(store: &MemoryStore, path: &Path, summary: &mut ImportSummary) ->
         }
     };
     let Ok(text) = String::from_utf8(bytes) else {
-        summary.faults.push(Fault::new(path, None, "not UTF-8 text"));
+        summary
+            .faults
+            .push(Fault::new(path, None, "not UTF-8 text"));
         return Ok(());
     };
     let mtime = fs_err::metadata(path)
@@ -286,13 +308,21 @@ fn import_file(store: &MemoryStore, path: &Path, summary: &mut ImportSummary) ->
 ///
 /// # Errors
 /// A reason string when the file is empty or its frontmatter is not a YAML mapping.
-pub fn parse_markdown(text: &str, origin: &str, mtime: DateTime<Utc>) -> Result<Vec<Memory>, String> {
+pub fn parse_markdown(
+    text: &str,
+    origin: &str,
+    mtime: DateTime<Utc>,
+) -> Result<Vec<Memory>, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err("empty file".into());
     }
     let (front, body) = split_frontmatter(text)?;
-    let file_stem = Path::new(origin).file_stem().and_then(|s| s.to_str()).unwrap_or("memory").to_owned();
+    let file_stem = Path::new(origin)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("memory")
+        .to_owned();
     let is_index = Path::new(origin)
         .file_name()
         .and_then(|n| n.to_str())
@@ -304,18 +334,30 @@ pub fn parse_markdown(text: &str, origin: &str, mtime: DateTime<Utc>) -> Result<
     // Newer Claude Code memory files nest `type` under `metadata`.
     let meta = fm.get("metadata").cloned().unwrap_or(Value::Null);
     let get = |keys: &[&str]| {
-        keys.iter().find_map(|k| fm.get(*k).and_then(scalar_string)).or_else(|| keys.iter().find_map(|k| meta.get(*k).and_then(scalar_string)))
+        keys.iter()
+            .find_map(|k| fm.get(*k).and_then(scalar_string))
+            .or_else(|| {
+                keys.iter()
+                    .find_map(|k| meta.get(*k).and_then(scalar_string))
+            })
     };
     let description = get(&["description", "summary"]);
     let mut body = body.trim().to_owned();
     if let Some(desc) = &description {
         if !body.contains(desc.as_str()) {
-            body = if body.is_empty() { desc.clone() } else { format!("{desc}\n\n{body}") };
+            body = if body.is_empty() {
+                desc.clone()
+            } else {
+                format!("{desc}\n\n{body}")
+            };
         }
     }
-    let title = get(&["title", "name"]).or_else(|| first_line_title(&body)).unwrap_or(file_stem);
+    let title = get(&["title", "name"])
+        .or_else(|| first_line_title(&body))
+        .unwrap_or(file_stem);
     let created = get(&["created", "created_at", "date"]).and_then(|s| parse_when(&s));
-    let updated = get(&["updated", "updated_at", "modified", "last_modified"]).and_then(|s| parse_when(&s));
+    let updated =
+        get(&["updated", "updated_at", "modified", "last_modified"]).and_then(|s| parse_when(&s));
     let created = created.or(updated).unwrap_or(mtime);
     let input = MemoryInput {
         id: get(&["id"]).or_else(|| Some(Memory::stable_id(origin))),
@@ -334,7 +376,10 @@ pub fn parse_markdown(text: &str, origin: &str, mtime: DateTime<Utc>) -> Result<
 
 /// Splits `---` YAML frontmatter from the body. `Ok((None, text))` when there is none.
 fn split_frontmatter(text: &str) -> Result<(Option<Value>, &str), String> {
-    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
         return Ok((None, text));
     };
     let mut offset = 0;
@@ -348,7 +393,8 @@ fn split_frontmatter(text: &str) -> Result<(Option<Value>, &str), String> {
             }
             let value: yaml_serde::Value =
                 yaml_serde::from_str(yaml).map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
-            let json = serde_json::to_value(value).map_err(|e| format!("unsupported YAML frontmatter: {e}"))?;
+            let json = serde_json::to_value(value)
+                .map_err(|e| format!("unsupported YAML frontmatter: {e}"))?;
             if !json.is_object() {
                 return Err("YAML frontmatter is not a mapping".into());
             }
@@ -399,7 +445,10 @@ fn split_index(body: &str, origin: &str, mtime: DateTime<Utc>) -> Vec<Memory> {
             None => doc_title.clone(),
         };
         let input = MemoryInput {
-            id: Some(Memory::stable_id(&format!("{origin}#{i}:{}", heading.as_deref().unwrap_or("")))),
+            id: Some(Memory::stable_id(&format!(
+                "{origin}#{i}:{}",
+                heading.as_deref().unwrap_or("")
+            ))),
             title,
             kind: Some("index".into()),
             tags: vec!["memory-index".into()],
@@ -415,7 +464,13 @@ fn split_index(body: &str, origin: &str, mtime: DateTime<Utc>) -> Vec<Memory> {
 }
 
 /// Parses JSONL memories; bad lines become faults (with their 1-based line number).
-fn parse_jsonl(text: &str, origin: &str, mtime: DateTime<Utc>, path: &Path, faults: &mut Vec<Fault>) -> Vec<Memory> {
+fn parse_jsonl(
+    text: &str,
+    origin: &str,
+    mtime: DateTime<Utc>,
+    path: &Path,
+    faults: &mut Vec<Fault>,
+) -> Vec<Memory> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -432,7 +487,10 @@ fn parse_jsonl(text: &str, origin: &str, mtime: DateTime<Utc>, path: &Path, faul
             faults.push(Fault::new(path, Some(i + 1), "expected a JSON object"));
             continue;
         }
-        let get = |keys: &[&str]| keys.iter().find_map(|k| value.get(*k).and_then(scalar_string));
+        let get = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| value.get(*k).and_then(scalar_string))
+        };
         let mut bad_date = None;
         let mut date = |keys: &[&str]| {
             let raw = get(keys)?;
@@ -445,7 +503,11 @@ fn parse_jsonl(text: &str, origin: &str, mtime: DateTime<Utc>, path: &Path, faul
         let created = date(&["created", "created_at", "date"]);
         let updated = date(&["updated", "updated_at", "modified"]);
         if let Some(raw) = bad_date {
-            faults.push(Fault::new(path, Some(i + 1), format!("unparseable date `{raw}`")));
+            faults.push(Fault::new(
+                path,
+                Some(i + 1),
+                format!("unparseable date `{raw}`"),
+            ));
             continue;
         }
         let input = MemoryInput {
@@ -462,7 +524,11 @@ fn parse_jsonl(text: &str, origin: &str, mtime: DateTime<Utc>, path: &Path, faul
         };
         match memory_from_input(input, mtime) {
             Some(m) => out.push(m),
-            None => faults.push(Fault::new(path, Some(i + 1), "a memory needs a title or a body")),
+            None => faults.push(Fault::new(
+                path,
+                Some(i + 1),
+                "a memory needs a title or a body",
+            )),
         }
     }
     out
@@ -477,7 +543,11 @@ fn memory_from_input(input: MemoryInput, now: DateTime<Utc>) -> Option<Memory> {
     };
     let created = truncate_seconds(input.created.unwrap_or(now));
     let updated = truncate_seconds(input.updated.unwrap_or(created));
-    let kind = input.kind.map(|k| k.trim().to_lowercase()).filter(|k| !k.is_empty()).unwrap_or_else(|| DEFAULT_TYPE.into());
+    let kind = input
+        .kind
+        .map(|k| k.trim().to_lowercase())
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| DEFAULT_TYPE.into());
     let id = input
         .id
         .map(|s| s.trim().to_owned())
@@ -487,7 +557,12 @@ fn memory_from_input(input: MemoryInput, now: DateTime<Utc>) -> Option<Memory> {
         id,
         title,
         kind,
-        tags: dedup(input.tags.iter().map(|t| t.trim().trim_start_matches('#').to_owned())),
+        tags: dedup(
+            input
+                .tags
+                .iter()
+                .map(|t| t.trim().trim_start_matches('#').to_owned()),
+        ),
         created,
         updated,
         body,
@@ -513,7 +588,10 @@ fn truncate_seconds(t: DateTime<Utc>) -> DateTime<Utc> {
 
 /// First non-empty line, without markdown heading marks, cut to 120 characters.
 fn first_line_title(body: &str) -> Option<String> {
-    let line = body.lines().map(str::trim).find(|l| !l.is_empty() && *l != "---")?;
+    let line = body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && *l != "---")?;
     let line = line.trim_start_matches('#').trim();
     if line.is_empty() {
         return None;
@@ -535,8 +613,16 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
     match v {
         Some(Value::Array(items)) => items.iter().filter_map(scalar_string).collect(),
         Some(Value::String(s)) => {
-            let sep: &[char] = if s.contains(',') { &[','] } else { &[' ', '\t'] };
-            s.split(sep).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()
+            let sep: &[char] = if s.contains(',') {
+                &[',']
+            } else {
+                &[' ', '\t']
+            };
+            s.split(sep)
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect()
         }
         _ => Vec::new(),
     }
@@ -549,17 +635,29 @@ pub fn parse_when(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
     }
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
             return Some(t.and_utc());
         }
     }
-    for fmt in ["%Y-%m-%d%:z", "%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M:%S%.f%z"] {
+    for fmt in [
+        "%Y-%m-%d%:z",
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%d %H:%M:%S%.f%z",
+    ] {
         if let Ok(t) = DateTime::parse_from_str(s, fmt) {
             return Some(t.with_timezone(&Utc));
         }
     }
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc())
+    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
 }
 
 #[cfg(test)]
@@ -585,7 +683,10 @@ mod tests {
     #[test]
     fn claude_code_metadata_type() {
         let text = "---\nname: x\ndescription: d\nmetadata: \n  node_type: memory\n  type: feedback\n---\nbody";
-        assert_eq!(parse_markdown(text, "/x.md", t0()).unwrap()[0].kind, "feedback");
+        assert_eq!(
+            parse_markdown(text, "/x.md", t0()).unwrap()[0].kind,
+            "feedback"
+        );
     }
 
     #[test]
@@ -630,17 +731,27 @@ mod tests {
         let text = "{\"title\":\"A\",\"body\":\"x\",\"type\":\"fact\",\"updated\":\"2026-07-01\"}\nnot json\n{\"body\":\"\"}\n{\"title\":\"B\",\"updated\":\"someday\"}\n";
         let m = parse_jsonl(text, "/j.jsonl", t0(), Path::new("/j.jsonl"), &mut faults);
         assert_eq!(m.len(), 1);
-        assert_eq!(faults.iter().map(|f| f.line).collect::<Vec<_>>(), vec![Some(2), Some(3), Some(4)]);
+        assert_eq!(
+            faults.iter().map(|f| f.line).collect::<Vec<_>>(),
+            vec![Some(2), Some(3), Some(4)]
+        );
     }
 
     #[test]
     fn add_memory_is_idempotent() {
         let store = MemoryStore::open_in_memory().unwrap();
-        let input = MemoryInput { title: "T".into(), body: "B".into(), ..MemoryInput::default() };
+        let input = MemoryInput {
+            title: "T".into(),
+            body: "B".into(),
+            ..MemoryInput::default()
+        };
         let a = add_memory_with(&store, input.clone(), None, t0()).unwrap();
         let b = add_memory_with(&store, input, None, t0()).unwrap();
         assert_eq!(a, b);
         assert_eq!(store.count().unwrap(), 1);
-        assert!(matches!(add_memory_with(&store, MemoryInput::default(), None, t0()), Err(AddMemoryError::Empty)));
+        assert!(matches!(
+            add_memory_with(&store, MemoryInput::default(), None, t0()),
+            Err(AddMemoryError::Empty)
+        ));
     }
 }

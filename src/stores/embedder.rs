@@ -21,7 +21,9 @@ pub const MAX_TOKENS: usize = 512;
 #[non_exhaustive]
 pub enum EmbedError {
     /// No model folder was found (not fetched yet).
-    #[error("embedding model not found in `{0}`; run `scripts/fetch-model` (or set SKILLS_MODEL_DIR)")]
+    #[error(
+        "embedding model not found in `{0}`; run `scripts/fetch-model` (or set SKILLS_MODEL_DIR)"
+    )]
     NotFound(PathBuf),
     /// The caller turned embeddings off (tests, `Context::with_embedder(None)`).
     #[error("embedding model disabled")]
@@ -45,7 +47,10 @@ pub struct Embedder {
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder").field("name", &self.name).field("dim", &self.dim).finish()
+        f.debug_struct("Embedder")
+            .field("name", &self.name)
+            .field("dim", &self.dim)
+            .finish()
     }
 }
 
@@ -65,7 +70,8 @@ impl Embedder {
     /// [`EmbedError::NotFound`] when the folder or its files are missing,
     /// [`EmbedError::Load`] when they cannot be read.
     pub fn load_default() -> Result<Self, EmbedError> {
-        let dir = Self::default_dir().ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
+        let dir = Self::default_dir()
+            .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
         Self::load(&dir)
     }
 
@@ -80,14 +86,21 @@ impl Embedder {
                 return Err(EmbedError::NotFound(dir.to_path_buf()));
             }
         }
-        let model = StaticModel::from_pretrained(dir, None, Some(true), None)
-            .map_err(|e| EmbedError::Load { path: dir.to_path_buf(), reason: format!("{e:#}") })?;
+        let model = StaticModel::from_pretrained(dir, None, Some(true), None).map_err(|e| {
+            EmbedError::Load {
+                path: dir.to_path_buf(),
+                reason: format!("{e:#}"),
+            }
+        })?;
         let dim = model.dim();
         let config: serde_json::Value = fs_err::read(dir.join("config.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let base = config.get("base_model").and_then(|v| v.as_str()).unwrap_or("static");
+        let base = config
+            .get("base_model")
+            .and_then(|v| v.as_str())
+            .unwrap_or("static");
         let name = format!("{base}/static-{dim}");
         Ok(Self { model, name, dim })
     }
@@ -106,7 +119,9 @@ impl Embedder {
     /// Embeds `text`: a `dim`-long vector with unit L2 norm (all zeros when the text
     /// has no known token). At most [`MAX_TOKENS`] tokens are read.
     pub fn embed(&self, text: &str) -> Vec<f32> {
-        let mut out = self.model.encode_with_args(&[text.to_owned()], Some(MAX_TOKENS), 1);
+        let mut out = self
+            .model
+            .encode_with_args(&[text.to_owned()], Some(MAX_TOKENS), 1);
         let v = out.pop().unwrap_or_else(|| vec![0.0; self.dim]);
         super::memories::normalized(&v)
     }

@@ -152,7 +152,10 @@ pub struct MemoryStore {
 
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryStore").field("path", &self.path).field("read_only", &self.read_only).finish()
+        f.debug_struct("MemoryStore")
+            .field("path", &self.path)
+            .field("read_only", &self.read_only)
+            .finish()
     }
 }
 
@@ -167,7 +170,11 @@ impl MemoryStore {
             fs_err::create_dir_all(dir)?;
         }
         let conn = Connection::open(path).map_err(|e| sqlite_error(path, e))?;
-        let store = Self { path: path.to_path_buf(), conn: Mutex::new(conn), read_only: false };
+        let store = Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            read_only: false,
+        };
         store.init()?;
         Ok(store)
     }
@@ -182,12 +189,23 @@ impl MemoryStore {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
-        conn.pragma_update(None, "query_only", 1).map_err(|e| sqlite_error(path, e))?;
-        conn.query_row("SELECT count(*) FROM memories_fts WHERE rowid = 0", [], |_| Ok(()))
+        conn.pragma_update(None, "query_only", 1)
             .map_err(|e| sqlite_error(path, e))?;
-        Ok(Self { path: path.to_path_buf(), conn: Mutex::new(conn), read_only: true })
+        conn.query_row(
+            "SELECT count(*) FROM memories_fts WHERE rowid = 0",
+            [],
+            |_| Ok(()),
+        )
+        .map_err(|e| sqlite_error(path, e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            read_only: true,
+        })
     }
 
     /// A writable store in memory (tests, examples).
@@ -197,7 +215,11 @@ impl MemoryStore {
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| sqlite_error(&path, e))?;
-        let store = Self { path, conn: Mutex::new(conn), read_only: false };
+        let store = Self {
+            path,
+            conn: Mutex::new(conn),
+            read_only: false,
+        };
         store.init()?;
         Ok(store)
     }
@@ -219,7 +241,9 @@ impl MemoryStore {
     /// The connection, locked. A poisoned lock is recovered: SQLite keeps its own
     /// consistency, so a panic elsewhere cannot leave the connection half-written.
     pub fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Wraps a SQLite error with this store's path.
@@ -238,9 +262,11 @@ impl MemoryStore {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let existing: Option<(i64, String)> = tx
-            .query_row("SELECT rowid, content_hash FROM memories WHERE id = ?1", [&memory.id], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+            .query_row(
+                "SELECT rowid, content_hash FROM memories WHERE id = ?1",
+                [&memory.id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .optional()
             .map_err(|e| self.error(e))?;
         let json = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
@@ -266,7 +292,8 @@ impl MemoryStore {
                     ],
                 )
                 .map_err(|e| self.error(e))?;
-                tx.execute("DELETE FROM memories_fts WHERE rowid = ?1", [rowid]).map_err(|e| self.error(e))?;
+                tx.execute("DELETE FROM memories_fts WHERE rowid = ?1", [rowid])
+                    .map_err(|e| self.error(e))?;
                 tx.execute(
                     "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
                     params![rowid, memory.title, memory.tags.join(" "), memory.body],
@@ -315,7 +342,10 @@ impl MemoryStore {
         let blob = encode_vector(&normalized(vector));
         let n = self
             .lock()
-            .execute("UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1", params![id, blob, model])
+            .execute(
+                "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1",
+                params![id, blob, model],
+            )
             .map_err(|e| self.error(e))?;
         Ok(n > 0)
     }
@@ -334,8 +364,17 @@ impl MemoryStore {
             .map_err(|e| self.error(e))?;
         let rows = stmt
             .query_map([model], |r| {
-                let tags: Vec<String> = serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default();
-                Ok((r.get::<_, String>(0)?, format!("{}\n{}\n{}", r.get::<_, String>(1)?, tags.join(" "), r.get::<_, String>(3)?)))
+                let tags: Vec<String> =
+                    serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default();
+                Ok((
+                    r.get::<_, String>(0)?,
+                    format!(
+                        "{}\n{}\n{}",
+                        r.get::<_, String>(1)?,
+                        tags.join(" "),
+                        r.get::<_, String>(3)?
+                    ),
+                ))
             })
             .map_err(|e| self.error(e))?
             .collect::<Result<Vec<_>, _>>()
@@ -348,7 +387,10 @@ impl MemoryStore {
     /// # Errors
     /// [`StoreError::Sqlite`] on a read failure.
     pub fn count(&self) -> Result<usize, StoreError> {
-        let n: i64 = self.lock().query_row("SELECT count(*) FROM memories", [], |r| r.get(0)).map_err(|e| self.error(e))?;
+        let n: i64 = self
+            .lock()
+            .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
+            .map_err(|e| self.error(e))?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -403,7 +445,9 @@ pub fn json_list(text: &str) -> Vec<String> {
 
 /// Parses a stored time (`YYYY-MM-DDTHH:MM:SSZ`); an unreadable value becomes the epoch.
 pub fn parse_time(text: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
 }
 
 /// Encodes a vector as little-endian `f32` bytes.
@@ -413,7 +457,10 @@ pub fn encode_vector(v: &[f32]) -> Vec<u8> {
 
 /// Decodes little-endian `f32` bytes; a trailing partial value is dropped.
 pub fn decode_vector(bytes: &[u8]) -> Vec<f32> {
-    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// `v` scaled to unit L2 norm (a zero vector stays zero).
@@ -427,7 +474,10 @@ pub fn normalized(v: &[f32]) -> Vec<f32> {
 }
 
 fn sqlite_error(path: &Path, source: rusqlite::Error) -> StoreError {
-    StoreError::Sqlite { path: path.to_path_buf(), source }
+    StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 #[cfg(test)]
@@ -435,7 +485,9 @@ mod tests {
     use super::*;
 
     fn sample(id: &str, body: &str) -> Memory {
-        let t = DateTime::parse_from_rfc3339("2026-07-01T10:00:00Z").unwrap().with_timezone(&Utc);
+        let t = DateTime::parse_from_rfc3339("2026-07-01T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
         Memory {
             id: id.into(),
             title: "Decisión".into(),
@@ -454,14 +506,34 @@ mod tests {
     fn upsert_is_idempotent_and_updates() {
         let store = MemoryStore::open_in_memory().unwrap();
         assert_eq!(store.upsert(&sample("a", "one")).unwrap(), Upsert::Inserted);
-        assert_eq!(store.upsert(&sample("a", "one")).unwrap(), Upsert::Unchanged);
+        assert_eq!(
+            store.upsert(&sample("a", "one")).unwrap(),
+            Upsert::Unchanged
+        );
         assert_eq!(store.upsert(&sample("a", "two")).unwrap(), Upsert::Updated);
         assert_eq!(store.count().unwrap(), 1);
-        let fts: i64 = store.lock().query_row("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'two'", [], |r| r.get(0)).unwrap();
+        let fts: i64 = store
+            .lock()
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'two'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
         assert_eq!(fts, 1);
-        let fold: i64 = store.lock().query_row("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'decision'", [], |r| r.get(0)).unwrap();
+        let fold: i64 = store
+            .lock()
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'decision'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
         assert_eq!(fold, 1, "accents fold");
-        assert_eq!(store.get("a").unwrap().unwrap().files_read, vec!["src/main.rs".to_string()]);
+        assert_eq!(
+            store.get("a").unwrap().unwrap().files_read,
+            vec!["src/main.rs".to_string()]
+        );
     }
 
     #[test]
@@ -473,7 +545,10 @@ mod tests {
         assert_eq!(store.count_embedded("m").unwrap(), 1);
         assert!(store.missing_embeddings("m").unwrap().is_empty());
         assert_eq!(store.missing_embeddings("other").unwrap().len(), 1);
-        let blob: Vec<u8> = store.lock().query_row("SELECT embedding FROM memories", [], |r| r.get(0)).unwrap();
+        let blob: Vec<u8> = store
+            .lock()
+            .query_row("SELECT embedding FROM memories", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(decode_vector(&blob), vec![0.6, 0.8]);
     }
 

@@ -54,10 +54,17 @@ mod tests {
     fn distances() {
         assert_eq!(distance_within("sqlite", "sqlite", 1), Some(0));
         assert_eq!(distance_within("sqlite", "sqlit", 1), Some(1));
-        assert_eq!(distance_within("sqlite", "sqltie", 1), Some(1), "transposition counts 1");
+        assert_eq!(
+            distance_within("sqlite", "sqltie", 1),
+            Some(1),
+            "transposition counts 1"
+        );
         assert_eq!(distance_within("sqlite", "sqlitee", 1), Some(1));
         assert_eq!(distance_within("sqlite", "postgres", 2), None);
-        assert_eq!(distance_within("configuration", "confgiuration", 2), Some(1));
+        assert_eq!(
+            distance_within("configuration", "confgiuration", 2),
+            Some(1)
+        );
         assert_eq!(distance_within("ab", "ba", 0), None);
         assert_eq!(distance_within("", "", 0), Some(0));
     }

@@ -43,6 +43,8 @@ pub const MAX_LIMIT: i64 = 500;
 pub const DEFAULT_BODY_CHARS: i64 = 280;
 /// Reciprocal Rank Fusion constant.
 pub const RRF_K: f64 = 60.0;
+/// Most distinct query words searched (FTS5 expressions stay small).
+pub const MAX_TOKENS: usize = 64;
 /// Most vocabulary terms one fuzzy token expands to (closest first).
 pub const MAX_EXPANSIONS: usize = 32;
 
@@ -118,7 +120,12 @@ impl Request {
     /// [`EngineError::Argument`] naming `date_from` or `date_to` when a bound does not
     /// parse as an ISO date or datetime.
     pub fn from_args(args: &Value, now: DateTime<Utc>) -> Result<Self, EngineError> {
-        let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+        let text = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        };
         let mut notes = Vec::new();
         let query = text("query").unwrap_or("").to_owned();
         let mode = match text("mode") {
@@ -128,20 +135,31 @@ impl Request {
                 Mode::Hybrid
             }),
         };
-        let raw_limit = args.get("limit").and_then(Value::as_i64).unwrap_or(DEFAULT_LIMIT);
+        let raw_limit = args
+            .get("limit")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_LIMIT);
         let limit = raw_limit.clamp(1, MAX_LIMIT);
         if limit != raw_limit {
             notes.push(format!("limit {raw_limit} clamped to {limit}"));
         }
-        let body_chars = args.get("body_chars").and_then(Value::as_i64).unwrap_or(DEFAULT_BODY_CHARS);
+        let body_chars = args
+            .get("body_chars")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_BODY_CHARS);
         let body_chars = usize::try_from(body_chars).ok();
-        let mut explain = args.get("explain").and_then(Value::as_bool).unwrap_or(false);
+        let mut explain = args
+            .get("explain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let file = text("file").map(str::to_ascii_lowercase);
         let kind = text("type").map(str::to_lowercase);
         let (mut from, mut to) = (None, None);
         if file.is_some() {
-            let ignored: Vec<&str> =
-                ["date_from", "date_to", "when"].into_iter().filter(|k| text(k).is_some()).collect();
+            let ignored: Vec<&str> = ["date_from", "date_to", "when"]
+                .into_iter()
+                .filter(|k| text(k).is_some())
+                .collect();
             let mut parts: Vec<String> = ignored.iter().map(|k| format!("`{k}`")).collect();
             if explain {
                 parts.push("`explain`".into());
@@ -152,13 +170,19 @@ impl Request {
             }
         } else if text("date_from").is_some() || text("date_to").is_some() {
             if let Some(s) = text("date_from") {
-                from = Some(format_time(&parse_bound(s, false).ok_or_else(|| bad_date("date_from", s))?));
+                from = Some(format_time(
+                    &parse_bound(s, false).ok_or_else(|| bad_date("date_from", s))?,
+                ));
             }
             if let Some(s) = text("date_to") {
-                to = Some(format_time(&parse_bound(s, true).ok_or_else(|| bad_date("date_to", s))?));
+                to = Some(format_time(
+                    &parse_bound(s, true).ok_or_else(|| bad_date("date_to", s))?,
+                ));
             }
             if let Some(w) = text("when") {
-                notes.push(format!("`when` \"{w}\" ignored because date_from/date_to is set"));
+                notes.push(format!(
+                    "`when` \"{w}\" ignored because date_from/date_to is set"
+                ));
             }
         } else if let Some(w) = text("when") {
             match when::parse(w, now.date_naive()) {
@@ -166,17 +190,32 @@ impl Request {
                     from = Some(day_start(a));
                     to = Some(day_end(b));
                 }
-                None => notes.push(format!("`when` \"{w}\" not recognised: no date filter applied")),
+                None => notes.push(format!(
+                    "`when` \"{w}\" not recognised: no date filter applied"
+                )),
             }
         }
-        Ok(Self { query, mode, kind, from, to, file, limit: usize::try_from(limit).unwrap_or(1), body_chars, explain, notes })
+        Ok(Self {
+            query,
+            mode,
+            kind,
+            from,
+            to,
+            file,
+            limit: usize::try_from(limit).unwrap_or(1),
+            body_chars,
+            explain,
+            notes,
+        })
     }
 }
 
 fn bad_date(name: &str, value: &str) -> EngineError {
     EngineError::Argument {
         name: name.into(),
-        reason: format!("`{value}` is not an ISO date or datetime (e.g. 2026-07-01 or 2026-07-01T09:30:00Z)"),
+        reason: format!(
+            "`{value}` is not an ISO date or datetime (e.g. 2026-07-01 or 2026-07-01T09:30:00Z)"
+        ),
     }
 }
 
@@ -184,7 +223,11 @@ fn bad_date(name: &str, value: &str) -> EngineError {
 /// UTC day; a datetime without offset is UTC.
 fn parse_bound(s: &str, upper: bool) -> Option<DateTime<Utc>> {
     if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        let t = if upper { d.and_hms_opt(23, 59, 59) } else { d.and_hms_opt(0, 0, 0) };
+        let t = if upper {
+            d.and_hms_opt(23, 59, 59)
+        } else {
+            d.and_hms_opt(0, 0, 0)
+        };
         return t.map(|t| t.and_utc());
     }
     parse_when(s)
@@ -218,11 +261,20 @@ impl Engine for MemoSearch {
         }
         let req = Request::from_args(args, ctx.now())?;
         if req.query.is_empty() {
-            return Ok(finish(&req, Vec::new(), vec!["empty query: no hits".into()], None));
+            return Ok(finish(
+                &req,
+                Vec::new(),
+                vec!["empty query: no hits".into()],
+                None,
+            ));
         }
         let store = ctx.memories()?;
         let embedder = ctx.embedder();
-        search(&store, embedder.as_deref().map_err(ToString::to_string), &req)
+        search(
+            &store,
+            embedder.as_deref().map_err(ToString::to_string),
+            &req,
+        )
     }
 }
 
@@ -234,10 +286,21 @@ type Ranked = Vec<(i64, f64)>;
 /// # Errors
 /// [`EngineError::Unavailable`] in `vec` mode without a model (or without stored
 /// embeddings from it); [`EngineError::Store`] on SQLite failures.
-pub fn search(store: &MemoryStore, embedder: Result<&Embedder, String>, req: &Request) -> Result<Value, EngineError> {
+pub fn search(
+    store: &MemoryStore,
+    embedder: Result<&Embedder, String>,
+    req: &Request,
+) -> Result<Value, EngineError> {
     let mut notes = req.notes.clone();
     let mut trace: Vec<Value> = Vec::new();
-    let tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
+    let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
+    if tokens.len() > MAX_TOKENS {
+        notes.push(format!(
+            "query has {} distinct words: only {MAX_TOKENS} were searched",
+            tokens.len()
+        ));
+        tokens.truncate(MAX_TOKENS);
+    }
     trace.push(json!({
         "stage": "parse", "mode": req.mode.as_str(), "tokens": tokens, "limit": req.limit,
         "filters": {"type": req.kind, "from": req.from, "to": req.to, "file": req.file},
@@ -251,12 +314,23 @@ pub fn search(store: &MemoryStore, embedder: Result<&Embedder, String>, req: &Re
     let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
     let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
     match req.mode {
-        Mode::Bm25 => legs.push(("bm25", bm25_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?)),
-        Mode::Exact => legs.push(("exact", exact_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?)),
-        Mode::Fuzzy => legs.push(("fuzzy", fuzzy_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?)),
+        Mode::Bm25 => legs.push((
+            "bm25",
+            bm25_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Exact => legs.push((
+            "exact",
+            exact_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Fuzzy => legs.push((
+            "fuzzy",
+            fuzzy_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+        )),
         Mode::Vec => {
-            let embedder = embedder.map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
-            let ranked = vec_leg(&conn, embedder, &req.query, &filter, req.limit, &mut trace).map_err(map_err)?;
+            let embedder = embedder
+                .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
+            let ranked = vec_leg(&conn, embedder, &req.query, &filter, req.limit, &mut trace)
+                .map_err(map_err)?;
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
                     "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
@@ -277,17 +351,26 @@ pub fn search(store: &MemoryStore, embedder: Result<&Embedder, String>, req: &Re
                 },
                 Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
             }
-            legs.push(("bm25", bm25_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?));
-            legs.push(("exact", exact_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?));
+            legs.push((
+                "bm25",
+                bm25_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?,
+            ));
+            legs.push((
+                "exact",
+                exact_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?,
+            ));
         }
     }
 
     let fused = fuse(req.mode, &legs, req.limit, &mut trace);
-    let rows = load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>()).map_err(map_err)?;
+    let rows =
+        load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>()).map_err(map_err)?;
     drop(conn);
     let mut hits = Vec::with_capacity(fused.len());
     for f in &fused {
-        let Some(row) = rows.get(&f.rowid) else { continue };
+        let Some(row) = rows.get(&f.rowid) else {
+            continue;
+        };
         let mut hit = row.clone();
         if let Some(max) = req.body_chars {
             truncate_body(&mut hit, max);
@@ -296,7 +379,10 @@ pub fn search(store: &MemoryStore, embedder: Result<&Embedder, String>, req: &Re
         if req.explain {
             let mut legs_json = Map::new();
             for (name, rank, score) in &f.legs {
-                legs_json.insert((*name).into(), json!({"rank": rank, "score": round6(*score)}));
+                legs_json.insert(
+                    (*name).into(),
+                    json!({"rank": rank, "score": round6(*score)}),
+                );
             }
             let mut explain = json!({"legs": legs_json});
             if req.mode == Mode::Hybrid {
@@ -326,7 +412,9 @@ fn round6(x: f64) -> f64 {
 }
 
 fn truncate_body(hit: &mut Map<String, Value>, max: usize) {
-    let Some(body) = hit.get("body").and_then(Value::as_str) else { return };
+    let Some(body) = hit.get("body").and_then(Value::as_str) else {
+        return;
+    };
     if body.chars().count() > max {
         let cut: String = body.chars().take(max).collect();
         hit.insert("body".into(), json!(format!("{cut}…")));
@@ -379,7 +467,9 @@ fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
     )?;
     conn.execute("INSERT INTO q(x) VALUES (?1)", [text])?;
     let mut stmt = conn.prepare("SELECT term FROM qv ORDER BY term")?;
-    let terms = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let terms = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(terms)
 }
 
@@ -404,7 +494,9 @@ fn fts_query(
     params.extend(filter.params.iter().cloned());
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt
-        .query_map(params_from_iter(params.iter()), |r| Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?)))?
+        .query_map(params_from_iter(params.iter()), |r| {
+            Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?))
+        })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -431,27 +523,53 @@ fn and_then_or(
     Ok(ranked)
 }
 
-fn bm25_leg(conn: &Connection, tokens: &[String], filter: &Filter, n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+fn bm25_leg(
+    conn: &Connection,
+    tokens: &[String],
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Ranked, rusqlite::Error> {
     let groups: Vec<String> = tokens.iter().map(|t| quote(t)).collect();
     and_then_or(conn, "bm25", &groups, (5.0, 3.0, 1.0), filter, n, trace)
 }
 
-fn exact_leg(conn: &Connection, tokens: &[String], filter: &Filter, n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
-    let and = tokens.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" AND ");
+fn exact_leg(
+    conn: &Connection,
+    tokens: &[String],
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Ranked, rusqlite::Error> {
+    let and = tokens
+        .iter()
+        .map(|t| quote(t))
+        .collect::<Vec<_>>()
+        .join(" AND ");
     let ranked = fts_query(conn, &and, (10.0, 8.0, 1.0), filter, n)?;
     trace.push(json!({"stage": "leg", "leg": "exact", "fts_query": and, "fallback": null, "candidates": ranked.len()}));
     Ok(ranked)
 }
 
-fn fuzzy_leg(conn: &Connection, tokens: &[String], filter: &Filter, n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+fn fuzzy_leg(
+    conn: &Connection,
+    tokens: &[String],
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Ranked, rusqlite::Error> {
     let mut stmt = conn.prepare("SELECT term FROM memories_vocab")?;
-    let vocab = stmt.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+    let vocab = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
     let mut groups = Vec::new();
     let mut expansions = Map::new();
     for token in tokens {
         let max = fuzzy::max_distance(token);
-        let mut near: Vec<(usize, &str)> =
-            vocab.iter().filter_map(|t| fuzzy::distance_within(token, t, max).map(|d| (d, t.as_str()))).collect();
+        let mut near: Vec<(usize, &str)> = vocab
+            .iter()
+            .filter_map(|t| fuzzy::distance_within(token, t, max).map(|d| (d, t.as_str())))
+            .collect();
         near.sort_unstable();
         near.truncate(MAX_EXPANSIONS);
         let mut terms: Vec<&str> = near.iter().map(|(_, t)| *t).collect();
@@ -459,7 +577,11 @@ fn fuzzy_leg(conn: &Connection, tokens: &[String], filter: &Filter, n: usize, tr
             terms.push(token);
         }
         expansions.insert(token.clone(), json!(terms));
-        let group = terms.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" OR ");
+        let group = terms
+            .iter()
+            .map(|t| quote(t))
+            .collect::<Vec<_>>()
+            .join(" OR ");
         groups.push(format!("({group})"));
     }
     trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
@@ -483,7 +605,9 @@ fn vec_leg(
         |r| r.get(0),
     )?;
     if any == 0 {
-        trace.push(json!({"stage": "leg", "leg": "vec", "model": model, "embedded": 0, "candidates": 0}));
+        trace.push(
+            json!({"stage": "leg", "leg": "vec", "model": model, "embedded": 0, "candidates": 0}),
+        );
         return Ok(None);
     }
     let started = std::time::Instant::now();
@@ -501,17 +625,28 @@ fn vec_leg(
         .query_map(params_from_iter(params.iter()), |r| {
             let v = decode_vector(&r.get::<_, Vec<u8>>(1)?);
             let score = f64::from(cosine(&q, &v)).clamp(0.0, 1.0);
-            Ok((r.get::<_, i64>(0)?, score, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+            Ok((
+                r.get::<_, i64>(0)?,
+                score,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     let scanned = scored.len();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.2.cmp(&a.2)).then_with(|| a.3.cmp(&b.3)));
+    scored.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| b.2.cmp(&a.2))
+            .then_with(|| a.3.cmp(&b.3))
+    });
     scored.truncate(n);
     trace.push(json!({
         "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
         "candidates": scored.len(), "embed_us": embed_us,
     }));
-    Ok(Some(scored.into_iter().map(|(id, s, _, _)| (id, s)).collect()))
+    Ok(Some(
+        scored.into_iter().map(|(id, s, _, _)| (id, s)).collect(),
+    ))
 }
 
 /// One fused hit: rowid, final score and its `(leg, rank, leg score)` provenance.
@@ -521,14 +656,23 @@ struct Fused {
     legs: Vec<(&'static str, usize, f64)>,
 }
 
-fn fuse(mode: Mode, legs: &[(&'static str, Ranked)], limit: usize, trace: &mut Vec<Value>) -> Vec<Fused> {
+fn fuse(
+    mode: Mode,
+    legs: &[(&'static str, Ranked)],
+    limit: usize,
+    trace: &mut Vec<Value>,
+) -> Vec<Fused> {
     let mut by_row: HashMap<i64, Fused> = HashMap::new();
     let mut order: Vec<i64> = Vec::new();
     for (name, ranked) in legs {
         for (i, (rowid, score)) in ranked.iter().enumerate() {
             let entry = by_row.entry(*rowid).or_insert_with(|| {
                 order.push(*rowid);
-                Fused { rowid: *rowid, score: 0.0, legs: Vec::new() }
+                Fused {
+                    rowid: *rowid,
+                    score: 0.0,
+                    legs: Vec::new(),
+                }
             });
             entry.legs.push((name, i + 1, *score));
             entry.score += if mode == Mode::Hybrid {
@@ -541,11 +685,18 @@ fn fuse(mode: Mode, legs: &[(&'static str, Ranked)], limit: usize, trace: &mut V
         }
     }
     let candidates = order.len();
-    let mut fused: Vec<Fused> = order.into_iter().filter_map(|r| by_row.remove(&r)).collect();
+    let mut fused: Vec<Fused> = order
+        .into_iter()
+        .filter_map(|r| by_row.remove(&r))
+        .collect();
     if mode == Mode::Hybrid {
         // Ties: best single-leg rank, then first-seen order (legs are already ordered
         // by score, newer `updated`, smaller id).
-        let first_seen: HashMap<i64, usize> = fused.iter().enumerate().map(|(i, f)| (f.rowid, i)).collect();
+        let first_seen: HashMap<i64, usize> = fused
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.rowid, i))
+            .collect();
         fused.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
@@ -562,7 +713,10 @@ fn best_rank(f: &Fused) -> usize {
     f.legs.iter().map(|l| l.1).min().unwrap_or(usize::MAX)
 }
 
-fn load_rows(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i64, Map<String, Value>>, rusqlite::Error> {
+fn load_rows(
+    conn: &Connection,
+    rowids: &[i64],
+) -> Result<HashMap<i64, Map<String, Value>>, rusqlite::Error> {
     let mut out = HashMap::new();
     if rowids.is_empty() {
         return Ok(out);
@@ -582,8 +736,14 @@ fn load_rows(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i64, Map<Strin
         m.insert("created".into(), json!(r.get::<_, String>(5)?));
         m.insert("updated".into(), json!(r.get::<_, String>(6)?));
         m.insert("body".into(), json!(r.get::<_, String>(7)?));
-        m.insert("files_read".into(), json!(json_list(&r.get::<_, String>(8)?)));
-        m.insert("files_modified".into(), json!(json_list(&r.get::<_, String>(9)?)));
+        m.insert(
+            "files_read".into(),
+            json!(json_list(&r.get::<_, String>(8)?)),
+        );
+        m.insert(
+            "files_modified".into(),
+            json!(json_list(&r.get::<_, String>(9)?)),
+        );
         Ok((r.get::<_, i64>(0)?, m))
     })?;
     for row in rows {

@@ -28,9 +28,15 @@ pub fn parse(phrase: &str, today: NaiveDate) -> Option<(NaiveDate, NaiveDate)> {
     match p {
         "today" | "hoy" => return Some((today, today)),
         "yesterday" | "ayer" => return day(1),
-        "day before yesterday" | "the day before yesterday" | "anteayer" | "antier" | "antes de ayer" => return day(2),
+        "day before yesterday"
+        | "the day before yesterday"
+        | "anteayer"
+        | "antier"
+        | "antes de ayer" => return day(2),
         "this week" | "esta semana" => return week(today, 0),
-        "last week" | "la semana pasada" | "semana pasada" | "previous week" => return week(today, 1),
+        "last week" | "la semana pasada" | "semana pasada" | "previous week" => {
+            return week(today, 1)
+        }
         "this month" | "este mes" => return month(today, 0),
         "last month" | "el mes pasado" | "mes pasado" | "previous month" => return month(today, 1),
         "this year" | "este ano" => return year(today.year()),
@@ -41,7 +47,9 @@ pub fn parse(phrase: &str, today: NaiveDate) -> Option<(NaiveDate, NaiveDate)> {
     match words.as_slice() {
         [n, unit, "ago"] => relative(number(n)?, unit, today),
         ["hace", n, unit] => relative(number(n)?, unit, today),
-        ["last" | "past", n, "days"] | ["ultimos" | "los ultimos", n, "dias"] | ["los", "ultimos", n, "dias"] => {
+        ["last" | "past", n, "days"]
+        | ["ultimos" | "los ultimos", n, "dias"]
+        | ["los", "ultimos", n, "dias"] => {
             let n = number(n)?;
             Some((today.checked_sub_days(Days::new(n))?, today))
         }
@@ -60,7 +68,8 @@ fn relative(n: u64, unit: &str, today: NaiveDate) -> Option<(NaiveDate, NaiveDat
 
 /// The Monday–Sunday week `back` weeks before the one holding `today`.
 fn week(today: NaiveDate, back: u64) -> Option<(NaiveDate, NaiveDate)> {
-    let monday = today.checked_sub_days(Days::new(u64::from(today.weekday().num_days_from_monday())))?;
+    let monday =
+        today.checked_sub_days(Days::new(u64::from(today.weekday().num_days_from_monday())))?;
     let from = monday.checked_sub_days(Days::new(7 * back))?;
     Some((from, from.checked_add_days(Days::new(6))?))
 }
@@ -73,7 +82,10 @@ fn month(today: NaiveDate, back: u32) -> Option<(NaiveDate, NaiveDate)> {
 }
 
 fn year(y: i32) -> Option<(NaiveDate, NaiveDate)> {
-    Some((NaiveDate::from_ymd_opt(y, 1, 1)?, NaiveDate::from_ymd_opt(y, 12, 31)?))
+    Some((
+        NaiveDate::from_ymd_opt(y, 1, 1)?,
+        NaiveDate::from_ymd_opt(y, 12, 31)?,
+    ))
 }
 
 fn number(word: &str) -> Option<u64> {
@@ -167,14 +179,27 @@ mod tests {
 
     #[test]
     fn unrecognised_is_none() {
-        for p in ["", "   ", "whenever", "hace mucho", "99999999999 days ago", "next week"] {
+        for p in [
+            "",
+            "   ",
+            "whenever",
+            "hace mucho",
+            "99999999999 days ago",
+            "next week",
+        ] {
             assert_eq!(parse(p, today()), None, "{p}");
         }
     }
 
     #[test]
     fn month_edges() {
-        assert_eq!(parse("last month", d("2026-03-31")), Some((d("2026-02-01"), d("2026-02-28"))));
-        assert_eq!(parse("last month", d("2026-01-15")), Some((d("2025-12-01"), d("2025-12-31"))));
+        assert_eq!(
+            parse("last month", d("2026-03-31")),
+            Some((d("2026-02-01"), d("2026-02-28")))
+        );
+        assert_eq!(
+            parse("last month", d("2026-01-15")),
+            Some((d("2025-12-01"), d("2025-12-31")))
+        );
     }
 }
