@@ -1,1 +1,364 @@
-fn main() {}
+//! `skills` command line: parse arguments, call the library, print, map to an exit code.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+
+use skills::engines::Context;
+use skills::runtime::{args, CallError, Host};
+use skills::stores::StorePaths;
+
+/// A spec-driven skill host: skill documents bound to retrieval engines, served over CLI and MCP.
+#[derive(Parser)]
+#[command(name = "skills", version, about, propagate_version = true)]
+struct Cli {
+    /// Folder of skill documents (`<dir>/<name>/SKILL.md`). Default: `./skills` when it
+    /// exists, else the folder this binary was built from.
+    #[arg(long, global = true, env = "SKILLS_DIR")]
+    skills_dir: Option<PathBuf>,
+    /// Data folder holding `conversations.duckdb` and `memories.sqlite`.
+    /// Default: `$XDG_DATA_HOME/skills` (`~/.local/share/skills`).
+    #[arg(long, global = true, env = "SKILLS_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the loaded skills.
+    List,
+    /// Show one skill: frontmatter, parameters and sections.
+    Show {
+        /// Skill name or MCP tool name.
+        name: String,
+    },
+    /// Validate every skill document; exit 2 when any is invalid.
+    Validate,
+    /// Import transcripts into the conversations store (default locations when no path is given).
+    Ingest {
+        /// Files or folders to import (Claude Code `*.jsonl`, ChatGPT `conversations.json`).
+        paths: Vec<PathBuf>,
+        /// Hide the progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Run a skill once and print its rendered output (or `--json`).
+    Run {
+        /// Skill name or MCP tool name.
+        name: String,
+        /// An argument as `key=value`, typed by the skill's input schema (repeatable).
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        args: Vec<String>,
+        /// All arguments as one JSON object (instead of `--arg`).
+        #[arg(long, value_name = "JSON", conflicts_with = "args")]
+        args_json: Option<String>,
+    },
+}
+
+/// How a command ended: 0 ok, 1 the call/check/import failed, 2 bad usage or invalid documents.
+enum Outcome {
+    Ok,
+    Failed,
+    Usage,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut out = std::io::stdout().lock();
+    match run(&cli, &mut out) {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Usage) => ExitCode::from(2),
+        Err(err) => {
+            let _ = out.flush();
+            print_chain(err.as_ref());
+            if let Some(CallError::InvalidArguments { .. } | CallError::UnknownSkill { .. }) =
+                err.downcast_ref()
+            {
+                return ExitCode::from(2);
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn skills_dir(cli: &Cli) -> PathBuf {
+    if let Some(dir) = &cli.skills_dir {
+        return dir.clone();
+    }
+    let local = PathBuf::from("skills");
+    if local.join(".").is_dir() && local.read_dir().is_ok() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
+}
+
+fn store_paths(cli: &Cli) -> Result<StorePaths> {
+    let dir = match &cli.data_dir {
+        Some(d) => d.clone(),
+        None => StorePaths::default_dir()
+            .context("no data folder: set `--data-dir` or `SKILLS_DATA_DIR`")?,
+    };
+    Ok(StorePaths::in_dir(dir))
+}
+
+fn load_host(cli: &Cli) -> Result<Host> {
+    Ok(Host::load(
+        &skills_dir(cli),
+        Context::new(store_paths(cli)?),
+    ))
+}
+
+fn warn_diagnostics(host: &Host) {
+    for d in host.diagnostics() {
+        eprintln!("warning: {d}");
+    }
+}
+
+fn print_json(out: &mut impl Write, value: &Value) -> Result<()> {
+    writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+    Ok(())
+}
+
+fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
+    match &cli.command {
+        Command::List => {
+            let host = load_host(cli)?;
+            warn_diagnostics(&host);
+            if cli.json {
+                let list: Vec<Value> = host.skills().iter().map(skill_summary).collect();
+                print_json(out, &Value::Array(list))?;
+            } else {
+                for s in host.skills() {
+                    let desc = s.meta.description.split(". ").next().unwrap_or("");
+                    writeln!(
+                        out,
+                        "{:<24} {:<8} {:<22} {}",
+                        s.name(),
+                        s.meta.layer.as_deref().unwrap_or("-"),
+                        s.tool_name(),
+                        desc.trim_end_matches('.')
+                    )?;
+                }
+            }
+            Ok(Outcome::Ok)
+        }
+        Command::Show { name } => {
+            let host = load_host(cli)?;
+            warn_diagnostics(&host);
+            let Some(skill) = host.get(name) else {
+                let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
+                eprintln!(
+                    "error: unknown skill `{name}`; loaded skills: {}",
+                    known.join(", ")
+                );
+                return Ok(Outcome::Usage);
+            };
+            if cli.json {
+                let sections: Vec<Value> = skill
+                    .doc
+                    .sections
+                    .iter()
+                    .map(|s| json!({"title": s.title, "markdown": s.markdown, "items": s.items}))
+                    .collect();
+                print_json(
+                    out,
+                    &json!({"path": skill.doc.path, "frontmatter": skill.doc.frontmatter, "tool": skill.tool_name(), "sections": sections}),
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "{} — {}",
+                    skill.name(),
+                    skill.meta.title.as_deref().unwrap_or("")
+                )?;
+                writeln!(out, "{}\n", skill.meta.description)?;
+                writeln!(out, "file:        {}", skill.doc.path.display())?;
+                writeln!(out, "engine:      {}", skill.meta.engine)?;
+                writeln!(out, "mcp tool:    {}", skill.tool_name())?;
+                writeln!(
+                    out,
+                    "layer:       {}",
+                    skill.meta.layer.as_deref().unwrap_or("-")
+                )?;
+                writeln!(out, "reads:       {}", skill.meta.reads.join(", "))?;
+                writeln!(
+                    out,
+                    "writes:      {}",
+                    if skill.meta.writes.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        skill.meta.writes.join(", ")
+                    }
+                )?;
+                writeln!(
+                    out,
+                    "determinism: {}",
+                    skill.meta.determinism.as_deref().unwrap_or("-")
+                )?;
+                writeln!(out, "\nparameters:")?;
+                let schema = &skill.meta.input_schema;
+                let required: Vec<&str> = schema["required"]
+                    .as_array()
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if let Some(props) = schema["properties"].as_object() {
+                    for (pname, p) in props {
+                        let ty = p
+                            .get("type")
+                            .map(|t| t.to_string())
+                            .or_else(|| p.get("enum").map(|e| format!("one of {e}")))
+                            .unwrap_or_default();
+                        let default = p
+                            .get("default")
+                            .map(|d| format!(" (default {d})"))
+                            .unwrap_or_default();
+                        let req = if required.contains(&pname.as_str()) {
+                            " required"
+                        } else {
+                            ""
+                        };
+                        writeln!(out, "  {pname}: {}{req}{default}", ty.trim_matches('"'))?;
+                        if let Some(d) = p.get("description").and_then(Value::as_str) {
+                            writeln!(out, "      {d}")?;
+                        }
+                    }
+                }
+                for s in &skill.doc.sections {
+                    if s.level >= 2 {
+                        writeln!(out, "\n## {}\n{}", s.title, s.markdown)?;
+                    }
+                }
+            }
+            Ok(Outcome::Ok)
+        }
+        Command::Validate => {
+            let host = load_host(cli)?;
+            let diags = host.diagnostics();
+            if cli.json {
+                let names: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
+                print_json(out, &json!({"valid": names, "diagnostics": diags}))?;
+            } else {
+                for s in host.skills() {
+                    writeln!(out, "ok      {}  ({})", s.name(), s.doc.path.display())?;
+                }
+                for d in diags {
+                    writeln!(out, "invalid {d}")?;
+                }
+                writeln!(
+                    out,
+                    "{} valid, {} problems",
+                    host.skills().len(),
+                    diags.len()
+                )?;
+            }
+            Ok(if diags.is_empty() {
+                Outcome::Ok
+            } else {
+                Outcome::Usage
+            })
+        }
+        Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
+        Command::Run {
+            name,
+            args: pairs,
+            args_json,
+        } => {
+            let host = load_host(cli)?;
+            warn_diagnostics(&host);
+            let Some(skill) = host.get(name) else {
+                let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
+                eprintln!(
+                    "error: unknown skill `{name}`; loaded skills: {}",
+                    known.join(", ")
+                );
+                return Ok(Outcome::Usage);
+            };
+            let args = match args_json {
+                Some(text) => match serde_json::from_str::<Value>(text) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        eprintln!("error: `--args-json` is not valid JSON: {e}");
+                        return Ok(Outcome::Usage);
+                    }
+                },
+                None => match args::from_pairs(&skill.meta.input_schema, pairs) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        eprintln!("error: `--arg {}`: {}", e.argument, e.reason);
+                        return Ok(Outcome::Usage);
+                    }
+                },
+            };
+            match host.call(name, args) {
+                Ok(output) => {
+                    if cli.json {
+                        print_json(out, &serde_json::to_value(&output)?)?;
+                    } else {
+                        writeln!(out, "{}", output.text)?;
+                    }
+                    Ok(Outcome::Ok)
+                }
+                Err(CallError::InvalidArguments { skill, errors }) => {
+                    for e in &errors {
+                        eprintln!("error: {skill}: {e}");
+                    }
+                    eprintln!("hint: `skills show {skill}` lists the parameters");
+                    Ok(Outcome::Usage)
+                }
+                Err(e @ CallError::Engine { .. }) => {
+                    print_chain(&e);
+                    if e.to_string().contains("skills ingest") {
+                        eprintln!("hint: import transcripts with `skills ingest [PATH…]`");
+                    }
+                    Ok(Outcome::Failed)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
+}
+
+/// Prints `error:` and the `Caused by:` chain once, skipping causes whose text the
+/// message before already contains (transparent wrappers repeat their source).
+fn print_chain(err: &(dyn std::error::Error + 'static)) {
+    let mut last = err.to_string();
+    eprintln!("error: {last}");
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !last.contains(&text) {
+            eprintln!("  Caused by: {text}");
+        }
+        last = text;
+        source = cause.source();
+    }
+}
+
+fn skill_summary(s: &skills::runtime::Skill) -> Value {
+    json!({
+        "name": s.name(),
+        "title": s.meta.title,
+        "description": s.meta.description,
+        "layer": s.meta.layer,
+        "reads": s.meta.reads,
+        "writes": s.meta.writes,
+        "determinism": s.meta.determinism,
+        "citations": s.meta.citations,
+        "engine": s.meta.engine,
+        "tool": s.tool_name(),
+        "path": s.doc.path,
+    })
+}
+
+fn ingest(_cli: &Cli, _paths: &[PathBuf], _quiet: bool, _out: &mut impl Write) -> Result<Outcome> {
+    anyhow::bail!("ingest is not wired yet")
+}

@@ -67,7 +67,13 @@ pub struct Context {
 impl Context {
     /// A context over the stores at `paths`.
     pub fn new(paths: StorePaths) -> Self {
-        Self { paths, conversations: OnceLock::new(), memories: OnceLock::new(), embedder: OnceLock::new(), now: None }
+        Self {
+            paths,
+            conversations: OnceLock::new(),
+            memories: OnceLock::new(),
+            embedder: OnceLock::new(),
+            now: None,
+        }
     }
 
     /// Fixes the clock (for natural-language dates) — tests and conformance runs.
@@ -125,7 +131,9 @@ impl Context {
     /// # Errors
     /// [`EmbedError`] saying why no model is available.
     pub fn embedder(&self) -> Result<Arc<Embedder>, EmbedError> {
-        self.embedder.get_or_init(|| Embedder::load_default().map(Arc::new)).clone()
+        self.embedder
+            .get_or_init(|| Embedder::load_default().map(Arc::new))
+            .clone()
     }
 
     /// Path of the memories store.
@@ -136,5 +144,8 @@ impl Context {
 
 /// Every engine this host knows, by name. The one place engines are registered.
 pub fn registry() -> Vec<Arc<dyn Engine>> {
-    vec![Arc::new(search_conversations::SearchConversations), Arc::new(memo_search::MemoSearch)]
+    vec![
+        Arc::new(search_conversations::SearchConversations),
+        Arc::new(memo_search::MemoSearch),
+    ]
 }

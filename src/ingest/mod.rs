@@ -4,6 +4,20 @@
 //! reports problems as [`Fault`]s with path, line and reason instead of failing the run.
 //! Importers know nothing about skills, engines or the CLI; writing goes through
 //! [`crate::stores::conversations::ConversationStore`].
+//!
+//! Entry points:
+//! - [`detect`] tells the [`Format`] of a file from its extension and first bytes;
+//! - [`import_file`] parses one file into a [`FileImport`] (nothing is stored);
+//! - [`discover`] lists the default transcript locations of this machine;
+//! - [`ingest_paths`] walks files and directories, stores each file in its own
+//!   transaction and returns an [`IngestSummary`].
+//!
+//! Importers never read the wall clock: a message without a time gets an earlier time
+//! of the same conversation (flagged with `timestamp_is_fallback`), and ids are either
+//! the source's own or a SHA-256 of stable fields.
+
+mod chatgpt;
+mod claude_code;
 
 pub mod memories;
 
@@ -11,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 /// One message in the canonical shape of table `all_conversations`
 /// (brain-mcp's L0 schema). Derived columns (year, month, word_count, has_question…)
-/// are computed by [`Message::finish`]; importers fill the source fields.
+/// are computed by the store when rows are inserted; importers fill the source fields.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Message {
     /// Source tool, e.g. `claude-code`, `chatgpt`.
@@ -63,7 +77,11 @@ pub struct Fault {
 impl Fault {
     /// Builds a fault for `path` (and `line` when known).
     pub fn new(path: &Path, line: Option<usize>, reason: impl Into<String>) -> Self {
-        Self { path: path.to_path_buf(), line, reason: reason.into() }
+        Self {
+            path: path.to_path_buf(),
+            line,
+            reason: reason.into(),
+        }
     }
 }
 
@@ -85,4 +103,498 @@ pub struct FileImport {
     pub skipped: usize,
     /// Malformed records, reported and skipped.
     pub faults: Vec<Fault>,
+}
+
+/// Errors that stop one file from being imported at all. The driver
+/// ([`ingest_paths`]) turns each into a [`Fault`] for that file and goes on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IngestError {
+    /// The file could not be opened or read (the message names the file).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The file is not in any format [`detect`] recognises.
+    #[error("`{}`: not a recognised transcript format (expected Claude Code `.jsonl` or ChatGPT `conversations.json`)", .0.display())]
+    UnknownFormat(PathBuf),
+    /// A whole-document format (ChatGPT export) is not valid JSON.
+    #[error("`{}`: invalid JSON: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error (with line and column).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The document is valid JSON but not shaped like the format at all
+    /// (e.g. a ChatGPT export that is a number).
+    #[error("`{}`: {reason}", path.display())]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// What was expected.
+        reason: String,
+    },
+    /// The store refused a batch.
+    #[error(transparent)]
+    Store(#[from] crate::stores::StoreError),
+}
+
+impl IngestError {
+    /// This error as a file-level [`Fault`] (no line) for `path`.
+    pub fn to_fault(&self, path: &Path) -> Fault {
+        let reason = match self {
+            // These already name the file; keep the reason short.
+            Self::UnknownFormat(_) => "not a recognised transcript format".to_owned(),
+            Self::Json { source, .. } => format!("invalid JSON: {source}"),
+            Self::Shape { reason, .. } => reason.clone(),
+            Self::Io(e) => format!("cannot read: {e}"),
+            Self::Store(e) => format!("cannot store: {e}"),
+        };
+        Fault::new(path, None, reason)
+    }
+}
+
+/// A transcript format this module can import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Format {
+    /// Claude Code session JSONL (`~/.claude/projects/<dir>/<session>.jsonl`, also
+    /// subagent files `agent-*.jsonl`). Source name `claude-code`.
+    ClaudeCode,
+    /// ChatGPT data export `conversations.json`. Source name `chatgpt`.
+    ChatGpt,
+}
+
+impl Format {
+    /// The value written to the `source` column for this format.
+    pub fn source(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::ChatGpt => "chatgpt",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.source())
+    }
+}
+
+/// Bytes read from the start of a file by [`detect`].
+const PEEK_BYTES: usize = 256 * 1024;
+
+/// Tells the format of `path` from its extension and its first bytes (at most
+/// 256 KiB are read), or `None` when it is none of [`Format`] or cannot be read.
+///
+/// - `.jsonl`: the first complete lines are parsed; a Claude Code line has a
+///   `type` such as `user`/`assistant`/`summary`/`file-history-snapshot` with a
+///   `message` object, `parentUuid` or `sessionId`.
+/// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export).
+pub fn detect(path: &Path) -> Option<Format> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    if ext != "jsonl" && ext != "json" {
+        return None;
+    }
+    let head = peek(path).ok()?;
+    if ext == "json" {
+        return contains(&head, b"\"mapping\"").then_some(Format::ChatGpt);
+    }
+    let mut complete = head.split(|&b| b == b'\n').collect::<Vec<_>>();
+    if head.len() == PEEK_BYTES {
+        complete.pop(); // the last piece may be cut
+    }
+    for line in complete
+        .into_iter()
+        .filter(|l| !l.trim_ascii().is_empty())
+        .take(16)
+    {
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(strip_bom(line)) else {
+            continue;
+        };
+        if claude_code::looks_like(&value) {
+            return Some(Format::ClaudeCode);
+        }
+    }
+    // A first line longer than the peek window: fall back on markers.
+    (contains(&head, b"\"parentUuid\"") || contains(&head, b"\"sessionId\""))
+        .then_some(Format::ClaudeCode)
+}
+
+fn peek(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = fs_err::File::open(path)?;
+    let mut head = Vec::with_capacity(8 * 1024);
+    file.take(PEEK_BYTES as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Removes a UTF-8 byte-order mark.
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+/// Parses one file in its detected format. Nothing is stored.
+///
+/// Problems inside the file (a malformed line, a dangling reference) are returned as
+/// [`FileImport::faults`] and the rest of the file is still imported.
+///
+/// # Errors
+/// [`IngestError::UnknownFormat`] when [`detect`] does not recognise the file,
+/// [`IngestError::Io`] when it cannot be read, [`IngestError::Json`] /
+/// [`IngestError::Shape`] when a whole-document format cannot be parsed at all.
+pub fn import_file(path: &Path) -> Result<FileImport, IngestError> {
+    let format = detect(path).ok_or_else(|| IngestError::UnknownFormat(path.to_path_buf()))?;
+    import_as(path, format)
+}
+
+/// Parses one file as `format` (no detection). Errors as for [`import_file`].
+///
+/// # Errors
+/// See [`import_file`].
+pub fn import_as(path: &Path, format: Format) -> Result<FileImport, IngestError> {
+    let fallback = file_time(path);
+    match format {
+        Format::ClaudeCode => claude_code::import(path, fallback),
+        Format::ChatGpt => chatgpt::import(path, fallback),
+    }
+}
+
+/// The last-resort time for a file whose records carry no time at all: its
+/// modification time, else the Unix epoch. Never the wall clock.
+fn file_time(path: &Path) -> chrono::DateTime<chrono::Utc> {
+    fs_err::metadata(path)
+        .and_then(|m| m.modified())
+        .map(chrono::DateTime::<chrono::Utc>::from)
+        .unwrap_or(chrono::DateTime::UNIX_EPOCH)
+}
+
+/// Parses a time value found in a transcript, in UTC.
+///
+/// Accepts RFC 3339 strings (`2025-11-08T12:00:00.123Z`, any offset), ISO strings
+/// without offset (taken as UTC), and numbers: epoch seconds (float allowed), or epoch
+/// milliseconds when the value is above 10^11. Anything else is `None`.
+pub(crate) fn parse_time(value: &serde_json::Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    use chrono::{DateTime, NaiveDateTime, Utc};
+    match value {
+        serde_json::Value::String(s) => {
+            let s = s.trim();
+            if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+                return Some(t.with_timezone(&Utc));
+            }
+            ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+                .iter()
+                .find_map(|f| NaiveDateTime::parse_from_str(s, f).ok())
+                .map(|t| t.and_utc())
+        }
+        serde_json::Value::Number(n) => {
+            let x = n.as_f64()?;
+            let secs = if x.abs() > 1e11 { x / 1000.0 } else { x };
+            epoch_seconds(secs)
+        }
+        _ => None,
+    }
+}
+
+/// Epoch seconds (fractional) to UTC, rounded to the microsecond.
+pub(crate) fn epoch_seconds(secs: f64) -> Option<chrono::DateTime<chrono::Utc>> {
+    if !secs.is_finite() {
+        return None;
+    }
+    let micros = (secs * 1e6).round();
+    if micros.abs() > 9.0e18 {
+        return None;
+    }
+    #[allow(clippy::cast_possible_truncation)] // range checked above
+    chrono::DateTime::from_timestamp_micros(micros as i64)
+}
+
+/// A stable message id: lowercase hex SHA-256 of the fields joined by NUL bytes.
+/// Used when a source has no id of its own.
+pub(crate) fn stable_id(fields: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            hasher.update([0u8]);
+        }
+        hasher.update(field.as_bytes());
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Default transcript locations on this machine, as paths for [`ingest_paths`]
+/// (only those that exist):
+///
+/// - Claude Code: `$CLAUDE_CONFIG_DIR/projects` when `CLAUDE_CONFIG_DIR` is set and not
+///   empty, else `~/.claude/projects` (all `*.jsonl` below it, recursively, including
+///   `<session>/subagents/agent-*.jsonl`);
+/// - ChatGPT: `$SKILLS_CHATGPT_EXPORT` when set: a `conversations.json` file, or a
+///   directory (an unzipped export) searched for `conversations.json`.
+///
+/// Reads the environment and the home directory; no file is opened.
+pub fn discover() -> Vec<PathBuf> {
+    let env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut found = Vec::new();
+    let claude = env("CLAUDE_CONFIG_DIR").or_else(|| dirs::home_dir().map(|h| h.join(".claude")));
+    if let Some(projects) = claude.map(|d| d.join("projects")).filter(|p| p.is_dir()) {
+        found.extend(walk(&projects).into_iter().filter(|p| has_ext(p, "jsonl")));
+    }
+    if let Some(export) = env("SKILLS_CHATGPT_EXPORT") {
+        if export.is_file() {
+            found.push(export);
+        } else if export.is_dir() {
+            found.extend(walk(&export).into_iter().filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.eq_ignore_ascii_case("conversations.json"))
+            }));
+        }
+    }
+    found
+}
+
+fn has_ext(path: &Path, ext: &str) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
+/// All regular files below `dir`, sorted, recursively. Symlinked directories are not
+/// followed (no loops); unreadable directories are skipped silently.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs_err::read_dir(&d) else {
+            continue;
+        };
+        let mut here: Vec<_> = entries.filter_map(Result::ok).collect();
+        here.sort_by_key(fs_err::DirEntry::path);
+        let mut subdirs = Vec::new();
+        for entry in here {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                subdirs.push(entry.path());
+            } else if kind.is_file() || (kind.is_symlink() && entry.path().is_file()) {
+                out.push(entry.path());
+            }
+        }
+        // Depth-first in name order.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    out.sort();
+    out
+}
+
+/// What happened to one file, passed to the `on_file` callback of [`ingest_paths`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileSummary {
+    /// The file.
+    pub path: PathBuf,
+    /// Its detected format, `None` when unrecognised or unreadable.
+    pub format: Option<Format>,
+    /// Messages parsed from it.
+    pub parsed: usize,
+    /// Of those, messages new to the store.
+    pub added: usize,
+    /// Records skipped as not messages (tool calls, snapshots, system…).
+    pub skipped: usize,
+    /// Faults found in it (malformed lines, dangling references, or one fault for a
+    /// file that could not be imported at all).
+    pub faults: usize,
+    /// False when the file could not be imported or stored at all.
+    pub imported: bool,
+}
+
+/// Per-source totals of an [`IngestSummary`].
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceCounts {
+    /// Files of this source imported.
+    pub files: usize,
+    /// Messages parsed.
+    pub parsed: usize,
+    /// Messages new to the store.
+    pub added: usize,
+    /// Records skipped as not messages.
+    pub skipped: usize,
+}
+
+/// Totals of one [`ingest_paths`] run. Serialises to
+/// `{"files_seen", "files_imported", "files_ignored", "messages_parsed",
+/// "messages_added", "skipped", "faults": [{"path", "line", "reason"}],
+/// "sources": {"<source>": {"files", "parsed", "added", "skipped"}}}`.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct IngestSummary {
+    /// Files considered: every file path given explicitly, plus files of a
+    /// recognised format found in given directories.
+    pub files_seen: usize,
+    /// Files parsed and stored (possibly with per-record faults).
+    pub files_imported: usize,
+    /// Files found in given directories whose format was not recognised (ignored
+    /// silently, e.g. `README.md` next to sessions).
+    pub files_ignored: usize,
+    /// Messages parsed from all files.
+    pub messages_parsed: usize,
+    /// Messages new to the store (parsed minus already stored).
+    pub messages_added: usize,
+    /// Records skipped as not messages.
+    pub skipped: usize,
+    /// Every fault, in file order.
+    pub faults: Vec<Fault>,
+    /// Totals per `source` value (`claude-code`, `chatgpt`…), sorted by name.
+    pub sources: std::collections::BTreeMap<String, SourceCounts>,
+}
+
+impl std::fmt::Display for IngestSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} of {} files imported: {} messages parsed, {} new, {} records skipped, {} faults",
+            self.files_imported,
+            self.files_seen,
+            self.messages_parsed,
+            self.messages_added,
+            self.skipped,
+            self.faults.len()
+        )?;
+        for (source, c) in &self.sources {
+            writeln!(
+                f,
+                "  {source}: {} files, {} messages parsed, {} new, {} skipped",
+                c.files, c.parsed, c.added, c.skipped
+            )?;
+        }
+        if self.files_ignored > 0 {
+            writeln!(
+                f,
+                "  {} files of unknown format ignored",
+                self.files_ignored
+            )?;
+        }
+        for fault in &self.faults {
+            writeln!(f, "  fault: {fault}")?;
+        }
+        Ok(())
+    }
+}
+
+impl IngestSummary {
+    /// True when every file seen was imported and no record was malformed.
+    pub fn is_clean(&self) -> bool {
+        self.faults.is_empty() && self.files_imported == self.files_seen
+    }
+}
+
+/// Imports `paths` into `store`: each path is a file, or a directory walked recursively
+/// (files of unrecognised format inside directories are ignored; an explicitly given
+/// file of unknown format is a fault). Each file is stored in its own transaction, so a
+/// failure loses at most that file. `on_file` is called once per file seen, after it
+/// was stored, in walk order (sorted by path); use it for progress.
+///
+/// Never fails as a whole: unreadable paths, unparsable files and store errors become
+/// [`Fault`]s in the returned summary.
+pub fn ingest_paths(
+    store: &crate::stores::conversations::ConversationStore,
+    paths: &[PathBuf],
+    on_file: &mut dyn FnMut(&Path, &FileSummary),
+) -> IngestSummary {
+    let mut summary = IngestSummary::default();
+    for root in paths {
+        let candidates = if root.is_dir() {
+            let mut files = Vec::new();
+            for file in walk(root) {
+                match detect(&file) {
+                    Some(format) => files.push((file, Some(format))),
+                    None => summary.files_ignored += 1,
+                }
+            }
+            files
+        } else {
+            vec![(root.clone(), None)]
+        };
+        for (file, format) in candidates {
+            let file_summary = ingest_one(store, &file, format, &mut summary);
+            on_file(&file, &file_summary);
+        }
+    }
+    summary
+}
+
+fn ingest_one(
+    store: &crate::stores::conversations::ConversationStore,
+    path: &Path,
+    format: Option<Format>,
+    summary: &mut IngestSummary,
+) -> FileSummary {
+    summary.files_seen += 1;
+    let format = format.or_else(|| detect(path));
+    let mut fs = FileSummary {
+        path: path.to_path_buf(),
+        format,
+        parsed: 0,
+        added: 0,
+        skipped: 0,
+        faults: 0,
+        imported: false,
+    };
+    let result = match format {
+        None if !path.exists() => Err(IngestError::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("`{}` does not exist", path.display()),
+        ))),
+        None => Err(IngestError::UnknownFormat(path.to_path_buf())),
+        Some(format) => import_as(path, format),
+    };
+    let import = match result {
+        Ok(import) => import,
+        Err(e) => {
+            summary.faults.push(e.to_fault(path));
+            fs.faults = 1;
+            return fs;
+        }
+    };
+    fs.parsed = import.messages.len();
+    fs.skipped = import.skipped;
+    fs.faults = import.faults.len();
+    summary.messages_parsed += fs.parsed;
+    summary.skipped += fs.skipped;
+    summary.faults.extend(import.faults);
+    match store.insert(&import.messages) {
+        Ok(counts) => {
+            fs.added = counts.added;
+            fs.imported = true;
+            summary.files_imported += 1;
+            summary.messages_added += counts.added;
+            if let Some(format) = format {
+                let c = summary
+                    .sources
+                    .entry(format.source().to_owned())
+                    .or_default();
+                c.files += 1;
+                c.parsed += fs.parsed;
+                c.added += fs.added;
+                c.skipped += fs.skipped;
+            }
+        }
+        Err(e) => {
+            summary.faults.push(IngestError::Store(e).to_fault(path));
+            fs.faults += 1;
+        }
+    }
+    fs
 }

@@ -1,1 +1,14 @@
-//! The skill host: document parsing, validation, binding, argument checking, rendering.
+//! The skill host: document parsing ([`doc`]), validation and binding ([`skill`]),
+//! argument checking ([`args`]), rendering ([`render`]) and the [`Host`] that ties
+//! them together. The runtime knows no particular engine: engines come from
+//! [`crate::engines::registry`].
+
+pub mod args;
+pub mod doc;
+pub mod host;
+pub mod render;
+pub mod skill;
+
+pub use doc::{Diagnostic, SkillDoc};
+pub use host::{CallError, CallOutput, Host};
+pub use skill::Skill;

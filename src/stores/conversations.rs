@@ -16,11 +16,36 @@ use crate::ingest::Message;
 
 /// Column list of `all_conversations`, in table order.
 pub const COLUMNS: &[&str] = &[
-    "source", "model", "project", "conversation_id", "conversation_title", "created", "updated",
-    "year", "month", "day_of_week", "hour", "message_id", "parent_id", "msg_index",
-    "msg_timestamp", "timestamp_is_fallback", "role", "content_type", "is_first", "is_last",
-    "word_count", "char_count", "conversation_msg_count", "has_code", "has_url", "has_question",
-    "has_attachment", "has_citation", "content", "temporal_precision",
+    "source",
+    "model",
+    "project",
+    "conversation_id",
+    "conversation_title",
+    "created",
+    "updated",
+    "year",
+    "month",
+    "day_of_week",
+    "hour",
+    "message_id",
+    "parent_id",
+    "msg_index",
+    "msg_timestamp",
+    "timestamp_is_fallback",
+    "role",
+    "content_type",
+    "is_first",
+    "is_last",
+    "word_count",
+    "char_count",
+    "conversation_msg_count",
+    "has_code",
+    "has_url",
+    "has_question",
+    "has_attachment",
+    "has_citation",
+    "content",
+    "temporal_precision",
 ];
 
 const CREATE_TABLE: &str = "
@@ -88,8 +113,12 @@ impl ConversationStore {
             fs_err::create_dir_all(parent)?;
         }
         let conn = Connection::open(path).map_err(|e| duck(path, e))?;
-        conn.execute_batch(CREATE_TABLE).map_err(|e| duck(path, e))?;
-        Ok(Self { path: path.to_path_buf(), conn: Mutex::new(conn) })
+        conn.execute_batch(CREATE_TABLE)
+            .map_err(|e| duck(path, e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+        })
     }
 
     /// Opens an existing store read-only.
@@ -100,9 +129,14 @@ impl ConversationStore {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
-        let config = Config::default().access_mode(AccessMode::ReadOnly).map_err(|e| duck(path, e))?;
+        let config = Config::default()
+            .access_mode(AccessMode::ReadOnly)
+            .map_err(|e| duck(path, e))?;
         let conn = Connection::open_with_flags(path, config).map_err(|e| duck(path, e))?;
-        Ok(Self { path: path.to_path_buf(), conn: Mutex::new(conn) })
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+        })
     }
 
     /// An in-memory store (tests, benchmarks).
@@ -112,8 +146,12 @@ impl ConversationStore {
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| duck(&path, e))?;
-        conn.execute_batch(CREATE_TABLE).map_err(|e| duck(&path, e))?;
-        Ok(Self { path, conn: Mutex::new(conn) })
+        conn.execute_batch(CREATE_TABLE)
+            .map_err(|e| duck(&path, e))?;
+        Ok(Self {
+            path,
+            conn: Mutex::new(conn),
+        })
     }
 
     /// The database file.
@@ -127,7 +165,10 @@ impl ConversationStore {
     /// # Errors
     /// [`StoreError::DuckDb`] when the connection cannot be cloned.
     pub fn connection(&self) -> Result<Connection, StoreError> {
-        let guard = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.try_clone().map_err(|e| duck(&self.path, e))
     }
 
@@ -203,7 +244,10 @@ impl ConversationStore {
 }
 
 fn duck(path: &Path, source: duckdb::Error) -> StoreError {
-    StoreError::DuckDb { path: path.to_path_buf(), source }
+    StoreError::DuckDb {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Appends one message to the staging table, computing the derived columns.
@@ -244,6 +288,10 @@ fn append(app: &mut duckdb::Appender<'_>, m: &Message) -> duckdb::Result<()> {
         flag(m.has_attachment),
         flag(m.has_citation),
         m.content,
-        if m.timestamp_is_fallback { "conversation" } else { "message" },
+        if m.timestamp_is_fallback {
+            "conversation"
+        } else {
+            "message"
+        },
     ])
 }

@@ -53,7 +53,10 @@ impl StorePaths {
     /// Paths inside one data directory.
     pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
-        Self { conversations: dir.join("conversations.duckdb"), memories: dir.join("memories.sqlite") }
+        Self {
+            conversations: dir.join("conversations.duckdb"),
+            memories: dir.join("memories.sqlite"),
+        }
     }
 
     /// The default data directory (see the type docs); `None` when no home is known.

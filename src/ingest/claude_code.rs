@@ -1,0 +1,451 @@
+//! Claude Code session transcripts: `~/.claude/projects/<dir>/<session>.jsonl`, one
+//! JSON object per line, and subagent transcripts (`<session>/subagents/agent-*.jsonl`
+//! or older `agent-*.jsonl` next to the session).
+//!
+//! Mapping to [`Message`]:
+//! - only lines with `type` `user` or `assistant` and a `message.content` become
+//!   messages; `content` is a string or an array of blocks, and only `text` blocks are
+//!   message text (joined by a newline). `tool_use`, `tool_result`, `thinking` and
+//!   `image` blocks are not text; an `image` (or `document`) block sets
+//!   `has_attachment`. A line whose text is empty or whitespace is skipped (counted);
+//! - every other line (`summary`, `file-history-snapshot`, `progress`, `system`,
+//!   `queue-operation`, `ai-title`…) is skipped and counted;
+//! - a line that is not valid JSON, or not an object, is a [`Fault`] with its 1-based
+//!   line number; the other lines still import. Lines have no length limit;
+//! - `conversation_id` is the file's first `sessionId`, else the file stem. A subagent
+//!   file (stem `agent-*`, a line with `isSidechain: true` or an `agentId`) gets
+//!   `<sessionId>/agent-<agentId>` so it does not merge into the parent session; its
+//!   `source` stays `claude-code`;
+//! - `message_id` is the line's `uuid`, else [`stable_id`] of (`claude-code`,
+//!   conversation id, line number, text); `parent_id` is `parentUuid`; `model` is
+//!   `message.model`; `project` is `cwd`; the title is the last `custom-title` /
+//!   `ai-title` line, else the first `summary` line;
+//! - the time is the line's `timestamp` in UTC. A message line without one gets the
+//!   time of the nearest earlier line that had one, else the file's first time, else
+//!   the file's modification time, with `timestamp_is_fallback` set.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::{parse_time, stable_id, strip_bom, Fault, FileImport, IngestError, Message};
+
+const SOURCE: &str = "claude-code";
+
+/// Line types that are Claude Code records but never messages.
+const NON_MESSAGE_TYPES: &[&str] = &[
+    "summary",
+    "file-history-snapshot",
+    "progress",
+    "system",
+    "queue-operation",
+    "ai-title",
+    "custom-title",
+    "last-prompt",
+];
+
+/// True when one parsed line looks like a Claude Code record (used by `detect`).
+pub(super) fn looks_like(line: &Value) -> bool {
+    let Some(obj) = line.as_object() else {
+        return false;
+    };
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+    let message_line = matches!(kind, "user" | "assistant")
+        && obj
+            .get("message")
+            .is_some_and(|m| m.get("role").is_some() || m.get("content").is_some());
+    message_line
+        || obj.contains_key("parentUuid")
+        || (NON_MESSAGE_TYPES.contains(&kind)
+            && (obj.contains_key("sessionId")
+                || obj.contains_key("leafUuid")
+                || obj.contains_key("snapshot")))
+}
+
+/// A message line, before the conversation-wide fields are known.
+struct Pending {
+    line: usize,
+    role: String,
+    text: String,
+    uuid: Option<String>,
+    parent: Option<String>,
+    model: Option<String>,
+    project: Option<String>,
+    time: Option<DateTime<Utc>>,
+    /// Time of the nearest earlier line that had one.
+    earlier_time: Option<DateTime<Utc>>,
+    has_attachment: bool,
+}
+
+/// Imports one session file. `fallback` is the time used when no line has one.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened or read.
+pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+    let mut reader = std::io::BufReader::new(fs_err::File::open(path)?);
+    let mut out = FileImport::default();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut session_id: Option<String> = None;
+    let mut agent_id: Option<String> = None;
+    let mut sidechain = false;
+    let mut first_time: Option<DateTime<Utc>> = None;
+    let mut last_time: Option<DateTime<Utc>> = None;
+    let mut custom_title: Option<String> = None;
+    let mut ai_title: Option<String> = None;
+    let mut summary_title: Option<String> = None;
+
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("reading `{}` after line {line_no}: {e}", path.display()),
+            )
+        })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let bytes = if line_no == 1 {
+            strip_bom(&buf)
+        } else {
+            &buf[..]
+        };
+        if bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        let value: Value = match serde_json::from_slice(bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                out.faults.push(Fault::new(
+                    path,
+                    Some(line_no),
+                    format!("invalid JSON: {e}"),
+                ));
+                continue;
+            }
+        };
+        let Some(obj) = value.as_object() else {
+            out.faults.push(Fault::new(
+                path,
+                Some(line_no),
+                format!("expected a JSON object, found {}", kind_of(&value)),
+            ));
+            continue;
+        };
+        let str_field = |key: &str| {
+            obj.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        if session_id.is_none() {
+            session_id = str_field("sessionId").map(str::to_owned);
+        }
+        if agent_id.is_none() {
+            agent_id = str_field("agentId").map(str::to_owned);
+        }
+        sidechain |= obj
+            .get("isSidechain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let time = obj.get("timestamp").and_then(parse_time);
+        let earlier_time = last_time;
+        if let Some(t) = time {
+            first_time.get_or_insert(t);
+            last_time = Some(t);
+        }
+
+        let kind = str_field("type").unwrap_or("");
+        match kind {
+            "custom-title" => {
+                custom_title = str_field("customTitle").map(str::to_owned).or(custom_title)
+            }
+            "ai-title" => ai_title = str_field("aiTitle").map(str::to_owned).or(ai_title),
+            "summary" => {
+                if summary_title.is_none() {
+                    summary_title = str_field("summary").map(str::to_owned);
+                }
+            }
+            _ => {}
+        }
+        if !matches!(kind, "user" | "assistant") {
+            out.skipped += 1;
+            continue;
+        }
+        let message = obj.get("message");
+        let Some((text, has_attachment)) = message.and_then(|m| m.get("content")).map(extract)
+        else {
+            out.skipped += 1;
+            continue;
+        };
+        if text.trim().is_empty() {
+            out.skipped += 1;
+            continue;
+        }
+        let role = message
+            .and_then(|m| m.get("role"))
+            .and_then(Value::as_str)
+            .filter(|r| matches!(*r, "user" | "assistant"))
+            .unwrap_or(kind);
+        pending.push(Pending {
+            line: line_no,
+            role: role.to_owned(),
+            text,
+            uuid: str_field("uuid").map(str::to_owned),
+            parent: str_field("parentUuid").map(str::to_owned),
+            model: message
+                .and_then(|m| m.get("model"))
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            project: str_field("cwd").map(str::to_owned),
+            time,
+            earlier_time,
+            has_attachment,
+        });
+    }
+
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let is_agent_file = stem.starts_with("agent-") || sidechain || agent_id.is_some();
+    let conversation_id = match (session_id, is_agent_file) {
+        (Some(session), true) => {
+            let agent = agent_id.map_or_else(|| stem.clone(), |a| format!("agent-{a}"));
+            format!("{session}/{agent}")
+        }
+        (Some(session), false) => session,
+        (None, _) => stem,
+    };
+    // A title the person set wins over a generated one, which wins over a summary.
+    let title = custom_title.or(ai_title).or(summary_title);
+    let conversation_time = first_time.unwrap_or(fallback);
+
+    out.messages = pending
+        .into_iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let message_id = p.uuid.unwrap_or_else(|| {
+                stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text])
+            });
+            let (timestamp, timestamp_is_fallback) = match p.time {
+                Some(t) => (t, false),
+                None => (p.earlier_time.unwrap_or(conversation_time), true),
+            };
+            Message {
+                source: SOURCE.to_owned(),
+                model: p.model,
+                project: p.project,
+                conversation_id: conversation_id.clone(),
+                conversation_title: title.clone(),
+                message_id,
+                parent_id: p.parent,
+                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
+                timestamp,
+                timestamp_is_fallback,
+                role: p.role,
+                content_type: "text".to_owned(),
+                content: p.text,
+                has_attachment: p.has_attachment,
+                has_citation: false,
+            }
+        })
+        .collect();
+    Ok(out)
+}
+
+/// Text and attachment flag of a `message.content` value (string or block array).
+fn extract(content: &Value) -> (String, bool) {
+    match content {
+        Value::String(s) => (s.clone(), false),
+        Value::Array(blocks) => {
+            let mut texts: Vec<&str> = Vec::new();
+            let mut attachment = false;
+            for block in blocks {
+                match block {
+                    Value::String(s) => texts.push(s),
+                    Value::Object(b) => match b.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            if let Some(t) = b.get("text").and_then(Value::as_str) {
+                                texts.push(t);
+                            }
+                        }
+                        Some("image" | "document") => attachment = true,
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+            let texts: Vec<&str> = texts.into_iter().filter(|t| !t.trim().is_empty()).collect();
+            (texts.join("\n"), attachment)
+        }
+        _ => (String::new(), false),
+    }
+}
+
+/// A JSON value's kind, for fault reasons.
+pub(super) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn run(lines: &str) -> FileImport {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.jsonl");
+        fs_err::File::create(&path)
+            .and_then(|mut f| f.write_all(lines.as_bytes()))
+            .expect("write");
+        import(&path, DateTime::UNIX_EPOCH).expect("import")
+    }
+
+    #[test]
+    fn string_and_block_content() {
+        let out = run(concat!(
+            r#"{"type":"summary","summary":"Fixing rpath","leafUuid":"x"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u1","sessionId":"s1","cwd":"/p","timestamp":"2025-01-02T03:04:05+02:00","message":{"role":"user","content":"Why café?"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s1","timestamp":"2025-01-02T01:04:06Z","message":{"role":"assistant","model":"claude-x","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"Because."},{"type":"tool_use","id":"t","name":"Read","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","sessionId":"s1","timestamp":"2025-01-02T01:05:00Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"file"}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u3","sessionId":"s1","timestamp":"2025-01-02T01:06:00Z","message":{"role":"user","content":[{"type":"image","source":{}},{"type":"text","text":"see this"}]}}"#,
+            "\n",
+        ));
+        assert!(out.faults.is_empty(), "{:?}", out.faults);
+        assert_eq!(out.skipped, 2);
+        let m = &out.messages;
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0].content, "Why café?");
+        assert_eq!(m[0].timestamp.to_rfc3339(), "2025-01-02T01:04:05+00:00");
+        assert_eq!(m[0].project.as_deref(), Some("/p"));
+        assert_eq!(m[0].conversation_title.as_deref(), Some("Fixing rpath"));
+        assert_eq!(m[1].content, "Because.");
+        assert_eq!(m[1].model.as_deref(), Some("claude-x"));
+        assert_eq!(m[1].parent_id.as_deref(), Some("u1"));
+        assert_eq!(m[1].msg_index, 1);
+        assert!(m[2].has_attachment);
+        assert_eq!(m[2].conversation_id, "s1");
+    }
+
+    #[test]
+    fn malformed_line_is_a_fault_and_rest_imports() {
+        let out = run(concat!(
+            r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"one"}}"#,
+            "\n",
+            "{not json\n",
+            "\n",
+            "[1,2]\n",
+            r#"{"type":"assistant","uuid":"a1","message":{"role":"assistant","content":[{"type":"text","text":"two"}]}}"#,
+        ));
+        assert_eq!(out.messages.len(), 2);
+        assert_eq!(out.faults.len(), 2);
+        assert_eq!(out.faults[0].line, Some(2));
+        assert!(
+            out.faults[0].reason.starts_with("invalid JSON"),
+            "{}",
+            out.faults[0].reason
+        );
+        assert_eq!(out.faults[1].line, Some(4));
+        assert_eq!(
+            out.faults[1].reason,
+            "expected a JSON object, found an array"
+        );
+    }
+
+    #[test]
+    fn missing_time_falls_back_without_wall_clock() {
+        let out = run(concat!(
+            r#"{"type":"user","message":{"role":"user","content":"first, no time"}}"#,
+            "\n",
+            r#"{"type":"assistant","timestamp":"2024-05-01T10:00:00Z","message":{"role":"assistant","content":"timed"}}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":"later, no time"}}"#,
+            "\n",
+        ));
+        let m = &out.messages;
+        assert!(m[0].timestamp_is_fallback && m[2].timestamp_is_fallback);
+        assert!(!m[1].timestamp_is_fallback);
+        assert_eq!(m[0].timestamp, m[1].timestamp);
+        assert_eq!(m[2].timestamp, m[1].timestamp);
+        // No uuid: ids are stable hashes, equal on a second import.
+        let again = run(concat!(
+            r#"{"type":"user","message":{"role":"user","content":"first, no time"}}"#,
+            "\n",
+        ));
+        assert_eq!(again.messages[0].message_id, m[0].message_id);
+        assert_eq!(m[0].message_id.len(), 64);
+        assert_eq!(m[0].conversation_id, "s");
+    }
+
+    #[test]
+    fn no_time_anywhere_uses_file_fallback() {
+        let out = run(r#"{"type":"user","message":{"role":"user","content":"x"}}"#);
+        assert_eq!(out.messages[0].timestamp, DateTime::UNIX_EPOCH);
+        assert!(out.messages[0].timestamp_is_fallback);
+    }
+
+    #[test]
+    fn whitespace_only_text_is_skipped() {
+        let out = run(concat!(
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"  \n"}]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"role":"user","content":"   "}}"#,
+            "\n",
+            r#"{"type":"user"}"#,
+            "\n",
+        ));
+        assert!(out.messages.is_empty());
+        assert_eq!(out.skipped, 3);
+    }
+
+    #[test]
+    fn subagent_gets_own_conversation() {
+        let out = run(concat!(
+            r#"{"type":"user","isSidechain":true,"agentId":"a77","sessionId":"parent","uuid":"x","message":{"role":"user","content":"Warmup"}}"#,
+            "\n",
+        ));
+        assert_eq!(out.messages[0].conversation_id, "parent/agent-a77");
+        assert_eq!(out.messages[0].source, "claude-code");
+    }
+
+    #[test]
+    fn custom_title_beats_ai_title() {
+        let out = run(concat!(
+            r#"{"type":"custom-title","customTitle":"Mine","sessionId":"s"}"#,
+            "\n",
+            r#"{"type":"ai-title","aiTitle":"Generated","sessionId":"s"}"#,
+            "\n",
+            r#"{"type":"user","sessionId":"s","message":{"role":"user","content":"hi"}}"#,
+            "\n",
+        ));
+        assert_eq!(out.messages[0].conversation_title.as_deref(), Some("Mine"));
+        assert_eq!(out.skipped, 2);
+    }
+
+    #[test]
+    fn looks_like_recognises_lines() {
+        let yes = serde_json::json!({"type":"user","message":{"role":"user","content":"x"}});
+        let snapshot =
+            serde_json::json!({"type":"file-history-snapshot","messageId":"m","snapshot":{}});
+        let no = serde_json::json!({"type":"session_meta","payload":{}});
+        assert!(looks_like(&yes) && looks_like(&snapshot));
+        assert!(!looks_like(&no));
+    }
+}

@@ -1,0 +1,281 @@
+//! The host: loads every document under a skills folder, binds valid ones to engines,
+//! keeps diagnostics for the rest, and runs calls (validate → engine → render).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::args::{self, ArgError};
+use super::doc::{Diagnostic, SkillDoc};
+use super::render;
+use super::skill::{self, Skill};
+use crate::engines::{self, Context, Engine, EngineError};
+
+/// The result of one successful call.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CallOutput {
+    /// The skill that ran.
+    pub skill: String,
+    /// The validated arguments, defaults applied.
+    pub args: Value,
+    /// The engine's structured output.
+    pub data: Value,
+    /// `data` rendered through the skill's template (markdown).
+    pub text: String,
+}
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No loaded skill has this name or MCP tool name.
+    #[error("unknown skill `{name}`; loaded skills: {known}")]
+    UnknownSkill {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated loaded skill names.
+        known: String,
+    },
+    /// Arguments did not match the input schema.
+    #[error("invalid arguments for `{skill}`: {}", join(.errors))]
+    InvalidArguments {
+        /// Skill name.
+        skill: String,
+        /// Every problem found.
+        errors: Vec<ArgError>,
+    },
+    /// The engine failed.
+    #[error("`{skill}` failed: {source}")]
+    Engine {
+        /// Skill name.
+        skill: String,
+        /// Engine error.
+        #[source]
+        source: EngineError,
+    },
+    /// The template could not render the engine output.
+    #[error("`{skill}`: template failed: {source:#}")]
+    Render {
+        /// Skill name.
+        skill: String,
+        /// minijinja error.
+        #[source]
+        source: minijinja::Error,
+    },
+}
+
+fn join(errors: &[ArgError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Loaded skills, their diagnostics, and what calls need.
+pub struct Host {
+    dir: PathBuf,
+    skills: Vec<Skill>,
+    diagnostics: Vec<Diagnostic>,
+    env: minijinja::Environment<'static>,
+    ctx: Context,
+}
+
+impl Host {
+    /// Loads every `<dir>/<name>/SKILL.md` (sorted by folder name) with the built-in
+    /// engines. Invalid documents become diagnostics; the others still load.
+    pub fn load(dir: &Path, ctx: Context) -> Self {
+        Self::load_with(dir, ctx, &engines::registry())
+    }
+
+    /// Like [`Host::load`] with an explicit engine list (tests).
+    pub fn load_with(dir: &Path, ctx: Context, engines: &[Arc<dyn Engine>]) -> Self {
+        let mut host = Self {
+            dir: dir.to_path_buf(),
+            skills: Vec::new(),
+            diagnostics: Vec::new(),
+            env: render::environment(),
+            ctx,
+        };
+        let schema: Value = match serde_json::from_str(skill::SKILL_SCHEMA) {
+            Ok(v) => v,
+            Err(e) => {
+                host.diagnostics.push(Diagnostic::new(
+                    Path::new("schemas/skill.schema.json"),
+                    "",
+                    None,
+                    e.to_string(),
+                ));
+                return host;
+            }
+        };
+        let validator = match jsonschema::draft202012::new(&schema) {
+            Ok(v) => v,
+            Err(e) => {
+                host.diagnostics.push(Diagnostic::new(
+                    Path::new("schemas/skill.schema.json"),
+                    "",
+                    None,
+                    e.to_string(),
+                ));
+                return host;
+            }
+        };
+        let mut folders: Vec<PathBuf> = match fs_err::read_dir(dir) {
+            Ok(entries) => entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect(),
+            Err(e) => {
+                host.diagnostics.push(Diagnostic::new(
+                    dir,
+                    "",
+                    None,
+                    format!("cannot read skills folder: {e}"),
+                ));
+                return host;
+            }
+        };
+        folders.sort();
+        // Engines named by any parsed document, valid or not: an engine whose document
+        // is broken is reported through that document, not as unbound.
+        let mut named = std::collections::BTreeSet::new();
+        for folder in folders {
+            let path = folder.join("SKILL.md");
+            if !path.exists() {
+                continue;
+            }
+            let doc = match SkillDoc::read(&path) {
+                Ok(doc) => doc,
+                Err(d) => {
+                    host.diagnostics.push(d);
+                    continue;
+                }
+            };
+            if let Some(engine) = doc.frontmatter.get("engine").and_then(Value::as_str) {
+                named.insert(engine.to_owned());
+            }
+            match skill::bind(doc, &validator, engines) {
+                Ok((skill, template_src)) => {
+                    if host
+                        .skills
+                        .iter()
+                        .any(|s| s.tool_name() == skill.tool_name())
+                    {
+                        host.diagnostics.push(Diagnostic::new(
+                            &path,
+                            "/allowed-tools",
+                            skill.doc.field_line("allowed-tools"),
+                            format!(
+                                "tool name `{}` is already used by another skill",
+                                skill.tool_name()
+                            ),
+                        ));
+                        continue;
+                    }
+                    if let Err(e) = host
+                        .env
+                        .add_template_owned(skill.template.clone(), template_src)
+                    {
+                        host.diagnostics.push(Diagnostic::new(
+                            &path.with_file_name(skill.template.rsplit('/').next().unwrap_or("")),
+                            "",
+                            e.line(),
+                            format!("template does not parse: {e}"),
+                        ));
+                        continue;
+                    }
+                    host.skills.push(skill);
+                }
+                Err(diags) => host.diagnostics.extend(diags),
+            }
+        }
+        for engine in engines {
+            if !named.contains(engine.name()) {
+                host.diagnostics.push(Diagnostic::new(
+                    dir,
+                    "",
+                    None,
+                    format!(
+                        "engine `{}` is registered but no skill document binds to it",
+                        engine.name()
+                    ),
+                ));
+            }
+        }
+        host
+    }
+
+    /// The skills folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Valid skills, sorted by folder name.
+    pub fn skills(&self) -> &[Skill] {
+        &self.skills
+    }
+
+    /// Problems found while loading (invalid documents, unbound engines).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// The engine context (stores, clock).
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// A skill by skill name or MCP tool name.
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills
+            .iter()
+            .find(|s| s.name() == name)
+            .or_else(|| self.skills.iter().find(|s| s.tool_name() == name))
+    }
+
+    /// Validates `args` against the skill's input schema (defaults applied), runs the
+    /// engine, and renders the result. The only way any entry point runs a skill.
+    ///
+    /// # Errors
+    /// [`CallError`]: unknown skill, invalid arguments (each named), engine or template failure.
+    pub fn call(&self, name: &str, args: Value) -> Result<CallOutput, CallError> {
+        let skill = self.get(name).ok_or_else(|| CallError::UnknownSkill {
+            name: name.to_owned(),
+            known: self
+                .skills
+                .iter()
+                .map(Skill::name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+        let args =
+            args::check(&skill.meta.input_schema, &skill.validator, args).map_err(|errors| {
+                CallError::InvalidArguments {
+                    skill: skill.name().to_owned(),
+                    errors,
+                }
+            })?;
+        let data = skill
+            .engine
+            .call(&args, &self.ctx)
+            .map_err(|source| CallError::Engine {
+                skill: skill.name().to_owned(),
+                source,
+            })?;
+        let text = render::render(&self.env, &skill.template, &data, &args).map_err(|source| {
+            CallError::Render {
+                skill: skill.name().to_owned(),
+                source,
+            }
+        })?;
+        Ok(CallOutput {
+            skill: skill.name().to_owned(),
+            args,
+            data,
+            text,
+        })
+    }
+}

@@ -1,0 +1,264 @@
+//! Validating a parsed [`SkillDoc`] into a [`Skill`] bound to an engine.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::doc::{Diagnostic, SkillDoc};
+use crate::engines::Engine;
+
+/// The frontmatter schema every document is validated against.
+pub const SKILL_SCHEMA: &str = include_str!("../../schemas/skill.schema.json");
+
+/// Typed frontmatter, read after it passed `schemas/skill.schema.json`.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Frontmatter {
+    /// Skill name (equals the folder name).
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// Human-readable title.
+    pub title: Option<String>,
+    /// Framework layer (`L0`…`L3`, `utility`).
+    pub layer: Option<String>,
+    /// Stores read.
+    #[serde(default)]
+    pub reads: Vec<String>,
+    /// Stores written; empty means read-only.
+    #[serde(default)]
+    pub writes: Vec<String>,
+    /// Citation behaviour.
+    pub citations: Option<String>,
+    /// Determinism class (`pure-function`, `deterministic`, `nondeterministic`).
+    pub determinism: Option<String>,
+    /// Space-separated tool names (Agent Skills `allowed-tools`).
+    pub allowed_tools: Option<String>,
+    /// Bound engine name.
+    pub engine: String,
+    /// Template file name in the skill folder.
+    pub template: Option<String>,
+    /// MCP annotations.
+    #[serde(default)]
+    pub annotations: Annotations,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of the structured output.
+    pub output_schema: Option<Value>,
+}
+
+/// MCP tool annotations declared by a document.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Annotations {
+    /// The tool does not modify its environment.
+    pub read_only: Option<bool>,
+    /// Repeated calls with the same arguments have no additional effect.
+    pub idempotent: Option<bool>,
+    /// The tool may perform destructive updates.
+    pub destructive: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    pub open_world: Option<bool>,
+}
+
+/// A validated skill bound to its engine: what `call`, MCP and docs work from.
+pub struct Skill {
+    /// The parsed document.
+    pub doc: SkillDoc,
+    /// Its typed frontmatter.
+    pub meta: Frontmatter,
+    /// The bound engine.
+    pub engine: Arc<dyn Engine>,
+    /// Compiled input schema.
+    pub validator: jsonschema::Validator,
+    /// Template name in the host's template environment.
+    pub template: String,
+}
+
+impl Skill {
+    /// Skill name.
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// MCP tool name: the `<tool>` of the first `mcp__<server>__<tool>` entry of
+    /// `allowed-tools`, else the skill name.
+    pub fn tool_name(&self) -> &str {
+        self.meta
+            .allowed_tools
+            .as_deref()
+            .and_then(|tools| {
+                tools
+                    .split_whitespace()
+                    .find(|t| t.starts_with("mcp__"))
+                    .and_then(|t| t.rsplit("__").next())
+            })
+            .filter(|t| !t.is_empty())
+            .unwrap_or(&self.meta.name)
+    }
+
+    /// True when the document promises identical output for identical arguments.
+    pub fn is_deterministic(&self) -> bool {
+        matches!(
+            self.meta.determinism.as_deref(),
+            Some("pure-function" | "deterministic")
+        )
+    }
+
+    /// True when the skill writes nothing.
+    pub fn is_read_only(&self) -> bool {
+        self.meta.writes.is_empty() && self.meta.annotations.read_only != Some(false)
+    }
+
+    /// The skill folder.
+    pub fn dir(&self) -> &Path {
+        self.doc.path.parent().unwrap_or_else(|| Path::new("."))
+    }
+}
+
+/// Validates a document's frontmatter and binds it.
+///
+/// Checks, in order: the frontmatter schema (every violation becomes a diagnostic
+/// naming its field and line), name equals folder name, the input schema compiles as
+/// JSON Schema, the engine is registered, and the template file exists.
+///
+/// # Errors
+/// All diagnostics found for this document (at least one).
+pub fn bind(
+    doc: SkillDoc,
+    schema: &jsonschema::Validator,
+    engines: &[Arc<dyn Engine>],
+) -> Result<(Skill, String), Vec<Diagnostic>> {
+    let path = doc.path.clone();
+    let mut diags = Vec::new();
+    for error in schema.iter_errors(&doc.frontmatter) {
+        let field = error.instance_path().to_string();
+        let top = field
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .to_owned();
+        let top = if top.is_empty() {
+            missing_field(&error.to_string()).unwrap_or_default()
+        } else {
+            top
+        };
+        let line = if top.is_empty() {
+            Some(2)
+        } else {
+            doc.field_line(&top).or(Some(2))
+        };
+        let field = if field.is_empty() && !top.is_empty() {
+            format!("/{top}")
+        } else {
+            field
+        };
+        diags.push(Diagnostic::new(&path, field, line, error.to_string()));
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let meta: Frontmatter = match serde_json::from_value(doc.frontmatter.clone()) {
+        Ok(m) => m,
+        Err(e) => {
+            return Err(vec![Diagnostic::new(
+                &path,
+                "",
+                Some(2),
+                format!("frontmatter: {e}"),
+            )])
+        }
+    };
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if meta.name != folder {
+        diags.push(Diagnostic::new(
+            &path,
+            "/name",
+            doc.field_line("name"),
+            format!("name `{}` must equal the folder name `{folder}`", meta.name),
+        ));
+    }
+    let validator = match jsonschema::draft202012::new(&meta.input_schema) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            diags.push(Diagnostic::new(
+                &path,
+                format!("/input-schema{}", e.instance_path()),
+                doc.field_line("input-schema"),
+                format!("not a valid JSON Schema: {e}"),
+            ));
+            None
+        }
+    };
+    if let Some(out) = &meta.output_schema {
+        if let Err(e) = jsonschema::draft202012::new(out) {
+            diags.push(Diagnostic::new(
+                &path,
+                format!("/output-schema{}", e.instance_path()),
+                doc.field_line("output-schema"),
+                format!("not a valid JSON Schema: {e}"),
+            ));
+        }
+    }
+    let engine = engines.iter().find(|e| e.name() == meta.engine).cloned();
+    if engine.is_none() {
+        let known: Vec<&str> = engines.iter().map(|e| e.name()).collect();
+        diags.push(Diagnostic::new(
+            &path,
+            "/engine",
+            doc.field_line("engine"),
+            format!(
+                "unknown engine `{}`; registered engines: {}",
+                meta.engine,
+                known.join(", ")
+            ),
+        ));
+    }
+    let template_file = meta
+        .template
+        .clone()
+        .unwrap_or_else(|| "template.md.j2".to_owned());
+    let template_path = path.with_file_name(&template_file);
+    let template_src = match fs_err::read_to_string(&template_path) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            diags.push(Diagnostic::new(
+                &path,
+                "/template",
+                doc.field_line("template"),
+                format!("cannot read template: {e}"),
+            ));
+            None
+        }
+    };
+    match (engine, validator, template_src, diags.is_empty()) {
+        (Some(engine), Some(validator), Some(src), true) => {
+            let template = format!("{}/{template_file}", meta.name);
+            Ok((
+                Skill {
+                    doc,
+                    meta,
+                    engine,
+                    validator,
+                    template,
+                },
+                src,
+            ))
+        }
+        _ => Err(diags),
+    }
+}
+
+/// For "\"engine\" is a required property" → `engine`.
+fn missing_field(reason: &str) -> Option<String> {
+    reason
+        .strip_suffix(" is a required property")
+        .map(|s| s.trim_matches('"').to_owned())
+}

@@ -1,0 +1,512 @@
+//! Importers against real files: every Claude Code and ChatGPT file of the shared
+//! corpus (`$SKILLS_CORPUS_DIR`, default `<manifest>/../shared/corpus`; skipped with a
+//! note when absent) and the bundled sample in `data/sample`.
+//!
+//! The expected counts were taken by reading each file (jq and a small independent
+//! script applying the documented rules), not from the importers' output.
+
+use std::path::{Path, PathBuf};
+
+use skills::ingest::{self, FileImport, Format};
+use skills::stores::conversations::ConversationStore;
+
+fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "note: corpus `{}` not found; set SKILLS_CORPUS_DIR to run this test",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample")
+}
+
+/// (file name, messages, skipped records, expected fault reasons as substrings).
+type Expected = (&'static str, usize, usize, &'static [&'static str]);
+
+const CLAUDE_CODE: &[Expected] = &[
+    ("agent-history__real-claude-session-01.jsonl", 2, 3, &[]),
+    (
+        "ai-engineering-fluency__xss-hostile-claude-session.jsonl",
+        3,
+        2,
+        &[],
+    ),
+    ("brain-mcp__sample_cc_mixed.jsonl", 10, 0, &[]),
+    ("brain-mcp__sample_claude_code.jsonl", 3, 0, &[]),
+    ("cass__-test-project__agent-test123.jsonl", 2, 1, &[]),
+    ("ccrider__agent-session.jsonl", 2, 0, &[]),
+    ("ccrider__sample.jsonl", 2, 1, &[]),
+    (
+        "claude-code-log__dag_compact_after_rewind.jsonl",
+        11,
+        1,
+        &[],
+    ),
+    ("episodic-memory__image-paste-conversation.jsonl", 3, 0, &[]),
+    ("episodic-memory__large-conversation.jsonl", 154, 306, &[]),
+    ("episodic-memory__long-conversation.jsonl", 48, 247, &[]),
+    ("episodic-memory__medium-conversation.jsonl", 0, 23, &[]),
+    ("episodic-memory__short-conversation.jsonl", 2, 1, &[]),
+    ("episodic-memory__tiny-conversation.jsonl", 5, 2, &[]),
+    (
+        "spotter__258c7280-ae70-4798-800f-63464d01a85d__subagents__agent-a881341.jsonl",
+        4,
+        6,
+        &[],
+    ),
+    (
+        "spotter__258c7280-ae70-4798-800f-63464d01a85d__subagents__agent-acompact-fffbd0.jsonl",
+        4,
+        0,
+        &[],
+    ),
+    (
+        "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20__subagents__agent-acompact-f46190.jsonl",
+        7,
+        0,
+        &[],
+    ),
+    (
+        "spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04__subagents__agent-aac57f5.jsonl",
+        4,
+        36,
+        &[],
+    ),
+    (
+        "spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04__subagents__agent-acompact-946d2b.jsonl",
+        2,
+        0,
+        &[],
+    ),
+    (
+        "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46__subagents__agent-acompact-70d8e7.jsonl",
+        15,
+        0,
+        &[],
+    ),
+    ("spotter__short.jsonl", 3, 12, &[]),
+    ("spotter__subagent.jsonl", 11, 85, &[]),
+    ("spotter__tool_heavy.jsonl", 8, 31, &[]),
+];
+
+const CHATGPT: &[Expected] = &[
+    ("brain-mcp__sample_chatgpt.json", 2, 0, &[]),
+    ("brain-mcp__sample_chatgpt_export.json", 4, 0, &[]),
+    ("cass__conv-conversation-id.json", 2, 0, &[]),
+    ("cass__conv-multipart.json", 1, 0, &[]),
+    ("cass__conv-structured-parts.json", 2, 0, &[]),
+    ("chatgpt-export-converter-win__conversations.json", 4, 0, &[]),
+    (
+        "librechat__chatgpt-citations.json",
+        1,
+        1,
+        &[
+            "`current_node` `88a0cf9f-e860-4b34-8e7e-65f8346f4862` is not in `mapping`",
+            "node `9e874379-5008-4a2d-aa2e-628d1d705a04` has `parent` `5cc5e87b-2b74-485a-b3a7-23cb25f202db`, which is not in `mapping`",
+        ],
+    ),
+    (
+        "librechat__chatgpt-modern-export.json",
+        6,
+        1,
+        &["conversation `6b0f0d9c-0000-4000-8000-000000000002` (#1): no `mapping` object"],
+    ),
+    ("librechat__chatgpt-tree.json", 6, 1, &[]),
+];
+
+fn check_file(
+    dir: &Path,
+    (name, messages, skipped, faults): &Expected,
+    format: Format,
+) -> FileImport {
+    let path = dir.join(name);
+    assert_eq!(
+        ingest::detect(&path),
+        Some(format),
+        "{name}: detected format"
+    );
+    let import = ingest::import_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        (import.messages.len(), import.skipped),
+        (*messages, *skipped),
+        "{name}: (messages, skipped)"
+    );
+    let reasons: Vec<&str> = import.faults.iter().map(|f| f.reason.as_str()).collect();
+    assert_eq!(reasons.len(), faults.len(), "{name}: faults {reasons:#?}");
+    for (got, want) in reasons.iter().zip(faults.iter()) {
+        assert!(
+            got.contains(want),
+            "{name}: fault `{got}` should contain `{want}`"
+        );
+    }
+    for m in &import.messages {
+        assert!(
+            !m.content.trim().is_empty(),
+            "{name}: empty message {}",
+            m.message_id
+        );
+        assert!(
+            matches!(m.role.as_str(), "user" | "assistant"),
+            "{name}: role {}",
+            m.role
+        );
+        assert_eq!(m.source, format.source());
+    }
+    // Alone in a fresh store every message is new; a second insert adds nothing.
+    let store = ConversationStore::open_in_memory().expect("in-memory store");
+    assert_eq!(
+        store.insert(&import.messages).expect("insert").added,
+        *messages,
+        "{name}: added"
+    );
+    assert_eq!(
+        store.insert(&import.messages).expect("re-insert").added,
+        0,
+        "{name}: re-import"
+    );
+    import
+}
+
+#[test]
+fn corpus_claude_code_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("claude-code");
+    for expected in CLAUDE_CODE {
+        check_file(&dir, expected, Format::ClaudeCode);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(
+        on_disk,
+        CLAUDE_CODE.len(),
+        "every corpus file has an expectation"
+    );
+}
+
+#[test]
+fn corpus_chatgpt_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("chatgpt-export");
+    for expected in CHATGPT {
+        check_file(&dir, expected, Format::ChatGpt);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(
+        on_disk,
+        CHATGPT.len(),
+        "every corpus file has an expectation"
+    );
+}
+
+#[test]
+fn corpus_details() {
+    let Some(corpus) = corpus() else { return };
+    let cc = corpus.join("claude-code");
+
+    // Subagent transcripts get their own conversation under the parent session.
+    let sub = ingest::import_file(
+        &cc.join("spotter__258c7280-ae70-4798-800f-63464d01a85d__subagents__agent-a881341.jsonl"),
+    )
+    .expect("import");
+    assert!(sub
+        .messages
+        .iter()
+        .all(|m| m.conversation_id == "258c7280-ae70-4798-800f-63464d01a85d/agent-a881341"));
+
+    // Image block: attachment flag on the message that also has text.
+    let img = ingest::import_file(&cc.join("episodic-memory__image-paste-conversation.jsonl"))
+        .expect("import");
+    assert_eq!(img.messages.iter().filter(|m| m.has_attachment).count(), 1);
+
+    // No uuid / sessionId: conversation is the file stem, ids are 64-hex hashes, times are the lines' own.
+    let mixed = ingest::import_file(&cc.join("brain-mcp__sample_cc_mixed.jsonl")).expect("import");
+    assert!(mixed
+        .messages
+        .iter()
+        .all(|m| m.conversation_id == "brain-mcp__sample_cc_mixed"
+            && m.message_id.len() == 64
+            && !m.timestamp_is_fallback));
+    assert_eq!(
+        mixed.messages[0].project.as_deref(),
+        Some("/Users/test/proj")
+    );
+
+    // A 343 KB line parses (no line-length limit).
+    let long =
+        ingest::import_file(&cc.join("episodic-memory__long-conversation.jsonl")).expect("import");
+    assert!(long.faults.is_empty());
+
+    // ChatGPT tree: the current_node branch, not the other edit / regeneration.
+    let tree = ingest::import_file(&corpus.join("chatgpt-export/librechat__chatgpt-tree.json"))
+        .expect("import");
+    let texts: Vec<&str> = tree.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(
+        texts[..5],
+        [
+            "hi there",
+            "Hello! How can I assist you today?",
+            "hi again",
+            "Hey! Welcome back. What's on your mind?",
+            "tell me a joke"
+        ]
+    );
+    assert!(!texts.contains(&"tell me a story"));
+    assert_eq!(
+        tree.messages[5].message_id,
+        "f63b8e17-aa5c-4ca6-a1bf-d4d285e269b8"
+    );
+    assert!(tree
+        .messages
+        .iter()
+        .all(|m| m.message_id != "d0d2a7df-d2fc-4df9-bf0a-1c5121e227ae"));
+    assert_eq!(
+        tree.messages[0].timestamp.to_rfc3339(),
+        "2024-05-01T17:37:11.150442+00:00"
+    );
+
+    // Structured parts: strings and {content_type: text} objects, image → attachment.
+    let parts =
+        ingest::import_file(&corpus.join("chatgpt-export/cass__conv-structured-parts.json"))
+            .expect("import");
+    assert!(parts.messages[0].has_attachment);
+    assert!(parts.messages[1]
+        .content
+        .contains("Assistant structured-only block"));
+
+    // Citations survive the dangling references.
+    let cites =
+        ingest::import_file(&corpus.join("chatgpt-export/librechat__chatgpt-citations.json"))
+            .expect("import");
+    assert!(cites.messages[0].has_citation);
+    assert!(cites.messages[0].content.starts_with("Signal Sciences"));
+}
+
+#[test]
+fn corpus_in_one_store_and_reimport_adds_nothing() {
+    let Some(corpus) = corpus() else { return };
+    let store = ConversationStore::open_in_memory().expect("in-memory store");
+    let paths = [corpus.join("claude-code"), corpus.join("chatgpt-export")];
+    let mut files = Vec::new();
+    let first = ingest::ingest_paths(&store, &paths, &mut |path, s| {
+        files.push((path.to_path_buf(), s.added))
+    });
+    let parsed_cc: usize = CLAUDE_CODE.iter().map(|e| e.1).sum();
+    let parsed_gpt: usize = CHATGPT.iter().map(|e| e.1).sum();
+    assert_eq!(
+        first.files_seen,
+        CLAUDE_CODE.len() + CHATGPT.len(),
+        "{first}"
+    );
+    assert_eq!(first.files_imported, first.files_seen);
+    assert_eq!(first.messages_parsed, parsed_cc + parsed_gpt);
+    assert_eq!(first.faults.len(), 3, "{first}");
+    // Hand-made fixtures reuse ids (`msg-1`/`msg-2` in both ccrider files, `node-user` /
+    // `node-assistant` in two cass files): message ids are the sources' own, so the
+    // later file's copies are taken as already stored.
+    assert_eq!(first.messages_added, parsed_cc + parsed_gpt - 4, "{first}");
+    let added_of = |name: &str| {
+        files
+            .iter()
+            .find(|(p, _)| p.ends_with(name))
+            .map(|(_, a)| *a)
+    };
+    assert_eq!(added_of("ccrider__sample.jsonl"), Some(0));
+    assert_eq!(added_of("cass__conv-structured-parts.json"), Some(0));
+    assert_eq!(first.sources["claude-code"].files, CLAUDE_CODE.len());
+    assert_eq!(first.sources["chatgpt"].parsed, parsed_gpt);
+    assert_eq!(
+        store.count().expect("count"),
+        u64::try_from(first.messages_added).expect("small")
+    );
+
+    let second = ingest::ingest_paths(&store, &paths, &mut |_, _| {});
+    assert_eq!(second.messages_parsed, first.messages_parsed);
+    assert_eq!(second.messages_added, 0, "{second}");
+}
+
+#[test]
+fn bundled_sample_imports_cleanly() {
+    let store = ConversationStore::open_in_memory().expect("in-memory store");
+    let mut seen = Vec::new();
+    let summary = ingest::ingest_paths(&store, &[sample()], &mut |path, s| {
+        assert!(s.imported && s.faults == 0, "{}: {s:?}", path.display());
+        seen.push(s.clone());
+    });
+    assert!(summary.is_clean(), "{summary}");
+    assert_eq!(summary.files_seen, 5, "{summary}");
+    assert_eq!(summary.files_ignored, 1, "README.md"); // the README next to the data
+    assert_eq!(
+        (
+            summary.messages_parsed,
+            summary.messages_added,
+            summary.skipped
+        ),
+        (41, 41, 13)
+    );
+    assert_eq!(summary.sources["claude-code"].parsed, 23);
+    assert_eq!(summary.sources["chatgpt"].parsed, 18);
+    assert_eq!(seen.len(), 5);
+    let text = summary.to_string();
+    assert!(
+        text.starts_with(
+            "5 of 5 files imported: 41 messages parsed, 41 new, 13 records skipped, 0 faults"
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(&summary).expect("serialise");
+    assert_eq!(json["sources"]["chatgpt"]["added"], 18);
+
+    let conn = store.connection().expect("connection");
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    assert_eq!(
+        count("SELECT count(*) FROM all_conversations WHERE content LIKE '%REGENERATED-AWAY%'"),
+        0
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM all_conversations WHERE content ILIKE '%duckdb%'"),
+        12
+    );
+    assert_eq!(
+        count("SELECT count(DISTINCT conversation_id) FROM all_conversations"),
+        7
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM all_conversations WHERE conversation_id LIKE '%/agent-a4f2c91'"
+        ),
+        2
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM all_conversations WHERE has_attachment = 1"),
+        1
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM all_conversations WHERE has_citation = 1"),
+        1
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM all_conversations WHERE timestamp_is_fallback"),
+        0
+    );
+    assert_eq!(count("SELECT count(*) FROM all_conversations WHERE created = TIMESTAMP '2025-03-13 10:00:00'"), 2);
+    assert_eq!(
+        count("SELECT count(*) - count(DISTINCT created) FROM all_conversations"),
+        1,
+        "one deliberate tie"
+    );
+    assert_eq!(count("SELECT count(*) FROM all_conversations WHERE length(content) > 200 AND substr(content, 200, 1) = 'è'"), 1);
+    assert_eq!(
+        count("SELECT count(DISTINCT strftime(created, '%Y-%m-%d')) FROM all_conversations"),
+        11
+    );
+
+    let again = ingest::ingest_paths(&store, &[sample()], &mut |_, _| {});
+    assert_eq!(again.messages_added, 0);
+}
+
+#[test]
+fn malformed_line_is_reported_and_the_rest_imports() {
+    let source = sample().join(
+        "claude-code/-home-dev-src-transcript-search/bf902dde-903f-5c67-a070-a568ea4e7e8b.jsonl",
+    );
+    let text = fs_err::read_to_string(&source).expect("sample");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(
+        4,
+        r#"{"type":"user","message":{"role":"user","content":"cut off"#,
+    );
+    lines.insert(7, "\u{FFFD}garbage");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let copy = dir.path().join("broken.jsonl");
+    fs_err::write(&copy, lines.join("\n") + "\n").expect("write");
+
+    let import = ingest::import_file(&copy).expect("import");
+    let at: Vec<Option<usize>> = import.faults.iter().map(|f| f.line).collect();
+    assert_eq!(at, [Some(5), Some(8)]);
+    assert!(
+        import.faults[0]
+            .reason
+            .starts_with("invalid JSON: EOF while parsing"),
+        "{}",
+        import.faults[0]
+    );
+    assert!(import.faults[0]
+        .to_string()
+        .contains("broken.jsonl`:5: invalid JSON"));
+    assert_eq!((import.messages.len(), import.skipped), (8, 4));
+
+    let store = ConversationStore::open_in_memory().expect("in-memory store");
+    let summary = ingest::ingest_paths(&store, &[copy.clone()], &mut |_, _| {});
+    assert_eq!(
+        (
+            summary.files_imported,
+            summary.messages_added,
+            summary.faults.len()
+        ),
+        (1, 8, 2)
+    );
+}
+
+#[test]
+fn unreadable_and_unknown_files_are_faults() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let notes = dir.path().join("notes.txt");
+    fs_err::write(&notes, "hello").expect("write");
+    let broken = dir.path().join("conversations.json");
+    fs_err::write(&broken, "[{\"mapping\": ").expect("write");
+    let missing = dir.path().join("missing.jsonl");
+
+    let store = ConversationStore::open_in_memory().expect("in-memory store");
+    let summary = ingest::ingest_paths(&store, &[notes, broken, missing], &mut |_, _| {});
+    assert_eq!((summary.files_seen, summary.files_imported), (3, 0));
+    let reasons: Vec<String> = summary.faults.iter().map(ToString::to_string).collect();
+    assert_eq!(reasons.len(), 3, "{reasons:#?}");
+    assert!(
+        reasons[0].ends_with("notes.txt`: not a recognised transcript format"),
+        "{}",
+        reasons[0]
+    );
+    assert!(
+        reasons[1].contains("conversations.json`: invalid JSON: EOF while parsing"),
+        "{}",
+        reasons[1]
+    );
+    assert!(
+        reasons[2].contains("missing.jsonl`: cannot read"),
+        "{}",
+        reasons[2]
+    );
+}
+
+#[test]
+fn discover_honours_claude_config_dir() {
+    // Only this test touches the environment in this binary.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let project = dir.path().join("projects/-tmp-demo");
+    fs_err::create_dir_all(project.join("abc/subagents")).expect("mkdir");
+    fs_err::write(project.join("abc.jsonl"), "").expect("write");
+    fs_err::write(project.join("abc/subagents/agent-1.jsonl"), "").expect("write");
+    fs_err::write(project.join("notes.md"), "").expect("write");
+    let export = dir.path().join("export");
+    fs_err::create_dir_all(&export).expect("mkdir");
+    fs_err::write(export.join("conversations.json"), "[]").expect("write");
+    std::env::set_var("CLAUDE_CONFIG_DIR", dir.path());
+    std::env::set_var("SKILLS_CHATGPT_EXPORT", &export);
+    let found = ingest::discover();
+    assert_eq!(
+        found,
+        [
+            project.join("abc.jsonl"),
+            project.join("abc/subagents/agent-1.jsonl"),
+            export.join("conversations.json")
+        ]
+    );
+}
