@@ -4,6 +4,8 @@
 //! 2026-07-03 12:00 UTC. Tests needing the embedding model run when it is present
 //! (`$SKILLS_MODEL_DIR`, see `scripts/fetch-model`) and say they were skipped otherwise.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns panic on failure by design
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
