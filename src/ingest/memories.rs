@@ -608,22 +608,28 @@ fn scalar_string(v: &Value) -> Option<String> {
     }
 }
 
-/// A list of strings from a YAML/JSON list, or a comma- or space-separated string.
+/// A list of strings from a YAML/JSON list, or a comma- or space-separated string; a
+/// list item holding commas (`- a,b,c`, as basic-memory writes) is split too.
 fn string_list(v: Option<&Value>) -> Vec<String> {
+    let split = |s: &str| -> Vec<String> {
+        let sep: &[char] = if s.contains(',') {
+            &[',']
+        } else {
+            &[' ', '\t']
+        };
+        s.split(sep)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
     match v {
-        Some(Value::Array(items)) => items.iter().filter_map(scalar_string).collect(),
-        Some(Value::String(s)) => {
-            let sep: &[char] = if s.contains(',') {
-                &[',']
-            } else {
-                &[' ', '\t']
-            };
-            s.split(sep)
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned)
-                .collect()
-        }
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(scalar_string)
+            .flat_map(|s| if s.contains(',') { split(&s) } else { vec![s] })
+            .collect(),
+        Some(Value::String(s)) => split(s),
         _ => Vec::new(),
     }
 }
@@ -698,6 +704,9 @@ mod tests {
         assert_eq!(m.tags, vec!["db", "storage"]);
         assert_eq!(m.updated, parse_when("2026-06-02T10:30:00Z").unwrap());
         assert_eq!(m.files_modified, vec!["Cargo.toml"]);
+        let text = "---\ntitle: t\ntags:\n- architecture,technical\n- two words\n---\nx";
+        let m = &parse_markdown(text, "/v/b.md", t0()).unwrap()[0];
+        assert_eq!(m.tags, vec!["architecture", "technical", "two words"]);
     }
 
     #[test]
