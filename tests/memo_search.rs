@@ -718,6 +718,31 @@ fn model_timing_report() {
         ));
     }
     let per_embed = started.elapsed() / 1000;
+    let pairs = [
+        (
+            "the database file is locked",
+            "sqlite reports database is locked",
+        ),
+        ("how do I install the package", "pip install from PyPI"),
+        (
+            "tests must not read ignored data",
+            "committed tests use inline fixtures",
+        ),
+        (
+            "meeting notes from the standup",
+            "team sync decisions and action items",
+        ),
+    ];
+    let cos =
+        |a: &str, b: &str| f64::from(skills::stores::embedder::cosine(&e.embed(a), &e.embed(b)));
+    let n = pairs.len() as f64;
+    let related: f64 = pairs.iter().map(|(a, b)| cos(a, b)).sum::<f64>() / n;
+    let unrelated: f64 = (0..pairs.len())
+        .map(|i| cos(pairs[i].0, pairs[(i + 1) % pairs.len()].1))
+        .sum::<f64>()
+        / n;
+    eprintln!("probe: mean cosine related {related:.2}, unrelated {unrelated:.2}");
+    assert!(related > unrelated + 0.15, "{related} vs {unrelated}");
     let started = std::time::Instant::now();
     for _ in 0..50 {
         MemoSearch
