@@ -9,6 +9,8 @@
 //!   `## ` section.
 //! - JSONL: one JSON object per line with the same keys (`body`, `content` or `text` for
 //!   the body).
+//! - Letta agent files (`.af`, JSON): each non-empty core-memory block (`blocks[]`,
+//!   `label`/`value`/`description`) becomes a memory of type `core-memory`.
 //! - One memory at a time through [`add_memory`] (the CLI's `skills memo add`).
 //!
 //! Ids are stable (frontmatter `id`, else a hash of the origin path, else of title and
@@ -206,7 +208,7 @@ pub fn import_paths_with(
                 summary.faults.push(Fault::new(
                     path,
                     None,
-                    "not a memory file (expected .md, .markdown or .jsonl)",
+                    "not a memory file (expected .md, .markdown, .jsonl or .af)",
                 ));
             }
         } else {
@@ -257,7 +259,7 @@ fn extension(path: &Path) -> String {
 }
 
 fn is_memory_file(path: &Path) -> bool {
-    matches!(extension(path).as_str(), "md" | "markdown" | "jsonl")
+    matches!(extension(path).as_str(), "md" | "markdown" | "jsonl" | "af")
 }
 
 fn import_file(
@@ -287,6 +289,14 @@ fn import_file(
     let origin = origin.to_string_lossy().into_owned();
     let parsed = if extension(path) == "jsonl" {
         parse_jsonl(&text, &origin, mtime, path, &mut summary.faults)
+    } else if extension(path) == "af" {
+        match parse_letta(&text, &origin, mtime) {
+            Ok(memories) => memories,
+            Err(reason) => {
+                summary.faults.push(Fault::new(path, None, reason));
+                Vec::new()
+            }
+        }
     } else {
         match parse_markdown(&text, &origin, mtime) {
             Ok(memories) => memories,
@@ -461,6 +471,51 @@ fn split_index(body: &str, origin: &str, mtime: DateTime<Utc>) -> Vec<Memory> {
         out.extend(memory_from_input(input, mtime));
     }
     out
+}
+
+/// Parses a Letta agent file: one memory per non-empty block of `blocks[]`, titled
+/// `<agent name>: <label>`, typed `core-memory`, tagged `letta` and the label.
+///
+/// # Errors
+/// A reason string when the file is not JSON or has no `blocks` array.
+pub fn parse_letta(text: &str, origin: &str, mtime: DateTime<Utc>) -> Result<Vec<Memory>, String> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let blocks = doc
+        .get("blocks")
+        .and_then(Value::as_array)
+        .ok_or("not a Letta agent file (no `blocks` array)")?;
+    let agent = doc
+        .pointer("/agents/0/name")
+        .and_then(scalar_string)
+        .unwrap_or_else(|| "agent".into());
+    let created = doc
+        .get("created_at")
+        .and_then(scalar_string)
+        .and_then(|s| parse_when(&s))
+        .unwrap_or(mtime);
+    let mut out = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let get = |k: &str| block.get(k).and_then(scalar_string);
+        let Some(value) = get("value") else { continue };
+        let label = get("label").unwrap_or_else(|| format!("block-{i}"));
+        let body = match get("description") {
+            Some(d) if d != "None" => format!("{d}\n\n{value}"),
+            _ => value,
+        };
+        let input = MemoryInput {
+            id: Some(Memory::stable_id(&format!("{origin}#{label}"))),
+            title: format!("{agent}: {label}"),
+            kind: Some("core-memory".into()),
+            tags: vec!["letta".into(), label.clone()],
+            created: Some(created),
+            updated: Some(created),
+            body,
+            origin: Some(format!("{origin}#{label}")),
+            ..MemoryInput::default()
+        };
+        out.extend(memory_from_input(input, mtime));
+    }
+    Ok(out)
 }
 
 /// Parses JSONL memories; bad lines become faults (with their 1-based line number).
@@ -722,6 +777,18 @@ mod tests {
         assert!(parse_markdown("---\ntitle: [unclosed\n---\nx", "/b.md", t0()).is_err());
         assert!(parse_markdown("---\ntitle: x\n", "/c.md", t0()).is_err());
         assert!(parse_markdown("---\n- a\n- b\n---\nx", "/d.md", t0()).is_err());
+    }
+
+    #[test]
+    fn letta_blocks() {
+        let text = r#"{"agents":[{"name":"void"}],"created_at":"2026-06-01T00:00:00Z","blocks":[{"label":"human","value":"Likes tea","description":"About the user"},{"label":"empty","value":""}]}"#;
+        let m = parse_letta(text, "/a.af", t0()).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].title, "void: human");
+        assert_eq!(m[0].kind, "core-memory");
+        assert_eq!(m[0].body, "About the user\n\nLikes tea");
+        assert!(parse_letta("{}", "/b.af", t0()).is_err());
+        assert!(parse_letta("nope", "/c.af", t0()).is_err());
     }
 
     #[test]
