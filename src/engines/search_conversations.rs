@@ -2,8 +2,8 @@
 //! `all_conversations`, newest first.
 //!
 //! SQL (per the seed): `WHERE content ILIKE '%' || term || '%' [AND role = ?]
-//! ORDER BY created DESC LIMIT ?`, with `message_id` as the tie-break so equal times
-//! still give one order. The term's `%` and `_` are deliberately not escaped: they act
+//! ORDER BY created DESC LIMIT ?`, with (`conversation_id`, `message_id`) as the
+//! tie-break so equal times still give one order. The term's `%` and `_` are deliberately not escaped: they act
 //! as `ILIKE` wildcards. Empty term with `role = "user"` returns recent user
 //! questions (`has_question = 1`).
 
@@ -55,7 +55,7 @@ impl Engine for SearchConversations {
                 params.push(Box::new(role.to_owned()));
             }
         }
-        sql.push_str(" ORDER BY created DESC, message_id ASC LIMIT ?");
+        sql.push_str(" ORDER BY created DESC, conversation_id ASC, message_id ASC LIMIT ?");
         params.push(Box::new(limit));
 
         let store = ctx.conversations()?;

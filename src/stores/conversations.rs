@@ -2,8 +2,9 @@
 //!
 //! Times are stored as `TIMESTAMP` values in UTC. `created` is the message time (the
 //! conversation's time when the source had none, see `temporal_precision`), `updated`
-//! the time of the conversation's newest message. Rows are keyed by `message_id`, so
-//! importing the same files twice adds nothing.
+//! the time of the conversation's newest message. Rows are keyed by
+//! (`source`, `conversation_id`, `message_id`) — sources reuse node ids such as `msg-1`
+//! across conversations — so importing the same files twice adds nothing.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -61,7 +62,7 @@ CREATE TABLE IF NOT EXISTS all_conversations (
     month INTEGER NOT NULL,
     day_of_week VARCHAR NOT NULL,
     hour INTEGER NOT NULL,
-    message_id VARCHAR PRIMARY KEY,
+    message_id VARCHAR NOT NULL,
     parent_id VARCHAR,
     msg_index BIGINT NOT NULL,
     msg_timestamp TIMESTAMP,
@@ -79,7 +80,8 @@ CREATE TABLE IF NOT EXISTS all_conversations (
     has_attachment INTEGER NOT NULL,
     has_citation INTEGER NOT NULL,
     content VARCHAR NOT NULL,
-    temporal_precision VARCHAR NOT NULL
+    temporal_precision VARCHAR NOT NULL,
+    PRIMARY KEY (source, conversation_id, message_id)
 )";
 
 /// A DuckDB database file holding `all_conversations`.
@@ -97,7 +99,7 @@ pub struct ConversationStore {
 pub struct InsertCounts {
     /// Rows offered.
     pub offered: usize,
-    /// Rows actually added (offered minus rows whose `message_id` was already stored).
+    /// Rows actually added (offered minus rows whose key was already stored).
     pub added: usize,
 }
 
@@ -177,7 +179,7 @@ impl ConversationStore {
         duck(&self.path, e)
     }
 
-    /// Inserts messages in one transaction; rows whose `message_id` is already stored
+    /// Inserts messages in one transaction; rows whose key (`source`, `conversation_id`, `message_id`) is already stored
     /// are ignored. Afterwards the per-conversation columns (`is_first`, `is_last`,
     /// `conversation_msg_count`, `updated`) are recomputed for the touched conversations.
     ///

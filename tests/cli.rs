@@ -1,0 +1,301 @@
+//! The `skills` binary end to end on real imported data: ingest the bundled sample
+//! (and the shared corpus when present), then check every statement of the
+//! search-conversations seed through `skills run`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn skills(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(args)
+        .env("SKILLS_DATA_DIR", data)
+        .env(
+            "SKILLS_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
+        )
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// A data folder with the bundled sample imported once for all tests.
+fn sample_data() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample");
+        let o = skills(dir.path(), &["ingest", "--json", sample.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        dir
+    })
+    .path()
+}
+
+fn run_json(data: &Path, args: &str) -> Value {
+    let o = skills(
+        data,
+        &["run", "search-conversations", "--json", "--args-json", args],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn rows(v: &Value) -> &Vec<Value> {
+    v["data"]["rows"].as_array().unwrap()
+}
+
+/// Full message content of a result row, read from the store with DuckDB itself.
+fn content_of(data: &Path, row: &Value) -> (String, i32) {
+    let store = skills::stores::conversations::ConversationStore::open_ro(
+        &data.join("conversations.duckdb"),
+    )
+    .unwrap();
+    let conn = store.connection().unwrap();
+    conn.query_row(
+        "SELECT content, has_question FROM all_conversations WHERE conversation_id = ? AND message_id = ?",
+        [row["conversation_id"].as_str().unwrap(), row["message_id"].as_str().unwrap()],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .unwrap()
+}
+
+#[test]
+fn ingest_is_idempotent_and_reports_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample");
+    let first: Value = serde_json::from_str(&stdout(&skills(
+        dir.path(),
+        &["ingest", "--json", sample.to_str().unwrap()],
+    )))
+    .unwrap();
+    assert_eq!(first["messages_parsed"], 41);
+    assert_eq!(first["messages_added"], 41);
+    let o = skills(dir.path(), &["ingest", "--json", sample.to_str().unwrap()]);
+    assert!(o.status.success());
+    let second: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(second["messages_added"], 0);
+}
+
+#[test]
+fn rows_are_newest_first_and_cite_their_conversation() {
+    let v = run_json(sample_data(), r#"{"term": "duckdb", "limit": 500}"#);
+    let rows = rows(&v);
+    assert!(rows.len() >= 5);
+    for pair in rows.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let (ca, cb) = (
+            a["created"].as_str().unwrap(),
+            b["created"].as_str().unwrap(),
+        );
+        let key = |r: &Value| {
+            (
+                r["conversation_id"].as_str().unwrap().to_owned(),
+                r["message_id"].as_str().unwrap().to_owned(),
+            )
+        };
+        assert!(ca > cb || (ca == cb && key(a) < key(b)), "{a} before {b}");
+    }
+    for r in rows {
+        assert!(!r["conversation_id"].as_str().unwrap().is_empty());
+        let (content, _) = content_of(sample_data(), r);
+        assert!(content.to_lowercase().contains("duckdb"));
+    }
+}
+
+#[test]
+fn preview_is_first_200_characters_even_for_multibyte_text() {
+    let v = run_json(sample_data(), r#"{"term": "", "limit": 500}"#);
+    let mut long = 0;
+    for r in rows(&v) {
+        let (content, _) = content_of(sample_data(), r);
+        let expected: String = content.chars().take(200).collect();
+        assert_eq!(r["preview"].as_str().unwrap(), expected);
+        if content.chars().count() > 200 && content.len() > content.chars().count() {
+            long += 1;
+        }
+    }
+    assert!(long >= 1, "the sample must hold a long multibyte message");
+}
+
+#[test]
+fn no_match_prints_the_exact_message() {
+    let o = skills(
+        sample_data(),
+        &[
+            "run",
+            "search-conversations",
+            "--arg",
+            "term=zzqx-not-there",
+        ],
+    );
+    assert!(o.status.success());
+    assert_eq!(
+        stdout(&o),
+        "No conversations found containing 'zzqx-not-there'\n"
+    );
+}
+
+#[test]
+fn role_filter_and_questions_mode() {
+    for role in ["user", "assistant"] {
+        let v = run_json(
+            sample_data(),
+            &format!(r#"{{"term": "duckdb", "role": "{role}"}}"#),
+        );
+        assert!(!rows(&v).is_empty());
+        assert!(rows(&v).iter().all(|r| r["role"] == role));
+    }
+    let v = run_json(
+        sample_data(),
+        r#"{"term": "", "role": "user", "limit": 500}"#,
+    );
+    assert_eq!(v["data"]["mode"], "questions");
+    assert!(!rows(&v).is_empty());
+    for r in rows(&v) {
+        assert_eq!(r["role"], "user");
+        let (content, has_question) = content_of(sample_data(), r);
+        assert_eq!(has_question, 1);
+        assert!(content.contains('?'));
+    }
+}
+
+#[test]
+fn percent_and_underscore_are_ilike_wildcards() {
+    // `c_f` is not in any message literally, but `_` matches one character: "café", "cafe".
+    let v = run_json(sample_data(), r#"{"term": "c_f", "limit": 500}"#);
+    assert!(!rows(&v).is_empty());
+    for r in rows(&v) {
+        let (content, _) = content_of(sample_data(), r);
+        assert!(!content.to_lowercase().contains("c_f"));
+    }
+    // `%` in the middle matches any run of characters.
+    let v = run_json(sample_data(), r#"{"term": "binary%runpath"}"#);
+    assert!(!rows(&v).is_empty());
+}
+
+#[test]
+fn pipes_and_newlines_never_break_the_table() {
+    let o = skills(
+        sample_data(),
+        &[
+            "run",
+            "search-conversations",
+            "--arg",
+            "term=About 50% of rows",
+        ],
+    );
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let unescaped = |l: &str| l.replace("\\|", "").matches('|').count();
+    assert!(lines.iter().all(|l| unescaped(l) == 6), "{text}");
+    assert!(
+        lines[2].contains("\\| source \\|") && lines[2].contains("<br>"),
+        "{text}"
+    );
+    // The structured output keeps the raw preview.
+    let v = run_json(sample_data(), r#"{"term": "About 50% of rows"}"#);
+    assert!(rows(&v)[0]["preview"]
+        .as_str()
+        .unwrap()
+        .starts_with("| source | files | messages |\n"));
+}
+
+#[test]
+fn identical_arguments_give_byte_identical_output_across_processes() {
+    let a = skills(
+        sample_data(),
+        &[
+            "run",
+            "search-conversations",
+            "--arg",
+            "term=e",
+            "--arg",
+            "limit=40",
+        ],
+    );
+    let b = skills(
+        sample_data(),
+        &[
+            "run",
+            "search-conversations",
+            "--arg",
+            "term=e",
+            "--arg",
+            "limit=40",
+        ],
+    );
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(stdout(&a).lines().count(), 42);
+}
+
+#[test]
+fn exit_codes_distinguish_usage_from_failure() {
+    let o = skills(
+        sample_data(),
+        &["run", "search-conversations", "--arg", "limit=0"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("argument `limit`"));
+    let o = skills(
+        sample_data(),
+        &["run", "search-conversations", "--arg", "colour=red"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("argument `colour`: unknown argument; expected one of: term, limit, role"));
+    let o = skills(sample_data(), &["run", "no-such-skill"]);
+    assert_eq!(o.status.code(), Some(2));
+    let empty = tempfile::tempdir().unwrap();
+    let o = skills(
+        empty.path(),
+        &["run", "search-conversations", "--arg", "term=x"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("run `skills ingest` first"));
+    let o = skills(sample_data(), &["validate"]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("SKILLS_CORPUS_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
+        PathBuf::from,
+    );
+    dir.is_dir().then_some(dir)
+}
+
+#[test]
+fn searches_transcripts_imported_from_the_shared_corpus() {
+    let Some(corpus) = corpus() else {
+        eprintln!("skipped: no corpus (set SKILLS_CORPUS_DIR)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let o = skills(
+        dir.path(),
+        &[
+            "ingest",
+            "--json",
+            corpus.join("claude-code").to_str().unwrap(),
+            corpus.join("chatgpt-export").to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = run_json(dir.path(), r#"{"term": "phx.server", "role": "user"}"#);
+    let r = &rows(&v)[0];
+    assert_eq!(r["source"], "claude-code");
+    assert_eq!(r["preview"], "mix phx.server doesnt seem to start");
+    let v = run_json(dir.path(), r#"{"term": "capital of France", "limit": 500}"#);
+    assert!(rows(&v)
+        .iter()
+        .any(|r| r["source"] == "chatgpt" && r["role"] == "user"));
+}
