@@ -26,6 +26,8 @@ mod codex;
 mod gemini;
 mod pi;
 
+pub mod memories;
+
 use std::path::{Path, PathBuf};
 
 /// One message in the canonical shape of table `all_conversations`
