@@ -84,6 +84,9 @@ enum Command {
         #[arg(long, requires = "http")]
         allow_remote: bool,
     },
+    /// Durable memories for memo-search: import notes, add one.
+    #[command(subcommand)]
+    Memo(MemoCommand),
     /// Generate documentation from the skill documents: markdown and HTML pages
     /// (`--out DIR`), or JSON (`--format json`, the tool definitions as `tools/list` serves them).
     Docs {
@@ -96,6 +99,40 @@ enum Command {
         /// Do not run the verification checklists (items show `not run`).
         #[arg(long)]
         no_verify: bool,
+    },
+}
+
+/// `skills memo …`.
+#[derive(Subcommand)]
+enum MemoCommand {
+    /// Import memory files: markdown with YAML frontmatter (Claude Code `memory/*.md`,
+    /// `MEMORY.md`, basic-memory notes, vault files), JSONL, Letta `.af`. Re-importing
+    /// updates changed memories and adds nothing twice.
+    Import {
+        /// Files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Add one memory.
+    Add {
+        /// Title (else the body's first line).
+        #[arg(long)]
+        title: Option<String>,
+        /// Body text; `-` reads it from stdin.
+        #[arg(long)]
+        body: String,
+        /// Memory type, e.g. decision, fact, bug, feedback, preference, note, procedure.
+        #[arg(long = "type")]
+        kind: Option<String>,
+        /// A tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// A file the memory was read from (repeatable).
+        #[arg(long = "file-read")]
+        files_read: Vec<String>,
+        /// A file the memory is about / modified (repeatable).
+        #[arg(long = "file-modified")]
+        files_modified: Vec<String>,
     },
 }
 
@@ -324,6 +361,7 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
             verify(cli, names, fixtures_dir.as_deref(), out)
         }
         Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
+        Command::Memo(command) => memo(cli, command, out),
         Command::Docs {
             out: dir,
             format,
@@ -529,6 +567,72 @@ fn docs(
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// `skills memo import|add`: writes the memories store.
+fn memo(cli: &Cli, command: &MemoCommand, out: &mut impl Write) -> Result<Outcome> {
+    use skills::ingest::memories::{add_memory, import_paths, MemoryInput};
+    use skills::stores::memories::MemoryStore;
+    let path = store_paths(cli)?.memories;
+    let store = MemoryStore::open_rw(&path)?;
+    match command {
+        MemoCommand::Import { paths } => {
+            let summary = import_paths(&store, paths)?;
+            if cli.json {
+                let mut value = serde_json::to_value(&summary)?;
+                value["store"] = json!(path);
+                print_json(out, &value)?;
+            } else {
+                writeln!(out, "{summary}")?;
+                writeln!(out, "store: {}", path.display())?;
+            }
+            Ok(if summary.files == 0 && !summary.faults.is_empty() {
+                Outcome::Failed
+            } else {
+                Outcome::Ok
+            })
+        }
+        MemoCommand::Add {
+            title,
+            body,
+            kind,
+            tags,
+            files_read,
+            files_modified,
+        } => {
+            let body = if body == "-" {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+                text
+            } else {
+                body.clone()
+            };
+            let input = MemoryInput {
+                title: title.clone().unwrap_or_default(),
+                kind: kind.clone(),
+                tags: tags.clone(),
+                body,
+                files_read: files_read.clone(),
+                files_modified: files_modified.clone(),
+                ..MemoryInput::default()
+            };
+            match add_memory(&store, input) {
+                Ok(id) => {
+                    if cli.json {
+                        print_json(out, &json!({ "id": id, "store": path }))?;
+                    } else {
+                        writeln!(out, "added {id}")?;
+                    }
+                    Ok(Outcome::Ok)
+                }
+                Err(skills::ingest::memories::AddMemoryError::Empty) => {
+                    eprintln!("error: a memory needs `--title` or a non-empty `--body`");
+                    Ok(Outcome::Usage)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
 }
 
 /// `skills serve`: runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP).
