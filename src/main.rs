@@ -84,6 +84,15 @@ enum Command {
         #[arg(long, requires = "http")]
         allow_remote: bool,
     },
+    /// Scaffold a new skill folder (document, query, template, conformance binding)
+    /// that validates and verifies as generated.
+    New {
+        /// Skill name: lowercase letters, digits and hyphens (the folder name).
+        name: String,
+        /// Engine of the new skill.
+        #[arg(long, default_value = "sql")]
+        engine: String,
+    },
     /// Durable memories for memo-search: import notes, add one.
     #[command(subcommand)]
     Memo(MemoCommand),
@@ -362,6 +371,31 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
         }
         Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
         Command::Memo(command) => memo(cli, command, out),
+        Command::New { name, engine } => {
+            use skills::runtime::scaffold::{new_skill, ScaffoldError};
+            match new_skill(&skills_dir(cli), name, engine) {
+                Ok(files) => {
+                    if cli.json {
+                        print_json(out, &json!({ "files": files }))?;
+                    } else {
+                        for f in &files {
+                            writeln!(out, "created {}", f.display())?;
+                        }
+                        writeln!(out, "next: edit query.sql and SKILL.md, then `skills validate` and `skills verify {name}`")?;
+                    }
+                    Ok(Outcome::Ok)
+                }
+                Err(
+                    e @ (ScaffoldError::InvalidName(_)
+                    | ScaffoldError::Exists(_)
+                    | ScaffoldError::UnknownEngine(_)),
+                ) => {
+                    eprintln!("error: {e}");
+                    Ok(Outcome::Usage)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
         Command::Docs {
             out: dir,
             format,
