@@ -494,9 +494,19 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
         u64::try_from(first.messages_added).expect("small")
     );
 
+    // Nothing changed: no file is read again and nothing is added.
     let second = ingest::ingest_paths(&store, &paths, &mut |_, _| {});
-    assert_eq!(second.messages_parsed, first.messages_parsed);
-    assert_eq!(second.messages_added, 0, "{second}");
+    assert_eq!(second.files_unchanged, first.files_seen, "{second}");
+    assert_eq!(
+        (
+            second.files_imported,
+            second.messages_parsed,
+            second.messages_added
+        ),
+        (0, 0, 0),
+        "{second}"
+    );
+    assert!(second.is_clean(), "{second}");
 }
 
 #[test]
@@ -524,7 +534,7 @@ fn bundled_sample_imports_cleanly() {
     let text = summary.to_string();
     assert!(
         text.starts_with(
-            "5 of 5 files imported: 41 messages parsed, 41 new, 13 records skipped, 0 faults"
+            "5 of 5 files imported: 41 messages parsed, 41 new, 0 injected set aside, 13 records skipped, 0 faults"
         ),
         "{text}"
     );
