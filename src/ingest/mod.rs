@@ -7,7 +7,7 @@
 //!
 //! Formats (one private module each, documenting its mapping): Claude Code sessions
 //! (`claude_code`), ChatGPT exports (`chatgpt`), Codex CLI rollouts (`codex`), Gemini
-//! CLI chats (`gemini`) and pi sessions (`pi`).
+//! CLI chats (`gemini`), pi sessions (`pi`) and generic JSON Lines (`generic`).
 //!
 //! Entry points:
 //! - [`detect`] tells the [`Format`] of a file from its extension and first bytes;
@@ -24,6 +24,7 @@ mod chatgpt;
 mod claude_code;
 mod codex;
 mod gemini;
+mod generic;
 pub mod injected;
 mod pi;
 
@@ -238,6 +239,9 @@ pub enum Format {
     /// pi coding-agent session JSONL (`~/.pi/agent/sessions/--<cwd>--/*.jsonl`).
     /// Source name `pi`.
     Pi,
+    /// Generic JSON Lines, one message per line with `role` and `content` (and
+    /// optionally `timestamp`, `conversation_id`, `id`, `title`). Source name `generic`.
+    Generic,
 }
 
 impl Format {
@@ -245,7 +249,10 @@ impl Format {
     /// a grown file is imported from where the last import stopped. Gemini CLI JSONL
     /// sessions rewrite records (`$set`), so they are re-read whole.
     pub fn is_append_only(self) -> bool {
-        matches!(self, Self::ClaudeCode | Self::Codex | Self::Pi)
+        matches!(
+            self,
+            Self::ClaudeCode | Self::Codex | Self::Pi | Self::Generic
+        )
     }
 
     /// The format whose [`Format::source`] is `source`.
@@ -256,6 +263,7 @@ impl Format {
             Self::Codex,
             Self::GeminiCli,
             Self::Pi,
+            Self::Generic,
         ]
         .into_iter()
         .find(|f| f.source() == source)
@@ -269,6 +277,7 @@ impl Format {
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
             Self::Pi => "pi",
+            Self::Generic => "generic",
         }
     }
 }
@@ -293,7 +302,8 @@ const PEEK_BYTES: usize = 256 * 1024;
 ///   `{"type": "message", "role", "content": […]}`; a Gemini CLI line has
 ///   `projectHash` and `sessionId`, or `type` `gemini` with `content`; a pi line is
 ///   `{"type": "session", "id"}`, `{"type": "message", "message": {"role"}}` or a
-///   `model_change`/`thinking_level_change` entry.
+///   `model_change`/`thinking_level_change` entry; failing all of these, a line with a
+///   string `role` and a `content` but no `type`/`message`/`payload` is generic JSONL.
 /// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export), or a
 ///   `"messages"` key with `"projectHash"` or `"sessionId"` (Gemini CLI).
 pub fn detect(path: &Path) -> Option<Format> {
@@ -314,6 +324,8 @@ pub fn detect(path: &Path) -> Option<Format> {
     if head.len() == PEEK_BYTES {
         complete.pop(); // the last piece may be cut
     }
+    // A generic line decides only when no line of the first 16 is of a specific format.
+    let mut generic = false;
     for line in complete
         .into_iter()
         .filter(|l| !l.trim_ascii().is_empty())
@@ -334,6 +346,10 @@ pub fn detect(path: &Path) -> Option<Format> {
         if pi::looks_like(&value) {
             return Some(Format::Pi);
         }
+        generic |= generic::looks_like(&value);
+    }
+    if generic {
+        return Some(Format::Generic);
     }
     // A first line longer than the peek window: fall back on markers.
     (contains(&head, b"\"parentUuid\"") || contains(&head, b"\"sessionId\""))
@@ -505,6 +521,7 @@ pub fn import_from(
         Format::Codex => codex::import(path, fallback, start),
         Format::GeminiCli => gemini::import(path, fallback),
         Format::Pi => pi::import(path, fallback, start),
+        Format::Generic => generic::import(path, fallback, start),
     }?;
     mark_injected(&mut import.messages);
     Ok(import)
@@ -1089,6 +1106,7 @@ mod tests {
             Format::Codex,
             Format::GeminiCli,
             Format::Pi,
+            Format::Generic,
         ] {
             assert_eq!(
                 serde_json::to_value(f).expect("serialise"),
@@ -1162,6 +1180,11 @@ mod tests {
                 Some(Format::GeminiCli),
             ),
             ("g.jsonl", r#"{"hello":"world"}"#, None),
+            (
+                "j.jsonl",
+                r#"{"role":"user","content":"hi"}"#,
+                Some(Format::Generic),
+            ),
             ("h.txt", r#"{"type":"summary","leafUuid":"u"}"#, None),
             ("i.json", "{}", None),
         ];
