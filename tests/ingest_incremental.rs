@@ -439,3 +439,72 @@ fn whole_document_formats_are_skipped_when_unchanged_and_replaced_when_rewritten
     assert_eq!(replaced.messages_added, 4, "{replaced}");
     assert_eq!(store.count().expect("count"), 4);
 }
+
+#[test]
+fn parquet_export_imports_directly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let parquet = dir.path().join("all_conversations.parquet");
+    // A brain-mcp-like export with only some columns: the rest are derived.
+    {
+        let conn = duckdb::Connection::open_in_memory().expect("duckdb");
+        conn.execute_batch(&format!(
+            "COPY (SELECT * FROM (VALUES
+               ('chatgpt', 'c1', 'm1', 'user', 'How do parquet files store columns?', TIMESTAMP '2024-02-03 04:05:06', 'Parquet'),
+               ('chatgpt', 'c1', 'm2', 'assistant', 'In column chunks, see https://parquet.apache.org', TIMESTAMP '2024-02-03 04:05:09', 'Parquet'),
+               ('claude-code', 's9', 'u1', 'user', 'zebra stripes', TIMESTAMP '2024-03-01 00:00:00', NULL))
+               AS t(source, conversation_id, message_id, role, content, created, conversation_title))
+             TO '{}' (FORMAT parquet)",
+            parquet.display()
+        ))
+        .expect("write parquet");
+    }
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = run(
+        &store,
+        std::slice::from_ref(&parquet),
+        IngestOptions::default(),
+    );
+    assert_eq!(
+        (summary.files_imported, summary.messages_added),
+        (1, 3),
+        "{summary}"
+    );
+    assert_eq!(summary.sources["parquet"].added, 3);
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM all_conversations WHERE conversation_id = 'c1' \
+             AND conversation_msg_count = 2 AND year = 2024 AND NOT is_injected"
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT has_url FROM all_conversations WHERE message_id = 'm2'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT msg_index FROM all_conversations WHERE message_id = 'm2'"
+        ),
+        1
+    );
+    let again = run(&store, &[parquet], IngestOptions::default());
+    assert_eq!(again.messages_added, 0);
+    // A parquet file that is not shaped like the table is a fault, nothing stored.
+    let bad = dir.path().join("bad.parquet");
+    {
+        let conn = duckdb::Connection::open_in_memory().expect("duckdb");
+        conn.execute_batch(&format!(
+            "COPY (SELECT 1 AS x) TO '{}' (FORMAT parquet)",
+            bad.display()
+        ))
+        .expect("write parquet");
+    }
+    let summary = run(&store, &[bad], IngestOptions::default());
+    assert_eq!((summary.files_imported, summary.faults.len()), (0, 1));
+    assert_eq!(store.count().expect("count"), 3);
+}

@@ -14,7 +14,9 @@
 //! - [`import_file`] parses one file into a [`FileImport`] (nothing is stored);
 //! - [`discover`] lists the default transcript locations of this machine;
 //! - [`ingest_paths`] walks files and directories, stores each file in its own
-//!   transaction and returns an [`IngestSummary`].
+//!   transaction and returns an [`IngestSummary`]; it skips files unchanged since the
+//!   last run, reads grown append-only files from where it stopped, and imports
+//!   `*.parquet` files shaped like `all_conversations` (brain-mcp's export) directly.
 //!
 //! Importers never read the wall clock: a message without a time gets an earlier time
 //! of the same conversation (flagged with `timestamp_is_fallback`), and ids are either
@@ -896,6 +898,11 @@ pub fn ingest_paths_with(
                     continue;
                 }
             }
+            if has_ext(&file, "parquet") {
+                let fs = ingest_parquet(store, &file, &mut summary);
+                on_file(&file, &fs);
+                continue;
+            }
             let format = detect(&file);
             if format.is_none() && !explicit {
                 summary.files_ignored += 1;
@@ -911,6 +918,41 @@ pub fn ingest_paths_with(
         }
     }
     summary
+}
+
+/// Imports a Parquet file shaped like `all_conversations` (brain-mcp's export) with
+/// [`ConversationStore::import_parquet`](crate::stores::conversations::ConversationStore::import_parquet).
+/// Counted under source `parquet`; not tracked in the incremental state (stored keys
+/// make a second import add nothing).
+fn ingest_parquet(
+    store: &crate::stores::conversations::ConversationStore,
+    path: &Path,
+    summary: &mut IngestSummary,
+) -> FileSummary {
+    summary.files_seen += 1;
+    let mut fs = FileSummary {
+        path: path.to_path_buf(),
+        ..FileSummary::default()
+    };
+    match store.import_parquet(path) {
+        Ok(counts) => {
+            fs.parsed = counts.offered;
+            fs.added = counts.added;
+            fs.imported = true;
+            summary.files_imported += 1;
+            summary.messages_parsed += counts.offered;
+            summary.messages_added += counts.added;
+            let c = summary.sources.entry("parquet".to_owned()).or_default();
+            c.files += 1;
+            c.parsed += counts.offered;
+            c.added += counts.added;
+        }
+        Err(e) => {
+            summary.faults.push(IngestError::Store(e).to_fault(path));
+            fs.faults = 1;
+        }
+    }
+    fs
 }
 
 /// Size, modification time and state key of a file.

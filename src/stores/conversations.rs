@@ -283,6 +283,17 @@ impl ConversationStore {
             }
             app.flush().map_err(|e| self.error(e))?;
         }
+        let offered = messages.len();
+        self.merge_staging(tx, offered)
+    }
+
+    /// Moves temp table `staging` (shaped like `all_conversations`) into the table,
+    /// ignoring stored keys, and recomputes the touched conversations' columns.
+    fn merge_staging(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        offered: usize,
+    ) -> Result<InsertCounts, StoreError> {
         let before: i64 = tx
             .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
@@ -310,7 +321,7 @@ impl ConversationStore {
             .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
         Ok(InsertCounts {
-            offered: messages.len(),
+            offered,
             added: usize::try_from(after - before).unwrap_or(0),
         })
     }
@@ -414,6 +425,84 @@ impl ConversationStore {
             ],
         )
         .map_err(|e| self.error(e))?;
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(counts)
+    }
+
+    /// Imports a Parquet file shaped like `all_conversations` (brain-mcp's
+    /// `all_conversations.parquet`) in one transaction, through DuckDB `read_parquet`.
+    /// Columns `source`, `conversation_id`, `message_id`, `role`, `content` and
+    /// `created` are required; any other column of [`COLUMNS`] the file lacks is derived
+    /// (`year`… from `created`, `msg_index` by time within the conversation, flags from
+    /// the content) or defaulted (`is_injected` false, `temporal_precision` `message`).
+    /// Stored keys are ignored, as by [`Self::insert`].
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`] when the file cannot be read or lacks a required column;
+    /// nothing is stored then.
+    pub fn import_parquet(&self, parquet: &Path) -> Result<InsertCounts, StoreError> {
+        let source = format!(
+            "read_parquet('{}')",
+            parquet.to_string_lossy().replace('\'', "''")
+        );
+        let mut conn = self.connection()?;
+        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let present: std::collections::HashSet<String> = {
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT column_name FROM (DESCRIBE SELECT * FROM {source})"
+                ))
+                .map_err(|e| self.error(e))?;
+            let names = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(|e| self.error(e))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| self.error(e))?;
+            names
+        };
+        let derived = |column: &str| -> &'static str {
+            match column {
+                "updated" | "msg_timestamp" => "created",
+                "year" => "year(created)",
+                "month" => "month(created)",
+                "day_of_week" => "dayname(created)",
+                "hour" => "hour(created)",
+                "msg_index" => {
+                    "row_number() OVER (PARTITION BY source, conversation_id ORDER BY created, message_id) - 1"
+                }
+                "timestamp_is_fallback" | "is_first" | "is_last" | "is_injected" => "false",
+                "content_type" => "'text'",
+                "word_count" => "len(string_split_regex(trim(content), '\\s+')) * (trim(content) <> '')::INT",
+                "char_count" => "length(content)",
+                "conversation_msg_count" => "0",
+                "has_code" => "(content LIKE '%```%')::INT",
+                "has_url" => "(content LIKE '%http://%' OR content LIKE '%https://%')::INT",
+                "has_question" => "(content LIKE '%?%')::INT",
+                "has_attachment" | "has_citation" => "0",
+                "temporal_precision" => "'message'",
+                _ => "NULL",
+            }
+        };
+        let list: Vec<String> = COLUMNS
+            .iter()
+            .map(|c| {
+                if present.contains(*c) {
+                    format!("\"{c}\"")
+                } else {
+                    format!("{} AS \"{c}\"", derived(c))
+                }
+            })
+            .collect();
+        tx.execute_batch(&format!(
+            "CREATE OR REPLACE TEMP TABLE staging AS SELECT * FROM all_conversations LIMIT 0;
+             INSERT INTO staging SELECT {} FROM (SELECT * REPLACE (CAST(created AS TIMESTAMP) AS created) FROM {source})",
+            list.join(", ")
+        ))
+        .map_err(|e| self.error(e))?;
+        let offered: i64 = tx
+            .query_row("SELECT count(*) FROM staging", [], |r| r.get(0))
+            .map_err(|e| self.error(e))?;
+        let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
         tx.commit().map_err(|e| self.error(e))?;
         Ok(counts)
     }
