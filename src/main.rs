@@ -44,11 +44,17 @@ enum Command {
     Validate,
     /// Import transcripts into the conversations store (default locations when no path is given).
     Ingest {
-        /// Files or folders to import (Claude Code `*.jsonl`, ChatGPT `conversations.json`).
+        /// Files or folders to import (Claude Code, Codex, Gemini CLI and pi sessions,
+        /// ChatGPT `conversations.json`…). Unchanged files are not read again.
         paths: Vec<PathBuf>,
         /// Hide the progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Store text a harness injected under the user role (`<system-reminder>`,
+        /// command wrappers, continuation summaries, Codex preambles) as ordinary user
+        /// messages instead of setting it aside.
+        #[arg(long)]
+        keep_injected: bool,
     },
     /// Run a skill once and print its rendered output (or `--json`).
     Run {
@@ -356,7 +362,16 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
                 Outcome::Usage
             })
         }
-        Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
+        Command::Ingest {
+            paths,
+            quiet,
+            keep_injected,
+        } => {
+            let options = skills::ingest::IngestOptions {
+                keep_injected: *keep_injected,
+            };
+            ingest(cli, paths, *quiet, options, out)
+        }
         Command::Verify {
             names,
             fixtures_dir,
@@ -711,7 +726,13 @@ fn serve(cli: &Cli, http: Option<std::net::SocketAddr>, allow_remote: bool) -> R
     }
 }
 
-fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Result<Outcome> {
+fn ingest(
+    cli: &Cli,
+    paths: &[PathBuf],
+    quiet: bool,
+    options: skills::ingest::IngestOptions,
+    out: &mut impl Write,
+) -> Result<Outcome> {
     let paths = if paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {
@@ -736,7 +757,7 @@ fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Re
     );
     let mut messages = 0usize;
     let mut added = 0usize;
-    let summary = skills::ingest::ingest_paths(&store, &paths, &mut |_path, file| {
+    let summary = skills::ingest::ingest_paths_with(&store, &paths, options, &mut |_path, file| {
         messages += file.parsed;
         added += file.added;
         bar.inc(1);
@@ -753,7 +774,7 @@ fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Re
     }
     // Per-record faults are reported but do not fail a run that imported something.
     Ok(
-        if summary.files_imported == 0 && !summary.faults.is_empty() {
+        if summary.files_imported + summary.files_unchanged == 0 && !summary.faults.is_empty() {
             Outcome::Failed
         } else {
             Outcome::Ok
