@@ -294,36 +294,63 @@ impl ConversationStore {
         tx: &duckdb::Transaction<'_>,
         offered: usize,
     ) -> Result<InsertCounts, StoreError> {
-        let before: i64 = tx
-            .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
+        // Fast path, the common case: none of the staged conversations is stored yet, so
+        // the per-conversation columns are computed on the staged rows alone and the big
+        // table is only appended to (an UPDATE of indexed rows is DuckDB's slow path).
+        let existing: i64 = tx
+            .query_row(
+                "SELECT count(*) FROM all_conversations a
+                 SEMI JOIN (SELECT DISTINCT source, conversation_id FROM staging) s
+                   ON a.source = s.source AND a.conversation_id = s.conversation_id",
+                [],
+                |r| r.get(0),
+            )
             .map_err(|e| self.error(e))?;
-        tx.execute_batch(
-            "INSERT OR IGNORE INTO all_conversations SELECT * FROM staging;
-             CREATE OR REPLACE TEMP TABLE touched AS
-               SELECT conversation_id, count(*) AS n, min(msg_index) AS first_i,
+        let target = if existing == 0 {
+            "staging"
+        } else {
+            "all_conversations"
+        };
+        let mut added = 0;
+        if existing > 0 {
+            added = tx
+                .execute(
+                    "INSERT OR IGNORE INTO all_conversations SELECT * FROM staging",
+                    [],
+                )
+                .map_err(|e| self.error(e))?;
+        }
+        tx.execute_batch(&format!(
+            "CREATE OR REPLACE TEMP TABLE touched AS
+               SELECT source, conversation_id, count(*) AS n, min(msg_index) AS first_i,
                       max(msg_index) AS last_i, max(created) AS newest,
                       arg_max(conversation_title, msg_index)
                         FILTER (WHERE conversation_title IS NOT NULL) AS title
-               FROM all_conversations
-               WHERE conversation_id IN (SELECT DISTINCT conversation_id FROM staging)
-               GROUP BY conversation_id;
-             UPDATE all_conversations SET
+               FROM {target} c
+               WHERE (c.source, c.conversation_id) IN (SELECT DISTINCT source, conversation_id FROM staging)
+               GROUP BY source, conversation_id;
+             UPDATE {target} SET
                conversation_msg_count = t.n,
-               is_first = (all_conversations.msg_index = t.first_i),
-               is_last = (all_conversations.msg_index = t.last_i),
+               is_first = ({target}.msg_index = t.first_i),
+               is_last = ({target}.msg_index = t.last_i),
                updated = t.newest,
-               conversation_title = coalesce(all_conversations.conversation_title, t.title)
-             FROM touched t WHERE all_conversations.conversation_id = t.conversation_id;
-             DROP TABLE staging; DROP TABLE touched;",
-        )
+               conversation_title = coalesce({target}.conversation_title, t.title)
+             FROM touched t
+             WHERE {target}.source = t.source AND {target}.conversation_id = t.conversation_id;
+             DROP TABLE touched;"
+        ))
         .map_err(|e| self.error(e))?;
-        let after: i64 = tx
-            .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
+        if existing == 0 {
+            added = tx
+                .execute(
+                    "INSERT OR IGNORE INTO all_conversations SELECT * FROM staging",
+                    [],
+                )
+                .map_err(|e| self.error(e))?;
+        }
+        tx.execute_batch("DROP TABLE staging")
             .map_err(|e| self.error(e))?;
-        Ok(InsertCounts {
-            offered,
-            added: usize::try_from(after - before).unwrap_or(0),
-        })
+        Ok(InsertCounts { offered, added })
     }
 
     /// The import state of every file imported so far, keyed by path.
