@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _, Result};
 use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak, rss, Stats};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
-use skills::bench::scan::{duckdb_keys, NewestFirst};
+use skills::bench::scan::{duckdb_keys, BlockIndex, NewestFirst};
 use skills::engines::Context;
 use skills::runtime::host::Host;
 use skills::stores::conversations::ConversationStore;
@@ -148,6 +148,17 @@ fn main() -> Result<()> {
         bail!("scan loaded {} rows, store has {n}", scan.len());
     }
 
+    let block_rows = common::env_usize("BENCH_BLOCK_ROWS", 256);
+    reset_peak();
+    let t = Instant::now();
+    let index = BlockIndex::build(&scan, block_rows);
+    println!(
+        "trigram block filter ({block_rows} rows per block, 65,536 bits each): built in {}, {} , {:.0}% of bits set\n",
+        fmt_dur(t.elapsed()),
+        fmt_bytes(index.heap_bytes() as u64),
+        index.fill() * 100.0
+    );
+
     let header = [
         "case",
         "rows",
@@ -159,6 +170,10 @@ fn main() -> Result<()> {
         "scan median",
         "scan p95",
         "plain DuckDB / scan",
+        "scan + trigram filter median",
+        "p95",
+        "blocks read",
+        "plain DuckDB / filtered scan",
         "same rows",
         "peak RSS",
     ];
@@ -183,6 +198,13 @@ fn main() -> Result<()> {
                 scan.search(term, *role, LIMIT)
             }
         });
+        let (indexed, got_indexed) = measure(runs.max(50), Duration::from_secs(5), || {
+            if questions {
+                scan.questions(LIMIT)
+            } else {
+                scan.search_indexed(&index, term, *role, LIMIT)
+            }
+        });
         let got: Vec<(String, String)> = got
             .iter()
             .map(|&i| {
@@ -190,7 +212,11 @@ fn main() -> Result<()> {
                 (c.to_owned(), m.to_owned())
             })
             .collect();
-        let same = got == expected && engine_keys(&out.data) == expected;
+        let same = got == expected
+            && engine_keys(&out.data) == expected
+            && got_indexed.iter().map(|&i| scan.key(i)).eq(expected
+                .iter()
+                .map(|(c, m)| (c.as_str(), m.as_str())));
         all_same &= same;
         rows.push(vec![
             (*label).to_owned(),
@@ -203,6 +229,14 @@ fn main() -> Result<()> {
             fmt_dur(fast.median),
             fmt_dur(fast.p95),
             ratio(plain, fast),
+            fmt_dur(indexed.median),
+            fmt_dur(indexed.p95),
+            if questions {
+                "–".to_owned()
+            } else {
+                format!("{:.1}%", index.selectivity(term) * 100.0)
+            },
+            ratio(plain, indexed),
             if same { "yes" } else { "**NO**" }.to_owned(),
             fmt_bytes(peak_rss()),
         ]);

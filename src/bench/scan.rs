@@ -109,6 +109,27 @@ impl Pattern {
         Self::Wildcard { segments, anchor }
     }
 
+    /// Hashes of the byte trigrams every matching text contains (those of every
+    /// literal piece), deduplicated; empty when the pattern has no literal of 3 bytes.
+    pub fn trigrams(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        let mut add = |lit: &[u8]| out.extend(lit.windows(3).map(gram));
+        match self {
+            Self::All => {}
+            Self::Literal(f) => add(f.needle()),
+            Self::Wildcard { segments, .. } => {
+                for piece in segments.iter().flatten() {
+                    if let Piece::Literal(l) = piece {
+                        add(l);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// True when folded `text` matches (the whole pattern, `%` at both ends).
     pub fn matches(&self, text: &[u8]) -> bool {
         match self {
@@ -297,6 +318,28 @@ impl NewestFirst {
     /// Indices of the first `limit` rows (newest first) whose content matches `term`
     /// as `ILIKE '%' || term || '%'` and whose role is `role` (any when `None`).
     pub fn search(&self, term: &str, role: Option<&str>, limit: usize) -> Vec<usize> {
+        self.search_in(None, term, role, limit)
+    }
+
+    /// Like [`NewestFirst::search`], reading only the blocks of rows that `index` (built
+    /// over these rows) cannot rule out. Same rows, same order.
+    pub fn search_indexed(
+        &self,
+        index: &BlockIndex,
+        term: &str,
+        role: Option<&str>,
+        limit: usize,
+    ) -> Vec<usize> {
+        self.search_in(Some(index), term, role, limit)
+    }
+
+    fn search_in(
+        &self,
+        index: Option<&BlockIndex>,
+        term: &str,
+        role: Option<&str>,
+        limit: usize,
+    ) -> Vec<usize> {
         let pattern = Pattern::new(term);
         let mut out = Vec::with_capacity(limit.min(self.len()));
         if limit == 0 {
@@ -320,10 +363,44 @@ impl NewestFirst {
             }
             return out;
         };
-        // Search the whole buffer for the anchor; each hit names a candidate row.
+        let grams = pattern.trigrams();
+        match index {
+            Some(ix) if !grams.is_empty() => {
+                for block in 0..ix.blocks {
+                    if !ix.may_contain(block, &grams) {
+                        continue;
+                    }
+                    let first = block * ix.rows_per_block;
+                    let last = (first + ix.rows_per_block).min(self.len());
+                    let range = self.offsets[first]..self.offsets[last];
+                    self.scan_text(&pattern, anchor, role, limit, range, &mut out);
+                    if out.len() == limit {
+                        break;
+                    }
+                }
+            }
+            _ => self.scan_text(&pattern, anchor, role, limit, 0..self.text.len(), &mut out),
+        }
+        out
+    }
+
+    /// Searches `text[range]` (whole rows) for `anchor`, verifying each candidate row
+    /// against `pattern` and `role`, appending matching rows until `out` holds `limit`.
+    fn scan_text(
+        &self,
+        pattern: &Pattern,
+        anchor: &memmem::Finder<'_>,
+        role: Option<&str>,
+        limit: usize,
+        range: std::ops::Range<usize>,
+        out: &mut Vec<usize>,
+    ) {
         let needle_len = anchor.needle().len();
-        let mut pos = 0;
-        while let Some(hit) = anchor.find(&self.text[pos..]) {
+        let mut pos = range.start;
+        while pos < range.end {
+            let Some(hit) = anchor.find(&self.text[pos..range.end]) else {
+                break;
+            };
             let at = pos + hit;
             let row = self.row_of(at);
             let end = self.offsets[row + 1];
@@ -332,20 +409,16 @@ impl NewestFirst {
                 pos = at + 1;
                 continue;
             }
-            let verified = matches!(pattern, Pattern::Literal(_))
-                || pattern.matches(self.row_text(row));
+            let verified =
+                matches!(pattern, Pattern::Literal(_)) || pattern.matches(self.row_text(row));
             if verified && self.role_ok(row, role) {
                 out.push(row);
                 if out.len() == limit {
-                    break;
+                    return;
                 }
             }
             pos = end;
-            if pos >= self.text.len() {
-                break;
-            }
         }
-        out
     }
 
     /// Indices of the first `limit` rows (newest first) with role `user` and
@@ -360,6 +433,84 @@ impl NewestFirst {
     /// The (`conversation_id`, `message_id`) key of row `i`.
     pub fn key(&self, i: usize) -> (&str, &str) {
         (&self.conversation_id[i], &self.message_id[i])
+    }
+}
+
+/// Bits per block in a [`BlockIndex`] (a power of two).
+const BLOCK_BITS: usize = 1 << 16;
+
+/// Hash of one byte trigram into `0..BLOCK_BITS`.
+fn gram(w: &[u8]) -> u32 {
+    let x = u32::from(w[0]) | u32::from(w[1]) << 8 | u32::from(w[2]) << 16;
+    x.wrapping_mul(0x9E37_79B1) >> 16
+}
+
+/// A trigram filter per block of rows: for each block of `rows_per_block` consecutive
+/// rows (newest first), a 65,536-bit set of the hashed byte trigrams of their folded
+/// text. A block whose set lacks any trigram of the pattern cannot hold a match and is
+/// skipped; false positives only cost a scan, so results are unchanged.
+pub struct BlockIndex {
+    rows_per_block: usize,
+    blocks: usize,
+    /// `BLOCK_BITS / 64` words per block.
+    bits: Vec<u64>,
+}
+
+impl BlockIndex {
+    /// Builds the filter over `rows` with blocks of `rows_per_block` rows (≥ 1).
+    pub fn build(rows: &NewestFirst, rows_per_block: usize) -> Self {
+        let rows_per_block = rows_per_block.max(1);
+        let blocks = rows.len().div_ceil(rows_per_block);
+        let words = BLOCK_BITS / 64;
+        let mut bits = vec![0u64; blocks * words];
+        for block in 0..blocks {
+            let first = block * rows_per_block;
+            let last = (first + rows_per_block).min(rows.len());
+            let set = &mut bits[block * words..(block + 1) * words];
+            for w in rows.text[rows.offsets[first]..rows.offsets[last]].windows(3) {
+                let g = gram(w) as usize;
+                set[g / 64] |= 1 << (g % 64);
+            }
+        }
+        Self {
+            rows_per_block,
+            blocks,
+            bits,
+        }
+    }
+
+    fn may_contain(&self, block: usize, grams: &[u32]) -> bool {
+        let set = &self.bits[block * (BLOCK_BITS / 64)..];
+        grams
+            .iter()
+            .all(|&g| set[g as usize / 64] & (1 << (g % 64)) != 0)
+    }
+
+    /// Bytes held by the filter.
+    pub fn heap_bytes(&self) -> usize {
+        self.bits.len() * 8
+    }
+
+    /// Fraction of bits set, over all blocks (0–1; lower filters better).
+    pub fn fill(&self) -> f64 {
+        let ones: u64 = self.bits.iter().map(|w| u64::from(w.count_ones())).sum();
+        #[allow(clippy::cast_precision_loss)] // a ratio for display
+        let ratio = ones as f64 / (self.bits.len().max(1) * 64) as f64;
+        ratio
+    }
+
+    /// Fraction of blocks `term` cannot rule out (1 when it has no trigram).
+    pub fn selectivity(&self, term: &str) -> f64 {
+        let grams = Pattern::new(term).trigrams();
+        if grams.is_empty() || self.blocks == 0 {
+            return 1.0;
+        }
+        let kept = (0..self.blocks)
+            .filter(|&b| self.may_contain(b, &grams))
+            .count();
+        #[allow(clippy::cast_precision_loss)] // a ratio for display
+        let ratio = kept as f64 / self.blocks as f64;
+        ratio
     }
 }
 
@@ -452,6 +603,7 @@ mod tests {
         let conn = store.connection().unwrap();
         let scan = NewestFirst::load(&conn).unwrap();
         assert_eq!(scan.len(), 3_000 + extra.len());
+        let index = BlockIndex::build(&scan, 16);
         let terms = [
             "the", "serde", "async fn", "user_id", "user%id", "persofi", gen::ABSENT_TERM,
             "CAFÉ", "café", "Café", "cafe", "caf_", "caf_s", "caf__s", "caf%s", "İSTANBUL",
@@ -470,11 +622,17 @@ mod tests {
                     } else {
                         keys(&scan, &scan.search(term, role, limit))
                     };
-                    if expected != got {
+                    let indexed = if term.is_empty() && role == Some("user") {
+                        got.clone()
+                    } else {
+                        keys(&scan, &scan.search_indexed(&index, term, role, limit))
+                    };
+                    if expected != got || expected != indexed {
                         mismatches.push(format!(
-                            "{term:?} {role:?} {limit}: duckdb {} rows, scan {} rows",
+                            "{term:?} {role:?} {limit}: duckdb {} rows, scan {} rows, indexed {}",
                             expected.len(),
-                            got.len()
+                            got.len(),
+                            indexed.len()
                         ));
                     }
                 }
