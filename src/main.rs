@@ -61,6 +61,35 @@ enum Command {
         #[arg(long, value_name = "JSON", conflicts_with = "args")]
         args_json: Option<String>,
     },
+    /// Serve every skill as an MCP tool (and its SKILL.md as a resource) over stdio,
+    /// or over streamable HTTP at `/mcp` with `--http`. Logs go to stderr.
+    Serve {
+        /// Serve streamable HTTP on this loopback address (e.g. `127.0.0.1:8765`; port 0
+        /// picks a free port) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Allow a non-loopback `--http` address and any Host/Origin header (no
+        /// DNS-rebinding protection).
+        #[arg(long, requires = "http")]
+        allow_remote: bool,
+    },
+    /// Generate documentation from the skill documents: markdown and HTML pages
+    /// (`--out DIR`), or JSON (`--format json`, the tool definitions as `tools/list` serves them).
+    Docs {
+        /// Folder to write `index.md`, `<skill>.md`, their `.html` and `style.css` into.
+        #[arg(long, value_name = "DIR", required_unless_present = "format")]
+        out: Option<PathBuf>,
+        /// `site` (markdown + HTML into `--out`) or `json` (to stdout, or `skills.json` in `--out`).
+        #[arg(long, value_enum)]
+        format: Option<DocsFormat>,
+    },
+}
+
+/// Output of `skills docs`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DocsFormat {
+    Site,
+    Json,
 }
 
 /// How a command ended: 0 ok, 1 the call/check/import failed, 2 bad usage or invalid documents.
@@ -72,7 +101,8 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let mut out = std::io::stdout().lock();
+    // Not locked: `serve` hands stdout to the MCP stdio transport on another thread.
+    let mut out = std::io::stdout();
     match run(&cli, &mut out) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
@@ -267,6 +297,8 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
             })
         }
         Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
+        Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
+        Command::Docs { out: dir, format } => docs(cli, dir.as_deref(), *format, out),
         Command::Run {
             name,
             args: pairs,
@@ -357,6 +389,85 @@ fn skill_summary(s: &skills::runtime::Skill) -> Value {
         "tool": s.tool_name(),
         "path": s.doc.path,
     })
+}
+
+/// `skills docs`: writes the docs site or prints its JSON.
+fn docs(
+    cli: &Cli,
+    dir: Option<&Path>,
+    format: Option<DocsFormat>,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    use skills::runtime::docs;
+    let host = load_host(cli)?;
+    warn_diagnostics(&host);
+    let tool_of = |s: &skills::runtime::Skill| {
+        serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default()
+    };
+    let data = docs::docs_data(&host, &tool_of, &|_| Vec::new());
+    match (format.unwrap_or(DocsFormat::Site), dir) {
+        (DocsFormat::Json, None) => write!(out, "{}", docs::to_json_text(&data))?,
+        (DocsFormat::Json, Some(dir)) => {
+            fs_err::create_dir_all(dir)?;
+            fs_err::write(dir.join("skills.json"), docs::to_json_text(&data))?;
+            writeln!(out, "wrote {}", dir.join("skills.json").display())?;
+        }
+        (DocsFormat::Site, Some(dir)) => {
+            let files = docs::write_site(&data, dir)?;
+            if cli.json {
+                print_json(out, &json!({ "files": files }))?;
+            } else {
+                writeln!(out, "wrote {} files to {}", files.len(), dir.display())?;
+            }
+        }
+        (DocsFormat::Site, None) => {
+            eprintln!("error: `--out DIR` is needed to write the site");
+            return Ok(Outcome::Usage);
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `skills serve`: runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP).
+fn serve(cli: &Cli, http: Option<std::net::SocketAddr>, allow_remote: bool) -> Result<Outcome> {
+    use skills::runtime::mcp;
+    let host = std::sync::Arc::new(load_host(cli)?);
+    warn_diagnostics(&host);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(async move {
+        let tools = host.skills().len();
+        let Some(addr) = http else {
+            eprintln!("skills: serving {tools} tools over stdio");
+            return mcp::serve_stdio(host).await.map_err(anyhow::Error::from);
+        };
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let on_signal = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            on_signal.cancel();
+        });
+        let options = mcp::HttpOptions { addr, allow_remote };
+        mcp::serve_http(host, options, shutdown, |bound| {
+            eprintln!(
+                "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
+                mcp::HTTP_PATH
+            );
+        })
+        .await
+        .map_err(anyhow::Error::from)
+    });
+    match result {
+        Err(e) if matches!(e.downcast_ref(), Some(mcp::ServeError::NotLoopback { .. })) => {
+            eprintln!("error: {e}");
+            eprintln!(
+                "hint: bind `127.0.0.1:PORT`, or pass `--allow-remote` to accept remote clients"
+            );
+            Ok(Outcome::Usage)
+        }
+        other => other.map(|()| Outcome::Ok),
+    }
 }
 
 fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Result<Outcome> {

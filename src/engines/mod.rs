@@ -6,8 +6,9 @@
 //! [`registry`], the one place that maps names to code.
 
 pub mod search_conversations;
+pub mod sql;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -24,12 +25,34 @@ pub trait Engine: Send + Sync {
     /// The name a document's frontmatter `engine:` field binds to.
     fn name(&self) -> &'static str;
 
+    /// Specialises the engine for one skill document, for engines configured per skill
+    /// (e.g. `sql` reads the skill's query file). `Ok(None)`, the default, shares this
+    /// engine across skills.
+    ///
+    /// # Errors
+    /// A reason, reported as a diagnostic on the document's `engine-options`.
+    fn bind(&self, binding: &Binding<'_>) -> Result<Option<Arc<dyn Engine>>, String> {
+        let _ = binding;
+        Ok(None)
+    }
+
     /// Runs one call. `args` is a JSON object already validated against the skill's
     /// input schema, with defaults applied.
     ///
     /// # Errors
     /// [`EngineError`] for store failures or argument values the schema cannot express.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError>;
+}
+
+/// What a document gives its engine when it binds: the skill folder, the frontmatter's
+/// `engine-options` (JSON object, `{}` when absent) and the input schema.
+pub struct Binding<'a> {
+    /// Folder holding `SKILL.md`.
+    pub skill_dir: &'a Path,
+    /// `engine-options` from the frontmatter.
+    pub options: &'a Value,
+    /// The skill's input schema.
+    pub input_schema: &'a Value,
 }
 
 /// Errors an engine returns; shown to the caller as a failed call (exit 1, MCP `isError`).
@@ -47,6 +70,9 @@ pub enum EngineError {
         /// What was expected.
         reason: String,
     },
+    /// A query failed, was interrupted or tried to write.
+    #[error("{0}")]
+    Query(String),
     /// A capability the engine needs is not available (e.g. no embedding model).
     #[error("{0}")]
     Unavailable(String),
@@ -106,5 +132,8 @@ impl Context {
 
 /// Every engine this host knows, by name. The one place engines are registered.
 pub fn registry() -> Vec<Arc<dyn Engine>> {
-    vec![Arc::new(search_conversations::SearchConversations)]
+    vec![
+        Arc::new(search_conversations::SearchConversations),
+        Arc::new(sql::Sql),
+    ]
 }

@@ -1,11 +1,13 @@
 //! The skill host: document parsing ([`doc`]), validation and binding ([`skill`]),
-//! argument checking ([`args`]), rendering ([`render`]) and the [`Host`] that ties
-//! them together. The runtime knows no particular engine: engines come from
-//! [`crate::engines::registry`].
+//! argument checking ([`args`]), rendering ([`render`]), the [`Host`] that ties
+//! them together, and its MCP exposure ([`mcp`]). The runtime knows no particular
+//! engine: engines come from [`crate::engines::registry`].
 
 pub mod args;
 pub mod doc;
+pub mod docs;
 pub mod host;
+pub mod mcp;
 pub mod render;
 pub mod skill;
 

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::doc::{Diagnostic, SkillDoc};
-use crate::engines::Engine;
+use crate::engines::{Binding, Engine};
 
 /// The frontmatter schema every document is validated against.
 pub const SKILL_SCHEMA: &str = include_str!("../../schemas/skill.schema.json");
@@ -43,6 +43,9 @@ pub struct Frontmatter {
     /// MCP annotations.
     #[serde(default)]
     pub annotations: Annotations,
+    /// Engine-specific settings (e.g. `store` and `query` for `sql`).
+    #[serde(default)]
+    pub engine_options: Option<Value>,
     /// JSON Schema of the arguments.
     pub input_schema: Value,
     /// JSON Schema of the structured output.
@@ -207,8 +210,26 @@ pub fn bind(
             ));
         }
     }
-    let engine = engines.iter().find(|e| e.name() == meta.engine).cloned();
-    if engine.is_none() {
+    let mut engine = engines.iter().find(|e| e.name() == meta.engine).cloned();
+    if let Some(shared) = &engine {
+        let empty = Value::Object(serde_json::Map::new());
+        let binding = Binding {
+            skill_dir: path.parent().unwrap_or_else(|| Path::new(".")),
+            options: meta.engine_options.as_ref().unwrap_or(&empty),
+            input_schema: &meta.input_schema,
+        };
+        match shared.bind(&binding) {
+            Ok(Some(bound)) => engine = Some(bound),
+            Ok(None) => {}
+            Err(reason) => {
+                let line = doc
+                    .field_line("engine-options")
+                    .or_else(|| doc.field_line("engine"));
+                diags.push(Diagnostic::new(&path, "/engine-options", line, reason));
+                engine = None;
+            }
+        }
+    } else {
         let known: Vec<&str> = engines.iter().map(|e| e.name()).collect();
         diags.push(Diagnostic::new(
             &path,

@@ -1,0 +1,470 @@
+//! Engine `sql`: a drop-in skill is one parameterised, read-only query over a store.
+//!
+//! The skill folder holds a query file (default `query.sql`). Its *structure* may vary
+//! with the arguments through minijinja control blocks (`{% if role %} AND role = $role
+//! {% endif %}`), but argument *values* are only ever bound as parameters: `$name`
+//! placeholders become positional `?` bindings, and `{{ … }}` output expressions are
+//! refused when the skill is bound, so no argument text can reach the SQL text.
+//!
+//! Read-only by construction: DuckDB is opened read-only and the query is wrapped as a
+//! sub-query (`SELECT to_json(q) FROM (<query>) q LIMIT n`), so only a `SELECT` can run;
+//! SQLite is opened read-only with `PRAGMA query_only`. A watchdog interrupts a query
+//! that runs past `timeout-ms`, and at most `max-rows` rows are returned.
+//!
+//! Frontmatter (`engine-options`): `store` (`conversations` → DuckDB table
+//! `all_conversations`, `memories` → SQLite), `query` (file name, default `query.sql`),
+//! `max-rows` (default 1000), `timeout-ms` (default 5000).
+//!
+//! Output: `{"columns": [str], "rows": [{column: value}], "count": int, "truncated": bool}`;
+//! `truncated` is true when the query had more than `max-rows` rows.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::{Binding, Context, Engine, EngineError};
+use crate::stores::StoreError;
+
+const DEFAULT_MAX_ROWS: u64 = 1000;
+const DEFAULT_TIMEOUT_MS: u64 = 5000;
+
+/// The unbound engine registered under `sql`; [`Engine::bind`] makes one
+/// [`SqlQuery`] per skill.
+pub struct Sql;
+
+/// Which store a query reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// DuckDB, table `all_conversations`.
+    Conversations,
+    /// SQLite memories store.
+    Memories,
+}
+
+/// A skill's query, bound and checked.
+pub struct SqlQuery {
+    store: StoreKind,
+    source: String,
+    env: minijinja::Environment<'static>,
+    max_rows: u64,
+    timeout: Duration,
+    arg_names: Vec<String>,
+}
+
+impl Engine for Sql {
+    fn name(&self) -> &'static str {
+        "sql"
+    }
+
+    fn bind(&self, binding: &Binding<'_>) -> Result<Option<Arc<dyn Engine>>, String> {
+        SqlQuery::bind(binding).map(|q| Some(Arc::new(q) as Arc<dyn Engine>))
+    }
+
+    fn call(&self, _args: &Value, _ctx: &Context) -> Result<Value, EngineError> {
+        Err(EngineError::Unavailable(
+            "engine `sql` must be bound to a skill's query".into(),
+        ))
+    }
+}
+
+impl SqlQuery {
+    /// Reads and checks the query of one skill.
+    ///
+    /// # Errors
+    /// A reason naming the option or file at fault: unknown `store`, unreadable query
+    /// file, a `{{ … }}` expression in the query, a template syntax error, or a `$name`
+    /// placeholder that is not an input-schema property.
+    pub fn bind(binding: &Binding<'_>) -> Result<Self, String> {
+        let opts = binding.options;
+        let store = match opts.get("store").and_then(Value::as_str) {
+            Some("conversations") => StoreKind::Conversations,
+            Some("memories") => StoreKind::Memories,
+            Some(other) => {
+                return Err(format!(
+                    "`store`: unknown store `{other}`; expected `conversations` or `memories`"
+                ))
+            }
+            None => return Err("`store` is required: `conversations` or `memories`".into()),
+        };
+        let file = opts
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or("query.sql");
+        let path = binding.skill_dir.join(file);
+        let source = fs_err::read_to_string(&path).map_err(|e| format!("`query`: {e}"))?;
+        if let Some(pos) = source.find("{{") {
+            let line = source[..pos].matches('\n').count() + 1;
+            return Err(format!(
+                "`{file}`:{line}: `{{{{ … }}}}` would splice text into SQL; use `$name` parameters and `{{% if %}}` blocks only"
+            ));
+        }
+        let mut env = minijinja::Environment::new();
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.add_template_owned("query", source.clone())
+            .map_err(|e| format!("`{file}`: {e}"))?;
+        let arg_names: Vec<String> = binding
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        let (_, used) = placeholders(&source);
+        if let Some(unknown) = used.iter().find(|n| !arg_names.contains(n)) {
+            return Err(format!(
+                "`{file}`: `${unknown}` is not an argument of the input schema"
+            ));
+        }
+        let num =
+            |key: &str, default: u64| opts.get(key).and_then(Value::as_u64).unwrap_or(default);
+        Ok(Self {
+            store,
+            source,
+            env,
+            max_rows: num("max-rows", DEFAULT_MAX_ROWS).max(1),
+            timeout: Duration::from_millis(num("timeout-ms", DEFAULT_TIMEOUT_MS).max(1)),
+            arg_names,
+        })
+    }
+
+    /// The query source as written in the skill folder.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Renders the query structure for `args` and returns the SQL with `?` placeholders
+    /// and the values to bind, in order. Absent optional arguments are `null`.
+    ///
+    /// # Errors
+    /// Template rendering errors.
+    pub fn prepare(&self, args: &Value) -> Result<(String, Vec<Value>), EngineError> {
+        let mut ctx = Map::new();
+        for name in &self.arg_names {
+            ctx.insert(name.clone(), args.get(name).cloned().unwrap_or(Value::Null));
+        }
+        let text = self
+            .env
+            .get_template("query")
+            .and_then(|t| t.render(Value::Object(ctx)))
+            .map_err(|e| EngineError::Query(format!("query template: {e}")))?;
+        let (sql, names) = placeholders(&text);
+        let values = names
+            .iter()
+            .map(|n| args.get(n).cloned().unwrap_or(Value::Null))
+            .collect();
+        Ok((sql, values))
+    }
+}
+
+impl Engine for SqlQuery {
+    fn name(&self) -> &'static str {
+        "sql"
+    }
+
+    fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        let (sql, values) = self.prepare(args)?;
+        let sql = sql.trim().trim_end_matches(';').trim_end();
+        let first = first_keyword(sql);
+        if !["select", "with", "from", "values", "table"].contains(&first.as_str()) {
+            return Err(EngineError::Query(format!(
+                "the query starts with `{first}`: skill queries must be one read-only SELECT"
+            )));
+        }
+        let (columns, rows, truncated) = match self.store {
+            StoreKind::Conversations => self.run_duckdb(sql, &values, ctx)?,
+            StoreKind::Memories => self.run_sqlite(sql, &values, &ctx.paths().memories)?,
+        };
+        Ok(json!({"columns": columns, "count": rows.len(), "truncated": truncated, "rows": rows}))
+    }
+}
+
+type Rows = (Vec<String>, Vec<Value>, bool);
+
+impl SqlQuery {
+    fn run_duckdb(&self, sql: &str, values: &[Value], ctx: &Context) -> Result<Rows, EngineError> {
+        let store = ctx.conversations()?;
+        let conn = store.connection()?;
+        let wrapped = format!(
+            "SELECT to_json(q)::VARCHAR FROM ({sql}\n) AS q LIMIT {}",
+            self.max_rows + 1
+        );
+        let params: Vec<Box<dyn duckdb::ToSql>> = values.iter().map(duck_param).collect();
+        let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(AsRef::as_ref).collect();
+        let handle = conn.interrupt_handle();
+        let watchdog = Watchdog::start(self.timeout, move || handle.interrupt());
+        let result = (|| {
+            let mut stmt = conn.prepare(&wrapped)?;
+            let texts = stmt.query_map(refs.as_slice(), |r| r.get::<_, String>(0))?;
+            texts.collect::<Result<Vec<String>, _>>()
+        })();
+        let timed_out = watchdog.stop();
+        let texts = result.map_err(|e| query_error(&e.to_string(), timed_out, self.timeout))?;
+        let mut rows = Vec::with_capacity(texts.len());
+        for t in texts {
+            rows.push(
+                serde_json::from_str::<Value>(&t)
+                    .map_err(|e| EngineError::Query(format!("row JSON: {e}")))?,
+            );
+        }
+        // Column names come from the first row (DuckDB keeps select-list order).
+        let columns = rows
+            .first()
+            .and_then(Value::as_object)
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_else(|| duck_columns(&conn, sql, &refs));
+        Ok(self.cap(columns, rows))
+    }
+
+    fn run_sqlite(&self, sql: &str, values: &[Value], path: &Path) -> Result<Rows, EngineError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()).into());
+        }
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let sqlite_err = |e: rusqlite::Error| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source: e,
+        };
+        let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(sqlite_err)?;
+        conn.execute_batch("PRAGMA query_only = 1")
+            .map_err(sqlite_err)?;
+        let handle = conn.get_interrupt_handle();
+        let watchdog = Watchdog::start(self.timeout, move || handle.interrupt());
+        let result = (|| {
+            let mut stmt = conn.prepare(sql)?;
+            if !stmt.readonly() {
+                return Err(rusqlite::Error::InvalidQuery);
+            }
+            let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+            let params: Vec<rusqlite::types::Value> = values.iter().map(sqlite_param).collect();
+            let mut rows = Vec::new();
+            let mut cursor = stmt.query(rusqlite::params_from_iter(params))?;
+            while let Some(row) = cursor.next()? {
+                let mut obj = Map::new();
+                for (i, c) in columns.iter().enumerate() {
+                    obj.insert(c.clone(), sqlite_value(row.get_ref(i)?));
+                }
+                rows.push(Value::Object(obj));
+                if rows.len() as u64 > self.max_rows {
+                    break;
+                }
+            }
+            Ok((columns, rows))
+        })();
+        let timed_out = watchdog.stop();
+        let (columns, rows) = result.map_err(|e| match e {
+            rusqlite::Error::InvalidQuery => {
+                EngineError::Query("the query writes; skill queries must be read-only".into())
+            }
+            e => query_error(&e.to_string(), timed_out, self.timeout),
+        })?;
+        Ok(self.cap(columns, rows))
+    }
+
+    fn cap(&self, columns: Vec<String>, mut rows: Vec<Value>) -> Rows {
+        let cap = usize::try_from(self.max_rows).unwrap_or(usize::MAX);
+        let truncated = rows.len() > cap;
+        rows.truncate(cap);
+        (columns, rows, truncated)
+    }
+}
+
+fn query_error(message: &str, timed_out: bool, timeout: Duration) -> EngineError {
+    if timed_out {
+        EngineError::Query(format!(
+            "query interrupted after {} ms (`timeout-ms`)",
+            timeout.as_millis()
+        ))
+    } else if message.contains("read-only") || message.contains("readonly") {
+        EngineError::Query(format!(
+            "the query writes; skill queries must be read-only ({message})"
+        ))
+    } else {
+        EngineError::Query(format!("query failed: {message}"))
+    }
+}
+
+/// The first SQL keyword, lowercased, after comments and whitespace.
+fn first_keyword(sql: &str) -> String {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.split_once('\n').map_or("", |(_, r)| r);
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+    }
+    rest.split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// Column names of an empty result, asked of DuckDB by describing the query.
+fn duck_columns(
+    conn: &duckdb::Connection,
+    sql: &str,
+    params: &[&dyn duckdb::ToSql],
+) -> Vec<String> {
+    let described = format!("SELECT * FROM ({sql}\n) AS q LIMIT 0");
+    conn.prepare(&described)
+        .and_then(|mut stmt| {
+            let _ = stmt.query(params)?;
+            Ok(stmt.column_names())
+        })
+        .unwrap_or_default()
+}
+
+/// Replaces `$name` placeholders outside string literals, quoted identifiers and
+/// comments with `?`, returning the new text and the names in order of appearance.
+pub fn placeholders(sql: &str) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(sql.len());
+    let mut names = Vec::new();
+    let chars: Vec<char> = sql.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\'' | '"' => {
+                // Copy a quoted run verbatim (doubled quotes stay inside it).
+                out.push(c);
+                i += 1;
+                while i < chars.len() {
+                    out.push(chars[i]);
+                    if chars[i] == c {
+                        if chars.get(i + 1) == Some(&c) {
+                            out.push(c);
+                            i += 2;
+                            continue;
+                        }
+                        i += 1;
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            '-' if chars.get(i + 1) == Some(&'-') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '$' if chars
+                .get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphabetic() || *n == '_') =>
+            {
+                let start = i + 1;
+                let mut end = start;
+                while end < chars.len() && (chars[end].is_ascii_alphanumeric() || chars[end] == '_')
+                {
+                    end += 1;
+                }
+                names.push(chars[start..end].iter().collect());
+                out.push('?');
+                i = end;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    (out, names)
+}
+
+fn duck_param(v: &Value) -> Box<dyn duckdb::ToSql> {
+    match v {
+        Value::Null => Box::new(Option::<String>::None),
+        Value::Bool(b) => Box::new(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Box::new(i),
+            None => Box::new(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => Box::new(s.clone()),
+        other => Box::new(other.to_string()),
+    }
+}
+
+fn sqlite_param(v: &Value) -> rusqlite::types::Value {
+    use rusqlite::types::Value as V;
+    match v {
+        Value::Null => V::Null,
+        Value::Bool(b) => V::Integer(i64::from(*b)),
+        Value::Number(n) => n
+            .as_i64()
+            .map_or_else(|| V::Real(n.as_f64().unwrap_or(f64::NAN)), V::Integer),
+        Value::String(s) => V::Text(s.clone()),
+        other => V::Text(other.to_string()),
+    }
+}
+
+fn sqlite_value(v: rusqlite::types::ValueRef<'_>) -> Value {
+    use rusqlite::types::ValueRef as R;
+    match v {
+        R::Null => Value::Null,
+        R::Integer(i) => json!(i),
+        R::Real(f) => json!(f),
+        R::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        R::Blob(b) => Value::String(format!("<{} bytes>", b.len())),
+    }
+}
+
+/// Calls `on_timeout` once when `timeout` passes before [`Watchdog::stop`].
+struct Watchdog {
+    cancel: mpsc::Sender<()>,
+    fired: mpsc::Receiver<bool>,
+}
+
+impl Watchdog {
+    fn start(timeout: Duration, on_timeout: impl FnOnce() + Send + 'static) -> Self {
+        let (cancel, cancelled) = mpsc::channel::<()>();
+        let (report, fired) = mpsc::channel::<bool>();
+        std::thread::spawn(move || {
+            let timed_out = matches!(
+                cancelled.recv_timeout(timeout),
+                Err(mpsc::RecvTimeoutError::Timeout)
+            );
+            if timed_out {
+                on_timeout();
+            }
+            let _ = report.send(timed_out);
+        });
+        Self { cancel, fired }
+    }
+
+    /// Stops the watchdog; true when it had already fired.
+    fn stop(self) -> bool {
+        let _ = self.cancel.send(());
+        self.fired.recv().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_skip_strings_and_comments() {
+        let (sql, names) = placeholders(
+            "SELECT '$x', \"$y\" -- $z\nFROM t WHERE a = $role AND b = $role_2 AND c = 'it''s $q'",
+        );
+        assert_eq!(
+            sql,
+            "SELECT '$x', \"$y\" -- $z\nFROM t WHERE a = ? AND b = ? AND c = 'it''s $q'"
+        );
+        assert_eq!(names, ["role", "role_2"]);
+        assert_eq!(placeholders("x::VARCHAR, $1").1, Vec::<String>::new());
+    }
+
+    #[test]
+    fn first_keyword_skips_comments() {
+        assert_eq!(first_keyword("-- c\n /* x */ SELECT 1"), "select");
+        assert_eq!(first_keyword("  insert into t values (1)"), "insert");
+        assert_eq!(first_keyword(""), "");
+    }
+}
