@@ -109,11 +109,11 @@ impl Pattern {
         Self::Wildcard { segments, anchor }
     }
 
-    /// Hashes of the byte trigrams every matching text contains (those of every
-    /// literal piece), deduplicated; empty when the pattern has no literal of 3 bytes.
-    pub fn trigrams(&self) -> Vec<u32> {
+    /// Hashes of the byte `n`-grams (`n` = 3 or 4) every matching text contains (those
+    /// of every literal piece), deduplicated; empty when no literal has `n` bytes.
+    pub fn grams(&self, n: usize) -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
-        let mut add = |lit: &[u8]| out.extend(lit.windows(3).map(gram));
+        let mut add = |lit: &[u8]| out.extend(lit.windows(n).map(gram));
         match self {
             Self::All => {}
             Self::Literal(f) => add(f.needle()),
@@ -363,7 +363,7 @@ impl NewestFirst {
             }
             return out;
         };
-        let grams = pattern.trigrams();
+        let grams = index.map(|ix| pattern.grams(ix.n)).unwrap_or_default();
         match index {
             Some(ix) if !grams.is_empty() => {
                 for block in 0..ix.blocks {
@@ -439,17 +439,22 @@ impl NewestFirst {
 /// Bits per block in a [`BlockIndex`] (a power of two).
 const BLOCK_BITS: usize = 1 << 16;
 
-/// Hash of one byte trigram into `0..BLOCK_BITS`.
+/// Hash of one byte 3- or 4-gram into `0..BLOCK_BITS`.
 fn gram(w: &[u8]) -> u32 {
-    let x = u32::from(w[0]) | u32::from(w[1]) << 8 | u32::from(w[2]) << 16;
+    let x = w
+        .iter()
+        .take(4)
+        .enumerate()
+        .fold(0u32, |acc, (i, &b)| acc | u32::from(b) << (8 * i));
     x.wrapping_mul(0x9E37_79B1) >> 16
 }
 
-/// A trigram filter per block of rows: for each block of `rows_per_block` consecutive
-/// rows (newest first), a 65,536-bit set of the hashed byte trigrams of their folded
-/// text. A block whose set lacks any trigram of the pattern cannot hold a match and is
-/// skipped; false positives only cost a scan, so results are unchanged.
+/// An n-gram filter per block of rows: for each block of `rows_per_block` consecutive
+/// rows (newest first), a 65,536-bit set of the hashed byte n-grams (3 or 4 bytes) of
+/// their folded text. A block whose set lacks any n-gram of the pattern cannot hold a
+/// match and is skipped; false positives only cost a scan, so results are unchanged.
 pub struct BlockIndex {
+    n: usize,
     rows_per_block: usize,
     blocks: usize,
     /// `BLOCK_BITS / 64` words per block.
@@ -457,8 +462,10 @@ pub struct BlockIndex {
 }
 
 impl BlockIndex {
-    /// Builds the filter over `rows` with blocks of `rows_per_block` rows (≥ 1).
-    pub fn build(rows: &NewestFirst, rows_per_block: usize) -> Self {
+    /// Builds the filter of `n`-grams (3 or 4; other values are clamped) over `rows`
+    /// with blocks of `rows_per_block` rows (≥ 1).
+    pub fn build(rows: &NewestFirst, n: usize, rows_per_block: usize) -> Self {
+        let n = n.clamp(3, 4);
         let rows_per_block = rows_per_block.max(1);
         let blocks = rows.len().div_ceil(rows_per_block);
         let words = BLOCK_BITS / 64;
@@ -467,12 +474,13 @@ impl BlockIndex {
             let first = block * rows_per_block;
             let last = (first + rows_per_block).min(rows.len());
             let set = &mut bits[block * words..(block + 1) * words];
-            for w in rows.text[rows.offsets[first]..rows.offsets[last]].windows(3) {
+            for w in rows.text[rows.offsets[first]..rows.offsets[last]].windows(n) {
                 let g = gram(w) as usize;
                 set[g / 64] |= 1 << (g % 64);
             }
         }
         Self {
+            n,
             rows_per_block,
             blocks,
             bits,
@@ -499,9 +507,9 @@ impl BlockIndex {
         ratio
     }
 
-    /// Fraction of blocks `term` cannot rule out (1 when it has no trigram).
+    /// Fraction of blocks `term` cannot rule out (1 when it has no n-gram).
     pub fn selectivity(&self, term: &str) -> f64 {
-        let grams = Pattern::new(term).trigrams();
+        let grams = Pattern::new(term).grams(self.n);
         if grams.is_empty() || self.blocks == 0 {
             return 1.0;
         }
@@ -603,7 +611,8 @@ mod tests {
         let conn = store.connection().unwrap();
         let scan = NewestFirst::load(&conn).unwrap();
         assert_eq!(scan.len(), 3_000 + extra.len());
-        let index = BlockIndex::build(&scan, 16);
+        let index = BlockIndex::build(&scan, 3, 16);
+        let index4 = BlockIndex::build(&scan, 4, 16);
         let terms = [
             "the", "serde", "async fn", "user_id", "user%id", "persofi", gen::ABSENT_TERM,
             "CAFÉ", "café", "Café", "cafe", "caf_", "caf_s", "caf__s", "caf%s", "İSTANBUL",
@@ -627,7 +636,12 @@ mod tests {
                     } else {
                         keys(&scan, &scan.search_indexed(&index, term, role, limit))
                     };
-                    if expected != got || expected != indexed {
+                    let indexed4 = if term.is_empty() && role == Some("user") {
+                        got.clone()
+                    } else {
+                        keys(&scan, &scan.search_indexed(&index4, term, role, limit))
+                    };
+                    if expected != got || expected != indexed || expected != indexed4 {
                         mismatches.push(format!(
                             "{term:?} {role:?} {limit}: duckdb {} rows, scan {} rows, indexed {}",
                             expected.len(),
