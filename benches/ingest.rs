@@ -27,11 +27,17 @@ fn main() -> Result<()> {
     let done = dir.join("complete");
     if !done.exists() {
         let _ = std::fs::remove_dir_all(&dir);
-        eprintln!("writing a Claude Code tree of {messages} messages into {} …", tree.display());
+        eprintln!(
+            "writing a Claude Code tree of {messages} messages into {} …",
+            tree.display()
+        );
         let g = gen::write_claude_code_tree(&tree, Spec { messages, seed })?;
         std::fs::write(
             &done,
-            format!("{} {} {} {}", g.messages, g.conversations, g.text_bytes, g.file_bytes),
+            format!(
+                "{} {} {} {}",
+                g.messages, g.conversations, g.text_bytes, g.file_bytes
+            ),
         )?;
     }
     let meta: Vec<u64> = std::fs::read_to_string(&done)?

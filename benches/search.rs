@@ -34,7 +34,11 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
     ("multibyte `CAFÉ`", "CAFÉ", None),
     ("multibyte `café`", "café", None),
     ("role=user `serde`", "serde", Some("user")),
-    ("role=assistant `persofi`", gen::RARE_TERM, Some("assistant")),
+    (
+        "role=assistant `persofi`",
+        gen::RARE_TERM,
+        Some("assistant"),
+    ),
     ("questions mode", "", Some("user")),
 ];
 
@@ -47,7 +51,11 @@ fn ensure_store(dir: &Path, spec: Spec) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;
-    eprintln!("generating {} messages into {} …", spec.messages, dir.display());
+    eprintln!(
+        "generating {} messages into {} …",
+        spec.messages,
+        dir.display()
+    );
     reset_peak();
     let t = Instant::now();
     let store = ConversationStore::open_rw(&dir.join("conversations.duckdb"))?;
@@ -120,7 +128,10 @@ fn main() -> Result<()> {
     let t = Instant::now();
     let host = Host::load(&skills_dir, Context::new(StorePaths::in_dir(&dir)));
     if host.get("search-conversations").is_none() {
-        bail!("skill `search-conversations` did not load: {:?}", host.diagnostics());
+        bail!(
+            "skill `search-conversations` did not load: {:?}",
+            host.diagnostics()
+        );
     }
     let store = host.context().conversations()?;
     let conn = store.connection()?;
@@ -229,9 +240,10 @@ fn main() -> Result<()> {
             .collect();
         let same = got == expected
             && engine_keys(&out.data) == expected
-            && got_indexed.iter().map(|&i| scan.key(i)).eq(expected
+            && got_indexed
                 .iter()
-                .map(|(c, m)| (c.as_str(), m.as_str())));
+                .map(|&i| scan.key(i))
+                .eq(expected.iter().map(|(c, m)| (c.as_str(), m.as_str())));
         all_same &= same;
         rows.push(vec![
             (*label).to_owned(),

@@ -93,8 +93,8 @@ impl Session {
     }
 
     fn peak_rss(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -127,7 +127,9 @@ fn main() -> Result<()> {
         .status()
         .is_ok_and(|s| s.success());
     if !has_serve {
-        println!("## skills serve\n\nskipped: this build of `skills` has no `serve` subcommand yet\n");
+        println!(
+            "## skills serve\n\nskipped: this build of `skills` has no `serve` subcommand yet\n"
+        );
         return Ok(());
     }
     let starts = common::env_usize("BENCH_SERVE_STARTS", 20);
@@ -167,7 +169,10 @@ fn main() -> Result<()> {
     s.handshake()?;
     let mut rows = Vec::new();
     for (label, args) in [
-        ("questions mode (DuckDB, no text scan)", json!({"term": "", "role": "user"})),
+        (
+            "questions mode (DuckDB, no text scan)",
+            json!({"term": "", "role": "user"}),
+        ),
         ("term `serde` (DuckDB ILIKE)", json!({"term": "serde"})),
     ] {
         let mut samples = Vec::new();

@@ -128,6 +128,7 @@ impl Spec {
 }
 
 /// Function words, in rough frequency order (the head of the Zipf distribution).
+#[rustfmt::skip]
 const COMMON: &[&str] = &[
     "the", "to", "and", "a", "of", "is", "in", "it", "that", "for", "you", "this", "i", "with",
     "on", "be", "not", "are", "as", "we", "can", "have", "do", "but", "if", "or", "from", "at",
@@ -145,6 +146,7 @@ const COMMON: &[&str] = &[
 ];
 
 /// Technical tokens (identifiers, tools, paths), ranked after [`COMMON`].
+#[rustfmt::skip]
 const TECH: &[&str] = &[
     "serde", "tokio", "async", "fn", "struct", "impl", "trait", "Result", "Option", "Vec",
     "String", "DuckDB", "SQLite", "query", "index", "cargo", "clippy", "rustc", "python",
@@ -167,12 +169,14 @@ const TECH: &[&str] = &[
 ];
 
 /// Multibyte words, including case variants whose folding differs by script.
+#[rustfmt::skip]
 const MULTIBYTE: &[&str] = &[
     "café", "Café", "CAFÉ", "naïve", "résumé", "Straße", "Zürich", "Ελληνικά", "Σοφία",
     "ΣΟΦΙΑ", "日本語", "東京", "中文", "привет", "Москва", "ПРИВЕТ", "🚀", "✓", "→", "İstanbul",
     "Ærø", "façade", "jalapeño", "Ōsaka", "한국어", "emoji😀", "coöperate", "ﬁle", "crème",
 ];
 
+#[rustfmt::skip]
 const ONSETS: &[&str] = &[
     "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "br", "ch",
     "cl", "dr", "fl", "gr", "pl", "pr", "sh", "st", "th", "tr",
@@ -525,7 +529,8 @@ pub fn write_claude_code_tree(dir: &Path, spec: Spec) -> std::io::Result<Generat
             Ok(line.len() as u64 + 1)
         };
         let title = first.conversation_title.clone().unwrap_or_default();
-        out.file_bytes += write(&json!({"type": "summary", "summary": title, "leafUuid": first.message_id}))?;
+        out.file_bytes +=
+            write(&json!({"type": "summary", "summary": title, "leafUuid": first.message_id}))?;
         for m in &conversation {
             let ts = m.timestamp.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
             let common = |kind: &str, message: serde_json::Value, uuid: &str| {
@@ -571,9 +576,12 @@ mod tests {
     fn same_seed_same_corpus_other_seed_other_corpus() {
         let a: Vec<_> = Generator::new(Spec::new(500)).flatten().collect();
         let b: Vec<_> = Generator::new(Spec::new(500)).flatten().collect();
-        let c: Vec<_> = Generator::new(Spec { messages: 500, seed: 7 })
-            .flatten()
-            .collect();
+        let c: Vec<_> = Generator::new(Spec {
+            messages: 500,
+            seed: 7,
+        })
+        .flatten()
+        .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(a.len(), 500);
@@ -585,7 +593,10 @@ mod tests {
         assert_eq!(all.len(), 20_000);
         let bytes: usize = all.iter().map(|m| m.content.len()).sum();
         let mean = bytes / all.len();
-        assert!((300..=500).contains(&mean), "mean message size {mean} bytes");
+        assert!(
+            (300..=500).contains(&mean),
+            "mean message size {mean} bytes"
+        );
         let has = |p: &dyn Fn(&Message) -> bool| all.iter().filter(|m| p(m)).count();
         assert!(has(&|m| m.role == "user") > 9_000);
         assert!(has(&|m| m.content.contains('?')) > 2_000);
