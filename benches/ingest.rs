@@ -57,7 +57,8 @@ fn main() -> Result<()> {
         reset_peak();
         let t = Instant::now();
         let store = ConversationStore::open_rw(&store_dir.join("conversations.duckdb"))?;
-        let summary = skills::ingest::ingest_paths(&store, &[tree.clone()], &mut |_, _| {});
+        let summary =
+            skills::ingest::ingest_paths(&store, std::slice::from_ref(&tree), &mut |_, _| {});
         drop(store);
         let elapsed = t.elapsed();
         peak = peak.max(peak_rss());

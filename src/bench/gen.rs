@@ -246,9 +246,9 @@ impl Vocabulary {
             let syllables = rng.range(1, 4);
             let mut w = String::new();
             for _ in 0..syllables {
-                w.push_str(*rng.pick(ONSETS));
-                w.push_str(*rng.pick(VOWELS));
-                w.push_str(*rng.pick(CODAS));
+                w.push_str(rng.pick::<&str>(ONSETS));
+                w.push_str(rng.pick::<&str>(VOWELS));
+                w.push_str(rng.pick::<&str>(CODAS));
             }
             if seen.insert(w.clone()) {
                 words.push(w);
