@@ -61,6 +61,17 @@ enum Command {
         #[arg(long, value_name = "JSON", conflicts_with = "args")]
         args_json: Option<String>,
     },
+    /// Run every skill's verification checklist as conformance tests (or only NAME…).
+    Verify {
+        /// Skill names (default: every skill).
+        names: Vec<String>,
+        /// Fixture corpora folder. Default: `tests/conformance/fixtures` of this source tree.
+        #[arg(long, env = "SKILLS_FIXTURES_DIR")]
+        fixtures_dir: Option<PathBuf>,
+        /// List the check vocabulary (id, what it proves, parameter schema) and exit.
+        #[arg(long)]
+        list_checks: bool,
+    },
     /// Serve every skill as an MCP tool (and its SKILL.md as a resource) over stdio,
     /// or over streamable HTTP at `/mcp` with `--http`. Logs go to stderr.
     Serve {
@@ -73,6 +84,9 @@ enum Command {
         #[arg(long, requires = "http")]
         allow_remote: bool,
     },
+    /// Durable memories for memo-search: import notes, add one.
+    #[command(subcommand)]
+    Memo(MemoCommand),
     /// Generate documentation from the skill documents: markdown and HTML pages
     /// (`--out DIR`), or JSON (`--format json`, the tool definitions as `tools/list` serves them).
     Docs {
@@ -82,6 +96,43 @@ enum Command {
         /// `site` (markdown + HTML into `--out`) or `json` (to stdout, or `skills.json` in `--out`).
         #[arg(long, value_enum)]
         format: Option<DocsFormat>,
+        /// Do not run the verification checklists (items show `not run`).
+        #[arg(long)]
+        no_verify: bool,
+    },
+}
+
+/// `skills memo …`.
+#[derive(Subcommand)]
+enum MemoCommand {
+    /// Import memory files: markdown with YAML frontmatter (Claude Code `memory/*.md`,
+    /// `MEMORY.md`, basic-memory notes, vault files), JSONL, Letta `.af`. Re-importing
+    /// updates changed memories and adds nothing twice.
+    Import {
+        /// Files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Add one memory.
+    Add {
+        /// Title (else the body's first line).
+        #[arg(long)]
+        title: Option<String>,
+        /// Body text; `-` reads it from stdin.
+        #[arg(long)]
+        body: String,
+        /// Memory type, e.g. decision, fact, bug, feedback, preference, note, procedure.
+        #[arg(long = "type")]
+        kind: Option<String>,
+        /// A tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// A file the memory was read from (repeatable).
+        #[arg(long = "file-read")]
+        files_read: Vec<String>,
+        /// A file the memory is about / modified (repeatable).
+        #[arg(long = "file-modified")]
+        files_modified: Vec<String>,
     },
 }
 
@@ -297,8 +348,25 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
             })
         }
         Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
+        Command::Verify {
+            names,
+            fixtures_dir,
+            list_checks,
+        } => {
+            if *list_checks {
+                let checks = skills::runtime::conformance::checks::describe();
+                print_json(out, &checks)?;
+                return Ok(Outcome::Ok);
+            }
+            verify(cli, names, fixtures_dir.as_deref(), out)
+        }
         Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
-        Command::Docs { out: dir, format } => docs(cli, dir.as_deref(), *format, out),
+        Command::Memo(command) => memo(cli, command, out),
+        Command::Docs {
+            out: dir,
+            format,
+            no_verify,
+        } => docs(cli, dir.as_deref(), *format, !*no_verify, out),
         Command::Run {
             name,
             args: pairs,
@@ -391,20 +459,93 @@ fn skill_summary(s: &skills::runtime::Skill) -> Value {
     })
 }
 
-/// `skills docs`: writes the docs site or prints its JSON.
+fn verify(
+    cli: &Cli,
+    names: &[String],
+    fixtures_dir: Option<&Path>,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    use skills::runtime::conformance::{Options, Verifier, VerifyError};
+    let fixtures_dir = fixtures_dir.map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"),
+        Path::to_path_buf,
+    );
+    let options = Options {
+        skills_dir: skills_dir(cli),
+        fixtures_dir,
+        binary: std::env::current_exe().ok(),
+    };
+    let verifier = Verifier::new(options)?;
+    warn_diagnostics(verifier.host());
+    let report = match verifier.run_all(names) {
+        Ok(report) => report,
+        Err(e @ VerifyError::UnknownSkill { .. }) => {
+            eprintln!("error: {e}");
+            return Ok(Outcome::Usage);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if cli.json {
+        print_json(out, &serde_json::to_value(&report)?)?;
+    } else {
+        writeln!(out, "{}", report.to_text())?;
+    }
+    Ok(if report.failed == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::Failed
+    })
+}
+
+/// `skills docs`: writes the docs site or prints its JSON. Unless `--no-verify`, the
+/// checklists are run first (as `skills verify` does) so each item shows its result.
 fn docs(
     cli: &Cli,
     dir: Option<&Path>,
     format: Option<DocsFormat>,
+    verify: bool,
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    use skills::runtime::docs;
+    use skills::runtime::conformance::{Options, Status, Verifier};
+    use skills::runtime::docs::{self, ItemStatus};
     let host = load_host(cli)?;
     warn_diagnostics(&host);
+    let report = if verify {
+        let options = Options {
+            skills_dir: skills_dir(cli),
+            fixtures_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"),
+            binary: std::env::current_exe().ok(),
+        };
+        Some(Verifier::new(options)?.run_all(&[])?)
+    } else {
+        None
+    };
+    let status_of = |s: &skills::runtime::Skill| -> Vec<ItemStatus> {
+        let Some(report) = &report else {
+            return Vec::new();
+        };
+        report
+            .items
+            .iter()
+            .filter(|i| i.skill == s.name())
+            .map(|i| {
+                let (status, detail) = match i.status {
+                    Status::Pass => ("pass", None),
+                    Status::Excluded => ("excluded", i.reason.clone()),
+                    Status::Fail => ("fail", i.failures().first().cloned()),
+                };
+                ItemStatus {
+                    text: i.item.clone(),
+                    status: status.into(),
+                    detail,
+                }
+            })
+            .collect()
+    };
     let tool_of = |s: &skills::runtime::Skill| {
         serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default()
     };
-    let data = docs::docs_data(&host, &tool_of, &|_| Vec::new());
+    let data = docs::docs_data(&host, &tool_of, &status_of);
     match (format.unwrap_or(DocsFormat::Site), dir) {
         (DocsFormat::Json, None) => write!(out, "{}", docs::to_json_text(&data))?,
         (DocsFormat::Json, Some(dir)) => {
@@ -426,6 +567,72 @@ fn docs(
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// `skills memo import|add`: writes the memories store.
+fn memo(cli: &Cli, command: &MemoCommand, out: &mut impl Write) -> Result<Outcome> {
+    use skills::ingest::memories::{add_memory, import_paths, MemoryInput};
+    use skills::stores::memories::MemoryStore;
+    let path = store_paths(cli)?.memories;
+    let store = MemoryStore::open_rw(&path)?;
+    match command {
+        MemoCommand::Import { paths } => {
+            let summary = import_paths(&store, paths)?;
+            if cli.json {
+                let mut value = serde_json::to_value(&summary)?;
+                value["store"] = json!(path);
+                print_json(out, &value)?;
+            } else {
+                writeln!(out, "{summary}")?;
+                writeln!(out, "store: {}", path.display())?;
+            }
+            Ok(if summary.files == 0 && !summary.faults.is_empty() {
+                Outcome::Failed
+            } else {
+                Outcome::Ok
+            })
+        }
+        MemoCommand::Add {
+            title,
+            body,
+            kind,
+            tags,
+            files_read,
+            files_modified,
+        } => {
+            let body = if body == "-" {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+                text
+            } else {
+                body.clone()
+            };
+            let input = MemoryInput {
+                title: title.clone().unwrap_or_default(),
+                kind: kind.clone(),
+                tags: tags.clone(),
+                body,
+                files_read: files_read.clone(),
+                files_modified: files_modified.clone(),
+                ..MemoryInput::default()
+            };
+            match add_memory(&store, input) {
+                Ok(id) => {
+                    if cli.json {
+                        print_json(out, &json!({ "id": id, "store": path }))?;
+                    } else {
+                        writeln!(out, "added {id}")?;
+                    }
+                    Ok(Outcome::Ok)
+                }
+                Err(skills::ingest::memories::AddMemoryError::Empty) => {
+                    eprintln!("error: a memory needs `--title` or a non-empty `--body`");
+                    Ok(Outcome::Usage)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
 }
 
 /// `skills serve`: runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP).

@@ -123,6 +123,71 @@ const CHATGPT: &[Expected] = &[
     ("librechat__chatgpt-tree.json", 6, 1, &[]),
 ];
 
+const CODEX: &[Expected] = &[
+    ("agent-history__real-codex-session-01.jsonl", 3, 8, &[]),
+    ("brain-mcp__sample_codex.jsonl", 2, 3, &[]),
+    ("brain-mcp__sample_codex_mixed.jsonl", 6, 1, &[]),
+    ("cass__2025__11__25__rollout-test.jsonl", 2, 3, &[]),
+    ("cass__2025__11__26__rollout-tool-call.jsonl", 2, 3, &[]),
+    ("ccrider__subagent_v2.jsonl", 2, 3, &[]),
+    (
+        "claude-code-log__rollout-44444444-legacy-bare.jsonl",
+        2,
+        1,
+        &[],
+    ),
+    (
+        "claude-code-transcripts__sample_codex_session.jsonl",
+        3,
+        8,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl",
+        53,
+        649,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+        301,
+        2421,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl",
+        5,
+        14,
+        &[],
+    ),
+    (
+        "localpush__rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl",
+        9,
+        54,
+        &[],
+    ),
+];
+
+const GEMINI_CLI: &[Expected] = &[
+    ("agent-history__gemini_with_tool_error.jsonl", 9, 1, &[]),
+    ("agent-history__real-gemini-session-01.json", 2, 0, &[]),
+    ("brain-mcp__sample_gemini_cli.json", 4, 0, &[]),
+    ("cass__hash123__chats__session-test.json", 2, 0, &[]),
+];
+
+const PI: &[Expected] = &[
+    ("agent-history__real-pi-session-01.jsonl", 2, 4, &[]),
+    ("brain-mcp__sample_clawdbot.jsonl", 4, 2, &[]),
+    ("brain-mcp__sample_pi.jsonl", 4, 6, &[]),
+    (
+        "cass__2024-01-15T10-30-00-000Z_abc12345-1234-5678-9abc-def012345678.jsonl",
+        4,
+        4,
+        &[],
+    ),
+    ("ccrider__redacted_real.jsonl", 2, 4, &[]),
+];
+
 fn check_file(
     dir: &Path,
     (name, messages, skipped, faults): &Expected,
@@ -204,6 +269,93 @@ fn corpus_chatgpt_per_file() {
         CHATGPT.len(),
         "every corpus file has an expectation"
     );
+}
+
+#[test]
+fn corpus_codex_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("codex");
+    for expected in CODEX {
+        check_file(&dir, expected, Format::Codex);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(on_disk, CODEX.len(), "every corpus file has an expectation");
+
+    // Subagent rollout with two session_meta lines: the first (the child) names it;
+    // its messages exist only as events.
+    let sub = ingest::import_file(&dir.join("ccrider__subagent_v2.jsonl")).expect("import");
+    assert!(sub
+        .messages
+        .iter()
+        .all(|m| m.conversation_id == "0199a001-0000-7000-8000-00000000c41d"));
+    assert_eq!(
+        sub.messages[1].content,
+        "Updated the pins and the lockfile."
+    );
+    assert_eq!(sub.messages[1].model.as_deref(), Some("gpt-6.1"));
+    // Legacy bare rollout: items have no time and take the session's.
+    let bare =
+        ingest::import_file(&dir.join("claude-code-log__rollout-44444444-legacy-bare.jsonl"))
+            .expect("import");
+    assert!(bare.messages.iter().all(|m| m.timestamp_is_fallback
+        && m.timestamp.to_rfc3339() == "2026-01-04T05:06:07+00:00"
+        && m.conversation_id == "44444444-4444-4444-8444-444444444444"));
+    // Real rollout: user images set the attachment flag, assistant messages carry the model.
+    let real =
+        ingest::import_file(&dir.join(
+            "localpush__rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+        ))
+        .expect("import");
+    assert!(real.messages.iter().any(|m| m.has_attachment));
+    assert!(real
+        .messages
+        .iter()
+        .filter(|m| m.role == "assistant")
+        .all(|m| m.model.is_some()));
+}
+
+#[test]
+fn corpus_gemini_cli_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("gemini-cli");
+    for expected in GEMINI_CLI {
+        check_file(&dir, expected, Format::GeminiCli);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(
+        on_disk,
+        GEMINI_CLI.len(),
+        "every corpus file has an expectation"
+    );
+    // `type: "model"` (older) is an assistant message too.
+    let old =
+        ingest::import_file(&dir.join("cass__hash123__chats__session-test.json")).expect("import");
+    assert_eq!(old.messages[1].role, "assistant");
+    assert_eq!(old.messages[1].conversation_id, "test-session-1");
+}
+
+#[test]
+fn corpus_pi_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("pi");
+    for expected in PI {
+        check_file(&dir, expected, Format::Pi);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(on_disk, PI.len(), "every corpus file has an expectation");
+    let v3 = ingest::import_file(&dir.join("brain-mcp__sample_pi.jsonl")).expect("import");
+    let last = &v3.messages[2];
+    assert_eq!(last.message_id, "a3e5ccf6");
+    assert_eq!(last.parent_id.as_deref(), Some("92d4bbe5"));
+    assert_eq!(last.model.as_deref(), Some("claude-opus-5"));
+    assert_eq!(last.project.as_deref(), Some("/Users/example/my-project"));
+    let real =
+        ingest::import_file(&dir.join("agent-history__real-pi-session-01.jsonl")).expect("import");
+    assert_eq!(
+        real.messages[0].conversation_title.as_deref(),
+        Some("agent-history pi smoke")
+    );
+    assert_eq!(real.messages[1].model.as_deref(), Some("gpt-5.5"));
 }
 
 #[test]
@@ -293,35 +445,50 @@ fn corpus_details() {
 fn corpus_in_one_store_and_reimport_adds_nothing() {
     let Some(corpus) = corpus() else { return };
     let store = ConversationStore::open_in_memory().expect("in-memory store");
-    let paths = [corpus.join("claude-code"), corpus.join("chatgpt-export")];
+    let paths =
+        ["claude-code", "chatgpt-export", "codex", "gemini-cli", "pi"].map(|d| corpus.join(d));
     let mut files = Vec::new();
     let first = ingest::ingest_paths(&store, &paths, &mut |path, s| {
         files.push((path.to_path_buf(), s.added))
     });
     let parsed_cc: usize = CLAUDE_CODE.iter().map(|e| e.1).sum();
     let parsed_gpt: usize = CHATGPT.iter().map(|e| e.1).sum();
+    let parsed_codex: usize = CODEX.iter().map(|e| e.1).sum();
+    let parsed_other: usize = GEMINI_CLI.iter().chain(PI).map(|e| e.1).sum();
     assert_eq!(
         first.files_seen,
-        CLAUDE_CODE.len() + CHATGPT.len(),
+        CLAUDE_CODE.len() + CHATGPT.len() + CODEX.len() + GEMINI_CLI.len() + PI.len(),
         "{first}"
     );
     assert_eq!(first.files_imported, first.files_seen);
-    assert_eq!(first.messages_parsed, parsed_cc + parsed_gpt);
+    assert_eq!(
+        first.messages_parsed,
+        parsed_cc + parsed_gpt + parsed_codex + parsed_other
+    );
     assert_eq!(first.faults.len(), 3, "{first}");
-    // Hand-made fixtures reuse ids (`msg-1`/`msg-2` in both ccrider files, `node-user` /
-    // `node-assistant` in two cass files) in different conversations: rows are keyed by
-    // (source, conversation, message id), so all of them are stored.
-    assert_eq!(first.messages_added, parsed_cc + parsed_gpt, "{first}");
+    // Hand-made fixtures reuse ids (`msg-1`/`msg-2` in both ccrider files and in
+    // brain-mcp's ChatGPT sample, `node-user`/`node-assistant` in two cass files) in
+    // different conversations: rows are keyed by (source, conversation, message id),
+    // so all of them are stored.
+    assert_eq!(
+        first.messages_added,
+        parsed_cc + parsed_gpt + parsed_codex + parsed_other,
+        "{first}"
+    );
     let added_of = |name: &str| {
         files
             .iter()
             .find(|(p, _)| p.ends_with(name))
             .map(|(_, a)| *a)
     };
-    assert_eq!(added_of("ccrider__sample.jsonl"), Some(0));
-    assert_eq!(added_of("cass__conv-structured-parts.json"), Some(0));
+    assert_eq!(added_of("ccrider__sample.jsonl"), Some(2));
+    assert_eq!(added_of("cass__conv-structured-parts.json"), Some(2));
+    assert_eq!(added_of("brain-mcp__sample_chatgpt.json"), Some(2));
     assert_eq!(first.sources["claude-code"].files, CLAUDE_CODE.len());
     assert_eq!(first.sources["chatgpt"].parsed, parsed_gpt);
+    assert_eq!(first.sources["codex"].added, parsed_codex);
+    assert_eq!(first.sources["gemini-cli"].files, GEMINI_CLI.len());
+    assert_eq!(first.sources["pi"].files, PI.len());
     assert_eq!(
         store.count().expect("count"),
         u64::try_from(first.messages_added).expect("small")
@@ -342,7 +509,14 @@ fn bundled_sample_imports_cleanly() {
     });
     assert!(summary.is_clean(), "{summary}");
     assert_eq!(summary.files_seen, 5, "{summary}");
-    assert_eq!(summary.files_ignored, 1, "README.md"); // the README next to the data
+    // The README next to the data, and the memory notes of `data/sample/memories`
+    // (imported by the memories importer, not this one).
+    let memory_notes = fs_err::read_dir(sample().join("memories")).map_or(0, Iterator::count);
+    assert_eq!(
+        summary.files_ignored,
+        1 + memory_notes,
+        "README.md and memory notes"
+    );
     assert_eq!(
         (
             summary.messages_parsed,
@@ -444,7 +618,7 @@ fn malformed_line_is_reported_and_the_rest_imports() {
     assert_eq!((import.messages.len(), import.skipped), (8, 4));
 
     let store = ConversationStore::open_in_memory().expect("in-memory store");
-    let summary = ingest::ingest_paths(&store, &[copy.clone()], &mut |_, _| {});
+    let summary = ingest::ingest_paths(&store, &[copy], &mut |_, _| {});
     assert_eq!(
         (
             summary.files_imported,
@@ -500,13 +674,78 @@ fn discover_honours_claude_config_dir() {
     fs_err::write(export.join("conversations.json"), "[]").expect("write");
     std::env::set_var("CLAUDE_CONFIG_DIR", dir.path());
     std::env::set_var("SKILLS_CHATGPT_EXPORT", &export);
+    std::env::set_var("CODEX_HOME", dir.path().join("no-codex-here"));
+    std::env::set_var("HOME", dir.path()); // no ~/.gemini or ~/.pi here
     let found = ingest::discover();
     assert_eq!(
         found,
         [
-            project.join("abc.jsonl"),
+            // Sorted by path: `abc/…` before `abc.jsonl` (components compare first).
             project.join("abc/subagents/agent-1.jsonl"),
+            project.join("abc.jsonl"),
             export.join("conversations.json")
         ]
+    );
+}
+
+#[test]
+fn any_corpus_file_or_truncation_never_panics() {
+    let Some(corpus) = corpus() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut detected = Vec::new();
+    for sub in fs_err::read_dir(&corpus)
+        .expect("corpus")
+        .filter_map(Result::ok)
+    {
+        if !sub.path().is_dir() {
+            continue;
+        }
+        for file in fs_err::read_dir(sub.path())
+            .expect("dir")
+            .filter_map(Result::ok)
+        {
+            let path = file.path();
+            let bytes = fs_err::read(&path).expect("read");
+            let format = ingest::detect(&path);
+            if let Some(format) = format {
+                detected.push(format!(
+                    "{}/{} {format}",
+                    sub.file_name().to_string_lossy(),
+                    file.file_name().to_string_lossy()
+                ));
+            }
+            let _ = ingest::import_file(&path);
+            for cut in [
+                bytes.len() / 3,
+                bytes.len() / 2,
+                bytes.len().saturating_sub(1),
+            ] {
+                let copy = dir.path().join(file.file_name());
+                fs_err::write(&copy, &bytes[..cut]).expect("write");
+                if let Some(format) = format {
+                    let _ = ingest::import_as(&copy, format);
+                }
+                let _ = ingest::import_file(&copy);
+            }
+        }
+    }
+    detected.sort();
+    let ours = [
+        "claude-code/",
+        "chatgpt-export/",
+        "codex/",
+        "gemini-cli/",
+        "pi/",
+    ];
+    let outside: Vec<&String> = detected
+        .iter()
+        .filter(|d| !ours.iter().any(|p| d.starts_with(p)))
+        .collect();
+    // Cursor's agent transcripts use Claude Code's line shape exactly (type, message,
+    // uuid, sessionId); only their location tells them apart.
+    assert_eq!(
+        outside,
+        ["cursor/brain-mcp__sample_cursor_transcript.jsonl claude-code"],
+        "files of other tools detected as ours"
     );
 }

@@ -5,6 +5,7 @@
 //! nothing about MCP, the CLI or templates. All engines are registered in
 //! [`registry`], the one place that maps names to code.
 
+pub mod memo_search;
 pub mod search_conversations;
 pub mod sql;
 
@@ -14,6 +15,8 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::stores::conversations::ConversationStore;
+use crate::stores::embedder::{EmbedError, Embedder};
+use crate::stores::memories::MemoryStore;
 use crate::stores::{StoreError, StorePaths};
 
 /// A retrieval engine.
@@ -82,6 +85,8 @@ pub enum EngineError {
 pub struct Context {
     paths: StorePaths,
     conversations: OnceLock<Arc<ConversationStore>>,
+    memories: OnceLock<Arc<MemoryStore>>,
+    embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
     now: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -91,6 +96,8 @@ impl Context {
         Self {
             paths,
             conversations: OnceLock::new(),
+            memories: OnceLock::new(),
+            embedder: OnceLock::new(),
             now: None,
         }
     }
@@ -124,6 +131,37 @@ impl Context {
         Ok(self.conversations.get_or_init(|| store).clone())
     }
 
+    /// Fixes the embedding model (`None`: no model) instead of loading the default one
+    /// from `$SKILLS_MODEL_DIR` — tests and conformance runs.
+    #[must_use]
+    pub fn with_embedder(self, embedder: Option<Arc<Embedder>>) -> Self {
+        let _ = self.embedder.set(embedder.ok_or(EmbedError::Disabled));
+        self
+    }
+
+    /// The memories store, opened read-only on first use.
+    ///
+    /// # Errors
+    /// [`StoreError::Missing`] when nothing was imported yet, or a SQLite error.
+    pub fn memories(&self) -> Result<Arc<MemoryStore>, StoreError> {
+        if let Some(store) = self.memories.get() {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(MemoryStore::open_ro(&self.paths.memories)?);
+        Ok(self.memories.get_or_init(|| store).clone())
+    }
+
+    /// The embedding model, loaded on first use from [`Embedder::default_dir`] (or
+    /// the one fixed by [`Context::with_embedder`]).
+    ///
+    /// # Errors
+    /// [`EmbedError`] saying why no model is available.
+    pub fn embedder(&self) -> Result<Arc<Embedder>, EmbedError> {
+        self.embedder
+            .get_or_init(|| Embedder::load_default().map(Arc::new))
+            .clone()
+    }
+
     /// Path of the memories store.
     pub fn memories_path(&self) -> PathBuf {
         self.paths.memories.clone()
@@ -134,6 +172,7 @@ impl Context {
 pub fn registry() -> Vec<Arc<dyn Engine>> {
     vec![
         Arc::new(search_conversations::SearchConversations),
+        Arc::new(memo_search::MemoSearch),
         Arc::new(sql::Sql),
     ]
 }

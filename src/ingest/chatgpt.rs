@@ -8,8 +8,8 @@
 //! the walk starts at the newest leaf: among nodes that are no node's `parent`, the one
 //! whose `message.create_time` is greatest (a leaf without a time counts as oldest),
 //! ties broken by the greatest node id. A `current_node` missing from `mapping` is a
-//! [`Fault`] and the newest leaf is used instead; a `parent` missing from `mapping` (or
-//! a cycle) is a [`Fault`] and the conversation starts below it.
+//! [`Fault`](super::Fault) and the newest leaf is used instead; a `parent` missing from `mapping` (or
+//! a cycle) is a [`Fault`](super::Fault) and the conversation starts below it.
 //!
 //! Mapping to [`Message`]:
 //! - only `user` and `assistant` authors with non-empty text are messages; `system`
@@ -35,8 +35,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::claude_code::kind_of;
-use super::{parse_time, strip_bom, Fault, FileImport, IngestError, Message};
+use super::{kind_of, parse_time, strip_bom, Fault, FileImport, IngestError, Message};
 
 const SOURCE: &str = "chatgpt";
 
@@ -146,18 +145,15 @@ fn import_conversation(
             .get(id)
             .and_then(|n| n.get("parent"))
             .and_then(Value::as_str);
-        cursor = match parent {
-            None => None,
-            Some(p) => match mapping.get_key_value(p) {
-                Some((k, _)) => Some(k.as_str()),
-                None => {
-                    out.faults.push(fault(format!(
-                        "node `{id}` has `parent` `{p}`, which is not in `mapping`; the conversation starts at `{id}`"
-                    )));
-                    None
-                }
-            },
-        };
+        cursor = parent.and_then(|p| {
+            let found = mapping.get_key_value(p).map(|(k, _)| k.as_str());
+            if found.is_none() {
+                out.faults.push(fault(format!(
+                    "node `{id}` has `parent` `{p}`, which is not in `mapping`; the conversation starts at `{id}`"
+                )));
+            }
+            found
+        });
     }
     path_ids.reverse();
 

@@ -10,7 +10,7 @@
 //!   `has_attachment`. A line whose text is empty or whitespace is skipped (counted);
 //! - every other line (`summary`, `file-history-snapshot`, `progress`, `system`,
 //!   `queue-operation`, `ai-title`…) is skipped and counted;
-//! - a line that is not valid JSON, or not an object, is a [`Fault`] with its 1-based
+//! - a line that is not valid JSON, or not an object, is a [`Fault`](super::Fault) with its 1-based
 //!   line number; the other lines still import. Lines have no length limit;
 //! - `conversation_id` is the file's first `sessionId`, else the file stem. A subagent
 //!   file (stem `agent-*`, a line with `isSidechain: true` or an `agentId`) gets
@@ -24,13 +24,12 @@
 //!   time of the nearest earlier line that had one, else the file's first time, else
 //!   the file's modification time, with `timestamp_is_fallback` set.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{parse_time, stable_id, strip_bom, Fault, FileImport, IngestError, Message};
+use super::{parse_time, read_jsonl, stable_id, str_field, FileImport, IngestError, Message};
 
 const SOURCE: &str = "claude-code";
 
@@ -84,7 +83,6 @@ struct Pending {
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened or read.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let mut reader = std::io::BufReader::new(fs_err::File::open(path)?);
     let mut out = FileImport::default();
     let mut pending: Vec<Pending> = Vec::new();
     let mut session_id: Option<String> = None;
@@ -95,58 +93,15 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
     let mut custom_title: Option<String> = None;
     let mut ai_title: Option<String> = None;
     let mut summary_title: Option<String> = None;
+    let mut skipped = 0usize;
 
-    let mut buf = Vec::new();
-    let mut line_no = 0usize;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
-            std::io::Error::new(
-                e.kind(),
-                format!("reading `{}` after line {line_no}: {e}", path.display()),
-            )
-        })?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        let bytes = if line_no == 1 {
-            strip_bom(&buf)
-        } else {
-            &buf[..]
-        };
-        if bytes.trim_ascii().is_empty() {
-            continue;
-        }
-        let value: Value = match serde_json::from_slice(bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                out.faults.push(Fault::new(
-                    path,
-                    Some(line_no),
-                    format!("invalid JSON: {e}"),
-                ));
-                continue;
-            }
-        };
-        let Some(obj) = value.as_object() else {
-            out.faults.push(Fault::new(
-                path,
-                Some(line_no),
-                format!("expected a JSON object, found {}", kind_of(&value)),
-            ));
-            continue;
-        };
-        let str_field = |key: &str| {
-            obj.get(key)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-        };
+    read_jsonl(path, &mut out.faults, |line_no, obj| {
+        let field = |key: &str| str_field(&obj, key);
         if session_id.is_none() {
-            session_id = str_field("sessionId").map(str::to_owned);
+            session_id = field("sessionId").map(str::to_owned);
         }
         if agent_id.is_none() {
-            agent_id = str_field("agentId").map(str::to_owned);
+            agent_id = field("agentId").map(str::to_owned);
         }
         sidechain |= obj
             .get("isSidechain")
@@ -159,32 +114,32 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             last_time = Some(t);
         }
 
-        let kind = str_field("type").unwrap_or("");
+        let kind = field("type").unwrap_or("");
         match kind {
             "custom-title" => {
-                custom_title = str_field("customTitle").map(str::to_owned).or(custom_title)
+                custom_title = field("customTitle")
+                    .map(str::to_owned)
+                    .or(custom_title.take());
             }
-            "ai-title" => ai_title = str_field("aiTitle").map(str::to_owned).or(ai_title),
-            "summary" => {
-                if summary_title.is_none() {
-                    summary_title = str_field("summary").map(str::to_owned);
-                }
+            "ai-title" => ai_title = field("aiTitle").map(str::to_owned).or(ai_title.take()),
+            "summary" if summary_title.is_none() => {
+                summary_title = field("summary").map(str::to_owned);
             }
             _ => {}
         }
         if !matches!(kind, "user" | "assistant") {
-            out.skipped += 1;
-            continue;
+            skipped += 1;
+            return;
         }
         let message = obj.get("message");
         let Some((text, has_attachment)) = message.and_then(|m| m.get("content")).map(extract)
         else {
-            out.skipped += 1;
-            continue;
+            skipped += 1;
+            return;
         };
         if text.trim().is_empty() {
-            out.skipped += 1;
-            continue;
+            skipped += 1;
+            return;
         }
         let role = message
             .and_then(|m| m.get("role"))
@@ -195,19 +150,20 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             line: line_no,
             role: role.to_owned(),
             text,
-            uuid: str_field("uuid").map(str::to_owned),
-            parent: str_field("parentUuid").map(str::to_owned),
+            uuid: field("uuid").map(str::to_owned),
+            parent: field("parentUuid").map(str::to_owned),
             model: message
                 .and_then(|m| m.get("model"))
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned),
-            project: str_field("cwd").map(str::to_owned),
+            project: field("cwd").map(str::to_owned),
             time,
             earlier_time,
             has_attachment,
         });
-    }
+    })?;
+    out.skipped = skipped;
 
     let stem = path
         .file_stem()
@@ -285,18 +241,6 @@ fn extract(content: &Value) -> (String, bool) {
             (texts.join("\n"), attachment)
         }
         _ => (String::new(), false),
-    }
-}
-
-/// A JSON value's kind, for fault reasons.
-pub(super) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -5,6 +5,10 @@
 //! Importers know nothing about skills, engines or the CLI; writing goes through
 //! [`crate::stores::conversations::ConversationStore`].
 //!
+//! Formats (one private module each, documenting its mapping): Claude Code sessions
+//! (`claude_code`), ChatGPT exports (`chatgpt`), Codex CLI rollouts (`codex`), Gemini
+//! CLI chats (`gemini`) and pi sessions (`pi`).
+//!
 //! Entry points:
 //! - [`detect`] tells the [`Format`] of a file from its extension and first bytes;
 //! - [`import_file`] parses one file into a [`FileImport`] (nothing is stored);
@@ -18,6 +22,11 @@
 
 mod chatgpt;
 mod claude_code;
+mod codex;
+mod gemini;
+mod pi;
+
+pub mod memories;
 
 use std::path::{Path, PathBuf};
 
@@ -36,8 +45,10 @@ pub struct Message {
     pub conversation_id: String,
     /// Conversation title when the source records one.
     pub conversation_title: Option<String>,
-    /// Stable message id: the source's own id when present, else a SHA-256 of
-    /// (source, conversation id, position, text) — never salted, never time-based.
+    /// Stable message id: the source's own id when present, else a lowercase-hex
+    /// SHA-256 of (source, conversation id, line or position, text) — never salted,
+    /// never time-based. Rows are keyed by (source, conversation id, message id), so
+    /// re-importing a file adds nothing.
     pub message_id: String,
     /// Parent message id when the source records one.
     pub parent_id: Option<String>,
@@ -112,7 +123,7 @@ pub enum IngestError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The file is not in any format [`detect`] recognises.
-    #[error("`{}`: not a recognised transcript format (expected Claude Code `.jsonl` or ChatGPT `conversations.json`)", .0.display())]
+    #[error("`{}`: not a recognised transcript format", .0.display())]
     UnknownFormat(PathBuf),
     /// A whole-document format (ChatGPT export) is not valid JSON.
     #[error("`{}`: invalid JSON: {source}", path.display())]
@@ -161,7 +172,17 @@ pub enum Format {
     /// subagent files `agent-*.jsonl`). Source name `claude-code`.
     ClaudeCode,
     /// ChatGPT data export `conversations.json`. Source name `chatgpt`.
+    #[serde(rename = "chatgpt")]
     ChatGpt,
+    /// Codex CLI rollout JSONL (`~/.codex/sessions/**/rollout-*.jsonl`), enveloped or
+    /// legacy. Source name `codex`.
+    Codex,
+    /// Gemini CLI chat (`~/.gemini/tmp/<project>/chats/session-*.json`, or the JSON
+    /// Lines form). Source name `gemini-cli`.
+    GeminiCli,
+    /// pi coding-agent session JSONL (`~/.pi/agent/sessions/--<cwd>--/*.jsonl`).
+    /// Source name `pi`.
+    Pi,
 }
 
 impl Format {
@@ -170,6 +191,9 @@ impl Format {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::ChatGpt => "chatgpt",
+            Self::Codex => "codex",
+            Self::GeminiCli => "gemini-cli",
+            Self::Pi => "pi",
         }
     }
 }
@@ -186,10 +210,17 @@ const PEEK_BYTES: usize = 256 * 1024;
 /// Tells the format of `path` from its extension and its first bytes (at most
 /// 256 KiB are read), or `None` when it is none of [`Format`] or cannot be read.
 ///
-/// - `.jsonl`: the first complete lines are parsed; a Claude Code line has a
-///   `type` such as `user`/`assistant`/`summary`/`file-history-snapshot` with a
-///   `message` object, `parentUuid` or `sessionId`.
-/// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export).
+/// - `.jsonl`: the first complete lines (up to 16) are parsed and the first that
+///   decides wins. A Claude Code line has a `type` such as `user`/`assistant` with a
+///   `message` object, a `parentUuid`, or a `summary`/`file-history-snapshot`… type
+///   with `sessionId`/`leafUuid`/`snapshot`; a Codex line is an envelope
+///   `{"type": "session_meta"|"response_item"|…, "payload": {…}}` or a legacy bare
+///   `{"type": "message", "role", "content": […]}`; a Gemini CLI line has
+///   `projectHash` and `sessionId`, or `type` `gemini` with `content`; a pi line is
+///   `{"type": "session", "id"}`, `{"type": "message", "message": {"role"}}` or a
+///   `model_change`/`thinking_level_change` entry.
+/// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export), or a
+///   `"messages"` key with `"projectHash"` or `"sessionId"` (Gemini CLI).
 pub fn detect(path: &Path) -> Option<Format> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     if ext != "jsonl" && ext != "json" {
@@ -197,7 +228,12 @@ pub fn detect(path: &Path) -> Option<Format> {
     }
     let head = peek(path).ok()?;
     if ext == "json" {
-        return contains(&head, b"\"mapping\"").then_some(Format::ChatGpt);
+        if contains(&head, b"\"mapping\"") {
+            return Some(Format::ChatGpt);
+        }
+        let gemini = contains(&head, b"\"messages\"")
+            && (contains(&head, b"\"projectHash\"") || contains(&head, b"\"sessionId\""));
+        return gemini.then_some(Format::GeminiCli);
     }
     let mut complete = head.split(|&b| b == b'\n').collect::<Vec<_>>();
     if head.len() == PEEK_BYTES {
@@ -213,6 +249,15 @@ pub fn detect(path: &Path) -> Option<Format> {
         };
         if claude_code::looks_like(&value) {
             return Some(Format::ClaudeCode);
+        }
+        if codex::looks_like(&value) {
+            return Some(Format::Codex);
+        }
+        if gemini::looks_like(&value) {
+            return Some(Format::GeminiCli);
+        }
+        if pi::looks_like(&value) {
+            return Some(Format::Pi);
         }
     }
     // A first line longer than the peek window: fall back on markers.
@@ -235,6 +280,79 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// Removes a UTF-8 byte-order mark.
 fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+/// Reads a JSON Lines file record by record, with no line-length limit. Blank lines
+/// are ignored; a line that is not valid JSON or not a JSON object becomes a [`Fault`]
+/// (1-based line number) and reading goes on. `on_record` gets each object and its
+/// line number.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened or read.
+pub(crate) fn read_jsonl(
+    path: &Path,
+    faults: &mut Vec<Fault>,
+    mut on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
+) -> Result<(), IngestError> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(fs_err::File::open(path)?);
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("reading `{}` after line {line_no}: {e}", path.display()),
+            )
+        })?;
+        if n == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let bytes = if line_no == 1 { strip_bom(line) } else { line };
+        if bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(serde_json::Value::Object(obj)) => on_record(line_no, obj),
+            Ok(other) => faults.push(Fault::new(
+                path,
+                Some(line_no),
+                format!("expected a JSON object, found {}", kind_of(&other)),
+            )),
+            Err(e) => faults.push(Fault::new(
+                path,
+                Some(line_no),
+                format!("invalid JSON: {e}"),
+            )),
+        }
+    }
+}
+
+/// A JSON value's kind, for fault reasons ("an array", "a number"…).
+pub(crate) fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A non-empty string field of a JSON object.
+pub(crate) fn str_field<'a>(
+    obj: &'a serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'a str> {
+    obj.get(key)
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// Parses one file in its detected format. Nothing is stored.
@@ -260,6 +378,9 @@ pub fn import_as(path: &Path, format: Format) -> Result<FileImport, IngestError>
     match format {
         Format::ClaudeCode => claude_code::import(path, fallback),
         Format::ChatGpt => chatgpt::import(path, fallback),
+        Format::Codex => codex::import(path, fallback),
+        Format::GeminiCli => gemini::import(path, fallback),
+        Format::Pi => pi::import(path, fallback),
     }
 }
 
@@ -336,6 +457,10 @@ pub(crate) fn stable_id(fields: &[&str]) -> String {
 /// - Claude Code: `$CLAUDE_CONFIG_DIR/projects` when `CLAUDE_CONFIG_DIR` is set and not
 ///   empty, else `~/.claude/projects` (all `*.jsonl` below it, recursively, including
 ///   `<session>/subagents/agent-*.jsonl`);
+/// - Codex CLI: `$CODEX_HOME/sessions` when `CODEX_HOME` is set and not empty, else
+///   `~/.codex/sessions` (all `*.jsonl` below it);
+/// - Gemini CLI: `~/.gemini/tmp/*/chats/*.json` and `*.jsonl`;
+/// - pi: `~/.pi/agent/sessions` (all `*.jsonl` below it);
 /// - ChatGPT: `$SKILLS_CHATGPT_EXPORT` when set: a `conversations.json` file, or a
 ///   directory (an unzipped export) searched for `conversations.json`.
 ///
@@ -350,6 +475,30 @@ pub fn discover() -> Vec<PathBuf> {
     let claude = env("CLAUDE_CONFIG_DIR").or_else(|| dirs::home_dir().map(|h| h.join(".claude")));
     if let Some(projects) = claude.map(|d| d.join("projects")).filter(|p| p.is_dir()) {
         found.extend(walk(&projects).into_iter().filter(|p| has_ext(p, "jsonl")));
+    }
+    let codex = env("CODEX_HOME").or_else(|| dirs::home_dir().map(|h| h.join(".codex")));
+    if let Some(sessions) = codex.map(|d| d.join("sessions")).filter(|p| p.is_dir()) {
+        found.extend(walk(&sessions).into_iter().filter(|p| has_ext(p, "jsonl")));
+    }
+    let home = dirs::home_dir();
+    if let Some(tmp) = home
+        .as_ref()
+        .map(|h| h.join(".gemini/tmp"))
+        .filter(|p| p.is_dir())
+    {
+        found.extend(walk(&tmp).into_iter().filter(|p| {
+            (has_ext(p, "json") || has_ext(p, "jsonl"))
+                && p.parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == "chats")
+        }));
+    }
+    if let Some(pi) = home
+        .as_ref()
+        .map(|h| h.join(".pi/agent/sessions"))
+        .filter(|p| p.is_dir())
+    {
+        found.extend(walk(&pi).into_iter().filter(|p| has_ext(p, "jsonl")));
     }
     if let Some(export) = env("SKILLS_CHATGPT_EXPORT") {
         if export.is_file() {
@@ -392,8 +541,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
                 out.push(entry.path());
             }
         }
-        // Depth-first in name order.
-        stack.extend(subdirs.into_iter().rev());
+        stack.extend(subdirs);
     }
     out.sort();
     out
@@ -595,4 +743,132 @@ fn ingest_one(
         }
     }
     fs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn format_serialises_as_its_source_name() {
+        for f in [
+            Format::ClaudeCode,
+            Format::ChatGpt,
+            Format::Codex,
+            Format::GeminiCli,
+            Format::Pi,
+        ] {
+            assert_eq!(
+                serde_json::to_value(f).expect("serialise"),
+                json!(f.source())
+            );
+        }
+    }
+
+    #[test]
+    fn parse_time_variants() {
+        let t = |v: serde_json::Value| parse_time(&v).map(|t| t.to_rfc3339());
+        assert_eq!(
+            t(json!("2025-03-10T11:14:02.5+02:00")).as_deref(),
+            Some("2025-03-10T09:14:02.500+00:00")
+        );
+        assert_eq!(
+            t(json!("2025-03-10T09:14:02")).as_deref(),
+            Some("2025-03-10T09:14:02+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000.25)).as_deref(),
+            Some("2023-11-14T22:13:20.250+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000_250_i64)).as_deref(),
+            Some("2023-11-14T22:13:20.250+00:00")
+        );
+        assert_eq!(t(json!("yesterday")), None);
+        assert_eq!(t(json!(null)), None);
+        assert_eq!(t(json!(1e300)), None);
+    }
+
+    #[test]
+    fn stable_id_separates_fields() {
+        assert_ne!(stable_id(&["ab", "c"]), stable_id(&["a", "bc"]));
+        assert_eq!(stable_id(&["x"]).len(), 64);
+    }
+
+    #[test]
+    fn detect_by_extension_and_content() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cases = [
+            (
+                "a.jsonl",
+                r#"{"type":"summary","summary":"s","leafUuid":"u"}"#,
+                Some(Format::ClaudeCode),
+            ),
+            (
+                "b.jsonl",
+                r#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}"#,
+                Some(Format::Codex),
+            ),
+            (
+                "c.jsonl",
+                r#"{"type":"session","version":3,"id":"x"}"#,
+                Some(Format::Pi),
+            ),
+            (
+                "d.jsonl",
+                r#"{"sessionId":"s","projectHash":"h","startTime":"t"}"#,
+                Some(Format::GeminiCli),
+            ),
+            (
+                "e.json",
+                r#"[{"title":"t","mapping":{}}]"#,
+                Some(Format::ChatGpt),
+            ),
+            (
+                "f.json",
+                r#"{"sessionId":"s","messages":[]}"#,
+                Some(Format::GeminiCli),
+            ),
+            ("g.jsonl", r#"{"hello":"world"}"#, None),
+            ("h.txt", r#"{"type":"summary","leafUuid":"u"}"#, None),
+            ("i.json", "{}", None),
+        ];
+        for (name, text, want) in cases {
+            let path = dir.path().join(name);
+            fs_err::write(&path, text).expect("write");
+            assert_eq!(detect(&path), want, "{name}");
+        }
+        assert_eq!(detect(&dir.path().join("missing.jsonl")), None);
+    }
+
+    #[test]
+    fn summary_display() {
+        let mut s = IngestSummary {
+            files_seen: 2,
+            files_imported: 1,
+            messages_parsed: 3,
+            ..Default::default()
+        };
+        s.faults.push(Fault::new(
+            Path::new("x.jsonl"),
+            Some(4),
+            "invalid JSON: oops",
+        ));
+        s.sources.insert(
+            "pi".into(),
+            SourceCounts {
+                files: 1,
+                parsed: 3,
+                added: 3,
+                skipped: 0,
+            },
+        );
+        assert_eq!(
+            s.to_string(),
+            "1 of 2 files imported: 3 messages parsed, 0 new, 0 records skipped, 1 faults\n  \
+             pi: 1 files, 3 messages parsed, 3 new, 0 skipped\n  fault: `x.jsonl`:4: invalid JSON: oops\n"
+        );
+        assert!(!s.is_clean());
+    }
 }

@@ -4,6 +4,7 @@
 //! engine: engines come from [`crate::engines::registry`].
 
 pub mod args;
+pub mod conformance;
 pub mod doc;
 pub mod docs;
 pub mod host;

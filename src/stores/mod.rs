@@ -2,6 +2,8 @@
 //! memories (SQLite with FTS5). Stores know nothing about skills, engines or MCP.
 
 pub mod conversations;
+pub mod embedder;
+pub mod memories;
 
 use std::path::PathBuf;
 

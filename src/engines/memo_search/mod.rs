@@ -1,0 +1,754 @@
+//! Engine `memo_search`: ranked retrieval over durable memories (SQLite + FTS5 +
+//! static embeddings) in five modes.
+//!
+//! - `bm25`: the query's word tokens (as FTS5's `unicode61 remove_diacritics 2`
+//!   tokenizer cuts them), each quoted so user text is never FTS5 syntax, joined with
+//!   AND; OR only when AND finds nothing. Column weights title 5, tags 3, body 1.
+//! - `exact`: strict AND, no fallback, weights title 10, tags 8, body 1.
+//! - `fuzzy`: each token also matches indexed terms within optimal-string-alignment
+//!   distance 1 (2 from 8 characters; none up to 2 characters), found in the FTS5
+//!   vocabulary; AND of token groups, OR fallback; weights 5/3/1.
+//! - `vec`: cosine similarity between the query's embedding and stored unit vectors.
+//! - `hybrid` (default and any unrecognised mode): Reciprocal Rank Fusion (k = 60) of
+//!   the vec, bm25 and exact legs, each taking max(2·limit, 20) candidates. Filters run
+//!   inside every leg's SQL, so they can never starve the result.
+//!
+//! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
+//! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
+//! Ties break on newer `updated`, then smaller id, so one input always gives one order.
+//!
+//! The engine only reads: the store is opened read-only and nothing (not even access
+//! counts) is written. `source` is logged to stderr when `SKILLS_LOG` contains `debug`.
+
+pub mod fuzzy;
+pub mod when;
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params_from_iter, Connection};
+use serde_json::{json, Map, Value};
+
+use super::{Context, Engine, EngineError};
+use crate::ingest::memories::parse_when;
+use crate::stores::embedder::{cosine, Embedder};
+use crate::stores::memories::{decode_vector, format_time, json_list, MemoryStore};
+
+/// Default and bounds of `limit`.
+pub const DEFAULT_LIMIT: i64 = 10;
+/// Largest `limit`; larger values are clamped.
+pub const MAX_LIMIT: i64 = 500;
+/// Default `body_chars`.
+pub const DEFAULT_BODY_CHARS: i64 = 280;
+/// Reciprocal Rank Fusion constant.
+pub const RRF_K: f64 = 60.0;
+/// Most distinct query words searched (FTS5 expressions stay small).
+pub const MAX_TOKENS: usize = 64;
+/// Most vocabulary terms one fuzzy token expands to (closest first).
+pub const MAX_EXPANSIONS: usize = 32;
+
+/// Retrieval mode (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// RRF of vec, bm25 and exact.
+    Hybrid,
+    /// Embedding cosine only.
+    Vec,
+    /// FTS5 BM25, AND then OR.
+    Bm25,
+    /// FTS5 strict AND with a strong title/tag boost.
+    Exact,
+    /// Typo-tolerant FTS5.
+    Fuzzy,
+}
+
+impl Mode {
+    /// Parses a mode name (case-insensitive); `None` for anything unrecognised.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "hybrid" => Some(Self::Hybrid),
+            "vec" => Some(Self::Vec),
+            "bm25" => Some(Self::Bm25),
+            "exact" => Some(Self::Exact),
+            "fuzzy" => Some(Self::Fuzzy),
+            _ => None,
+        }
+    }
+
+    /// The mode's name as the schema spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hybrid => "hybrid",
+            Self::Vec => "vec",
+            Self::Bm25 => "bm25",
+            Self::Exact => "exact",
+            Self::Fuzzy => "fuzzy",
+        }
+    }
+}
+
+/// Checked arguments of one search (the engine's "HiArgs").
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Trimmed query text.
+    pub query: String,
+    /// Mode actually used.
+    pub mode: Mode,
+    /// Restrict to this type (lowercased).
+    pub kind: Option<String>,
+    /// Inclusive lower bound on `updated`, as stored text.
+    pub from: Option<String>,
+    /// Inclusive upper bound on `updated`, as stored text.
+    pub to: Option<String>,
+    /// Lowercased path fragment (file mode).
+    pub file: Option<String>,
+    /// Hits wanted, 1..=500.
+    pub limit: usize,
+    /// Body cap in characters; `None` disables truncation.
+    pub body_chars: Option<usize>,
+    /// Add per-hit `explain` and a `trace`.
+    pub explain: bool,
+    /// Notes collected while checking arguments.
+    pub notes: Vec<String>,
+}
+
+impl Request {
+    /// Checks `args` (already schema-validated) against the clock `now`.
+    ///
+    /// # Errors
+    /// [`EngineError::Argument`] naming `date_from` or `date_to` when a bound does not
+    /// parse as an ISO date or datetime.
+    pub fn from_args(args: &Value, now: DateTime<Utc>) -> Result<Self, EngineError> {
+        let text = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        };
+        let mut notes = Vec::new();
+        let query = text("query").unwrap_or("").to_owned();
+        let mode = match text("mode") {
+            None => Mode::Hybrid,
+            Some(m) => Mode::parse(m).unwrap_or_else(|| {
+                notes.push(format!("unrecognised mode `{m}`: used hybrid"));
+                Mode::Hybrid
+            }),
+        };
+        let raw_limit = args
+            .get("limit")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_LIMIT);
+        let limit = raw_limit.clamp(1, MAX_LIMIT);
+        if limit != raw_limit {
+            notes.push(format!("limit {raw_limit} clamped to {limit}"));
+        }
+        let body_chars = args
+            .get("body_chars")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_BODY_CHARS);
+        let body_chars = usize::try_from(body_chars).ok();
+        let mut explain = args
+            .get("explain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let file = text("file").map(str::to_ascii_lowercase);
+        let kind = text("type").map(str::to_lowercase);
+        let (mut from, mut to) = (None, None);
+        if file.is_some() {
+            let ignored: Vec<&str> = ["date_from", "date_to", "when"]
+                .into_iter()
+                .filter(|k| text(k).is_some())
+                .collect();
+            let mut parts: Vec<String> = ignored.iter().map(|k| format!("`{k}`")).collect();
+            if explain {
+                parts.push("`explain`".into());
+                explain = false;
+            }
+            if !parts.is_empty() {
+                notes.push(format!("file mode: {} not applied", parts.join(", ")));
+            }
+        } else if text("date_from").is_some() || text("date_to").is_some() {
+            if let Some(s) = text("date_from") {
+                from = Some(format_time(
+                    &parse_bound(s, false).ok_or_else(|| bad_date("date_from", s))?,
+                ));
+            }
+            if let Some(s) = text("date_to") {
+                to = Some(format_time(
+                    &parse_bound(s, true).ok_or_else(|| bad_date("date_to", s))?,
+                ));
+            }
+            if let Some(w) = text("when") {
+                notes.push(format!(
+                    "`when` \"{w}\" ignored because date_from/date_to is set"
+                ));
+            }
+        } else if let Some(w) = text("when") {
+            match when::parse(w, now.date_naive()) {
+                Some((a, b)) => {
+                    from = Some(day_start(a));
+                    to = Some(day_end(b));
+                }
+                None => notes.push(format!(
+                    "`when` \"{w}\" not recognised: no date filter applied"
+                )),
+            }
+        }
+        Ok(Self {
+            query,
+            mode,
+            kind,
+            from,
+            to,
+            file,
+            limit: usize::try_from(limit).unwrap_or(1),
+            body_chars,
+            explain,
+            notes,
+        })
+    }
+}
+
+fn bad_date(name: &str, value: &str) -> EngineError {
+    EngineError::Argument {
+        name: name.into(),
+        reason: format!(
+            "`{value}` is not an ISO date or datetime (e.g. 2026-07-01 or 2026-07-01T09:30:00Z)"
+        ),
+    }
+}
+
+/// A bound: a bare date is the start (`upper = false`) or end (`upper = true`) of that
+/// UTC day; a datetime without offset is UTC.
+fn parse_bound(s: &str, upper: bool) -> Option<DateTime<Utc>> {
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        let t = if upper {
+            d.and_hms_opt(23, 59, 59)
+        } else {
+            d.and_hms_opt(0, 0, 0)
+        };
+        return t.map(|t| t.and_utc());
+    }
+    parse_when(s)
+}
+
+fn day_start(d: NaiveDate) -> String {
+    format!("{}T00:00:00Z", d.format("%Y-%m-%d"))
+}
+
+fn day_end(d: NaiveDate) -> String {
+    format!("{}T23:59:59Z", d.format("%Y-%m-%d"))
+}
+
+/// The engine (stateless; the store and model come from the [`Context`]).
+pub struct MemoSearch;
+
+impl Engine for MemoSearch {
+    fn name(&self) -> &'static str {
+        "memo_search"
+    }
+
+    /// Output shape: `{"hits": [{"id", "title", "type", "tags": [str], "created",
+    /// "updated" (UTC `YYYY-MM-DDTHH:MM:SSZ`), "body", "body_truncated"?: true,
+    /// "score": number, "files_read": [str], "files_modified": [str], "explain"?: {..}}],
+    /// "mode": str, "count": int, "note"?: str, "trace"?: [{"stage", ..}]}`.
+    fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        if let Some(source) = args.get("source").and_then(Value::as_str) {
+            if std::env::var("SKILLS_LOG").is_ok_and(|v| v.contains("debug")) {
+                eprintln!("debug: memo_search called by source `{source}`");
+            }
+        }
+        let req = Request::from_args(args, ctx.now())?;
+        if req.query.is_empty() {
+            return Ok(finish(
+                &req,
+                Vec::new(),
+                vec!["empty query: no hits".into()],
+                None,
+            ));
+        }
+        let store = ctx.memories()?;
+        let embedder = ctx.embedder();
+        search(
+            &store,
+            embedder.as_deref().map_err(ToString::to_string),
+            &req,
+        )
+    }
+}
+
+/// One leg's ranked candidates: `(rowid, score)`, best first.
+type Ranked = Vec<(i64, f64)>;
+
+/// Runs `req` against `store`. `embedder` is the model, or why there is none.
+///
+/// # Errors
+/// [`EngineError::Unavailable`] in `vec` mode without a model (or without stored
+/// embeddings from it); [`EngineError::Store`] on SQLite failures.
+pub fn search(
+    store: &MemoryStore,
+    embedder: Result<&Embedder, String>,
+    req: &Request,
+) -> Result<Value, EngineError> {
+    let mut notes = req.notes.clone();
+    let mut trace: Vec<Value> = Vec::new();
+    let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
+    if tokens.len() > MAX_TOKENS {
+        notes.push(format!(
+            "query has {} distinct words: only {MAX_TOKENS} were searched",
+            tokens.len()
+        ));
+        tokens.truncate(MAX_TOKENS);
+    }
+    trace.push(json!({
+        "stage": "parse", "mode": req.mode.as_str(), "tokens": tokens, "limit": req.limit,
+        "filters": {"type": req.kind, "from": req.from, "to": req.to, "file": req.file},
+    }));
+    if tokens.is_empty() {
+        notes.push("query has no searchable words: no hits".into());
+        return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
+    }
+    let filter = Filter::new(req);
+    let conn = store.lock();
+    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
+    let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
+    match req.mode {
+        Mode::Bm25 => legs.push((
+            "bm25",
+            bm25_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Exact => legs.push((
+            "exact",
+            exact_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Fuzzy => legs.push((
+            "fuzzy",
+            fuzzy_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Vec => {
+            let embedder = embedder
+                .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
+            let ranked = vec_leg(&conn, embedder, &req.query, &filter, req.limit, &mut trace)
+                .map_err(map_err)?;
+            if ranked.is_none() {
+                return Err(EngineError::Unavailable(format!(
+                    "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
+                    embedder.name()
+                )));
+            }
+            legs.push(("vec", ranked.unwrap_or_default()));
+        }
+        Mode::Hybrid => {
+            let n = (2 * req.limit).max(20);
+            match embedder {
+                Ok(embedder) => match vec_leg(&conn, embedder, &req.query, &filter, n, &mut trace).map_err(map_err)? {
+                    Some(ranked) => legs.push(("vec", ranked)),
+                    None => notes.push(format!(
+                        "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
+                        embedder.name()
+                    )),
+                },
+                Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
+            }
+            legs.push((
+                "bm25",
+                bm25_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?,
+            ));
+            legs.push((
+                "exact",
+                exact_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?,
+            ));
+        }
+    }
+
+    let fused = fuse(req.mode, &legs, req.limit, &mut trace);
+    let rows =
+        load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>()).map_err(map_err)?;
+    drop(conn);
+    let mut hits = Vec::with_capacity(fused.len());
+    for f in &fused {
+        let Some(row) = rows.get(&f.rowid) else {
+            continue;
+        };
+        let mut hit = row.clone();
+        if let Some(max) = req.body_chars {
+            truncate_body(&mut hit, max);
+        }
+        hit.insert("score".into(), json!(round6(f.score)));
+        if req.explain {
+            let mut legs_json = Map::new();
+            for (name, rank, score) in &f.legs {
+                legs_json.insert(
+                    (*name).into(),
+                    json!({"rank": rank, "score": round6(*score)}),
+                );
+            }
+            let mut explain = json!({"legs": legs_json});
+            if req.mode == Mode::Hybrid {
+                explain["rrf"] = json!({"k": RRF_K, "score": round6(f.score)});
+            }
+            hit.insert("explain".into(), explain);
+        }
+        hits.push(Value::Object(hit));
+    }
+    trace.push(json!({"stage": "output", "hits": hits.len(), "body_chars": req.body_chars}));
+    Ok(finish(req, hits, notes, req.explain.then_some(trace)))
+}
+
+fn finish(req: &Request, hits: Vec<Value>, notes: Vec<String>, trace: Option<Vec<Value>>) -> Value {
+    let mut out = json!({"hits": hits, "mode": req.mode.as_str(), "count": hits.len()});
+    if !notes.is_empty() {
+        out["note"] = json!(notes.join("; "));
+    }
+    if let Some(trace) = trace {
+        out["trace"] = json!(trace);
+    }
+    out
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn truncate_body(hit: &mut Map<String, Value>, max: usize) {
+    let Some(body) = hit.get("body").and_then(Value::as_str) else {
+        return;
+    };
+    if body.chars().count() > max {
+        let cut: String = body.chars().take(max).collect();
+        hit.insert("body".into(), json!(format!("{cut}…")));
+        hit.insert("body_truncated".into(), json!(true));
+    }
+}
+
+/// Filter clause over `memories m`, shared by every leg.
+struct Filter {
+    sql: String,
+    params: Vec<SqlValue>,
+}
+
+impl Filter {
+    fn new(req: &Request) -> Self {
+        let mut sql = String::new();
+        let mut params = Vec::new();
+        if let Some(kind) = &req.kind {
+            sql.push_str(" AND m.type = ?");
+            params.push(SqlValue::Text(kind.clone()));
+        }
+        if let Some(from) = &req.from {
+            sql.push_str(" AND m.updated >= ?");
+            params.push(SqlValue::Text(from.clone()));
+        }
+        if let Some(to) = &req.to {
+            sql.push_str(" AND m.updated <= ?");
+            params.push(SqlValue::Text(to.clone()));
+        }
+        if let Some(file) = &req.file {
+            sql.push_str(
+                " AND (EXISTS (SELECT 1 FROM json_each(m.files_read) j WHERE instr(lower(j.value), ?) > 0) \
+                 OR EXISTS (SELECT 1 FROM json_each(m.files_modified) j WHERE instr(lower(j.value), ?) > 0))",
+            );
+            params.push(SqlValue::Text(file.clone()));
+            params.push(SqlValue::Text(file.clone()));
+        }
+        Self { sql, params }
+    }
+}
+
+/// The query's tokens exactly as the store's FTS5 tokenizer (`unicode61
+/// remove_diacritics 2`) cuts and folds them: sorted, unique. Uses a private
+/// in-memory database, never the store.
+fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
+    let conn = Connection::open_in_memory()?;
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = 'unicode61 remove_diacritics 2');
+         CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'row');",
+    )?;
+    conn.execute("INSERT INTO q(x) VALUES (?1)", [text])?;
+    let mut stmt = conn.prepare("SELECT term FROM qv ORDER BY term")?;
+    let terms = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(terms)
+}
+
+fn quote(term: &str) -> String {
+    format!("\"{}\"", term.replace('"', "\"\""))
+}
+
+fn fts_query(
+    conn: &Connection,
+    match_expr: &str,
+    weights: (f64, f64, f64),
+    filter: &Filter,
+    n: usize,
+) -> Result<Ranked, rusqlite::Error> {
+    let sql = format!(
+        "SELECT m.rowid, bm25(memories_fts, {}, {}, {}) AS s FROM memories_fts \
+         JOIN memories m ON m.rowid = memories_fts.rowid \
+         WHERE memories_fts MATCH ?{} ORDER BY s ASC, m.updated DESC, m.id ASC LIMIT {}",
+        weights.0, weights.1, weights.2, filter.sql, n
+    );
+    let mut params = vec![SqlValue::Text(match_expr.to_owned())];
+    params.extend(filter.params.iter().cloned());
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(params.iter()), |r| {
+            Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// AND of the groups; OR of them when AND finds nothing and there is more than one.
+fn and_then_or(
+    conn: &Connection,
+    leg: &str,
+    groups: &[String],
+    weights: (f64, f64, f64),
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Ranked, rusqlite::Error> {
+    let and = groups.join(" AND ");
+    let ranked = fts_query(conn, &and, weights, filter, n)?;
+    if !ranked.is_empty() || groups.len() < 2 {
+        trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
+        return Ok(ranked);
+    }
+    let or = groups.join(" OR ");
+    let ranked = fts_query(conn, &or, weights, filter, n)?;
+    trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
+    Ok(ranked)
+}
+
+fn bm25_leg(
+    conn: &Connection,
+    tokens: &[String],
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Ranked, rusqlite::Error> {
+    let groups: Vec<String> = tokens.iter().map(|t| quote(t)).collect();
+    and_then_or(conn, "bm25", &groups, (5.0, 3.0, 1.0), filter, n, trace)
+}
+
+fn exact_leg(
+    conn: &Connection,
+    tokens: &[String],
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Ranked, rusqlite::Error> {
+    let and = tokens
+        .iter()
+        .map(|t| quote(t))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let ranked = fts_query(conn, &and, (10.0, 8.0, 1.0), filter, n)?;
+    trace.push(json!({"stage": "leg", "leg": "exact", "fts_query": and, "fallback": null, "candidates": ranked.len()}));
+    Ok(ranked)
+}
+
+fn fuzzy_leg(
+    conn: &Connection,
+    tokens: &[String],
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Ranked, rusqlite::Error> {
+    let mut stmt = conn.prepare("SELECT term FROM memories_vocab")?;
+    let vocab = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut groups = Vec::new();
+    let mut expansions = Map::new();
+    for token in tokens {
+        let max = fuzzy::max_distance(token);
+        let mut near: Vec<(usize, &str)> = vocab
+            .iter()
+            .filter_map(|t| fuzzy::distance_within(token, t, max).map(|d| (d, t.as_str())))
+            .collect();
+        near.sort_unstable();
+        near.truncate(MAX_EXPANSIONS);
+        let mut terms: Vec<&str> = near.iter().map(|(_, t)| *t).collect();
+        if terms.is_empty() {
+            terms.push(token);
+        }
+        expansions.insert(token.clone(), json!(terms));
+        let group = terms
+            .iter()
+            .map(|t| quote(t))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        groups.push(format!("({group})"));
+    }
+    trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
+    and_then_or(conn, "fuzzy", &groups, (5.0, 3.0, 1.0), filter, n, trace)
+}
+
+/// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
+/// store holds none from it at all (filters aside).
+fn vec_leg(
+    conn: &Connection,
+    embedder: &Embedder,
+    query: &str,
+    filter: &Filter,
+    n: usize,
+    trace: &mut Vec<Value>,
+) -> Result<Option<Ranked>, rusqlite::Error> {
+    let model = embedder.name().to_owned();
+    let any: i64 = conn.query_row(
+        "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model = ?1",
+        [&model],
+        |r| r.get(0),
+    )?;
+    if any == 0 {
+        trace.push(
+            json!({"stage": "leg", "leg": "vec", "model": model, "embedded": 0, "candidates": 0}),
+        );
+        return Ok(None);
+    }
+    let started = std::time::Instant::now();
+    let q = embedder.embed(query);
+    let embed_us = started.elapsed().as_micros();
+    let sql = format!(
+        "SELECT m.rowid, m.embedding, m.updated, m.id FROM memories m \
+         WHERE m.embedding IS NOT NULL AND m.embedding_model = ?{}",
+        filter.sql
+    );
+    let mut params = vec![SqlValue::Text(model.clone())];
+    params.extend(filter.params.iter().cloned());
+    let mut stmt = conn.prepare(&sql)?;
+    let mut scored: Vec<(i64, f64, String, String)> = stmt
+        .query_map(params_from_iter(params.iter()), |r| {
+            let v = decode_vector(&r.get::<_, Vec<u8>>(1)?);
+            let score = f64::from(cosine(&q, &v)).clamp(0.0, 1.0);
+            Ok((
+                r.get::<_, i64>(0)?,
+                score,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let scanned = scored.len();
+    scored.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| b.2.cmp(&a.2))
+            .then_with(|| a.3.cmp(&b.3))
+    });
+    scored.truncate(n);
+    trace.push(json!({
+        "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
+        "candidates": scored.len(), "embed_us": embed_us,
+    }));
+    Ok(Some(
+        scored.into_iter().map(|(id, s, _, _)| (id, s)).collect(),
+    ))
+}
+
+/// One fused hit: rowid, final score and its `(leg, rank, leg score)` provenance.
+struct Fused {
+    rowid: i64,
+    score: f64,
+    legs: Vec<(&'static str, usize, f64)>,
+}
+
+fn fuse(
+    mode: Mode,
+    legs: &[(&'static str, Ranked)],
+    limit: usize,
+    trace: &mut Vec<Value>,
+) -> Vec<Fused> {
+    let mut by_row: HashMap<i64, Fused> = HashMap::new();
+    let mut order: Vec<i64> = Vec::new();
+    for (name, ranked) in legs {
+        for (i, (rowid, score)) in ranked.iter().enumerate() {
+            let entry = by_row.entry(*rowid).or_insert_with(|| {
+                order.push(*rowid);
+                Fused {
+                    rowid: *rowid,
+                    score: 0.0,
+                    legs: Vec::new(),
+                }
+            });
+            entry.legs.push((name, i + 1, *score));
+            entry.score += if mode == Mode::Hybrid {
+                #[allow(clippy::cast_precision_loss)]
+                let rank = (i + 1) as f64;
+                1.0 / (RRF_K + rank)
+            } else {
+                *score
+            };
+        }
+    }
+    let candidates = order.len();
+    let mut fused: Vec<Fused> = order
+        .into_iter()
+        .filter_map(|r| by_row.remove(&r))
+        .collect();
+    if mode == Mode::Hybrid {
+        // Ties: best single-leg rank, then first-seen order (legs are already ordered
+        // by score, newer `updated`, smaller id).
+        let first_seen: HashMap<i64, usize> = fused
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.rowid, i))
+            .collect();
+        fused.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| best_rank(a).cmp(&best_rank(b)))
+                .then_with(|| first_seen.get(&a.rowid).cmp(&first_seen.get(&b.rowid)))
+        });
+        trace.push(json!({"stage": "fuse", "method": "rrf", "k": RRF_K, "candidates": candidates}));
+    }
+    fused.truncate(limit);
+    fused
+}
+
+fn best_rank(f: &Fused) -> usize {
+    f.legs.iter().map(|l| l.1).min().unwrap_or(usize::MAX)
+}
+
+fn load_rows(
+    conn: &Connection,
+    rowids: &[i64],
+) -> Result<HashMap<i64, Map<String, Value>>, rusqlite::Error> {
+    let mut out = HashMap::new();
+    if rowids.is_empty() {
+        return Ok(out);
+    }
+    let marks = vec!["?"; rowids.len()].join(",");
+    let sql = format!(
+        "SELECT rowid, id, title, type, tags, created, updated, body, files_read, files_modified \
+         FROM memories WHERE rowid IN ({marks})"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params_from_iter(rowids.iter()), |r| {
+        let mut m = Map::new();
+        m.insert("id".into(), json!(r.get::<_, String>(1)?));
+        m.insert("title".into(), json!(r.get::<_, String>(2)?));
+        m.insert("type".into(), json!(r.get::<_, String>(3)?));
+        m.insert("tags".into(), json!(json_list(&r.get::<_, String>(4)?)));
+        m.insert("created".into(), json!(r.get::<_, String>(5)?));
+        m.insert("updated".into(), json!(r.get::<_, String>(6)?));
+        m.insert("body".into(), json!(r.get::<_, String>(7)?));
+        m.insert(
+            "files_read".into(),
+            json!(json_list(&r.get::<_, String>(8)?)),
+        );
+        m.insert(
+            "files_modified".into(),
+            json!(json_list(&r.get::<_, String>(9)?)),
+        );
+        Ok((r.get::<_, i64>(0)?, m))
+    })?;
+    for row in rows {
+        let (rowid, m) = row?;
+        out.insert(rowid, m);
+    }
+    Ok(out)
+}

@@ -1,0 +1,348 @@
+//! Codex CLI rollouts: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`.
+//!
+//! Two shapes are read:
+//! - enveloped (current): every line is `{"timestamp", "type", "payload"}` with `type`
+//!   `session_meta`, `turn_context`, `response_item`, `event_msg` or `compacted`;
+//! - legacy "bare" (early 2025): a first line `{"id", "timestamp", …}` describing the
+//!   session, then un-enveloped items such as `{"type": "message", "role", "content"}`.
+//!
+//! Mapping to [`Message`]:
+//! - messages are `response_item`s (or bare items) of `type` `message` with `role`
+//!   `user` or `assistant`; text is the `input_text` / `output_text` / `text` blocks
+//!   joined by a newline, and an `input_image` block sets `has_attachment`. `developer`
+//!   and `system` messages, reasoning, tool calls and their output are skipped;
+//! - `event_msg` `user_message` / `agent_message` repeat those messages in newer
+//!   rollouts and are skipped, except in a file with no message items at all (some
+//!   subagent rollouts), where they are the messages;
+//! - lines that are not messages are skipped and counted; malformed lines are
+//!   [`Fault`](super::Fault)s with their line number;
+//! - `conversation_id` is the first `session_meta` `payload.id` (the legacy first
+//!   line's `id`), else the file stem; `project` is the session's `cwd`; `model` (on
+//!   assistant messages) is the latest `turn_context` `payload.model`; `message_id` is
+//!   the item's `id` when it has one, else [`stable_id`] of (`codex`, conversation id,
+//!   line number, text);
+//! - the time is the line's `timestamp` in UTC; bare items have none and take the
+//!   nearest earlier time (the session's), with `timestamp_is_fallback`.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::{parse_time, read_jsonl, stable_id, str_field, FileImport, IngestError, Message};
+
+const SOURCE: &str = "codex";
+
+/// Envelope `type`s of current rollouts.
+const ENVELOPE_TYPES: &[&str] = &[
+    "session_meta",
+    "turn_context",
+    "response_item",
+    "event_msg",
+    "compacted",
+];
+
+/// True when one parsed line looks like a Codex rollout record (used by `detect`).
+pub(super) fn looks_like(line: &Value) -> bool {
+    let Some(obj) = line.as_object() else {
+        return false;
+    };
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
+    (ENVELOPE_TYPES.contains(&kind) && obj.get("payload").is_some_and(Value::is_object))
+        || (kind == "message"
+            && obj.get("role").is_some_and(Value::is_string)
+            && obj.get("content").is_some_and(Value::is_array)
+            && !obj.contains_key("message"))
+}
+
+struct Pending {
+    line: usize,
+    /// From an `event_msg` (used only when the file has no message items).
+    from_event: bool,
+    role: &'static str,
+    text: String,
+    id: Option<String>,
+    model: Option<String>,
+    time: Option<DateTime<Utc>>,
+    earlier_time: Option<DateTime<Utc>>,
+    has_attachment: bool,
+}
+
+/// Imports one rollout file. `fallback` is the time used when no line has one.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened or read.
+pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+    let mut out = FileImport::default();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut records = 0usize;
+    let mut session_id: Option<String> = None;
+    let mut project: Option<String> = None;
+    let mut model: Option<String> = None;
+    let mut first_time: Option<DateTime<Utc>> = None;
+    let mut last_time: Option<DateTime<Utc>> = None;
+
+    read_jsonl(path, &mut out.faults, |line, obj| {
+        records += 1;
+        let own_time = obj.get("timestamp").and_then(parse_time);
+        let earlier_time = last_time;
+        if let Some(t) = own_time {
+            first_time.get_or_insert(t);
+            last_time = Some(t);
+        }
+        let kind = str_field(&obj, "type").unwrap_or("");
+        let payload = obj.get("payload").and_then(Value::as_object);
+        match (kind, payload) {
+            ("session_meta", Some(p)) => {
+                if session_id.is_none() {
+                    session_id = str_field(p, "id").map(str::to_owned);
+                }
+                if project.is_none() {
+                    project = str_field(p, "cwd").map(str::to_owned);
+                }
+                if let Some(m) = str_field(p, "model") {
+                    model = Some(m.to_owned());
+                }
+            }
+            ("turn_context", Some(p)) => {
+                if let Some(m) = str_field(p, "model") {
+                    model = Some(m.to_owned());
+                }
+                if project.is_none() {
+                    project = str_field(p, "cwd").map(str::to_owned);
+                }
+            }
+            ("response_item", Some(item)) => {
+                if let Some((role, text, attachment)) = message_item(item) {
+                    pending.push(Pending {
+                        line,
+                        from_event: false,
+                        role,
+                        text,
+                        id: str_field(item, "id").map(str::to_owned),
+                        model: (role == "assistant").then(|| model.clone()).flatten(),
+                        time: own_time,
+                        earlier_time,
+                        has_attachment: attachment,
+                    });
+                }
+            }
+            ("event_msg", Some(event)) => {
+                let role = match str_field(event, "type") {
+                    Some("user_message") => "user",
+                    Some("agent_message") => "assistant",
+                    _ => return,
+                };
+                let text = str_field(event, "message").unwrap_or("").to_owned();
+                let non_empty = |k: &str| {
+                    event
+                        .get(k)
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| !a.is_empty())
+                };
+                pending.push(Pending {
+                    line,
+                    from_event: true,
+                    role,
+                    text,
+                    id: None,
+                    model: (role == "assistant").then(|| model.clone()).flatten(),
+                    time: own_time,
+                    earlier_time,
+                    has_attachment: non_empty("images") || non_empty("local_images"),
+                });
+            }
+            ("message", None) => {
+                // Legacy bare item.
+                if let Some((role, text, attachment)) = message_item(&obj) {
+                    pending.push(Pending {
+                        line,
+                        from_event: false,
+                        role,
+                        text,
+                        id: str_field(&obj, "id").map(str::to_owned),
+                        model: (role == "assistant").then(|| model.clone()).flatten(),
+                        time: own_time,
+                        earlier_time,
+                        has_attachment: attachment,
+                    });
+                }
+            }
+            ("", None) if session_id.is_none() && own_time.is_some() => {
+                // Legacy first line: {"id", "timestamp", "instructions"?}.
+                session_id = str_field(&obj, "id").map(str::to_owned);
+            }
+            _ => {}
+        }
+    })?;
+
+    let use_events = pending.iter().all(|p| p.from_event);
+    pending.retain(|p| p.from_event == use_events && !p.text.trim().is_empty());
+    out.skipped = records - pending.len();
+
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let conversation_id = session_id.unwrap_or(stem);
+    let conversation_time = first_time.unwrap_or(fallback);
+    out.messages = pending
+        .into_iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let message_id = p.id.unwrap_or_else(|| {
+                stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text])
+            });
+            let (timestamp, timestamp_is_fallback) = match p.time {
+                Some(t) => (t, false),
+                None => (p.earlier_time.unwrap_or(conversation_time), true),
+            };
+            Message {
+                source: SOURCE.to_owned(),
+                model: p.model,
+                project: project.clone(),
+                conversation_id: conversation_id.clone(),
+                conversation_title: None,
+                message_id,
+                parent_id: None,
+                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
+                timestamp,
+                timestamp_is_fallback,
+                role: p.role.to_owned(),
+                content_type: "text".to_owned(),
+                content: p.text,
+                has_attachment: p.has_attachment,
+                has_citation: false,
+            }
+        })
+        .collect();
+    Ok(out)
+}
+
+/// `(role, text, has_attachment)` of a `message` item with role user/assistant.
+fn message_item(item: &Map<String, Value>) -> Option<(&'static str, String, bool)> {
+    if str_field(item, "type") != Some("message") {
+        return None;
+    }
+    let role = match str_field(item, "role")? {
+        "user" => "user",
+        "assistant" => "assistant",
+        _ => return None,
+    };
+    let mut texts: Vec<&str> = Vec::new();
+    let mut attachment = false;
+    match item.get("content") {
+        Some(Value::String(s)) => texts.push(s),
+        Some(Value::Array(blocks)) => {
+            for block in blocks.iter().filter_map(Value::as_object) {
+                match str_field(block, "type") {
+                    Some("input_text" | "output_text" | "text") => {
+                        texts.extend(str_field(block, "text"));
+                    }
+                    Some("input_image" | "image") => attachment = true,
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    let texts: Vec<&str> = texts.into_iter().filter(|t| !t.trim().is_empty()).collect();
+    Some((role, texts.join("\n"), attachment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(lines: &str) -> FileImport {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("rollout-x.jsonl");
+        fs_err::write(&path, lines).expect("write");
+        import(&path, DateTime::UNIX_EPOCH).expect("import")
+    }
+
+    #[test]
+    fn enveloped_items_win_over_events() {
+        let out = run(concat!(
+            r#"{"timestamp":"2025-10-01T10:00:00Z","type":"session_meta","payload":{"id":"s1","cwd":"/w"}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:01Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:03Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the rpath"},{"type":"input_image","image_url":"data:"}]}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:03Z","type":"event_msg","payload":{"type":"user_message","message":"fix the rpath","images":[]}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:04Z","type":"response_item","payload":{"type":"reasoning","summary":[]}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:05Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}"#,
+            "\n",
+        ));
+        assert!(out.faults.is_empty());
+        assert_eq!((out.messages.len(), out.skipped), (2, 5));
+        let m = &out.messages;
+        assert_eq!(
+            (
+                m[0].content.as_str(),
+                m[0].has_attachment,
+                m[0].model.as_deref()
+            ),
+            ("fix the rpath", true, None)
+        );
+        assert_eq!(
+            (m[1].model.as_deref(), m[1].project.as_deref()),
+            (Some("gpt-5-codex"), Some("/w"))
+        );
+        assert_eq!(m[1].conversation_id, "s1");
+        assert_eq!(m[1].message_id.len(), 64);
+    }
+
+    #[test]
+    fn events_only_file_uses_events() {
+        let out = run(concat!(
+            r#"{"timestamp":"2025-10-01T10:00:00Z","type":"session_meta","payload":{"id":"child"}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:00Z","type":"session_meta","payload":{"id":"parent"}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"event_msg","payload":{"type":"user_message","message":"pin deps"}}"#,
+            "\n",
+            r#"{"timestamp":"2025-10-01T10:00:03Z","type":"event_msg","payload":{"type":"agent_message","message":"pinned"}}"#,
+            "\n",
+        ));
+        assert_eq!((out.messages.len(), out.skipped), (2, 2));
+        assert_eq!(out.messages[0].conversation_id, "child");
+    }
+
+    #[test]
+    fn legacy_bare_rollout() {
+        let out = run(concat!(
+            r#"{"id":"legacy-1","timestamp":"2025-04-01T08:00:00Z","instructions":null}"#,
+            "\n",
+            r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}"#,
+            "\n",
+            r#"{"record_type":"state"}"#,
+            "\n",
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}"#,
+            "\n",
+        ));
+        assert_eq!((out.messages.len(), out.skipped), (2, 2));
+        let m = &out.messages[1];
+        assert_eq!(m.conversation_id, "legacy-1");
+        assert!(m.timestamp_is_fallback);
+        assert_eq!(m.timestamp.to_rfc3339(), "2025-04-01T08:00:00+00:00");
+    }
+
+    #[test]
+    fn looks_like_recognises_both_shapes() {
+        assert!(looks_like(
+            &serde_json::json!({"type":"session_meta","payload":{}})
+        ));
+        assert!(looks_like(
+            &serde_json::json!({"type":"message","role":"user","content":[]})
+        ));
+        assert!(!looks_like(
+            &serde_json::json!({"type":"message","message":{"role":"user"}})
+        ));
+    }
+}

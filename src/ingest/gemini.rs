@@ -1,0 +1,316 @@
+//! Gemini CLI chats: `~/.gemini/tmp/<project>/chats/session-*.json`, one JSON document
+//! `{"sessionId", "projectHash", "startTime", "lastUpdated", "messages": […]}`, and the
+//! newer JSON Lines form of the same data (a first metadata line, then one message
+//! record per line).
+//!
+//! Mapping to [`Message`]:
+//! - records with `type` `user` become user messages, `gemini` (older `model`)
+//!   assistant messages; `info`, `error`, `warning` records, metadata lines and
+//!   `$set` updates are skipped and counted. `content` is a string or an array of
+//!   parts; `text` parts are the text (joined by a newline), `inlineData` /
+//!   `fileData` parts set `has_attachment`. `thoughts` and `toolCalls` are not text;
+//! - in the JSON Lines form a later record with the `id` of an earlier message
+//!   replaces it (last write wins) and is counted as skipped;
+//! - `conversation_id` is `sessionId`, else the file stem; the title is `summary`
+//!   when present; `model` is the record's `model`; `message_id` is its `id`, else
+//!   [`stable_id`] of (`gemini-cli`, conversation id, position, text);
+//! - the time is the record's `timestamp` in UTC, else the nearest earlier one,
+//!   else `startTime`, with `timestamp_is_fallback`.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::{
+    kind_of, parse_time, read_jsonl, stable_id, str_field, strip_bom, Fault, FileImport,
+    IngestError, Message,
+};
+
+const SOURCE: &str = "gemini-cli";
+
+/// True when one parsed JSON Lines record looks like Gemini CLI (used by `detect`).
+pub(super) fn looks_like(line: &Value) -> bool {
+    let Some(obj) = line.as_object() else {
+        return false;
+    };
+    (obj.contains_key("projectHash") && obj.contains_key("sessionId"))
+        || (matches!(str_field(obj, "type"), Some("gemini"))
+            && obj.contains_key("content")
+            && !obj.contains_key("message"))
+}
+
+struct Pending {
+    position: usize,
+    role: &'static str,
+    text: String,
+    id: Option<String>,
+    model: Option<String>,
+    time: Option<DateTime<Utc>>,
+    earlier_time: Option<DateTime<Utc>>,
+    has_attachment: bool,
+}
+
+/// Session-level fields gathered from the metadata.
+#[derive(Default)]
+struct Session {
+    id: Option<String>,
+    title: Option<String>,
+    start: Option<DateTime<Utc>>,
+}
+
+impl Session {
+    fn absorb(&mut self, obj: &Map<String, Value>) {
+        if self.id.is_none() {
+            self.id = str_field(obj, "sessionId").map(str::to_owned);
+        }
+        if let Some(summary) = str_field(obj, "summary") {
+            self.title = Some(summary.to_owned());
+        }
+        if self.start.is_none() {
+            self.start = obj.get("startTime").and_then(parse_time);
+        }
+    }
+}
+
+/// Imports a `.json` session document or a `.jsonl` session log.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be read; for `.json`,
+/// [`IngestError::Json`] when it is not JSON and [`IngestError::Shape`] when it has no
+/// `messages` array.
+pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+    let mut out = FileImport::default();
+    let mut session = Session::default();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut last_time: Option<DateTime<Utc>> = None;
+    let mut skipped = 0usize;
+
+    let mut take = |position: usize, obj: &Map<String, Value>, skipped: &mut usize| {
+        let time = obj.get("timestamp").and_then(parse_time);
+        let earlier_time = last_time;
+        if time.is_some() {
+            last_time = time;
+        }
+        let Some((role, text, has_attachment)) = record(obj) else {
+            *skipped += 1;
+            return;
+        };
+        let id = str_field(obj, "id").map(str::to_owned);
+        let entry = Pending {
+            position,
+            role,
+            text,
+            model: str_field(obj, "model").map(str::to_owned),
+            time,
+            earlier_time,
+            has_attachment,
+            id: id.clone(),
+        };
+        match id.and_then(|id| pending.iter_mut().find(|p| p.id.as_deref() == Some(&id))) {
+            Some(earlier) => {
+                // An update of an earlier message: keep its position, take the new content.
+                *skipped += 1;
+                let position = earlier.position;
+                *earlier = Pending { position, ..entry };
+            }
+            None => pending.push(entry),
+        }
+    };
+
+    let is_jsonl = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"));
+    if is_jsonl {
+        read_jsonl(path, &mut out.faults, |line, obj| {
+            if obj.contains_key("projectHash") || obj.contains_key("$set") {
+                session.absorb(obj.get("$set").and_then(Value::as_object).unwrap_or(&obj));
+                skipped += 1;
+            } else {
+                take(line, &obj, &mut skipped);
+            }
+        })?;
+    } else {
+        let bytes = fs_err::read(path)?;
+        let doc: Value =
+            serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let Some(messages) = doc.get("messages").and_then(Value::as_array) else {
+            return Err(IngestError::Shape {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "expected a Gemini CLI session object with a `messages` array, found {}",
+                    kind_of(&doc)
+                ),
+            });
+        };
+        if let Some(obj) = doc.as_object() {
+            session.absorb(obj);
+        }
+        for (index, message) in messages.iter().enumerate() {
+            match message.as_object() {
+                Some(obj) => take(index, obj, &mut skipped),
+                None => out.faults.push(Fault::new(
+                    path,
+                    None,
+                    format!(
+                        "`messages[{index}]`: expected an object, found {}",
+                        kind_of(message)
+                    ),
+                )),
+            }
+        }
+    }
+    out.skipped = skipped;
+
+    let conversation_id = session.id.unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let conversation_time = session.start.or(last_time).unwrap_or(fallback);
+    out.messages = pending
+        .into_iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let message_id = p.id.unwrap_or_else(|| {
+                stable_id(&[SOURCE, &conversation_id, &p.position.to_string(), &p.text])
+            });
+            let (timestamp, timestamp_is_fallback) = match p.time {
+                Some(t) => (t, false),
+                None => (p.earlier_time.unwrap_or(conversation_time), true),
+            };
+            Message {
+                source: SOURCE.to_owned(),
+                model: p.model,
+                project: None,
+                conversation_id: conversation_id.clone(),
+                conversation_title: session.title.clone(),
+                message_id,
+                parent_id: None,
+                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
+                timestamp,
+                timestamp_is_fallback,
+                role: p.role.to_owned(),
+                content_type: "text".to_owned(),
+                content: p.text,
+                has_attachment: p.has_attachment,
+                has_citation: false,
+            }
+        })
+        .collect();
+    Ok(out)
+}
+
+/// `(role, text, has_attachment)` of a user/model record with non-empty text.
+fn record(obj: &Map<String, Value>) -> Option<(&'static str, String, bool)> {
+    let role = match str_field(obj, "type")? {
+        "user" => "user",
+        "gemini" | "model" => "assistant",
+        _ => return None,
+    };
+    let mut texts: Vec<&str> = Vec::new();
+    let mut attachment = false;
+    match obj.get("content") {
+        Some(Value::String(s)) => texts.push(s),
+        Some(Value::Array(parts)) => {
+            for part in parts {
+                match part {
+                    Value::String(s) => texts.push(s),
+                    Value::Object(p) => {
+                        if let Some(t) = p.get("text").and_then(Value::as_str) {
+                            texts.push(t);
+                        } else if p.contains_key("inlineData") || p.contains_key("fileData") {
+                            attachment = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    let text = texts
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (!text.trim().is_empty()).then_some((role, text, attachment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, text: &str) -> FileImport {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(name);
+        fs_err::write(&path, text).expect("write");
+        import(&path, DateTime::UNIX_EPOCH).expect("import")
+    }
+
+    #[test]
+    fn json_session() {
+        let out = run(
+            "session-1.json",
+            r#"{"sessionId":"g1","projectHash":"h","startTime":"2025-06-01T10:00:00Z","summary":"Port change",
+               "messages":[
+                 {"id":"m1","timestamp":"2025-06-01T10:00:01Z","type":"user","content":[{"text":"change the port"},{"inlineData":{"mimeType":"image/png","data":""}}]},
+                 {"id":"m2","type":"gemini","content":"Done — port 9000.","model":"gemini-2.5-pro","toolCalls":[]},
+                 {"id":"m3","timestamp":"2025-06-01T10:00:03Z","type":"info","content":"Request cancelled."},
+                 7
+               ]}"#,
+        );
+        assert_eq!(
+            (out.messages.len(), out.skipped, out.faults.len()),
+            (2, 1, 1)
+        );
+        let m = &out.messages;
+        assert!(m[0].has_attachment);
+        assert_eq!(m[1].role, "assistant");
+        assert!(m[1].timestamp_is_fallback);
+        assert_eq!(m[1].timestamp, m[0].timestamp);
+        assert_eq!(m[1].conversation_title.as_deref(), Some("Port change"));
+        assert_eq!(m[1].model.as_deref(), Some("gemini-2.5-pro"));
+        assert!(out.faults[0].reason.contains("`messages[3]`"));
+    }
+
+    #[test]
+    fn jsonl_session_with_update() {
+        let out = run(
+            "session-2.jsonl",
+            concat!(
+                r#"{"sessionId":"g2","projectHash":"h","startTime":"2025-06-02T10:00:00Z"}"#,
+                "\n",
+                r#"{"id":"a","timestamp":"2025-06-02T10:00:01Z","type":"user","content":"hi"}"#,
+                "\n",
+                r#"{"id":"b","timestamp":"2025-06-02T10:00:02Z","type":"gemini","content":"partial"}"#,
+                "\n",
+                r#"{"$set":{"summary":"Greeting"}}"#,
+                "\n",
+                r#"{"id":"b","timestamp":"2025-06-02T10:00:03Z","type":"gemini","content":"complete answer"}"#,
+                "\n",
+            ),
+        );
+        assert_eq!((out.messages.len(), out.skipped), (2, 3));
+        assert_eq!(out.messages[1].content, "complete answer");
+        assert_eq!(out.messages[1].conversation_id, "g2");
+        assert_eq!(
+            out.messages[1].conversation_title.as_deref(),
+            Some("Greeting")
+        );
+    }
+
+    #[test]
+    fn not_a_session_document() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("x.json");
+        fs_err::write(&path, "[]").expect("write");
+        assert!(matches!(
+            import(&path, DateTime::UNIX_EPOCH),
+            Err(IngestError::Shape { .. })
+        ));
+    }
+}

@@ -1,0 +1,267 @@
+//! pi coding-agent sessions (`~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl`, also
+//! written by forks such as Clawdbot/OpenClaw): JSON Lines whose first record is
+//! `{"type": "session", "id", "cwd", "timestamp", "version"?}` followed by entries
+//! (`message`, `model_change`, `thinking_level_change`, `session_info`, `custom`,
+//! `compaction`…). Version 3 entries form a tree through `id`/`parentId`.
+//!
+//! Mapping to [`Message`]:
+//! - `message` entries whose `message.role` is `user` or `assistant` are messages;
+//!   `toolResult`, `bashExecution` and other roles, and every non-`message` entry,
+//!   are skipped and counted. `content` is a string or an array of blocks; `text`
+//!   blocks are the text (joined by a newline), an `image` block sets
+//!   `has_attachment`, `thinking` and `toolCall` blocks are not text;
+//! - all message entries are imported in file order, including branches the person
+//!   left (as for Claude Code rewinds); `parent_id` keeps the tree;
+//! - `conversation_id` is the session record's `id`, else the file stem; `message_id`
+//!   is the entry `id` (version 3 ids are 8 hex digits, unique within a session, which
+//!   is enough as rows are keyed by source, conversation and message id) and
+//!   `parent_id` its `parentId`; an entry without id gets [`stable_id`] of (`pi`,
+//!   conversation id, line number, text);
+//! - `project` is the session's `cwd`; `model` (assistant) is `message.model`, else
+//!   the latest `model_change` `modelId`, else the session record's `modelId`; the
+//!   title is the latest `session_info` `name`;
+//! - the time is the entry's `timestamp` (ISO), else `message.timestamp` (epoch ms),
+//!   else the nearest earlier time with `timestamp_is_fallback`.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::{parse_time, read_jsonl, stable_id, str_field, FileImport, IngestError, Message};
+
+const SOURCE: &str = "pi";
+
+/// True when one parsed line looks like a pi session record (used by `detect`).
+pub(super) fn looks_like(line: &Value) -> bool {
+    let Some(obj) = line.as_object() else {
+        return false;
+    };
+    match str_field(obj, "type") {
+        Some("session") => obj.contains_key("id") && !obj.contains_key("payload"),
+        Some("message") => obj.get("message").and_then(|m| m.get("role")).is_some(),
+        Some("model_change" | "thinking_level_change") => true,
+        _ => false,
+    }
+}
+
+struct Pending {
+    line: usize,
+    role: &'static str,
+    text: String,
+    id: Option<String>,
+    parent: Option<String>,
+    model: Option<String>,
+    time: Option<DateTime<Utc>>,
+    earlier_time: Option<DateTime<Utc>>,
+    has_attachment: bool,
+}
+
+/// Imports one session file. `fallback` is the time used when no entry has one.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened or read.
+pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+    let mut out = FileImport::default();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut skipped = 0usize;
+    let mut session_id: Option<String> = None;
+    let mut project: Option<String> = None;
+    let mut title: Option<String> = None;
+    let mut model: Option<String> = None;
+    let mut first_time: Option<DateTime<Utc>> = None;
+    let mut last_time: Option<DateTime<Utc>> = None;
+
+    read_jsonl(path, &mut out.faults, |line, obj| {
+        let message = obj.get("message").and_then(Value::as_object);
+        let time = obj.get("timestamp").and_then(parse_time).or_else(|| {
+            message
+                .and_then(|m| m.get("timestamp"))
+                .and_then(parse_time)
+        });
+        let earlier_time = last_time;
+        if let Some(t) = time {
+            first_time.get_or_insert(t);
+            last_time = Some(t);
+        }
+        match str_field(&obj, "type") {
+            Some("session") => {
+                if session_id.is_none() {
+                    session_id = str_field(&obj, "id").map(str::to_owned);
+                    project = str_field(&obj, "cwd").map(str::to_owned);
+                }
+                if let Some(m) = str_field(&obj, "modelId") {
+                    model = Some(m.to_owned());
+                }
+            }
+            Some("model_change") => {
+                if let Some(m) = str_field(&obj, "modelId") {
+                    model = Some(m.to_owned());
+                }
+            }
+            Some("session_info") => {
+                if let Some(name) = str_field(&obj, "name") {
+                    title = Some(name.to_owned());
+                }
+            }
+            Some("message") => {
+                if let Some((role, text, has_attachment)) = message.and_then(message_text) {
+                    let own_model = message.and_then(|m| str_field(m, "model"));
+                    pending.push(Pending {
+                        line,
+                        role,
+                        text,
+                        id: str_field(&obj, "id").map(str::to_owned),
+                        parent: str_field(&obj, "parentId").map(str::to_owned),
+                        model: (role == "assistant")
+                            .then(|| own_model.map(str::to_owned).or_else(|| model.clone()))
+                            .flatten(),
+                        time,
+                        earlier_time,
+                        has_attachment,
+                    });
+                    return;
+                }
+            }
+            _ => {}
+        }
+        skipped += 1;
+    })?;
+    out.skipped = skipped;
+
+    let conversation_id = session_id.unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let conversation_time = first_time.unwrap_or(fallback);
+    out.messages = pending
+        .into_iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let message_id = p.id.unwrap_or_else(|| {
+                stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text])
+            });
+            let (timestamp, timestamp_is_fallback) = match p.time {
+                Some(t) => (t, false),
+                None => (p.earlier_time.unwrap_or(conversation_time), true),
+            };
+            Message {
+                source: SOURCE.to_owned(),
+                model: p.model,
+                project: project.clone(),
+                conversation_id: conversation_id.clone(),
+                conversation_title: title.clone(),
+                message_id,
+                parent_id: p.parent,
+                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
+                timestamp,
+                timestamp_is_fallback,
+                role: p.role.to_owned(),
+                content_type: "text".to_owned(),
+                content: p.text,
+                has_attachment: p.has_attachment,
+                has_citation: false,
+            }
+        })
+        .collect();
+    Ok(out)
+}
+
+/// `(role, text, has_attachment)` of a user/assistant message with non-empty text.
+fn message_text(message: &Map<String, Value>) -> Option<(&'static str, String, bool)> {
+    let role = match str_field(message, "role")? {
+        "user" => "user",
+        "assistant" => "assistant",
+        _ => return None,
+    };
+    let mut texts: Vec<&str> = Vec::new();
+    let mut attachment = false;
+    match message.get("content") {
+        Some(Value::String(s)) => texts.push(s),
+        Some(Value::Array(blocks)) => {
+            for block in blocks.iter().filter_map(Value::as_object) {
+                match str_field(block, "type") {
+                    Some("text") => texts.extend(str_field(block, "text")),
+                    Some("image") => attachment = true,
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    let text = texts
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (!text.trim().is_empty()).then_some((role, text, attachment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(lines: &str) -> FileImport {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("2025-01-01T00-00-00-000Z_x.jsonl");
+        fs_err::write(&path, lines).expect("write");
+        import(&path, DateTime::UNIX_EPOCH).expect("import")
+    }
+
+    #[test]
+    fn v3_session() {
+        let out = run(concat!(
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2025-05-01T10:00:00Z","cwd":"/w"}"#,
+            "\n",
+            r#"{"type":"session_info","id":"i","parentId":null,"timestamp":"2025-05-01T10:00:00Z","name":"Refactor"}"#,
+            "\n",
+            r#"{"type":"model_change","id":"mc","parentId":"i","timestamp":"2025-05-01T10:00:00Z","modelId":"gpt-5"}"#,
+            "\n",
+            r#"{"type":"message","id":"u1","parentId":"mc","timestamp":"2025-05-01T10:00:01Z","message":{"role":"user","content":[{"type":"text","text":"refactor"},{"type":"image","data":"","mimeType":"image/png"}]}}"#,
+            "\n",
+            r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2025-05-01T10:00:02Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Done."},{"type":"toolCall","id":"c","name":"read","arguments":{}}]}}"#,
+            "\n",
+            r#"{"type":"message","id":"t1","parentId":"a1","timestamp":"2025-05-01T10:00:03Z","message":{"role":"toolResult","content":[{"type":"text","text":"ok"}]}}"#,
+            "\n",
+        ));
+        assert_eq!((out.messages.len(), out.skipped), (2, 4));
+        let m = &out.messages;
+        assert_eq!(m[0].message_id, "u1");
+        assert_eq!(m[1].parent_id.as_deref(), Some("u1"));
+        assert!(m[0].has_attachment);
+        assert_eq!(m[1].model.as_deref(), Some("gpt-5"));
+        assert_eq!(m[1].project.as_deref(), Some("/w"));
+        assert_eq!(m[1].conversation_title.as_deref(), Some("Refactor"));
+    }
+
+    #[test]
+    fn old_shape_without_ids() {
+        let out = run(concat!(
+            r#"{"type":"session","id":"s2","timestamp":"2024-01-15T10:30:00.000Z","modelId":"claude-x"}"#,
+            "\n",
+            r#"{"type":"message","message":{"role":"user","content":"plain string","timestamp":1705315810000}}"#,
+            "\n",
+            r#"{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"reply"}]}}"#,
+            "\n",
+        ));
+        let m = &out.messages;
+        assert_eq!(m[0].timestamp.to_rfc3339(), "2024-01-15T10:50:10+00:00");
+        assert!(!m[0].timestamp_is_fallback);
+        assert!(m[1].timestamp_is_fallback);
+        assert_eq!(m[1].timestamp, m[0].timestamp);
+        assert_eq!(m[1].model.as_deref(), Some("claude-x"));
+        assert_eq!(m[1].message_id.len(), 64);
+    }
+
+    #[test]
+    fn looks_like_pi() {
+        assert!(looks_like(&serde_json::json!({"type":"session","id":"x"})));
+        assert!(looks_like(
+            &serde_json::json!({"type":"message","message":{"role":"user"}})
+        ));
+        assert!(!looks_like(
+            &serde_json::json!({"type":"user","message":{"role":"user"}})
+        ));
+    }
+}

@@ -1,0 +1,103 @@
+//! Fixture corpora: a corpus is a folder `tests/conformance/fixtures/<corpus>/` of
+//! files in real native formats. [`build_stores`] imports it into fresh stores in a
+//! temporary data folder, through the importers of [`crate::ingest`].
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::stores::conversations::ConversationStore;
+use crate::stores::StorePaths;
+
+/// A temporary folder removed (with its contents) when dropped.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// Creates `<system temp>/skills-verify-<pid>-<n>-<label>`.
+    ///
+    /// # Errors
+    /// The IO error when the folder cannot be created.
+    pub fn new(label: &str) -> std::io::Result<Self> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "skills-verify-{}-{nanos}-{n}-{label}",
+            std::process::id()
+        ));
+        fs_err::create_dir_all(&path)?;
+        Ok(Self { path })
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Builds every store a corpus feeds into `data_dir` and returns their paths.
+///
+/// - conversations (`conversations.duckdb`): every transcript file under `corpus_dir`
+///   (Claude Code `*.jsonl`, ChatGPT `conversations.json`), imported by
+///   [`crate::ingest::ingest_paths`], the importer `skills ingest` uses;
+/// - memories (`memories.sqlite`): not built yet (no memories importer exists).
+///
+/// The store is written and closed before this returns, so engines open it read-only.
+///
+/// # Errors
+/// A message naming what failed: the folder is missing, the store cannot be created,
+/// a fixture file has a fault (fixtures must import cleanly; the first fault is
+/// named), or no message was imported at all.
+pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, String> {
+    if !corpus_dir.is_dir() {
+        return Err(format!(
+            "corpus folder `{}` does not exist",
+            corpus_dir.display()
+        ));
+    }
+    let paths = StorePaths::in_dir(data_dir);
+    let store = ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
+    let summary = crate::ingest::ingest_paths(&store, &[corpus_dir.to_path_buf()], &mut |_, _| {});
+    drop(store);
+    if let Some(fault) = summary.faults.first() {
+        return Err(format!("fixture import fault: {fault}"));
+    }
+    if summary.messages_added == 0 {
+        return Err(format!(
+            "no message imported from `{}`",
+            corpus_dir.display()
+        ));
+    }
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_corpus_is_named() {
+        let tmp = TempDir::new("test").unwrap();
+        let err = build_stores(&tmp.path().join("nope"), tmp.path()).unwrap_err();
+        assert!(err.starts_with("corpus folder `"), "{err}");
+    }
+
+    #[test]
+    fn temp_dir_is_removed_on_drop() {
+        let tmp = TempDir::new("drop").unwrap();
+        let path = tmp.path().to_path_buf();
+        assert!(path.is_dir());
+        drop(tmp);
+        assert!(!path.exists());
+    }
+}

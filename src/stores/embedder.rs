@@ -1,0 +1,155 @@
+//! Local text embeddings for memories: a model2vec-style static model (a token table
+//! distilled once from all-MiniLM-L6-v2 by `scripts/fetch-model`), loaded with
+//! `model2vec-rs` from a local folder. No network at run time, ever.
+//!
+//! Why static: MiniLM itself through candle costs ~21 ms per sentence on this project's
+//! 2-core machines; the static table embeds a sentence in microseconds (tokenise, look
+//! up, mean, normalise), which keeps import and query latency negligible.
+//!
+//! The folder is `$SKILLS_MODEL_DIR`, else `$HOME/.cache/skills/model`; it holds
+//! `model.safetensors` (tensor `embeddings`), `tokenizer.json` and `config.json`.
+
+use std::path::{Path, PathBuf};
+
+use model2vec_rs::model::StaticModel;
+
+/// Longest input, in tokens, an embedding reads (longer text is cut).
+pub const MAX_TOKENS: usize = 512;
+
+/// Why no embedder could be loaded.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbedError {
+    /// No model folder was found (not fetched yet).
+    #[error(
+        "embedding model not found in `{0}`; run `scripts/fetch-model` (or set SKILLS_MODEL_DIR)"
+    )]
+    NotFound(PathBuf),
+    /// The caller turned embeddings off (tests, `Context::with_embedder(None)`).
+    #[error("embedding model disabled")]
+    Disabled,
+    /// The folder exists but the model could not be loaded.
+    #[error("embedding model in `{path}` could not be loaded: {reason}")]
+    Load {
+        /// Model folder.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// A loaded static embedding model.
+pub struct Embedder {
+    model: StaticModel,
+    name: String,
+    dim: usize,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("name", &self.name)
+            .field("dim", &self.dim)
+            .finish()
+    }
+}
+
+impl Embedder {
+    /// The model folder: `$SKILLS_MODEL_DIR` when set and non-empty, else
+    /// `$HOME/.cache/skills/model` (`None` when no home is known either).
+    pub fn default_dir() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("SKILLS_MODEL_DIR").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(dir));
+        }
+        dirs::home_dir().map(|h| h.join(".cache").join("skills").join("model"))
+    }
+
+    /// Loads the model in [`Embedder::default_dir`].
+    ///
+    /// # Errors
+    /// [`EmbedError::NotFound`] when the folder or its files are missing,
+    /// [`EmbedError::Load`] when they cannot be read.
+    pub fn load_default() -> Result<Self, EmbedError> {
+        let dir = Self::default_dir()
+            .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
+        Self::load(&dir)
+    }
+
+    /// Loads the model in `dir` (local files only).
+    ///
+    /// # Errors
+    /// [`EmbedError::NotFound`] when `dir/model.safetensors` or `dir/tokenizer.json` is
+    /// missing, [`EmbedError::Load`] when the files cannot be parsed.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        for file in ["model.safetensors", "tokenizer.json", "config.json"] {
+            if !dir.join(file).is_file() {
+                return Err(EmbedError::NotFound(dir.to_path_buf()));
+            }
+        }
+        let model = StaticModel::from_pretrained(dir, None, Some(true), None).map_err(|e| {
+            EmbedError::Load {
+                path: dir.to_path_buf(),
+                reason: format!("{e:#}"),
+            }
+        })?;
+        let dim = model.dim();
+        let config: serde_json::Value = fs_err::read(dir.join("config.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let base = config
+            .get("base_model")
+            .and_then(|v| v.as_str())
+            .unwrap_or("static");
+        let name = format!("{base}/static-{dim}");
+        Ok(Self { model, name, dim })
+    }
+
+    /// Model identity stored with each embedding (`<base model>/static-<dim>`), so
+    /// vectors from another model are never compared with this one's.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Vector length.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Embeds `text`: a `dim`-long vector with unit L2 norm (all zeros when the text
+    /// has no known token). At most [`MAX_TOKENS`] tokens are read.
+    pub fn embed(&self, text: &str) -> Vec<f32> {
+        let mut out = self
+            .model
+            .encode_with_args(&[text.to_owned()], Some(MAX_TOKENS), 1);
+        let v = out.pop().unwrap_or_else(|| vec![0.0; self.dim]);
+        super::memories::normalized(&v)
+    }
+}
+
+/// Cosine similarity of two unit vectors (their dot product), in [-1, 1]; vectors of
+/// different length give 0.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_model_is_not_found() {
+        let err = Embedder::load(Path::new("/nonexistent/model")).unwrap_err();
+        assert!(matches!(err, EmbedError::NotFound(_)));
+        assert!(err.to_string().contains("scripts/fetch-model"));
+    }
+
+    #[test]
+    fn cosine_of_unit_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
+    }
+}

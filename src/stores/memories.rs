@@ -1,0 +1,560 @@
+//! SQLite store of durable memories (decisions, facts, bugs, preferences…).
+//!
+//! Schema (one file, `memories.sqlite`):
+//! - `memories`: one row per memory, keyed by a stable text `id`; `tags`, `files_read`
+//!   and `files_modified` are JSON arrays of strings; `created`/`updated` are UTC times
+//!   as fixed-width text `YYYY-MM-DDTHH:MM:SSZ` (so text comparison is time order);
+//!   `embedding` is an optional little-endian `f32` vector, L2-normalised, produced by
+//!   the model named in `embedding_model`.
+//! - `memories_fts`: FTS5 over `title`, `tags`, `body` with
+//!   `tokenize = 'unicode61 remove_diacritics 2'` (accents fold: "decisión" finds
+//!   "decision"); its rowid is the `memories` rowid.
+//! - `memories_vocab`: an `fts5vocab` `row` table over `memories_fts`, used by the fuzzy
+//!   mode to find indexed terms near a typo.
+//!
+//! Engines open the store with [`MemoryStore::open_ro`] (SQLite read-only flags plus
+//! `PRAGMA query_only`): a search never changes the file. Writers use
+//! [`MemoryStore::open_rw`] and [`MemoryStore::upsert`]; re-inserting an unchanged
+//! memory is a no-op, so imports are idempotent.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use sha2::{Digest, Sha256};
+
+use super::StoreError;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memories (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    type TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    body TEXT NOT NULL,
+    files_read TEXT NOT NULL,
+    files_modified TEXT NOT NULL,
+    origin TEXT,
+    content_hash TEXT NOT NULL,
+    embedding BLOB,
+    embedding_model TEXT
+);
+CREATE INDEX IF NOT EXISTS memories_updated ON memories(updated);
+CREATE INDEX IF NOT EXISTS memories_type ON memories(type);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    title, tags, body, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
+";
+
+/// Format of stored times: fixed width, UTC, second precision.
+pub const TIME_FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
+
+/// Formats a time the way the store keeps it (`YYYY-MM-DDTHH:MM:SSZ`).
+pub fn format_time(t: &DateTime<Utc>) -> String {
+    t.format(TIME_FORMAT).to_string()
+}
+
+/// One memory as stored (without its embedding).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Memory {
+    /// Stable id (see [`Memory::stable_id`]).
+    pub id: String,
+    /// Short title.
+    pub title: String,
+    /// Free-form type, lowercased: `decision`, `fact`, `bug`, `feedback`, `note`…
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Tags, in source order, without duplicates.
+    pub tags: Vec<String>,
+    /// Creation time, UTC (second precision).
+    pub created: DateTime<Utc>,
+    /// Last update time, UTC (second precision); date filters apply to this.
+    pub updated: DateTime<Utc>,
+    /// Markdown body.
+    pub body: String,
+    /// Paths the memory's author read when capturing it.
+    pub files_read: Vec<String>,
+    /// Paths the memory's author modified when capturing it.
+    pub files_modified: Vec<String>,
+    /// Where the memory came from (file path, optionally `#section`), when imported.
+    pub origin: Option<String>,
+}
+
+impl Memory {
+    /// A stable id from a key (an origin path, or title and body): `m-` plus the first
+    /// 16 hex digits of its SHA-256. Never salted, never time-based.
+    pub fn stable_id(key: &str) -> String {
+        let digest = Sha256::digest(key.as_bytes());
+        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        format!("m-{hex}")
+    }
+
+    /// Text the embedding is computed from: title, tags and body.
+    pub fn embedding_text(&self) -> String {
+        format!("{}\n{}\n{}", self.title, self.tags.join(" "), self.body)
+    }
+
+    fn content_hash(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [&self.title, &self.kind, &self.body] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        for list in [&self.tags, &self.files_read, &self.files_modified] {
+            for item in list {
+                h.update(item.as_bytes());
+                h.update([1u8]);
+            }
+            h.update([0u8]);
+        }
+        h.update(format_time(&self.created).as_bytes());
+        h.update(format_time(&self.updated).as_bytes());
+        h.update(self.origin.as_deref().unwrap_or("").as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// What [`MemoryStore::upsert`] did with one memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Upsert {
+    /// The id was new; the memory was inserted.
+    Inserted,
+    /// The id existed with different content; the row was replaced.
+    Updated,
+    /// The id existed with identical content; nothing changed.
+    Unchanged,
+}
+
+/// A memory's embedding as read back for vector search.
+#[derive(Debug, Clone)]
+pub struct StoredEmbedding {
+    /// Row id in `memories` (join key with FTS results).
+    pub rowid: i64,
+    /// The vector (L2-normalised when written by [`MemoryStore::set_embedding`]).
+    pub vector: Vec<f32>,
+}
+
+/// A SQLite database file holding memories; see the module docs for the schema.
+///
+/// The connection sits behind a mutex so one store can be shared by engine calls on
+/// several threads.
+pub struct MemoryStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+    read_only: bool,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("path", &self.path)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+impl MemoryStore {
+    /// Opens (creating the file, its folder and the schema when missing) a writable store.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when the folder cannot be created, [`StoreError::Sqlite`] when
+    /// the file is not a SQLite database or the schema cannot be created.
+    pub fn open_rw(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs_err::create_dir_all(dir)?;
+        }
+        let conn = Connection::open(path).map_err(|e| sqlite_error(path, e))?;
+        let store = Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            read_only: false,
+        };
+        store.init()?;
+        Ok(store)
+    }
+
+    /// Opens an existing store read-only: SQLite's read-only open flag plus
+    /// `PRAGMA query_only = 1`. Nothing this handle does can change the file.
+    ///
+    /// # Errors
+    /// [`StoreError::Missing`] when the file does not exist (nothing imported yet),
+    /// [`StoreError::Sqlite`] when it is not a memories store.
+    pub fn open_ro(path: &Path) -> Result<Self, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+        conn.pragma_update(None, "query_only", 1)
+            .map_err(|e| sqlite_error(path, e))?;
+        conn.query_row(
+            "SELECT count(*) FROM memories_fts WHERE rowid = 0",
+            [],
+            |_| Ok(()),
+        )
+        .map_err(|e| sqlite_error(path, e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            read_only: true,
+        })
+    }
+
+    /// A writable store in memory (tests, examples).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] if SQLite cannot create the schema.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory().map_err(|e| sqlite_error(&path, e))?;
+        let store = Self {
+            path,
+            conn: Mutex::new(conn),
+            read_only: false,
+        };
+        store.init()?;
+        Ok(store)
+    }
+
+    fn init(&self) -> Result<(), StoreError> {
+        self.lock().execute_batch(SCHEMA).map_err(|e| self.error(e))
+    }
+
+    /// The database file (`:memory:` for in-memory stores).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True when opened with [`MemoryStore::open_ro`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The connection, locked. A poisoned lock is recovered: SQLite keeps its own
+    /// consistency, so a panic elsewhere cannot leave the connection half-written.
+    pub fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Wraps a SQLite error with this store's path.
+    pub fn error(&self, source: rusqlite::Error) -> StoreError {
+        sqlite_error(&self.path, source)
+    }
+
+    /// Inserts or replaces `memory` by its id; identical content is left untouched.
+    ///
+    /// A changed memory loses its stored embedding (it no longer matches the text).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a write failure (for example a read-only store).
+    pub fn upsert(&self, memory: &Memory) -> Result<Upsert, StoreError> {
+        let hash = memory.content_hash();
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let existing: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT rowid, content_hash FROM memories WHERE id = ?1",
+                [&memory.id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        let json = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
+        let outcome = match existing {
+            Some((_, old)) if old == hash => Upsert::Unchanged,
+            Some((rowid, _)) => {
+                tx.execute(
+                    "UPDATE memories SET title=?2, type=?3, tags=?4, created=?5, updated=?6, body=?7, \
+                     files_read=?8, files_modified=?9, origin=?10, content_hash=?11, embedding=NULL, \
+                     embedding_model=NULL WHERE rowid=?1",
+                    params![
+                        rowid,
+                        memory.title,
+                        memory.kind,
+                        json(&memory.tags),
+                        format_time(&memory.created),
+                        format_time(&memory.updated),
+                        memory.body,
+                        json(&memory.files_read),
+                        json(&memory.files_modified),
+                        memory.origin,
+                        hash
+                    ],
+                )
+                .map_err(|e| self.error(e))?;
+                tx.execute("DELETE FROM memories_fts WHERE rowid = ?1", [rowid])
+                    .map_err(|e| self.error(e))?;
+                tx.execute(
+                    "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
+                    params![rowid, memory.title, memory.tags.join(" "), memory.body],
+                )
+                .map_err(|e| self.error(e))?;
+                Upsert::Updated
+            }
+            None => {
+                tx.execute(
+                    "INSERT INTO memories(id, title, type, tags, created, updated, body, files_read, \
+                     files_modified, origin, content_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![
+                        memory.id,
+                        memory.title,
+                        memory.kind,
+                        json(&memory.tags),
+                        format_time(&memory.created),
+                        format_time(&memory.updated),
+                        memory.body,
+                        json(&memory.files_read),
+                        json(&memory.files_modified),
+                        memory.origin,
+                        hash
+                    ],
+                )
+                .map_err(|e| self.error(e))?;
+                let rowid = tx.last_insert_rowid();
+                tx.execute(
+                    "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
+                    params![rowid, memory.title, memory.tags.join(" "), memory.body],
+                )
+                .map_err(|e| self.error(e))?;
+                Upsert::Inserted
+            }
+        };
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(outcome)
+    }
+
+    /// Stores `vector` (L2-normalised here) as the embedding of memory `id`, produced by
+    /// model `model`. Returns false when no memory has that id.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a write failure.
+    pub fn set_embedding(&self, id: &str, vector: &[f32], model: &str) -> Result<bool, StoreError> {
+        let blob = encode_vector(&normalized(vector));
+        let n = self
+            .lock()
+            .execute(
+                "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1",
+                params![id, blob, model],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(n > 0)
+    }
+
+    /// Ids and embedding texts of memories lacking an embedding from `model`.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a read failure.
+    pub fn missing_embeddings(&self, model: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, title, tags, body FROM memories \
+                 WHERE embedding IS NULL OR embedding_model IS NOT ?1 ORDER BY rowid",
+            )
+            .map_err(|e| self.error(e))?;
+        let rows = stmt
+            .query_map([model], |r| {
+                let tags: Vec<String> =
+                    serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default();
+                Ok((
+                    r.get::<_, String>(0)?,
+                    format!(
+                        "{}\n{}\n{}",
+                        r.get::<_, String>(1)?,
+                        tags.join(" "),
+                        r.get::<_, String>(3)?
+                    ),
+                ))
+            })
+            .map_err(|e| self.error(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.error(e))?;
+        Ok(rows)
+    }
+
+    /// Number of memories stored.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a read failure.
+    pub fn count(&self) -> Result<usize, StoreError> {
+        let n: i64 = self
+            .lock()
+            .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
+            .map_err(|e| self.error(e))?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Number of memories holding an embedding from `model`.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a read failure.
+    pub fn count_embedded(&self, model: &str) -> Result<usize, StoreError> {
+        let n: i64 = self
+            .lock()
+            .query_row("SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model = ?1", [model], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.error(e))?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Reads one memory by id.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a read failure.
+    pub fn get(&self, id: &str) -> Result<Option<Memory>, StoreError> {
+        let conn = self.lock();
+        conn.query_row(
+            "SELECT id, title, type, tags, created, updated, body, files_read, files_modified, origin \
+             FROM memories WHERE id = ?1",
+            [id],
+            |r| {
+                Ok(Memory {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    kind: r.get(2)?,
+                    tags: json_list(&r.get::<_, String>(3)?),
+                    created: parse_time(&r.get::<_, String>(4)?),
+                    updated: parse_time(&r.get::<_, String>(5)?),
+                    body: r.get(6)?,
+                    files_read: json_list(&r.get::<_, String>(7)?),
+                    files_modified: json_list(&r.get::<_, String>(8)?),
+                    origin: r.get(9)?,
+                })
+            },
+        )
+        .optional()
+        .map_err(|e| self.error(e))
+    }
+}
+
+/// Parses a JSON array of strings as stored in `tags`/`files_*`; anything else is empty.
+pub fn json_list(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+/// Parses a stored time (`YYYY-MM-DDTHH:MM:SSZ`); an unreadable value becomes the epoch.
+pub fn parse_time(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
+}
+
+/// Encodes a vector as little-endian `f32` bytes.
+pub fn encode_vector(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Decodes little-endian `f32` bytes; a trailing partial value is dropped.
+pub fn decode_vector(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// `v` scaled to unit L2 norm (a zero vector stays zero).
+pub fn normalized(v: &[f32]) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter().map(|x| x / norm).collect()
+    } else {
+        vec![0.0; v.len()]
+    }
+}
+
+fn sqlite_error(path: &Path, source: rusqlite::Error) -> StoreError {
+    StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(id: &str, body: &str) -> Memory {
+        let t = DateTime::parse_from_rfc3339("2026-07-01T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        Memory {
+            id: id.into(),
+            title: "Decisión".into(),
+            kind: "decision".into(),
+            tags: vec!["db".into()],
+            created: t,
+            updated: t,
+            body: body.into(),
+            files_read: vec!["src/main.rs".into()],
+            files_modified: vec![],
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn upsert_is_idempotent_and_updates() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        assert_eq!(store.upsert(&sample("a", "one")).unwrap(), Upsert::Inserted);
+        assert_eq!(
+            store.upsert(&sample("a", "one")).unwrap(),
+            Upsert::Unchanged
+        );
+        assert_eq!(store.upsert(&sample("a", "two")).unwrap(), Upsert::Updated);
+        assert_eq!(store.count().unwrap(), 1);
+        let fts: i64 = store
+            .lock()
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'two'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(fts, 1);
+        let fold: i64 = store
+            .lock()
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'decision'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(fold, 1, "accents fold");
+        assert_eq!(
+            store.get("a").unwrap().unwrap().files_read,
+            vec!["src/main.rs".to_string()]
+        );
+    }
+
+    #[test]
+    fn embeddings_roundtrip_normalised() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        store.upsert(&sample("a", "one")).unwrap();
+        assert!(store.set_embedding("a", &[3.0, 4.0], "m").unwrap());
+        assert!(!store.set_embedding("zz", &[1.0], "m").unwrap());
+        assert_eq!(store.count_embedded("m").unwrap(), 1);
+        assert!(store.missing_embeddings("m").unwrap().is_empty());
+        assert_eq!(store.missing_embeddings("other").unwrap().len(), 1);
+        let blob: Vec<u8> = store
+            .lock()
+            .query_row("SELECT embedding FROM memories", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(decode_vector(&blob), vec![0.6, 0.8]);
+    }
+
+    #[test]
+    fn open_ro_missing_file() {
+        let err = MemoryStore::open_ro(Path::new("/nonexistent/memories.sqlite")).unwrap_err();
+        assert!(matches!(err, StoreError::Missing(_)));
+    }
+}

@@ -1,0 +1,418 @@
+//! Every skill's verification checklist under `cargo test`: one trial per
+//! (skill, checklist item), run by the same [`Verifier`] as `skills verify`, plus
+//! trials that break a copy of a skill or binding on purpose and assert the exact
+//! failure (missing binding, drifted text, unknown check, bad parameters, failing
+//! check) and the `skills verify` exit code and summary line.
+
+// A test binary (`harness = false`): clippy's `allow-unwrap-in-tests` does not see it.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use skills::runtime::conformance::{Options, Report, Status, Verifier};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn options(skills_dir: PathBuf) -> Options {
+    Options {
+        skills_dir,
+        fixtures_dir: repo().join("tests/conformance/fixtures"),
+        binary: Some(PathBuf::from(env!("CARGO_BIN_EXE_skills"))),
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let verifier =
+        Arc::new(Verifier::new(options(repo().join("skills"))).expect("temporary data folder"));
+    let mut trials = Vec::new();
+    for (n, entry) in verifier
+        .entries(&[])
+        .expect("all skills")
+        .into_iter()
+        .enumerate()
+    {
+        let v = verifier.clone();
+        let mut name = format!("{}::{:02} {}", entry.skill, n + 1, entry.item);
+        // An excluded item is reported as ignored, with its reason in the name, never
+        // silently passed (`--include-ignored` runs it and fails with the reason).
+        let excluded = verifier.exclusion(&entry).map(str::to_owned);
+        if let Some(reason) = &excluded {
+            name.push_str(&format!(" [excluded: {reason}]"));
+        }
+        trials.push(
+            Trial::test(name, move || {
+                let report = v.run(&entry);
+                match report.status {
+                    Status::Pass => Ok(()),
+                    Status::Excluded => Err(Failed::from(format!(
+                        "excluded: {}",
+                        report.reason.unwrap_or_default()
+                    ))),
+                    Status::Fail => Err(Failed::from(report.failures().join("\n"))),
+                }
+            })
+            .with_kind("checklist")
+            .with_ignored_flag(excluded.is_some()),
+        );
+    }
+    trials.extend(breakage::trials());
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// Runs the items of `search-conversations` whose text contains one of `items`.
+fn run_items(skills_dir: &Path, items: &[&str]) -> Report {
+    let verifier = Verifier::new(options(skills_dir.to_path_buf())).unwrap();
+    let mut report = Report::default();
+    for entry in verifier
+        .entries(&["search-conversations".to_owned()])
+        .unwrap()
+    {
+        if items.iter().any(|i| entry.item.contains(i)) {
+            report.push(verifier.run(&entry));
+        }
+    }
+    report
+}
+
+mod breakage {
+    use super::*;
+
+    const SKILL: &str = "search-conversations";
+
+    /// Copies the repository's skills into a temp folder so a test can break one.
+    fn copy_skills() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        for entry in std::fs::read_dir(repo().join("skills")).unwrap() {
+            let entry = entry.unwrap();
+            if !entry.path().is_dir() {
+                continue;
+            }
+            let dest = tmp.path().join(entry.file_name());
+            std::fs::create_dir_all(&dest).unwrap();
+            for f in std::fs::read_dir(entry.path()).unwrap() {
+                let f = f.unwrap();
+                std::fs::copy(f.path(), dest.join(f.file_name())).unwrap();
+            }
+        }
+        tmp
+    }
+
+    /// Replaces `from` (which must occur exactly once) by `to` in a skill file.
+    fn edit(dir: &Path, file: &str, from: &str, to: &str) -> PathBuf {
+        let path = dir.join(SKILL).join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches(from).count(), 1, "`{from}` in {file}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        path
+    }
+
+    fn one(report: &Report, item: &str) -> Result<(Status, Vec<String>), Failed> {
+        let found: Vec<_> = report.items.iter().filter(|r| r.item == item).collect();
+        match found.as_slice() {
+            [r] => Ok((r.status, r.failures())),
+            _ => Err(format!(
+                "expected one report for {item:?}, got {}: {report:#?}",
+                found.len()
+            )
+            .into()),
+        }
+    }
+
+    fn expect(actual: (Status, Vec<String>), expected: &[String]) -> Result<(), Failed> {
+        if actual.0 != Status::Fail || actual.1 != expected {
+            return Err(format!(
+                "expected FAIL with {expected:#?}\ngot {:?} with {:#?}",
+                actual.0, actual.1
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    const ROLE_ITEM: &str = "The role filter returns only rows of that role";
+    const ORDER_ITEM: &str = "Rows are ordered by created DESC (newest first)";
+    const CONV_ID_ITEM: &str = "Every row has conv_id (L2 consumers need it for citations)";
+    const NO_MATCH_ITEM: &str =
+        "If term has no match, output is f\"No conversations found containing '{term}'\" — not an empty table";
+
+    fn missing_binding() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        let path = edit(
+            tmp.path(),
+            "conformance.yaml",
+            &format!("  - item: {ROLE_ITEM}\n"),
+            "  - item: Something else entirely\n",
+        );
+        let report = run_items(tmp.path(), &[ROLE_ITEM]);
+        expect(
+            one(&report, ROLE_ITEM)?,
+            &[format!(
+                "no binding: no item of `{}` has this exact text",
+                path.display()
+            )],
+        )
+    }
+
+    fn missing_binding_file() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        let path = tmp.path().join(SKILL).join("conformance.yaml");
+        std::fs::remove_file(&path).unwrap();
+        let report = run_items(tmp.path(), &[""]);
+        if report.failed != 10 || report.passed != 0 {
+            return Err(format!("expected 10 failures, got {}", report.to_text()).into());
+        }
+        expect(
+            one(&report, ROLE_ITEM)?,
+            &[format!("no binding: `{}` does not exist", path.display())],
+        )
+    }
+
+    fn drifted_text() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        let new = "Rows are ordered by created DESC (most recent first)";
+        edit(
+            tmp.path(),
+            "SKILL.md",
+            &format!("- [ ] {ORDER_ITEM}"),
+            &format!("- [ ] {new}"),
+        );
+        let report = run_items(tmp.path(), &["Rows are ordered"]);
+        expect(
+            one(&report, ORDER_ITEM)?,
+            &[format!(
+            "binding text matches no checklist item (drift); closest item (line 108): \"{new}\""
+        )],
+        )?;
+        let path = tmp.path().join(SKILL).join("conformance.yaml");
+        expect(
+            one(&report, new)?,
+            &[format!(
+                "no binding: no item of `{}` has this exact text",
+                path.display()
+            )],
+        )
+    }
+
+    fn unknown_check() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "check: every_row_has",
+            "check: every_row_hass",
+        );
+        let report = run_items(tmp.path(), &[CONV_ID_ITEM]);
+        let known = skills::runtime::conformance::checks::vocabulary()
+            .iter()
+            .map(|c| c.id)
+            .collect::<Vec<_>>()
+            .join(", ");
+        expect(
+            one(&report, CONV_ID_ITEM)?,
+            &[format!(
+                "unknown check `every_row_hass`; known checks: {known}"
+            )],
+        )
+    }
+
+    fn bad_params() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "params: {field: created, direction: desc}\n",
+            "params: {field: created, direction: newest}\n",
+        );
+        let report = run_items(tmp.path(), &[ORDER_ITEM]);
+        expect(
+            one(&report, ORDER_ITEM)?,
+            &[r#"check `ordered_by`: bad params: `/direction`: "newest" is not one of "asc" or "desc""#.to_owned()],
+        )
+    }
+
+    fn failing_check() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "{template: \"No conversations found",
+            "{template: \"No conversation found",
+        );
+        let report = run_items(tmp.path(), &[NO_MATCH_ITEM]);
+        expect(
+            one(&report, NO_MATCH_ITEM)?,
+            &[
+                r#"`text_equals` on {"term":"no-such-term-zq"} [transcripts]: text is "\"No conversations found containing 'no-such-term-zq'\"", expected "No conversation found containing 'no-such-term-zq'""#.to_owned(),
+                r#"`text_equals` on {"term":"50%nothing_here","role":"assistant"} [transcripts]: text is "\"No conversations found containing '50%nothing_here'\"", expected "No conversation found containing '50%nothing_here'""#.to_owned(),
+                r#"`text_equals` on {"term":"naïve 🦀 | pipe"} [transcripts]: text is "\"No conversations found containing 'naïve 🦀 | pipe'\"", expected "No conversation found containing 'naïve 🦀 | pipe'""#.to_owned(),
+            ],
+        )
+    }
+
+    fn cli_exit_code_and_summary() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "check: every_row_has",
+            "check: every_row_hass",
+        );
+        let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
+            .arg("--skills-dir")
+            .arg(tmp.path())
+            .args(["verify", SKILL])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        if out.status.code() != Some(1)
+            || stdout.lines().last() != Some("9 passed, 1 failed, 0 excluded")
+        {
+            return Err(format!("exit {:?}, stdout:\n{stdout}", out.status.code()).into());
+        }
+        let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
+            .args(["--json", "verify", SKILL])
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if out.status.code() != Some(0) || json["passed"] != 10 || json["failed"] != 0 {
+            return Err(format!("exit {:?}, json:\n{json:#}", out.status.code()).into());
+        }
+        let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
+            .args(["verify", "no-such-skill"])
+            .output()
+            .unwrap();
+        if out.status.code() != Some(2) {
+            return Err(format!("unknown skill: exit {:?}", out.status.code()).into());
+        }
+        Ok(())
+    }
+
+    type Breakage = fn() -> Result<(), Failed>;
+
+    pub fn trials() -> Vec<Trial> {
+        let cases: [(&str, Breakage); 10] = [
+            ("missing_binding", missing_binding),
+            ("missing_binding_file", missing_binding_file),
+            ("drifted_text", drifted_text),
+            ("unknown_check", unknown_check),
+            ("bad_params", bad_params),
+            ("failing_check", failing_check),
+            ("cli_exit_code_and_summary", cli_exit_code_and_summary),
+            ("excluded_item_is_reported", excluded_item_is_reported),
+            ("fixtures_import_cleanly", fixtures_import_cleanly),
+            ("new_item_needs_only_yaml", new_item_needs_only_yaml),
+        ];
+        cases
+            .into_iter()
+            .map(|(name, f)| Trial::test(format!("breakage::{name}"), f))
+            .collect()
+    }
+
+    /// The transcripts corpus goes through the real importers without faults and
+    /// yields every message the fixtures hold (tool calls and summaries skipped).
+    fn fixtures_import_cleanly() -> Result<(), Failed> {
+        use skills::runtime::conformance::corpus::build_stores;
+        use skills::stores::conversations::ConversationStore;
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = build_stores(
+            &repo().join("tests/conformance/fixtures/transcripts"),
+            tmp.path(),
+        )?;
+        let store = ConversationStore::open_ro(&paths.conversations).unwrap();
+        let conn = store.connection().unwrap();
+        let counts: (i64, i64, i64, i64) = conn
+            .query_row(
+                "SELECT count(*), count(DISTINCT source), count(DISTINCT conversation_id), \
+                 count(*) FILTER (WHERE role = 'user' AND has_question = 1) FROM all_conversations",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        if counts != (16, 2, 4, 4) {
+            return Err(
+                format!("(messages, sources, conversations, user questions) = {counts:?}").into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// A new checklist item becomes executable with YAML only (here: argument errors),
+    /// and a wrong expectation fails with the argument the host actually named.
+    fn new_item_needs_only_yaml() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        let item = "Invalid arguments are rejected before the engine runs, naming the argument";
+        let doc = tmp.path().join(SKILL).join("SKILL.md");
+        let mut text = std::fs::read_to_string(&doc).unwrap();
+        text.push_str(&format!("- [ ] {item}\n"));
+        std::fs::write(&doc, text).unwrap();
+        let binding = tmp.path().join(SKILL).join("conformance.yaml");
+        let mut yaml = std::fs::read_to_string(&binding).unwrap();
+        yaml.push_str(&format!(
+            "\n  - item: {item}\n    checks:\n      - check: argument_error\n        params: {{argument: limit}}\n        cases:\n          - args: {{limit: 0}}\n          - args: {{limit: \"ten\"}}\n      - check: argument_error\n        params: {{argument: role, reason_contains: system}}\n        cases:\n          - args: {{role: system}}\n      - check: argument_error\n        params: {{argument: term}}\n        cases:\n          - args: {{trem: rpath}}\n"
+        ));
+        std::fs::write(&binding, yaml).unwrap();
+        let report = run_items(tmp.path(), &[item]);
+        expect(
+            one(&report, item)?,
+            &[
+                r#"`argument_error` on {"trem":"rpath"} [transcripts]: errors name `trem` instead of `term`"#
+                    .to_owned(),
+            ],
+        )?;
+        if report.items[0].checks.len() != 4 {
+            return Err(format!("{:#?}", report.items[0]).into());
+        }
+        Ok(())
+    }
+
+    fn excluded_item_is_reported() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        let path = edit(
+            tmp.path(),
+            "conformance.yaml",
+            &format!("  - item: {ROLE_ITEM}\n"),
+            &format!("  - item: {ROLE_ITEM}\n    excluded: covered by hand\n"),
+        );
+        // `excluded` with checks/cases is rejected by the schema: the file is unusable.
+        let report = run_items(tmp.path(), &["conformance.yaml"]);
+        let (status, failures) = one(&report, "conformance.yaml")?;
+        if status != Status::Fail
+            || !failures[0].starts_with(&format!(
+                "`{}` does not match `schemas/conformance.schema.json`: `/items/8`",
+                path.display()
+            ))
+        {
+            return Err(format!("{status:?} {failures:#?}").into());
+        }
+        // A bare exclusion is reported as EXCLUDED with its reason.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let start = text.find(&format!("  - item: {ROLE_ITEM}\n")).unwrap();
+        let end = start + text[start..].find("\n\n").unwrap();
+        std::fs::write(
+            &path,
+            format!(
+                "{}  - item: {ROLE_ITEM}\n    excluded: covered by hand{}",
+                &text[..start],
+                &text[end..]
+            ),
+        )
+        .unwrap();
+        let report = run_items(tmp.path(), &[ROLE_ITEM]);
+        let r = &report.items[0];
+        if r.status != Status::Excluded
+            || r.reason.as_deref() != Some("covered by hand")
+            || report.excluded != 1
+        {
+            return Err(format!("{r:#?}").into());
+        }
+        if !report.to_text().contains("  EXCLUDED The role filter returns only rows of that role (SKILL.md:111)\n           reason: covered by hand\n") {
+            return Err(report.to_text().into());
+        }
+        Ok(())
+    }
+}
