@@ -30,6 +30,7 @@ use chrono::{DateTime, TimeZone, Utc};
 
 use crate::ingest::Message;
 use crate::stores::conversations::ConversationStore;
+use crate::stores::memories::Memory;
 use crate::stores::StoreError;
 
 /// A term planted in about 3 of every 100,000 messages (mixed case: `Persofi`).
@@ -446,6 +447,60 @@ impl Generator {
     }
 }
 
+/// Memory types drawn by [`memories`], in order of frequency weight (first = most).
+pub const MEMORY_TYPES: &[&str] = &["note", "fact", "decision", "bug", "feedback", "preference"];
+
+/// `spec.messages` generated memories for the `memo_search` benchmark, from the same
+/// vocabulary as the conversations: a title of 3–8 words, a type from
+/// [`MEMORY_TYPES`], 1–4 tags, a body like a message (short to long, some code), 0–3
+/// read and 0–2 modified paths (`src/<word>.rs`), created uniformly over 2024–2025 and
+/// updated up to 30 days later (second precision). Ids are
+/// [`Memory::stable_id`] of `bench-<seed>-<index>`.
+pub fn memories(spec: Spec) -> impl Iterator<Item = Memory> {
+    let mut g = Generator::new(spec);
+    (0..spec.messages).map(move |i| g.memory(spec.seed, i))
+}
+
+impl Generator {
+    fn memory(&mut self, seed: u64, i: usize) -> Memory {
+        let mut title = String::new();
+        let n = self.rng.range(3, 8);
+        self.sentence(n, false, &mut title);
+        title.pop();
+        let kind =
+            MEMORY_TYPES[usize::try_from(self.rng.below(100)).unwrap_or(0) % 21 / 4].to_owned();
+        let tags: Vec<String> = {
+            let mut t: Vec<String> = (0..self.rng.range(1, 4)).map(|_| self.ident()).collect();
+            t.dedup();
+            t
+        };
+        let offset = i64::try_from(self.rng.below(self.span_secs)).unwrap_or(0);
+        let created = self.start + chrono::Duration::seconds(offset);
+        let later = i64::try_from(self.rng.below(30 * 86_400)).unwrap_or(0);
+        let updated = created + chrono::Duration::seconds(later);
+        let user = self.rng.chance(0.5);
+        let body = self.content(user);
+        let files_read = (0..self.rng.range(0, 3))
+            .map(|_| format!("src/{}.rs", self.ident()))
+            .collect();
+        let files_modified = (0..self.rng.range(0, 2))
+            .map(|_| format!("src/{}.rs", self.ident()))
+            .collect();
+        Memory {
+            id: Memory::stable_id(&format!("bench-{seed}-{i}")),
+            title,
+            kind,
+            tags,
+            created,
+            updated,
+            body,
+            files_read,
+            files_modified,
+            origin: None,
+        }
+    }
+}
+
 impl Iterator for Generator {
     type Item = Vec<Message>;
 
@@ -639,6 +694,18 @@ mod tests {
         stored.sort();
         expected.sort();
         assert_eq!(stored, expected);
+    }
+
+    #[test]
+    fn memories_are_deterministic_and_varied() {
+        let a: Vec<_> = memories(Spec::new(300)).collect();
+        let b: Vec<_> = memories(Spec::new(300)).collect();
+        assert_eq!(a, b);
+        let kinds: std::collections::BTreeSet<_> = a.iter().map(|m| m.kind.as_str()).collect();
+        assert_eq!(kinds.len(), MEMORY_TYPES.len(), "{kinds:?}");
+        let ids: std::collections::BTreeSet<_> = a.iter().map(|m| &m.id).collect();
+        assert_eq!(ids.len(), 300);
+        assert!(a.iter().all(|m| !m.title.is_empty() && !m.tags.is_empty()));
     }
 
     #[test]
