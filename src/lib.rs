@@ -6,6 +6,7 @@
 //! (CLI, MCP, `verify`) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod engines;
 pub mod ingest;
 pub mod runtime;

@@ -1,0 +1,160 @@
+//! Shared helpers of the benchmark runners: timing statistics, peak memory, the data
+//! folder, and markdown output. Benchmarks print their tables on stdout.
+#![allow(dead_code, clippy::print_stdout)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Reads an environment variable as a number, or `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+/// Folder for generated corpora and stores: `$BENCH_DIR`, else
+/// `$CARGO_TARGET_DIR/bench-data`, else `target/bench-data`.
+pub fn bench_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("BENCH_DIR").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("bench-data")
+}
+
+/// Median and 95th percentile of a set of timings.
+#[derive(Debug, Clone, Copy)]
+pub struct Stats {
+    pub median: Duration,
+    pub p95: Duration,
+    pub runs: usize,
+}
+
+impl Stats {
+    /// Stats of `samples` (nearest-rank percentiles; with few runs p95 is the maximum).
+    pub fn of(mut samples: Vec<Duration>) -> Self {
+        samples.sort();
+        let n = samples.len().max(1);
+        let rank = |q: f64| {
+            let r = (q * n as f64).ceil() as usize;
+            samples.get(r.clamp(1, n) - 1).copied().unwrap_or_default()
+        };
+        Self {
+            median: rank(0.5),
+            p95: rank(0.95),
+            runs: samples.len(),
+        }
+    }
+}
+
+/// Runs `f` once untimed (warm-up), then `runs` times, or fewer when the timed runs
+/// already took more than `budget`. Returns the stats and the last result.
+pub fn measure<T>(runs: usize, budget: Duration, mut f: impl FnMut() -> T) -> (Stats, T) {
+    let mut last = f();
+    let mut samples = Vec::with_capacity(runs);
+    let start = Instant::now();
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        last = f();
+        samples.push(t.elapsed());
+        if start.elapsed() > budget && samples.len() >= 3 {
+            break;
+        }
+    }
+    (Stats::of(samples), last)
+}
+
+/// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`), 0 when unknown.
+fn status_bytes(field: &str) -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Current resident set size, bytes.
+pub fn rss() -> u64 {
+    status_bytes("VmRSS")
+}
+
+/// Peak resident set size since the last [`reset_peak`] (or process start), bytes.
+pub fn peak_rss() -> u64 {
+    status_bytes("VmHWM")
+}
+
+/// Resets the peak RSS to the current RSS (Linux: `5` into `/proc/self/clear_refs`).
+pub fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// A duration for a table: µs below 1 ms, ms below 10 s, else s.
+pub fn fmt_dur(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1_000.0 {
+        format!("{us:.1} µs")
+    } else if us < 10_000_000.0 {
+        format!("{:.1} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+/// Bytes as MB (10^6) or GB for a table.
+pub fn fmt_bytes(b: u64) -> String {
+    if b >= 10_000_000_000 {
+        format!("{:.1} GB", b as f64 / 1e9)
+    } else {
+        format!("{:.0} MB", b as f64 / 1e6)
+    }
+}
+
+/// Total size of the files directly in `dir` or below it, bytes.
+pub fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Prints one markdown table.
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    println!("| {} |", header.join(" | "));
+    println!("|{}", "---|".repeat(header.len()));
+    for row in rows {
+        println!("| {} |", row.join(" | "));
+    }
+    println!();
+}
+
+/// One line describing the machine (CPU model, cores, memory), from `/proc`.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpu
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split(':').nth(1))
+        .unwrap_or("unknown CPU")
+        .trim()
+        .to_owned();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024);
+    format!("{model}, {cores} cores available, {} RAM", fmt_bytes(mem))
+}

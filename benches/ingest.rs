@@ -1,0 +1,142 @@
+//! Ingest throughput: a generated Claude Code tree (`projects/<dir>/<session>.jsonl`)
+//! imported with [`skills::ingest::ingest_paths`] into a fresh on-disk store, as
+//! `skills ingest` does; messages/s, MB/s, store size on disk and peak RSS.
+//!
+//! Environment: `BENCH_INGEST_MESSAGES` (default 100,000), `BENCH_SEED`,
+//! `BENCH_INGEST_RUNS` (default 3), `BENCH_DIR`.
+#![allow(clippy::print_stdout, clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use common::{fmt_bytes, fmt_dur, peak_rss, reset_peak, Stats};
+use skills::bench::gen::{self, Spec};
+use skills::stores::conversations::ConversationStore;
+
+fn main() -> Result<()> {
+    if std::env::args().any(|a| a == "--list") {
+        return Ok(());
+    }
+    let messages = common::env_usize("BENCH_INGEST_MESSAGES", 100_000);
+    let seed = common::env_usize("BENCH_SEED", 0x5EED) as u64;
+    let runs = common::env_usize("BENCH_INGEST_RUNS", 3);
+    let dir = common::bench_dir().join(format!("ingest-{messages}-{seed:x}"));
+    let tree = dir.join("tree");
+    let done = dir.join("complete");
+    if !done.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        eprintln!(
+            "writing a Claude Code tree of {messages} messages into {} …",
+            tree.display()
+        );
+        let g = gen::write_claude_code_tree(&tree, Spec { messages, seed })?;
+        std::fs::write(
+            &done,
+            format!(
+                "{} {} {} {}",
+                g.messages, g.conversations, g.text_bytes, g.file_bytes
+            ),
+        )?;
+    }
+    let meta: Vec<u64> = std::fs::read_to_string(&done)?
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let [n, files, text_bytes, file_bytes] = meta[..] else {
+        bail!("unreadable `{}`", done.display());
+    };
+
+    let mut samples = Vec::new();
+    let mut store_bytes = 0;
+    let mut peak = 0;
+    for run in 0..runs.max(1) {
+        let store_dir = dir.join(format!("store-{run}"));
+        let _ = std::fs::remove_dir_all(&store_dir);
+        reset_peak();
+        let t = Instant::now();
+        let store = ConversationStore::open_rw(&store_dir.join("conversations.duckdb"))?;
+        let summary =
+            skills::ingest::ingest_paths(&store, std::slice::from_ref(&tree), &mut |_, _| {});
+        drop(store);
+        let elapsed = t.elapsed();
+        peak = peak.max(peak_rss());
+        if !summary.is_clean() || summary.messages_added as u64 != n {
+            bail!("ingest was not clean: {summary}");
+        }
+        store_bytes = common::dir_bytes(&store_dir);
+        let _ = std::fs::remove_dir_all(&store_dir);
+        eprintln!("run {run}: {}", fmt_dur(elapsed));
+        samples.push(elapsed);
+    }
+    // Parsing alone (no store), to split the time between importer and store.
+    let t = Instant::now();
+    let mut parsed = 0usize;
+    let mut paths = Vec::new();
+    collect_jsonl(&tree, &mut paths);
+    for path in &paths {
+        parsed += skills::ingest::import_file(path)?.messages.len();
+    }
+    let parse_time = t.elapsed();
+    if parsed as u64 != n {
+        bail!("parsed {parsed} messages, expected {n}");
+    }
+    let s = Stats::of(samples);
+    let per_sec = |x: u64, d: Duration| x as f64 / d.as_secs_f64();
+    println!("## ingest (Claude Code JSONL → DuckDB) at {n} messages\n");
+    println!("machine: {}\n", common::machine());
+    common::table(
+        &[
+            "messages",
+            "session files",
+            "JSONL",
+            "text",
+            "median",
+            "p95",
+            "messages/s (median)",
+            "JSONL MB/s",
+            "text MB/s",
+            "store on disk",
+            "peak RSS",
+        ],
+        &[vec![
+            n.to_string(),
+            files.to_string(),
+            fmt_bytes(file_bytes),
+            fmt_bytes(text_bytes),
+            fmt_dur(s.median),
+            fmt_dur(s.p95),
+            format!("{:.0}", per_sec(n, s.median)),
+            format!("{:.1}", per_sec(file_bytes, s.median) / 1e6),
+            format!("{:.1}", per_sec(text_bytes, s.median) / 1e6),
+            fmt_bytes(store_bytes),
+            fmt_bytes(peak),
+        ]],
+    );
+    println!(
+        "runs: {} (each into a fresh store file, one transaction per session file). \
+         Parsing alone (`import_file` on every file, nothing stored): {} = {:.0} messages/s, \
+         {:.1} MB/s of JSONL; the rest of the median is the store ({:.1} ms per session file).\n",
+        s.runs,
+        fmt_dur(parse_time),
+        per_sec(n, parse_time),
+        per_sec(file_bytes, parse_time) / 1e6,
+        (s.median.saturating_sub(parse_time)).as_secs_f64() * 1e3 / files as f64,
+    );
+    Ok(())
+}
+
+fn collect_jsonl(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let path = e.path();
+        if path.is_dir() {
+            collect_jsonl(&path, out);
+        } else if path.extension().is_some_and(|x| x == "jsonl") {
+            out.push(path);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! `memo_search` at 100,000 memories through [`Host::call`]: every mode, with and
+//! without filters, each call including its query embedding; plus the query embedding
+//! alone.
+//!
+//! Environment: `BENCH_MEMORIES` (default 100,000), `BENCH_SEED`, `BENCH_RUNS` (timed
+//! calls per case, default 20), `BENCH_DIR`; the embedding model comes from
+//! `$SKILLS_MODEL_DIR` (default `~/.cache/skills/model`, see `scripts/fetch-model`).
+#![allow(clippy::print_stdout, clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak};
+use serde_json::{json, Value};
+use skills::bench::gen::{self, Spec};
+use skills::engines::Context;
+use skills::runtime::host::Host;
+use skills::stores::embedder::Embedder;
+use skills::stores::memories::MemoryStore;
+use skills::stores::StorePaths;
+
+const QUERY: &str = "how do we handle serde errors in the tokio runtime";
+
+fn main() -> Result<()> {
+    if std::env::args().any(|a| a == "--list") {
+        return Ok(());
+    }
+    let n = common::env_usize("BENCH_MEMORIES", 100_000);
+    let seed = common::env_usize("BENCH_SEED", 0x5EED) as u64;
+    let runs = common::env_usize("BENCH_RUNS", 20);
+    let dir = common::bench_dir().join(format!("memo-{n}-{seed:x}"));
+    let embedder = match Embedder::load_default() {
+        Ok(e) => e,
+        Err(e) => {
+            println!("## memo_search\n\nskipped: {e}\n");
+            return Ok(());
+        }
+    };
+    let done = dir.join("complete");
+    if !done.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        eprintln!("generating {n} memories into {} …", dir.display());
+        reset_peak();
+        let t = Instant::now();
+        let store = MemoryStore::open_rw(&StorePaths::in_dir(&dir).memories)?;
+        // Bulk load only: the benchmark's own data, rebuilt if a crash cut it short.
+        store
+            .lock()
+            .execute_batch("PRAGMA synchronous = OFF")
+            .map_err(|e| store.error(e))?;
+        let mut text_bytes = 0u64;
+        for m in gen::memories(Spec { messages: n, seed }) {
+            text_bytes += m.body.len() as u64;
+            store.upsert(&m)?;
+        }
+        let stored = t.elapsed();
+        let t = Instant::now();
+        for (id, text) in store.missing_embeddings(embedder.name())? {
+            store.set_embedding(&id, &embedder.embed(&text), embedder.name())?;
+        }
+        let line = format!(
+            "{n} memories ({} of body text) upserted in {:.1} s, embedded and stored in {:.1} s \
+             (model `{}`, {} dimensions), peak RSS {}",
+            fmt_bytes(text_bytes),
+            stored.as_secs_f64(),
+            t.elapsed().as_secs_f64(),
+            embedder.name(),
+            embedder.dim(),
+            fmt_bytes(peak_rss()),
+        );
+        drop(store);
+        std::fs::write(&done, line)?;
+    }
+    println!("## memo_search at {n} memories\n");
+    println!("machine: {}\n", common::machine());
+    println!("store: {}", std::fs::read_to_string(&done)?);
+    println!(
+        "store size on disk: {}\n",
+        fmt_bytes(common::dir_bytes(&dir))
+    );
+
+    let (embed, _) = measure(runs.max(200), Duration::from_secs(5), || {
+        embedder.embed(QUERY)
+    });
+    let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+    let host = Host::load(&skills_dir, Context::new(StorePaths::in_dir(&dir)));
+    if host.get("memo-search").is_none() {
+        bail!("skill `memo-search` did not load: {:?}", host.diagnostics());
+    }
+    let filters: [(&str, Value); 4] = [
+        ("none", json!({})),
+        ("type=decision", json!({"type": "decision"})),
+        (
+            "date 2025-01-01..2025-03-31",
+            json!({"date_from": "2025-01-01", "date_to": "2025-03-31"}),
+        ),
+        ("file `src/serde`", json!({"file": "src/serde"})),
+    ];
+    let mut rows = vec![vec![
+        "query embedding alone".to_owned(),
+        "–".to_owned(),
+        "–".to_owned(),
+        fmt_dur(embed.median),
+        fmt_dur(embed.p95),
+        String::new(),
+    ]];
+    for mode in ["hybrid", "vec", "bm25", "exact", "fuzzy"] {
+        for (label, filter) in &filters {
+            let mut args = json!({"query": QUERY, "mode": mode, "limit": 10});
+            if let (Some(a), Some(f)) = (args.as_object_mut(), filter.as_object()) {
+                a.extend(f.clone());
+            }
+            eprintln!("{mode} {label} …");
+            reset_peak();
+            let (st, out) = measure(runs, Duration::from_secs(30), || {
+                host.call("memo-search", args.clone()).unwrap()
+            });
+            let hits = out.data["hits"].as_array().map_or(0, Vec::len);
+            rows.push(vec![
+                mode.to_owned(),
+                (*label).to_owned(),
+                hits.to_string(),
+                fmt_dur(st.median),
+                fmt_dur(st.p95),
+                fmt_bytes(peak_rss()),
+            ]);
+        }
+    }
+    common::table(
+        &["mode", "filter", "hits", "median", "p95", "peak RSS"],
+        &rows,
+    );
+    println!(
+        "query: `{QUERY}`, limit 10; {runs} timed calls per case after one warm-up \
+         (embedding alone: ≥ 200 calls). Each call embeds the query.\n"
+    );
+    Ok(())
+}
