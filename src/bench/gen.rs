@@ -438,6 +438,7 @@ impl Generator {
                 content,
                 has_attachment: false,
                 has_citation: false,
+                is_injected: false,
             });
         }
         for m in &mut messages {
