@@ -1048,7 +1048,6 @@ fn rows_match_sql(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     Ok(())
 }
 
-
 fn value_at(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     let pointer = p_str(params, "pointer", "");
     let out = probe.call()?;
@@ -1203,9 +1202,7 @@ fn error_contains(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     {
         let needle = needle.as_str().unwrap_or("");
         if !message.contains(needle) {
-            return Err(format!(
-                "the error {message:?} does not contain {needle:?}"
-            ));
+            return Err(format!("the error {message:?} does not contain {needle:?}"));
         }
     }
     Ok(())
@@ -1308,7 +1305,10 @@ fn store_unchanged(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
             .find(|f| !before.contains(f))
             .or_else(|| before.iter().find(|f| !after.contains(f)));
         return Err(match changed {
-            Some((file, what)) if before.iter().any(|(b, _)| b == file) && after.iter().any(|(a, _)| a == file) => {
+            Some((file, what))
+                if before.iter().any(|(b, _)| b == file)
+                    && after.iter().any(|(a, _)| a == file) =>
+            {
                 format!("`{file}` changed: now {what}")
             }
             Some((file, _)) if after.iter().any(|(a, _)| a == file) => format!("`{file}` appeared"),
@@ -1443,6 +1443,18 @@ mod tests {
         assert_eq!(cells("| a | b \\| c | d |"), 3);
         assert_eq!(cells("|---|---|"), 2);
         assert_eq!(cells("| a\\\\| b |"), 2);
+    }
+
+    #[test]
+    fn pointers_are_removed_and_numbers_compare_by_value() {
+        let mut v = json!({"note": "x", "hits": [{"a": 1}, {"a": 2}], "a/b": 3});
+        remove_pointer(&mut v, "/note");
+        remove_pointer(&mut v, "/hits/0");
+        remove_pointer(&mut v, "/a~1b");
+        remove_pointer(&mut v, "/missing/deeper");
+        assert_eq!(v, json!({"hits": [{"a": 2}]}));
+        assert!(same_value(&json!(60), &json!(60.0)));
+        assert!(!same_value(&json!("60"), &json!(60)));
     }
 
     #[test]

@@ -84,8 +84,7 @@ pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, St
         .collect();
     let mut imported = 0;
     if !transcripts.is_empty() {
-        let store =
-            ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
+        let store = ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
         let summary =
             crate::ingest::ingest_paths(&store, &[corpus_dir.to_path_buf()], &mut |_, _| {});
         drop(store);

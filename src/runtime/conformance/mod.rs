@@ -97,7 +97,9 @@ pub struct Case {
 }
 
 /// Which embedding model a case's engines see.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderChoice {
     /// The default model when it is present (`$SKILLS_MODEL_DIR`), else none — as
