@@ -44,11 +44,17 @@ enum Command {
     Validate,
     /// Import transcripts into the conversations store (default locations when no path is given).
     Ingest {
-        /// Files or folders to import (Claude Code `*.jsonl`, ChatGPT `conversations.json`).
+        /// Files or folders to import (Claude Code, Codex, Gemini CLI and pi sessions,
+        /// ChatGPT `conversations.json`…). Unchanged files are not read again.
         paths: Vec<PathBuf>,
         /// Hide the progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Store text a harness injected under the user role (`<system-reminder>`,
+        /// command wrappers, continuation summaries, Codex preambles) as ordinary user
+        /// messages instead of setting it aside.
+        #[arg(long)]
+        keep_injected: bool,
     },
     /// Run a skill once and print its rendered output (or `--json`).
     Run {
@@ -83,6 +89,15 @@ enum Command {
         /// DNS-rebinding protection).
         #[arg(long, requires = "http")]
         allow_remote: bool,
+    },
+    /// Scaffold a new skill folder (document, query, template, conformance binding)
+    /// that validates and verifies as generated.
+    New {
+        /// Skill name: lowercase letters, digits and hyphens (the folder name).
+        name: String,
+        /// Engine of the new skill.
+        #[arg(long, default_value = "sql")]
+        engine: String,
     },
     /// Durable memories for memo-search: import notes, add one.
     #[command(subcommand)]
@@ -366,7 +381,16 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
                 Outcome::Usage
             })
         }
-        Command::Ingest { paths, quiet } => ingest(cli, paths, *quiet, out),
+        Command::Ingest {
+            paths,
+            quiet,
+            keep_injected,
+        } => {
+            let options = skills::ingest::IngestOptions {
+                keep_injected: *keep_injected,
+            };
+            ingest(cli, paths, *quiet, options, out)
+        }
         Command::Verify {
             names,
             fixtures_dir,
@@ -381,6 +405,31 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
         }
         Command::Serve { http, allow_remote } => serve(cli, *http, *allow_remote),
         Command::Memo(command) => memo(cli, command, out),
+        Command::New { name, engine } => {
+            use skills::runtime::scaffold::{new_skill, ScaffoldError};
+            match new_skill(&skills_dir(cli), name, engine) {
+                Ok(files) => {
+                    if cli.json {
+                        print_json(out, &json!({ "files": files }))?;
+                    } else {
+                        for f in &files {
+                            writeln!(out, "created {}", f.display())?;
+                        }
+                        writeln!(out, "next: edit query.sql and SKILL.md, then `skills validate` and `skills verify {name}`")?;
+                    }
+                    Ok(Outcome::Ok)
+                }
+                Err(
+                    e @ (ScaffoldError::InvalidName(_)
+                    | ScaffoldError::Exists(_)
+                    | ScaffoldError::UnknownEngine(_)),
+                ) => {
+                    eprintln!("error: {e}");
+                    Ok(Outcome::Usage)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
         Command::Docs {
             out: dir,
             format,
@@ -696,7 +745,13 @@ fn serve(cli: &Cli, http: Option<std::net::SocketAddr>, allow_remote: bool) -> R
     }
 }
 
-fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Result<Outcome> {
+fn ingest(
+    cli: &Cli,
+    paths: &[PathBuf],
+    quiet: bool,
+    options: skills::ingest::IngestOptions,
+    out: &mut impl Write,
+) -> Result<Outcome> {
     let paths = if paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {
@@ -721,7 +776,7 @@ fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Re
     );
     let mut messages = 0usize;
     let mut added = 0usize;
-    let summary = skills::ingest::ingest_paths(&store, &paths, &mut |_path, file| {
+    let summary = skills::ingest::ingest_paths_with(&store, &paths, options, &mut |_path, file| {
         messages += file.parsed;
         added += file.added;
         bar.inc(1);
@@ -738,7 +793,7 @@ fn ingest(cli: &Cli, paths: &[PathBuf], quiet: bool, out: &mut impl Write) -> Re
     }
     // Per-record faults are reported but do not fail a run that imported something.
     Ok(
-        if summary.files_imported == 0 && !summary.faults.is_empty() {
+        if summary.files_imported + summary.files_unchanged == 0 && !summary.faults.is_empty() {
             Outcome::Failed
         } else {
             Outcome::Ok

@@ -299,3 +299,56 @@ fn searches_transcripts_imported_from_the_shared_corpus() {
         .iter()
         .any(|r| r["source"] == "chatgpt" && r["role"] == "user"));
 }
+
+#[test]
+fn new_sql_skill_validates_and_verifies_as_generated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills_dir = tmp.path().join("skills");
+    std::fs::create_dir_all(&skills_dir).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_skills"))
+            .args(args)
+            .env("SKILLS_DIR", &skills_dir)
+            .env("SKILLS_DATA_DIR", tmp.path().join("data"))
+            .output()
+            .unwrap()
+    };
+    let o = run(&["new", "recent-messages"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in [
+        "SKILL.md",
+        "query.sql",
+        "template.md.j2",
+        "conformance.yaml",
+    ] {
+        assert!(skills_dir.join("recent-messages").join(f).is_file(), "{f}");
+    }
+    let o = run(&["validate"]);
+    // The sql engine is bound; other registered engines have no document here.
+    assert!(
+        stdout(&o).contains("ok      recent-messages"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["verify", "recent-messages"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout(&o)
+            .trim_end()
+            .ends_with("4 passed, 0 failed, 0 excluded"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        run(&["new", "recent-messages"]).status.code(),
+        Some(2),
+        "never overwrites"
+    );
+    assert_eq!(run(&["new", "Bad_Name"]).status.code(), Some(2));
+}

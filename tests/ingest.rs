@@ -359,6 +359,73 @@ fn corpus_pi_per_file() {
 }
 
 #[test]
+fn corpus_generic_jsonl() {
+    let Some(corpus) = corpus() else { return };
+    // Three lines, each a message (2 user, 1 assistant) of `generic-test-001`.
+    let import = check_file(
+        &corpus.join("other"),
+        &("brain-mcp__sample_generic.jsonl", 3, 0, &[]),
+        Format::Generic,
+    );
+    let m = &import.messages;
+    assert!(m.iter().all(|m| m.conversation_id == "generic-test-001"
+        && m.conversation_title.as_deref() == Some("Docker discussion")));
+    assert_eq!(m[1].role, "assistant");
+    assert_eq!(m[2].timestamp.to_rfc3339(), "2025-01-20T09:01:00+00:00");
+    assert_eq!(m[2].msg_index, 2);
+}
+
+#[test]
+fn times_are_utc_and_missing_times_say_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("times.jsonl");
+    fs_err::write(
+        &path,
+        concat!(
+            r#"{"role":"user","content":"epoch seconds","timestamp":1700000000}"#,
+            "\n",
+            r#"{"role":"assistant","content":"epoch ms","timestamp":1700000001500}"#,
+            "\n",
+            r#"{"role":"user","content":"iso offset","timestamp":"2023-11-15T01:00:00+02:00"}"#,
+            "\n",
+            r#"{"role":"assistant","content":"iso naive","timestamp":"2023-11-14T23:30:00"}"#,
+            "\n",
+            r#"{"role":"user","content":"no time"}"#,
+            "\n",
+        ),
+    )
+    .expect("write");
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = ingest::ingest_paths(&store, &[path], &mut |_, _| {});
+    assert_eq!(summary.messages_added, 5, "{summary}");
+    let conn = store.connection().expect("connection");
+    let mut stmt = conn
+        .prepare(
+            "SELECT strftime(created, '%Y-%m-%d %H:%M:%S.%g'), msg_timestamp IS NULL, temporal_precision \
+             FROM all_conversations ORDER BY msg_index",
+        )
+        .expect("prepare");
+    let rows: Vec<(String, bool, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let want = [
+        ("2023-11-14 22:13:20.000", false, "message"),
+        ("2023-11-14 22:13:21.500", false, "message"),
+        ("2023-11-14 23:00:00.000", false, "message"),
+        ("2023-11-14 23:30:00.000", false, "message"),
+        // No time: the conversation's (its nearest earlier) time, flagged, never the clock.
+        ("2023-11-14 23:30:00.000", true, "conversation"),
+    ];
+    let got: Vec<(&str, bool, &str)> = rows
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), *b, c.as_str()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn corpus_details() {
     let Some(corpus) = corpus() else { return };
     let cc = corpus.join("claude-code");
@@ -494,9 +561,19 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
         u64::try_from(first.messages_added).expect("small")
     );
 
+    // Nothing changed: no file is read again and nothing is added.
     let second = ingest::ingest_paths(&store, &paths, &mut |_, _| {});
-    assert_eq!(second.messages_parsed, first.messages_parsed);
-    assert_eq!(second.messages_added, 0, "{second}");
+    assert_eq!(second.files_unchanged, first.files_seen, "{second}");
+    assert_eq!(
+        (
+            second.files_imported,
+            second.messages_parsed,
+            second.messages_added
+        ),
+        (0, 0, 0),
+        "{second}"
+    );
+    assert!(second.is_clean(), "{second}");
 }
 
 #[test]
@@ -531,7 +608,7 @@ fn bundled_sample_imports_cleanly() {
     let text = summary.to_string();
     assert!(
         text.starts_with(
-            "5 of 5 files imported: 41 messages parsed, 41 new, 13 records skipped, 0 faults"
+            "5 of 5 files imported: 41 messages parsed, 41 new, 0 injected set aside, 13 records skipped, 0 faults"
         ),
         "{text}"
     );
@@ -745,7 +822,10 @@ fn any_corpus_file_or_truncation_never_panics() {
     // uuid, sessionId); only their location tells them apart.
     assert_eq!(
         outside,
-        ["cursor/brain-mcp__sample_cursor_transcript.jsonl claude-code"],
+        [
+            "cursor/brain-mcp__sample_cursor_transcript.jsonl claude-code",
+            "other/brain-mcp__sample_generic.jsonl generic"
+        ],
         "files of other tools detected as ours"
     );
 }

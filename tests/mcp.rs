@@ -48,6 +48,7 @@ fn message(conv: &str, index: i64, role: &str, day: u32, content: &str) -> Messa
         content: content.into(),
         has_attachment: false,
         has_citation: false,
+        is_injected: false,
     }
 }
 

@@ -31,6 +31,7 @@ fn message(conv: &str, i: i64, role: &str, day: u32, content: &str) -> Message {
         content: content.into(),
         has_attachment: false,
         has_citation: false,
+        is_injected: false,
     }
 }
 

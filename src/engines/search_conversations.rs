@@ -3,7 +3,10 @@
 //!
 //! SQL (per the seed): `WHERE content ILIKE '%' || term || '%' [AND role = ?]
 //! ORDER BY created DESC LIMIT ?`, with (`conversation_id`, `message_id`) as the
-//! tie-break so equal times still give one order. The term's `%` and `_` are deliberately not escaped: they act
+//! tie-break so equal times still give one order. With `role = "user"` (and in the
+//! questions mode) `AND NOT is_injected` is added, so user means what the person typed:
+//! harness text (reminders, command wrappers, continuation summaries, Codex preambles)
+//! is stored but only found without a role filter. The term's `%` and `_` are deliberately not escaped: they act
 //! as `ILIKE` wildcards. Empty term with `role = "user"` returns recent user
 //! questions (`has_question = 1`).
 
@@ -46,13 +49,16 @@ impl Engine for SearchConversations {
         );
         let mut params: Vec<Box<dyn duckdb::ToSql>> = Vec::new();
         if questions {
-            sql.push_str("role = 'user' AND has_question = 1");
+            sql.push_str("role = 'user' AND NOT is_injected AND has_question = 1");
         } else {
             sql.push_str("content ILIKE '%' || ? || '%'");
             params.push(Box::new(term.to_owned()));
             if let Some(role) = role {
                 sql.push_str(" AND role = ?");
                 params.push(Box::new(role.to_owned()));
+                if role == "user" {
+                    sql.push_str(" AND NOT is_injected");
+                }
             }
         }
         sql.push_str(" ORDER BY created DESC, conversation_id ASC, message_id ASC LIMIT ?");

@@ -230,6 +230,7 @@ fn import_conversation(
             content: text,
             has_attachment: parts_attachment || non_empty("attachments"),
             has_citation: non_empty("citations") || non_empty("content_references"),
+            is_injected: false,
         });
         msg_index += 1;
     }

@@ -22,14 +22,21 @@
 //!   `ai-title` line, else the first `summary` line;
 //! - the time is the line's `timestamp` in UTC. A message line without one gets the
 //!   time of the nearest earlier line that had one, else the file's first time, else
-//!   the file's modification time, with `timestamp_is_fallback` set.
+//!   the file's modification time, with `timestamp_is_fallback` set;
+//! - a user line with `isMeta: true` (skill bodies, caveats) or `isCompactSummary: true`
+//!   (continuation summary), or whose text is injected by the harness
+//!   ([`super::injected`]), is a message with `is_injected` set.
 
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{parse_time, read_jsonl, stable_id, str_field, FileImport, IngestError, Message};
+use super::injected::is_injected_text;
+use super::{
+    count_i64, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport, IngestError,
+    Message,
+};
 
 const SOURCE: &str = "claude-code";
 
@@ -76,27 +83,34 @@ struct Pending {
     /// Time of the nearest earlier line that had one.
     earlier_time: Option<DateTime<Utc>>,
     has_attachment: bool,
+    /// `isMeta` / `isCompactSummary` line, or injected text (see [`super::injected`]).
+    injected: bool,
 }
 
 /// Imports one session file. `fallback` is the time used when no line has one.
 ///
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened or read.
-pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+pub(super) fn import(
+    path: &Path,
+    fallback: DateTime<Utc>,
+    start: Option<&Cursor>,
+) -> Result<FileImport, IngestError> {
     let mut out = FileImport::default();
     let mut pending: Vec<Pending> = Vec::new();
-    let mut session_id: Option<String> = None;
-    let mut agent_id: Option<String> = None;
-    let mut sidechain = false;
-    let mut first_time: Option<DateTime<Utc>> = None;
-    let mut last_time: Option<DateTime<Utc>> = None;
+    let mut session_id: Option<String> = start.and_then(|c| c.get("session_id"));
+    let mut agent_id: Option<String> = start.and_then(|c| c.get("agent_id"));
+    let mut sidechain = start.is_some_and(|c| c.get("sidechain").is_some());
+    let mut first_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("first_time"));
+    let mut last_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("last_time"));
     let mut custom_title: Option<String> = None;
     let mut ai_title: Option<String> = None;
     let mut summary_title: Option<String> = None;
     let mut skipped = 0usize;
 
-    read_jsonl(path, &mut out.faults, |line_no, obj| {
+    let end = read_jsonl_from(path, start, &mut out.faults, |line_no, obj| {
         let field = |key: &str| str_field(&obj, key);
+        let flag = |key: &str| obj.get(key).and_then(Value::as_bool).unwrap_or(false);
         if session_id.is_none() {
             session_id = field("sessionId").map(str::to_owned);
         }
@@ -146,6 +160,8 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             .and_then(Value::as_str)
             .filter(|r| matches!(*r, "user" | "assistant"))
             .unwrap_or(kind);
+        let injected = role == "user"
+            && (flag("isMeta") || flag("isCompactSummary") || is_injected_text(&text));
         pending.push(Pending {
             line: line_no,
             role: role.to_owned(),
@@ -161,6 +177,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             time,
             earlier_time,
             has_attachment,
+            injected,
         });
     })?;
     out.skipped = skipped;
@@ -170,9 +187,11 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let is_agent_file = stem.starts_with("agent-") || sidechain || agent_id.is_some();
-    let conversation_id = match (session_id, is_agent_file) {
+    let conversation_id = match (session_id.clone(), is_agent_file) {
         (Some(session), true) => {
-            let agent = agent_id.map_or_else(|| stem.clone(), |a| format!("agent-{a}"));
+            let agent = agent_id
+                .clone()
+                .map_or_else(|| stem.clone(), |a| format!("agent-{a}"));
             format!("{session}/{agent}")
         }
         (Some(session), false) => session,
@@ -181,6 +200,19 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
     // A title the person set wins over a generated one, which wins over a summary.
     let title = custom_title.or(ai_title).or(summary_title);
     let conversation_time = first_time.unwrap_or(fallback);
+    let start_index = start.map_or(0, |c| c.next_index);
+    let mut cursor = Cursor {
+        offset: end.offset,
+        line: end.line,
+        next_index: start_index + count_i64(pending.iter().filter(|p| p.line <= end.line)),
+        context: std::collections::BTreeMap::new(),
+    };
+    cursor.set("session_id", session_id.as_deref());
+    cursor.set("agent_id", agent_id.as_deref());
+    cursor.set("sidechain", sidechain.then_some("true"));
+    cursor.set("first_time", first_time.map(|t| t.to_rfc3339()));
+    cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));
+    out.cursor = Some(cursor);
 
     out.messages = pending
         .into_iter()
@@ -201,7 +233,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 conversation_title: title.clone(),
                 message_id,
                 parent_id: p.parent,
-                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
+                msg_index: start_index.saturating_add(i64::try_from(index).unwrap_or(i64::MAX)),
                 timestamp,
                 timestamp_is_fallback,
                 role: p.role,
@@ -209,6 +241,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 content: p.text,
                 has_attachment: p.has_attachment,
                 has_citation: false,
+                is_injected: p.injected,
             }
         })
         .collect();
@@ -255,7 +288,7 @@ mod tests {
         fs_err::File::create(&path)
             .and_then(|mut f| f.write_all(lines.as_bytes()))
             .expect("write");
-        import(&path, DateTime::UNIX_EPOCH).expect("import")
+        import(&path, DateTime::UNIX_EPOCH, None).expect("import")
     }
 
     #[test]

@@ -22,14 +22,21 @@
 //!   the item's `id` when it has one, else [`stable_id`] of (`codex`, conversation id,
 //!   line number, text);
 //! - the time is the line's `timestamp` in UTC; bare items have none and take the
-//!   nearest earlier time (the session's), with `timestamp_is_fallback`.
+//!   nearest earlier time (the session's), with `timestamp_is_fallback`;
+//! - user messages that are context preambles (`<environment_context>`,
+//!   `# AGENTS.md instructions`, `<user_instructions>`…, see [`super::injected`]) get
+//!   `is_injected`; a `<realtime_delegation>` voice hand-off keeps only its `<input>` text.
 
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{parse_time, read_jsonl, stable_id, str_field, FileImport, IngestError, Message};
+use super::injected::realtime_delegation_input;
+use super::{
+    count_i64, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport, IngestError,
+    Message,
+};
 
 const SOURCE: &str = "codex";
 
@@ -72,17 +79,24 @@ struct Pending {
 ///
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened or read.
-pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+pub(super) fn import(
+    path: &Path,
+    fallback: DateTime<Utc>,
+    start: Option<&Cursor>,
+) -> Result<FileImport, IngestError> {
     let mut out = FileImport::default();
     let mut pending: Vec<Pending> = Vec::new();
     let mut records = 0usize;
-    let mut session_id: Option<String> = None;
-    let mut project: Option<String> = None;
-    let mut model: Option<String> = None;
-    let mut first_time: Option<DateTime<Utc>> = None;
-    let mut last_time: Option<DateTime<Utc>> = None;
+    let ctx = |key: &str| start.and_then(|c| c.get(key));
+    let mut session_id: Option<String> = ctx("session_id");
+    let mut project: Option<String> = ctx("project");
+    let mut model: Option<String> = ctx("model");
+    let mut first_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("first_time"));
+    let mut last_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("last_time"));
+    // Message items seen before `start`: events then only repeat them.
+    let items_before = ctx("items").is_some();
 
-    read_jsonl(path, &mut out.faults, |line, obj| {
+    let end = read_jsonl_from(path, start, &mut out.faults, |line, obj| {
         records += 1;
         let own_time = obj.get("timestamp").and_then(parse_time);
         let earlier_time = last_time;
@@ -176,7 +190,8 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         }
     })?;
 
-    let use_events = pending.iter().all(|p| p.from_event);
+    let use_events = !items_before && pending.iter().all(|p| p.from_event);
+    let items = items_before || pending.iter().any(|p| !p.from_event);
     pending.retain(|p| p.from_event == use_events && !p.text.trim().is_empty());
     out.skipped = records - pending.len();
 
@@ -186,6 +201,20 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         .unwrap_or_default();
     let conversation_id = session_id.unwrap_or(stem);
     let conversation_time = first_time.unwrap_or(fallback);
+    let start_index = start.map_or(0, |c| c.next_index);
+    let mut cursor = Cursor {
+        offset: end.offset,
+        line: end.line,
+        next_index: start_index + count_i64(pending.iter().filter(|p| p.line <= end.line)),
+        context: std::collections::BTreeMap::new(),
+    };
+    cursor.set("session_id", Some(&conversation_id));
+    cursor.set("project", project.as_deref());
+    cursor.set("model", model.as_deref());
+    cursor.set("items", items.then_some("true"));
+    cursor.set("first_time", first_time.map(|t| t.to_rfc3339()));
+    cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));
+    out.cursor = Some(cursor);
     out.messages = pending
         .into_iter()
         .enumerate()
@@ -205,7 +234,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 conversation_title: None,
                 message_id,
                 parent_id: None,
-                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
+                msg_index: start_index.saturating_add(i64::try_from(index).unwrap_or(i64::MAX)),
                 timestamp,
                 timestamp_is_fallback,
                 role: p.role.to_owned(),
@@ -213,6 +242,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 content: p.text,
                 has_attachment: p.has_attachment,
                 has_citation: false,
+                is_injected: false, // set by `mark_injected`
             }
         })
         .collect();
@@ -246,7 +276,11 @@ fn message_item(item: &Map<String, Value>) -> Option<(&'static str, String, bool
         }
         _ => {}
     }
-    let texts: Vec<&str> = texts.into_iter().filter(|t| !t.trim().is_empty()).collect();
+    let texts: Vec<&str> = texts
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| realtime_delegation_input(t).unwrap_or(t))
+        .collect();
     Some((role, texts.join("\n"), attachment))
 }
 
@@ -258,7 +292,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("rollout-x.jsonl");
         fs_err::write(&path, lines).expect("write");
-        import(&path, DateTime::UNIX_EPOCH).expect("import")
+        import(&path, DateTime::UNIX_EPOCH, None).expect("import")
     }
 
     #[test]

@@ -198,6 +198,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 content: p.text,
                 has_attachment: p.has_attachment,
                 has_citation: false,
+                is_injected: false,
             }
         })
         .collect();

@@ -7,14 +7,16 @@
 //!
 //! Formats (one private module each, documenting its mapping): Claude Code sessions
 //! (`claude_code`), ChatGPT exports (`chatgpt`), Codex CLI rollouts (`codex`), Gemini
-//! CLI chats (`gemini`) and pi sessions (`pi`).
+//! CLI chats (`gemini`), pi sessions (`pi`) and generic JSON Lines (`generic`).
 //!
 //! Entry points:
 //! - [`detect`] tells the [`Format`] of a file from its extension and first bytes;
 //! - [`import_file`] parses one file into a [`FileImport`] (nothing is stored);
 //! - [`discover`] lists the default transcript locations of this machine;
 //! - [`ingest_paths`] walks files and directories, stores each file in its own
-//!   transaction and returns an [`IngestSummary`].
+//!   transaction and returns an [`IngestSummary`]; it skips files unchanged since the
+//!   last run, reads grown append-only files from where it stopped, and imports
+//!   `*.parquet` files shaped like `all_conversations` (brain-mcp's export) directly.
 //!
 //! Importers never read the wall clock: a message without a time gets an earlier time
 //! of the same conversation (flagged with `timestamp_is_fallback`), and ids are either
@@ -24,6 +26,8 @@ mod chatgpt;
 mod claude_code;
 mod codex;
 mod gemini;
+mod generic;
+pub mod injected;
 mod pi;
 
 pub mod memories;
@@ -69,6 +73,10 @@ pub struct Message {
     pub has_attachment: bool,
     /// True when the source marks citations in the message.
     pub has_citation: bool,
+    /// True for a `user` message the person did not write: text a harness injected
+    /// (reminders, command wrappers, continuation summaries, Codex context preambles;
+    /// see [`injected`]). Stored, but kept out of user-role search by default.
+    pub is_injected: bool,
 }
 
 /// A problem met while importing: the offending file, the 1-based line when the
@@ -112,6 +120,58 @@ pub struct FileImport {
     pub skipped: usize,
     /// Malformed records, reported and skipped.
     pub faults: Vec<Fault>,
+    /// For append-only JSON Lines formats ([`Format::is_append_only`]): where a later
+    /// import of the same file, grown by appending, can go on. `None` for
+    /// whole-document formats.
+    pub cursor: Option<Cursor>,
+}
+
+/// A resumption point in an append-only JSON Lines file: the end of the last complete
+/// (newline-terminated) line read, and what the importer knew there. A last line
+/// without a newline is imported but not consumed, so it is read again (same ids,
+/// same `msg_index`) once the writer finishes it.
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Cursor {
+    /// Byte offset just after the last complete line.
+    pub offset: u64,
+    /// 1-based number of that line (0 at the start of the file).
+    pub line: usize,
+    /// `msg_index` of the next message.
+    pub next_index: i64,
+    /// Importer state carried over (session id, project, model, latest time…), as
+    /// string values keyed by the importer's own names.
+    pub context: std::collections::BTreeMap<String, String>,
+}
+
+impl Cursor {
+    /// A context value.
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
+        self.context.get(key).cloned()
+    }
+
+    /// A context value that holds an RFC 3339 time.
+    pub(crate) fn time(&self, key: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.context
+            .get(key)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&chrono::Utc))
+    }
+
+    /// Sets (or, for `None`, leaves out) a context value.
+    pub(crate) fn set(&mut self, key: &str, value: Option<impl ToString>) {
+        if let Some(v) = value {
+            self.context.insert(key.to_owned(), v.to_string());
+        }
+    }
+}
+
+/// Where [`read_jsonl_from`] stopped: the end of the last complete line.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct JsonlEnd {
+    /// Byte offset after the last newline-terminated line.
+    pub offset: u64,
+    /// Its 1-based line number.
+    pub line: usize,
 }
 
 /// Errors that stop one file from being imported at all. The driver
@@ -183,9 +243,36 @@ pub enum Format {
     /// pi coding-agent session JSONL (`~/.pi/agent/sessions/--<cwd>--/*.jsonl`).
     /// Source name `pi`.
     Pi,
+    /// Generic JSON Lines, one message per line with `role` and `content` (and
+    /// optionally `timestamp`, `conversation_id`, `id`, `title`). Source name `generic`.
+    Generic,
 }
 
 impl Format {
+    /// True for JSON Lines formats written only by appending (Claude Code, Codex, pi):
+    /// a grown file is imported from where the last import stopped. Gemini CLI JSONL
+    /// sessions rewrite records (`$set`), so they are re-read whole.
+    pub fn is_append_only(self) -> bool {
+        matches!(
+            self,
+            Self::ClaudeCode | Self::Codex | Self::Pi | Self::Generic
+        )
+    }
+
+    /// The format whose [`Format::source`] is `source`.
+    pub fn from_source(source: &str) -> Option<Self> {
+        [
+            Self::ClaudeCode,
+            Self::ChatGpt,
+            Self::Codex,
+            Self::GeminiCli,
+            Self::Pi,
+            Self::Generic,
+        ]
+        .into_iter()
+        .find(|f| f.source() == source)
+    }
+
     /// The value written to the `source` column for this format.
     pub fn source(self) -> &'static str {
         match self {
@@ -194,6 +281,7 @@ impl Format {
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
             Self::Pi => "pi",
+            Self::Generic => "generic",
         }
     }
 }
@@ -218,7 +306,8 @@ const PEEK_BYTES: usize = 256 * 1024;
 ///   `{"type": "message", "role", "content": […]}`; a Gemini CLI line has
 ///   `projectHash` and `sessionId`, or `type` `gemini` with `content`; a pi line is
 ///   `{"type": "session", "id"}`, `{"type": "message", "message": {"role"}}` or a
-///   `model_change`/`thinking_level_change` entry.
+///   `model_change`/`thinking_level_change` entry; failing all of these, a line with a
+///   string `role` and a `content` but no `type`/`message`/`payload` is generic JSONL.
 /// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export), or a
 ///   `"messages"` key with `"projectHash"` or `"sessionId"` (Gemini CLI).
 pub fn detect(path: &Path) -> Option<Format> {
@@ -239,6 +328,8 @@ pub fn detect(path: &Path) -> Option<Format> {
     if head.len() == PEEK_BYTES {
         complete.pop(); // the last piece may be cut
     }
+    // A generic line decides only when no line of the first 16 is of a specific format.
+    let mut generic = false;
     for line in complete
         .into_iter()
         .filter(|l| !l.trim_ascii().is_empty())
@@ -259,6 +350,10 @@ pub fn detect(path: &Path) -> Option<Format> {
         if pi::looks_like(&value) {
             return Some(Format::Pi);
         }
+        generic |= generic::looks_like(&value);
+    }
+    if generic {
+        return Some(Format::Generic);
     }
     // A first line longer than the peek window: fall back on markers.
     (contains(&head, b"\"parentUuid\"") || contains(&head, b"\"sessionId\""))
@@ -292,12 +387,36 @@ fn strip_bom(bytes: &[u8]) -> &[u8] {
 pub(crate) fn read_jsonl(
     path: &Path,
     faults: &mut Vec<Fault>,
-    mut on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
+    on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
 ) -> Result<(), IngestError> {
-    use std::io::BufRead;
-    let mut reader = std::io::BufReader::new(fs_err::File::open(path)?);
+    read_jsonl_from(path, None, faults, on_record).map(|_| ())
+}
+
+/// As [`read_jsonl`], starting at `start` (byte offset and line number of a [`Cursor`])
+/// instead of the top. Returns where the last complete (newline-terminated) line ends;
+/// a last line without newline is still offered to `on_record` but not counted as read.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened, positioned or read.
+pub(crate) fn read_jsonl_from(
+    path: &Path,
+    start: Option<&Cursor>,
+    faults: &mut Vec<Fault>,
+    mut on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
+) -> Result<JsonlEnd, IngestError> {
+    use std::io::{BufRead, Seek};
+    let mut file = fs_err::File::open(path)?;
+    let mut end = JsonlEnd::default();
+    if let Some(c) = start {
+        file.seek(std::io::SeekFrom::Start(c.offset))?;
+        end = JsonlEnd {
+            offset: c.offset,
+            line: c.line,
+        };
+    }
+    let mut reader = std::io::BufReader::new(file);
     let mut buf = Vec::new();
-    let mut line_no = 0usize;
+    let mut line_no = end.line;
     loop {
         buf.clear();
         let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
@@ -307,9 +426,15 @@ pub(crate) fn read_jsonl(
             )
         })?;
         if n == 0 {
-            return Ok(());
+            return Ok(end);
         }
         line_no += 1;
+        if buf.ends_with(b"\n") {
+            end = JsonlEnd {
+                offset: end.offset + n as u64,
+                line: line_no,
+            };
+        }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let bytes = if line_no == 1 { strip_bom(line) } else { line };
@@ -330,6 +455,11 @@ pub(crate) fn read_jsonl(
             )),
         }
     }
+}
+
+/// Number of items, as an `i64` (saturating).
+pub(crate) fn count_i64<T>(items: impl Iterator<Item = T>) -> i64 {
+    i64::try_from(items.count()).unwrap_or(i64::MAX)
 }
 
 /// A JSON value's kind, for fault reasons ("an array", "a number"…).
@@ -374,13 +504,38 @@ pub fn import_file(path: &Path) -> Result<FileImport, IngestError> {
 /// # Errors
 /// See [`import_file`].
 pub fn import_as(path: &Path, format: Format) -> Result<FileImport, IngestError> {
+    import_from(path, format, None)
+}
+
+/// Parses one file as `format`, from `start` when given (only for
+/// [`Format::is_append_only`] formats: the lines after a previous import's
+/// [`FileImport::cursor`]; other formats ignore it and parse the whole file).
+///
+/// # Errors
+/// See [`import_file`].
+pub fn import_from(
+    path: &Path,
+    format: Format,
+    start: Option<&Cursor>,
+) -> Result<FileImport, IngestError> {
     let fallback = file_time(path);
-    match format {
-        Format::ClaudeCode => claude_code::import(path, fallback),
+    let mut import = match format {
+        Format::ClaudeCode => claude_code::import(path, fallback, start),
         Format::ChatGpt => chatgpt::import(path, fallback),
-        Format::Codex => codex::import(path, fallback),
+        Format::Codex => codex::import(path, fallback, start),
         Format::GeminiCli => gemini::import(path, fallback),
-        Format::Pi => pi::import(path, fallback),
+        Format::Pi => pi::import(path, fallback, start),
+        Format::Generic => generic::import(path, fallback, start),
+    }?;
+    mark_injected(&mut import.messages);
+    Ok(import)
+}
+
+/// Sets `is_injected` on every user message whose text a harness injected
+/// ([`injected::is_injected_text`]), whatever the source.
+fn mark_injected(messages: &mut [Message]) {
+    for m in messages.iter_mut().filter(|m| m.role == "user") {
+        m.is_injected = m.is_injected || injected::is_injected_text(&m.content);
     }
 }
 
@@ -548,7 +703,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// What happened to one file, passed to the `on_file` callback of [`ingest_paths`].
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct FileSummary {
     /// The file.
     pub path: PathBuf,
@@ -558,6 +713,9 @@ pub struct FileSummary {
     pub parsed: usize,
     /// Of those, messages new to the store.
     pub added: usize,
+    /// Of the parsed messages, user messages set aside as injected by a harness
+    /// (0 with [`IngestOptions::keep_injected`]).
+    pub injected: usize,
     /// Records skipped as not messages (tool calls, snapshots, system…).
     pub skipped: usize,
     /// Faults found in it (malformed lines, dangling references, or one fault for a
@@ -565,6 +723,10 @@ pub struct FileSummary {
     pub faults: usize,
     /// False when the file could not be imported or stored at all.
     pub imported: bool,
+    /// True when the file had not changed since the last import and was not read.
+    pub unchanged: bool,
+    /// True when only the lines appended since the last import were read.
+    pub resumed: bool,
 }
 
 /// Per-source totals of an [`IngestSummary`].
@@ -576,14 +738,16 @@ pub struct SourceCounts {
     pub parsed: usize,
     /// Messages new to the store.
     pub added: usize,
+    /// Parsed user messages set aside as injected.
+    pub injected: usize,
     /// Records skipped as not messages.
     pub skipped: usize,
 }
 
 /// Totals of one [`ingest_paths`] run. Serialises to
-/// `{"files_seen", "files_imported", "files_ignored", "messages_parsed",
-/// "messages_added", "skipped", "faults": [{"path", "line", "reason"}],
-/// "sources": {"<source>": {"files", "parsed", "added", "skipped"}}}`.
+/// `{"files_seen", "files_imported", "files_unchanged", "files_resumed", "files_ignored", "messages_parsed",
+/// "messages_added", "messages_injected", "skipped", "faults": [{"path", "line", "reason"}],
+/// "sources": {"<source>": {"files", "parsed", "added", "injected", "skipped"}}}`.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct IngestSummary {
     /// Files considered: every file path given explicitly, plus files of a
@@ -591,6 +755,12 @@ pub struct IngestSummary {
     pub files_seen: usize,
     /// Files parsed and stored (possibly with per-record faults).
     pub files_imported: usize,
+    /// Files not read because their size and modification time are those of the last
+    /// import (not counted in `files_imported`).
+    pub files_unchanged: usize,
+    /// Of `files_imported`, append-only files read only from where the last import
+    /// stopped.
+    pub files_resumed: usize,
     /// Files found in given directories whose format was not recognised (ignored
     /// silently, e.g. `README.md` next to sessions).
     pub files_ignored: usize,
@@ -598,6 +768,9 @@ pub struct IngestSummary {
     pub messages_parsed: usize,
     /// Messages new to the store (parsed minus already stored).
     pub messages_added: usize,
+    /// Parsed user messages set aside as injected harness text (stored with
+    /// `is_injected`, left out of user-role search).
+    pub messages_injected: usize,
     /// Records skipped as not messages.
     pub skipped: usize,
     /// Every fault, in file order.
@@ -610,19 +783,27 @@ impl std::fmt::Display for IngestSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "{} of {} files imported: {} messages parsed, {} new, {} records skipped, {} faults",
+            "{} of {} files imported: {} messages parsed, {} new, {} injected set aside, {} records skipped, {} faults",
             self.files_imported,
             self.files_seen,
             self.messages_parsed,
             self.messages_added,
+            self.messages_injected,
             self.skipped,
             self.faults.len()
         )?;
         for (source, c) in &self.sources {
             writeln!(
                 f,
-                "  {source}: {} files, {} messages parsed, {} new, {} skipped",
-                c.files, c.parsed, c.added, c.skipped
+                "  {source}: {} files, {} messages parsed, {} new, {} injected, {} skipped",
+                c.files, c.parsed, c.added, c.injected, c.skipped
+            )?;
+        }
+        if self.files_unchanged > 0 || self.files_resumed > 0 {
+            writeln!(
+                f,
+                "  {} files unchanged since the last import, {} read from where it stopped",
+                self.files_unchanged, self.files_resumed
             )?;
         }
         if self.files_ignored > 0 {
@@ -640,63 +821,227 @@ impl std::fmt::Display for IngestSummary {
 }
 
 impl IngestSummary {
-    /// True when every file seen was imported and no record was malformed.
+    /// True when every file seen was imported (or unchanged) and no record was malformed.
     pub fn is_clean(&self) -> bool {
-        self.faults.is_empty() && self.files_imported == self.files_seen
+        self.faults.is_empty() && self.files_imported + self.files_unchanged == self.files_seen
     }
 }
 
-/// Imports `paths` into `store`: each path is a file, or a directory walked recursively
-/// (files of unrecognised format inside directories are ignored; an explicitly given
-/// file of unknown format is a fault). Each file is stored in its own transaction, so a
-/// failure loses at most that file. `on_file` is called once per file seen, after it
-/// was stored, in walk order (sorted by path); use it for progress.
-///
-/// Never fails as a whole: unreadable paths, unparsable files and store errors become
-/// [`Fault`]s in the returned summary.
+/// Options of [`ingest_paths_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IngestOptions {
+    /// Store injected harness text as ordinary messages (`is_injected` false) instead
+    /// of setting it aside (`skills ingest --keep-injected`).
+    pub keep_injected: bool,
+}
+
+/// [`ingest_paths_with`] with default [`IngestOptions`].
 pub fn ingest_paths(
     store: &crate::stores::conversations::ConversationStore,
     paths: &[PathBuf],
     on_file: &mut dyn FnMut(&Path, &FileSummary),
 ) -> IngestSummary {
+    ingest_paths_with(store, paths, IngestOptions::default(), on_file)
+}
+
+/// Imports `paths` into `store`: each path is a file, or a directory walked recursively
+/// (files of unrecognised format inside directories are ignored; an explicitly given
+/// file of unknown format is a fault). `on_file` is called once per file seen, after it
+/// was stored, in walk order (sorted by path); use it for progress.
+///
+/// Incremental: the store remembers per file (by canonical path) its size, modification
+/// time and, for append-only formats, the byte offset of the last complete line read
+/// (table `ingest_files`). A file with the same size and time is not opened at all
+/// (counted in [`IngestSummary::files_unchanged`]); an append-only file that grew, with
+/// the same bytes before that offset, is read from the offset on; any other change is
+/// a rewrite, and the file is imported again in place of the rows it stored before.
+/// Each file's rows and its state are stored in one transaction, so a failure loses at
+/// most that file and leaves its previous state.
+///
+/// Never fails as a whole: unreadable paths, unparsable files and store errors become
+/// [`Fault`]s in the returned summary.
+pub fn ingest_paths_with(
+    store: &crate::stores::conversations::ConversationStore,
+    paths: &[PathBuf],
+    options: IngestOptions,
+    on_file: &mut dyn FnMut(&Path, &FileSummary),
+) -> IngestSummary {
     let mut summary = IngestSummary::default();
+    let mut states = match store.file_states() {
+        Ok(states) => states,
+        Err(e) => {
+            let fault = IngestError::Store(e).to_fault(store.path());
+            summary.faults.push(fault);
+            std::collections::HashMap::new()
+        }
+    };
     for root in paths {
-        let candidates = if root.is_dir() {
-            let mut files = Vec::new();
-            for file in walk(root) {
-                match detect(&file) {
-                    Some(format) => files.push((file, Some(format))),
-                    None => summary.files_ignored += 1,
+        let explicit = !root.is_dir();
+        let files = if explicit {
+            vec![root.clone()]
+        } else {
+            walk(root)
+        };
+        for file in files {
+            let stat = Stat::of(&file);
+            let state = stat.as_ref().and_then(|s| states.get(&s.key));
+            if let (Some(stat), Some(state)) = (&stat, state) {
+                if stat.size == state.size && stat.mtime_ns == state.mtime_ns {
+                    summary.files_seen += 1;
+                    summary.files_unchanged += 1;
+                    let fs = FileSummary {
+                        path: file.clone(),
+                        format: Format::from_source(&state.format),
+                        unchanged: true,
+                        imported: true,
+                        ..FileSummary::default()
+                    };
+                    on_file(&file, &fs);
+                    continue;
                 }
             }
-            files
-        } else {
-            vec![(root.clone(), None)]
-        };
-        for (file, format) in candidates {
-            let file_summary = ingest_one(store, &file, format, &mut summary);
-            on_file(&file, &file_summary);
+            if has_ext(&file, "parquet") {
+                let fs = ingest_parquet(store, &file, &mut summary);
+                on_file(&file, &fs);
+                continue;
+            }
+            let format = detect(&file);
+            if format.is_none() && !explicit {
+                summary.files_ignored += 1;
+                continue;
+            }
+            let state = state.cloned();
+            let (fs, new_state) =
+                ingest_one(store, &file, format, stat, state, options, &mut summary);
+            if let Some(new_state) = new_state {
+                states.insert(new_state.path.clone(), new_state);
+            }
+            on_file(&file, &fs);
         }
     }
     summary
+}
+
+/// Imports a Parquet file shaped like `all_conversations` (brain-mcp's export) with
+/// [`ConversationStore::import_parquet`](crate::stores::conversations::ConversationStore::import_parquet).
+/// Counted under source `parquet`; not tracked in the incremental state (stored keys
+/// make a second import add nothing).
+fn ingest_parquet(
+    store: &crate::stores::conversations::ConversationStore,
+    path: &Path,
+    summary: &mut IngestSummary,
+) -> FileSummary {
+    summary.files_seen += 1;
+    let mut fs = FileSummary {
+        path: path.to_path_buf(),
+        ..FileSummary::default()
+    };
+    match store.import_parquet(path) {
+        Ok(counts) => {
+            fs.parsed = counts.offered;
+            fs.added = counts.added;
+            fs.imported = true;
+            summary.files_imported += 1;
+            summary.messages_parsed += counts.offered;
+            summary.messages_added += counts.added;
+            let c = summary.sources.entry("parquet".to_owned()).or_default();
+            c.files += 1;
+            c.parsed += counts.offered;
+            c.added += counts.added;
+        }
+        Err(e) => {
+            summary.faults.push(IngestError::Store(e).to_fault(path));
+            fs.faults = 1;
+        }
+    }
+    fs
+}
+
+/// Size, modification time and state key of a file.
+struct Stat {
+    key: String,
+    size: u64,
+    mtime_ns: i64,
+}
+
+impl Stat {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = fs_err::metadata(path).ok()?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let key = fs_err::canonicalize(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .to_string_lossy()
+            .into_owned();
+        Some(Self {
+            key,
+            size: meta.len(),
+            mtime_ns,
+        })
+    }
+}
+
+/// Bytes hashed before a cursor's offset to tell an append from a rewrite.
+const TAIL_BYTES: u64 = 4096;
+
+/// Lowercase-hex SHA-256 of the up to [`TAIL_BYTES`] bytes before `offset` (empty
+/// string when the file cannot be read that far).
+fn tail_hash(path: &Path, offset: u64) -> String {
+    use sha2::{Digest, Sha256};
+    use std::io::{Read, Seek};
+    let from = offset.saturating_sub(TAIL_BYTES);
+    let read = || -> std::io::Result<Vec<u8>> {
+        let mut file = fs_err::File::open(path)?;
+        file.seek(std::io::SeekFrom::Start(from))?;
+        let mut buf = Vec::new();
+        file.take(offset - from).read_to_end(&mut buf)?;
+        Ok(buf)
+    };
+    match read() {
+        Ok(buf) if buf.len() as u64 == offset - from => Sha256::digest(&buf)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        _ => String::new(),
+    }
 }
 
 fn ingest_one(
     store: &crate::stores::conversations::ConversationStore,
     path: &Path,
     format: Option<Format>,
+    stat: Option<Stat>,
+    state: Option<crate::stores::conversations::FileState>,
+    options: IngestOptions,
     summary: &mut IngestSummary,
-) -> FileSummary {
+) -> (FileSummary, Option<crate::stores::conversations::FileState>) {
+    use crate::stores::conversations::{FileState, Previous};
     summary.files_seen += 1;
-    let format = format.or_else(|| detect(path));
     let mut fs = FileSummary {
         path: path.to_path_buf(),
         format,
-        parsed: 0,
-        added: 0,
-        skipped: 0,
-        faults: 0,
-        imported: false,
+        ..FileSummary::default()
+    };
+    // Resume an append-only file that grew and whose bytes before the offset are the same.
+    let resume = match (format, &stat, &state) {
+        (Some(f), Some(st), Some(old))
+            if f.is_append_only()
+                && old.format == f.source()
+                && st.size >= old.offset
+                && !old.tail_hash.is_empty()
+                && tail_hash(path, old.offset) == old.tail_hash =>
+        {
+            Some(Cursor {
+                offset: old.offset,
+                line: usize::try_from(old.line).unwrap_or(usize::MAX),
+                next_index: old.next_index,
+                context: serde_json::from_str(&old.context).unwrap_or_default(),
+            })
+        }
+        _ => None,
     };
     let result = match format {
         None if !path.exists() => Err(IngestError::Io(std::io::Error::new(
@@ -704,45 +1049,92 @@ fn ingest_one(
             format!("`{}` does not exist", path.display()),
         ))),
         None => Err(IngestError::UnknownFormat(path.to_path_buf())),
-        Some(format) => import_as(path, format),
+        Some(format) => import_from(path, format, resume.as_ref()),
     };
-    let import = match result {
-        Ok(import) => import,
-        Err(e) => {
+    let (mut import, format, stat) = match (result, format, stat) {
+        (Ok(import), Some(format), Some(stat)) => (import, format, stat),
+        (Err(e), _, _) => {
             summary.faults.push(e.to_fault(path));
             fs.faults = 1;
-            return fs;
+            return (fs, None);
+        }
+        (Ok(_), _, _) => {
+            let e = std::io::Error::other(format!("`{}` vanished while read", path.display()));
+            summary.faults.push(IngestError::Io(e).to_fault(path));
+            fs.faults = 1;
+            return (fs, None);
         }
     };
+    if options.keep_injected {
+        for m in &mut import.messages {
+            m.is_injected = false;
+        }
+    }
+    fs.resumed = resume.is_some();
     fs.parsed = import.messages.len();
+    fs.injected = import.messages.iter().filter(|m| m.is_injected).count();
     fs.skipped = import.skipped;
     fs.faults = import.faults.len();
     summary.messages_parsed += fs.parsed;
+    summary.messages_injected += fs.injected;
     summary.skipped += fs.skipped;
     summary.faults.extend(import.faults);
-    match store.insert(&import.messages) {
+    if fs.resumed {
+        summary.files_resumed += 1;
+    }
+    let (offset, line, next_index, context) = match &import.cursor {
+        Some(c) => (
+            c.offset,
+            u64::try_from(c.line).unwrap_or(u64::MAX),
+            c.next_index,
+            serde_json::to_string(&c.context).unwrap_or_else(|_| "{}".to_owned()),
+        ),
+        None => (stat.size, 0, 0, "{}".to_owned()),
+    };
+    let new_state = FileState {
+        path: stat.key,
+        format: format.source().to_owned(),
+        size: stat.size,
+        mtime_ns: stat.mtime_ns,
+        offset,
+        line,
+        next_index,
+        tail_hash: tail_hash(path, offset),
+        context,
+        messages: state
+            .as_ref()
+            .filter(|_| fs.resumed)
+            .map_or(0, |s| s.messages)
+            + fs.parsed as u64,
+    };
+    let previous = if state.is_some() && !fs.resumed {
+        Previous::Replace
+    } else {
+        Previous::Keep
+    };
+    match store.store_file(&import.messages, &new_state, previous) {
         Ok(counts) => {
             fs.added = counts.added;
             fs.imported = true;
             summary.files_imported += 1;
             summary.messages_added += counts.added;
-            if let Some(format) = format {
-                let c = summary
-                    .sources
-                    .entry(format.source().to_owned())
-                    .or_default();
-                c.files += 1;
-                c.parsed += fs.parsed;
-                c.added += fs.added;
-                c.skipped += fs.skipped;
-            }
+            let c = summary
+                .sources
+                .entry(format.source().to_owned())
+                .or_default();
+            c.files += 1;
+            c.parsed += fs.parsed;
+            c.added += fs.added;
+            c.injected += fs.injected;
+            c.skipped += fs.skipped;
+            (fs, Some(new_state))
         }
         Err(e) => {
             summary.faults.push(IngestError::Store(e).to_fault(path));
             fs.faults += 1;
+            (fs, None)
         }
     }
-    fs
 }
 
 #[cfg(test)]
@@ -758,6 +1150,7 @@ mod tests {
             Format::Codex,
             Format::GeminiCli,
             Format::Pi,
+            Format::Generic,
         ] {
             assert_eq!(
                 serde_json::to_value(f).expect("serialise"),
@@ -831,6 +1224,11 @@ mod tests {
                 Some(Format::GeminiCli),
             ),
             ("g.jsonl", r#"{"hello":"world"}"#, None),
+            (
+                "j.jsonl",
+                r#"{"role":"user","content":"hi"}"#,
+                Some(Format::Generic),
+            ),
             ("h.txt", r#"{"type":"summary","leafUuid":"u"}"#, None),
             ("i.json", "{}", None),
         ];
@@ -861,13 +1259,14 @@ mod tests {
                 files: 1,
                 parsed: 3,
                 added: 3,
+                injected: 0,
                 skipped: 0,
             },
         );
         assert_eq!(
             s.to_string(),
-            "1 of 2 files imported: 3 messages parsed, 0 new, 0 records skipped, 1 faults\n  \
-             pi: 1 files, 3 messages parsed, 3 new, 0 skipped\n  fault: `x.jsonl`:4: invalid JSON: oops\n"
+            "1 of 2 files imported: 3 messages parsed, 0 new, 0 injected set aside, 0 records skipped, 1 faults\n  \
+             pi: 1 files, 3 messages parsed, 3 new, 0 injected, 0 skipped\n  fault: `x.jsonl`:4: invalid JSON: oops\n"
         );
         assert!(!s.is_clean());
     }

@@ -28,7 +28,10 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{parse_time, read_jsonl, stable_id, str_field, FileImport, IngestError, Message};
+use super::{
+    count_i64, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport, IngestError,
+    Message,
+};
 
 const SOURCE: &str = "pi";
 
@@ -61,18 +64,23 @@ struct Pending {
 ///
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened or read.
-pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+pub(super) fn import(
+    path: &Path,
+    fallback: DateTime<Utc>,
+    start: Option<&Cursor>,
+) -> Result<FileImport, IngestError> {
     let mut out = FileImport::default();
     let mut pending: Vec<Pending> = Vec::new();
     let mut skipped = 0usize;
-    let mut session_id: Option<String> = None;
-    let mut project: Option<String> = None;
-    let mut title: Option<String> = None;
-    let mut model: Option<String> = None;
-    let mut first_time: Option<DateTime<Utc>> = None;
-    let mut last_time: Option<DateTime<Utc>> = None;
+    let ctx = |key: &str| start.and_then(|c| c.get(key));
+    let mut session_id: Option<String> = ctx("session_id");
+    let mut project: Option<String> = ctx("project");
+    let mut title: Option<String> = ctx("title");
+    let mut model: Option<String> = ctx("model");
+    let mut first_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("first_time"));
+    let mut last_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("last_time"));
 
-    read_jsonl(path, &mut out.faults, |line, obj| {
+    let end = read_jsonl_from(path, start, &mut out.faults, |line, obj| {
         let message = obj.get("message").and_then(Value::as_object);
         let time = obj.get("timestamp").and_then(parse_time).or_else(|| {
             message
@@ -135,6 +143,20 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             .unwrap_or_default()
     });
     let conversation_time = first_time.unwrap_or(fallback);
+    let start_index = start.map_or(0, |c| c.next_index);
+    let mut cursor = Cursor {
+        offset: end.offset,
+        line: end.line,
+        next_index: start_index + count_i64(pending.iter().filter(|p| p.line <= end.line)),
+        context: std::collections::BTreeMap::new(),
+    };
+    cursor.set("session_id", Some(&conversation_id));
+    cursor.set("project", project.as_deref());
+    cursor.set("title", title.as_deref());
+    cursor.set("model", model.as_deref());
+    cursor.set("first_time", first_time.map(|t| t.to_rfc3339()));
+    cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));
+    out.cursor = Some(cursor);
     out.messages = pending
         .into_iter()
         .enumerate()
@@ -154,7 +176,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 conversation_title: title.clone(),
                 message_id,
                 parent_id: p.parent,
-                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
+                msg_index: start_index.saturating_add(i64::try_from(index).unwrap_or(i64::MAX)),
                 timestamp,
                 timestamp_is_fallback,
                 role: p.role.to_owned(),
@@ -162,6 +184,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
                 content: p.text,
                 has_attachment: p.has_attachment,
                 has_citation: false,
+                is_injected: false,
             }
         })
         .collect();
@@ -206,7 +229,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("2025-01-01T00-00-00-000Z_x.jsonl");
         fs_err::write(&path, lines).expect("write");
-        import(&path, DateTime::UNIX_EPOCH).expect("import")
+        import(&path, DateTime::UNIX_EPOCH, None).expect("import")
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod docs;
 pub mod host;
 pub mod mcp;
 pub mod render;
+pub mod scaffold;
 pub mod skill;
 
 pub use doc::{Diagnostic, SkillDoc};

@@ -5,6 +5,10 @@
 //! the time of the conversation's newest message. Rows are keyed by
 //! (`source`, `conversation_id`, `message_id`) — sources reuse node ids such as `msg-1`
 //! across conversations — so importing the same files twice adds nothing.
+//!
+//! Column `is_injected` (last, added to older stores when opened writable) marks user
+//! messages a harness injected (see [`crate::ingest::injected`]); user-role search
+//! leaves them out.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -47,6 +51,7 @@ pub const COLUMNS: &[&str] = &[
     "has_citation",
     "content",
     "temporal_precision",
+    "is_injected",
 ];
 
 const CREATE_TABLE: &str = "
@@ -81,8 +86,68 @@ CREATE TABLE IF NOT EXISTS all_conversations (
     has_citation INTEGER NOT NULL,
     content VARCHAR NOT NULL,
     temporal_precision VARCHAR NOT NULL,
+    is_injected BOOLEAN NOT NULL DEFAULT false,
     PRIMARY KEY (source, conversation_id, message_id)
-)";
+);
+ALTER TABLE all_conversations ADD COLUMN IF NOT EXISTS is_injected BOOLEAN DEFAULT false;
+CREATE TABLE IF NOT EXISTS ingest_files (
+    path VARCHAR PRIMARY KEY,
+    format VARCHAR NOT NULL,
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    byte_offset BIGINT NOT NULL,
+    line BIGINT NOT NULL,
+    next_index BIGINT NOT NULL,
+    tail_hash VARCHAR NOT NULL,
+    context VARCHAR NOT NULL,
+    messages BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ingest_file_conversations (
+    path VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    conversation_id VARCHAR NOT NULL,
+    PRIMARY KEY (path, source, conversation_id)
+);
+";
+
+/// What the last import stored from one file (table `ingest_files`, one row per
+/// file; the conversations it produced are in `ingest_file_conversations`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileState {
+    /// The file's canonical path.
+    pub path: String,
+    /// Its format's source name (`claude-code`, `codex`…).
+    pub format: String,
+    /// Size in bytes when imported.
+    pub size: u64,
+    /// Modification time when imported, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// Append-only formats: byte offset after the last complete line read (else the size).
+    pub offset: u64,
+    /// 1-based number of that line (0 for whole-document formats).
+    pub line: u64,
+    /// `msg_index` of the next message (append-only formats).
+    pub next_index: i64,
+    /// Lowercase-hex SHA-256 of the (up to 4 KiB of) bytes just before `offset`; a
+    /// grown file whose bytes there differ was rewritten, not appended to.
+    pub tail_hash: String,
+    /// The importer's carried-over state as a JSON object of strings.
+    pub context: String,
+    /// Messages parsed from the file, all imports added up.
+    pub messages: u64,
+}
+
+/// How [`ConversationStore::store_file`] treats rows a file stored before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Previous {
+    /// First import of the file, or more lines of an append-only file: keep them.
+    Keep,
+    /// The file was rewritten: delete the rows of the conversations it produced last
+    /// time before inserting (so edited or renumbered messages are not duplicated),
+    /// and forget the state of other files that produced the same conversations so the
+    /// next run imports them again.
+    Replace,
+}
 
 /// A DuckDB database file holding `all_conversations`.
 ///
@@ -181,7 +246,9 @@ impl ConversationStore {
 
     /// Inserts messages in one transaction; rows whose key (`source`, `conversation_id`, `message_id`) is already stored
     /// are ignored. Afterwards the per-conversation columns (`is_first`, `is_last`,
-    /// `conversation_msg_count`, `updated`) are recomputed for the touched conversations.
+    /// `conversation_msg_count`, `updated`) are recomputed for the touched conversations,
+    /// and a row without `conversation_title` takes the conversation's latest title (lines
+    /// appended to a session do not repeat it).
     ///
     /// # Errors
     /// [`StoreError::DuckDb`]; on error nothing of this batch is stored.
@@ -191,6 +258,20 @@ impl ConversationStore {
         }
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let counts = self.insert_in(&tx, messages)?;
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(counts)
+    }
+
+    /// The body of [`Self::insert`] inside the caller's transaction.
+    fn insert_in(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        messages: &[Message],
+    ) -> Result<InsertCounts, StoreError> {
+        if messages.is_empty() {
+            return Ok(InsertCounts::default());
+        }
         tx.execute_batch(
             "CREATE OR REPLACE TEMP TABLE staging AS SELECT * FROM all_conversations LIMIT 0",
         )
@@ -202,6 +283,17 @@ impl ConversationStore {
             }
             app.flush().map_err(|e| self.error(e))?;
         }
+        let offered = messages.len();
+        self.merge_staging(tx, offered)
+    }
+
+    /// Moves temp table `staging` (shaped like `all_conversations`) into the table,
+    /// ignoring stored keys, and recomputes the touched conversations' columns.
+    fn merge_staging(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        offered: usize,
+    ) -> Result<InsertCounts, StoreError> {
         let before: i64 = tx
             .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
@@ -209,7 +301,9 @@ impl ConversationStore {
             "INSERT OR IGNORE INTO all_conversations SELECT * FROM staging;
              CREATE OR REPLACE TEMP TABLE touched AS
                SELECT conversation_id, count(*) AS n, min(msg_index) AS first_i,
-                      max(msg_index) AS last_i, max(created) AS newest
+                      max(msg_index) AS last_i, max(created) AS newest,
+                      arg_max(conversation_title, msg_index)
+                        FILTER (WHERE conversation_title IS NOT NULL) AS title
                FROM all_conversations
                WHERE conversation_id IN (SELECT DISTINCT conversation_id FROM staging)
                GROUP BY conversation_id;
@@ -217,7 +311,8 @@ impl ConversationStore {
                conversation_msg_count = t.n,
                is_first = (all_conversations.msg_index = t.first_i),
                is_last = (all_conversations.msg_index = t.last_i),
-               updated = t.newest
+               updated = t.newest,
+               conversation_title = coalesce(all_conversations.conversation_title, t.title)
              FROM touched t WHERE all_conversations.conversation_id = t.conversation_id;
              DROP TABLE staging; DROP TABLE touched;",
         )
@@ -225,11 +320,191 @@ impl ConversationStore {
         let after: i64 = tx
             .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
-        tx.commit().map_err(|e| self.error(e))?;
         Ok(InsertCounts {
-            offered: messages.len(),
+            offered,
             added: usize::try_from(after - before).unwrap_or(0),
         })
+    }
+
+    /// The import state of every file imported so far, keyed by path.
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`].
+    pub fn file_states(&self) -> Result<std::collections::HashMap<String, FileState>, StoreError> {
+        let conn = self.connection()?;
+        let mut stmt = conn
+            .prepare(
+                "SELECT path, format, size, mtime_ns, byte_offset, line, next_index, tail_hash, \
+                 context, messages FROM ingest_files",
+            )
+            .map_err(|e| self.error(e))?;
+        let to_u64 = |v: i64| u64::try_from(v).unwrap_or(0);
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(FileState {
+                    path: r.get(0)?,
+                    format: r.get(1)?,
+                    size: to_u64(r.get(2)?),
+                    mtime_ns: r.get(3)?,
+                    offset: to_u64(r.get(4)?),
+                    line: to_u64(r.get(5)?),
+                    next_index: r.get(6)?,
+                    tail_hash: r.get(7)?,
+                    context: r.get(8)?,
+                    messages: to_u64(r.get(9)?),
+                })
+            })
+            .map_err(|e| self.error(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.error(e))?;
+        Ok(rows.into_iter().map(|s| (s.path.clone(), s)).collect())
+    }
+
+    /// Stores what was parsed from one file and its new [`FileState`] in one
+    /// transaction: either all of it is stored or none (the state then still describes
+    /// the previous import, so the next run tries again). `previous` says what to do
+    /// with the rows the file stored before. Rows are inserted as by [`Self::insert`].
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`]; on error nothing is changed.
+    pub fn store_file(
+        &self,
+        messages: &[Message],
+        state: &FileState,
+        previous: Previous,
+    ) -> Result<InsertCounts, StoreError> {
+        let mut conn = self.connection()?;
+        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        if previous == Previous::Replace {
+            tx.execute(
+                "DELETE FROM ingest_files WHERE path IN (
+                   SELECT o.path FROM ingest_file_conversations o
+                   JOIN ingest_file_conversations m
+                     ON o.source = m.source AND o.conversation_id = m.conversation_id
+                   WHERE m.path = ? AND o.path <> m.path)",
+                params![state.path],
+            )
+            .map_err(|e| self.error(e))?;
+            tx.execute(
+                "DELETE FROM all_conversations a USING ingest_file_conversations m
+                 WHERE m.path = ? AND a.source = m.source AND a.conversation_id = m.conversation_id",
+                params![state.path],
+            )
+            .map_err(|e| self.error(e))?;
+            tx.execute(
+                "DELETE FROM ingest_file_conversations WHERE path = ?",
+                params![state.path],
+            )
+            .map_err(|e| self.error(e))?;
+        }
+        let counts = self.insert_in(&tx, messages)?;
+        let mut seen = std::collections::BTreeSet::new();
+        for m in messages {
+            if seen.insert((m.source.as_str(), m.conversation_id.as_str())) {
+                tx.execute(
+                    "INSERT OR IGNORE INTO ingest_file_conversations VALUES (?, ?, ?)",
+                    params![state.path, m.source, m.conversation_id],
+                )
+                .map_err(|e| self.error(e))?;
+            }
+        }
+        let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        tx.execute(
+            "INSERT OR REPLACE INTO ingest_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            params![
+                state.path,
+                state.format,
+                to_i64(state.size),
+                state.mtime_ns,
+                to_i64(state.offset),
+                to_i64(state.line),
+                state.next_index,
+                state.tail_hash,
+                state.context,
+                to_i64(state.messages),
+            ],
+        )
+        .map_err(|e| self.error(e))?;
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(counts)
+    }
+
+    /// Imports a Parquet file shaped like `all_conversations` (brain-mcp's
+    /// `all_conversations.parquet`) in one transaction, through DuckDB `read_parquet`.
+    /// Columns `source`, `conversation_id`, `message_id`, `role`, `content` and
+    /// `created` are required; any other column of [`COLUMNS`] the file lacks is derived
+    /// (`year`… from `created`, `msg_index` by time within the conversation, flags from
+    /// the content) or defaulted (`is_injected` false, `temporal_precision` `message`).
+    /// Stored keys are ignored, as by [`Self::insert`].
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`] when the file cannot be read or lacks a required column;
+    /// nothing is stored then.
+    pub fn import_parquet(&self, parquet: &Path) -> Result<InsertCounts, StoreError> {
+        let source = format!(
+            "read_parquet('{}')",
+            parquet.to_string_lossy().replace('\'', "''")
+        );
+        let mut conn = self.connection()?;
+        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let present: std::collections::HashSet<String> = {
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT column_name FROM (DESCRIBE SELECT * FROM {source})"
+                ))
+                .map_err(|e| self.error(e))?;
+            let names = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(|e| self.error(e))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| self.error(e))?;
+            names
+        };
+        let derived = |column: &str| -> &'static str {
+            match column {
+                "updated" | "msg_timestamp" => "created",
+                "year" => "year(created)",
+                "month" => "month(created)",
+                "day_of_week" => "dayname(created)",
+                "hour" => "hour(created)",
+                "msg_index" => {
+                    "row_number() OVER (PARTITION BY source, conversation_id ORDER BY created, message_id) - 1"
+                }
+                "timestamp_is_fallback" | "is_first" | "is_last" | "is_injected" => "false",
+                "content_type" => "'text'",
+                "word_count" => "len(string_split_regex(trim(content), '\\s+')) * (trim(content) <> '')::INT",
+                "char_count" => "length(content)",
+                "conversation_msg_count" => "0",
+                "has_code" => "(content LIKE '%```%')::INT",
+                "has_url" => "(content LIKE '%http://%' OR content LIKE '%https://%')::INT",
+                "has_question" => "(content LIKE '%?%')::INT",
+                "has_attachment" | "has_citation" => "0",
+                "temporal_precision" => "'message'",
+                _ => "NULL",
+            }
+        };
+        let list: Vec<String> = COLUMNS
+            .iter()
+            .map(|c| {
+                if present.contains(*c) {
+                    format!("\"{c}\"")
+                } else {
+                    format!("{} AS \"{c}\"", derived(c))
+                }
+            })
+            .collect();
+        tx.execute_batch(&format!(
+            "CREATE OR REPLACE TEMP TABLE staging AS SELECT * FROM all_conversations LIMIT 0;
+             INSERT INTO staging SELECT {} FROM (SELECT * REPLACE (CAST(created AS TIMESTAMP) AS created) FROM {source})",
+            list.join(", ")
+        ))
+        .map_err(|e| self.error(e))?;
+        let offered: i64 = tx
+            .query_row("SELECT count(*) FROM staging", [], |r| r.get(0))
+            .map_err(|e| self.error(e))?;
+        let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(counts)
     }
 
     /// Number of stored messages.
@@ -295,5 +570,6 @@ fn append(app: &mut duckdb::Appender<'_>, m: &Message) -> duckdb::Result<()> {
         } else {
             "message"
         },
+        m.is_injected,
     ])
 }

@@ -1,0 +1,510 @@
+//! Ingest behaviour beyond parsing, on real corpus files (`$SKILLS_CORPUS_DIR`, default
+//! `<manifest>/../shared/corpus`; skipped with a note when absent): injected harness
+//! text is set aside, a second run reads nothing, appended lines are read from the
+//! offset reached, a rewritten file replaces its rows, and phrases are found by the
+//! `search_conversations` engine with the right source and role.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use skills::engines::search_conversations::SearchConversations;
+use skills::engines::{Context, Engine};
+use skills::ingest::{self, IngestOptions, IngestSummary};
+use skills::stores::conversations::ConversationStore;
+use skills::stores::StorePaths;
+
+fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "note: corpus `{}` not found; set SKILLS_CORPUS_DIR to run this test",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn run(store: &ConversationStore, paths: &[PathBuf], options: IngestOptions) -> IngestSummary {
+    ingest::ingest_paths_with(store, paths, options, &mut |_, _| {})
+}
+
+fn count(store: &ConversationStore, sql: &str) -> i64 {
+    let conn = store.connection().expect("connection");
+    conn.query_row(sql, [], |r| r.get(0)).expect(sql)
+}
+
+/// Runs `search_conversations` on the store file in `dir`.
+fn search(dir: &Path, args: Value) -> Value {
+    let ctx = Context::new(StorePaths::in_dir(dir));
+    SearchConversations.call(&args, &ctx).expect("search")
+}
+
+fn previews(result: &Value) -> Vec<String> {
+    let mut v: Vec<String> = result["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["preview"].as_str().expect("preview").to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn injected_text_is_set_aside_and_searchable_without_role() {
+    let Some(corpus) = corpus() else { return };
+    let cc = corpus.join("claude-code/brain-mcp__sample_cc_mixed.jsonl");
+    let codex = corpus.join("codex/brain-mcp__sample_codex_mixed.jsonl");
+
+    let import = ingest::import_file(&cc).expect("import");
+    let injected: Vec<bool> = import.messages.iter().map(|m| m.is_injected).collect();
+    // Lines 3-9: isMeta skill body, slash command, task notification, compact summary,
+    // Caveat note, interruption, system reminder. Lines 1, 2 and 10 are the person and
+    // the assistant.
+    assert_eq!(
+        injected,
+        [false, false, true, true, true, true, true, true, true, false]
+    );
+    let import = ingest::import_file(&codex).expect("import");
+    let texts: Vec<(&str, bool)> = import
+        .messages
+        .iter()
+        .map(|m| (m.content.as_str(), m.is_injected))
+        .collect();
+    assert_eq!(texts.len(), 6);
+    assert!(texts[0].1 && texts[1].1 && texts[2].1, "{texts:?}");
+    // The voice hand-off keeps only the spoken input.
+    assert_eq!(
+        texts[3],
+        ("find every okapi sighting from last week", false)
+    );
+    assert_eq!(texts[4], ("how many okapi live in the reserve", false));
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let paths = [cc.clone(), codex.clone()];
+    {
+        let store =
+            ConversationStore::open_rw(&dir.path().join("conversations.duckdb")).expect("store");
+        let summary = run(&store, &paths, IngestOptions::default());
+        assert_eq!(summary.messages_injected, 10, "{summary}");
+        assert_eq!(summary.sources["claude-code"].injected, 7);
+        assert_eq!(summary.sources["codex"].injected, 3);
+        assert!(summary.to_string().contains("10 injected set aside"));
+        assert_eq!(
+            count(
+                &store,
+                "SELECT count(*) FROM all_conversations WHERE is_injected"
+            ),
+            10
+        );
+    }
+    let user = search(dir.path(), json!({"term": "giraffe", "role": "user"}));
+    assert_eq!(
+        previews(&user),
+        [
+            "and what about giraffe calves in october",
+            "please explain the giraffe migration routes"
+        ]
+    );
+    let user = search(dir.path(), json!({"term": "okapi", "role": "user"}));
+    assert_eq!(
+        previews(&user),
+        [
+            "find every okapi sighting from last week",
+            "how many okapi live in the reserve"
+        ]
+    );
+    // Without a role filter the harness text is still there.
+    let all = search(dir.path(), json!({"term": "giraffe", "limit": 50}));
+    assert_eq!(all["count"], 10);
+    // Questions mode leaves injected text out too.
+    let questions = search(dir.path(), json!({"term": "", "role": "user", "limit": 50}));
+    assert!(previews(&questions).iter().all(|p| !p.starts_with('<')));
+
+    // --keep-injected: a fresh store keeps them as ordinary user messages.
+    let kept = tempfile::tempdir().expect("temp dir");
+    {
+        let store =
+            ConversationStore::open_rw(&kept.path().join("conversations.duckdb")).expect("store");
+        let summary = run(
+            &store,
+            &paths,
+            IngestOptions {
+                keep_injected: true,
+            },
+        );
+        assert_eq!(summary.messages_injected, 0);
+    }
+    let user = search(kept.path(), json!({"term": "giraffe", "role": "user"}));
+    assert_eq!(user["count"], 9);
+}
+
+#[test]
+fn phrases_in_codex_gemini_and_pi_are_found_with_source_and_role() {
+    let Some(corpus) = corpus() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let store =
+            ConversationStore::open_rw(&dir.path().join("conversations.duckdb")).expect("store");
+        let paths = ["codex", "gemini-cli", "pi"].map(|d| corpus.join(d));
+        let summary = run(&store, &paths, IngestOptions::default());
+        assert!(summary.is_clean(), "{summary}");
+    }
+    for (term, role, source, conversation) in [
+        (
+            "rewind the kafka consumer offsets",
+            "user",
+            "codex",
+            "11111111-2222-3333-4444-555555555555",
+        ),
+        (
+            "reset its kafka offsets with the admin tool",
+            "assistant",
+            "codex",
+            "11111111-2222-3333-4444-555555555555",
+        ),
+        (
+            "reading line by line for large files",
+            "user",
+            "gemini-cli",
+            "test-session-gemini-001",
+        ),
+        ("handle empty input files gracefully", "user", "pi", ""),
+        (
+            "return an empty result set on empty input",
+            "assistant",
+            "pi",
+            "",
+        ),
+    ] {
+        let out = search(dir.path(), json!({"term": term, "role": role}));
+        assert_eq!(out["count"], 1, "{term}: {out}");
+        let row = &out["rows"][0];
+        assert_eq!(row["source"], source, "{term}");
+        assert_eq!(row["role"], role, "{term}");
+        assert!(row["preview"].as_str().expect("preview").contains(term));
+        if !conversation.is_empty() {
+            assert_eq!(row["conversation_id"], conversation, "{term}");
+        }
+        // The other role does not match.
+        let other = if role == "user" { "assistant" } else { "user" };
+        let none = search(dir.path(), json!({"term": term, "role": other}));
+        assert_eq!(none["count"], 0, "{term} as {other}");
+    }
+}
+
+#[test]
+fn second_run_reads_nothing_and_appends_read_only_new_lines() {
+    let Some(corpus) = corpus() else { return };
+    let source = corpus.join("claude-code/spotter__short.jsonl");
+    let text = fs_err::read_to_string(&source).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 15);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("session.jsonl");
+    // First 10 lines, the 10th without its newline: it is imported but not consumed.
+    fs_err::write(&file, lines[..10].join("\n")).expect("write");
+    let store = ConversationStore::open_in_memory().expect("store");
+    let first = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    let full = ingest::import_file(&source).expect("import");
+    assert_eq!(first.messages_parsed + first.skipped, 10, "{first}");
+    let stored_first = store.count().expect("count");
+    assert_eq!(
+        stored_first,
+        u64::try_from(first.messages_added).expect("small")
+    );
+
+    // No change: nothing read, nothing added.
+    let again = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!(
+        (
+            again.files_unchanged,
+            again.messages_parsed,
+            again.messages_added
+        ),
+        (1, 0, 0)
+    );
+
+    // Append the rest: only lines from the offset (line 10 again, then 11-15) are read.
+    {
+        let mut f = fs_err::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .expect("open");
+        f.write_all(format!("\n{}\n", lines[10..].join("\n")).as_bytes())
+            .expect("append");
+    }
+    let grown = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!(grown.files_resumed, 1, "{grown}");
+    // Only lines 10-15 are read (10 again: it had no newline before).
+    assert_eq!(grown.messages_parsed + grown.skipped, 6, "{grown}");
+    assert_eq!(store.count().expect("count"), 3);
+    // The stored rows equal a one-shot import of the whole file, msg_index included.
+    let conn = store.connection().expect("connection");
+    let mut stmt = conn
+        .prepare("SELECT message_id, msg_index, is_first, is_last FROM all_conversations ORDER BY msg_index")
+        .expect("prepare");
+    let rows: Vec<(String, i64, bool, bool)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let want: Vec<(String, i64)> = full
+        .messages
+        .iter()
+        .map(|m| (m.message_id.clone(), m.msg_index))
+        .collect();
+    let got: Vec<(String, i64)> = rows.iter().map(|r| (r.0.clone(), r.1)).collect();
+    assert_eq!(got, want);
+    assert!(rows[0].2 && rows[2].3);
+}
+
+#[test]
+fn appended_session_without_ids_continues_msg_index() {
+    let Some(corpus) = corpus() else { return };
+    // brain-mcp's mixed sample: no uuid, no sessionId, so ids hash the line number.
+    let source = corpus.join("claude-code/brain-mcp__sample_cc_mixed.jsonl");
+    let text = fs_err::read_to_string(&source).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("brain-mcp__sample_cc_mixed.jsonl");
+    fs_err::write(&file, lines[..4].join("\n") + "\n").expect("write");
+    let store = ConversationStore::open_in_memory().expect("store");
+    let first = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!(first.messages_added, 4);
+    // Half a line (a writer mid-record): a fault now, imported once completed.
+    let rest = lines[4..].join("\n") + "\n";
+    let (head, tail) = rest.split_at(30);
+    fs_err::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(head.as_bytes()))
+        .expect("append");
+    let partial = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!((partial.messages_added, partial.faults.len()), (0, 1));
+    fs_err::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(tail.as_bytes()))
+        .expect("append");
+    let done = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!(done.files_resumed, 1);
+    assert_eq!(done.messages_added, 6, "{done}");
+    assert!(done.faults.is_empty(), "{done}");
+    let whole = ingest::import_file(&source).expect("import");
+    let ids: Vec<(String, i64)> = whole
+        .messages
+        .iter()
+        .map(|m| (m.message_id.clone(), m.msg_index))
+        .collect();
+    let conn = store.connection().expect("connection");
+    let mut stmt = conn
+        .prepare("SELECT message_id, msg_index FROM all_conversations ORDER BY msg_index")
+        .expect("prepare");
+    let got: Vec<(String, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(got, ids);
+}
+
+#[test]
+fn rewritten_file_replaces_its_rows_and_two_folders_store_once() {
+    let Some(corpus) = corpus() else { return };
+    let source = corpus.join("claude-code/brain-mcp__sample_cc_mixed.jsonl");
+    let text = fs_err::read_to_string(&source).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("a/brain-mcp__sample_cc_mixed.jsonl");
+    fs_err::create_dir_all(dir.path().join("a")).expect("mkdir");
+    fs_err::write(&file, text.as_bytes()).expect("write");
+    let store = ConversationStore::open_in_memory().expect("store");
+    assert_eq!(
+        run(
+            &store,
+            std::slice::from_ref(&file),
+            IngestOptions::default()
+        )
+        .messages_added,
+        10
+    );
+    // Rewritten shorter, lines shifted (the first two dropped): ids that hash line
+    // numbers change, yet no row is duplicated.
+    fs_err::write(&file, lines[2..].join("\n") + "\n").expect("rewrite");
+    let rewritten = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!(rewritten.files_resumed, 0);
+    assert_eq!(store.count().expect("count"), 8, "{rewritten}");
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM all_conversations WHERE content LIKE 'please explain%'"
+        ),
+        0
+    );
+
+    // The same session copied under a second folder is stored once.
+    let copy = dir.path().join("b/brain-mcp__sample_cc_mixed.jsonl");
+    fs_err::create_dir_all(dir.path().join("b")).expect("mkdir");
+    fs_err::copy(&file, &copy).expect("copy");
+    let both = run(
+        &store,
+        &[dir.path().to_path_buf()],
+        IngestOptions::default(),
+    );
+    assert_eq!(
+        (
+            both.files_unchanged,
+            both.files_imported,
+            both.messages_added
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(store.count().expect("count"), 8);
+}
+
+#[test]
+fn whole_document_formats_are_skipped_when_unchanged_and_replaced_when_rewritten() {
+    let Some(corpus) = corpus() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("conversations.json");
+    fs_err::copy(
+        corpus.join("chatgpt-export/librechat__chatgpt-tree.json"),
+        &file,
+    )
+    .expect("copy");
+    let store = ConversationStore::open_in_memory().expect("store");
+    assert_eq!(
+        run(
+            &store,
+            std::slice::from_ref(&file),
+            IngestOptions::default()
+        )
+        .messages_added,
+        6
+    );
+    assert_eq!(
+        run(
+            &store,
+            std::slice::from_ref(&file),
+            IngestOptions::default()
+        )
+        .files_unchanged,
+        1
+    );
+    // A different export written over it: the old conversation's rows go.
+    fs_err::copy(
+        corpus.join("chatgpt-export/brain-mcp__sample_chatgpt_export.json"),
+        &file,
+    )
+    .expect("copy");
+    let replaced = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!(replaced.messages_added, 4, "{replaced}");
+    assert_eq!(store.count().expect("count"), 4);
+}
+
+#[test]
+fn parquet_export_imports_directly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let parquet = dir.path().join("all_conversations.parquet");
+    // A brain-mcp-like export with only some columns: the rest are derived.
+    {
+        let conn = duckdb::Connection::open_in_memory().expect("duckdb");
+        conn.execute_batch(&format!(
+            "COPY (SELECT * FROM (VALUES
+               ('chatgpt', 'c1', 'm1', 'user', 'How do parquet files store columns?', TIMESTAMP '2024-02-03 04:05:06', 'Parquet'),
+               ('chatgpt', 'c1', 'm2', 'assistant', 'In column chunks, see https://parquet.apache.org', TIMESTAMP '2024-02-03 04:05:09', 'Parquet'),
+               ('claude-code', 's9', 'u1', 'user', 'zebra stripes', TIMESTAMP '2024-03-01 00:00:00', NULL))
+               AS t(source, conversation_id, message_id, role, content, created, conversation_title))
+             TO '{}' (FORMAT parquet)",
+            parquet.display()
+        ))
+        .expect("write parquet");
+    }
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = run(
+        &store,
+        std::slice::from_ref(&parquet),
+        IngestOptions::default(),
+    );
+    assert_eq!(
+        (summary.files_imported, summary.messages_added),
+        (1, 3),
+        "{summary}"
+    );
+    assert_eq!(summary.sources["parquet"].added, 3);
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM all_conversations WHERE conversation_id = 'c1' \
+             AND conversation_msg_count = 2 AND year = 2024 AND NOT is_injected"
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT has_url FROM all_conversations WHERE message_id = 'm2'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT msg_index FROM all_conversations WHERE message_id = 'm2'"
+        ),
+        1
+    );
+    let again = run(&store, &[parquet], IngestOptions::default());
+    assert_eq!(again.messages_added, 0);
+    // A parquet file that is not shaped like the table is a fault, nothing stored.
+    let bad = dir.path().join("bad.parquet");
+    {
+        let conn = duckdb::Connection::open_in_memory().expect("duckdb");
+        conn.execute_batch(&format!(
+            "COPY (SELECT 1 AS x) TO '{}' (FORMAT parquet)",
+            bad.display()
+        ))
+        .expect("write parquet");
+    }
+    let summary = run(&store, &[bad], IngestOptions::default());
+    assert_eq!((summary.files_imported, summary.faults.len()), (0, 1));
+    assert_eq!(store.count().expect("count"), 3);
+}
