@@ -207,10 +207,29 @@ fn store_paths(cli: &Cli) -> Result<StorePaths> {
 }
 
 fn load_host(cli: &Cli) -> Result<Host> {
-    Ok(Host::load(
-        &skills_dir(cli),
-        Context::new(store_paths(cli)?),
-    ))
+    Ok(Host::load(&skills_dir(cli), context(store_paths(cli)?)?))
+}
+
+/// The engines' context. Two environment variables exist as testing aids (used by
+/// `skills verify` for fresh-process checks, so a new process sees the same world as
+/// the case): `SKILLS_NOW` (RFC 3339, e.g. `2026-07-03T12:00:00Z`) fixes the clock that
+/// natural-language dates resolve against; `SKILLS_EMBEDDER=none` runs without the
+/// embedding model even when one is installed.
+fn context(paths: StorePaths) -> Result<Context> {
+    let mut ctx = Context::new(paths);
+    if let Some(now) = std::env::var_os("SKILLS_NOW").filter(|v| !v.is_empty()) {
+        let now = now.to_string_lossy();
+        let t = chrono::DateTime::parse_from_rfc3339(&now).with_context(|| {
+            format!("SKILLS_NOW `{now}` is not an RFC 3339 time (e.g. 2026-07-03T12:00:00Z)")
+        })?;
+        ctx = ctx.with_now(t.with_timezone(&chrono::Utc));
+    }
+    match std::env::var("SKILLS_EMBEDDER").as_deref() {
+        Err(_) | Ok("") => {}
+        Ok("none") => ctx = ctx.with_embedder(None),
+        Ok(other) => anyhow::bail!("SKILLS_EMBEDDER `{other}`: the only value is `none`"),
+    }
+    Ok(ctx)
 }
 
 fn warn_diagnostics(host: &Host) {

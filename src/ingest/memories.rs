@@ -258,7 +258,9 @@ fn extension(path: &Path) -> String {
         .to_ascii_lowercase()
 }
 
-fn is_memory_file(path: &Path) -> bool {
+/// Whether `path` has a memory file extension (`.md`, `.markdown`, `.jsonl`, `.af`);
+/// the importers decide from there whether its content is usable.
+pub fn is_memory_file(path: &Path) -> bool {
     matches!(extension(path).as_str(), "md" | "markdown" | "jsonl" | "af")
 }
 

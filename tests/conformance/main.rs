@@ -295,7 +295,7 @@ mod breakage {
     type Breakage = fn() -> Result<(), Failed>;
 
     pub fn trials() -> Vec<Trial> {
-        let cases: [(&str, Breakage); 10] = [
+        let cases: [(&str, Breakage); 11] = [
             ("missing_binding", missing_binding),
             ("missing_binding_file", missing_binding_file),
             ("drifted_text", drifted_text),
@@ -305,6 +305,10 @@ mod breakage {
             ("cli_exit_code_and_summary", cli_exit_code_and_summary),
             ("excluded_item_is_reported", excluded_item_is_reported),
             ("fixtures_import_cleanly", fixtures_import_cleanly),
+            (
+                "memory_fixtures_import_cleanly",
+                memory_fixtures_import_cleanly,
+            ),
             ("new_item_needs_only_yaml", new_item_needs_only_yaml),
         ];
         cases
@@ -336,6 +340,40 @@ mod breakage {
         if counts != (16, 2, 4, 4) {
             return Err(
                 format!("(messages, sources, conversations, user questions) = {counts:?}").into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The memories corpus goes through the memory importer without faults: every
+    /// file format yields its memories (MEMORY.md one per section, JSONL one per line),
+    /// and no transcript store is built from it.
+    fn memory_fixtures_import_cleanly() -> Result<(), Failed> {
+        use skills::runtime::conformance::corpus::build_stores;
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = build_stores(
+            &repo().join("tests/conformance/fixtures/memories"),
+            tmp.path(),
+        )?;
+        if paths.conversations.exists() {
+            return Err("a conversations store was built from memory files".into());
+        }
+        let conn = rusqlite::Connection::open_with_flags(
+            &paths.memories,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let counts: (i64, i64, i64, i64) = conn
+            .query_row(
+                "SELECT count(*), count(DISTINCT type), count(*) FILTER (WHERE type = 'index'), \
+                 count(*) FILTER (WHERE origin LIKE '%memories.jsonl#L%') FROM memories",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        if counts != (47, 10, 3, 27) {
+            return Err(
+                format!("(memories, types, index sections, JSONL lines) = {counts:?}").into(),
             );
         }
         Ok(())

@@ -610,9 +610,8 @@ fn vec_leg(
         );
         return Ok(None);
     }
-    let started = std::time::Instant::now();
+    // No timings in the trace: the skill is a pure function, `explain` included.
     let q = embedder.embed(query);
-    let embed_us = started.elapsed().as_micros();
     let sql = format!(
         "SELECT m.rowid, m.embedding, m.updated, m.id FROM memories m \
          WHERE m.embedding IS NOT NULL AND m.embedding_model = ?{}",
@@ -642,7 +641,7 @@ fn vec_leg(
     scored.truncate(n);
     trace.push(json!({
         "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
-        "candidates": scored.len(), "embed_us": embed_us,
+        "candidates": scored.len(),
     }));
     Ok(Some(
         scored.into_iter().map(|(id, s, _, _)| (id, s)).collect(),

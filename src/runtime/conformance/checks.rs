@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::EmbedderChoice;
 use crate::runtime::{render, CallError, CallOutput, Host, Skill};
 
 /// What a check can reach while running one case.
@@ -29,6 +30,12 @@ pub struct Probe<'a> {
     pub data_dir: &'a Path,
     /// The `skills` binary, for checks that run a fresh process; `None` when unknown.
     pub binary: Option<&'a Path>,
+    /// The case's clock (RFC 3339), passed to fresh processes as `SKILLS_NOW`;
+    /// `None`: the system clock.
+    pub now: Option<&'a str>,
+    /// The case's embedding model choice (`none` reaches fresh processes as
+    /// `SKILLS_EMBEDDER=none`).
+    pub embedder: EmbedderChoice,
 }
 
 impl Probe<'_> {
@@ -37,9 +44,32 @@ impl Probe<'_> {
     /// # Errors
     /// The call error, as text.
     pub fn call(&self) -> Result<CallOutput, String> {
+        self.call_with(self.args)
+    }
+
+    /// Calls the skill with other arguments (same corpus, clock and model).
+    ///
+    /// # Errors
+    /// The call error, as text.
+    pub fn call_with(&self, args: &Value) -> Result<CallOutput, String> {
         self.host
-            .call(self.skill.name(), self.args.clone())
+            .call(self.skill.name(), args.clone())
             .map_err(|e| format!("call failed: {e}"))
+    }
+
+    /// The store file of `store` (`conversations` or `memories`).
+    ///
+    /// # Errors
+    /// Unknown store.
+    pub fn store_path(&self, store: &str) -> Result<std::path::PathBuf, String> {
+        let paths = self.host.context().paths();
+        match store {
+            "conversations" => Ok(paths.conversations.clone()),
+            "memories" => Ok(paths.memories.clone()),
+            other => Err(format!(
+                "unknown store `{other}`; known stores: conversations, memories"
+            )),
+        }
     }
 
     /// Runs `sql` on store `store` (`conversations` or `memories`) with positional
@@ -208,12 +238,14 @@ fn build() -> Vec<Check> {
         },
         Check {
             id: "prefix_of_store_field",
-            summary: "each row's `field` is the first `chars` characters (Unicode scalar values) of store column `column`, looked up by key",
+            summary: "each row's `field` is the first `chars` characters (Unicode scalar values) of store column `column`, looked up by key (plus `ellipsis` and `mark_field: true` when cut)",
             params: leak(format!(r#"{{"type": "object", "additionalProperties": false,
               "required": ["field", "table", "column", "key_field", "key_column"],
               "oneOf": [{{"required": ["chars"]}}, {{"required": ["chars_arg"]}}], "properties": {{
-              "field": {{"type": "string", "minLength": 1}}, "chars": {{"type": "integer", "minimum": 1}},
+              "field": {{"type": "string", "minLength": 1}}, "chars": {{"type": "integer", "minimum": 0}},
               "chars_arg": {{"type": "string", "minLength": 1, "description": "take the count from this argument"}},
+              "ellipsis": {{"type": "string", "description": "appended to the prefix when the store value is longer than the count (default: nothing)"}},
+              "mark_field": {{"type": "string", "minLength": 1, "description": "row field that is `true` when the value was cut and absent when it was not"}},
               "store": {STORE}, "table": {IDENT}, "column": {IDENT}, "key_field": {KEYS},
               "key_column": {IDENTS}, "arg_columns": {ARG_COLUMNS}, {ROWS}}}}}"#)),
             run: prefix_of_store_field,
@@ -236,6 +268,56 @@ fn build() -> Vec<Check> {
               "arg_params": {{"type": "array", "items": {{"type": "string"}}, "description": "arguments bound to the query's `?` in order"}},
               "ordered": {{"type": "boolean"}}, "store": {STORE}, {ROWS}}}}}"#)),
             run: rows_match_sql,
+        },
+        Check {
+            id: "value_at",
+            summary: "the structured output's value at JSON pointer `pointer` equals `equals`, contains each string of `contains`, or (`absent: true`) does not exist",
+            params: r#"{"type": "object", "additionalProperties": false, "required": ["pointer"],
+              "oneOf": [{"required": ["equals"]}, {"required": ["contains"]}, {"required": ["absent"]}], "properties": {
+              "pointer": {"type": "string", "pattern": "^(/.*)?$"}, "equals": {},
+              "contains": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+              "absent": {"const": true}}}"#,
+            run: value_at,
+        },
+        Check {
+            id: "every_row_satisfies",
+            summary: "every row makes a minijinja expression true (it sees `row`, `index` (0-based), `args` (defaults applied) and `data`)",
+            params: leak(format!(r#"{{"type": "object", "additionalProperties": false, "required": ["expression"], "properties": {{
+              "expression": {{"type": "string", "minLength": 1}}, {ROWS}}}}}"#)),
+            run: every_row_satisfies,
+        },
+        Check {
+            id: "same_as",
+            summary: "the structured output equals that of the call with the case's arguments changed by `with` (set) and `without` (removed), after removing the `ignore` JSON pointers from both",
+            params: r#"{"type": "object", "additionalProperties": false, "anyOf": [{"required": ["with"]}, {"required": ["without"]}], "properties": {
+              "with": {"type": "object"}, "without": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+              "ignore": {"type": "array", "items": {"type": "string", "pattern": "^/.+$"}}}}"#,
+            run: same_as,
+        },
+        Check {
+            id: "error_contains",
+            summary: "the call fails (engine or argument error) with a message containing each string of `contains`",
+            params: r#"{"type": "object", "additionalProperties": false, "required": ["contains"], "properties": {
+              "contains": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}}}"#,
+            run: error_contains,
+        },
+        Check {
+            id: "store_ordered_by",
+            summary: "rows are sorted by an SQL expression over their store record (looked up by key), and it takes at least two values so the order is exercised",
+            params: leak(format!(r#"{{"type": "object", "additionalProperties": false,
+              "required": ["expression", "direction", "table", "key_field", "key_column"], "properties": {{
+              "expression": {{"type": "string", "minLength": 1}}, "direction": {{"enum": ["asc", "desc"]}},
+              "store": {STORE}, "table": {IDENT}, "key_field": {KEYS},
+              "key_column": {IDENTS}, "arg_columns": {ARG_COLUMNS}, {ROWS}}}}}"#)),
+            run: store_ordered_by,
+        },
+        Check {
+            id: "store_unchanged",
+            summary: "the store file is byte-identical (and no journal, WAL or other file appears beside it) after running the case `runs` times",
+            params: r#"{"type": "object", "additionalProperties": false, "required": ["store"], "properties": {
+              "store": {"enum": ["conversations", "memories"]},
+              "runs": {"type": "integer", "minimum": 1, "maximum": 20, "description": "calls (default 3)"}}}"#,
+            run: store_unchanged,
         },
     ]
 }
@@ -413,12 +495,23 @@ fn deterministic(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
         return Err("fresh process: the `skills` binary is not known".into());
     };
     let args = serde_json::to_string(probe.args).map_err(|e| e.to_string())?;
-    let output = std::process::Command::new(binary)
+    let mut command = std::process::Command::new(binary);
+    command
         .arg("--skills-dir")
         .arg(probe.skills_dir)
         .arg("--data-dir")
         .arg(probe.data_dir)
-        .args(["--json", "run", probe.skill.name(), "--args-json", &args])
+        .args(["--json", "run", probe.skill.name(), "--args-json", &args]);
+    // The fresh process sees the case's clock and model, never the caller's.
+    match probe.now {
+        Some(now) => command.env("SKILLS_NOW", now),
+        None => command.env_remove("SKILLS_NOW"),
+    };
+    match probe.embedder {
+        EmbedderChoice::None => command.env("SKILLS_EMBEDDER", "none"),
+        EmbedderChoice::Auto | EmbedderChoice::Required => command.env_remove("SKILLS_EMBEDDER"),
+    };
+    let output = command
         .output()
         .map_err(|e| format!("fresh process: cannot run `{}`: {e}", binary.display()))?;
     if !output.status.success() {
@@ -785,8 +878,30 @@ fn prefix_of_store_field(probe: &Probe<'_>, params: &Value) -> Result<(), String
             ));
         };
         let source = record.first().and_then(Value::as_str).unwrap_or("");
-        let expected: String = source.chars().take(chars).collect();
+        let cut = source.chars().count() > chars;
+        let mut expected: String = source.chars().take(chars).collect();
+        if cut {
+            expected.push_str(p_str(params, "ellipsis", ""));
+        }
         let actual = field(row, name).as_str().unwrap_or("");
+        if let Some(mark) = params.get("mark_field").and_then(Value::as_str) {
+            let marked = field(row, mark);
+            let ok = if cut {
+                marked == &Value::Bool(true)
+            } else {
+                marked.is_null()
+            };
+            if !ok {
+                return Err(format!(
+                    "row {} (`{key_field}` = {}): the store value has {} characters, limit {chars}, so `{mark}` should be {}, found {}",
+                    i + 1,
+                    show(&key),
+                    source.chars().count(),
+                    if cut { "true" } else { "absent" },
+                    row.get(mark).map_or("nothing".into(), show)
+                ));
+            }
+        }
         if actual != expected {
             return Err(format!(
                 "row {} (`{key_field}` = {}): `{name}` is not the first {chars} characters of `{column}` ({} vs {} characters): {}",
@@ -933,6 +1048,277 @@ fn rows_match_sql(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
     Ok(())
 }
 
+fn value_at(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
+    let pointer = p_str(params, "pointer", "");
+    let out = probe.call()?;
+    let found = out.data.pointer(pointer);
+    if params.get("absent").is_some() {
+        return match found {
+            None => Ok(()),
+            Some(v) => Err(format!("`{pointer}` is {}, expected no value", show(v))),
+        };
+    }
+    let Some(value) = found else {
+        return Err(format!(
+            "the output has no value at `{pointer}`: {}",
+            show(&out.data)
+        ));
+    };
+    if let Some(expected) = params.get("equals") {
+        if !same_value(value, expected) {
+            return Err(format!(
+                "`{pointer}` is {}, expected {}",
+                show(value),
+                show(expected)
+            ));
+        }
+    }
+    for needle in params
+        .get("contains")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+    {
+        let needle = needle.as_str().unwrap_or("");
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if !text.contains(needle) {
+            return Err(format!(
+                "`{pointer}` is {}, expected it to contain {needle:?}",
+                show(value)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// JSON equality where numbers compare by value (`60` equals `60.0`).
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+fn every_row_satisfies(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
+    let source = p_str(params, "expression", "");
+    let env = render::environment();
+    let expr = env
+        .compile_expression(source)
+        .map_err(|e| format!("`expression` does not parse: {e}"))?;
+    let (out, rows) = output_rows(probe, params)?;
+    for (i, row) in rows.iter().enumerate() {
+        let ctx = minijinja::context! {
+            row => minijinja::Value::from_serialize(row),
+            index => i,
+            args => minijinja::Value::from_serialize(&out.args),
+            data => minijinja::Value::from_serialize(&out.data),
+        };
+        let result = expr
+            .eval(ctx)
+            .map_err(|e| format!("row {}: `expression` failed: {e}", i + 1))?;
+        if !result.is_true() {
+            return Err(format!(
+                "row {} of {} does not satisfy `{source}`: {}",
+                i + 1,
+                rows.len(),
+                show(row)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Removes the value at a JSON pointer (missing values are fine).
+fn remove_pointer(value: &mut Value, pointer: &str) {
+    let Some((parent, last)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    let last = last.replace("~1", "/").replace("~0", "~");
+    match value.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            map.remove(&last);
+        }
+        Some(Value::Array(items)) => {
+            if let Ok(i) = last.parse::<usize>() {
+                if i < items.len() {
+                    items.remove(i);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn same_as(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
+    let mut other = probe.args.clone();
+    let Some(map) = other.as_object_mut() else {
+        return Err("the case's arguments are not an object".into());
+    };
+    for name in names(params, "without") {
+        map.remove(&name);
+    }
+    if let Some(with) = params.get("with").and_then(Value::as_object) {
+        for (k, v) in with {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    let mut mine = probe.call()?.data;
+    let mut theirs = probe
+        .call_with(&other)
+        .map_err(|e| format!("reference call with {}: {e}", show(&other)))?
+        .data;
+    for pointer in names(params, "ignore") {
+        remove_pointer(&mut mine, &pointer);
+        remove_pointer(&mut theirs, &pointer);
+    }
+    let a = serde_json::to_string(&mine).map_err(|e| e.to_string())?;
+    let b = serde_json::to_string(&theirs).map_err(|e| e.to_string())?;
+    if a != b {
+        return Err(format!(
+            "the output differs from the output with arguments {}: {}",
+            show(&other),
+            first_difference(&a, &b)
+        ));
+    }
+    Ok(())
+}
+
+fn error_contains(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
+    let message = match probe.host.call(probe.skill.name(), probe.args.clone()) {
+        Ok(out) => {
+            return Err(format!(
+                "the call succeeded (data {}), expected an error",
+                show(&out.data)
+            ))
+        }
+        Err(e) => e.to_string(),
+    };
+    for needle in params
+        .get("contains")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+    {
+        let needle = needle.as_str().unwrap_or("");
+        if !message.contains(needle) {
+            return Err(format!("the error {message:?} does not contain {needle:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn store_ordered_by(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
+    let expression = p_str(params, "expression", "");
+    let desc = p_str(params, "direction", "asc") == "desc";
+    let key_field = key_label(params);
+    let (out, rows) = output_rows(probe, params)?;
+    let mut values = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let key = key_of(row, params, i)?;
+        let found = lookup(probe, params, &format!("({expression})"), &key, &out.args)?;
+        let [record] = found.as_slice() else {
+            return Err(format!(
+                "row {} (`{key_field}` = {}): {} store records match, expected 1",
+                i + 1,
+                show(&key),
+                found.len()
+            ));
+        };
+        values.push((key, record.first().cloned().unwrap_or(Value::Null)));
+    }
+    for (i, pair) in values.windows(2).enumerate() {
+        let ord = compare(&pair[0].1, &pair[1].1);
+        let wrong = if desc {
+            ord == Ordering::Less
+        } else {
+            ord == Ordering::Greater
+        };
+        if wrong {
+            return Err(format!(
+                "row {} (`{key_field}` = {}, `{expression}` = {}) is out of {} order after row {} (`{key_field}` = {}, {})",
+                i + 2,
+                show(&pair[1].0),
+                show(&pair[1].1),
+                if desc { "descending" } else { "ascending" },
+                i + 1,
+                show(&pair[0].0),
+                show(&pair[0].1)
+            ));
+        }
+    }
+    if let Some(first) = values.first() {
+        if values.iter().all(|(_, v)| v == &first.1) {
+            return Err(format!(
+                "every row has `{expression}` = {}, so the case does not exercise the order",
+                show(&first.1)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every file beside `path` whose name starts with its file name (the file itself,
+/// `-journal`, `-wal`, `-shm`, `.wal`…), with a SHA-256 of its bytes.
+fn store_files(path: &Path) -> Result<Vec<(String, String)>, String> {
+    use sha2::{Digest, Sha256};
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("`{}` has no file name", path.display()))?;
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir(dir).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if !file.starts_with(name) {
+            continue;
+        }
+        let bytes = fs_err::read(entry.path()).map_err(|e| e.to_string())?;
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        out.push((file, format!("{} bytes, sha256 {digest}", bytes.len())));
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn store_unchanged(probe: &Probe<'_>, params: &Value) -> Result<(), String> {
+    let path = probe.store_path(p_str(params, "store", "conversations"))?;
+    if !path.is_file() {
+        return Err(format!(
+            "store `{}` was not built for this corpus",
+            path.display()
+        ));
+    }
+    let runs = params.get("runs").and_then(Value::as_u64).unwrap_or(3);
+    let before = store_files(&path)?;
+    for _ in 0..runs {
+        probe.call()?;
+    }
+    let after = store_files(&path)?;
+    if before != after {
+        let changed = after
+            .iter()
+            .find(|f| !before.contains(f))
+            .or_else(|| before.iter().find(|f| !after.contains(f)));
+        return Err(match changed {
+            Some((file, what))
+                if before.iter().any(|(b, _)| b == file)
+                    && after.iter().any(|(a, _)| a == file) =>
+            {
+                format!("`{file}` changed: now {what}")
+            }
+            Some((file, _)) if after.iter().any(|(a, _)| a == file) => format!("`{file}` appeared"),
+            Some((file, _)) => format!("`{file}` disappeared"),
+            None => "the store files changed".into(),
+        });
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------- store access
 
 fn query_duckdb(host: &Host, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {
@@ -1057,6 +1443,18 @@ mod tests {
         assert_eq!(cells("| a | b \\| c | d |"), 3);
         assert_eq!(cells("|---|---|"), 2);
         assert_eq!(cells("| a\\\\| b |"), 2);
+    }
+
+    #[test]
+    fn pointers_are_removed_and_numbers_compare_by_value() {
+        let mut v = json!({"note": "x", "hits": [{"a": 1}, {"a": 2}], "a/b": 3});
+        remove_pointer(&mut v, "/note");
+        remove_pointer(&mut v, "/hits/0");
+        remove_pointer(&mut v, "/a~1b");
+        remove_pointer(&mut v, "/missing/deeper");
+        assert_eq!(v, json!({"hits": [{"a": 2}]}));
+        assert!(same_value(&json!(60), &json!(60.0)));
+        assert!(!same_value(&json!("60"), &json!(60)));
     }
 
     #[test]

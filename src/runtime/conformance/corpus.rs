@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::stores::conversations::ConversationStore;
+use crate::stores::memories::MemoryStore;
 use crate::stores::StorePaths;
 
 /// A temporary folder removed (with its contents) when dropped.
@@ -45,19 +46,25 @@ impl Drop for TempDir {
     }
 }
 
-/// Builds every store a corpus feeds into `data_dir` and returns their paths.
+/// Builds every store a corpus feeds into `data_dir` and returns their paths. Each
+/// file goes to the importer that recognises it, exactly as the CLI would import it:
 ///
-/// - conversations (`conversations.duckdb`): every transcript file under `corpus_dir`
-///   (Claude Code `*.jsonl`, ChatGPT `conversations.json`), imported by
-///   [`crate::ingest::ingest_paths`], the importer `skills ingest` uses;
-/// - memories (`memories.sqlite`): not built yet (no memories importer exists).
+/// - conversations (`conversations.duckdb`): transcript files ([`crate::ingest::detect`]:
+///   Claude Code `*.jsonl`, ChatGPT `conversations.json`, …), imported by
+///   [`crate::ingest::ingest_paths`], the importer `skills ingest` uses; built only
+///   when the corpus holds transcripts;
+/// - memories (`memories.sqlite`): every other memory file (markdown with or without
+///   YAML frontmatter, `MEMORY.md`, JSONL, Letta `.af`), imported by
+///   [`crate::ingest::memories::import_paths`], the importer `skills memo import` uses
+///   (embedding with the local model when it is present); built only when the corpus
+///   holds memory files.
 ///
-/// The store is written and closed before this returns, so engines open it read-only.
+/// Stores are written and closed before this returns, so engines open them read-only.
 ///
 /// # Errors
-/// A message naming what failed: the folder is missing, the store cannot be created,
+/// A message naming what failed: the folder is missing, a store cannot be created,
 /// a fixture file has a fault (fixtures must import cleanly; the first fault is
-/// named), or no message was imported at all.
+/// named), or nothing was imported at all.
 pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, String> {
     if !corpus_dir.is_dir() {
         return Err(format!(
@@ -66,19 +73,65 @@ pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, St
         ));
     }
     let paths = StorePaths::in_dir(data_dir);
-    let store = ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
-    let summary = crate::ingest::ingest_paths(&store, &[corpus_dir.to_path_buf()], &mut |_, _| {});
-    drop(store);
-    if let Some(fault) = summary.faults.first() {
-        return Err(format!("fixture import fault: {fault}"));
+    let mut files = Vec::new();
+    walk(corpus_dir, &mut files).map_err(|e| format!("`{}`: {e}", corpus_dir.display()))?;
+    let (transcripts, others): (Vec<PathBuf>, Vec<PathBuf>) = files
+        .into_iter()
+        .partition(|f| crate::ingest::detect(f).is_some());
+    let memory_files: Vec<PathBuf> = others
+        .into_iter()
+        .filter(|f| crate::ingest::memories::is_memory_file(f))
+        .collect();
+    let mut imported = 0;
+    if !transcripts.is_empty() {
+        let store = ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
+        let summary =
+            crate::ingest::ingest_paths(&store, &[corpus_dir.to_path_buf()], &mut |_, _| {});
+        drop(store);
+        if let Some(fault) = summary.faults.first() {
+            return Err(format!("fixture import fault: {fault}"));
+        }
+        imported += summary.messages_added;
     }
-    if summary.messages_added == 0 {
+    if !memory_files.is_empty() {
+        let store = MemoryStore::open_rw(&paths.memories).map_err(|e| e.to_string())?;
+        let summary = crate::ingest::memories::import_paths(&store, &memory_files)
+            .map_err(|e| e.to_string())?;
+        drop(store);
+        if let Some(fault) = summary.faults.first() {
+            return Err(format!("fixture import fault: {fault}"));
+        }
+        imported += summary.memories;
+    }
+    if imported == 0 {
         return Err(format!(
-            "no message imported from `{}`",
+            "no message or memory imported from `{}`",
             corpus_dir.display()
         ));
     }
     Ok(paths)
+}
+
+/// Every non-hidden file under `dir`, recursively, in path order.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = fs_err::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.'))
+        })
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::engines::Context;
 use crate::runtime::Host;
+use crate::stores::embedder::Embedder;
 use crate::stores::StorePaths;
 use checks::Probe;
 use corpus::TempDir;
@@ -38,6 +39,9 @@ pub struct Binding {
     pub skill: String,
     /// Default corpus of every case.
     pub corpus: Option<String>,
+    /// Default clock of every case (RFC 3339, e.g. `2026-07-03T12:00:00Z`): what
+    /// engines see as "now" ([`Context::with_now`]); `None`: the system clock.
+    pub now: Option<String>,
     /// One entry per checklist item.
     pub items: Vec<ItemBinding>,
 }
@@ -75,7 +79,8 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-/// One case: call arguments and the corpus whose stores the call reads.
+/// One case: call arguments, the corpus whose stores the call reads, the clock and
+/// the embedding model it runs with.
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
@@ -84,6 +89,28 @@ pub struct Case {
     /// Corpus folder name under the fixtures folder; `None`: the binding's default,
     /// else no stores at all.
     pub corpus: Option<String>,
+    /// Clock of this case (RFC 3339); `None`: the binding's `now`, else the system clock.
+    pub now: Option<String>,
+    /// Embedding model of this case; default [`EmbedderChoice::Auto`].
+    #[serde(default)]
+    pub embedder: EmbedderChoice,
+}
+
+/// Which embedding model a case's engines see.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderChoice {
+    /// The default model when it is present (`$SKILLS_MODEL_DIR`), else none — as
+    /// `skills run` behaves.
+    #[default]
+    Auto,
+    /// The default model; when it cannot be loaded every check of the case fails,
+    /// saying why (for items whose promise needs the model).
+    Required,
+    /// No model, as on a machine where none was fetched (for items about that case).
+    None,
 }
 
 /// Where `verify` finds things.
@@ -165,6 +192,8 @@ pub struct CheckOutcome {
     pub args: Value,
     /// The case's corpus.
     pub corpus: Option<String>,
+    /// The case's embedding model choice.
+    pub embedder: EmbedderChoice,
     /// `None` when it passed, else the failure with its first counter-example.
     pub failure: Option<String>,
 }
@@ -195,11 +224,17 @@ impl ItemReport {
         }
         for c in &self.checks {
             if let Some(f) = &c.failure {
-                let corpus = c
-                    .corpus
-                    .as_deref()
-                    .map(|k| format!(" [{k}]"))
-                    .unwrap_or_default();
+                let mut labels: Vec<String> = c.corpus.iter().cloned().collect();
+                match c.embedder {
+                    EmbedderChoice::Auto => {}
+                    EmbedderChoice::Required => labels.push("embedder: required".into()),
+                    EmbedderChoice::None => labels.push("embedder: none".into()),
+                }
+                let corpus = if labels.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", labels.join(", "))
+                };
                 out.push(format!("`{}` on {}{corpus}: {f}", c.check, c.args));
             }
         }
@@ -282,9 +317,14 @@ pub struct Verifier {
     options: Options,
     plan: Host,
     bindings: BTreeMap<String, Option<Result<Binding, String>>>,
-    corpora: Mutex<BTreeMap<String, Arc<Result<CorpusHost, String>>>>,
+    corpora: Mutex<BTreeMap<String, Arc<Result<StorePaths, String>>>>,
+    hosts: Mutex<BTreeMap<HostKey, Arc<Result<CorpusHost, String>>>>,
+    embedder: std::sync::OnceLock<Result<Arc<Embedder>, String>>,
     tmp: TempDir,
 }
+
+/// What a host is built for: corpus, clock (RFC 3339) and embedding model.
+type HostKey = (Option<String>, Option<String>, EmbedderChoice);
 
 impl Verifier {
     /// Loads the skills of `options.skills_dir` and their bindings. Nothing runs yet.
@@ -312,6 +352,8 @@ impl Verifier {
             plan,
             bindings,
             corpora: Mutex::new(BTreeMap::new()),
+            hosts: Mutex::new(BTreeMap::new()),
+            embedder: std::sync::OnceLock::new(),
             tmp,
         })
     }
@@ -505,13 +547,19 @@ impl Verifier {
             }
             for case in cases {
                 let corpus = case.corpus.clone().or_else(|| file.corpus.clone());
+                let key = (
+                    corpus.clone(),
+                    case.now.clone().or_else(|| file.now.clone()),
+                    case.embedder,
+                );
                 let failure = self
-                    .run_case(&entry.skill, check, &use_.params, case, corpus.as_deref())
+                    .run_case(&entry.skill, check, &use_.params, case, &key)
                     .err();
                 report.checks.push(CheckOutcome {
                     check: check.id.to_owned(),
                     args: case.args.clone(),
                     corpus,
+                    embedder: case.embedder,
                     failure,
                 });
             }
@@ -542,9 +590,9 @@ impl Verifier {
         check: &checks::Check,
         params: &Value,
         case: &Case,
-        corpus: Option<&str>,
+        key: &HostKey,
     ) -> Result<(), String> {
-        let built = self.corpus(corpus);
+        let built = self.host_for(key);
         let built = built.as_ref().as_ref().map_err(Clone::clone)?;
         let skill = built
             .host
@@ -557,38 +605,90 @@ impl Verifier {
             skills_dir: &self.options.skills_dir,
             data_dir: &built.data_dir,
             binary: self.options.binary.as_deref(),
+            now: key.1.as_deref(),
+            embedder: key.2,
         };
         (check.run)(&probe, params)
     }
 
-    /// The host over `corpus`'s stores, built on first use.
-    fn corpus(&self, corpus: Option<&str>) -> Arc<Result<CorpusHost, String>> {
-        let key = corpus.unwrap_or("").to_owned();
+    /// The host over a corpus's stores with a clock and model, built on first use.
+    fn host_for(&self, key: &HostKey) -> Arc<Result<CorpusHost, String>> {
+        let mut hosts = self
+            .hosts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = hosts.get(key) {
+            return found.clone();
+        }
+        let built = Arc::new(self.build_host(key));
+        hosts.insert(key.clone(), built.clone());
+        built
+    }
+
+    fn build_host(&self, (corpus, now, embedder): &HostKey) -> Result<CorpusHost, String> {
+        let data_dir = self.tmp.path().join(
+            corpus
+                .as_deref()
+                .map_or_else(|| "_none".to_owned(), |c| format!("corpus-{c}")),
+        );
+        let paths = match corpus {
+            Some(name) => {
+                let built = self.corpus(name, &data_dir);
+                built.as_ref().clone()?
+            }
+            None => {
+                fs_err::create_dir_all(&data_dir).map_err(|e| e.to_string())?;
+                StorePaths::in_dir(&data_dir)
+            }
+        };
+        let mut ctx = Context::new(paths);
+        if let Some(now) = now {
+            let t = chrono::DateTime::parse_from_rfc3339(now).map_err(|e| {
+                format!("`now: {now}` is not an RFC 3339 time (e.g. 2026-07-03T12:00:00Z): {e}")
+            })?;
+            ctx = ctx.with_now(t.with_timezone(&chrono::Utc));
+        }
+        match embedder {
+            EmbedderChoice::Auto => {}
+            EmbedderChoice::None => ctx = ctx.with_embedder(None),
+            EmbedderChoice::Required => {
+                let model = self
+                    .embedder
+                    .get_or_init(|| {
+                        Embedder::load_default()
+                            .map(Arc::new)
+                            .map_err(|e| e.to_string())
+                    })
+                    .clone()
+                    .map_err(|e| {
+                        format!("this case needs the embedding model (`embedder: required`): {e}")
+                    })?;
+                ctx = ctx.with_embedder(Some(model));
+            }
+        }
+        let host = Host::load(&self.options.skills_dir, ctx);
+        Ok(CorpusHost { host, data_dir })
+    }
+
+    /// The stores of corpus `name`, imported into `data_dir` on first use.
+    fn corpus(&self, name: &str, data_dir: &Path) -> Arc<Result<StorePaths, String>> {
         let mut corpora = self
             .corpora
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(found) = corpora.get(&key) {
+        if let Some(found) = corpora.get(name) {
             return found.clone();
         }
-        let built = Arc::new(self.build(corpus));
-        corpora.insert(key, built.clone());
+        let built = Arc::new(
+            fs_err::create_dir_all(data_dir)
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    corpus::build_stores(&self.options.fixtures_dir.join(name), data_dir)
+                })
+                .map_err(|e| format!("corpus `{name}`: {e}")),
+        );
+        corpora.insert(name.to_owned(), built.clone());
         built
-    }
-
-    fn build(&self, corpus: Option<&str>) -> Result<CorpusHost, String> {
-        let data_dir = self
-            .tmp
-            .path()
-            .join(corpus.map_or_else(|| "_none".to_owned(), |c| format!("corpus-{c}")));
-        fs_err::create_dir_all(&data_dir).map_err(|e| e.to_string())?;
-        let paths = match corpus {
-            Some(name) => corpus::build_stores(&self.options.fixtures_dir.join(name), &data_dir)
-                .map_err(|e| format!("corpus `{name}`: {e}"))?,
-            None => StorePaths::in_dir(&data_dir),
-        };
-        let host = Host::load(&self.options.skills_dir, Context::new(paths));
-        Ok(CorpusHost { host, data_dir })
     }
 }
 
