@@ -28,6 +28,7 @@ mod codex;
 mod gemini;
 mod generic;
 pub mod injected;
+mod pending;
 mod pi;
 
 pub mod memories;
