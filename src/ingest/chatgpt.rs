@@ -35,7 +35,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{kind_of, parse_time, strip_bom, Fault, FileImport, IngestError, Message};
+use super::{join_texts, kind_of, parse_time, read_json, Fault, FileImport, IngestError, Message};
 
 const SOURCE: &str = "chatgpt";
 
@@ -45,12 +45,7 @@ const SOURCE: &str = "chatgpt";
 /// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
 /// not JSON, [`IngestError::Shape`] when it is neither an array nor an object.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let bytes = fs_err::read(path)?;
-    let doc: Value =
-        serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let doc = read_json(path)?;
     let conversations: Vec<&Value> = match &doc {
         Value::Array(items) => items.iter().collect(),
         Value::Object(_) => vec![&doc],
@@ -292,8 +287,7 @@ fn text_of(message: &Map<String, Value>) -> (String, bool) {
     } else if let Some(t) = content.get("text").and_then(Value::as_str) {
         texts.push(t);
     }
-    let texts: Vec<&str> = texts.into_iter().filter(|t| !t.trim().is_empty()).collect();
-    (texts.join("\n"), attachment)
+    (join_texts(texts), attachment)
 }
 
 /// The newest leaf (see module docs), or `None` for an empty mapping.

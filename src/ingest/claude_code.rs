@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use super::injected::is_injected_text;
 use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use super::{parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use super::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "claude-code";
 
@@ -216,8 +216,7 @@ fn extract(content: &Value) -> (String, bool) {
                     _ => {}
                 }
             }
-            let texts: Vec<&str> = texts.into_iter().filter(|t| !t.trim().is_empty()).collect();
-            (texts.join("\n"), attachment)
+            (join_texts(texts), attachment)
         }
         _ => (String::new(), false),
     }

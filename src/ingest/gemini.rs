@@ -24,7 +24,8 @@ use serde_json::{Map, Value};
 
 use super::pending::{file_stem, finish, Clock, Conversation, Pending};
 use super::{
-    kind_of, parse_time, read_jsonl, str_field, strip_bom, Fault, FileImport, IngestError,
+    join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, Fault, FileImport,
+    IngestError,
 };
 
 const SOURCE: &str = "gemini-cli";
@@ -118,12 +119,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             }
         })?;
     } else {
-        let bytes = fs_err::read(path)?;
-        let doc: Value =
-            serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let doc = read_json(path)?;
         let Some(messages) = doc.get("messages").and_then(Value::as_array) else {
             return Err(IngestError::Shape {
                 path: path.to_path_buf(),
@@ -195,11 +191,7 @@ fn record(obj: &Map<String, Value>) -> Option<(&'static str, String, bool)> {
         }
         _ => {}
     }
-    let text = texts
-        .into_iter()
-        .filter(|t| !t.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = join_texts(texts);
     (!text.trim().is_empty()).then_some((role, text, attachment))
 }
 

@@ -476,6 +476,28 @@ pub(crate) fn kind_of(value: &serde_json::Value) -> &'static str {
     }
 }
 
+/// The non-blank texts, joined by a newline.
+pub(crate) fn join_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+    texts
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Reads a whole file as one JSON document (a leading byte-order mark is ignored).
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
+/// not JSON.
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, IngestError> {
+    let bytes = fs_err::read(path)?;
+    serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// A non-empty string field of a JSON object.
 pub(crate) fn str_field<'a>(
     obj: &'a serde_json::Map<String, serde_json::Value>,

@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use super::{parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use super::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "pi";
 
@@ -163,11 +163,7 @@ fn message_text(message: &Map<String, Value>) -> Option<(&'static str, String, b
         }
         _ => {}
     }
-    let text = texts
-        .into_iter()
-        .filter(|t| !t.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = join_texts(texts);
     (!text.trim().is_empty()).then_some((role, text, attachment))
 }
 
