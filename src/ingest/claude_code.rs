@@ -155,6 +155,7 @@ pub(super) fn import(
             earlier_time,
             has_attachment,
             injected,
+            ..Pending::default()
         });
     })?;
     out.skipped = skipped;

@@ -32,6 +32,8 @@ pub(crate) struct Pending {
     pub earlier_time: Option<DateTime<Utc>>,
     /// True when the message had an attachment.
     pub has_attachment: bool,
+    /// True when the source marks citations in the message.
+    pub has_citation: bool,
     /// True for text the person did not write (see [`super::injected`]).
     pub injected: bool,
 }
@@ -84,7 +86,7 @@ pub(crate) fn finish(pending: Vec<Pending>, conversation: &Conversation<'_>) -> 
                 content_type: "text".to_owned(),
                 content: p.text,
                 has_attachment: p.has_attachment,
-                has_citation: false,
+                has_citation: p.has_citation,
                 is_injected: p.injected,
             }
         })
