@@ -35,7 +35,11 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{join_texts, kind_of, parse_time, read_json, Fault, FileImport, IngestError, Message};
+use super::pending::file_stem;
+use super::{
+    conversations_of, join_texts, kind_of, parse_time, read_json, Fault, FileImport, IngestError,
+    Message,
+};
 
 const SOURCE: &str = "chatgpt";
 
@@ -46,23 +50,8 @@ const SOURCE: &str = "chatgpt";
 /// not JSON, [`IngestError::Shape`] when it is neither an array nor an object.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
     let doc = read_json(path)?;
-    let conversations: Vec<&Value> = match &doc {
-        Value::Array(items) => items.iter().collect(),
-        Value::Object(_) => vec![&doc],
-        other => {
-            return Err(IngestError::Shape {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "expected an array of conversations or one conversation object, found {}",
-                    kind_of(other)
-                ),
-            })
-        }
-    };
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let conversations = conversations_of(&doc, path)?;
+    let stem = file_stem(path);
     let mut out = FileImport::default();
     for (index, conversation) in conversations.into_iter().enumerate() {
         let Some(conv) = conversation.as_object() else {

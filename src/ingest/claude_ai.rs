@@ -24,8 +24,8 @@ use serde_json::{Map, Value};
 
 use super::pending::{finish, Clock, Conversation, Pending};
 use super::{
-    join_texts, kind_of, parse_time, read_json, stable_id, str_field, Fault, FileImport,
-    IngestError,
+    conversations_of, join_texts, kind_of, parse_time, read_json, stable_id, str_field, Fault,
+    FileImport, IngestError,
 };
 
 const SOURCE: &str = "claude-ai";
@@ -37,19 +37,7 @@ const SOURCE: &str = "claude-ai";
 /// not JSON, [`IngestError::Shape`] when it is neither an array nor an object.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
     let doc = read_json(path)?;
-    let conversations: Vec<&Value> = match &doc {
-        Value::Array(items) => items.iter().collect(),
-        Value::Object(_) => vec![&doc],
-        other => {
-            return Err(IngestError::Shape {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "expected a Claude.ai export (an array of conversations), found {}",
-                    kind_of(other)
-                ),
-            })
-        }
-    };
+    let conversations = conversations_of(&doc, path)?;
     let mut out = FileImport::default();
     for (position, conversation) in conversations.into_iter().enumerate() {
         let Some(conv) = conversation.as_object() else {

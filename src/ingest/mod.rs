@@ -517,6 +517,29 @@ pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, IngestError> {
     })
 }
 
+/// The conversations of an export document: the items of an array, or the document
+/// itself when it is one object.
+///
+/// # Errors
+/// [`IngestError::Shape`] when the document is neither an array nor an object.
+pub(crate) fn conversations_of<'a>(
+    doc: &'a serde_json::Value,
+    path: &Path,
+) -> Result<Vec<&'a serde_json::Value>, IngestError> {
+    use serde_json::Value;
+    match doc {
+        Value::Array(items) => Ok(items.iter().collect()),
+        Value::Object(_) => Ok(vec![doc]),
+        other => Err(IngestError::Shape {
+            path: path.to_path_buf(),
+            reason: format!(
+                "expected an array of conversations or one conversation object, found {}",
+                kind_of(other)
+            ),
+        }),
+    }
+}
+
 /// A non-empty string field of a JSON object.
 pub(crate) fn str_field<'a>(
     obj: &'a serde_json::Map<String, serde_json::Value>,
