@@ -813,6 +813,7 @@ fn any_corpus_file_or_truncation_never_panics() {
         "codex/",
         "gemini-cli/",
         "pi/",
+        "aider/",
     ];
     let outside: Vec<&String> = detected
         .iter()
@@ -824,8 +825,101 @@ fn any_corpus_file_or_truncation_never_panics() {
         outside,
         [
             "cursor/brain-mcp__sample_cursor_transcript.jsonl claude-code",
+            "other/anthropic-data__claude-ai-conversations.json claude-ai",
             "other/brain-mcp__sample_generic.jsonl generic"
         ],
         "files of other tools detected as ours"
     );
+}
+
+/// Aider chat logs: user messages are runs of `#### ` lines, `> ` lines are aider's
+/// own output (skipped), other runs of lines are replies (counted by reading the files).
+const AIDER: &[Expected] = &[
+    // No session line; `/add src/main.rs`, then two replies around a `>` note.
+    ("cass__.aider.chat.history.md", 3, 2, &[]),
+    // One session: 37 user messages, 50 replies, 442 `>` lines.
+    ("simple-calculator__.aider.chat.history.md", 87, 442, &[]),
+    // Four sessions, eight commands, no replies.
+    ("zen-mcp-server__.aider.chat.history.md", 8, 71, &[]),
+];
+
+#[test]
+fn corpus_aider_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("aider");
+    for expected in AIDER {
+        check_file(&dir, expected, Format::Aider);
+    }
+    // The input history (what was typed, no replies) is not a chat log.
+    let input = dir.join("simple-calculator__.aider.input.history");
+    assert_eq!(ingest::detect(&input), None);
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(
+        on_disk,
+        AIDER.len() + 1,
+        "every corpus file has an expectation"
+    );
+
+    let calc = ingest::import_file(&dir.join("simple-calculator__.aider.chat.history.md"))
+        .expect("import");
+    let m = &calc.messages;
+    assert_eq!(m[0].role, "user");
+    assert_eq!(
+        m[0].content,
+        "give me a quick summarized overview of this repo"
+    );
+    assert_eq!(m[1].role, "assistant");
+    assert!(m[1]
+        .content
+        .starts_with("This repository contains a simple web-based"));
+    assert_eq!(
+        m[1].model.as_deref(),
+        Some("gemini/gemini-2.5-pro-exp-03-25")
+    );
+    assert!(m.iter().all(|m| m.timestamp_is_fallback
+        && m.timestamp.to_rfc3339() == "2025-05-04T17:02:36+00:00"
+        && m.conversation_id == "simple-calculator__@2025-05-04 17:02:36"));
+    let zen =
+        ingest::import_file(&dir.join("zen-mcp-server__.aider.chat.history.md")).expect("import");
+    let conversations: std::collections::BTreeSet<&str> = zen
+        .messages
+        .iter()
+        .map(|m| m.conversation_id.as_str())
+        .collect();
+    assert_eq!(
+        conversations.len(),
+        2,
+        "two of the four sessions have messages"
+    );
+}
+
+#[test]
+fn corpus_claude_ai_export() {
+    let Some(corpus) = corpus() else { return };
+    // One conversation: a human message and an assistant reply (thinking + text).
+    let import = check_file(
+        &corpus.join("other"),
+        &("anthropic-data__claude-ai-conversations.json", 2, 0, &[]),
+        Format::ClaudeAi,
+    );
+    let m = &import.messages;
+    assert!(m.iter().all(
+        |m| m.conversation_id == "b49c0fc0-85d8-475c-bd2d-ee89f31f592c"
+            && m.conversation_title.as_deref() == Some("Bleep bloop")
+    ));
+    assert_eq!(
+        (m[0].role.as_str(), m[1].role.as_str()),
+        ("user", "assistant")
+    );
+    assert_eq!(m[0].message_id, "f5885afd-1881-4093-9616-c296a8d71fa6");
+    assert!(
+        m[1].content.starts_with("Dog saliva does contain"),
+        "no thinking"
+    );
+    assert_eq!(
+        m[1].timestamp.to_rfc3339(),
+        "2025-07-06T03:10:24.798798+00:00"
+    );
+    assert!(!m[1].timestamp_is_fallback);
+    assert_eq!(m[1].msg_index, 1);
 }

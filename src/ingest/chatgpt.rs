@@ -35,7 +35,11 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{kind_of, parse_time, strip_bom, Fault, FileImport, IngestError, Message};
+use super::pending::file_stem;
+use super::{
+    conversations_of, join_texts, kind_of, parse_time, read_json, Fault, FileImport, IngestError,
+    Message,
+};
 
 const SOURCE: &str = "chatgpt";
 
@@ -45,29 +49,9 @@ const SOURCE: &str = "chatgpt";
 /// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
 /// not JSON, [`IngestError::Shape`] when it is neither an array nor an object.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let bytes = fs_err::read(path)?;
-    let doc: Value =
-        serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let conversations: Vec<&Value> = match &doc {
-        Value::Array(items) => items.iter().collect(),
-        Value::Object(_) => vec![&doc],
-        other => {
-            return Err(IngestError::Shape {
-                path: path.to_path_buf(),
-                reason: format!(
-                    "expected an array of conversations or one conversation object, found {}",
-                    kind_of(other)
-                ),
-            })
-        }
-    };
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let doc = read_json(path)?;
+    let conversations = conversations_of(&doc, path)?;
+    let stem = file_stem(path);
     let mut out = FileImport::default();
     for (index, conversation) in conversations.into_iter().enumerate() {
         let Some(conv) = conversation.as_object() else {
@@ -292,8 +276,7 @@ fn text_of(message: &Map<String, Value>) -> (String, bool) {
     } else if let Some(t) = content.get("text").and_then(Value::as_str) {
         texts.push(t);
     }
-    let texts: Vec<&str> = texts.into_iter().filter(|t| !t.trim().is_empty()).collect();
-    (texts.join("\n"), attachment)
+    (join_texts(texts), attachment)
 }
 
 /// The newest leaf (see module docs), or `None` for an empty mapping.

@@ -2,7 +2,7 @@
 //! JSON object per line, and subagent transcripts (`<session>/subagents/agent-*.jsonl`
 //! or older `agent-*.jsonl` next to the session).
 //!
-//! Mapping to [`Message`]:
+//! Mapping to [`Message`](super::Message):
 //! - only lines with `type` `user` or `assistant` and a `message.content` become
 //!   messages; `content` is a string or an array of blocks, and only `text` blocks are
 //!   message text (joined by a newline). `tool_use`, `tool_result`, `thinking` and
@@ -16,7 +16,7 @@
 //!   file (stem `agent-*`, a line with `isSidechain: true` or an `agentId`) gets
 //!   `<sessionId>/agent-<agentId>` so it does not merge into the parent session; its
 //!   `source` stays `claude-code`;
-//! - `message_id` is the line's `uuid`, else [`stable_id`] of (`claude-code`,
+//! - `message_id` is the line's `uuid`, else [`stable_id`](super::stable_id) of (`claude-code`,
 //!   conversation id, line number, text); `parent_id` is `parentUuid`; `model` is
 //!   `message.model`; `project` is `cwd`; the title is the last `custom-title` /
 //!   `ai-title` line, else the first `summary` line;
@@ -33,10 +33,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::injected::is_injected_text;
-use super::{
-    count_i64, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport, IngestError,
-    Message,
-};
+use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
+use super::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "claude-code";
 
@@ -70,23 +68,6 @@ pub(super) fn looks_like(line: &Value) -> bool {
                 || obj.contains_key("snapshot")))
 }
 
-/// A message line, before the conversation-wide fields are known.
-struct Pending {
-    line: usize,
-    role: String,
-    text: String,
-    uuid: Option<String>,
-    parent: Option<String>,
-    model: Option<String>,
-    project: Option<String>,
-    time: Option<DateTime<Utc>>,
-    /// Time of the nearest earlier line that had one.
-    earlier_time: Option<DateTime<Utc>>,
-    has_attachment: bool,
-    /// `isMeta` / `isCompactSummary` line, or injected text (see [`super::injected`]).
-    injected: bool,
-}
-
 /// Imports one session file. `fallback` is the time used when no line has one.
 ///
 /// # Errors
@@ -101,8 +82,7 @@ pub(super) fn import(
     let mut session_id: Option<String> = start.and_then(|c| c.get("session_id"));
     let mut agent_id: Option<String> = start.and_then(|c| c.get("agent_id"));
     let mut sidechain = start.is_some_and(|c| c.get("sidechain").is_some());
-    let mut first_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("first_time"));
-    let mut last_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("last_time"));
+    let mut clock = Clock::resume(start);
     let mut custom_title: Option<String> = None;
     let mut ai_title: Option<String> = None;
     let mut summary_title: Option<String> = None;
@@ -122,11 +102,7 @@ pub(super) fn import(
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = last_time;
-        if let Some(t) = time {
-            first_time.get_or_insert(t);
-            last_time = Some(t);
-        }
+        let earlier_time = clock.tick(time);
 
         let kind = field("type").unwrap_or("");
         match kind {
@@ -155,18 +131,19 @@ pub(super) fn import(
             skipped += 1;
             return;
         }
-        let role = message
-            .and_then(|m| m.get("role"))
-            .and_then(Value::as_str)
-            .filter(|r| matches!(*r, "user" | "assistant"))
-            .unwrap_or(kind);
+        let role = match message.and_then(|m| m.get("role")).and_then(Value::as_str) {
+            Some("user") => "user",
+            Some("assistant") => "assistant",
+            _ if kind == "user" => "user",
+            _ => "assistant",
+        };
         let injected = role == "user"
             && (flag("isMeta") || flag("isCompactSummary") || is_injected_text(&text));
         pending.push(Pending {
             line: line_no,
-            role: role.to_owned(),
+            role,
             text,
-            uuid: field("uuid").map(str::to_owned),
+            id: field("uuid").map(str::to_owned),
             parent: field("parentUuid").map(str::to_owned),
             model: message
                 .and_then(|m| m.get("model"))
@@ -178,14 +155,12 @@ pub(super) fn import(
             earlier_time,
             has_attachment,
             injected,
+            ..Pending::default()
         });
     })?;
     out.skipped = skipped;
 
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = file_stem(path);
     let is_agent_file = stem.starts_with("agent-") || sidechain || agent_id.is_some();
     let conversation_id = match (session_id.clone(), is_agent_file) {
         (Some(session), true) => {
@@ -199,52 +174,24 @@ pub(super) fn import(
     };
     // A title the person set wins over a generated one, which wins over a summary.
     let title = custom_title.or(ai_title).or(summary_title);
-    let conversation_time = first_time.unwrap_or(fallback);
     let start_index = start.map_or(0, |c| c.next_index);
-    let mut cursor = Cursor {
-        offset: end.offset,
-        line: end.line,
-        next_index: start_index + count_i64(pending.iter().filter(|p| p.line <= end.line)),
-        context: std::collections::BTreeMap::new(),
-    };
+    let mut cursor = cursor(end, start_index, &pending, clock);
     cursor.set("session_id", session_id.as_deref());
     cursor.set("agent_id", agent_id.as_deref());
     cursor.set("sidechain", sidechain.then_some("true"));
-    cursor.set("first_time", first_time.map(|t| t.to_rfc3339()));
-    cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));
     out.cursor = Some(cursor);
-
-    out.messages = pending
-        .into_iter()
-        .enumerate()
-        .map(|(index, p)| {
-            let message_id = p.uuid.unwrap_or_else(|| {
-                stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text])
-            });
-            let (timestamp, timestamp_is_fallback) = match p.time {
-                Some(t) => (t, false),
-                None => (p.earlier_time.unwrap_or(conversation_time), true),
-            };
-            Message {
-                source: SOURCE.to_owned(),
-                model: p.model,
-                project: p.project,
-                conversation_id: conversation_id.clone(),
-                conversation_title: title.clone(),
-                message_id,
-                parent_id: p.parent,
-                msg_index: start_index.saturating_add(i64::try_from(index).unwrap_or(i64::MAX)),
-                timestamp,
-                timestamp_is_fallback,
-                role: p.role,
-                content_type: "text".to_owned(),
-                content: p.text,
-                has_attachment: p.has_attachment,
-                has_citation: false,
-                is_injected: p.injected,
-            }
-        })
-        .collect();
+    // Each message keeps its own line's `cwd` as project.
+    out.messages = finish(
+        pending,
+        &Conversation {
+            source: SOURCE,
+            id: &conversation_id,
+            title: title.as_deref(),
+            project: None,
+            time: clock.first.unwrap_or(fallback),
+            start_index,
+        },
+    );
     Ok(out)
 }
 
@@ -270,8 +217,7 @@ fn extract(content: &Value) -> (String, bool) {
                     _ => {}
                 }
             }
-            let texts: Vec<&str> = texts.into_iter().filter(|t| !t.trim().is_empty()).collect();
-            (texts.join("\n"), attachment)
+            (join_texts(texts), attachment)
         }
         _ => (String::new(), false),
     }

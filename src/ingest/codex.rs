@@ -6,7 +6,7 @@
 //! - legacy "bare" (early 2025): a first line `{"id", "timestamp", …}` describing the
 //!   session, then un-enveloped items such as `{"type": "message", "role", "content"}`.
 //!
-//! Mapping to [`Message`]:
+//! Mapping to [`Message`](super::Message):
 //! - messages are `response_item`s (or bare items) of `type` `message` with `role`
 //!   `user` or `assistant`; text is the `input_text` / `output_text` / `text` blocks
 //!   joined by a newline, and an `input_image` block sets `has_attachment`. `developer`
@@ -19,7 +19,7 @@
 //! - `conversation_id` is the first `session_meta` `payload.id` (the legacy first
 //!   line's `id`), else the file stem; `project` is the session's `cwd`; `model` (on
 //!   assistant messages) is the latest `turn_context` `payload.model`; `message_id` is
-//!   the item's `id` when it has one, else [`stable_id`] of (`codex`, conversation id,
+//!   the item's `id` when it has one, else [`stable_id`](super::stable_id) of (`codex`, conversation id,
 //!   line number, text);
 //! - the time is the line's `timestamp` in UTC; bare items have none and take the
 //!   nearest earlier time (the session's), with `timestamp_is_fallback`;
@@ -33,10 +33,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::injected::realtime_delegation_input;
-use super::{
-    count_i64, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport, IngestError,
-    Message,
-};
+use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
+use super::{parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "codex";
 
@@ -62,19 +60,6 @@ pub(super) fn looks_like(line: &Value) -> bool {
             && !obj.contains_key("message"))
 }
 
-struct Pending {
-    line: usize,
-    /// From an `event_msg` (used only when the file has no message items).
-    from_event: bool,
-    role: &'static str,
-    text: String,
-    id: Option<String>,
-    model: Option<String>,
-    time: Option<DateTime<Utc>>,
-    earlier_time: Option<DateTime<Utc>>,
-    has_attachment: bool,
-}
-
 /// Imports one rollout file. `fallback` is the time used when no line has one.
 ///
 /// # Errors
@@ -85,25 +70,34 @@ pub(super) fn import(
     start: Option<&Cursor>,
 ) -> Result<FileImport, IngestError> {
     let mut out = FileImport::default();
-    let mut pending: Vec<Pending> = Vec::new();
+    // Each with whether it comes from an `event_msg` (used only when the file has no
+    // message items).
+    let mut pending: Vec<(bool, Pending)> = Vec::new();
     let mut records = 0usize;
     let ctx = |key: &str| start.and_then(|c| c.get(key));
     let mut session_id: Option<String> = ctx("session_id");
     let mut project: Option<String> = ctx("project");
     let mut model: Option<String> = ctx("model");
-    let mut first_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("first_time"));
-    let mut last_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("last_time"));
+    let mut clock = Clock::resume(start);
     // Message items seen before `start`: events then only repeat them.
     let items_before = ctx("items").is_some();
 
     let end = read_jsonl_from(path, start, &mut out.faults, |line, obj| {
         records += 1;
         let own_time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = last_time;
-        if let Some(t) = own_time {
-            first_time.get_or_insert(t);
-            last_time = Some(t);
-        }
+        let earlier_time = clock.tick(own_time);
+        let message =
+            |role: &'static str, text: String, id: Option<&str>, has_attachment| Pending {
+                line,
+                role,
+                text,
+                id: id.map(str::to_owned),
+                model: (role == "assistant").then(|| model.clone()).flatten(),
+                time: own_time,
+                earlier_time,
+                has_attachment,
+                ..Pending::default()
+            };
         let kind = str_field(&obj, "type").unwrap_or("");
         let payload = obj.get("payload").and_then(Value::as_object);
         match (kind, payload) {
@@ -128,17 +122,8 @@ pub(super) fn import(
             }
             ("response_item", Some(item)) => {
                 if let Some((role, text, attachment)) = message_item(item) {
-                    pending.push(Pending {
-                        line,
-                        from_event: false,
-                        role,
-                        text,
-                        id: str_field(item, "id").map(str::to_owned),
-                        model: (role == "assistant").then(|| model.clone()).flatten(),
-                        time: own_time,
-                        earlier_time,
-                        has_attachment: attachment,
-                    });
+                    let m = message(role, text, str_field(item, "id"), attachment);
+                    pending.push((false, m));
                 }
             }
             ("event_msg", Some(event)) => {
@@ -154,32 +139,14 @@ pub(super) fn import(
                         .and_then(Value::as_array)
                         .is_some_and(|a| !a.is_empty())
                 };
-                pending.push(Pending {
-                    line,
-                    from_event: true,
-                    role,
-                    text,
-                    id: None,
-                    model: (role == "assistant").then(|| model.clone()).flatten(),
-                    time: own_time,
-                    earlier_time,
-                    has_attachment: non_empty("images") || non_empty("local_images"),
-                });
+                let attachment = non_empty("images") || non_empty("local_images");
+                pending.push((true, message(role, text, None, attachment)));
             }
             ("message", None) => {
                 // Legacy bare item.
                 if let Some((role, text, attachment)) = message_item(&obj) {
-                    pending.push(Pending {
-                        line,
-                        from_event: false,
-                        role,
-                        text,
-                        id: str_field(&obj, "id").map(str::to_owned),
-                        model: (role == "assistant").then(|| model.clone()).flatten(),
-                        time: own_time,
-                        earlier_time,
-                        has_attachment: attachment,
-                    });
+                    let m = message(role, text, str_field(&obj, "id"), attachment);
+                    pending.push((false, m));
                 }
             }
             ("", None) if session_id.is_none() && own_time.is_some() => {
@@ -190,62 +157,35 @@ pub(super) fn import(
         }
     })?;
 
-    let use_events = !items_before && pending.iter().all(|p| p.from_event);
-    let items = items_before || pending.iter().any(|p| !p.from_event);
-    pending.retain(|p| p.from_event == use_events && !p.text.trim().is_empty());
+    let use_events = !items_before && pending.iter().all(|(event, _)| *event);
+    let items = items_before || pending.iter().any(|(event, _)| !event);
+    let pending: Vec<Pending> = pending
+        .into_iter()
+        .filter(|(event, p)| *event == use_events && !p.text.trim().is_empty())
+        .map(|(_, p)| p)
+        .collect();
     out.skipped = records - pending.len();
 
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let conversation_id = session_id.unwrap_or(stem);
-    let conversation_time = first_time.unwrap_or(fallback);
+    let conversation_id = session_id.unwrap_or_else(|| file_stem(path));
     let start_index = start.map_or(0, |c| c.next_index);
-    let mut cursor = Cursor {
-        offset: end.offset,
-        line: end.line,
-        next_index: start_index + count_i64(pending.iter().filter(|p| p.line <= end.line)),
-        context: std::collections::BTreeMap::new(),
-    };
+    let mut cursor = cursor(end, start_index, &pending, clock);
     cursor.set("session_id", Some(&conversation_id));
     cursor.set("project", project.as_deref());
     cursor.set("model", model.as_deref());
     cursor.set("items", items.then_some("true"));
-    cursor.set("first_time", first_time.map(|t| t.to_rfc3339()));
-    cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));
     out.cursor = Some(cursor);
-    out.messages = pending
-        .into_iter()
-        .enumerate()
-        .map(|(index, p)| {
-            let message_id = p.id.unwrap_or_else(|| {
-                stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text])
-            });
-            let (timestamp, timestamp_is_fallback) = match p.time {
-                Some(t) => (t, false),
-                None => (p.earlier_time.unwrap_or(conversation_time), true),
-            };
-            Message {
-                source: SOURCE.to_owned(),
-                model: p.model,
-                project: project.clone(),
-                conversation_id: conversation_id.clone(),
-                conversation_title: None,
-                message_id,
-                parent_id: None,
-                msg_index: start_index.saturating_add(i64::try_from(index).unwrap_or(i64::MAX)),
-                timestamp,
-                timestamp_is_fallback,
-                role: p.role.to_owned(),
-                content_type: "text".to_owned(),
-                content: p.text,
-                has_attachment: p.has_attachment,
-                has_citation: false,
-                is_injected: false, // set by `mark_injected`
-            }
-        })
-        .collect();
+    // `is_injected` is set later by `mark_injected`.
+    out.messages = finish(
+        pending,
+        &Conversation {
+            source: SOURCE,
+            id: &conversation_id,
+            title: None,
+            project: project.as_deref(),
+            time: clock.first.unwrap_or(fallback),
+            start_index,
+        },
+    );
     Ok(out)
 }
 

@@ -3,7 +3,7 @@
 //! newer JSON Lines form of the same data (a first metadata line, then one message
 //! record per line).
 //!
-//! Mapping to [`Message`]:
+//! Mapping to [`Message`](super::Message):
 //! - records with `type` `user` become user messages, `gemini` (older `model`)
 //!   assistant messages; `info`, `error`, `warning` records, metadata lines and
 //!   `$set` updates are skipped and counted. `content` is a string or an array of
@@ -13,7 +13,7 @@
 //!   replaces it (last write wins) and is counted as skipped;
 //! - `conversation_id` is `sessionId`, else the file stem; the title is `summary`
 //!   when present; `model` is the record's `model`; `message_id` is its `id`, else
-//!   [`stable_id`] of (`gemini-cli`, conversation id, position, text);
+//!   [`stable_id`](super::stable_id) of (`gemini-cli`, conversation id, position, text);
 //! - the time is the record's `timestamp` in UTC, else the nearest earlier one,
 //!   else `startTime`, with `timestamp_is_fallback`.
 
@@ -22,9 +22,10 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+use super::pending::{file_stem, finish, Clock, Conversation, Pending};
 use super::{
-    kind_of, parse_time, read_jsonl, stable_id, str_field, strip_bom, Fault, FileImport,
-    IngestError, Message,
+    join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, Fault, FileImport,
+    IngestError,
 };
 
 const SOURCE: &str = "gemini-cli";
@@ -38,17 +39,6 @@ pub(super) fn looks_like(line: &Value) -> bool {
         || (matches!(str_field(obj, "type"), Some("gemini"))
             && obj.contains_key("content")
             && !obj.contains_key("message"))
-}
-
-struct Pending {
-    position: usize,
-    role: &'static str,
-    text: String,
-    id: Option<String>,
-    model: Option<String>,
-    time: Option<DateTime<Utc>>,
-    earlier_time: Option<DateTime<Utc>>,
-    has_attachment: bool,
 }
 
 /// Session-level fields gathered from the metadata.
@@ -83,22 +73,19 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
     let mut out = FileImport::default();
     let mut session = Session::default();
     let mut pending: Vec<Pending> = Vec::new();
-    let mut last_time: Option<DateTime<Utc>> = None;
+    let mut clock = Clock::default();
     let mut skipped = 0usize;
 
     let mut take = |position: usize, obj: &Map<String, Value>, skipped: &mut usize| {
         let time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = last_time;
-        if time.is_some() {
-            last_time = time;
-        }
+        let earlier_time = clock.tick(time);
         let Some((role, text, has_attachment)) = record(obj) else {
             *skipped += 1;
             return;
         };
         let id = str_field(obj, "id").map(str::to_owned);
         let entry = Pending {
-            position,
+            line: position,
             role,
             text,
             model: str_field(obj, "model").map(str::to_owned),
@@ -106,13 +93,14 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             earlier_time,
             has_attachment,
             id: id.clone(),
+            ..Pending::default()
         };
         match id.and_then(|id| pending.iter_mut().find(|p| p.id.as_deref() == Some(&id))) {
             Some(earlier) => {
                 // An update of an earlier message: keep its position, take the new content.
                 *skipped += 1;
-                let position = earlier.position;
-                *earlier = Pending { position, ..entry };
+                let line = earlier.line;
+                *earlier = Pending { line, ..entry };
             }
             None => pending.push(entry),
         }
@@ -131,12 +119,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             }
         })?;
     } else {
-        let bytes = fs_err::read(path)?;
-        let doc: Value =
-            serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let doc = read_json(path)?;
         let Some(messages) = doc.get("messages").and_then(Value::as_array) else {
             return Err(IngestError::Shape {
                 path: path.to_path_buf(),
@@ -165,43 +148,18 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
     }
     out.skipped = skipped;
 
-    let conversation_id = session.id.unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    let conversation_time = session.start.or(last_time).unwrap_or(fallback);
-    out.messages = pending
-        .into_iter()
-        .enumerate()
-        .map(|(index, p)| {
-            let message_id = p.id.unwrap_or_else(|| {
-                stable_id(&[SOURCE, &conversation_id, &p.position.to_string(), &p.text])
-            });
-            let (timestamp, timestamp_is_fallback) = match p.time {
-                Some(t) => (t, false),
-                None => (p.earlier_time.unwrap_or(conversation_time), true),
-            };
-            Message {
-                source: SOURCE.to_owned(),
-                model: p.model,
-                project: None,
-                conversation_id: conversation_id.clone(),
-                conversation_title: session.title.clone(),
-                message_id,
-                parent_id: None,
-                msg_index: i64::try_from(index).unwrap_or(i64::MAX),
-                timestamp,
-                timestamp_is_fallback,
-                role: p.role.to_owned(),
-                content_type: "text".to_owned(),
-                content: p.text,
-                has_attachment: p.has_attachment,
-                has_citation: false,
-                is_injected: false,
-            }
-        })
-        .collect();
+    let conversation_id = session.id.unwrap_or_else(|| file_stem(path));
+    out.messages = finish(
+        pending,
+        &Conversation {
+            source: SOURCE,
+            id: &conversation_id,
+            title: session.title.as_deref(),
+            project: None,
+            time: session.start.or(clock.last).unwrap_or(fallback),
+            start_index: 0,
+        },
+    );
     Ok(out)
 }
 
@@ -233,11 +191,7 @@ fn record(obj: &Map<String, Value>) -> Option<(&'static str, String, bool)> {
         }
         _ => {}
     }
-    let text = texts
-        .into_iter()
-        .filter(|t| !t.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = join_texts(texts);
     (!text.trim().is_empty()).then_some((role, text, attachment))
 }
 

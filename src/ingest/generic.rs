@@ -19,9 +19,10 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+use super::pending::file_stem;
 use super::{
-    count_i64, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport, IngestError,
-    Message,
+    count_i64, join_texts, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport,
+    IngestError, Message,
 };
 
 const SOURCE: &str = "generic";
@@ -54,18 +55,13 @@ pub(super) fn looks_like(line: &Value) -> bool {
 fn text_of(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.as_str()),
-                Value::Object(o) if str_field(o, "type").is_none_or(|t| t == "text") => {
-                    str_field(o, "text")
-                }
-                _ => None,
-            })
-            .filter(|t| !t.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(Value::Array(items)) => join_texts(items.iter().filter_map(|b| match b {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(o) if str_field(o, "type").is_none_or(|t| t == "text") => {
+                str_field(o, "text")
+            }
+            _ => None,
+        })),
         _ => String::new(),
     }
 }
@@ -81,10 +77,7 @@ pub(super) fn import(
     start: Option<&Cursor>,
 ) -> Result<FileImport, IngestError> {
     let mut out = FileImport::default();
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = file_stem(path);
     let start_index = start.map_or(0, |c| c.next_index);
     let mut last_time = start.and_then(|c| c.time("last_time"));
     let mut skipped = 0usize;

@@ -22,12 +22,15 @@
 //! of the same conversation (flagged with `timestamp_is_fallback`), and ids are either
 //! the source's own or a SHA-256 of stable fields.
 
+mod aider;
 mod chatgpt;
+mod claude_ai;
 mod claude_code;
 mod codex;
 mod gemini;
 mod generic;
 pub mod injected;
+mod pending;
 mod pi;
 
 pub mod memories;
@@ -246,6 +249,10 @@ pub enum Format {
     /// Generic JSON Lines, one message per line with `role` and `content` (and
     /// optionally `timestamp`, `conversation_id`, `id`, `title`). Source name `generic`.
     Generic,
+    /// Aider chat log `.aider.chat.history.md`. Source name `aider`.
+    Aider,
+    /// Claude.ai data export `conversations.json`. Source name `claude-ai`.
+    ClaudeAi,
 }
 
 impl Format {
@@ -268,6 +275,8 @@ impl Format {
             Self::GeminiCli,
             Self::Pi,
             Self::Generic,
+            Self::Aider,
+            Self::ClaudeAi,
         ]
         .into_iter()
         .find(|f| f.source() == source)
@@ -282,6 +291,8 @@ impl Format {
             Self::GeminiCli => "gemini-cli",
             Self::Pi => "pi",
             Self::Generic => "generic",
+            Self::Aider => "aider",
+            Self::ClaudeAi => "claude-ai",
         }
     }
 }
@@ -308,15 +319,24 @@ const PEEK_BYTES: usize = 256 * 1024;
 ///   `{"type": "session", "id"}`, `{"type": "message", "message": {"role"}}` or a
 ///   `model_change`/`thinking_level_change` entry; failing all of these, a line with a
 ///   string `role` and a `content` but no `type`/`message`/`payload` is generic JSONL.
-/// - `.json`: the first bytes contain a `"mapping"` key (ChatGPT export), or a
-///   `"messages"` key with `"projectHash"` or `"sessionId"` (Gemini CLI).
+/// - `.json`: the first bytes contain a `"chat_messages"` key (Claude.ai export), a
+///   `"mapping"` key (ChatGPT export), or a `"messages"` key with `"projectHash"` or
+///   `"sessionId"` (Gemini CLI).
+/// - a file whose name ends in `.aider.chat.history.md` is an aider chat log.
 pub fn detect(path: &Path) -> Option<Format> {
+    let name = path.file_name()?.to_string_lossy();
+    if name.ends_with(aider::SUFFIX) && path.is_file() {
+        return Some(Format::Aider);
+    }
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     if ext != "jsonl" && ext != "json" {
         return None;
     }
     let head = peek(path).ok()?;
     if ext == "json" {
+        if contains(&head, b"\"chat_messages\"") {
+            return Some(Format::ClaudeAi);
+        }
         if contains(&head, b"\"mapping\"") {
             return Some(Format::ChatGpt);
         }
@@ -475,6 +495,51 @@ pub(crate) fn kind_of(value: &serde_json::Value) -> &'static str {
     }
 }
 
+/// The non-blank texts, joined by a newline.
+pub(crate) fn join_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+    texts
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Reads a whole file as one JSON document (a leading byte-order mark is ignored).
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
+/// not JSON.
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, IngestError> {
+    let bytes = fs_err::read(path)?;
+    serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The conversations of an export document: the items of an array, or the document
+/// itself when it is one object.
+///
+/// # Errors
+/// [`IngestError::Shape`] when the document is neither an array nor an object.
+pub(crate) fn conversations_of<'a>(
+    doc: &'a serde_json::Value,
+    path: &Path,
+) -> Result<Vec<&'a serde_json::Value>, IngestError> {
+    use serde_json::Value;
+    match doc {
+        Value::Array(items) => Ok(items.iter().collect()),
+        Value::Object(_) => Ok(vec![doc]),
+        other => Err(IngestError::Shape {
+            path: path.to_path_buf(),
+            reason: format!(
+                "expected an array of conversations or one conversation object, found {}",
+                kind_of(other)
+            ),
+        }),
+    }
+}
+
 /// A non-empty string field of a JSON object.
 pub(crate) fn str_field<'a>(
     obj: &'a serde_json::Map<String, serde_json::Value>,
@@ -526,6 +591,8 @@ pub fn import_from(
         Format::GeminiCli => gemini::import(path, fallback),
         Format::Pi => pi::import(path, fallback, start),
         Format::Generic => generic::import(path, fallback, start),
+        Format::Aider => aider::import(path, fallback),
+        Format::ClaudeAi => claude_ai::import(path, fallback),
     }?;
     mark_injected(&mut import.messages);
     Ok(import)
@@ -1151,6 +1218,8 @@ mod tests {
             Format::GeminiCli,
             Format::Pi,
             Format::Generic,
+            Format::Aider,
+            Format::ClaudeAi,
         ] {
             assert_eq!(
                 serde_json::to_value(f).expect("serialise"),

@@ -4,7 +4,7 @@
 //! (`message`, `model_change`, `thinking_level_change`, `session_info`, `custom`,
 //! `compaction`…). Version 3 entries form a tree through `id`/`parentId`.
 //!
-//! Mapping to [`Message`]:
+//! Mapping to [`Message`](super::Message):
 //! - `message` entries whose `message.role` is `user` or `assistant` are messages;
 //!   `toolResult`, `bashExecution` and other roles, and every non-`message` entry,
 //!   are skipped and counted. `content` is a string or an array of blocks; `text`
@@ -15,7 +15,7 @@
 //! - `conversation_id` is the session record's `id`, else the file stem; `message_id`
 //!   is the entry `id` (version 3 ids are 8 hex digits, unique within a session, which
 //!   is enough as rows are keyed by source, conversation and message id) and
-//!   `parent_id` its `parentId`; an entry without id gets [`stable_id`] of (`pi`,
+//!   `parent_id` its `parentId`; an entry without id gets [`stable_id`](super::stable_id) of (`pi`,
 //!   conversation id, line number, text);
 //! - `project` is the session's `cwd`; `model` (assistant) is `message.model`, else
 //!   the latest `model_change` `modelId`, else the session record's `modelId`; the
@@ -28,10 +28,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{
-    count_i64, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport, IngestError,
-    Message,
-};
+use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
+use super::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "pi";
 
@@ -46,18 +44,6 @@ pub(super) fn looks_like(line: &Value) -> bool {
         Some("model_change" | "thinking_level_change") => true,
         _ => false,
     }
-}
-
-struct Pending {
-    line: usize,
-    role: &'static str,
-    text: String,
-    id: Option<String>,
-    parent: Option<String>,
-    model: Option<String>,
-    time: Option<DateTime<Utc>>,
-    earlier_time: Option<DateTime<Utc>>,
-    has_attachment: bool,
 }
 
 /// Imports one session file. `fallback` is the time used when no entry has one.
@@ -77,8 +63,7 @@ pub(super) fn import(
     let mut project: Option<String> = ctx("project");
     let mut title: Option<String> = ctx("title");
     let mut model: Option<String> = ctx("model");
-    let mut first_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("first_time"));
-    let mut last_time: Option<DateTime<Utc>> = start.and_then(|c| c.time("last_time"));
+    let mut clock = Clock::resume(start);
 
     let end = read_jsonl_from(path, start, &mut out.faults, |line, obj| {
         let message = obj.get("message").and_then(Value::as_object);
@@ -87,11 +72,7 @@ pub(super) fn import(
                 .and_then(|m| m.get("timestamp"))
                 .and_then(parse_time)
         });
-        let earlier_time = last_time;
-        if let Some(t) = time {
-            first_time.get_or_insert(t);
-            last_time = Some(t);
-        }
+        let earlier_time = clock.tick(time);
         match str_field(&obj, "type") {
             Some("session") => {
                 if session_id.is_none() {
@@ -127,6 +108,7 @@ pub(super) fn import(
                         time,
                         earlier_time,
                         has_attachment,
+                        ..Pending::default()
                     });
                     return;
                 }
@@ -137,57 +119,25 @@ pub(super) fn import(
     })?;
     out.skipped = skipped;
 
-    let conversation_id = session_id.unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    let conversation_time = first_time.unwrap_or(fallback);
+    let conversation_id = session_id.unwrap_or_else(|| file_stem(path));
     let start_index = start.map_or(0, |c| c.next_index);
-    let mut cursor = Cursor {
-        offset: end.offset,
-        line: end.line,
-        next_index: start_index + count_i64(pending.iter().filter(|p| p.line <= end.line)),
-        context: std::collections::BTreeMap::new(),
-    };
+    let mut cursor = cursor(end, start_index, &pending, clock);
     cursor.set("session_id", Some(&conversation_id));
     cursor.set("project", project.as_deref());
     cursor.set("title", title.as_deref());
     cursor.set("model", model.as_deref());
-    cursor.set("first_time", first_time.map(|t| t.to_rfc3339()));
-    cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));
     out.cursor = Some(cursor);
-    out.messages = pending
-        .into_iter()
-        .enumerate()
-        .map(|(index, p)| {
-            let message_id = p.id.unwrap_or_else(|| {
-                stable_id(&[SOURCE, &conversation_id, &p.line.to_string(), &p.text])
-            });
-            let (timestamp, timestamp_is_fallback) = match p.time {
-                Some(t) => (t, false),
-                None => (p.earlier_time.unwrap_or(conversation_time), true),
-            };
-            Message {
-                source: SOURCE.to_owned(),
-                model: p.model,
-                project: project.clone(),
-                conversation_id: conversation_id.clone(),
-                conversation_title: title.clone(),
-                message_id,
-                parent_id: p.parent,
-                msg_index: start_index.saturating_add(i64::try_from(index).unwrap_or(i64::MAX)),
-                timestamp,
-                timestamp_is_fallback,
-                role: p.role.to_owned(),
-                content_type: "text".to_owned(),
-                content: p.text,
-                has_attachment: p.has_attachment,
-                has_citation: false,
-                is_injected: false,
-            }
-        })
-        .collect();
+    out.messages = finish(
+        pending,
+        &Conversation {
+            source: SOURCE,
+            id: &conversation_id,
+            title: title.as_deref(),
+            project: project.as_deref(),
+            time: clock.first.unwrap_or(fallback),
+            start_index,
+        },
+    );
     Ok(out)
 }
 
@@ -213,11 +163,7 @@ fn message_text(message: &Map<String, Value>) -> Option<(&'static str, String, b
         }
         _ => {}
     }
-    let text = texts
-        .into_iter()
-        .filter(|t| !t.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = join_texts(texts);
     (!text.trim().is_empty()).then_some((role, text, attachment))
 }
 

@@ -1,0 +1,121 @@
+//! Claude.ai data export `conversations.json`: an array of conversations
+//! `{"uuid", "name", "created_at", "chat_messages": [...]}`, each message
+//! `{"uuid", "sender": "human"|"assistant", "text", "content": [blocks], "created_at",
+//! "attachments", "files", "parent_message_uuid"?}`.
+//!
+//! Mapping to [`Message`](super::Message):
+//! - each conversation is one conversation: `conversation_id` its `uuid` (else
+//!   [`stable_id`](super::stable_id) of (`claude-ai`, its position)), the title its
+//!   `name`;
+//! - `human` messages are `user`, `assistant` ones `assistant`; other senders, and
+//!   messages without text, are skipped and counted;
+//! - the text is the `text` blocks of `content` joined by a newline (`thinking`,
+//!   tool blocks are not text), else the message's `text`; a non-empty `attachments`
+//!   or `files` sets `has_attachment`, a text block with `citations` `has_citation`;
+//! - `message_id` is the `uuid`, else [`stable_id`](super::stable_id) of (`claude-ai`,
+//!   conversation id, position, text); `parent_id` the `parent_message_uuid`;
+//! - the time is the message's `created_at`, else the nearest earlier one, else the
+//!   conversation's `created_at`, else the file's time (`timestamp_is_fallback`).
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::pending::{finish, Clock, Conversation, Pending};
+use super::{
+    conversations_of, join_texts, kind_of, parse_time, read_json, stable_id, str_field, Fault,
+    FileImport, IngestError,
+};
+
+const SOURCE: &str = "claude-ai";
+
+/// Imports one export file. `fallback` is the time of messages with none.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
+/// not JSON, [`IngestError::Shape`] when it is neither an array nor an object.
+pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+    let doc = read_json(path)?;
+    let conversations = conversations_of(&doc, path)?;
+    let mut out = FileImport::default();
+    for (position, conversation) in conversations.into_iter().enumerate() {
+        let Some(conv) = conversation.as_object() else {
+            out.faults.push(Fault::new(
+                path,
+                None,
+                format!(
+                    "conversation {position}: expected an object, found {}",
+                    kind_of(conversation)
+                ),
+            ));
+            continue;
+        };
+        let id = str_field(conv, "uuid").map_or_else(
+            || stable_id(&[SOURCE, &position.to_string()]),
+            str::to_owned,
+        );
+        let mut clock = Clock::default();
+        let mut pending = Vec::new();
+        let messages = conv.get("chat_messages").and_then(Value::as_array);
+        for (index, message) in messages.into_iter().flatten().enumerate() {
+            let Some(p) = message.as_object().and_then(|m| pending_of(m, index)) else {
+                out.skipped += 1;
+                continue;
+            };
+            let earlier_time = clock.tick(p.time);
+            pending.push(Pending { earlier_time, ..p });
+        }
+        out.messages.extend(finish(
+            pending,
+            &Conversation {
+                source: SOURCE,
+                id: &id,
+                title: str_field(conv, "name"),
+                project: None,
+                time: conv
+                    .get("created_at")
+                    .and_then(parse_time)
+                    .unwrap_or(fallback),
+                start_index: 0,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// The pending message of one `chat_messages` entry at `index`, when it has text.
+fn pending_of(message: &Map<String, Value>, index: usize) -> Option<Pending> {
+    let role = match str_field(message, "sender")? {
+        "human" => "user",
+        "assistant" => "assistant",
+        _ => return None,
+    };
+    let content = message.get("content").and_then(Value::as_array);
+    let blocks: Vec<&Map<String, Value>> = content
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .filter(|b| str_field(b, "type") == Some("text"))
+        .collect();
+    // Without `content` blocks, `text` (which also holds the thinking when there are).
+    let text = match content {
+        Some(_) => join_texts(blocks.iter().filter_map(|b| str_field(b, "text"))),
+        None => str_field(message, "text").unwrap_or("").to_owned(),
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    let non_empty = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    Some(Pending {
+        line: index,
+        role,
+        text,
+        id: str_field(message, "uuid").map(str::to_owned),
+        parent: str_field(message, "parent_message_uuid").map(str::to_owned),
+        time: message.get("created_at").and_then(parse_time),
+        has_attachment: non_empty(message.get("attachments")) || non_empty(message.get("files")),
+        has_citation: blocks.iter().any(|b| non_empty(b.get("citations"))),
+        ..Pending::default()
+    })
+}
