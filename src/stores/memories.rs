@@ -18,7 +18,7 @@
 //! memory is a no-op, so imports are idempotent.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
@@ -508,6 +508,8 @@ pub struct SearchIndex {
     matrix: Vec<f32>,
     /// Embeddings whose length differs from `dim`: `(row index, vector)`.
     odd: Vec<(u32, Vec<f32>)>,
+    /// Terms of `memories_vocab`, read on first use.
+    vocab: OnceLock<Vec<String>>,
 }
 
 impl SearchIndex {
@@ -571,7 +573,24 @@ impl SearchIndex {
             slots,
             matrix,
             odd,
+            vocab: OnceLock::new(),
         })
+    }
+
+    /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order), read
+    /// through `conn` (this store's connection) on first use and kept with the index.
+    ///
+    /// # Errors
+    /// A SQLite error while reading the vocabulary.
+    pub fn vocab(&self, conn: &Connection) -> Result<&[String], rusqlite::Error> {
+        if let Some(v) = self.vocab.get() {
+            return Ok(v);
+        }
+        let mut stmt = conn.prepare("SELECT term FROM memories_vocab")?;
+        let terms = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.vocab.get_or_init(|| terms))
     }
 
     /// Every memory, in rowid order.

@@ -598,10 +598,7 @@ fn fuzzy_leg(
     n: usize,
     trace: &mut Vec<Value>,
 ) -> Result<Ranked, rusqlite::Error> {
-    let mut stmt = conn.prepare("SELECT term FROM memories_vocab")?;
-    let vocab = stmt
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
+    let vocab = index.vocab(conn)?;
     let mut groups = Vec::new();
     let mut expansions = Map::new();
     for token in tokens {
