@@ -524,7 +524,12 @@ impl SearchIndex {
              FROM memories ORDER BY rowid",
         )?;
         let mut rows = Vec::new();
-        let mut vectors: Vec<(u32, Vec<f32>)> = Vec::new();
+        // The first stored vector (in rowid order) sets the matrix dimension; vectors
+        // are decoded straight into their block, so no per-row copy is kept.
+        let mut dim: Option<usize> = None;
+        let mut slots: Vec<u32> = Vec::new();
+        let mut matrix: Vec<f32> = Vec::new();
+        let mut odd = Vec::new();
         let mut q = stmt.query([model])?;
         while let Some(r) = q.next()? {
             let mut files = json_list(&r.get::<_, String>(4)?);
@@ -534,7 +539,22 @@ impl SearchIndex {
             }
             let i = u32::try_from(rows.len()).unwrap_or(u32::MAX);
             if let Some(blob) = r.get_ref(6)?.as_blob_or_null()? {
-                vectors.push((i, decode_vector(blob)));
+                let len = blob.len() / 4;
+                let d = *dim.get_or_insert(len);
+                if len == d && d > 0 {
+                    let (b, lane) = (slots.len() / LANES, slots.len() % LANES);
+                    if lane == 0 {
+                        matrix.resize((b + 1) * d * LANES, 0.0);
+                    }
+                    let base = b * d * LANES;
+                    for (k, c) in blob.chunks_exact(4).enumerate() {
+                        matrix[base + k * LANES + lane] =
+                            f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    }
+                    slots.push(i);
+                } else {
+                    odd.push((i, decode_vector(blob)));
+                }
             }
             rows.push(RowMeta {
                 rowid: r.get(0)?,
@@ -544,27 +564,7 @@ impl SearchIndex {
                 files,
             });
         }
-        let dim = vectors.first().map_or(0, |(_, v)| v.len());
-        let mut slots = Vec::new();
-        let mut odd = Vec::new();
-        let mut common = Vec::new();
-        for (i, v) in vectors {
-            if v.len() == dim && dim > 0 {
-                slots.push(i);
-                common.push(v);
-            } else {
-                odd.push((i, v));
-            }
-        }
-        let blocks = common.len().div_ceil(LANES);
-        let mut matrix = vec![0.0f32; blocks * dim * LANES];
-        for (s, v) in common.iter().enumerate() {
-            let (b, lane) = (s / LANES, s % LANES);
-            let base = b * dim * LANES;
-            for (d, x) in v.iter().enumerate() {
-                matrix[base + d * LANES + lane] = *x;
-            }
-        }
+        let dim = dim.unwrap_or(0);
         Ok(Self {
             model: model.map(str::to_owned),
             version,
