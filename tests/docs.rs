@@ -113,7 +113,10 @@ fn html_links_resolve_and_pages_carry_the_documents() {
     assert!(page.contains("\"name\": \"search_conversations\""));
     let page = std::fs::read_to_string(tmp.path().join("memo-search.md")).unwrap();
     assert!(page.contains("| `query` | string | yes |  |  | Search text; empty or whitespace-only returns no hits. |"), "{page}");
-    assert!(page.contains("| `mode` | string | no | `\"hybrid\"` |"), "{page}");
+    assert!(
+        page.contains("| `mode` | string | no | `\"hybrid\"` |"),
+        "{page}"
+    );
     assert!(page.contains("\"name\": \"memo_search\""));
     assert!(page.contains("\"readOnlyHint\": true"));
     let html = std::fs::read_to_string(tmp.path().join("conversations-by-date.html")).unwrap();

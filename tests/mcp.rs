@@ -289,17 +289,22 @@ fn stdio_stdout_carries_only_json_rpc() {
     writeln!(stdin, "{list}\n{bad}").unwrap();
     stdin.flush().unwrap();
     let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = stdout.lines();
     let mut seen = Vec::new();
-    for line in stdout.lines() {
+    let mut read_one = |line: std::io::Result<String>| {
         let line = line.unwrap();
         let msg: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
         seen.push(msg);
-        if seen.len() == 3 {
-            break;
-        }
+    };
+    for line in lines.by_ref().take(3) {
+        read_one(line);
     }
     drop(stdin);
+    // Keep reading to EOF: closing stdout early would make a late write fail the server.
+    for line in lines {
+        read_one(line);
+    }
     assert!(
         child.wait().unwrap().success(),
         "serve exits 0 when stdin closes"

@@ -18,7 +18,7 @@
 //! memory is a no-op, so imports are idempotent.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
@@ -148,6 +148,7 @@ pub struct MemoryStore {
     path: PathBuf,
     conn: Mutex<Connection>,
     read_only: bool,
+    index: Mutex<Option<Arc<SearchIndex>>>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -174,6 +175,7 @@ impl MemoryStore {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             read_only: false,
+            index: Mutex::new(None),
         };
         store.init()?;
         Ok(store)
@@ -205,6 +207,7 @@ impl MemoryStore {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             read_only: true,
+            index: Mutex::new(None),
         })
     }
 
@@ -219,6 +222,7 @@ impl MemoryStore {
             path,
             conn: Mutex::new(conn),
             read_only: false,
+            index: Mutex::new(None),
         };
         store.init()?;
         Ok(store)
@@ -244,6 +248,34 @@ impl MemoryStore {
         self.conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The in-memory [`SearchIndex`] of this store for embeddings from `model` (none
+    /// when `None`), built on first use and kept until the file changes (another
+    /// connection committed, per `PRAGMA data_version`, or this one wrote). `conn` is
+    /// this store's connection, already locked by the caller. Only reads.
+    ///
+    /// # Errors
+    /// A SQLite error while reading the rows.
+    pub fn search_index(
+        &self,
+        conn: &Connection,
+        model: Option<&str>,
+    ) -> Result<Arc<SearchIndex>, rusqlite::Error> {
+        let data_version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        let version = (data_version, conn.total_changes());
+        let mut slot = self
+            .index
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(index) = slot.as_ref() {
+            if index.version == version && index.model.as_deref() == model {
+                return Ok(index.clone());
+            }
+        }
+        let index = Arc::new(SearchIndex::load(conn, model, version)?);
+        *slot = Some(index.clone());
+        Ok(index)
     }
 
     /// Wraps a SQLite error with this store's path.
@@ -435,6 +467,200 @@ impl MemoryStore {
         )
         .optional()
         .map_err(|e| self.error(e))
+    }
+}
+
+/// Rows per block of the vector matrix: a block holds its rows' vectors dimension by
+/// dimension, so one pass over a block computes this many dot products side by side.
+pub const LANES: usize = 16;
+
+/// Per-row metadata used by search filters and tie-breaks.
+#[derive(Debug, Clone)]
+pub struct RowMeta {
+    /// Row id in `memories`.
+    pub rowid: i64,
+    /// Stable id.
+    pub id: String,
+    /// Type, as stored.
+    pub kind: String,
+    /// `updated`, as stored text.
+    pub updated: String,
+    /// Paths of `files_read` then `files_modified`, ASCII-lowercased (as SQLite's
+    /// `lower()` folds them).
+    pub files: Vec<String>,
+}
+
+/// A snapshot of every memory's metadata and of the embeddings from one model, held in
+/// memory so searches neither re-read nor re-decode rows; see
+/// [`MemoryStore::search_index`].
+///
+/// Vectors of the common dimension sit in one contiguous matrix of blocks of
+/// [`LANES`] rows, stored dimension-major inside a block; a dot product is accumulated
+/// in the same order as [`crate::stores::embedder::cosine`], so scores are identical.
+#[derive(Debug)]
+pub struct SearchIndex {
+    model: Option<String>,
+    version: (i64, u64),
+    rows: Vec<RowMeta>,
+    dim: usize,
+    /// Index into `rows` of each matrix slot.
+    slots: Vec<u32>,
+    matrix: Vec<f32>,
+    /// Embeddings whose length differs from `dim`: `(row index, vector)`.
+    odd: Vec<(u32, Vec<f32>)>,
+    /// Terms of `memories_vocab`, read on first use.
+    vocab: OnceLock<Vec<String>>,
+}
+
+impl SearchIndex {
+    fn load(
+        conn: &Connection,
+        model: Option<&str>,
+        version: (i64, u64),
+    ) -> Result<Self, rusqlite::Error> {
+        let mut stmt = conn.prepare(
+            "SELECT rowid, id, type, updated, files_read, files_modified, \
+             CASE WHEN embedding IS NOT NULL AND embedding_model = ?1 THEN embedding END \
+             FROM memories ORDER BY rowid",
+        )?;
+        let mut rows = Vec::new();
+        // The first stored vector (in rowid order) sets the matrix dimension; vectors
+        // are decoded straight into their block, so no per-row copy is kept.
+        let mut dim: Option<usize> = None;
+        let mut slots: Vec<u32> = Vec::new();
+        let mut matrix: Vec<f32> = Vec::new();
+        let mut odd = Vec::new();
+        let mut q = stmt.query([model])?;
+        while let Some(r) = q.next()? {
+            let mut files = json_list(&r.get::<_, String>(4)?);
+            files.extend(json_list(&r.get::<_, String>(5)?));
+            for f in &mut files {
+                f.make_ascii_lowercase();
+            }
+            let i = u32::try_from(rows.len()).unwrap_or(u32::MAX);
+            if let Some(blob) = r.get_ref(6)?.as_blob_or_null()? {
+                let len = blob.len() / 4;
+                let d = *dim.get_or_insert(len);
+                if len == d && d > 0 {
+                    let (b, lane) = (slots.len() / LANES, slots.len() % LANES);
+                    if lane == 0 {
+                        matrix.resize((b + 1) * d * LANES, 0.0);
+                    }
+                    let base = b * d * LANES;
+                    for (k, c) in blob.chunks_exact(4).enumerate() {
+                        matrix[base + k * LANES + lane] =
+                            f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    }
+                    slots.push(i);
+                } else {
+                    odd.push((i, decode_vector(blob)));
+                }
+            }
+            rows.push(RowMeta {
+                rowid: r.get(0)?,
+                id: r.get(1)?,
+                kind: r.get(2)?,
+                updated: r.get(3)?,
+                files,
+            });
+        }
+        let dim = dim.unwrap_or(0);
+        Ok(Self {
+            model: model.map(str::to_owned),
+            version,
+            rows,
+            dim,
+            slots,
+            matrix,
+            odd,
+            vocab: OnceLock::new(),
+        })
+    }
+
+    /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order), read
+    /// through `conn` (this store's connection) on first use and kept with the index.
+    ///
+    /// # Errors
+    /// A SQLite error while reading the vocabulary.
+    pub fn vocab(&self, conn: &Connection) -> Result<&[String], rusqlite::Error> {
+        if let Some(v) = self.vocab.get() {
+            return Ok(v);
+        }
+        let mut stmt = conn.prepare("SELECT term FROM memories_vocab")?;
+        let terms = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.vocab.get_or_init(|| terms))
+    }
+
+    /// Every memory, in rowid order.
+    pub fn rows(&self) -> &[RowMeta] {
+        &self.rows
+    }
+
+    /// Index in [`SearchIndex::rows`] of `rowid`, if stored.
+    pub fn position(&self, rowid: i64) -> Option<usize> {
+        // Rowids are usually dense from the first one: try that slot first.
+        let guess = self
+            .rows
+            .first()
+            .and_then(|f| usize::try_from(rowid - f.rowid).ok());
+        if let Some(g) = guess.filter(|&g| self.rows.get(g).is_some_and(|m| m.rowid == rowid)) {
+            return Some(g);
+        }
+        self.rows.binary_search_by_key(&rowid, |m| m.rowid).ok()
+    }
+
+    /// Number of memories holding an embedding from the index's model.
+    pub fn embedded(&self) -> usize {
+        self.slots.len() + self.odd.len()
+    }
+
+    /// Calls `f(row index, dot product)` for every embedded memory whose row index
+    /// passes `keep`. The dot product equals [`crate::stores::embedder::cosine`] of
+    /// `q` and the stored vector, bit for bit.
+    pub fn for_each_dot(
+        &self,
+        q: &[f32],
+        keep: impl Fn(usize) -> bool,
+        mut f: impl FnMut(usize, f32),
+    ) {
+        let dim = self.dim;
+        if dim > 0 {
+            for (b, block) in self.matrix.chunks_exact(dim * LANES).enumerate() {
+                let first = b * LANES;
+                let lanes = (self.slots.len() - first).min(LANES);
+                let rows = &self.slots[first..first + lanes];
+                if !rows.iter().any(|&r| keep(r as usize)) {
+                    continue;
+                }
+                if q.len() == dim {
+                    // -0.0 is the start of `Iterator::sum` for floats.
+                    let mut acc = [-0.0f32; LANES];
+                    for (qd, col) in q.iter().zip(block.chunks_exact(LANES)) {
+                        for l in 0..LANES {
+                            acc[l] += qd * col[l];
+                        }
+                    }
+                    for (l, &r) in rows.iter().enumerate() {
+                        if keep(r as usize) {
+                            f(r as usize, acc[l]);
+                        }
+                    }
+                } else {
+                    for &r in rows {
+                        if keep(r as usize) {
+                            f(r as usize, 0.0);
+                        }
+                    }
+                }
+            }
+        }
+        for (r, v) in &self.odd {
+            if keep(*r as usize) {
+                f(*r as usize, crate::stores::embedder::cosine(q, v));
+            }
+        }
     }
 }
 

@@ -11,7 +11,11 @@
 //! - `vec`: cosine similarity between the query's embedding and stored unit vectors.
 //! - `hybrid` (default and any unrecognised mode): Reciprocal Rank Fusion (k = 60) of
 //!   the vec, bm25 and exact legs, each taking max(2·limit, 20) candidates. Filters run
-//!   inside every leg's SQL, so they can never starve the result.
+//!   inside every leg, before its cut, so they can never starve the result.
+//!
+//! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
+//! (metadata of every row plus the embedding matrix), loaded once per opened store and
+//! reloaded when the file changes; FTS5 legs ask SQLite only for `(rowid, bm25)`.
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
 //! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
@@ -23,17 +27,17 @@
 pub mod fuzzy;
 pub mod when;
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use rusqlite::types::Value as SqlValue;
 use rusqlite::{params_from_iter, Connection};
 use serde_json::{json, Map, Value};
 
 use super::{Context, Engine, EngineError};
 use crate::ingest::memories::parse_when;
-use crate::stores::embedder::{cosine, Embedder};
-use crate::stores::memories::{decode_vector, format_time, json_list, MemoryStore};
+use crate::stores::embedder::Embedder;
+use crate::stores::memories::{format_time, json_list, MemoryStore, RowMeta, SearchIndex};
 
 /// Default and bounds of `limit`.
 pub const DEFAULT_LIMIT: i64 = 10;
@@ -312,25 +316,27 @@ pub fn search(
     let filter = Filter::new(req);
     let conn = store.lock();
     let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
+    let model = embedder.as_ref().ok().map(|e| e.name());
+    let index = store.search_index(&conn, model).map_err(map_err)?;
+    let index = index.as_ref();
     let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
     match req.mode {
         Mode::Bm25 => legs.push((
             "bm25",
-            bm25_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+            bm25_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
         )),
         Mode::Exact => legs.push((
             "exact",
-            exact_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+            exact_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
         )),
         Mode::Fuzzy => legs.push((
             "fuzzy",
-            fuzzy_leg(&conn, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
+            fuzzy_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
         )),
         Mode::Vec => {
             let embedder = embedder
                 .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
-            let ranked = vec_leg(&conn, embedder, &req.query, &filter, req.limit, &mut trace)
-                .map_err(map_err)?;
+            let ranked = vec_leg(index, embedder, &req.query, &filter, req.limit, &mut trace);
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
                     "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
@@ -342,7 +348,7 @@ pub fn search(
         Mode::Hybrid => {
             let n = (2 * req.limit).max(20);
             match embedder {
-                Ok(embedder) => match vec_leg(&conn, embedder, &req.query, &filter, n, &mut trace).map_err(map_err)? {
+                Ok(embedder) => match vec_leg(index, embedder, &req.query, &filter, n, &mut trace) {
                     Some(ranked) => legs.push(("vec", ranked)),
                     None => notes.push(format!(
                         "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
@@ -353,11 +359,11 @@ pub fn search(
             }
             legs.push((
                 "bm25",
-                bm25_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?,
+                bm25_leg(&conn, index, &tokens, &filter, n, &mut trace).map_err(map_err)?,
             ));
             legs.push((
                 "exact",
-                exact_leg(&conn, &tokens, &filter, n, &mut trace).map_err(map_err)?,
+                exact_leg(&conn, index, &tokens, &filter, n, &mut trace).map_err(map_err)?,
             ));
         }
     }
@@ -422,38 +428,48 @@ fn truncate_body(hit: &mut Map<String, Value>, max: usize) {
     }
 }
 
-/// Filter clause over `memories m`, shared by every leg.
+/// The request's filters, applied to each row's in-memory metadata exactly as the SQL
+/// they replace did: `type =`, `updated` between the bounds (text order), and `file` as
+/// a substring of an ASCII-lowercased read or modified path.
 struct Filter {
-    sql: String,
-    params: Vec<SqlValue>,
+    kind: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    file: Option<String>,
 }
 
 impl Filter {
     fn new(req: &Request) -> Self {
-        let mut sql = String::new();
-        let mut params = Vec::new();
-        if let Some(kind) = &req.kind {
-            sql.push_str(" AND m.type = ?");
-            params.push(SqlValue::Text(kind.clone()));
+        Self {
+            kind: req.kind.clone(),
+            from: req.from.clone(),
+            to: req.to.clone(),
+            file: req.file.clone(),
         }
-        if let Some(from) = &req.from {
-            sql.push_str(" AND m.updated >= ?");
-            params.push(SqlValue::Text(from.clone()));
-        }
-        if let Some(to) = &req.to {
-            sql.push_str(" AND m.updated <= ?");
-            params.push(SqlValue::Text(to.clone()));
-        }
-        if let Some(file) = &req.file {
-            sql.push_str(
-                " AND (EXISTS (SELECT 1 FROM json_each(m.files_read) j WHERE instr(lower(j.value), ?) > 0) \
-                 OR EXISTS (SELECT 1 FROM json_each(m.files_modified) j WHERE instr(lower(j.value), ?) > 0))",
-            );
-            params.push(SqlValue::Text(file.clone()));
-            params.push(SqlValue::Text(file.clone()));
-        }
-        Self { sql, params }
     }
+
+    fn keep(&self, m: &RowMeta) -> bool {
+        self.kind.as_ref().is_none_or(|k| m.kind == *k)
+            && self.from.as_ref().is_none_or(|f| m.updated >= *f)
+            && self.to.as_ref().is_none_or(|t| m.updated <= *t)
+            && self
+                .file
+                .as_ref()
+                .is_none_or(|f| m.files.iter().any(|p| p.contains(f.as_str())))
+    }
+}
+
+/// Keeps the `n` smallest of `v` under `cmp` (a total order), sorted.
+fn top_n<T>(v: &mut Vec<T>, n: usize, cmp: impl Fn(&T, &T) -> Ordering) {
+    if n == 0 {
+        v.clear();
+        return;
+    }
+    if v.len() > n {
+        v.select_nth_unstable_by(n - 1, &cmp);
+        v.truncate(n);
+    }
+    v.sort_by(&cmp);
 }
 
 /// The query's tokens exactly as the store's FTS5 tokenizer (`unicode61
@@ -479,31 +495,43 @@ fn quote(term: &str) -> String {
 
 fn fts_query(
     conn: &Connection,
+    index: &SearchIndex,
     match_expr: &str,
     weights: (f64, f64, f64),
     filter: &Filter,
     n: usize,
 ) -> Result<Ranked, rusqlite::Error> {
     let sql = format!(
-        "SELECT m.rowid, bm25(memories_fts, {}, {}, {}) AS s FROM memories_fts \
-         JOIN memories m ON m.rowid = memories_fts.rowid \
-         WHERE memories_fts MATCH ?{} ORDER BY s ASC, m.updated DESC, m.id ASC LIMIT {}",
-        weights.0, weights.1, weights.2, filter.sql, n
+        "SELECT rowid, bm25(memories_fts, {}, {}, {}) FROM memories_fts WHERE memories_fts MATCH ?1",
+        weights.0, weights.1, weights.2
     );
-    let mut params = vec![SqlValue::Text(match_expr.to_owned())];
-    params.extend(filter.params.iter().cloned());
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt
-        .query_map(params_from_iter(params.iter()), |r| {
-            Ok((r.get::<_, i64>(0)?, -r.get::<_, f64>(1)?))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query([match_expr])?;
+    let meta = index.rows();
+    let mut hits: Vec<(f64, usize)> = Vec::new();
+    while let Some(r) = rows.next()? {
+        let Some(i) = index.position(r.get(0)?) else {
+            continue;
+        };
+        if filter.keep(&meta[i]) {
+            hits.push((r.get(1)?, i));
+        }
+    }
+    // ORDER BY bm25 ASC, updated DESC, id ASC (SQLite compares REALs numerically).
+    top_n(&mut hits, n, |a, b| {
+        a.0.partial_cmp(&b.0)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
+            .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
+    });
+    Ok(hits.into_iter().map(|(s, i)| (meta[i].rowid, -s)).collect())
 }
 
 /// AND of the groups; OR of them when AND finds nothing and there is more than one.
+#[allow(clippy::too_many_arguments)]
 fn and_then_or(
     conn: &Connection,
+    index: &SearchIndex,
     leg: &str,
     groups: &[String],
     weights: (f64, f64, f64),
@@ -512,30 +540,41 @@ fn and_then_or(
     trace: &mut Vec<Value>,
 ) -> Result<Ranked, rusqlite::Error> {
     let and = groups.join(" AND ");
-    let ranked = fts_query(conn, &and, weights, filter, n)?;
+    let ranked = fts_query(conn, index, &and, weights, filter, n)?;
     if !ranked.is_empty() || groups.len() < 2 {
         trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
         return Ok(ranked);
     }
     let or = groups.join(" OR ");
-    let ranked = fts_query(conn, &or, weights, filter, n)?;
+    let ranked = fts_query(conn, index, &or, weights, filter, n)?;
     trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
     Ok(ranked)
 }
 
 fn bm25_leg(
     conn: &Connection,
+    index: &SearchIndex,
     tokens: &[String],
     filter: &Filter,
     n: usize,
     trace: &mut Vec<Value>,
 ) -> Result<Ranked, rusqlite::Error> {
     let groups: Vec<String> = tokens.iter().map(|t| quote(t)).collect();
-    and_then_or(conn, "bm25", &groups, (5.0, 3.0, 1.0), filter, n, trace)
+    and_then_or(
+        conn,
+        index,
+        "bm25",
+        &groups,
+        (5.0, 3.0, 1.0),
+        filter,
+        n,
+        trace,
+    )
 }
 
 fn exact_leg(
     conn: &Connection,
+    index: &SearchIndex,
     tokens: &[String],
     filter: &Filter,
     n: usize,
@@ -546,22 +585,20 @@ fn exact_leg(
         .map(|t| quote(t))
         .collect::<Vec<_>>()
         .join(" AND ");
-    let ranked = fts_query(conn, &and, (10.0, 8.0, 1.0), filter, n)?;
+    let ranked = fts_query(conn, index, &and, (10.0, 8.0, 1.0), filter, n)?;
     trace.push(json!({"stage": "leg", "leg": "exact", "fts_query": and, "fallback": null, "candidates": ranked.len()}));
     Ok(ranked)
 }
 
 fn fuzzy_leg(
     conn: &Connection,
+    index: &SearchIndex,
     tokens: &[String],
     filter: &Filter,
     n: usize,
     trace: &mut Vec<Value>,
 ) -> Result<Ranked, rusqlite::Error> {
-    let mut stmt = conn.prepare("SELECT term FROM memories_vocab")?;
-    let vocab = stmt
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
+    let vocab = index.vocab(conn)?;
     let mut groups = Vec::new();
     let mut expansions = Map::new();
     for token in tokens {
@@ -585,67 +622,61 @@ fn fuzzy_leg(
         groups.push(format!("({group})"));
     }
     trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
-    and_then_or(conn, "fuzzy", &groups, (5.0, 3.0, 1.0), filter, n, trace)
+    and_then_or(
+        conn,
+        index,
+        "fuzzy",
+        &groups,
+        (5.0, 3.0, 1.0),
+        filter,
+        n,
+        trace,
+    )
 }
 
 /// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
 /// store holds none from it at all (filters aside).
 fn vec_leg(
-    conn: &Connection,
+    index: &SearchIndex,
     embedder: &Embedder,
     query: &str,
     filter: &Filter,
     n: usize,
     trace: &mut Vec<Value>,
-) -> Result<Option<Ranked>, rusqlite::Error> {
+) -> Option<Ranked> {
     let model = embedder.name().to_owned();
-    let any: i64 = conn.query_row(
-        "SELECT count(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model = ?1",
-        [&model],
-        |r| r.get(0),
-    )?;
+    let any = index.embedded();
     if any == 0 {
         trace.push(
             json!({"stage": "leg", "leg": "vec", "model": model, "embedded": 0, "candidates": 0}),
         );
-        return Ok(None);
+        return None;
     }
     // No timings in the trace: the skill is a pure function, `explain` included.
     let q = embedder.embed(query);
-    let sql = format!(
-        "SELECT m.rowid, m.embedding, m.updated, m.id FROM memories m \
-         WHERE m.embedding IS NOT NULL AND m.embedding_model = ?{}",
-        filter.sql
+    let meta = index.rows();
+    let mut scored: Vec<(f64, usize)> = Vec::new();
+    index.for_each_dot(
+        &q,
+        |i| filter.keep(&meta[i]),
+        |i, dot| scored.push((f64::from(dot).clamp(0.0, 1.0), i)),
     );
-    let mut params = vec![SqlValue::Text(model.clone())];
-    params.extend(filter.params.iter().cloned());
-    let mut stmt = conn.prepare(&sql)?;
-    let mut scored: Vec<(i64, f64, String, String)> = stmt
-        .query_map(params_from_iter(params.iter()), |r| {
-            let v = decode_vector(&r.get::<_, Vec<u8>>(1)?);
-            let score = f64::from(cosine(&q, &v)).clamp(0.0, 1.0);
-            Ok((
-                r.get::<_, i64>(0)?,
-                score,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
     let scanned = scored.len();
-    scored.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            .then_with(|| b.2.cmp(&a.2))
-            .then_with(|| a.3.cmp(&b.3))
+    top_n(&mut scored, n, |a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
+            .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
     });
-    scored.truncate(n);
     trace.push(json!({
         "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
         "candidates": scored.len(),
     }));
-    Ok(Some(
-        scored.into_iter().map(|(id, s, _, _)| (id, s)).collect(),
-    ))
+    Some(
+        scored
+            .into_iter()
+            .map(|(s, i)| (meta[i].rowid, s))
+            .collect(),
+    )
 }
 
 /// One fused hit: rowid, final score and its `(leg, rank, leg score)` provenance.
