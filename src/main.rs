@@ -232,6 +232,20 @@ fn context(paths: StorePaths) -> Result<Context> {
     Ok(ctx)
 }
 
+/// The skill named `name` (skill or MCP tool name), or `None` after printing which
+/// skills are loaded.
+fn find_skill<'h>(host: &'h Host, name: &str) -> Option<&'h skills::runtime::Skill> {
+    let skill = host.get(name);
+    if skill.is_none() {
+        let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
+        eprintln!(
+            "error: unknown skill `{name}`; loaded skills: {}",
+            known.join(", ")
+        );
+    }
+    skill
+}
+
 fn warn_diagnostics(host: &Host) {
     for d in host.diagnostics() {
         eprintln!("warning: {d}");
@@ -269,12 +283,7 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
         Command::Show { name } => {
             let host = load_host(cli)?;
             warn_diagnostics(&host);
-            let Some(skill) = host.get(name) else {
-                let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
-                eprintln!(
-                    "error: unknown skill `{name}`; loaded skills: {}",
-                    known.join(", ")
-                );
+            let Some(skill) = find_skill(&host, name) else {
                 return Ok(Outcome::Usage);
             };
             if cli.json {
@@ -442,12 +451,7 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
         } => {
             let host = load_host(cli)?;
             warn_diagnostics(&host);
-            let Some(skill) = host.get(name) else {
-                let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
-                eprintln!(
-                    "error: unknown skill `{name}`; loaded skills: {}",
-                    known.join(", ")
-                );
+            let Some(skill) = find_skill(&host, name) else {
                 return Ok(Outcome::Usage);
             };
             let args = match args_json {
