@@ -98,26 +98,17 @@ impl Host {
             env: render::environment(),
             ctx,
         };
-        let schema: Value = match serde_json::from_str(skill::SKILL_SCHEMA) {
+        let validator = serde_json::from_str::<Value>(skill::SKILL_SCHEMA)
+            .map_err(|e| e.to_string())
+            .and_then(|schema| jsonschema::draft202012::new(&schema).map_err(|e| e.to_string()));
+        let validator = match validator {
             Ok(v) => v,
-            Err(e) => {
+            Err(reason) => {
                 host.diagnostics.push(Diagnostic::new(
                     Path::new("schemas/skill.schema.json"),
                     "",
                     None,
-                    e.to_string(),
-                ));
-                return host;
-            }
-        };
-        let validator = match jsonschema::draft202012::new(&schema) {
-            Ok(v) => v,
-            Err(e) => {
-                host.diagnostics.push(Diagnostic::new(
-                    Path::new("schemas/skill.schema.json"),
-                    "",
-                    None,
-                    e.to_string(),
+                    reason,
                 ));
                 return host;
             }

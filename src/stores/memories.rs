@@ -302,8 +302,8 @@ impl MemoryStore {
             .optional()
             .map_err(|e| self.error(e))?;
         let json = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
-        let outcome = match existing {
-            Some((_, old)) if old == hash => Upsert::Unchanged,
+        let (outcome, rowid) = match existing {
+            Some((_, old)) if old == hash => (Upsert::Unchanged, None),
             Some((rowid, _)) => {
                 tx.execute(
                     "UPDATE memories SET title=?2, type=?3, tags=?4, created=?5, updated=?6, body=?7, \
@@ -326,12 +326,7 @@ impl MemoryStore {
                 .map_err(|e| self.error(e))?;
                 tx.execute("DELETE FROM memories_fts WHERE rowid = ?1", [rowid])
                     .map_err(|e| self.error(e))?;
-                tx.execute(
-                    "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
-                    params![rowid, memory.title, memory.tags.join(" "), memory.body],
-                )
-                .map_err(|e| self.error(e))?;
-                Upsert::Updated
+                (Upsert::Updated, Some(rowid))
             }
             None => {
                 tx.execute(
@@ -352,15 +347,17 @@ impl MemoryStore {
                     ],
                 )
                 .map_err(|e| self.error(e))?;
-                let rowid = tx.last_insert_rowid();
-                tx.execute(
-                    "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
-                    params![rowid, memory.title, memory.tags.join(" "), memory.body],
-                )
-                .map_err(|e| self.error(e))?;
-                Upsert::Inserted
+                (Upsert::Inserted, Some(tx.last_insert_rowid()))
             }
         };
+        // New and changed memories get their full-text row (re)written the same way.
+        if let Some(rowid) = rowid {
+            tx.execute(
+                "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
+                params![rowid, memory.title, memory.tags.join(" "), memory.body],
+            )
+            .map_err(|e| self.error(e))?;
+        }
         tx.commit().map_err(|e| self.error(e))?;
         Ok(outcome)
     }
