@@ -149,6 +149,53 @@ pub enum Previous {
     Replace,
 }
 
+/// One file's share of [`ConversationStore::store_files`]: what was parsed from it,
+/// its new state, and what to do with the rows it stored before.
+#[derive(Debug, Clone, Copy)]
+pub struct FileBatch<'a> {
+    /// Messages parsed from the file (only the new lines of a resumed file).
+    pub messages: &'a [Message],
+    /// The file's state after this import.
+    pub state: &'a FileState,
+    /// What to do with the rows the file stored before.
+    pub previous: Previous,
+}
+
+/// Per-conversation columns of a conversation stored in one go: computed from its
+/// rows before they are appended, instead of an `UPDATE` afterwards.
+struct ConversationStats {
+    count: i64,
+    first_index: i64,
+    last_index: i64,
+    newest: chrono::DateTime<chrono::Utc>,
+    /// Title of the latest message (by `msg_index`) that has one.
+    title: Option<(i64, String)>,
+}
+
+impl ConversationStats {
+    fn new(m: &Message) -> Self {
+        Self {
+            count: 0,
+            first_index: m.msg_index,
+            last_index: m.msg_index,
+            newest: m.timestamp,
+            title: None,
+        }
+    }
+
+    fn add(&mut self, m: &Message) {
+        self.count += 1;
+        self.first_index = self.first_index.min(m.msg_index);
+        self.last_index = self.last_index.max(m.msg_index);
+        self.newest = self.newest.max(m.timestamp);
+        if let Some(t) = &m.conversation_title {
+            if self.title.as_ref().is_none_or(|(i, _)| m.msg_index >= *i) {
+                self.title = Some((m.msg_index, t.clone()));
+            }
+        }
+    }
+}
+
 /// A DuckDB database file holding `all_conversations`.
 ///
 /// Opened either writable ([`ConversationStore::open_rw`], for ingest) or read-only
@@ -279,7 +326,7 @@ impl ConversationStore {
         {
             let mut app = tx.appender("staging").map_err(|e| self.error(e))?;
             for m in messages {
-                append(&mut app, m).map_err(|e| self.error(e))?;
+                append(&mut app, m, None).map_err(|e| self.error(e))?;
             }
             app.flush().map_err(|e| self.error(e))?;
         }
@@ -400,60 +447,226 @@ impl ConversationStore {
         state: &FileState,
         previous: Previous,
     ) -> Result<InsertCounts, StoreError> {
+        let mut counts = self.store_files(&[FileBatch {
+            messages,
+            state,
+            previous,
+        }])?;
+        Ok(counts.pop().unwrap_or_default())
+    }
+
+    /// Stores several files' imports (see [`FileBatch`]) in ONE transaction: either all
+    /// of them are stored or none (callers then fall back to [`Self::store_file`] per
+    /// file, so one bad file loses only itself). Same result as calling
+    /// [`Self::store_file`] for each in turn, except that rewritten files' old rows are
+    /// all deleted before any new row is inserted. Returns one [`InsertCounts`] per
+    /// file, in order.
+    ///
+    /// Why it is fast: a conversation the store does not hold yet (the common case on a
+    /// first import) gets its per-conversation columns computed here from the batch's
+    /// rows and is appended straight into `all_conversations` — no staging table, no
+    /// `INSERT OR IGNORE`, no `UPDATE`. Only conversations already stored (appended
+    /// sessions) go through the staging path of [`Self::insert`], file by file.
+    /// Duplicate keys in the batch are stored once and counted as added for the first
+    /// file that had them.
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`]; on error nothing is changed.
+    pub fn store_files(&self, files: &[FileBatch<'_>]) -> Result<Vec<InsertCounts>, StoreError> {
+        use std::collections::{HashMap, HashSet};
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
-        if previous == Previous::Replace {
-            tx.execute(
-                "DELETE FROM ingest_files WHERE path IN (
-                   SELECT o.path FROM ingest_file_conversations o
-                   JOIN ingest_file_conversations m
-                     ON o.source = m.source AND o.conversation_id = m.conversation_id
-                   WHERE m.path = ? AND o.path <> m.path)",
-                params![state.path],
-            )
-            .map_err(|e| self.error(e))?;
-            tx.execute(
-                "DELETE FROM all_conversations a USING ingest_file_conversations m
-                 WHERE m.path = ? AND a.source = m.source AND a.conversation_id = m.conversation_id",
-                params![state.path],
-            )
-            .map_err(|e| self.error(e))?;
-            tx.execute(
-                "DELETE FROM ingest_file_conversations WHERE path = ?",
-                params![state.path],
-            )
-            .map_err(|e| self.error(e))?;
+        for f in files.iter().filter(|f| f.previous == Previous::Replace) {
+            self.forget_previous(&tx, &f.state.path)?;
         }
-        let counts = self.insert_in(&tx, messages)?;
-        let mut seen = std::collections::BTreeSet::new();
-        for m in messages {
-            if seen.insert((m.source.as_str(), m.conversation_id.as_str())) {
-                tx.execute(
-                    "INSERT OR IGNORE INTO ingest_file_conversations VALUES (?, ?, ?)",
-                    params![state.path, m.source, m.conversation_id],
-                )
-                .map_err(|e| self.error(e))?;
+        let stored = self.stored_conversations(&tx, files)?;
+        let mut counts = Vec::with_capacity(files.len());
+        // Rows of conversations new to the store, deduplicated by key (first wins).
+        let mut fresh: Vec<&Message> = Vec::new();
+        let mut keys: HashSet<(&str, &str, &str)> = HashSet::new();
+        for f in files {
+            let (old, new): (Vec<&Message>, Vec<&Message>) = if stored.is_empty() {
+                (Vec::new(), f.messages.iter().collect())
+            } else {
+                f.messages
+                    .iter()
+                    .partition(|m| stored.contains(&(m.source.clone(), m.conversation_id.clone())))
+            };
+            let mut c = if old.is_empty() {
+                InsertCounts::default()
+            } else {
+                let old: Vec<Message> = old.into_iter().cloned().collect();
+                self.insert_in(&tx, &old)?
+            };
+            c.offered = f.messages.len();
+            for m in new {
+                if keys.insert((&m.source, &m.conversation_id, &m.message_id)) {
+                    fresh.push(m);
+                    c.added += 1;
+                }
             }
+            counts.push(c);
         }
-        let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        tx.execute(
-            "INSERT OR REPLACE INTO ingest_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            params![
-                state.path,
-                state.format,
-                to_i64(state.size),
-                state.mtime_ns,
-                to_i64(state.offset),
-                to_i64(state.line),
-                state.next_index,
-                state.tail_hash,
-                state.context,
-                to_i64(state.messages),
-            ],
-        )
-        .map_err(|e| self.error(e))?;
+        let mut stats: HashMap<(&str, &str), ConversationStats> = HashMap::new();
+        for m in &fresh {
+            stats
+                .entry((&m.source, &m.conversation_id))
+                .or_insert_with(|| ConversationStats::new(m))
+                .add(m);
+        }
+        {
+            let mut app = tx
+                .appender("all_conversations")
+                .map_err(|e| self.error(e))?;
+            for m in &fresh {
+                let s = &stats[&(m.source.as_str(), m.conversation_id.as_str())];
+                append(&mut app, m, Some(s)).map_err(|e| self.error(e))?;
+            }
+            app.flush().map_err(|e| self.error(e))?;
+        }
+        self.record_files(&tx, files)?;
         tx.commit().map_err(|e| self.error(e))?;
         Ok(counts)
+    }
+
+    /// For a rewritten file: deletes the rows of the conversations it produced last
+    /// time and its conversation list, and forgets the state of other files that
+    /// produced the same conversations (so the next run imports them again).
+    fn forget_previous(&self, tx: &duckdb::Transaction<'_>, path: &str) -> Result<(), StoreError> {
+        tx.execute(
+            "DELETE FROM ingest_files WHERE path IN (
+               SELECT o.path FROM ingest_file_conversations o
+               JOIN ingest_file_conversations m
+                 ON o.source = m.source AND o.conversation_id = m.conversation_id
+               WHERE m.path = ? AND o.path <> m.path)",
+            params![path],
+        )
+        .map_err(|e| self.error(e))?;
+        tx.execute(
+            "DELETE FROM all_conversations a USING ingest_file_conversations m
+             WHERE m.path = ? AND a.source = m.source AND a.conversation_id = m.conversation_id",
+            params![path],
+        )
+        .map_err(|e| self.error(e))?;
+        tx.execute(
+            "DELETE FROM ingest_file_conversations WHERE path = ?",
+            params![path],
+        )
+        .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// The (source, conversation id) pairs of the batch that the store already holds.
+    fn stored_conversations(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        files: &[FileBatch<'_>],
+    ) -> Result<std::collections::HashSet<(String, String)>, StoreError> {
+        let mut out = std::collections::HashSet::new();
+        let empty: bool = tx
+            .query_row(
+                "SELECT NOT EXISTS (SELECT 1 FROM all_conversations)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.error(e))?;
+        if empty {
+            return Ok(out);
+        }
+        tx.execute_batch(
+            "CREATE OR REPLACE TEMP TABLE batch_conversations
+               (source VARCHAR, conversation_id VARCHAR)",
+        )
+        .map_err(|e| self.error(e))?;
+        {
+            let mut app = tx
+                .appender("batch_conversations")
+                .map_err(|e| self.error(e))?;
+            let mut seen = std::collections::HashSet::new();
+            for m in files.iter().flat_map(|f| f.messages) {
+                if seen.insert((m.source.as_str(), m.conversation_id.as_str())) {
+                    app.append_row(params![m.source, m.conversation_id])
+                        .map_err(|e| self.error(e))?;
+                }
+            }
+            app.flush().map_err(|e| self.error(e))?;
+        }
+        let mut stmt = tx
+            .prepare(
+                "SELECT DISTINCT b.source, b.conversation_id FROM batch_conversations b
+                 SEMI JOIN all_conversations a
+                   ON a.source = b.source AND a.conversation_id = b.conversation_id",
+            )
+            .map_err(|e| self.error(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.error(e))?;
+        for row in rows {
+            out.insert(row.map_err(|e| self.error(e))?);
+        }
+        tx.execute_batch("DROP TABLE batch_conversations")
+            .map_err(|e| self.error(e))?;
+        Ok(out)
+    }
+
+    /// Writes the files' conversation lists and states (tables
+    /// `ingest_file_conversations` and `ingest_files`).
+    fn record_files(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        files: &[FileBatch<'_>],
+    ) -> Result<(), StoreError> {
+        tx.execute_batch(
+            "CREATE OR REPLACE TEMP TABLE batch_file_conversations AS
+               SELECT * FROM ingest_file_conversations LIMIT 0;
+             CREATE OR REPLACE TEMP TABLE batch_files AS SELECT * FROM ingest_files LIMIT 0;",
+        )
+        .map_err(|e| self.error(e))?;
+        {
+            let mut app = tx
+                .appender("batch_file_conversations")
+                .map_err(|e| self.error(e))?;
+            for f in files {
+                let mut seen = std::collections::BTreeSet::new();
+                for m in f.messages {
+                    if seen.insert((m.source.as_str(), m.conversation_id.as_str())) {
+                        app.append_row(params![f.state.path, m.source, m.conversation_id])
+                            .map_err(|e| self.error(e))?;
+                    }
+                }
+            }
+            app.flush().map_err(|e| self.error(e))?;
+        }
+        {
+            let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            let mut app = tx.appender("batch_files").map_err(|e| self.error(e))?;
+            for f in files {
+                let s = f.state;
+                app.append_row(params![
+                    s.path,
+                    s.format,
+                    to_i64(s.size),
+                    s.mtime_ns,
+                    to_i64(s.offset),
+                    to_i64(s.line),
+                    s.next_index,
+                    s.tail_hash,
+                    s.context,
+                    to_i64(s.messages),
+                ])
+                .map_err(|e| self.error(e))?;
+            }
+            app.flush().map_err(|e| self.error(e))?;
+        }
+        tx.execute_batch(
+            "INSERT OR IGNORE INTO ingest_file_conversations
+               SELECT DISTINCT * FROM batch_file_conversations;
+             INSERT OR REPLACE INTO ingest_files SELECT * FROM batch_files;
+             DROP TABLE batch_file_conversations;
+             DROP TABLE batch_files;",
+        )
+        .map_err(|e| self.error(e))?;
+        Ok(())
     }
 
     /// Imports a Parquet file shaped like `all_conversations` (brain-mcp's
@@ -554,38 +767,61 @@ fn duck(path: &Path, source: duckdb::Error) -> StoreError {
     }
 }
 
-/// Appends one message to the staging table, computing the derived columns.
-/// Timestamps go in as ISO strings and DuckDB casts them to `TIMESTAMP`.
-fn append(app: &mut duckdb::Appender<'_>, m: &Message) -> duckdb::Result<()> {
+/// Appends one message, computing the derived columns. With `conversation`, the
+/// per-conversation columns (`updated`, `is_first`, `is_last`,
+/// `conversation_msg_count`, a missing `conversation_title`) come from it; without,
+/// they are placeholders that [`ConversationStore::merge_staging`] fills in.
+fn append(
+    app: &mut duckdb::Appender<'_>,
+    m: &Message,
+    conversation: Option<&ConversationStats>,
+) -> duckdb::Result<()> {
+    use duckdb::types::{TimeUnit, Value};
+    let stamp = |t: chrono::DateTime<chrono::Utc>| {
+        Value::Timestamp(TimeUnit::Microsecond, t.timestamp_micros())
+    };
     let ts = m.timestamp.naive_utc();
-    let ts_text = ts.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
     let flag = |b: bool| i32::from(b);
     let word_count = i64::try_from(m.content.split_whitespace().count()).unwrap_or(i64::MAX);
     let char_count = i64::try_from(m.content.chars().count()).unwrap_or(i64::MAX);
+    let (updated, is_first, is_last, count) = match conversation {
+        Some(c) => (
+            c.newest,
+            m.msg_index == c.first_index,
+            m.msg_index == c.last_index,
+            c.count,
+        ),
+        None => (m.timestamp, false, false, 0),
+    };
+    let title = m.conversation_title.as_deref().or_else(|| {
+        conversation
+            .and_then(|c| c.title.as_ref())
+            .map(|(_, t)| t.as_str())
+    });
     app.append_row(params![
         m.source,
         m.model,
         m.project,
         m.conversation_id,
-        m.conversation_title,
-        ts_text,
-        ts_text,
+        title,
+        stamp(m.timestamp),
+        stamp(updated),
         ts.year(),
         ts.month(),
-        ts.format("%A").to_string(),
+        WEEKDAYS[ts.weekday().num_days_from_monday() as usize],
         ts.hour(),
         m.message_id,
         m.parent_id,
         m.msg_index,
-        (!m.timestamp_is_fallback).then(|| ts_text.clone()),
+        (!m.timestamp_is_fallback).then(|| stamp(m.timestamp)),
         m.timestamp_is_fallback,
         m.role,
         m.content_type,
-        false,
-        false,
+        is_first,
+        is_last,
         word_count,
         char_count,
-        0,
+        count,
         flag(m.content.contains("```")),
         flag(m.content.contains("http://") || m.content.contains("https://")),
         flag(m.content.contains('?')),
@@ -600,3 +836,14 @@ fn append(app: &mut duckdb::Appender<'_>, m: &Message) -> duckdb::Result<()> {
         m.is_injected,
     ])
 }
+
+/// `day_of_week` values, Monday first (as chrono's `%A`).
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];

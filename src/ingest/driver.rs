@@ -1,0 +1,603 @@
+//! The ingest driver: walks the given paths, skips files unchanged since the last
+//! run, parses the rest with the importers (resuming grown append-only files) and
+//! stores them in batched transactions, summing up what happened per file and per
+//! source ([`IngestSummary`]).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::{detect, has_ext, import_from, walk, Cursor, Fault, Format, IngestError, Message};
+use crate::stores::conversations::{
+    ConversationStore, FileBatch, FileState, InsertCounts, Previous,
+};
+use crate::stores::StoreError;
+
+/// What happened to one file, passed to the `on_file` callback of [`ingest_paths`].
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct FileSummary {
+    /// The file.
+    pub path: PathBuf,
+    /// Its detected format, `None` when unrecognised or unreadable.
+    pub format: Option<Format>,
+    /// Messages parsed from it.
+    pub parsed: usize,
+    /// Of those, messages new to the store.
+    pub added: usize,
+    /// Of the parsed messages, user messages set aside as injected by a harness
+    /// (0 with [`IngestOptions::keep_injected`]).
+    pub injected: usize,
+    /// Records skipped as not messages (tool calls, snapshots, system…).
+    pub skipped: usize,
+    /// Faults found in it (malformed lines, dangling references, or one fault for a
+    /// file that could not be imported at all).
+    pub faults: usize,
+    /// False when the file could not be imported or stored at all.
+    pub imported: bool,
+    /// True when the file had not changed since the last import and was not read.
+    pub unchanged: bool,
+    /// True when only the lines appended since the last import were read.
+    pub resumed: bool,
+}
+
+/// Per-source totals of an [`IngestSummary`].
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceCounts {
+    /// Files of this source imported.
+    pub files: usize,
+    /// Messages parsed.
+    pub parsed: usize,
+    /// Messages new to the store.
+    pub added: usize,
+    /// Parsed user messages set aside as injected.
+    pub injected: usize,
+    /// Records skipped as not messages.
+    pub skipped: usize,
+}
+
+/// Totals of one [`ingest_paths`] run. Serialises to
+/// `{"files_seen", "files_imported", "files_unchanged", "files_resumed", "files_ignored", "messages_parsed",
+/// "messages_added", "messages_injected", "skipped", "faults": [{"path", "line", "reason"}],
+/// "sources": {"<source>": {"files", "parsed", "added", "injected", "skipped"}}}`.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct IngestSummary {
+    /// Files considered: every file path given explicitly, plus files of a
+    /// recognised format found in given directories.
+    pub files_seen: usize,
+    /// Files parsed and stored (possibly with per-record faults).
+    pub files_imported: usize,
+    /// Files not read because their size and modification time are those of the last
+    /// import (not counted in `files_imported`).
+    pub files_unchanged: usize,
+    /// Of `files_imported`, append-only files read only from where the last import
+    /// stopped.
+    pub files_resumed: usize,
+    /// Files found in given directories whose format was not recognised (ignored
+    /// silently, e.g. `README.md` next to sessions).
+    pub files_ignored: usize,
+    /// Messages parsed from all files.
+    pub messages_parsed: usize,
+    /// Messages new to the store (parsed minus already stored).
+    pub messages_added: usize,
+    /// Parsed user messages set aside as injected harness text (stored with
+    /// `is_injected`, left out of user-role search).
+    pub messages_injected: usize,
+    /// Records skipped as not messages.
+    pub skipped: usize,
+    /// Every fault, in file order.
+    pub faults: Vec<Fault>,
+    /// Totals per `source` value (`claude-code`, `chatgpt`…), sorted by name.
+    pub sources: std::collections::BTreeMap<String, SourceCounts>,
+}
+
+impl std::fmt::Display for IngestSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} of {} files imported: {} messages parsed, {} new, {} injected set aside, {} records skipped, {} faults",
+            self.files_imported,
+            self.files_seen,
+            self.messages_parsed,
+            self.messages_added,
+            self.messages_injected,
+            self.skipped,
+            self.faults.len()
+        )?;
+        for (source, c) in &self.sources {
+            writeln!(
+                f,
+                "  {source}: {} files, {} messages parsed, {} new, {} injected, {} skipped",
+                c.files, c.parsed, c.added, c.injected, c.skipped
+            )?;
+        }
+        if self.files_unchanged > 0 || self.files_resumed > 0 {
+            writeln!(
+                f,
+                "  {} files unchanged since the last import, {} read from where it stopped",
+                self.files_unchanged, self.files_resumed
+            )?;
+        }
+        if self.files_ignored > 0 {
+            writeln!(
+                f,
+                "  {} files of unknown format ignored",
+                self.files_ignored
+            )?;
+        }
+        for fault in &self.faults {
+            writeln!(f, "  fault: {fault}")?;
+        }
+        Ok(())
+    }
+}
+
+impl IngestSummary {
+    /// True when every file seen was imported (or unchanged) and no record was malformed.
+    pub fn is_clean(&self) -> bool {
+        self.faults.is_empty() && self.files_imported + self.files_unchanged == self.files_seen
+    }
+}
+
+/// Options of [`ingest_paths_with`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IngestOptions {
+    /// Store injected harness text as ordinary messages (`is_injected` false) instead
+    /// of setting it aside (`skills ingest --keep-injected`).
+    pub keep_injected: bool,
+}
+
+/// [`ingest_paths_with`] with default [`IngestOptions`].
+pub fn ingest_paths(
+    store: &ConversationStore,
+    paths: &[PathBuf],
+    on_file: &mut dyn FnMut(&Path, &FileSummary),
+) -> IngestSummary {
+    ingest_paths_with(store, paths, IngestOptions::default(), on_file)
+}
+
+/// Files are stored in batches of up to this many parsed messages…
+const BATCH_MESSAGES: usize = 20_000;
+/// …or this many files, whichever is reached first (one DuckDB transaction each).
+const BATCH_FILES: usize = 500;
+
+/// Imports `paths` into `store`: each path is a file, or a directory walked recursively
+/// (files of unrecognised format inside directories are ignored; an explicitly given
+/// file of unknown format is a fault). A file reached twice (given twice, or inside two
+/// given directories) is imported once. `on_file` is called once per file seen, after
+/// it was stored, in walk order (sorted by path); use it for progress.
+///
+/// Incremental: the store remembers per file (by canonical path) its size, modification
+/// time and, for append-only formats, the byte offset of the last complete line read
+/// (table `ingest_files`). A file with the same size and time is not opened at all
+/// (counted in [`IngestSummary::files_unchanged`]); an append-only file that grew, with
+/// the same bytes before that offset, is read from the offset on; any other change is
+/// a rewrite, and the file is imported again in place of the rows it stored before.
+///
+/// Atomicity: files are stored in batches (up to 20,000 messages or 500 files) of one
+/// transaction each, a file's rows always together with its state. When a batch
+/// fails, its files are stored again one transaction each, so a failure loses at most
+/// the failing file, whose previous state is left as it was.
+///
+/// Never fails as a whole: unreadable paths, unparsable files and store errors become
+/// [`Fault`]s in the returned summary.
+pub fn ingest_paths_with(
+    store: &ConversationStore,
+    paths: &[PathBuf],
+    options: IngestOptions,
+    on_file: &mut dyn FnMut(&Path, &FileSummary),
+) -> IngestSummary {
+    let mut summary = IngestSummary::default();
+    let states = match store.file_states() {
+        Ok(states) => states,
+        Err(e) => {
+            let fault = IngestError::Store(e).to_fault(store.path());
+            summary.faults.push(fault);
+            HashMap::new()
+        }
+    };
+    let mut reached = HashSet::new();
+    let mut batch = Batch::default();
+    for root in paths {
+        let explicit = !root.is_dir();
+        let files = if explicit {
+            vec![root.clone()]
+        } else {
+            walk(root)
+        };
+        for file in files {
+            let stat = Stat::of(&file);
+            if let Some(st) = &stat {
+                if !reached.insert(st.key.clone()) {
+                    continue;
+                }
+            }
+            let state = stat.as_ref().and_then(|s| states.get(&s.key));
+            if let (Some(stat), Some(state)) = (&stat, state) {
+                if stat.size == state.size && stat.mtime_ns == state.mtime_ns {
+                    summary.files_seen += 1;
+                    summary.files_unchanged += 1;
+                    batch.entries.push(Entry::Done(FileSummary {
+                        path: file.clone(),
+                        format: Format::from_source(&state.format),
+                        unchanged: true,
+                        imported: true,
+                        ..FileSummary::default()
+                    }));
+                    continue;
+                }
+            }
+            if has_ext(&file, "parquet") {
+                batch.flush(store, &mut summary, on_file);
+                let fs = ingest_parquet(store, &file, &mut summary);
+                on_file(&file, &fs);
+                continue;
+            }
+            let format = detect(&file);
+            if format.is_none() && !explicit {
+                summary.files_ignored += 1;
+                continue;
+            }
+            let entry = prepare(&file, format, stat, state.cloned(), options, &mut summary);
+            batch.push(entry);
+            if batch.messages >= BATCH_MESSAGES || batch.ready >= BATCH_FILES {
+                batch.flush(store, &mut summary, on_file);
+            }
+        }
+    }
+    batch.flush(store, &mut summary, on_file);
+    summary
+}
+
+/// Imports a Parquet file shaped like `all_conversations` (brain-mcp's export) with
+/// [`ConversationStore::import_parquet`](ConversationStore::import_parquet).
+/// Counted under source `parquet`; not tracked in the incremental state (stored keys
+/// make a second import add nothing).
+fn ingest_parquet(
+    store: &ConversationStore,
+    path: &Path,
+    summary: &mut IngestSummary,
+) -> FileSummary {
+    summary.files_seen += 1;
+    let mut fs = FileSummary {
+        path: path.to_path_buf(),
+        ..FileSummary::default()
+    };
+    match store.import_parquet(path) {
+        Ok(counts) => {
+            fs.parsed = counts.offered;
+            fs.added = counts.added;
+            fs.imported = true;
+            summary.files_imported += 1;
+            summary.messages_parsed += counts.offered;
+            summary.messages_added += counts.added;
+            let c = summary.sources.entry("parquet".to_owned()).or_default();
+            c.files += 1;
+            c.parsed += counts.offered;
+            c.added += counts.added;
+        }
+        Err(e) => {
+            summary.faults.push(IngestError::Store(e).to_fault(path));
+            fs.faults = 1;
+        }
+    }
+    fs
+}
+
+/// Size, modification time and state key of a file.
+struct Stat {
+    key: String,
+    size: u64,
+    mtime_ns: i64,
+}
+
+impl Stat {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = fs_err::metadata(path).ok()?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let key = fs_err::canonicalize(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .to_string_lossy()
+            .into_owned();
+        Some(Self {
+            key,
+            size: meta.len(),
+            mtime_ns,
+        })
+    }
+}
+
+/// Bytes hashed before a cursor's offset to tell an append from a rewrite.
+const TAIL_BYTES: u64 = 4096;
+
+/// Lowercase-hex SHA-256 of the up to [`TAIL_BYTES`] bytes before `offset` (empty
+/// string when the file cannot be read that far).
+fn tail_hash(path: &Path, offset: u64) -> String {
+    use sha2::{Digest, Sha256};
+    use std::io::{Read, Seek};
+    let from = offset.saturating_sub(TAIL_BYTES);
+    let read = || -> std::io::Result<Vec<u8>> {
+        let mut file = fs_err::File::open(path)?;
+        file.seek(std::io::SeekFrom::Start(from))?;
+        let mut buf = Vec::new();
+        file.take(offset - from).read_to_end(&mut buf)?;
+        Ok(buf)
+    };
+    match read() {
+        Ok(buf) if buf.len() as u64 == offset - from => Sha256::digest(&buf)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// A file parsed and waiting to be stored with its batch.
+struct Ready {
+    summary: FileSummary,
+    format: Format,
+    messages: Vec<Message>,
+    state: FileState,
+    previous: Previous,
+}
+
+/// A file of the current batch, in walk order.
+enum Entry {
+    /// Nothing to store (unchanged, or could not be imported): only reported.
+    Done(FileSummary),
+    /// Parsed; stored when the batch is flushed.
+    Ready(Box<Ready>),
+}
+
+/// Files waiting to be stored in one transaction.
+#[derive(Default)]
+struct Batch {
+    entries: Vec<Entry>,
+    /// Messages in the `Ready` entries.
+    messages: usize,
+    /// Number of `Ready` entries.
+    ready: usize,
+}
+
+impl Batch {
+    fn push(&mut self, entry: Entry) {
+        if let Entry::Ready(r) = &entry {
+            self.messages += r.messages.len();
+            self.ready += 1;
+        }
+        self.entries.push(entry);
+    }
+
+    /// Stores the ready files in one transaction (one each when that fails), then
+    /// reports every entry to `on_file` in order.
+    fn flush(
+        &mut self,
+        store: &ConversationStore,
+        summary: &mut IngestSummary,
+        on_file: &mut dyn FnMut(&Path, &FileSummary),
+    ) {
+        let ready: Vec<FileBatch<'_>> = self
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Ready(r) => Some(FileBatch {
+                    messages: &r.messages,
+                    state: &r.state,
+                    previous: r.previous,
+                }),
+                Entry::Done(_) => None,
+            })
+            .collect();
+        let results: Vec<Result<InsertCounts, StoreError>> = if ready.is_empty() {
+            Vec::new()
+        } else {
+            match store.store_files(&ready) {
+                Ok(counts) => counts.into_iter().map(Ok).collect(),
+                // Find the file that fails: the others are stored on their own.
+                Err(_) => ready
+                    .iter()
+                    .map(|f| store.store_file(f.messages, f.state, f.previous))
+                    .collect(),
+            }
+        };
+        drop(ready);
+        let mut results = results.into_iter();
+        for entry in self.entries.drain(..) {
+            let fs = match entry {
+                Entry::Done(fs) => fs,
+                Entry::Ready(r) => stored(*r, results.next(), summary),
+            };
+            on_file(&fs.path, &fs);
+        }
+        self.messages = 0;
+        self.ready = 0;
+    }
+}
+
+/// Accounts for a ready file once its batch was stored (`result`).
+fn stored(
+    ready: Ready,
+    result: Option<Result<InsertCounts, StoreError>>,
+    summary: &mut IngestSummary,
+) -> FileSummary {
+    let mut fs = ready.summary;
+    match result {
+        Some(Ok(counts)) => {
+            fs.added = counts.added;
+            fs.imported = true;
+            summary.files_imported += 1;
+            summary.messages_added += counts.added;
+            let c = summary
+                .sources
+                .entry(ready.format.source().to_owned())
+                .or_default();
+            c.files += 1;
+            c.parsed += fs.parsed;
+            c.added += fs.added;
+            c.injected += fs.injected;
+            c.skipped += fs.skipped;
+        }
+        Some(Err(e)) => {
+            summary
+                .faults
+                .push(IngestError::Store(e).to_fault(&fs.path));
+            fs.faults += 1;
+        }
+        None => {
+            let e = std::io::Error::other("the batch lost track of this file");
+            summary.faults.push(IngestError::Io(e).to_fault(&fs.path));
+            fs.faults += 1;
+        }
+    }
+    fs
+}
+
+/// Parses one file (from where the last import stopped, when it only grew) and
+/// accounts for what was parsed; the result is stored later with its batch.
+fn prepare(
+    path: &Path,
+    format: Option<Format>,
+    stat: Option<Stat>,
+    state: Option<FileState>,
+    options: IngestOptions,
+    summary: &mut IngestSummary,
+) -> Entry {
+    summary.files_seen += 1;
+    let mut fs = FileSummary {
+        path: path.to_path_buf(),
+        format,
+        ..FileSummary::default()
+    };
+    // Resume an append-only file that grew and whose bytes before the offset are the same.
+    let resume = match (format, &stat, &state) {
+        (Some(f), Some(st), Some(old))
+            if f.is_append_only()
+                && old.format == f.source()
+                && st.size >= old.offset
+                && !old.tail_hash.is_empty()
+                && tail_hash(path, old.offset) == old.tail_hash =>
+        {
+            Some(Cursor {
+                offset: old.offset,
+                line: usize::try_from(old.line).unwrap_or(usize::MAX),
+                next_index: old.next_index,
+                context: serde_json::from_str(&old.context).unwrap_or_default(),
+            })
+        }
+        _ => None,
+    };
+    let result = match format {
+        None if !path.exists() => Err(IngestError::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("`{}` does not exist", path.display()),
+        ))),
+        None => Err(IngestError::UnknownFormat(path.to_path_buf())),
+        Some(format) => import_from(path, format, resume.as_ref()),
+    };
+    let (mut import, format, stat) = match (result, format, stat) {
+        (Ok(import), Some(format), Some(stat)) => (import, format, stat),
+        (Err(e), _, _) => {
+            summary.faults.push(e.to_fault(path));
+            fs.faults = 1;
+            return Entry::Done(fs);
+        }
+        (Ok(_), _, _) => {
+            let e = std::io::Error::other(format!("`{}` vanished while read", path.display()));
+            summary.faults.push(IngestError::Io(e).to_fault(path));
+            fs.faults = 1;
+            return Entry::Done(fs);
+        }
+    };
+    if options.keep_injected {
+        for m in &mut import.messages {
+            m.is_injected = false;
+        }
+    }
+    fs.resumed = resume.is_some();
+    fs.parsed = import.messages.len();
+    fs.injected = import.messages.iter().filter(|m| m.is_injected).count();
+    fs.skipped = import.skipped;
+    fs.faults = import.faults.len();
+    summary.messages_parsed += fs.parsed;
+    summary.messages_injected += fs.injected;
+    summary.skipped += fs.skipped;
+    summary.faults.extend(import.faults);
+    if fs.resumed {
+        summary.files_resumed += 1;
+    }
+    let (offset, line, next_index, context) = match &import.cursor {
+        Some(c) => (
+            c.offset,
+            u64::try_from(c.line).unwrap_or(u64::MAX),
+            c.next_index,
+            serde_json::to_string(&c.context).unwrap_or_else(|_| "{}".to_owned()),
+        ),
+        None => (stat.size, 0, 0, "{}".to_owned()),
+    };
+    let new_state = FileState {
+        path: stat.key,
+        format: format.source().to_owned(),
+        size: stat.size,
+        mtime_ns: stat.mtime_ns,
+        offset,
+        line,
+        next_index,
+        tail_hash: tail_hash(path, offset),
+        context,
+        messages: state
+            .as_ref()
+            .filter(|_| fs.resumed)
+            .map_or(0, |s| s.messages)
+            + fs.parsed as u64,
+    };
+    let previous = if state.is_some() && !fs.resumed {
+        Previous::Replace
+    } else {
+        Previous::Keep
+    };
+    Entry::Ready(Box::new(Ready {
+        summary: fs,
+        format,
+        messages: import.messages,
+        state: new_state,
+        previous,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_display() {
+        let mut s = IngestSummary {
+            files_seen: 2,
+            files_imported: 1,
+            messages_parsed: 3,
+            ..Default::default()
+        };
+        s.faults.push(Fault::new(
+            Path::new("x.jsonl"),
+            Some(4),
+            "invalid JSON: oops",
+        ));
+        s.sources.insert(
+            "pi".into(),
+            SourceCounts {
+                files: 1,
+                parsed: 3,
+                added: 3,
+                injected: 0,
+                skipped: 0,
+            },
+        );
+        assert_eq!(
+            s.to_string(),
+            "1 of 2 files imported: 3 messages parsed, 0 new, 0 injected set aside, 0 records skipped, 1 faults\n  \
+             pi: 1 files, 3 messages parsed, 3 new, 0 injected, 0 skipped\n  fault: `x.jsonl`:4: invalid JSON: oops\n"
+        );
+        assert!(!s.is_clean());
+    }
+}
