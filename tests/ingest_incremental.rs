@@ -492,8 +492,49 @@ fn parquet_export_imports_directly() {
         ),
         1
     );
-    let again = run(&store, &[parquet], IngestOptions::default());
-    assert_eq!(again.messages_added, 0);
+    // Unchanged: not read again.
+    let again = run(
+        &store,
+        std::slice::from_ref(&parquet),
+        IngestOptions::default(),
+    );
+    assert_eq!(
+        (
+            again.files_unchanged,
+            again.messages_parsed,
+            again.messages_added
+        ),
+        (1, 0, 0),
+        "{again}"
+    );
+    // Rewritten with one conversation edited: its rows are replaced, not duplicated.
+    {
+        let conn = duckdb::Connection::open_in_memory().expect("duckdb");
+        conn.execute_batch(&format!(
+            "COPY (SELECT * FROM (VALUES
+               ('chatgpt', 'c1', 'm1', 'user', 'How do parquet row groups work?', TIMESTAMP '2024-02-03 04:05:06', 'Parquet'),
+               ('claude-code', 's9', 'u1', 'user', 'zebra stripes', TIMESTAMP '2024-03-01 00:00:00', NULL))
+               AS t(source, conversation_id, message_id, role, content, created, conversation_title))
+             TO '{}' (FORMAT parquet)",
+            parquet.display()
+        ))
+        .expect("rewrite parquet");
+    }
+    let rewritten = run(
+        &store,
+        std::slice::from_ref(&parquet),
+        IngestOptions::default(),
+    );
+    assert_eq!(rewritten.files_imported, 1, "{rewritten}");
+    assert_eq!(store.count().expect("count"), 2);
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM all_conversations WHERE content LIKE '%row groups%' \
+             AND conversation_msg_count = 1"
+        ),
+        1
+    );
     // A parquet file that is not shaped like the table is a fault, nothing stored.
     let bad = dir.path().join("bad.parquet");
     {
@@ -506,5 +547,58 @@ fn parquet_export_imports_directly() {
     }
     let summary = run(&store, &[bad], IngestOptions::default());
     assert_eq!((summary.files_imported, summary.faults.len()), (0, 1));
-    assert_eq!(store.count().expect("count"), 3);
+    assert_eq!(store.count().expect("count"), 2);
+}
+
+/// The batched path computes `is_first`, `is_last`, `conversation_msg_count`, `updated`
+/// and missing titles in Rust; the staging path (`ConversationStore::insert`) computes
+/// them in SQL. Over the whole corpus both give the same table, row for row.
+#[test]
+fn batched_ingest_matches_the_staging_path_row_for_row() {
+    let Some(corpus) = corpus() else { return };
+    let dirs: Vec<PathBuf> = ["claude-code", "chatgpt-export", "codex", "gemini-cli", "pi"]
+        .iter()
+        .map(|d| corpus.join(d))
+        .collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let batched = ConversationStore::open_rw(&dir.path().join("batched.duckdb")).expect("store");
+    let summary = run(&batched, &dirs, IngestOptions::default());
+    assert!(summary.messages_added > 300, "{summary}");
+    drop(batched);
+
+    let staged = ConversationStore::open_rw(&dir.path().join("staged.duckdb")).expect("store");
+    let mut files = Vec::new();
+    for d in &dirs {
+        let mut here: Vec<PathBuf> = fs_err::read_dir(d)
+            .expect("corpus dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        here.sort();
+        files.extend(here);
+    }
+    for f in files {
+        if let Ok(import) = ingest::import_file(&f) {
+            staged.insert(&import.messages).expect("insert");
+        }
+    }
+    let conn = staged.connection().expect("connection");
+    conn.execute_batch(&format!(
+        "ATTACH '{}' AS b (READ_ONLY)",
+        dir.path().join("batched.duckdb").display()
+    ))
+    .expect("attach");
+    let differing = |a: &str, b: &str| -> i64 {
+        conn.query_row(
+            &format!("SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b})"),
+            [],
+            |r| r.get(0),
+        )
+        .expect("compare")
+    };
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(n, i64::try_from(summary.messages_added).expect("small"));
+    assert_eq!(differing("all_conversations", "b.all_conversations"), 0);
+    assert_eq!(differing("b.all_conversations", "all_conversations"), 0);
 }

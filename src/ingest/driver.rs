@@ -155,9 +155,9 @@ pub fn ingest_paths(
 }
 
 /// Files are stored in batches of up to this many parsed messages…
-const BATCH_MESSAGES: usize = 20_000;
+const BATCH_MESSAGES: usize = 50_000;
 /// …or this many files, whichever is reached first (one DuckDB transaction each).
-const BATCH_FILES: usize = 500;
+const BATCH_FILES: usize = 2_000;
 
 /// Imports `paths` into `store`: each path is a file, or a directory walked recursively
 /// (files of unrecognised format inside directories are ignored; an explicitly given
@@ -172,7 +172,7 @@ const BATCH_FILES: usize = 500;
 /// the same bytes before that offset, is read from the offset on; any other change is
 /// a rewrite, and the file is imported again in place of the rows it stored before.
 ///
-/// Atomicity: files are stored in batches (up to 20,000 messages or 500 files) of one
+/// Atomicity: files are stored in batches (up to 50,000 messages or 2,000 files) of one
 /// transaction each, a file's rows always together with its state. When a batch
 /// fails, its files are stored again one transaction each, so a failure loses at most
 /// the failing file, whose previous state is left as it was.
@@ -194,8 +194,72 @@ pub fn ingest_paths_with(
             HashMap::new()
         }
     };
-    let mut reached = HashSet::new();
+    // One thread walks and parses, this one stores: parsing overlaps the store's work.
+    let (sender, steps) = std::sync::mpsc::sync_channel::<Step>(256);
     let mut batch = Batch::default();
+    std::thread::scope(|scope| {
+        let states = &states;
+        scope.spawn(move || walk_and_parse(paths, states, options, &sender));
+        for step in steps {
+            match step {
+                Step::Unchanged(fs) => {
+                    summary.files_seen += 1;
+                    summary.files_unchanged += 1;
+                    batch.push(Entry::Done(fs), Vec::new());
+                }
+                Step::Ignored => summary.files_ignored += 1,
+                Step::Parquet { file, stat, known } => {
+                    batch.flush(store, &mut summary, on_file);
+                    let fs = ingest_parquet(store, &file, stat, known, &mut summary);
+                    on_file(&file, &fs);
+                }
+                Step::File { entry, faults } => {
+                    summary.files_seen += 1;
+                    if let Entry::Ready(r) = &entry {
+                        summary.messages_parsed += r.summary.parsed;
+                        summary.messages_injected += r.summary.injected;
+                        summary.skipped += r.summary.skipped;
+                        summary.files_resumed += usize::from(r.summary.resumed);
+                    }
+                    batch.push(entry, faults);
+                    if batch.messages >= BATCH_MESSAGES || batch.ready >= BATCH_FILES {
+                        batch.flush(store, &mut summary, on_file);
+                    }
+                }
+            }
+        }
+    });
+    batch.flush(store, &mut summary, on_file);
+    summary
+}
+
+/// What the parsing thread hands to the storing thread, in walk order.
+enum Step {
+    /// A file parsed ([`Entry::Ready`]) or that could not be imported
+    /// ([`Entry::Done`]); its faults go to the summary.
+    File { entry: Entry, faults: Vec<Fault> },
+    /// A file unchanged since the last import (not opened).
+    Unchanged(FileSummary),
+    /// A Parquet file: the store reads it itself. `known` when an earlier version of
+    /// it was imported.
+    Parquet {
+        file: PathBuf,
+        stat: Option<Stat>,
+        known: bool,
+    },
+    /// A file of unknown format found in a directory.
+    Ignored,
+}
+
+/// Walks `paths` in order, deciding per file what to do, and parses the files to
+/// import; stops early when the receiver is gone.
+fn walk_and_parse(
+    paths: &[PathBuf],
+    states: &HashMap<String, FileState>,
+    options: IngestOptions,
+    steps: &std::sync::mpsc::SyncSender<Step>,
+) {
+    let mut reached = HashSet::new();
     for root in paths {
         let explicit = !root.is_dir();
         let files = if explicit {
@@ -211,49 +275,50 @@ pub fn ingest_paths_with(
                 }
             }
             let state = stat.as_ref().and_then(|s| states.get(&s.key));
-            if let (Some(stat), Some(state)) = (&stat, state) {
-                if stat.size == state.size && stat.mtime_ns == state.mtime_ns {
-                    summary.files_seen += 1;
-                    summary.files_unchanged += 1;
-                    batch.entries.push(Entry::Done(FileSummary {
+            let step = match (&stat, state) {
+                (Some(stat), Some(state))
+                    if stat.size == state.size && stat.mtime_ns == state.mtime_ns =>
+                {
+                    Step::Unchanged(FileSummary {
                         path: file.clone(),
                         format: Format::from_source(&state.format),
                         unchanged: true,
                         imported: true,
                         ..FileSummary::default()
-                    }));
-                    continue;
+                    })
                 }
-            }
-            if has_ext(&file, "parquet") {
-                batch.flush(store, &mut summary, on_file);
-                let fs = ingest_parquet(store, &file, &mut summary);
-                on_file(&file, &fs);
-                continue;
-            }
-            let format = detect(&file);
-            if format.is_none() && !explicit {
-                summary.files_ignored += 1;
-                continue;
-            }
-            let entry = prepare(&file, format, stat, state.cloned(), options, &mut summary);
-            batch.push(entry);
-            if batch.messages >= BATCH_MESSAGES || batch.ready >= BATCH_FILES {
-                batch.flush(store, &mut summary, on_file);
+                _ if has_ext(&file, "parquet") => Step::Parquet {
+                    file,
+                    stat,
+                    known: state.is_some(),
+                },
+                _ => {
+                    let format = detect(&file);
+                    if format.is_none() && !explicit {
+                        Step::Ignored
+                    } else {
+                        let (entry, faults) = prepare(&file, format, stat, state.cloned(), options);
+                        Step::File { entry, faults }
+                    }
+                }
+            };
+            if steps.send(step).is_err() {
+                return;
             }
         }
     }
-    batch.flush(store, &mut summary, on_file);
-    summary
 }
 
 /// Imports a Parquet file shaped like `all_conversations` (brain-mcp's export) with
 /// [`ConversationStore::import_parquet`](ConversationStore::import_parquet).
-/// Counted under source `parquet`; not tracked in the incremental state (stored keys
-/// make a second import add nothing).
+/// Counted under source `parquet`. Tracked in the incremental state like any file:
+/// unchanged, it is not read again; changed (`known`), it replaces the conversations
+/// its earlier version stored.
 fn ingest_parquet(
     store: &ConversationStore,
     path: &Path,
+    stat: Option<Stat>,
+    known: bool,
     summary: &mut IngestSummary,
 ) -> FileSummary {
     summary.files_seen += 1;
@@ -261,7 +326,21 @@ fn ingest_parquet(
         path: path.to_path_buf(),
         ..FileSummary::default()
     };
-    match store.import_parquet(path) {
+    let state = stat.map(|st| FileState {
+        path: st.key,
+        format: "parquet".to_owned(),
+        size: st.size,
+        mtime_ns: st.mtime_ns,
+        offset: st.size,
+        context: "{}".to_owned(),
+        ..FileState::default()
+    });
+    let previous = if known {
+        Previous::Replace
+    } else {
+        Previous::Keep
+    };
+    match store.import_parquet(path, state.as_ref(), previous) {
         Ok(counts) => {
             fs.parsed = counts.offered;
             fs.added = counts.added;
@@ -354,7 +433,8 @@ enum Entry {
 /// Files waiting to be stored in one transaction.
 #[derive(Default)]
 struct Batch {
-    entries: Vec<Entry>,
+    /// Files in walk order, each with the faults found while parsing it.
+    entries: Vec<(Entry, Vec<Fault>)>,
     /// Messages in the `Ready` entries.
     messages: usize,
     /// Number of `Ready` entries.
@@ -362,16 +442,16 @@ struct Batch {
 }
 
 impl Batch {
-    fn push(&mut self, entry: Entry) {
+    fn push(&mut self, entry: Entry, faults: Vec<Fault>) {
         if let Entry::Ready(r) = &entry {
             self.messages += r.messages.len();
             self.ready += 1;
         }
-        self.entries.push(entry);
+        self.entries.push((entry, faults));
     }
 
     /// Stores the ready files in one transaction (one each when that fails), then
-    /// reports every entry to `on_file` in order.
+    /// adds every entry's faults to `summary` and reports it to `on_file`, in order.
     fn flush(
         &mut self,
         store: &ConversationStore,
@@ -381,7 +461,7 @@ impl Batch {
         let ready: Vec<FileBatch<'_>> = self
             .entries
             .iter()
-            .filter_map(|e| match e {
+            .filter_map(|(e, _)| match e {
                 Entry::Ready(r) => Some(FileBatch {
                     messages: &r.messages,
                     state: &r.state,
@@ -404,7 +484,8 @@ impl Batch {
         };
         drop(ready);
         let mut results = results.into_iter();
-        for entry in self.entries.drain(..) {
+        for (entry, faults) in self.entries.drain(..) {
+            summary.faults.extend(faults);
             let fs = match entry {
                 Entry::Done(fs) => fs,
                 Entry::Ready(r) => stored(*r, results.next(), summary),
@@ -454,17 +535,15 @@ fn stored(
     fs
 }
 
-/// Parses one file (from where the last import stopped, when it only grew) and
-/// accounts for what was parsed; the result is stored later with its batch.
+/// Parses one file (from where the last import stopped, when it only grew); the
+/// result is stored later with its batch. Returns the file's entry and its faults.
 fn prepare(
     path: &Path,
     format: Option<Format>,
     stat: Option<Stat>,
     state: Option<FileState>,
     options: IngestOptions,
-    summary: &mut IngestSummary,
-) -> Entry {
-    summary.files_seen += 1;
+) -> (Entry, Vec<Fault>) {
     let mut fs = FileSummary {
         path: path.to_path_buf(),
         format,
@@ -499,15 +578,13 @@ fn prepare(
     let (mut import, format, stat) = match (result, format, stat) {
         (Ok(import), Some(format), Some(stat)) => (import, format, stat),
         (Err(e), _, _) => {
-            summary.faults.push(e.to_fault(path));
             fs.faults = 1;
-            return Entry::Done(fs);
+            return (Entry::Done(fs), vec![e.to_fault(path)]);
         }
         (Ok(_), _, _) => {
             let e = std::io::Error::other(format!("`{}` vanished while read", path.display()));
-            summary.faults.push(IngestError::Io(e).to_fault(path));
             fs.faults = 1;
-            return Entry::Done(fs);
+            return (Entry::Done(fs), vec![IngestError::Io(e).to_fault(path)]);
         }
     };
     if options.keep_injected {
@@ -520,13 +597,6 @@ fn prepare(
     fs.injected = import.messages.iter().filter(|m| m.is_injected).count();
     fs.skipped = import.skipped;
     fs.faults = import.faults.len();
-    summary.messages_parsed += fs.parsed;
-    summary.messages_injected += fs.injected;
-    summary.skipped += fs.skipped;
-    summary.faults.extend(import.faults);
-    if fs.resumed {
-        summary.files_resumed += 1;
-    }
     let (offset, line, next_index, context) = match &import.cursor {
         Some(c) => (
             c.offset,
@@ -557,13 +627,14 @@ fn prepare(
     } else {
         Previous::Keep
     };
-    Entry::Ready(Box::new(Ready {
+    let ready = Ready {
         summary: fs,
         format,
         messages: import.messages,
         state: new_state,
         previous,
-    }))
+    };
+    (Entry::Ready(Box::new(ready)), import.faults)
 }
 
 #[cfg(test)]

@@ -609,6 +609,28 @@ impl ConversationStore {
         Ok(out)
     }
 
+    /// Writes one file's state (table `ingest_files`), replacing the previous one.
+    fn record_state(&self, tx: &duckdb::Transaction<'_>, s: &FileState) -> Result<(), StoreError> {
+        let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        tx.execute(
+            "INSERT OR REPLACE INTO ingest_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            params![
+                s.path,
+                s.format,
+                to_i64(s.size),
+                s.mtime_ns,
+                to_i64(s.offset),
+                to_i64(s.line),
+                s.next_index,
+                s.tail_hash,
+                s.context,
+                to_i64(s.messages),
+            ],
+        )
+        .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
     /// Writes the files' conversation lists and states (tables
     /// `ingest_file_conversations` and `ingest_files`).
     fn record_files(
@@ -675,18 +697,29 @@ impl ConversationStore {
     /// `created` are required; any other column of [`COLUMNS`] the file lacks is derived
     /// (`year`… from `created`, `msg_index` by time within the conversation, flags from
     /// the content) or defaulted (`is_injected` false, `temporal_precision` `message`).
-    /// Stored keys are ignored, as by [`Self::insert`].
+    /// Stored keys are ignored, as by [`Self::insert`]. With `state`, the file's
+    /// [`FileState`] and the conversations it holds are recorded in the same
+    /// transaction (as [`Self::store_file`] does), and `previous` says what to do with
+    /// the rows an earlier version of the file stored.
     ///
     /// # Errors
     /// [`StoreError::DuckDb`] when the file cannot be read or lacks a required column;
     /// nothing is stored then.
-    pub fn import_parquet(&self, parquet: &Path) -> Result<InsertCounts, StoreError> {
+    pub fn import_parquet(
+        &self,
+        parquet: &Path,
+        state: Option<&FileState>,
+        previous: Previous,
+    ) -> Result<InsertCounts, StoreError> {
         let source = format!(
             "read_parquet('{}')",
             parquet.to_string_lossy().replace('\'', "''")
         );
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
+        if let (Some(state), Previous::Replace) = (state, previous) {
+            self.forget_previous(&tx, &state.path)?;
+        }
         let present: std::collections::HashSet<String> = {
             let mut stmt = tx
                 .prepare(&format!(
@@ -742,6 +775,19 @@ impl ConversationStore {
         let offered: i64 = tx
             .query_row("SELECT count(*) FROM staging", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
+        if let Some(state) = state {
+            tx.execute(
+                "INSERT OR IGNORE INTO ingest_file_conversations
+                   SELECT DISTINCT ?, source, conversation_id FROM staging",
+                params![state.path],
+            )
+            .map_err(|e| self.error(e))?;
+            let state = FileState {
+                messages: u64::try_from(offered).unwrap_or(0),
+                ..state.clone()
+            };
+            self.record_state(&tx, &state)?;
+        }
         let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
         tx.commit().map_err(|e| self.error(e))?;
         Ok(counts)
