@@ -778,6 +778,8 @@ fn ingest(
         indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {pos} files, {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
+    // Files are reported batch by batch; keep the spinner moving in between.
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let mut messages = 0usize;
     let mut added = 0usize;
     let summary = skills::ingest::ingest_paths_with(&store, &paths, options, &mut |_path, file| {
