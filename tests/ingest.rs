@@ -541,17 +541,16 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
     // recognised (ignored, as the aider input history is).
     let cursor_transcript_as_cc = CURSOR_NATIVE.iter().map(|e| e.1).sum::<usize>();
     let parsed_new = sum(&[CURSOR, OTHER_CLAUDE_AI, OTHER_GENERIC]) + sum(OTHER_BY_FORMAT_TABLES);
-    let parsed = parsed_cc
-        + parsed_gpt
-        + parsed_codex
-        + parsed_other
-        + cursor_transcript_as_cc
-        + parsed_new;
+    let parsed =
+        parsed_cc + parsed_gpt + parsed_codex + parsed_other + cursor_transcript_as_cc + parsed_new;
     let new_files = CURSOR.len()
         + CURSOR_NATIVE.len()
         + OTHER_CLAUDE_AI.len()
         + OTHER_GENERIC.len()
-        + OTHER_BY_FORMAT_TABLES.iter().map(|t| t.len()).sum::<usize>();
+        + OTHER_BY_FORMAT_TABLES
+            .iter()
+            .map(|t| t.len())
+            .sum::<usize>();
     assert_eq!(
         first.files_seen,
         CLAUDE_CODE.len()
@@ -1063,14 +1062,34 @@ const OTHER_OPENCODE: &[Expected] = &[
         &["outside its storage layout"],
     ),
     // Parts and sessions are read through their message: one record skipped each.
-    ("cass-opencode__storage__part__msg_test1__part1.json", 0, 1, &[]),
-    ("cass-opencode__storage__part__msg_test2__part1.json", 0, 1, &[]),
-    ("cass-opencode__storage__session__proj1__ses_test1.json", 0, 1, &[]),
+    (
+        "cass-opencode__storage__part__msg_test1__part1.json",
+        0,
+        1,
+        &[],
+    ),
+    (
+        "cass-opencode__storage__part__msg_test2__part1.json",
+        0,
+        1,
+        &[],
+    ),
+    (
+        "cass-opencode__storage__session__proj1__ses_test1.json",
+        0,
+        1,
+        &[],
+    ),
 ];
 
 const OTHER_CLINE: &[Expected] = &[
     // Not the unit of import: the API history's one record and the metadata object.
-    ("cass-cline__task1__api_conversation_history.json", 0, 1, &[]),
+    (
+        "cass-cline__task1__api_conversation_history.json",
+        0,
+        1,
+        &[],
+    ),
     ("cass-cline__task1__task_metadata.json", 0, 1, &[]),
     // A `user` and an `assistant` record with `content` and `timestamp`.
     ("cass-cline__task1__ui_messages.json", 2, 0, &[]),
@@ -1101,8 +1120,12 @@ const OTHER_ANTIGRAVITY: &[Expected] = &[
 ];
 
 /// The tables of `other/` files recognised at their corpus names, one per new format.
-const OTHER_BY_FORMAT_TABLES: &[&[Expected]] =
-    &[OTHER_OPENCODE, OTHER_CLINE, OTHER_COPILOT, OTHER_ANTIGRAVITY];
+const OTHER_BY_FORMAT_TABLES: &[&[Expected]] = &[
+    OTHER_OPENCODE,
+    OTHER_CLINE,
+    OTHER_COPILOT,
+    OTHER_ANTIGRAVITY,
+];
 
 /// `other/` files recognised only in their native folder (given), checked in a copy
 /// placed there.
@@ -1282,7 +1305,12 @@ fn corpus_other_per_file() {
     }
     let placed = tempfile::tempdir().expect("temp dir");
     for (expected, rel) in OTHER_NATIVE_ONLY {
-        assert_eq!(ingest::detect(&dir.join(expected.0)), None, "{}", expected.0);
+        assert_eq!(
+            ingest::detect(&dir.join(expected.0)),
+            None,
+            "{}",
+            expected.0
+        );
         let folder = place(&dir, expected.0, placed.path(), rel);
         check_file(&folder, expected, Format::Amp);
     }
@@ -1291,7 +1319,10 @@ fn corpus_other_per_file() {
         on_disk,
         OTHER_CLAUDE_AI.len()
             + OTHER_GENERIC.len()
-            + OTHER_BY_FORMAT_TABLES.iter().map(|t| t.len()).sum::<usize>()
+            + OTHER_BY_FORMAT_TABLES
+                .iter()
+                .map(|t| t.len())
+                .sum::<usize>()
             + OTHER_NATIVE_ONLY.len(),
         "every corpus file has an expectation"
     );
@@ -1299,8 +1330,14 @@ fn corpus_other_per_file() {
     // Copilot: text byte for byte (e + U+0301 stays two code points), ids and places.
     let events = ingest::import_file(&dir.join(OTHER_COPILOT[0].0)).expect("import");
     let m = &events.messages;
-    assert_eq!(m[0].content, "How should Copilot handle cafe\u{301} ✅ and emoji?");
-    assert_eq!(m[1].content, "Keep Unicode intact: cafe\u{301} ✅ should round-trip.");
+    assert_eq!(
+        m[0].content,
+        "How should Copilot handle cafe\u{301} ✅ and emoji?"
+    );
+    assert_eq!(
+        m[1].content,
+        "Keep Unicode intact: cafe\u{301} ✅ should round-trip."
+    );
     assert!(m.iter().all(|m| m.conversation_id == "cli-session-001"
         && m.project.as_deref() == Some("/workspaces/demo-unicode")));
     assert_eq!(m[1].timestamp.to_rfc3339(), "2023-11-14T22:30:01+00:00");
@@ -1328,7 +1365,11 @@ fn corpus_other_per_file() {
                 "Search the codebase for the FLYWHEEL marker and summarize it.",
                 "step-0"
             ),
-            ("assistant", "I'll grep for the FLYWHEEL marker now.", "step-3"),
+            (
+                "assistant",
+                "I'll grep for the FLYWHEEL marker now.",
+                "step-3"
+            ),
             (
                 "assistant",
                 "Found the FLYWHEEL marker in notes.txt; the associated magic number is 42.",
@@ -1343,10 +1384,16 @@ fn corpus_other_per_file() {
 
     // Amp: title and times from the thread.
     let amp_dir = placed.path().join("amp/threads");
-    let amp = ingest::import_file(&amp_dir.join(OTHER_NATIVE_ONLY[0].0.0)).expect("import");
-    assert!(amp.messages.iter().all(|m| m.conversation_id == "thread-001"
-        && m.conversation_title.as_deref() == Some("Amp sample thread")));
-    assert_eq!(amp.messages[1].timestamp.to_rfc3339(), "2023-11-14T22:13:25+00:00");
+    let amp = ingest::import_file(&amp_dir.join(OTHER_NATIVE_ONLY[0].0 .0)).expect("import");
+    assert!(amp
+        .messages
+        .iter()
+        .all(|m| m.conversation_id == "thread-001"
+            && m.conversation_title.as_deref() == Some("Amp sample thread")));
+    assert_eq!(
+        amp.messages[1].timestamp.to_rfc3339(),
+        "2023-11-14T22:13:25+00:00"
+    );
 }
 
 /// Rebuilds the native layout of the `other/` files whose names start with `prefix`
@@ -1354,7 +1401,11 @@ fn corpus_other_per_file() {
 fn rebuild(other: &Path, prefix: &str, root: &Path, into: &str) -> PathBuf {
     let base = root.join(into);
     for entry in fs_err::read_dir(other).expect("corpus dir") {
-        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
         if !name.starts_with(prefix) {
             continue;
         }
@@ -1378,10 +1429,15 @@ const OPENCODE_WANT: [&str; 2] = [
 fn opencode_storage_layout_rebuilt_from_the_corpus() {
     let Some(corpus) = corpus() else { return };
     let root = tempfile::tempdir().expect("temp dir");
-    let data = rebuild(&corpus.join("other"), "cass-opencode__", root.path(), "opencode");
+    let data = rebuild(
+        &corpus.join("other"),
+        "cass-opencode__",
+        root.path(),
+        "opencode",
+    );
     assert!(data.join("storage/part/msg_test1/part1.json").is_file());
     let store = ConversationStore::open_in_memory().expect("store");
-    let summary = ingest::ingest_paths(&store, &[data.clone()], &mut |_, _| {});
+    let summary = ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
     // Two message files (one message each), two parts and a session (one skipped each).
     assert_eq!(
         (
@@ -1403,19 +1459,26 @@ fn opencode_storage_layout_rebuilt_from_the_corpus() {
         .expect("read")
         .replace("help me with Rust", "help me with Rust lifetimes");
     fs_err::write(&part, edited).expect("write");
-    let again = ingest::ingest_paths(&store, &[data.clone()], &mut |_, _| {});
-    assert_eq!((again.files_imported, again.messages_added), (1, 0), "{again}");
+    let again = ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
+    assert_eq!(
+        (again.files_imported, again.messages_added),
+        (1, 0),
+        "{again}"
+    );
     assert_eq!(column(&store, OPENCODE_ROWS), OPENCODE_WANT);
     let message = data.join("storage/message/ses_test1/msg_test1.json");
     let text = fs_err::read_to_string(&message).expect("read");
     fs_err::write(&message, format!("{text}\n")).expect("write");
     // The store replaces a changed file's conversations whole and forgets the other
     // files of that conversation, which the next run reads again.
-    ingest::ingest_paths(&store, &[data.clone()], &mut |_, _| {});
+    ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
     ingest::ingest_paths(&store, &[data], &mut |_, _| {});
     let rows = column(&store, OPENCODE_ROWS);
     assert_eq!(rows.len(), 2, "{rows:#?}");
-    assert!(rows[0].contains("help me with Rust lifetimes?"), "{rows:#?}");
+    assert!(
+        rows[0].contains("help me with Rust lifetimes?"),
+        "{rows:#?}"
+    );
     assert_eq!(rows[1], OPENCODE_WANT[1]);
 }
 
@@ -1550,14 +1613,23 @@ fn phrases_from_cursor_opencode_and_copilot_are_found() {
             ),
         )
     };
-    assert_eq!(found("how do i set up a python virtual environment"), ["cursor|user"]);
+    assert_eq!(
+        found("how do i set up a python virtual environment"),
+        ["cursor|user"]
+    );
     assert_eq!(found("select interpreter"), ["cursor|assistant"]);
-    assert_eq!(found("assistant content from content"), ["cursor|assistant"]);
+    assert_eq!(
+        found("assistant content from content"),
+        ["cursor|assistant"]
+    );
     assert_eq!(found("help me with rust"), ["opencode|user"]);
     assert_eq!(found("happy to help you with rust"), ["opencode|assistant"]);
     assert_eq!(found("cafe\u{301} ✅ and emoji"), ["copilot|user"]);
     assert_eq!(found("unicode ω handling"), ["copilot|user"]);
-    assert_eq!(found("stays normalized and searchable"), ["copilot|assistant"]);
+    assert_eq!(
+        found("stays normalized and searchable"),
+        ["copilot|assistant"]
+    );
     // Stored byte for byte: the combining accent is not composed into `é`.
     assert_eq!(found("café"), Vec::<String>::new());
     assert_eq!(

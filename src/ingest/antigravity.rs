@@ -183,6 +183,9 @@ mod tests {
             user_request("Hello <ADDITIONAL_METADATA>x</ADDITIONAL_METADATA> there"),
             "Hello  there"
         );
-        assert_eq!(user_request("a < b and <b>bold</b>"), "a < b and <b>bold</b>");
+        assert_eq!(
+            user_request("a < b and <b>bold</b>"),
+            "a < b and <b>bold</b>"
+        );
     }
 }

@@ -55,7 +55,11 @@ const METADATA: &str = "task_metadata.json";
 pub(super) fn is_task_file(path: &Path) -> bool {
     path.file_name()
         .map(|n| n.to_string_lossy())
-        .is_some_and(|n| [UI_MESSAGES, API_HISTORY, METADATA].iter().any(|s| n.ends_with(s)))
+        .is_some_and(|n| {
+            [UI_MESSAGES, API_HISTORY, METADATA]
+                .iter()
+                .any(|s| n.ends_with(s))
+        })
 }
 
 /// Imports one task file.
@@ -83,13 +87,11 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             ),
         });
     };
-    let task_dir = path
-        .parent()
-        .filter(|d| {
-            d.parent()
-                .and_then(Path::file_name)
-                .is_some_and(|n| n == "tasks")
-        });
+    let task_dir = path.parent().filter(|d| {
+        d.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "tasks")
+    });
     let task_id = task_dir
         .and_then(Path::file_name)
         .map_or_else(|| file_stem(path), |n| n.to_string_lossy().into_owned());
@@ -97,7 +99,10 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         .map(|d| d.join(METADATA))
         .filter(|p| p.is_file())
         .and_then(|p| read_json(&p).ok());
-    let title = metadata.as_ref().and_then(|m| m.get("title")).and_then(Value::as_str);
+    let title = metadata
+        .as_ref()
+        .and_then(|m| m.get("title"))
+        .and_then(Value::as_str);
     let model = metadata
         .as_ref()
         .and_then(|m| m.get("model_usage"))
@@ -127,8 +132,13 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             line: position,
             role,
             text,
-            id: obj.get("ts").and_then(Value::as_i64).map(|ts| ts.to_string()),
-            model: (role == "assistant").then(|| model.map(str::to_owned)).flatten(),
+            id: obj
+                .get("ts")
+                .and_then(Value::as_i64)
+                .map(|ts| ts.to_string()),
+            model: (role == "assistant")
+                .then(|| model.map(str::to_owned))
+                .flatten(),
             time,
             earlier_time,
             has_attachment: obj
@@ -168,7 +178,11 @@ fn role_and_text(obj: &Map<String, Value>, seen_task: &mut bool) -> Option<(&'st
         };
         return Some((role, text.to_owned()));
     }
-    match (str_field(obj, "type")?, str_field(obj, "say"), str_field(obj, "ask")) {
+    match (
+        str_field(obj, "type")?,
+        str_field(obj, "say"),
+        str_field(obj, "ask"),
+    ) {
         ("say", Some("text"), _) => {
             let role = if *seen_task { "assistant" } else { "user" };
             *seen_task = true;
@@ -226,7 +240,10 @@ mod tests {
             ]
         );
         assert_eq!(out.skipped, 2);
-        assert!(out.messages.iter().all(|m| m.conversation_id == "1700000000000"));
+        assert!(out
+            .messages
+            .iter()
+            .all(|m| m.conversation_id == "1700000000000"));
         assert_eq!(out.messages[0].message_id, "1700000000000");
     }
 }

@@ -20,6 +20,7 @@
 //!      file stem; `project` the start's `context.cwd`, else `cwd`; `model`
 //!      (assistant) the latest `session.model_change`; `message_id` the event `id`,
 //!      `parent_id` its `parentId`; non-empty `attachments` set `has_attachment`.
+//!
 //!    Event logs are re-read whole when they change.
 //!
 //! 2. **Legacy histories** `history-session-state/<name>.json`: `{"sessionId",
@@ -44,7 +45,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::pending::{file_stem, finish, Clock, Conversation, Pending};
-use super::{join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, FileImport, IngestError};
+use super::{
+    join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, FileImport, IngestError,
+};
 
 const SOURCE: &str = "copilot";
 
@@ -298,8 +301,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let session = dir.path().join("session-state/5fedbe45");
         fs_err::create_dir_all(&session).expect("mkdir");
-        fs_err::write(session.join("workspace.yaml"), "id: 5fedbe45\ncwd: /home/me/app\nsummary: Fix the build\n")
-            .expect("write");
+        fs_err::write(
+            session.join("workspace.yaml"),
+            "id: 5fedbe45\ncwd: /home/me/app\nsummary: Fix the build\n",
+        )
+        .expect("write");
         let events = session.join("events.jsonl");
         fs_err::write(
             &events,

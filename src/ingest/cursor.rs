@@ -23,6 +23,7 @@
 //!      [`stable_id`](super::stable_id) of (`cursor`, conversation id, line, text);
 //!    - the time is the line's `timestamp`; real transcripts have none, so messages
 //!      take the file's modification time with `timestamp_is_fallback`.
+//!
 //!    Transcripts are re-read whole when they change (not resumed from an offset).
 //!
 //! 2. **`state.vscdb`** (SQLite; `globalStorage/state.vscdb` holds the chats, each
@@ -253,9 +254,11 @@ fn import_vscdb(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, Inge
             let (key, value) = row?;
             match serde_json::from_str::<Value>(&value) {
                 Ok(v) => parsed.push((key, v)),
-                Err(e) => out
-                    .faults
-                    .push(Fault::new(path, None, format!("row `{key}`: invalid JSON: {e}"))),
+                Err(e) => out.faults.push(Fault::new(
+                    path,
+                    None,
+                    format!("row `{key}`: invalid JSON: {e}"),
+                )),
             }
         }
         Ok(parsed)
@@ -316,8 +319,7 @@ fn import_dump(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, Inges
             }
         }
         Value::Object(obj) if obj.contains_key("composer_key") => {
-            if let (Some(k), Some(v)) = (str_field(obj, "composer_key"), obj.get("composer_data"))
-            {
+            if let (Some(k), Some(v)) = (str_field(obj, "composer_key"), obj.get("composer_data")) {
                 rows.push((k.to_owned(), v.clone()));
             }
             for item in obj
@@ -333,9 +335,9 @@ fn import_dump(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, Inges
             return Err(IngestError::Shape {
                 path: path.to_path_buf(),
                 reason: format!(
-                    "expected an array of Cursor `cursorDiskKV` rows {{\"key\", \"value\"}}, found {}",
-                    kind_of(other)
-                ),
+                "expected an array of Cursor `cursorDiskKV` rows {{\"key\", \"value\"}}, found {}",
+                kind_of(other)
+            ),
             })
         }
     }
@@ -495,10 +497,10 @@ fn import_legacy_chat(chat: &Value, fallback: DateTime<Utc>, out: &mut FileImpor
         .into_iter()
         .flatten();
     for (position, tab) in tabs.enumerate() {
-        let id = tab
-            .get("tabId")
-            .and_then(Value::as_str)
-            .map_or_else(|| super::stable_id(&[SOURCE, "tab", &position.to_string()]), str::to_owned);
+        let id = tab.get("tabId").and_then(Value::as_str).map_or_else(
+            || super::stable_id(&[SOURCE, "tab", &position.to_string()]),
+            str::to_owned,
+        );
         let mut clock = Clock::default();
         let mut pending = Vec::new();
         let bubbles = tab.get("bubbles").and_then(Value::as_array);
@@ -568,7 +570,9 @@ mod tests {
     #[test]
     fn transcript_in_native_layout() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let folder = dir.path().join("projects/home-me-app/agent-transcripts/abc");
+        let folder = dir
+            .path()
+            .join("projects/home-me-app/agent-transcripts/abc");
         fs_err::create_dir_all(&folder).expect("mkdir");
         let path = folder.join("abc.jsonl");
         fs_err::write(

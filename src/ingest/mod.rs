@@ -300,7 +300,9 @@ pub enum Format {
 impl Format {
     /// True for JSON Lines formats written only by appending (Claude Code, Codex, pi):
     /// a grown file is imported from where the last import stopped. Gemini CLI JSONL
-    /// sessions rewrite records (`$set`), so they are re-read whole.
+    /// sessions rewrite records (`$set`), so they are re-read whole; so are Cursor
+    /// transcripts, Copilot CLI event logs and Antigravity transcripts (their importers
+    /// keep no resumption point yet), and every whole-document format.
     pub fn is_append_only(self) -> bool {
         matches!(
             self,
@@ -931,11 +933,7 @@ pub fn discover() -> Vec<PathBuf> {
         found.extend(walk(&sessions).into_iter().filter(|p| has_ext(p, "jsonl")));
     }
     let home = dirs::home_dir();
-    let under_home = |rel: &str| {
-        home.as_ref()
-            .map(|h| h.join(rel))
-            .filter(|p| p.is_dir())
-    };
+    let under_home = |rel: &str| home.as_ref().map(|h| h.join(rel)).filter(|p| p.is_dir());
     if let Some(tmp) = under_home(".gemini/tmp") {
         found.extend(walk(&tmp).into_iter().filter(|p| {
             (has_ext(p, "json") || has_ext(p, "jsonl"))
@@ -981,10 +979,10 @@ pub fn discover() -> Vec<PathBuf> {
     }
     // Cline, in each VS Code-based editor.
     for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
-        let Some(tasks) = config
-            .as_ref()
-            .map(|c| c.join(editor).join("User/globalStorage/saoudrizwan.claude-dev/tasks"))
-        else {
+        let Some(tasks) = config.as_ref().map(|c| {
+            c.join(editor)
+                .join("User/globalStorage/saoudrizwan.claude-dev/tasks")
+        }) else {
             continue;
         };
         found.extend(

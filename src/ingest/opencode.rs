@@ -50,7 +50,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::pending::{finish, Conversation, Pending};
-use super::{join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError};
+use super::{
+    join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError,
+};
 
 const SOURCE: &str = "opencode";
 
@@ -153,6 +155,14 @@ impl Session {
 
 fn import_message_file(path: &Path, doc: &Value, fallback: DateTime<Utc>, out: &mut FileImport) {
     let Some(info) = doc.as_object() else {
+        out.faults.push(Fault::new(
+            path,
+            None,
+            format!(
+                "expected an OpenCode message object, found {}",
+                kind_of(doc)
+            ),
+        ));
         return;
     };
     // <storage>/message/<sessionID>/<messageID>.json
@@ -314,22 +324,29 @@ fn import_db(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestE
             reason: "expected OpenCode tables `session`, `message` and `part`".to_owned(),
         });
     }
-    let parse = |what: &str, id: &str, data: &str, out: &mut FileImport| {
-        match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(obj)) => Some(obj),
-            Ok(other) => {
-                out.faults.push(Fault::new(
-                    path,
-                    None,
-                    format!("{what} `{id}`: expected a JSON object, found {}", kind_of(&other)),
-                ));
-                None
-            }
-            Err(e) => {
-                out.faults
-                    .push(Fault::new(path, None, format!("{what} `{id}`: invalid JSON: {e}")));
-                None
-            }
+    let parse = |what: &str, id: &str, data: &str, out: &mut FileImport| match serde_json::from_str::<
+        Value,
+    >(data)
+    {
+        Ok(Value::Object(obj)) => Some(obj),
+        Ok(other) => {
+            out.faults.push(Fault::new(
+                path,
+                None,
+                format!(
+                    "{what} `{id}`: expected a JSON object, found {}",
+                    kind_of(&other)
+                ),
+            ));
+            None
+        }
+        Err(e) => {
+            out.faults.push(Fault::new(
+                path,
+                None,
+                format!("{what} `{id}`: invalid JSON: {e}"),
+            ));
+            None
         }
     };
     let run = || -> Result<_, rusqlite::Error> {
@@ -357,7 +374,8 @@ fn import_db(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestE
         }
         let mut parts: std::collections::HashMap<String, Vec<(String, String)>> =
             std::collections::HashMap::new();
-        let mut stmt = conn.prepare("SELECT id, message_id, data FROM part ORDER BY message_id, id")?;
+        let mut stmt =
+            conn.prepare("SELECT id, message_id, data FROM part ORDER BY message_id, id")?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
