@@ -512,36 +512,79 @@ fn corpus_details() {
 fn corpus_in_one_store_and_reimport_adds_nothing() {
     let Some(corpus) = corpus() else { return };
     let store = ConversationStore::open_in_memory().expect("in-memory store");
-    let paths =
-        ["claude-code", "chatgpt-export", "codex", "gemini-cli", "pi"].map(|d| corpus.join(d));
+    // Every transcript folder of the corpus (memories/ is for `skills memo import`).
+    let paths = [
+        "claude-code",
+        "chatgpt-export",
+        "codex",
+        "gemini-cli",
+        "pi",
+        "aider",
+        "cursor",
+        "other",
+    ]
+    .map(|d| corpus.join(d));
     let mut files = Vec::new();
     let first = ingest::ingest_paths(&store, &paths, &mut |path, s| {
         files.push((path.to_path_buf(), s.added))
     });
-    let parsed_cc: usize = CLAUDE_CODE.iter().map(|e| e.1).sum();
-    let parsed_gpt: usize = CHATGPT.iter().map(|e| e.1).sum();
-    let parsed_codex: usize = CODEX.iter().map(|e| e.1).sum();
-    let parsed_other: usize = GEMINI_CLI.iter().chain(PI).map(|e| e.1).sum();
+    let sum = |tables: &[&[Expected]]| -> usize {
+        tables.iter().flat_map(|t| t.iter()).map(|e| e.1).sum()
+    };
+    let parsed_cc = sum(&[CLAUDE_CODE]);
+    let parsed_gpt = sum(&[CHATGPT]);
+    let parsed_codex = sum(&[CODEX]);
+    let parsed_other = sum(&[GEMINI_CLI, PI, AIDER]);
+    // Found by content in `cursor/` and `other/` (their flattened names hide the places
+    // that identify the Cursor transcript and the Amp thread): the Cursor transcript is
+    // read as the Claude Code session its lines look like, the Amp thread is not
+    // recognised (ignored, as the aider input history is).
+    let cursor_transcript_as_cc = CURSOR_NATIVE.iter().map(|e| e.1).sum::<usize>();
+    let parsed_new = sum(&[CURSOR, OTHER_CLAUDE_AI, OTHER_GENERIC]) + sum(OTHER_BY_FORMAT_TABLES);
+    let parsed =
+        parsed_cc + parsed_gpt + parsed_codex + parsed_other + cursor_transcript_as_cc + parsed_new;
+    let new_files = CURSOR.len()
+        + CURSOR_NATIVE.len()
+        + OTHER_CLAUDE_AI.len()
+        + OTHER_GENERIC.len()
+        + OTHER_BY_FORMAT_TABLES
+            .iter()
+            .map(|t| t.len())
+            .sum::<usize>();
     assert_eq!(
         first.files_seen,
-        CLAUDE_CODE.len() + CHATGPT.len() + CODEX.len() + GEMINI_CLI.len() + PI.len(),
+        CLAUDE_CODE.len()
+            + CHATGPT.len()
+            + CODEX.len()
+            + GEMINI_CLI.len()
+            + PI.len()
+            + AIDER.len()
+            + new_files,
         "{first}"
     );
     assert_eq!(first.files_imported, first.files_seen);
     assert_eq!(
-        first.messages_parsed,
-        parsed_cc + parsed_gpt + parsed_codex + parsed_other
+        first.files_ignored,
+        1 + OTHER_NATIVE_ONLY.len(),
+        "the aider input history and the Amp thread"
     );
-    assert_eq!(first.faults.len(), 3, "{first}");
+    assert_eq!(first.messages_parsed, parsed, "{first}");
+    // The ChatGPT files' 3, and the two OpenCode message files whose parts are not
+    // beside them in the flattened folder.
+    assert_eq!(first.faults.len(), 5, "{first}");
+    assert_eq!(
+        first
+            .faults
+            .iter()
+            .filter(|f| f.reason.contains("outside its storage layout"))
+            .count(),
+        2
+    );
     // Hand-made fixtures reuse ids (`msg-1`/`msg-2` in both ccrider files and in
     // brain-mcp's ChatGPT sample, `node-user`/`node-assistant` in two cass files) in
     // different conversations: rows are keyed by (source, conversation, message id),
     // so all of them are stored.
-    assert_eq!(
-        first.messages_added,
-        parsed_cc + parsed_gpt + parsed_codex + parsed_other,
-        "{first}"
-    );
+    assert_eq!(first.messages_added, parsed, "{first}");
     let added_of = |name: &str| {
         files
             .iter()
@@ -551,11 +594,21 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
     assert_eq!(added_of("ccrider__sample.jsonl"), Some(2));
     assert_eq!(added_of("cass__conv-structured-parts.json"), Some(2));
     assert_eq!(added_of("brain-mcp__sample_chatgpt.json"), Some(2));
-    assert_eq!(first.sources["claude-code"].files, CLAUDE_CODE.len());
+    assert_eq!(
+        first.sources["claude-code"].files,
+        CLAUDE_CODE.len() + CURSOR_NATIVE.len()
+    );
     assert_eq!(first.sources["chatgpt"].parsed, parsed_gpt);
     assert_eq!(first.sources["codex"].added, parsed_codex);
     assert_eq!(first.sources["gemini-cli"].files, GEMINI_CLI.len());
     assert_eq!(first.sources["pi"].files, PI.len());
+    assert_eq!(first.sources["aider"].files, AIDER.len());
+    assert_eq!(first.sources["cursor"].parsed, sum(&[CURSOR]));
+    assert_eq!(first.sources["opencode"].files, OTHER_OPENCODE.len());
+    assert_eq!(first.sources["opencode"].skipped, 5);
+    assert_eq!(first.sources["cline"].parsed, sum(&[OTHER_CLINE]));
+    assert_eq!(first.sources["copilot"].added, sum(&[OTHER_COPILOT]));
+    assert_eq!(first.sources["antigravity"].parsed, 3);
     assert_eq!(
         store.count().expect("count"),
         u64::try_from(first.messages_added).expect("small")
@@ -568,9 +621,10 @@ fn corpus_in_one_store_and_reimport_adds_nothing() {
         (
             second.files_imported,
             second.messages_parsed,
-            second.messages_added
+            second.messages_added,
+            second.files_ignored
         ),
-        (0, 0, 0),
+        (0, 0, 0, first.files_ignored),
         "{second}"
     );
     assert!(second.is_clean(), "{second}");
@@ -741,18 +795,42 @@ fn unreadable_and_unknown_files_are_faults() {
 fn discover_honours_claude_config_dir() {
     // Only this test touches the environment in this binary.
     let dir = tempfile::tempdir().expect("temp dir");
-    let project = dir.path().join("projects/-tmp-demo");
-    fs_err::create_dir_all(project.join("abc/subagents")).expect("mkdir");
-    fs_err::write(project.join("abc.jsonl"), "").expect("write");
-    fs_err::write(project.join("abc/subagents/agent-1.jsonl"), "").expect("write");
-    fs_err::write(project.join("notes.md"), "").expect("write");
-    let export = dir.path().join("export");
+    let root = dir.path();
+    let touch = |rel: &str| {
+        let path = root.join(rel);
+        fs_err::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs_err::write(&path, "").expect("write");
+        path
+    };
+    let project = root.join("projects/-tmp-demo");
+    touch("projects/-tmp-demo/abc/subagents/agent-1.jsonl");
+    touch("projects/-tmp-demo/abc.jsonl");
+    touch("projects/-tmp-demo/notes.md");
+    let export = root.join("export");
     fs_err::create_dir_all(&export).expect("mkdir");
     fs_err::write(export.join("conversations.json"), "[]").expect("write");
-    std::env::set_var("CLAUDE_CONFIG_DIR", dir.path());
+    let claude_ai = touch("claude-ai/conversations.json");
+    // HOME, XDG and COPILOT_HOME all point into the temp dir.
+    let cursor_transcript = touch(".cursor/projects/demo/agent-transcripts/t1/t1.jsonl");
+    touch(".cursor/projects/demo/notes.jsonl");
+    let vscdb = touch("config/Cursor/User/globalStorage/state.vscdb");
+    let opencode = touch("data/opencode/storage/message/ses_1/msg_1.json");
+    touch("data/opencode/storage/part/msg_1/prt_1.json");
+    let amp = touch("data/amp/threads/T-1.json");
+    let cline =
+        touch("config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/t1/ui_messages.json");
+    touch("config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/t1/api_conversation_history.json");
+    let copilot_events = touch("copilot/session-state/s1/events.jsonl");
+    let copilot_history = touch("copilot/history-session-state/h1.json");
+    let antigravity = touch(".gemini/antigravity/brain/b1/.system_generated/logs/transcript.jsonl");
+    std::env::set_var("CLAUDE_CONFIG_DIR", root);
     std::env::set_var("SKILLS_CHATGPT_EXPORT", &export);
-    std::env::set_var("CODEX_HOME", dir.path().join("no-codex-here"));
-    std::env::set_var("HOME", dir.path()); // no ~/.gemini or ~/.pi here
+    std::env::set_var("SKILLS_CLAUDE_AI_EXPORT", &claude_ai);
+    std::env::set_var("CODEX_HOME", root.join("no-codex-here"));
+    std::env::set_var("HOME", root); // no ~/.gemini/tmp or ~/.pi here
+    std::env::set_var("XDG_CONFIG_HOME", root.join("config"));
+    std::env::set_var("XDG_DATA_HOME", root.join("data"));
+    std::env::set_var("COPILOT_HOME", root.join("copilot"));
     let found = ingest::discover();
     assert_eq!(
         found,
@@ -760,9 +838,22 @@ fn discover_honours_claude_config_dir() {
             // Sorted by path: `abc/…` before `abc.jsonl` (components compare first).
             project.join("abc/subagents/agent-1.jsonl"),
             project.join("abc.jsonl"),
-            export.join("conversations.json")
+            cursor_transcript,
+            vscdb,
+            opencode.clone(),
+            amp,
+            cline,
+            copilot_events,
+            copilot_history,
+            antigravity,
+            export.join("conversations.json"),
+            claude_ai,
         ]
     );
+    // With an `opencode.db`, the database replaces the (migrated) JSON files.
+    let db = touch("data/opencode/opencode.db");
+    let found = ingest::discover();
+    assert!(found.contains(&db) && !found.contains(&opencode));
 }
 
 #[test]
@@ -819,16 +910,30 @@ fn any_corpus_file_or_truncation_never_panics() {
         .iter()
         .filter(|d| !ours.iter().any(|p| d.starts_with(p)))
         .collect();
-    // Cursor's agent transcripts use Claude Code's line shape exactly (type, message,
-    // uuid, sessionId); only their location tells them apart.
+    // Cursor's sample transcript uses Claude Code's line shape exactly (type, message,
+    // uuid, sessionId): only its place (`agent-transcripts/`) tells it apart, and the
+    // flattened corpus name has none. The Amp thread is recognised only by its id or
+    // place (`T-…`, `threads/`), which its sample lacks.
     assert_eq!(
         outside,
         [
             "cursor/brain-mcp__sample_cursor_transcript.jsonl claude-code",
+            "cursor/cass__headers_only_workspace_project_dir.json cursor",
             "other/anthropic-data__claude-ai-conversations.json claude-ai",
-            "other/brain-mcp__sample_generic.jsonl generic"
+            "other/brain-mcp__sample_generic.jsonl generic",
+            "other/cass-antigravity__brain__aaaa1111__transcript.jsonl antigravity",
+            "other/cass-cline__task1__api_conversation_history.json cline",
+            "other/cass-cline__task1__task_metadata.json cline",
+            "other/cass-cline__task1__ui_messages.json cline",
+            "other/cass-copilot__cli_prompt_output_unicode.events.jsonl copilot",
+            "other/cass-copilot__legacy_history_human.json copilot",
+            "other/cass-opencode__storage__message__ses_test1__msg_test1.json opencode",
+            "other/cass-opencode__storage__message__ses_test1__msg_test2.json opencode",
+            "other/cass-opencode__storage__part__msg_test1__part1.json opencode",
+            "other/cass-opencode__storage__part__msg_test2__part1.json opencode",
+            "other/cass-opencode__storage__session__proj1__ses_test1.json opencode",
         ],
-        "files of other tools detected as ours"
+        "files of the other tools, as detected at their corpus names"
     );
 }
 
@@ -922,4 +1027,617 @@ fn corpus_claude_ai_export() {
     );
     assert!(!m[1].timestamp_is_fallback);
     assert_eq!(m[1].msg_index, 1);
+}
+
+/// `cursor/`: the dump of `state.vscdb` rows, recognised by its `composerData:` key.
+const CURSOR: &[Expected] = &[
+    // Three bubbles in header order: type 1 (user, `rawText`), type 2 (assistant,
+    // `content`) and type 99 (tool output, neither the person nor a reply): skipped.
+    ("cass__headers_only_workspace_project_dir.json", 2, 1, &[]),
+];
+
+/// `cursor/` files recognised only in their native place (`agent-transcripts/`): their
+/// lines have Claude Code's shape. Checked in a copy placed there.
+const CURSOR_NATIVE: &[Expected] = &[
+    // Four lines: two questions and two replies, each one text block.
+    ("brain-mcp__sample_cursor_transcript.jsonl", 4, 0, &[]),
+];
+
+const OTHER_CLAUDE_AI: &[Expected] = &[("anthropic-data__claude-ai-conversations.json", 2, 0, &[])];
+const OTHER_GENERIC: &[Expected] = &[("brain-mcp__sample_generic.jsonl", 3, 0, &[])];
+
+/// OpenCode storage files under their flattened names: a message's text lives in
+/// `part/<message>/`, which is not beside the message files here.
+const OTHER_OPENCODE: &[Expected] = &[
+    (
+        "cass-opencode__storage__message__ses_test1__msg_test1.json",
+        0,
+        1,
+        &["outside its storage layout"],
+    ),
+    (
+        "cass-opencode__storage__message__ses_test1__msg_test2.json",
+        0,
+        1,
+        &["outside its storage layout"],
+    ),
+    // Parts and sessions are read through their message: one record skipped each.
+    (
+        "cass-opencode__storage__part__msg_test1__part1.json",
+        0,
+        1,
+        &[],
+    ),
+    (
+        "cass-opencode__storage__part__msg_test2__part1.json",
+        0,
+        1,
+        &[],
+    ),
+    (
+        "cass-opencode__storage__session__proj1__ses_test1.json",
+        0,
+        1,
+        &[],
+    ),
+];
+
+const OTHER_CLINE: &[Expected] = &[
+    // Not the unit of import: the API history's one record and the metadata object.
+    (
+        "cass-cline__task1__api_conversation_history.json",
+        0,
+        1,
+        &[],
+    ),
+    ("cass-cline__task1__task_metadata.json", 0, 1, &[]),
+    // A `user` and an `assistant` record with `content` and `timestamp`.
+    ("cass-cline__task1__ui_messages.json", 2, 0, &[]),
+];
+
+const OTHER_COPILOT: &[Expected] = &[
+    // A `user.message` with `prompt` and an `assistant.message` with `output`.
+    (
+        "cass-copilot__cli_prompt_output_unicode.events.jsonl",
+        2,
+        0,
+        &[],
+    ),
+    // A `human` record with `content` and an `assistant` record with `result`.
+    ("cass-copilot__legacy_history_human.json", 2, 0, &[]),
+];
+
+const OTHER_ANTIGRAVITY: &[Expected] = &[
+    // Eight steps: USER_INPUT and the two PLANNER_RESPONSEs are messages;
+    // CONVERSATION_HISTORY (no content), EPHEMERAL_MESSAGE, VIEW_FILE and RUN_COMMAND
+    // (tool output) and SYSTEM_MESSAGE are skipped.
+    (
+        "cass-antigravity__brain__aaaa1111__transcript.jsonl",
+        3,
+        5,
+        &[],
+    ),
+];
+
+/// The tables of `other/` files recognised at their corpus names, one per new format.
+const OTHER_BY_FORMAT_TABLES: &[&[Expected]] = &[
+    OTHER_OPENCODE,
+    OTHER_CLINE,
+    OTHER_COPILOT,
+    OTHER_ANTIGRAVITY,
+];
+
+/// `other/` files recognised only in their native folder (given), checked in a copy
+/// placed there.
+const OTHER_NATIVE_ONLY: &[(Expected, &str)] = &[
+    // Two messages with `text` and `createdAt`; its id `thread-001` lacks Amp's `T-`.
+    (("cass-amp__thread-001.json", 2, 0, &[]), "amp/threads"),
+];
+
+/// A copy of `dir/name` placed in `rel` under `root` (created), keeping its name.
+fn place(dir: &Path, name: &str, root: &Path, rel: &str) -> PathBuf {
+    let folder = root.join(rel);
+    fs_err::create_dir_all(&folder).expect("mkdir");
+    fs_err::copy(dir.join(name), folder.join(name)).expect("copy");
+    folder
+}
+
+/// The original relative path encoded in a corpus name: the part after the origin
+/// prefix, `__` read as `/` (`cass-opencode__storage__part__m__p.json` →
+/// `storage/part/m/p.json`).
+fn native_path(name: &str) -> PathBuf {
+    let (_, rest) = name.split_once("__").expect("an origin prefix");
+    rest.split("__").collect()
+}
+
+/// One `|`-joined string per row of `sql` (whose one column is a VARCHAR).
+fn column(store: &ConversationStore, sql: &str) -> Vec<String> {
+    let conn = store.connection().expect("connection");
+    let mut stmt = conn.prepare(sql).expect(sql);
+    stmt.query_map([], |r| r.get::<_, String>(0))
+        .expect(sql)
+        .collect::<Result<_, _>>()
+        .expect(sql)
+}
+
+#[test]
+fn corpus_cursor_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("cursor");
+    let dump = check_file(&dir, &CURSOR[0], Format::Cursor);
+    let m = &dump.messages;
+    assert!(m.iter().all(|m| m.conversation_id == "comp-fixture-headers"
+        && m.conversation_title.as_deref() == Some("Cursor Headers Fixture")
+        && m.project.as_deref() == Some("/workspace/cursor-fixture")));
+    let got: Vec<(&str, &str, Option<&str>, String)> = m
+        .iter()
+        .map(|m| {
+            (
+                m.role.as_str(),
+                m.content.as_str(),
+                m.model.as_deref(),
+                m.timestamp.to_rfc3339(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "user",
+                "User content from rawText",
+                None,
+                "2023-11-14T22:13:20+00:00".to_owned()
+            ),
+            (
+                "assistant",
+                "Assistant content from content",
+                Some("claude-3.5-sonnet"),
+                "2023-11-14T22:13:21+00:00".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(m[1].message_id, "bubble-assistant");
+
+    // The transcript, in its native place.
+    let home = tempfile::tempdir().expect("temp dir");
+    let transcripts = place(
+        &dir,
+        CURSOR_NATIVE[0].0,
+        home.path(),
+        ".cursor/projects/home-me-venv/agent-transcripts",
+    );
+    let transcript = check_file(&transcripts, &CURSOR_NATIVE[0], Format::Cursor);
+    let m = &transcript.messages;
+    assert!(m.iter().all(|m| m.conversation_id == "cursor-session-abc"
+        && m.project.as_deref() == Some("home-me-venv")
+        && !m.timestamp_is_fallback));
+    assert_eq!(m[0].message_id, "cursor-msg-001");
+    assert_eq!(
+        m[0].content,
+        "How do I set up a Python virtual environment in Cursor?"
+    );
+    assert_eq!(m[3].model.as_deref(), Some("gpt-4"));
+    assert_eq!(m[3].timestamp.to_rfc3339(), "2025-06-15T10:01:10+00:00");
+
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(
+        on_disk,
+        CURSOR.len() + CURSOR_NATIVE.len(),
+        "every corpus file has an expectation"
+    );
+}
+
+#[test]
+fn cursor_state_vscdb_built_from_the_dump_rows() {
+    let Some(corpus) = corpus() else { return };
+    let dump_path = corpus.join("cursor").join(CURSOR[0].0);
+    let dump: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&dump_path).expect("read")).expect("json");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("globalStorage/state.vscdb");
+    fs_err::create_dir_all(db.parent().expect("parent")).expect("mkdir");
+    {
+        // Cursor's own schema: values are JSON text in a BLOB column.
+        let conn = rusqlite::Connection::open(&db).expect("create db");
+        conn.execute_batch(
+            "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+             CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);",
+        )
+        .expect("schema");
+        let mut rows = vec![(
+            dump["composer_key"].as_str().expect("key").to_owned(),
+            dump["composer_data"].to_string(),
+        )];
+        for row in dump["bubble_rows"].as_array().expect("rows") {
+            rows.push((
+                row["key"].as_str().expect("key").to_owned(),
+                row["value"].to_string(),
+            ));
+        }
+        rows.push(("someOtherKey:1".to_owned(), "{}".to_owned()));
+        for (key, value) in rows {
+            conn.execute(
+                "INSERT INTO cursorDiskKV VALUES (?1, ?2)",
+                rusqlite::params![key, value.into_bytes()],
+            )
+            .expect("insert");
+        }
+    }
+    let before = fs_err::read(&db).expect("read db");
+    assert_eq!(ingest::detect(&db), Some(Format::Cursor));
+    let from_db = ingest::import_file(&db).expect("import db");
+    let from_dump = ingest::import_file(&dump_path).expect("import dump");
+    assert_eq!((from_db.messages.len(), from_db.skipped), (2, 1));
+    assert!(from_db.faults.is_empty(), "{:?}", from_db.faults);
+    assert_eq!(from_db.messages, from_dump.messages, "one mapping for both");
+
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = ingest::ingest_paths(&store, &[dir.path().to_path_buf()], &mut |_, _| {});
+    assert_eq!(
+        (summary.files_seen, summary.messages_added),
+        (1, 2),
+        "{summary}"
+    );
+    assert!(summary.is_clean(), "{summary}");
+    assert_eq!(fs_err::read(&db).expect("read db"), before, "never written");
+}
+
+#[test]
+fn corpus_other_per_file() {
+    let Some(corpus) = corpus() else { return };
+    let dir = corpus.join("other");
+    for expected in OTHER_CLAUDE_AI {
+        check_file(&dir, expected, Format::ClaudeAi);
+    }
+    for expected in OTHER_GENERIC {
+        check_file(&dir, expected, Format::Generic);
+    }
+    for (table, format) in OTHER_BY_FORMAT_TABLES.iter().zip([
+        Format::OpenCode,
+        Format::Cline,
+        Format::Copilot,
+        Format::Antigravity,
+    ]) {
+        for expected in *table {
+            check_file(&dir, expected, format);
+        }
+    }
+    let placed = tempfile::tempdir().expect("temp dir");
+    for (expected, rel) in OTHER_NATIVE_ONLY {
+        assert_eq!(
+            ingest::detect(&dir.join(expected.0)),
+            None,
+            "{}",
+            expected.0
+        );
+        let folder = place(&dir, expected.0, placed.path(), rel);
+        check_file(&folder, expected, Format::Amp);
+    }
+    let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
+    assert_eq!(
+        on_disk,
+        OTHER_CLAUDE_AI.len()
+            + OTHER_GENERIC.len()
+            + OTHER_BY_FORMAT_TABLES
+                .iter()
+                .map(|t| t.len())
+                .sum::<usize>()
+            + OTHER_NATIVE_ONLY.len(),
+        "every corpus file has an expectation"
+    );
+
+    // Copilot: text byte for byte (e + U+0301 stays two code points), ids and places.
+    let events = ingest::import_file(&dir.join(OTHER_COPILOT[0].0)).expect("import");
+    let m = &events.messages;
+    assert_eq!(
+        m[0].content,
+        "How should Copilot handle cafe\u{301} ✅ and emoji?"
+    );
+    assert_eq!(
+        m[1].content,
+        "Keep Unicode intact: cafe\u{301} ✅ should round-trip."
+    );
+    assert!(m.iter().all(|m| m.conversation_id == "cli-session-001"
+        && m.project.as_deref() == Some("/workspaces/demo-unicode")));
+    assert_eq!(m[1].timestamp.to_rfc3339(), "2023-11-14T22:30:01+00:00");
+    let legacy = ingest::import_file(&dir.join(OTHER_COPILOT[1].0)).expect("import");
+    let m = &legacy.messages;
+    assert_eq!(
+        (m[0].role.as_str(), m[0].content.as_str()),
+        ("user", "Summarize unicode Ω handling 🚀")
+    );
+    assert_eq!(m[1].content, "Unicode stays normalized and searchable.");
+    assert_eq!(m[0].project.as_deref(), Some("/workspaces/legacy-copilot"));
+
+    // Antigravity: only the request is the person's text; thinking is not the reply.
+    let steps = ingest::import_file(&dir.join(OTHER_ANTIGRAVITY[0].0)).expect("import");
+    let got: Vec<(&str, &str, &str)> = steps
+        .messages
+        .iter()
+        .map(|m| (m.role.as_str(), m.content.as_str(), m.message_id.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "user",
+                "Search the codebase for the FLYWHEEL marker and summarize it.",
+                "step-0"
+            ),
+            (
+                "assistant",
+                "I'll grep for the FLYWHEEL marker now.",
+                "step-3"
+            ),
+            (
+                "assistant",
+                "Found the FLYWHEEL marker in notes.txt; the associated magic number is 42.",
+                "step-6"
+            ),
+        ]
+    );
+    assert_eq!(
+        steps.messages[2].timestamp.to_rfc3339(),
+        "2026-06-11T20:14:47+00:00"
+    );
+
+    // Amp: title and times from the thread.
+    let amp_dir = placed.path().join("amp/threads");
+    let amp = ingest::import_file(&amp_dir.join(OTHER_NATIVE_ONLY[0].0 .0)).expect("import");
+    assert!(amp
+        .messages
+        .iter()
+        .all(|m| m.conversation_id == "thread-001"
+            && m.conversation_title.as_deref() == Some("Amp sample thread")));
+    assert_eq!(
+        amp.messages[1].timestamp.to_rfc3339(),
+        "2023-11-14T22:13:25+00:00"
+    );
+}
+
+/// Rebuilds the native layout of the `other/` files whose names start with `prefix`
+/// under `root/into`, and returns `root/into`.
+fn rebuild(other: &Path, prefix: &str, root: &Path, into: &str) -> PathBuf {
+    let base = root.join(into);
+    for entry in fs_err::read_dir(other).expect("corpus dir") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let target = base.join(native_path(&name));
+        fs_err::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+        fs_err::copy(other.join(&name), &target).expect("copy");
+    }
+    base
+}
+
+const OPENCODE_ROWS: &str = "SELECT concat_ws('|', conversation_id, coalesce(conversation_title, '-'), \
+     coalesce(project, '-'), msg_index, role, content, strftime(created, '%Y-%m-%d %H:%M:%S'), \
+     coalesce(model, '-'), message_id) FROM all_conversations WHERE source = 'opencode' ORDER BY msg_index";
+
+const OPENCODE_WANT: [&str; 2] = [
+    "ses_test1|OpenCode JSON Session|/tmp/test-project|0|user|Hello, can you help me with Rust?|2023-11-14 22:13:21|-|msg_test1",
+    "ses_test1|OpenCode JSON Session|/tmp/test-project|1|assistant|Of course! I'd be happy to help you with Rust. What would you like to know?|2023-11-14 22:13:22|claude-3-opus|msg_test2",
+];
+
+#[test]
+fn opencode_storage_layout_rebuilt_from_the_corpus() {
+    let Some(corpus) = corpus() else { return };
+    let root = tempfile::tempdir().expect("temp dir");
+    let data = rebuild(
+        &corpus.join("other"),
+        "cass-opencode__",
+        root.path(),
+        "opencode",
+    );
+    assert!(data.join("storage/part/msg_test1/part1.json").is_file());
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
+    // Two message files (one message each), two parts and a session (one skipped each).
+    assert_eq!(
+        (
+            summary.files_seen,
+            summary.messages_added,
+            summary.skipped,
+            summary.faults.len()
+        ),
+        (5, 2, 3, 0),
+        "{summary}"
+    );
+    assert_eq!(column(&store, OPENCODE_ROWS), OPENCODE_WANT);
+
+    // A part that changes after its message was imported is not seen (only the part
+    // file changed, and parts yield nothing); the message is re-read when its own file
+    // changes.
+    let part = data.join("storage/part/msg_test1/part1.json");
+    let edited = fs_err::read_to_string(&part)
+        .expect("read")
+        .replace("help me with Rust", "help me with Rust lifetimes");
+    fs_err::write(&part, edited).expect("write");
+    let again = ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
+    assert_eq!(
+        (again.files_imported, again.messages_added),
+        (1, 0),
+        "{again}"
+    );
+    assert_eq!(column(&store, OPENCODE_ROWS), OPENCODE_WANT);
+    let message = data.join("storage/message/ses_test1/msg_test1.json");
+    let text = fs_err::read_to_string(&message).expect("read");
+    fs_err::write(&message, format!("{text}\n")).expect("write");
+    // The store replaces a changed file's conversations whole and forgets the other
+    // files of that conversation, which the next run reads again.
+    ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
+    ingest::ingest_paths(&store, &[data], &mut |_, _| {});
+    let rows = column(&store, OPENCODE_ROWS);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert!(
+        rows[0].contains("help me with Rust lifetimes?"),
+        "{rows:#?}"
+    );
+    assert_eq!(rows[1], OPENCODE_WANT[1]);
+}
+
+#[test]
+fn opencode_db_built_from_the_storage_files() {
+    let Some(corpus) = corpus() else { return };
+    let other = corpus.join("other");
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&fs_err::read_to_string(other.join(name)).expect("read"))
+            .expect("json")
+    };
+    let session = read("cass-opencode__storage__session__proj1__ses_test1.json");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("opencode.db");
+    {
+        // OpenCode 1.2's tables (the columns read, plus a few); `data` is the file's
+        // JSON without the ids that became columns.
+        let conn = rusqlite::Connection::open(&db).expect("create db");
+        conn.execute_batch(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, slug TEXT,
+                directory TEXT, title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER,
+                time_updated INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT,
+                time_created INTEGER, time_updated INTEGER, data TEXT);",
+        )
+        .expect("schema");
+        conn.execute(
+            "INSERT INTO session (id, project_id, directory, title, time_created, time_updated)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![
+                session["id"].as_str(),
+                session["projectID"].as_str(),
+                session["directory"].as_str(),
+                session["title"].as_str(),
+                session["time"]["created"].as_i64(),
+                session["time"]["updated"].as_i64(),
+            ],
+        )
+        .expect("session");
+        for n in ["1", "2"] {
+            let mut message = read(&format!(
+                "cass-opencode__storage__message__ses_test1__msg_test{n}.json"
+            ));
+            let mut part = read(&format!(
+                "cass-opencode__storage__part__msg_test{n}__part1.json"
+            ));
+            let id = message["id"].as_str().expect("id").to_owned();
+            let created = message["time"]["created"].as_i64();
+            for key in ["id", "sessionID"] {
+                message.as_object_mut().expect("object").remove(key);
+            }
+            for key in ["id", "messageID"] {
+                part.as_object_mut().expect("object").remove(key);
+            }
+            conn.execute(
+                "INSERT INTO message VALUES (?1, 'ses_test1', ?2, ?2, ?3)",
+                rusqlite::params![id, created, message.to_string()],
+            )
+            .expect("message");
+            conn.execute(
+                "INSERT INTO part VALUES (?1, ?2, 'ses_test1', ?3, ?3, ?4)",
+                rusqlite::params![format!("prt_{n}"), id, created, part.to_string()],
+            )
+            .expect("part");
+        }
+    }
+    assert_eq!(ingest::detect(&db), Some(Format::OpenCode));
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = ingest::ingest_paths(&store, &[db], &mut |_, _| {});
+    assert!(summary.is_clean(), "{summary}");
+    assert_eq!(summary.messages_added, 2, "{summary}");
+    assert_eq!(column(&store, OPENCODE_ROWS), OPENCODE_WANT);
+}
+
+#[test]
+fn cline_task_folder_rebuilt_from_the_corpus() {
+    let Some(corpus) = corpus() else { return };
+    let root = tempfile::tempdir().expect("temp dir");
+    let tasks = rebuild(&corpus.join("other"), "cass-cline__", root.path(), "tasks");
+    assert!(tasks.join("task1/ui_messages.json").is_file());
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = ingest::ingest_paths(&store, &[tasks], &mut |_, _| {});
+    assert!(summary.is_clean(), "{summary}");
+    // The UI file's two messages; the API history's record and the metadata skipped.
+    assert_eq!(
+        (summary.files_seen, summary.messages_added, summary.skipped),
+        (3, 2, 2),
+        "{summary}"
+    );
+    assert_eq!(
+        column(
+            &store,
+            "SELECT concat_ws('|', conversation_id, conversation_title, msg_index, role, content, \
+             strftime(created, '%Y-%m-%d %H:%M:%S')) FROM all_conversations ORDER BY msg_index"
+        ),
+        [
+            "task1|Cline fixture task|0|user|Hello Cline|2023-11-14 22:13:20",
+            "task1|Cline fixture task|1|assistant|Hi from Cline|2023-11-14 22:13:21",
+        ]
+    );
+}
+
+#[test]
+fn phrases_from_cursor_opencode_and_copilot_are_found() {
+    let Some(corpus) = corpus() else { return };
+    let other = corpus.join("other");
+    let root = tempfile::tempdir().expect("temp dir");
+    let transcripts = place(
+        &corpus.join("cursor"),
+        CURSOR_NATIVE[0].0,
+        root.path(),
+        ".cursor/projects/demo/agent-transcripts",
+    );
+    let opencode = rebuild(&other, "cass-opencode__", root.path(), "opencode");
+    let paths = [
+        transcripts,
+        corpus.join("cursor").join(CURSOR[0].0),
+        opencode,
+        other.join(OTHER_COPILOT[0].0),
+        other.join(OTHER_COPILOT[1].0),
+    ];
+    let store = ConversationStore::open_in_memory().expect("store");
+    let summary = ingest::ingest_paths(&store, &paths, &mut |_, _| {});
+    assert!(summary.is_clean(), "{summary}");
+    let found = |phrase: &str| {
+        column(
+            &store,
+            &format!(
+                "SELECT concat_ws('|', source, role) FROM all_conversations \
+                 WHERE content ILIKE '%{phrase}%' ORDER BY source, role"
+            ),
+        )
+    };
+    assert_eq!(
+        found("how do i set up a python virtual environment"),
+        ["cursor|user"]
+    );
+    assert_eq!(found("select interpreter"), ["cursor|assistant"]);
+    assert_eq!(
+        found("assistant content from content"),
+        ["cursor|assistant"]
+    );
+    assert_eq!(found("help me with rust"), ["opencode|user"]);
+    assert_eq!(found("happy to help you with rust"), ["opencode|assistant"]);
+    assert_eq!(found("cafe\u{301} ✅ and emoji"), ["copilot|user"]);
+    assert_eq!(found("unicode ω handling"), ["copilot|user"]);
+    assert_eq!(
+        found("stays normalized and searchable"),
+        ["copilot|assistant"]
+    );
+    // Stored byte for byte: the combining accent is not composed into `é`.
+    assert_eq!(found("café"), Vec::<String>::new());
+    assert_eq!(
+        column(
+            &store,
+            "SELECT content FROM all_conversations WHERE source = 'copilot' \
+             AND conversation_id = 'cli-session-001' AND role = 'user'"
+        ),
+        ["How should Copilot handle cafe\u{301} ✅ and emoji?"]
+    );
 }

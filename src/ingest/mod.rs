@@ -5,16 +5,21 @@
 //! Importers know nothing about skills, engines or the CLI; writing goes through
 //! [`crate::stores::conversations::ConversationStore`].
 //!
-//! Formats (one private module each, documenting its mapping): Claude Code sessions
-//! (`claude_code`), ChatGPT exports (`chatgpt`), Codex CLI rollouts (`codex`), Gemini
-//! CLI chats (`gemini`), pi sessions (`pi`) and generic JSON Lines (`generic`).
+//! Formats (one private module each, documenting its on-disk shape and mapping):
+//! Claude Code sessions (`claude_code`), ChatGPT exports (`chatgpt`), Claude.ai exports
+//! (`claude_ai`), Codex CLI rollouts (`codex`), Gemini CLI chats (`gemini`), pi sessions
+//! (`pi`), Aider chat logs (`aider`), Cursor agent transcripts and `state.vscdb`
+//! (`cursor`), OpenCode storage files and `opencode.db` (`opencode`), Cline task folders
+//! (`cline`), GitHub Copilot CLI sessions (`copilot`), Amp threads (`amp`), Google
+//! Antigravity step transcripts (`antigravity`) and generic JSON Lines (`generic`).
 //!
 //! Entry points:
 //! - [`detect`] tells the [`Format`] of a file from its extension and first bytes;
 //! - [`import_file`] parses one file into a [`FileImport`] (nothing is stored);
 //! - [`discover`] lists the default transcript locations of this machine;
-//! - [`ingest_paths`] walks files and directories, stores each file in its own
-//!   transaction and returns an [`IngestSummary`]; it skips files unchanged since the
+//! - [`ingest_paths`] walks files and directories, stores them in batched
+//!   transactions (one file's rows always with its state) and returns an
+//!   [`IngestSummary`]; it skips files unchanged since the
 //!   last run, reads grown append-only files from where it stopped, and imports
 //!   `*.parquet` files shaped like `all_conversations` (brain-mcp's export) directly.
 //!
@@ -23,14 +28,20 @@
 //! the source's own or a SHA-256 of stable fields.
 
 mod aider;
+mod amp;
+mod antigravity;
 mod chatgpt;
 mod claude_ai;
 mod claude_code;
+mod cline;
 mod codex;
+mod copilot;
+mod cursor;
 mod driver;
 mod gemini;
 mod generic;
 pub mod injected;
+mod opencode;
 mod pending;
 mod pi;
 
@@ -211,6 +222,16 @@ pub enum IngestError {
         /// What was expected.
         reason: String,
     },
+    /// A SQLite source (Cursor `state.vscdb`, `opencode.db`) could not be opened or
+    /// queried.
+    #[error("`{}`: SQLite: {source}", path.display())]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
     /// The store refused a batch.
     #[error(transparent)]
     Store(#[from] crate::stores::StoreError),
@@ -224,6 +245,7 @@ impl IngestError {
             Self::UnknownFormat(_) => "not a recognised transcript format".to_owned(),
             Self::Json { source, .. } => format!("invalid JSON: {source}"),
             Self::Shape { reason, .. } => reason.clone(),
+            Self::Sqlite { source, .. } => format!("cannot read the SQLite database: {source}"),
             Self::Io(e) => format!("cannot read: {e}"),
             Self::Store(e) => format!("cannot store: {e}"),
         };
@@ -258,12 +280,35 @@ pub enum Format {
     Aider,
     /// Claude.ai data export `conversations.json`. Source name `claude-ai`.
     ClaudeAi,
+    /// Cursor: agent transcripts (`~/.cursor/projects/<p>/agent-transcripts/*.jsonl`),
+    /// the chat store `state.vscdb`, or a JSON dump of its `cursorDiskKV` rows. Source
+    /// name `cursor`.
+    Cursor,
+    /// OpenCode storage JSON files (`storage/{session,message,part}/…/*.json`; a message
+    /// file is one message) or the SQLite `opencode.db`. Source name `opencode`.
+    #[serde(rename = "opencode")]
+    OpenCode,
+    /// Cline task files (`tasks/<id>/ui_messages.json` is the conversation;
+    /// `api_conversation_history.json` and `task_metadata.json` yield nothing). Source
+    /// name `cline`.
+    Cline,
+    /// GitHub Copilot CLI event logs (`session-state/<id>/events.jsonl`) and legacy
+    /// histories (`history-session-state/*.json`). Source name `copilot`.
+    Copilot,
+    /// Amp thread JSON (`~/.local/share/amp/threads/T-*.json`). Source name `amp`.
+    Amp,
+    /// Google Antigravity step transcript
+    /// (`~/.gemini/antigravity/brain/<id>/.system_generated/logs/transcript.jsonl`).
+    /// Source name `antigravity`.
+    Antigravity,
 }
 
 impl Format {
     /// True for JSON Lines formats written only by appending (Claude Code, Codex, pi):
     /// a grown file is imported from where the last import stopped. Gemini CLI JSONL
-    /// sessions rewrite records (`$set`), so they are re-read whole.
+    /// sessions rewrite records (`$set`), so they are re-read whole; so are Cursor
+    /// transcripts, Copilot CLI event logs and Antigravity transcripts (their importers
+    /// keep no resumption point yet), and every whole-document format.
     pub fn is_append_only(self) -> bool {
         matches!(
             self,
@@ -282,6 +327,12 @@ impl Format {
             Self::Generic,
             Self::Aider,
             Self::ClaudeAi,
+            Self::Cursor,
+            Self::OpenCode,
+            Self::Cline,
+            Self::Copilot,
+            Self::Amp,
+            Self::Antigravity,
         ]
         .into_iter()
         .find(|f| f.source() == source)
@@ -298,6 +349,12 @@ impl Format {
             Self::Generic => "generic",
             Self::Aider => "aider",
             Self::ClaudeAi => "claude-ai",
+            Self::Cursor => "cursor",
+            Self::OpenCode => "opencode",
+            Self::Cline => "cline",
+            Self::Copilot => "copilot",
+            Self::Amp => "amp",
+            Self::Antigravity => "antigravity",
         }
     }
 }
@@ -311,9 +368,16 @@ impl std::fmt::Display for Format {
 /// Bytes read from the start of a file by [`detect`].
 const PEEK_BYTES: usize = 256 * 1024;
 
-/// Tells the format of `path` from its extension and its first bytes (at most
-/// 256 KiB are read), or `None` when it is none of [`Format`] or cannot be read.
+/// Tells the format of `path` from its name, its extension and its first bytes (at
+/// most 256 KiB are read), or `None` when it is none of [`Format`] or cannot be read.
 ///
+/// - a file whose name ends in `.aider.chat.history.md` is an aider chat log;
+/// - a `.vscdb` file (SQLite) is Cursor's store; a file named `opencode.db` (SQLite) is
+///   OpenCode's;
+/// - `.json` named (or ending in) `ui_messages.json`, `api_conversation_history.json`
+///   or `task_metadata.json` is a Cline task file;
+/// - `.jsonl` in a folder named `agent-transcripts` is a Cursor agent transcript (its
+///   lines may have Claude Code's shape, so the location decides);
 /// - `.jsonl`: the first complete lines (up to 16) are parsed and the first that
 ///   decides wins. A Claude Code line has a `type` such as `user`/`assistant` with a
 ///   `message` object, a `parentUuid`, or a `summary`/`file-history-snapshot`… type
@@ -322,32 +386,46 @@ const PEEK_BYTES: usize = 256 * 1024;
 ///   `{"type": "message", "role", "content": […]}`; a Gemini CLI line has
 ///   `projectHash` and `sessionId`, or `type` `gemini` with `content`; a pi line is
 ///   `{"type": "session", "id"}`, `{"type": "message", "message": {"role"}}` or a
-///   `model_change`/`thinking_level_change` entry; failing all of these, a line with a
-///   string `role` and a `content` but no `type`/`message`/`payload` is generic JSONL.
+///   `model_change`/`thinking_level_change` entry; a Copilot CLI line is an event
+///   `{"type": "user.message"|"assistant.message"|"session.…"|"tool.…", "data"}` (or
+///   with `prompt`/`output`); an Antigravity line is a step `{"step_index", "source",
+///   "type"}`; a Cursor line is `{"role", "message": {…}}` without `type`; failing all
+///   of these, a line with a string `role` and a `content` but no
+///   `type`/`message`/`payload` is generic JSONL.
 /// - `.json`: the first bytes contain a `"chat_messages"` key (Claude.ai export), a
-///   `"mapping"` key (ChatGPT export), or a `"messages"` key with `"projectHash"` or
-///   `"sessionId"` (Gemini CLI).
-/// - a file whose name ends in `.aider.chat.history.md` is an aider chat log.
+///   `"mapping"` key (ChatGPT export), a `"messages"` key with `"projectHash"` or
+///   `"sessionId"` (Gemini CLI), or a `"composerData:` key (a dump of Cursor's rows);
+///   else a document that fits in the first bytes is parsed: an object with `id` and
+///   `messageID`+`type`, `sessionID`+`role`, or `projectID` is an OpenCode storage file,
+///   one with a `chatMessages` array or a `history` array of `role` records a Copilot
+///   CLI history, one with `messages` whose `id` or file name starts with `T-` (or that
+///   sits in a `threads` folder) an Amp thread. A larger document is an OpenCode file
+///   by its place in `storage/{session,message,part}/`, or a Copilot history by a
+///   `"chatMessages"` key.
 pub fn detect(path: &Path) -> Option<Format> {
     let name = path.file_name()?.to_string_lossy();
     if name.ends_with(aider::SUFFIX) && path.is_file() {
         return Some(Format::Aider);
     }
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    if ext == "vscdb" {
+        return is_sqlite(path).then_some(Format::Cursor);
+    }
+    if name == "opencode.db" {
+        return is_sqlite(path).then_some(Format::OpenCode);
+    }
     if ext != "jsonl" && ext != "json" {
         return None;
     }
+    if ext == "json" && cline::is_task_file(path) && path.is_file() {
+        return Some(Format::Cline);
+    }
+    if ext == "jsonl" && cursor::is_transcript_path(path) && path.is_file() {
+        return Some(Format::Cursor);
+    }
     let head = peek(path).ok()?;
     if ext == "json" {
-        if contains(&head, b"\"chat_messages\"") {
-            return Some(Format::ClaudeAi);
-        }
-        if contains(&head, b"\"mapping\"") {
-            return Some(Format::ChatGpt);
-        }
-        let gemini = contains(&head, b"\"messages\"")
-            && (contains(&head, b"\"projectHash\"") || contains(&head, b"\"sessionId\""));
-        return gemini.then_some(Format::GeminiCli);
+        return detect_json(path, &head);
     }
     let mut complete = head.split(|&b| b == b'\n').collect::<Vec<_>>();
     if head.len() == PEEK_BYTES {
@@ -375,6 +453,15 @@ pub fn detect(path: &Path) -> Option<Format> {
         if pi::looks_like(&value) {
             return Some(Format::Pi);
         }
+        if copilot::looks_like(&value) {
+            return Some(Format::Copilot);
+        }
+        if antigravity::looks_like(&value) {
+            return Some(Format::Antigravity);
+        }
+        if cursor::looks_like(&value) {
+            return Some(Format::Cursor);
+        }
         generic |= generic::looks_like(&value);
     }
     if generic {
@@ -383,6 +470,120 @@ pub fn detect(path: &Path) -> Option<Format> {
     // A first line longer than the peek window: fall back on markers.
     (contains(&head, b"\"parentUuid\"") || contains(&head, b"\"sessionId\""))
         .then_some(Format::ClaudeCode)
+}
+
+/// [`detect`] for a `.json` file whose first bytes are `head`.
+fn detect_json(path: &Path, head: &[u8]) -> Option<Format> {
+    if contains(head, b"\"chat_messages\"") {
+        return Some(Format::ClaudeAi);
+    }
+    if contains(head, b"\"mapping\"") {
+        return Some(Format::ChatGpt);
+    }
+    if contains(head, b"\"messages\"")
+        && (contains(head, b"\"projectHash\"") || contains(head, b"\"sessionId\""))
+    {
+        return Some(Format::GeminiCli);
+    }
+    if contains(head, b"\"composerData:") {
+        return Some(Format::Cursor);
+    }
+    // The shapes below are told by their keys: parse the document when it fits.
+    let whole = head.len() < PEEK_BYTES;
+    match whole
+        .then(|| serde_json::from_slice::<serde_json::Value>(strip_bom(head)).ok())
+        .flatten()
+    {
+        Some(doc) => {
+            if opencode::kind_of_doc(&doc).is_some() {
+                Some(Format::OpenCode)
+            } else if copilot::looks_like_history(&doc) {
+                Some(Format::Copilot)
+            } else if amp::looks_like(&doc, path) {
+                Some(Format::Amp)
+            } else {
+                None
+            }
+        }
+        None if whole => None,
+        None => {
+            if opencode::kind_of_path(path).is_some() {
+                Some(Format::OpenCode)
+            } else if contains(head, b"\"chatMessages\"") {
+                Some(Format::Copilot)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// True when the file starts with SQLite's header.
+fn is_sqlite(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 16];
+    fs_err::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && &magic == b"SQLite format 3\0"
+}
+
+/// Opens a SQLite source read-only (never written, never created). When the plain
+/// read-only open cannot read it (a write-ahead-logged database in a folder we cannot
+/// write, whose `-shm` file is missing), it is opened `immutable`, which reads the main
+/// file alone.
+///
+/// # Errors
+/// [`IngestError::Sqlite`] when neither open can read the schema.
+pub(crate) fn open_sqlite_read_only(path: &Path) -> Result<rusqlite::Connection, IngestError> {
+    use rusqlite::{Connection, OpenFlags};
+    let probe = |conn: Connection| {
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|_| conn)
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let first = Connection::open_with_flags(path, flags).and_then(probe);
+    first.or_else(|first_error| {
+        let escaped: String = path
+            .to_string_lossy()
+            .chars()
+            .map(|c| match c {
+                '%' => "%25".to_owned(),
+                '?' => "%3f".to_owned(),
+                '#' => "%23".to_owned(),
+                c => c.to_string(),
+            })
+            .collect();
+        Connection::open_with_flags(
+            format!("file:{escaped}?immutable=1"),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .and_then(probe)
+        .map_err(|_| IngestError::Sqlite {
+            path: path.to_path_buf(),
+            source: first_error,
+        })
+    })
+}
+
+/// Names of the tables of a SQLite database.
+pub(crate) fn sqlite_tables(conn: &rusqlite::Connection) -> Result<Vec<String>, rusqlite::Error> {
+    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
+/// A SQLite value as text (text and blobs as UTF-8, lossily; numbers printed).
+pub(crate) fn sqlite_text(value: rusqlite::types::ValueRef<'_>) -> String {
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => f.to_string(),
+        ValueRef::Null => String::new(),
+    }
 }
 
 fn peek(path: &Path) -> std::io::Result<Vec<u8>> {
@@ -598,6 +799,12 @@ pub fn import_from(
         Format::Generic => generic::import(path, fallback, start),
         Format::Aider => aider::import(path, fallback),
         Format::ClaudeAi => claude_ai::import(path, fallback),
+        Format::Cursor => cursor::import(path, fallback),
+        Format::OpenCode => opencode::import(path, fallback),
+        Format::Cline => cline::import(path, fallback),
+        Format::Copilot => copilot::import(path, fallback),
+        Format::Amp => amp::import(path, fallback),
+        Format::Antigravity => antigravity::import(path, fallback),
     }?;
     mark_injected(&mut import.messages);
     Ok(import)
@@ -679,7 +886,11 @@ pub(crate) fn stable_id(fields: &[&str]) -> String {
 }
 
 /// Default transcript locations on this machine, as paths for [`ingest_paths`]
-/// (only those that exist):
+/// (only those that exist). Each was checked against the tool's documentation or
+/// source, or against importers that read it (noted "as used by");
+/// `<config>` is the platform's configuration folder (`$XDG_CONFIG_HOME`, default
+/// `~/.config`, on Linux; `~/Library/Application Support` on macOS; `%APPDATA%` on
+/// Windows), where VS Code-based editors keep `User/`:
 ///
 /// - Claude Code: `$CLAUDE_CONFIG_DIR/projects` when `CLAUDE_CONFIG_DIR` is set and not
 ///   empty, else `~/.claude/projects` (all `*.jsonl` below it, recursively, including
@@ -688,10 +899,30 @@ pub(crate) fn stable_id(fields: &[&str]) -> String {
 ///   `~/.codex/sessions` (all `*.jsonl` below it);
 /// - Gemini CLI: `~/.gemini/tmp/*/chats/*.json` and `*.jsonl`;
 /// - pi: `~/.pi/agent/sessions` (all `*.jsonl` below it);
+/// - Cursor: agent transcripts `~/.cursor/projects/*/agent-transcripts/**/*.jsonl`
+///   (as used by brain-mcp and others), and the chat stores
+///   `<config>/Cursor/User/globalStorage/state.vscdb` and
+///   `<config>/Cursor/User/workspaceStorage/*/state.vscdb` (as used by cass);
+/// - OpenCode: `$XDG_DATA_HOME/opencode` (default `~/.local/share/opencode`, also on
+///   macOS: OpenCode follows XDG): `opencode.db` when it exists (OpenCode 1.2 migrated
+///   the JSON files into it and keeps the files, so reading both would import every
+///   message twice), else the message files `storage/message/*/*.json`;
+/// - Cline: `<config>/{Code,Code - Insiders,VSCodium,Cursor,Windsurf}/User/globalStorage/saoudrizwan.claude-dev/tasks/*/ui_messages.json`
+///   (Cline keeps each task in `<globalStorage>/tasks/<id>/`);
+/// - GitHub Copilot CLI: `$COPILOT_HOME` when set and not empty, else `~/.copilot`:
+///   `session-state/**/*.jsonl` and legacy `history-session-state/*.json` (GitHub's
+///   configuration-directory reference; `COPILOT_HOME` redirects the whole folder);
+/// - Amp: `$XDG_DATA_HOME/amp/threads/*.json` (default `~/.local/share/amp/threads`);
+/// - Google Antigravity: `~/.gemini/antigravity/brain/*/.system_generated/logs/*.jsonl`;
 /// - ChatGPT: `$SKILLS_CHATGPT_EXPORT` when set: a `conversations.json` file, or a
-///   directory (an unzipped export) searched for `conversations.json`.
+///   directory (an unzipped export) searched for `conversations.json`;
+/// - Claude.ai: `$SKILLS_CLAUDE_AI_EXPORT`, the same way (both exports name their file
+///   `conversations.json`; [`detect`] tells them apart).
 ///
-/// Reads the environment and the home directory; no file is opened.
+/// Aider writes `.aider.chat.history.md` into each project folder (no central place),
+/// so its logs are not discovered: give their paths to `skills ingest`.
+///
+/// Reads the environment and lists folders; no file is opened.
 pub fn discover() -> Vec<PathBuf> {
     let env = |name: &str| {
         std::env::var_os(name)
@@ -708,11 +939,8 @@ pub fn discover() -> Vec<PathBuf> {
         found.extend(walk(&sessions).into_iter().filter(|p| has_ext(p, "jsonl")));
     }
     let home = dirs::home_dir();
-    if let Some(tmp) = home
-        .as_ref()
-        .map(|h| h.join(".gemini/tmp"))
-        .filter(|p| p.is_dir())
-    {
+    let under_home = |rel: &str| home.as_ref().map(|h| h.join(rel)).filter(|p| p.is_dir());
+    if let Some(tmp) = under_home(".gemini/tmp") {
         found.extend(walk(&tmp).into_iter().filter(|p| {
             (has_ext(p, "json") || has_ext(p, "jsonl"))
                 && p.parent()
@@ -720,14 +948,75 @@ pub fn discover() -> Vec<PathBuf> {
                     .is_some_and(|n| n == "chats")
         }));
     }
-    if let Some(pi) = home
-        .as_ref()
-        .map(|h| h.join(".pi/agent/sessions"))
-        .filter(|p| p.is_dir())
-    {
+    if let Some(pi) = under_home(".pi/agent/sessions") {
         found.extend(walk(&pi).into_iter().filter(|p| has_ext(p, "jsonl")));
     }
-    if let Some(export) = env("SKILLS_CHATGPT_EXPORT") {
+    // Cursor.
+    if let Some(projects) = under_home(".cursor/projects") {
+        found.extend(
+            walk(&projects)
+                .into_iter()
+                .filter(|p| has_ext(p, "jsonl") && cursor::is_transcript_path(p)),
+        );
+    }
+    let config = dirs::config_dir();
+    if let Some(user) = config.as_ref().map(|c| c.join("Cursor/User")) {
+        found.extend(
+            Some(user.join("globalStorage/state.vscdb"))
+                .into_iter()
+                .chain(children(&user.join("workspaceStorage")).map(|w| w.join("state.vscdb")))
+                .filter(|p| p.is_file()),
+        );
+    }
+    // OpenCode and Amp follow XDG on every platform.
+    let data_home = env("XDG_DATA_HOME").or_else(|| home.as_ref().map(|h| h.join(".local/share")));
+    if let Some(opencode) = data_home.as_ref().map(|d| d.join("opencode")) {
+        let db = opencode.join("opencode.db");
+        if db.is_file() {
+            found.push(db);
+        } else {
+            for session in children(&opencode.join("storage/message")) {
+                found.extend(children(&session).filter(|p| has_ext(p, "json") && p.is_file()));
+            }
+        }
+    }
+    if let Some(threads) = data_home.as_ref().map(|d| d.join("amp/threads")) {
+        found.extend(children(&threads).filter(|p| has_ext(p, "json") && p.is_file()));
+    }
+    // Cline, in each VS Code-based editor.
+    for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
+        let Some(tasks) = config.as_ref().map(|c| {
+            c.join(editor)
+                .join("User/globalStorage/saoudrizwan.claude-dev/tasks")
+        }) else {
+            continue;
+        };
+        found.extend(
+            children(&tasks)
+                .map(|task| task.join(cline::UI_MESSAGES))
+                .filter(|p| p.is_file()),
+        );
+    }
+    // GitHub Copilot CLI.
+    let copilot = env("COPILOT_HOME").or_else(|| home.as_ref().map(|h| h.join(".copilot")));
+    if let Some(copilot) = copilot {
+        let state = copilot.join("session-state");
+        if state.is_dir() {
+            found.extend(walk(&state).into_iter().filter(|p| has_ext(p, "jsonl")));
+        }
+        found.extend(
+            children(&copilot.join("history-session-state"))
+                .filter(|p| has_ext(p, "json") && p.is_file()),
+        );
+    }
+    if let Some(brain) = under_home(".gemini/antigravity/brain") {
+        for conversation in children(&brain) {
+            let logs = conversation.join(".system_generated/logs");
+            found.extend(children(&logs).filter(|p| has_ext(p, "jsonl") && p.is_file()));
+        }
+    }
+    for var in ["SKILLS_CHATGPT_EXPORT", "SKILLS_CLAUDE_AI_EXPORT"] {
+        let Some(export) = env(var) else { continue };
         if export.is_file() {
             found.push(export);
         } else if export.is_dir() {
@@ -738,6 +1027,15 @@ pub fn discover() -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// The entries of `dir`, sorted (none when it cannot be read).
+fn children(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    let mut entries: Vec<PathBuf> = fs_err::read_dir(dir)
+        .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    entries.sort();
+    entries.into_iter()
 }
 
 fn has_ext(path: &Path, ext: &str) -> bool {
@@ -790,6 +1088,12 @@ mod tests {
             Format::Generic,
             Format::Aider,
             Format::ClaudeAi,
+            Format::Cursor,
+            Format::OpenCode,
+            Format::Cline,
+            Format::Copilot,
+            Format::Amp,
+            Format::Antigravity,
         ] {
             assert_eq!(
                 serde_json::to_value(f).expect("serialise"),

@@ -1,0 +1,169 @@
+//! Amp threads, source `amp`: one JSON file per thread,
+//! `$XDG_DATA_HOME/amp/threads/T-<uuid>.json` (default `~/.local/share/amp/threads`;
+//! the VS Code extension's older copies live in
+//! `<editor globalStorage>/sourcegraph.amp/threads3/`), shaped
+//! `{"v", "id": "T-…", "created", "title"?, "messages": [{"role": "user"|"assistant"|
+//! "info", "content": [{"type": "text", "text"} | tool_use | tool_result | thinking…],
+//! "meta": {"sentAt"}}], "env": {"initial": {"cwd"?, "trees": [{"uri"}]}}}`.
+//! Also read: messages `{"role", "text", "createdAt"}` (cass's sample).
+//!
+//! A `.json` file is an Amp thread when it has a `messages` array and its `id` or file
+//! name starts with `T-`, or it sits in a `threads` / `threads3` folder: the message
+//! shape alone is too common to tell Amp from other tools.
+//!
+//! Mapping to [`Message`](super::Message):
+//! - `user` and `assistant` messages with text are messages (text: a string `content`,
+//!   else its `text` blocks, else `text`); `info` messages, tool results sent as user
+//!   messages and replies with only tool calls are skipped and counted; `image` blocks
+//!   set `has_attachment`;
+//! - `conversation_id` is the thread `id`, else the file stem; the title `title`;
+//!   `project` `env.initial.cwd`, else the first tree's `file://` URI as a path;
+//!   `message_id` the message's `id`/`messageId`, else
+//!   [`stable_id`](super::stable_id) of (`amp`, thread id, position, text);
+//! - the time is `meta.sentAt` (epoch ms), else `createdAt`/`timestamp`, else the
+//!   nearest earlier one, else the thread's `created`, else the file's time
+//!   (`timestamp_is_fallback`).
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::pending::{file_stem, finish, Clock, Conversation, Pending};
+use super::{join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
+
+const SOURCE: &str = "amp";
+
+/// True when `doc` (the file at `path`) is an Amp thread (used by `detect`).
+pub(super) fn looks_like(doc: &Value, path: &Path) -> bool {
+    let Some(obj) = doc.as_object() else {
+        return false;
+    };
+    if !obj.get("messages").is_some_and(Value::is_array) {
+        return false;
+    }
+    let thread_id = str_field(obj, "id").is_some_and(|id| id.starts_with("T-"))
+        || path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("T-"));
+    let in_threads = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "threads" || n == "threads3");
+    thread_id || in_threads
+}
+
+/// Imports one thread file.
+///
+/// # Errors
+/// [`IngestError::Io`] / [`IngestError::Json`] when it cannot be read or parsed,
+/// [`IngestError::Shape`] when it has no `messages` array.
+pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+    let doc = read_json(path)?;
+    let Some((thread, messages)) = doc
+        .as_object()
+        .and_then(|o| Some((o, o.get("messages")?.as_array()?)))
+    else {
+        return Err(IngestError::Shape {
+            path: path.to_path_buf(),
+            reason: format!(
+                "expected an Amp thread object with a `messages` array, found {}",
+                kind_of(&doc)
+            ),
+        });
+    };
+    let mut out = FileImport::default();
+    let mut clock = Clock::default();
+    let mut pending = Vec::new();
+    for (position, message) in messages.iter().enumerate() {
+        let Some(m) = message.as_object() else {
+            out.skipped += 1;
+            continue;
+        };
+        let time = m
+            .get("meta")
+            .and_then(|meta| meta.get("sentAt"))
+            .or_else(|| m.get("createdAt"))
+            .or_else(|| m.get("timestamp"))
+            .and_then(parse_time);
+        let earlier_time = clock.tick(time);
+        let Some(p) = pending_of(m, position) else {
+            out.skipped += 1;
+            continue;
+        };
+        pending.push(Pending {
+            time,
+            earlier_time,
+            ..p
+        });
+    }
+    let id = str_field(thread, "id").map_or_else(|| file_stem(path), str::to_owned);
+    let project = project_of(thread);
+    out.messages = finish(
+        pending,
+        &Conversation {
+            source: SOURCE,
+            id: &id,
+            title: str_field(thread, "title"),
+            project: project.as_deref(),
+            time: thread
+                .get("created")
+                .and_then(parse_time)
+                .unwrap_or(fallback),
+            start_index: 0,
+        },
+    );
+    Ok(out)
+}
+
+/// The pending message of a `user`/`assistant` thread message with text.
+fn pending_of(m: &Map<String, Value>, position: usize) -> Option<Pending> {
+    let role = match str_field(m, "role")? {
+        "user" => "user",
+        "assistant" => "assistant",
+        _ => return None,
+    };
+    let mut has_attachment = false;
+    let text = match m.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => {
+            let mut texts = Vec::new();
+            for b in blocks.iter().filter_map(Value::as_object) {
+                match str_field(b, "type") {
+                    Some("text") => texts.extend(str_field(b, "text")),
+                    Some("image") => has_attachment = true,
+                    _ => {}
+                }
+            }
+            join_texts(texts)
+        }
+        _ => str_field(m, "text").unwrap_or_default().to_owned(),
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(Pending {
+        line: position,
+        role,
+        text,
+        id: str_field(m, "id")
+            .or_else(|| str_field(m, "messageId"))
+            .map(str::to_owned),
+        has_attachment,
+        ..Pending::default()
+    })
+}
+
+/// `env.initial.cwd`, else the path of the first `file://` tree URI.
+fn project_of(thread: &Map<String, Value>) -> Option<String> {
+    let initial = thread.get("env")?.get("initial")?;
+    if let Some(cwd) = initial.get("cwd").and_then(Value::as_str) {
+        return Some(cwd.to_owned());
+    }
+    initial
+        .get("trees")?
+        .as_array()?
+        .iter()
+        .find_map(|t| t.get("uri").and_then(Value::as_str))
+        .map(|uri| uri.strip_prefix("file://").unwrap_or(uri).to_owned())
+}
