@@ -1283,6 +1283,63 @@ fn cursor_state_vscdb_built_from_the_dump_rows() {
     assert_eq!(fs_err::read(&db).expect("read db"), before, "never written");
 }
 
+/// Cursor keeps `state.vscdb` in WAL mode: new chats can sit in `state.vscdb-wal` while
+/// the database file itself keeps its size and time. Ingest must still see them.
+#[test]
+fn cursor_state_vscdb_rows_still_in_the_wal_are_imported() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("state.vscdb");
+    let conn = rusqlite::Connection::open(&db).expect("create db");
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         PRAGMA wal_autocheckpoint = 0;
+         CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+         CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);",
+    )
+    .expect("schema");
+    let add_chat = |id: &str, text: &str| {
+        let composer = serde_json::json!({
+            "name": format!("chat {id}"),
+            "createdAt": 1_700_000_000_000_i64,
+            "fullConversationHeadersOnly": [{"bubbleId": "b1"}],
+        });
+        let bubble =
+            serde_json::json!({"type": 1, "text": text, "createdAt": "2025-01-02T03:04:05Z"});
+        for (key, value) in [
+            (format!("composerData:{id}"), composer),
+            (format!("bubbleId:{id}:b1"), bubble),
+        ] {
+            conn.execute(
+                "INSERT INTO cursorDiskKV VALUES (?1, ?2)",
+                rusqlite::params![key, value.to_string().into_bytes()],
+            )
+            .expect("insert");
+        }
+    };
+    add_chat("c1", "first question about lifetimes");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .expect("checkpoint");
+    let store = ConversationStore::open_in_memory().expect("store");
+    let first = ingest::ingest_paths(&store, &[dir.path().to_path_buf()], &mut |_, _| {});
+    assert_eq!(first.messages_added, 1, "{first}");
+
+    let size = fs_err::metadata(&db).expect("stat").len();
+    add_chat("c2", "second question about the borrow checker");
+    assert_eq!(
+        fs_err::metadata(&db).expect("stat").len(),
+        size,
+        "still in the WAL"
+    );
+    let second = ingest::ingest_paths(&store, &[dir.path().to_path_buf()], &mut |_, _| {});
+    // A changed database is re-read whole; its conversations are replaced.
+    assert_eq!(
+        (second.files_imported, second.messages_parsed),
+        (1, 2),
+        "{second}"
+    );
+    assert_eq!(store.count().expect("count"), 2);
+}
+
 #[test]
 fn corpus_other_per_file() {
     let Some(corpus) = corpus() else { return };
@@ -1469,10 +1526,19 @@ fn opencode_storage_layout_rebuilt_from_the_corpus() {
     let message = data.join("storage/message/ses_test1/msg_test1.json");
     let text = fs_err::read_to_string(&message).expect("read");
     fs_err::write(&message, format!("{text}\n")).expect("write");
-    // The store replaces a changed file's conversations whole and forgets the other
-    // files of that conversation, which the next run reads again.
-    ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
-    ingest::ingest_paths(&store, &[data], &mut |_, _| {});
+    // The store replaces a changed file's conversation whole; the other files of that
+    // conversation are imported again in the same run, so no message goes missing.
+    let rewritten = ingest::ingest_paths(&store, std::slice::from_ref(&data), &mut |_, _| {});
+    assert_eq!(rewritten.files_reimported, 1, "{rewritten}");
+    assert!(rewritten.is_clean(), "{rewritten}");
+    let rows = column(&store, OPENCODE_ROWS);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    let after = ingest::ingest_paths(&store, &[data], &mut |_, _| {});
+    assert_eq!(
+        (after.files_imported, after.messages_added),
+        (0, 0),
+        "{after}"
+    );
     let rows = column(&store, OPENCODE_ROWS);
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert!(

@@ -394,6 +394,32 @@ fn rewritten_file_replaces_its_rows_and_two_folders_store_once() {
         (1, 1, 0)
     );
     assert_eq!(store.count().expect("count"), 8);
+
+    // One copy rewritten (its last line dropped): the session's rows are replaced by
+    // that copy's, and the other copy, which shared the session, is imported again in
+    // the same run, so its messages stay.
+    fs_err::write(&file, lines[2..lines.len() - 1].join("\n") + "\n").expect("rewrite");
+    let one = run(
+        &store,
+        &[dir.path().to_path_buf()],
+        IngestOptions::default(),
+    );
+    assert_eq!(
+        (one.files_seen, one.files_imported, one.files_reimported),
+        (2, 2, 1),
+        "{one}"
+    );
+    assert_eq!(store.count().expect("count"), 8, "{one}");
+    let quiet = run(
+        &store,
+        &[dir.path().to_path_buf()],
+        IngestOptions::default(),
+    );
+    assert_eq!(
+        (quiet.files_unchanged, quiet.files_imported),
+        (2, 0),
+        "{quiet}"
+    );
 }
 
 #[test]

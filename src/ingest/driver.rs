@@ -55,8 +55,8 @@ pub struct SourceCounts {
 }
 
 /// Totals of one [`ingest_paths`] run. Serialises to
-/// `{"files_seen", "files_imported", "files_unchanged", "files_resumed", "files_ignored", "messages_parsed",
-/// "messages_added", "messages_injected", "skipped", "faults": [{"path", "line", "reason"}],
+/// `{"files_seen", "files_imported", "files_unchanged", "files_resumed",
+/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "faults": [{"path", "line", "reason"}],
 /// "sources": {"<source>": {"files", "parsed", "added", "injected", "skipped"}}}`.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct IngestSummary {
@@ -71,6 +71,10 @@ pub struct IngestSummary {
     /// Of `files_imported`, append-only files read only from where the last import
     /// stopped.
     pub files_resumed: usize,
+    /// Files imported again because a rewritten file replaced conversations they had
+    /// contributed to (e.g. other OpenCode message files of a session, or the same
+    /// session under a second folder); also counted in `files_seen`/`files_imported`.
+    pub files_reimported: usize,
     /// Files found in given directories whose format was not recognised (ignored
     /// silently, e.g. `README.md` next to sessions).
     pub files_ignored: usize,
@@ -114,6 +118,13 @@ impl std::fmt::Display for IngestSummary {
                 f,
                 "  {} files unchanged since the last import, {} read from where it stopped",
                 self.files_unchanged, self.files_resumed
+            )?;
+        }
+        if self.files_reimported > 0 {
+            writeln!(
+                f,
+                "  {} files imported again: a rewritten file replaced conversations they shared",
+                self.files_reimported
             )?;
         }
         if self.files_ignored > 0 {
@@ -196,50 +207,141 @@ pub fn ingest_paths_with(
     };
     // One thread walks and parses, this one stores: parsing overlaps the store's work.
     let (sender, steps) = std::sync::mpsc::sync_channel::<Step>(256);
-    let mut batch = Batch::default();
+    let mut storer = Storer {
+        store,
+        options,
+        summary,
+        batch: Batch::default(),
+        reimported: HashSet::new(),
+        unchanged: HashSet::new(),
+    };
     std::thread::scope(|scope| {
         let states = &states;
         scope.spawn(move || walk_and_parse(paths, states, options, &sender));
         for step in steps {
-            match step {
-                Step::Unchanged(fs) => {
-                    summary.files_seen += 1;
-                    summary.files_unchanged += 1;
-                    batch.push(Entry::Done(fs), Vec::new());
+            storer.take(step, on_file);
+        }
+    });
+    storer.flush(on_file);
+    storer.summary
+}
+
+/// The storing side of [`ingest_paths_with`]: batches what the parsing thread sends,
+/// stores it, and imports again the files whose conversations a rewritten file took
+/// along ([`StoredBatch::forgotten`](crate::stores::conversations::StoredBatch::forgotten)).
+struct Storer<'a> {
+    store: &'a ConversationStore,
+    options: IngestOptions,
+    summary: IngestSummary,
+    batch: Batch,
+    /// State keys of the files imported again in this run: the walk's later news
+    /// about them is stale (read before they were re-imported) and is dropped.
+    reimported: HashSet<String>,
+    /// State keys of the files counted as unchanged in this run: one imported again
+    /// afterwards is counted as imported instead.
+    unchanged: HashSet<String>,
+}
+
+impl Storer<'_> {
+    fn take(&mut self, step: Step, on_file: &mut dyn FnMut(&Path, &FileSummary)) {
+        match step {
+            Step::Unchanged { summary, key } => {
+                if self.reimported.contains(&key) {
+                    return;
                 }
-                Step::Ignored => summary.files_ignored += 1,
-                Step::Parquet { file, stat, known } => {
-                    batch.flush(store, &mut summary, on_file);
-                    let fs = ingest_parquet(store, &file, stat, known, &mut summary);
-                    on_file(&file, &fs);
+                self.summary.files_seen += 1;
+                self.summary.files_unchanged += 1;
+                self.unchanged.insert(key);
+                self.batch.push(Entry::Done(summary), Vec::new());
+            }
+            Step::Ignored => self.summary.files_ignored += 1,
+            Step::Parquet { file, stat, known } => {
+                if stat
+                    .as_ref()
+                    .is_some_and(|s| self.reimported.contains(&s.key))
+                {
+                    return;
                 }
-                Step::File { entry, faults } => {
-                    summary.files_seen += 1;
-                    if let Entry::Ready(r) = &entry {
-                        summary.messages_parsed += r.summary.parsed;
-                        summary.messages_injected += r.summary.injected;
-                        summary.skipped += r.summary.skipped;
-                        summary.files_resumed += usize::from(r.summary.resumed);
-                    }
-                    batch.push(entry, faults);
-                    if batch.messages >= BATCH_MESSAGES || batch.ready >= BATCH_FILES {
-                        batch.flush(store, &mut summary, on_file);
-                    }
+                self.flush(on_file);
+                let (fs, forgotten) =
+                    ingest_parquet(self.store, &file, stat, known, &mut self.summary);
+                on_file(&file, &fs);
+                self.reimport(forgotten, on_file);
+                self.flush(on_file);
+            }
+            Step::File { entry, faults, key } => {
+                if key.as_ref().is_some_and(|k| self.reimported.contains(k)) {
+                    return;
+                }
+                self.add(entry, faults);
+                if self.batch.messages >= BATCH_MESSAGES || self.batch.ready >= BATCH_FILES {
+                    self.flush(on_file);
                 }
             }
         }
-    });
-    batch.flush(store, &mut summary, on_file);
-    summary
+    }
+
+    fn add(&mut self, entry: Entry, faults: Vec<Fault>) {
+        self.summary.files_seen += 1;
+        if let Entry::Ready(r) = &entry {
+            self.summary.messages_parsed += r.summary.parsed;
+            self.summary.messages_injected += r.summary.injected;
+            self.summary.skipped += r.summary.skipped;
+            self.summary.files_resumed += usize::from(r.summary.resumed);
+        }
+        self.batch.push(entry, faults);
+    }
+
+    /// Stores the batch, and the files it made forget, until nothing is pending.
+    fn flush(&mut self, on_file: &mut dyn FnMut(&Path, &FileSummary)) {
+        loop {
+            let forgotten = self.batch.flush(self.store, &mut self.summary, on_file);
+            if forgotten.is_empty() {
+                return;
+            }
+            self.reimport(forgotten, on_file);
+        }
+    }
+
+    /// Parses the forgotten files again, from the top, into the batch. Each file is
+    /// re-imported at most once per run, and as a first import (nothing replaced), so
+    /// this ends.
+    fn reimport(&mut self, forgotten: Vec<PathBuf>, on_file: &mut dyn FnMut(&Path, &FileSummary)) {
+        for path in forgotten {
+            let key = path.to_string_lossy().into_owned();
+            if self.unchanged.remove(&key) {
+                self.summary.files_seen -= 1;
+                self.summary.files_unchanged -= 1;
+            }
+            if !self.reimported.insert(key) {
+                continue;
+            }
+            self.summary.files_reimported += 1;
+            let stat = Stat::of(&path);
+            if has_ext(&path, "parquet") {
+                // A first import replaces nothing, so it makes no file forget.
+                let (fs, _) = ingest_parquet(self.store, &path, stat, false, &mut self.summary);
+                on_file(&path, &fs);
+                continue;
+            }
+            let (entry, faults) = prepare(&path, detect(&path), stat, None, self.options);
+            self.add(entry, faults);
+        }
+    }
 }
 
 /// What the parsing thread hands to the storing thread, in walk order.
 enum Step {
     /// A file parsed ([`Entry::Ready`]) or that could not be imported
     /// ([`Entry::Done`]); its faults go to the summary.
-    File { entry: Entry, faults: Vec<Fault> },
-    /// A file unchanged since the last import (not opened).
-    Unchanged(FileSummary),
+    /// `key` is its state key when it could be read.
+    File {
+        entry: Entry,
+        faults: Vec<Fault>,
+        key: Option<String>,
+    },
+    /// A file unchanged since the last import (not opened), with its state key.
+    Unchanged { summary: FileSummary, key: String },
     /// A Parquet file: the store reads it itself. `known` when an earlier version of
     /// it was imported.
     Parquet {
@@ -279,13 +381,16 @@ fn walk_and_parse(
                 (Some(stat), Some(state))
                     if stat.size == state.size && stat.mtime_ns == state.mtime_ns =>
                 {
-                    Step::Unchanged(FileSummary {
-                        path: file.clone(),
-                        format: Format::from_source(&state.format),
-                        unchanged: true,
-                        imported: true,
-                        ..FileSummary::default()
-                    })
+                    Step::Unchanged {
+                        summary: FileSummary {
+                            path: file.clone(),
+                            format: Format::from_source(&state.format),
+                            unchanged: true,
+                            imported: true,
+                            ..FileSummary::default()
+                        },
+                        key: stat.key.clone(),
+                    }
                 }
                 _ if has_ext(&file, "parquet") => Step::Parquet {
                     file,
@@ -297,8 +402,9 @@ fn walk_and_parse(
                     if format.is_none() && !explicit {
                         Step::Ignored
                     } else {
+                        let key = stat.as_ref().map(|s| s.key.clone());
                         let (entry, faults) = prepare(&file, format, stat, state.cloned(), options);
-                        Step::File { entry, faults }
+                        Step::File { entry, faults, key }
                     }
                 }
             };
@@ -313,14 +419,15 @@ fn walk_and_parse(
 /// [`ConversationStore::import_parquet`](ConversationStore::import_parquet).
 /// Counted under source `parquet`. Tracked in the incremental state like any file:
 /// unchanged, it is not read again; changed (`known`), it replaces the conversations
-/// its earlier version stored.
+/// its earlier version stored. Returns the file's summary and the files it made
+/// forget ([`StoredBatch::forgotten`](crate::stores::conversations::StoredBatch::forgotten)).
 fn ingest_parquet(
     store: &ConversationStore,
     path: &Path,
     stat: Option<Stat>,
     known: bool,
     summary: &mut IngestSummary,
-) -> FileSummary {
+) -> (FileSummary, Vec<PathBuf>) {
     summary.files_seen += 1;
     let mut fs = FileSummary {
         path: path.to_path_buf(),
@@ -340,8 +447,11 @@ fn ingest_parquet(
     } else {
         Previous::Keep
     };
+    let mut forgotten = Vec::new();
     match store.import_parquet(path, state.as_ref(), previous) {
-        Ok(counts) => {
+        Ok(stored) => {
+            forgotten = stored.forgotten;
+            let counts = stored.counts.first().copied().unwrap_or_default();
             fs.parsed = counts.offered;
             fs.added = counts.added;
             fs.imported = true;
@@ -358,7 +468,7 @@ fn ingest_parquet(
             fs.faults = 1;
         }
     }
-    fs
+    (fs, forgotten)
 }
 
 /// Size, modification time and state key of a file.
@@ -369,20 +479,32 @@ struct Stat {
 }
 
 impl Stat {
+    /// The file's size and modification time. For a SQLite database (Cursor's
+    /// `state.vscdb`, `opencode.db`) new rows may sit in its `-wal` file until SQLite
+    /// checkpoints, leaving the main file untouched: the WAL's size is added and the
+    /// later of the two times is taken, so such a database counts as changed.
     fn of(path: &Path) -> Option<Self> {
         let meta = fs_err::metadata(path).ok()?;
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let mtime = |m: &std::fs::Metadata| {
+            m.modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        };
+        let (mut size, mut mtime_ns) = (meta.len(), mtime(&meta));
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if let Ok(w) = fs_err::metadata(Path::new(&wal)) {
+            size += w.len();
+            mtime_ns = mtime_ns.max(mtime(&w));
+        }
         let key = fs_err::canonicalize(path)
             .unwrap_or_else(|_| path.to_path_buf())
             .to_string_lossy()
             .into_owned();
         Some(Self {
             key,
-            size: meta.len(),
+            size,
             mtime_ns,
         })
     }
@@ -452,12 +574,13 @@ impl Batch {
 
     /// Stores the ready files in one transaction (one each when that fails), then
     /// adds every entry's faults to `summary` and reports it to `on_file`, in order.
+    /// Returns the files the batch made forget.
     fn flush(
         &mut self,
         store: &ConversationStore,
         summary: &mut IngestSummary,
         on_file: &mut dyn FnMut(&Path, &FileSummary),
-    ) {
+    ) -> Vec<PathBuf> {
         let ready: Vec<FileBatch<'_>> = self
             .entries
             .iter()
@@ -470,15 +593,23 @@ impl Batch {
                 Entry::Done(_) => None,
             })
             .collect();
+        let mut forgotten = Vec::new();
         let results: Vec<Result<InsertCounts, StoreError>> = if ready.is_empty() {
             Vec::new()
         } else {
             match store.store_files(&ready) {
-                Ok(counts) => counts.into_iter().map(Ok).collect(),
+                Ok(stored) => {
+                    forgotten = stored.forgotten;
+                    stored.counts.into_iter().map(Ok).collect()
+                }
                 // Find the file that fails: the others are stored on their own.
                 Err(_) => ready
                     .iter()
-                    .map(|f| store.store_file(f.messages, f.state, f.previous))
+                    .map(|f| {
+                        let stored = store.store_file(f.messages, f.state, f.previous)?;
+                        forgotten.extend(stored.forgotten);
+                        Ok(stored.counts.first().copied().unwrap_or_default())
+                    })
                     .collect(),
             }
         };
@@ -494,6 +625,7 @@ impl Batch {
         }
         self.messages = 0;
         self.ready = 0;
+        forgotten
     }
 }
 

@@ -161,6 +161,19 @@ pub struct FileBatch<'a> {
     pub previous: Previous,
 }
 
+/// What [`ConversationStore::store_files`] (and `store_file`, `import_parquet`) did.
+#[derive(Debug, Default, Clone)]
+pub struct StoredBatch {
+    /// Per file, in order: rows offered and rows added.
+    pub counts: Vec<InsertCounts>,
+    /// Files imported earlier, outside this batch, that produced some of the same
+    /// conversations as a rewritten file of the batch: those conversations' rows were
+    /// replaced by the rewritten file's, so these files' states were forgotten and
+    /// they must be imported again to restore their messages
+    /// ([`crate::ingest::ingest_paths`] does so in the same run).
+    pub forgotten: Vec<PathBuf>,
+}
+
 /// Per-conversation columns of a conversation stored in one go: computed from its
 /// rows before they are appended, instead of an `UPDATE` afterwards.
 struct ConversationStats {
@@ -446,13 +459,12 @@ impl ConversationStore {
         messages: &[Message],
         state: &FileState,
         previous: Previous,
-    ) -> Result<InsertCounts, StoreError> {
-        let mut counts = self.store_files(&[FileBatch {
+    ) -> Result<StoredBatch, StoreError> {
+        self.store_files(&[FileBatch {
             messages,
             state,
             previous,
-        }])?;
-        Ok(counts.pop().unwrap_or_default())
+        }])
     }
 
     /// Stores several files' imports (see [`FileBatch`]) in ONE transaction: either all
@@ -460,7 +472,8 @@ impl ConversationStore {
     /// file, so one bad file loses only itself). Same result as calling
     /// [`Self::store_file`] for each in turn, except that rewritten files' old rows are
     /// all deleted before any new row is inserted. Returns one [`InsertCounts`] per
-    /// file, in order.
+    /// file, in order, and the other files whose rows a rewritten file's conversations
+    /// took with them (see [`StoredBatch::forgotten`]).
     ///
     /// Why it is fast: a conversation the store does not hold yet (the common case on a
     /// first import) gets its per-conversation columns computed here from the batch's
@@ -472,12 +485,16 @@ impl ConversationStore {
     ///
     /// # Errors
     /// [`StoreError::DuckDb`]; on error nothing is changed.
-    pub fn store_files(&self, files: &[FileBatch<'_>]) -> Result<Vec<InsertCounts>, StoreError> {
-        use std::collections::{HashMap, HashSet};
+    pub fn store_files(&self, files: &[FileBatch<'_>]) -> Result<StoredBatch, StoreError> {
+        use std::collections::{BTreeSet, HashMap, HashSet};
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let mut forgotten = BTreeSet::new();
         for f in files.iter().filter(|f| f.previous == Previous::Replace) {
-            self.forget_previous(&tx, &f.state.path)?;
+            forgotten.extend(self.forget_previous(&tx, &f.state.path)?);
+        }
+        for f in files {
+            forgotten.remove(&f.state.path);
         }
         let stored = self.stored_conversations(&tx, files)?;
         let mut counts = Vec::with_capacity(files.len());
@@ -526,22 +543,39 @@ impl ConversationStore {
         }
         self.record_files(&tx, files)?;
         tx.commit().map_err(|e| self.error(e))?;
-        Ok(counts)
+        Ok(StoredBatch {
+            counts,
+            forgotten: forgotten.into_iter().map(PathBuf::from).collect(),
+        })
     }
 
     /// For a rewritten file: deletes the rows of the conversations it produced last
     /// time and its conversation list, and forgets the state of other files that
-    /// produced the same conversations (so the next run imports them again).
-    fn forget_previous(&self, tx: &duckdb::Transaction<'_>, path: &str) -> Result<(), StoreError> {
-        tx.execute(
-            "DELETE FROM ingest_files WHERE path IN (
-               SELECT o.path FROM ingest_file_conversations o
-               JOIN ingest_file_conversations m
-                 ON o.source = m.source AND o.conversation_id = m.conversation_id
-               WHERE m.path = ? AND o.path <> m.path)",
-            params![path],
-        )
-        .map_err(|e| self.error(e))?;
+    /// produced the same conversations (their rows are gone too, so they must be
+    /// imported again). Returns those other files' paths.
+    fn forget_previous(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        path: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let forgotten = {
+            let mut stmt = tx
+                .prepare(
+                    "DELETE FROM ingest_files WHERE path IN (
+                       SELECT o.path FROM ingest_file_conversations o
+                       JOIN ingest_file_conversations m
+                         ON o.source = m.source AND o.conversation_id = m.conversation_id
+                       WHERE m.path = ? AND o.path <> m.path)
+                     RETURNING path",
+                )
+                .map_err(|e| self.error(e))?;
+            let paths = stmt
+                .query_map(params![path], |r| r.get::<_, String>(0))
+                .map_err(|e| self.error(e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| self.error(e))?;
+            paths
+        };
         tx.execute(
             "DELETE FROM all_conversations a USING ingest_file_conversations m
              WHERE m.path = ? AND a.source = m.source AND a.conversation_id = m.conversation_id",
@@ -553,7 +587,7 @@ impl ConversationStore {
             params![path],
         )
         .map_err(|e| self.error(e))?;
-        Ok(())
+        Ok(forgotten)
     }
 
     /// The (source, conversation id) pairs of the batch that the store already holds.
@@ -710,7 +744,8 @@ impl ConversationStore {
         parquet: &Path,
         state: Option<&FileState>,
         previous: Previous,
-    ) -> Result<InsertCounts, StoreError> {
+    ) -> Result<StoredBatch, StoreError> {
+        let mut forgotten = Vec::new();
         let source = format!(
             "read_parquet('{}')",
             parquet.to_string_lossy().replace('\'', "''")
@@ -718,7 +753,7 @@ impl ConversationStore {
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         if let (Some(state), Previous::Replace) = (state, previous) {
-            self.forget_previous(&tx, &state.path)?;
+            forgotten = self.forget_previous(&tx, &state.path)?;
         }
         let present: std::collections::HashSet<String> = {
             let mut stmt = tx
@@ -790,7 +825,10 @@ impl ConversationStore {
         }
         let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
         tx.commit().map_err(|e| self.error(e))?;
-        Ok(counts)
+        Ok(StoredBatch {
+            counts: vec![counts],
+            forgotten: forgotten.into_iter().map(PathBuf::from).collect(),
+        })
     }
 
     /// Number of stored messages.
