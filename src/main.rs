@@ -759,7 +759,7 @@ fn ingest(
     let paths = if paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {
-            eprintln!("error: no transcripts found in the default locations (~/.claude/projects, $CLAUDE_CONFIG_DIR, $SKILLS_CHATGPT_EXPORT)");
+            eprintln!("error: no transcripts found in the default locations of Claude Code, Codex, Gemini CLI, pi, Cursor, OpenCode, Cline, Copilot, Amp or Antigravity, nor in $SKILLS_CHATGPT_EXPORT / $SKILLS_CLAUDE_AI_EXPORT (see README, \"Importing transcripts\")");
             eprintln!("hint: give files or folders: `skills ingest PATH…`");
             return Ok(Outcome::Usage);
         }
