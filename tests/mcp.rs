@@ -260,6 +260,48 @@ async fn stdio_client_lists_calls_and_reads() {
     client.cancel().await.unwrap();
 }
 
+/// A running server does not keep `skills ingest` out of the store (DuckDB allows one
+/// writing process or several reading ones), and its next call sees what was imported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_runs_while_the_server_is_up_and_the_server_sees_it() {
+    let data = data_dir();
+    let (transport, _stderr) = TokioChildProcess::builder(serve_command(data.path(), &[]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let before = call(&client, TOOL, json!({"term": "okapi"})).await;
+    assert_eq!(before.is_error, Some(false), "{}", text(&before));
+    assert!(!text(&before).contains("Where do okapi live?"));
+
+    let transcript = data.path().join("new.jsonl");
+    fs_err::write(
+        &transcript,
+        r#"{"role":"user","content":"Where do okapi live?","timestamp":"2026-03-09T10:00:00Z"}"#,
+    )
+    .unwrap();
+    let ingest = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"))
+        .arg("ingest")
+        .arg(&transcript)
+        .env("SKILLS_DATA_DIR", data.path())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        ingest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ingest.stderr)
+    );
+
+    let after = call(&client, TOOL, json!({"term": "okapi"})).await;
+    assert!(
+        text(&after).contains("Where do okapi live?"),
+        "{}",
+        text(&after)
+    );
+    client.cancel().await.unwrap();
+}
+
 /// Every byte the stdio server writes to stdout is a JSON-RPC message.
 #[test]
 fn stdio_stdout_carries_only_json_rpc() {

@@ -84,7 +84,8 @@ pub enum EngineError {
 /// What engines read: the stores, opened lazily and shared across calls.
 pub struct Context {
     paths: StorePaths,
-    conversations: OnceLock<Arc<ConversationStore>>,
+    /// The conversations store while some call uses it (see [`Context::conversations`]).
+    conversations: std::sync::Mutex<std::sync::Weak<ConversationStore>>,
     memories: OnceLock<Arc<MemoryStore>>,
     embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
     now: Option<chrono::DateTime<chrono::Utc>>,
@@ -95,7 +96,7 @@ impl Context {
     pub fn new(paths: StorePaths) -> Self {
         Self {
             paths,
-            conversations: OnceLock::new(),
+            conversations: std::sync::Mutex::new(std::sync::Weak::new()),
             memories: OnceLock::new(),
             embedder: OnceLock::new(),
             now: None,
@@ -119,16 +120,26 @@ impl Context {
         &self.paths
     }
 
-    /// The conversations store, opened read-only on first use.
+    /// The conversations store, opened read-only and shared by the calls running at the
+    /// same time; it closes when the last of them drops it. Not kept open between
+    /// calls: DuckDB lets one process write the file or others read it, so a store held
+    /// by a long-running `skills serve` would keep `skills ingest` out (and would not
+    /// see what it imports). Opening costs a few milliseconds.
     ///
     /// # Errors
-    /// [`StoreError::Missing`] when nothing was ingested yet, or a DuckDB error.
+    /// [`StoreError::Missing`] when nothing was ingested yet, [`StoreError::Locked`]
+    /// while an ingest keeps writing, or a DuckDB error.
     pub fn conversations(&self) -> Result<Arc<ConversationStore>, StoreError> {
-        if let Some(store) = self.conversations.get() {
-            return Ok(store.clone());
+        let mut open = self
+            .conversations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(store) = open.upgrade() {
+            return Ok(store);
         }
         let store = Arc::new(ConversationStore::open_ro(&self.paths.conversations)?);
-        Ok(self.conversations.get_or_init(|| store).clone())
+        *open = Arc::downgrade(&store);
+        Ok(store)
     }
 
     /// Fixes the embedding model (`None`: no model) instead of loading the default one

@@ -229,9 +229,12 @@ pub struct InsertCounts {
 }
 
 impl ConversationStore {
-    /// Opens (creating when missing) a writable store and its table.
+    /// Opens (creating when missing) a writable store and its table. Waits up to 30 s
+    /// while another process holds the file (a search in `skills serve` holds it for
+    /// one call).
     ///
     /// # Errors
+    /// [`StoreError::Locked`] when the file stays locked;
     /// [`StoreError::Io`] when the parent directory cannot be created,
     /// [`StoreError::DuckDb`] when DuckDB cannot open the file (e.g. another process
     /// holds its write lock).
@@ -239,7 +242,7 @@ impl ConversationStore {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs_err::create_dir_all(parent)?;
         }
-        let conn = Connection::open(path).map_err(|e| duck(path, e))?;
+        let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(path, e))?;
         Ok(Self {
@@ -248,18 +251,22 @@ impl ConversationStore {
         })
     }
 
-    /// Opens an existing store read-only.
+    /// Opens an existing store read-only. Waits up to 10 s while another process
+    /// writes it (`skills ingest`). Engines open it per call and drop it afterwards, so
+    /// a long-running `skills serve` never keeps `skills ingest` out and always sees
+    /// the latest import.
     ///
     /// # Errors
+    /// [`StoreError::Locked`] when the file stays locked;
     /// [`StoreError::Missing`] when the file does not exist; [`StoreError::DuckDb`] otherwise.
     pub fn open_ro(path: &Path) -> Result<Self, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
-        let config = Config::default()
-            .access_mode(AccessMode::ReadOnly)
-            .map_err(|e| duck(path, e))?;
-        let conn = Connection::open_with_flags(path, config).map_err(|e| duck(path, e))?;
+        let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
+            let config = Config::default().access_mode(AccessMode::ReadOnly)?;
+            Connection::open_with_flags(path, config)
+        })?;
         Ok(Self {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
@@ -841,6 +848,39 @@ impl ConversationStore {
             .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+}
+
+/// How long [`ConversationStore::open_rw`] waits for other processes' locks.
+const WRITE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long [`ConversationStore::open_ro`] waits for a writer's lock.
+const READ_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `open` until it succeeds, fails for another reason than a file lock held by
+/// another process, or `wait` has passed (then [`StoreError::Locked`]).
+fn wait_for_lock(
+    path: &Path,
+    wait: std::time::Duration,
+    open: impl Fn() -> duckdb::Result<Connection>,
+) -> Result<Connection, StoreError> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(10);
+    loop {
+        match open() {
+            Ok(conn) => return Ok(conn),
+            Err(e) if e.to_string().contains("Could not set lock on file") => {
+                if start.elapsed() >= wait {
+                    return Err(StoreError::Locked {
+                        path: path.to_path_buf(),
+                        waited_secs: wait.as_secs(),
+                        detail: e.to_string(),
+                    });
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(250));
+            }
+            Err(e) => return Err(duck(path, e)),
+        }
     }
 }
 

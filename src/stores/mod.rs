@@ -29,6 +29,21 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// Another process holds the database file's lock for longer than we waited.
+    /// DuckDB lets one process write a file or several read it, never both:
+    /// `skills ingest` holds it while it imports, a search for one call.
+    #[error(
+        "conversations store `{path}` is in use by another process (waited {waited_secs} s): \
+         a `skills ingest` still running? Try again when it ends. ({detail})"
+    )]
+    Locked {
+        /// Database file.
+        path: PathBuf,
+        /// Seconds waited for the lock.
+        waited_secs: u64,
+        /// DuckDB's message (names the process holding the lock).
+        detail: String,
+    },
     /// The store file does not exist yet (nothing was ingested).
     #[error("store `{0}` does not exist; run `skills ingest` first")]
     Missing(PathBuf),
