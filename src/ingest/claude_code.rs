@@ -83,9 +83,10 @@ pub(super) fn import(
     let mut agent_id: Option<String> = start.and_then(|c| c.get("agent_id"));
     let mut sidechain = start.is_some_and(|c| c.get("sidechain").is_some());
     let mut clock = Clock::resume(start);
-    let mut custom_title: Option<String> = None;
-    let mut ai_title: Option<String> = None;
-    let mut summary_title: Option<String> = None;
+    // Titles seen before the resumption point still name the lines after it.
+    let mut custom_title: Option<String> = start.and_then(|c| c.get("custom_title"));
+    let mut ai_title: Option<String> = start.and_then(|c| c.get("ai_title"));
+    let mut summary_title: Option<String> = start.and_then(|c| c.get("summary_title"));
     let mut skipped = 0usize;
 
     let end = read_jsonl_from(path, start, &mut out.faults, |line_no, obj| {
@@ -172,10 +173,13 @@ pub(super) fn import(
         (Some(session), false) => session,
         (None, _) => stem,
     };
-    // A title the person set wins over a generated one, which wins over a summary.
-    let title = custom_title.or(ai_title).or(summary_title);
     let start_index = start.map_or(0, |c| c.next_index);
     let mut cursor = cursor(end, start_index, &pending, clock);
+    cursor.set("custom_title", custom_title.as_deref());
+    cursor.set("ai_title", ai_title.as_deref());
+    cursor.set("summary_title", summary_title.as_deref());
+    // A title the person set wins over a generated one, which wins over a summary.
+    let title = custom_title.or(ai_title).or(summary_title);
     cursor.set("session_id", session_id.as_deref());
     cursor.set("agent_id", agent_id.as_deref());
     cursor.set("sidechain", sidechain.then_some("true"));

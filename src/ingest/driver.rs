@@ -166,9 +166,9 @@ pub fn ingest_paths(
 }
 
 /// Files are stored in batches of up to this many parsed messages…
-const BATCH_MESSAGES: usize = 50_000;
+const BATCH_MESSAGES: usize = 125_000;
 /// …or this many files, whichever is reached first (one DuckDB transaction each).
-const BATCH_FILES: usize = 2_000;
+const BATCH_FILES: usize = 10_000;
 
 /// Imports `paths` into `store`: each path is a file, or a directory walked recursively
 /// (files of unrecognised format inside directories are ignored; an explicitly given

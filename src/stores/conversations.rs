@@ -4,7 +4,11 @@
 //! conversation's time when the source had none, see `temporal_precision`), `updated`
 //! the time of the conversation's newest message. Rows are keyed by
 //! (`source`, `conversation_id`, `message_id`) — sources reuse node ids such as `msg-1`
-//! across conversations — so importing the same files twice adds nothing.
+//! across conversations — so importing the same files twice adds nothing. The key is
+//! enforced by this module's writers, not by a `PRIMARY KEY`: DuckDB's index over three
+//! `VARCHAR`s made each ingest commit several times slower and the file twice as big,
+//! and no query here looks rows up by key. Stores created with that index keep it,
+//! which changes nothing but speed.
 //!
 //! Column `is_injected` (last, added to older stores when opened writable) marks user
 //! messages a harness injected (see [`crate::ingest::injected`]); user-role search
@@ -86,8 +90,7 @@ CREATE TABLE IF NOT EXISTS all_conversations (
     has_citation INTEGER NOT NULL,
     content VARCHAR NOT NULL,
     temporal_precision VARCHAR NOT NULL,
-    is_injected BOOLEAN NOT NULL DEFAULT false,
-    PRIMARY KEY (source, conversation_id, message_id)
+    is_injected BOOLEAN NOT NULL DEFAULT false
 );
 ALTER TABLE all_conversations ADD COLUMN IF NOT EXISTS is_injected BOOLEAN DEFAULT false;
 CREATE TABLE IF NOT EXISTS ingest_files (
@@ -173,6 +176,9 @@ pub struct StoredBatch {
     /// ([`crate::ingest::ingest_paths`] does so in the same run).
     pub forgotten: Vec<PathBuf>,
 }
+
+/// Message ids stored per (source, conversation id).
+type StoredKeys = std::collections::HashMap<(String, String), std::collections::HashSet<String>>;
 
 /// Per-conversation columns of a conversation stored in one go: computed from its
 /// rows before they are appended, instead of an `UPDATE` afterwards.
@@ -339,54 +345,86 @@ impl ConversationStore {
         if messages.is_empty() {
             return Ok(InsertCounts::default());
         }
+        self.stage(tx, messages.iter())?;
+        self.merge_staging(tx, messages.len())
+    }
+
+    /// Fills temp table `staging` (shaped like `all_conversations`) with `messages`;
+    /// their per-conversation columns are placeholders.
+    fn stage<'m>(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        messages: impl Iterator<Item = &'m Message>,
+    ) -> Result<(), StoreError> {
         tx.execute_batch(
             "CREATE OR REPLACE TEMP TABLE staging AS SELECT * FROM all_conversations LIMIT 0",
         )
         .map_err(|e| self.error(e))?;
-        {
-            let mut app = tx.appender("staging").map_err(|e| self.error(e))?;
-            for m in messages {
-                append(&mut app, m, None).map_err(|e| self.error(e))?;
-            }
-            app.flush().map_err(|e| self.error(e))?;
+        let mut app = tx.appender("staging").map_err(|e| self.error(e))?;
+        for m in messages {
+            append(&mut app, m, None).map_err(|e| self.error(e))?;
         }
-        let offered = messages.len();
-        self.merge_staging(tx, offered)
+        app.flush().map_err(|e| self.error(e))
     }
 
-    /// Moves temp table `staging` (shaped like `all_conversations`) into the table,
-    /// ignoring stored keys, and recomputes the touched conversations' columns.
+    /// Moves temp table `staging` into the table, leaving out rows whose key
+    /// (`source`, `conversation_id`, `message_id`) is stored or repeated in `staging`
+    /// (the first by `msg_index` is kept), and recomputes the touched conversations'
+    /// columns. The key is enforced here rather than by a `PRIMARY KEY`: DuckDB's
+    /// index over three `VARCHAR`s made every ingest commit several times slower.
     fn merge_staging(
         &self,
         tx: &duckdb::Transaction<'_>,
         offered: usize,
     ) -> Result<InsertCounts, StoreError> {
-        // Fast path, the common case: none of the staged conversations is stored yet, so
-        // the per-conversation columns are computed on the staged rows alone and the big
-        // table is only appended to (an UPDATE of indexed rows is DuckDB's slow path).
-        let existing: i64 = tx
+        tx.execute_batch(
+            "CREATE OR REPLACE TEMP TABLE fresh AS
+               SELECT * FROM staging s
+               WHERE NOT EXISTS (
+                 SELECT 1 FROM all_conversations a
+                 WHERE a.source = s.source AND a.conversation_id = s.conversation_id
+                   AND a.message_id = s.message_id)
+               QUALIFY row_number() OVER (
+                 PARTITION BY source, conversation_id, message_id ORDER BY msg_index) = 1;
+             DROP TABLE staging;
+             ALTER TABLE fresh RENAME TO staging;",
+        )
+        .map_err(|e| self.error(e))?;
+        // Common case: none of the staged conversations is stored yet, so their columns
+        // are computed on the staged rows alone and the big table is only appended to.
+        let stored: bool = tx
             .query_row(
-                "SELECT count(*) FROM all_conversations a
+                "SELECT EXISTS (SELECT 1 FROM all_conversations a
                  SEMI JOIN (SELECT DISTINCT source, conversation_id FROM staging) s
-                   ON a.source = s.source AND a.conversation_id = s.conversation_id",
+                   ON a.source = s.source AND a.conversation_id = s.conversation_id)",
                 [],
                 |r| r.get(0),
             )
             .map_err(|e| self.error(e))?;
-        let target = if existing == 0 {
-            "staging"
-        } else {
-            "all_conversations"
-        };
-        let mut added = 0;
-        if existing > 0 {
-            added = tx
-                .execute(
-                    "INSERT OR IGNORE INTO all_conversations SELECT * FROM staging",
-                    [],
-                )
+        let added = if stored {
+            let added = tx
+                .execute("INSERT INTO all_conversations SELECT * FROM staging", [])
                 .map_err(|e| self.error(e))?;
-        }
+            self.refresh_conversations(tx, "all_conversations")?;
+            added
+        } else {
+            self.refresh_conversations(tx, "staging")?;
+            tx.execute("INSERT INTO all_conversations SELECT * FROM staging", [])
+                .map_err(|e| self.error(e))?
+        };
+        tx.execute_batch("DROP TABLE staging")
+            .map_err(|e| self.error(e))?;
+        Ok(InsertCounts { offered, added })
+    }
+
+    /// Recomputes `conversation_msg_count`, `is_first`, `is_last`, `updated` and
+    /// missing titles, in table `target`, for the conversations that have rows in temp
+    /// table `staging`.
+    fn refresh_conversations(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        target: &str,
+    ) -> Result<(), StoreError> {
         tx.execute_batch(&format!(
             "CREATE OR REPLACE TEMP TABLE touched AS
                SELECT source, conversation_id, count(*) AS n, min(msg_index) AS first_i,
@@ -406,18 +444,7 @@ impl ConversationStore {
              WHERE {target}.source = t.source AND {target}.conversation_id = t.conversation_id;
              DROP TABLE touched;"
         ))
-        .map_err(|e| self.error(e))?;
-        if existing == 0 {
-            added = tx
-                .execute(
-                    "INSERT OR IGNORE INTO all_conversations SELECT * FROM staging",
-                    [],
-                )
-                .map_err(|e| self.error(e))?;
-        }
-        tx.execute_batch("DROP TABLE staging")
-            .map_err(|e| self.error(e))?;
-        Ok(InsertCounts { offered, added })
+        .map_err(|e| self.error(e))
     }
 
     /// The import state of every file imported so far, keyed by path.
@@ -482,13 +509,14 @@ impl ConversationStore {
     /// file, in order, and the other files whose rows a rewritten file's conversations
     /// took with them (see [`StoredBatch::forgotten`]).
     ///
-    /// Why it is fast: a conversation the store does not hold yet (the common case on a
-    /// first import) gets its per-conversation columns computed here from the batch's
-    /// rows and is appended straight into `all_conversations` — no staging table, no
-    /// `INSERT OR IGNORE`, no `UPDATE`. Only conversations already stored (appended
-    /// sessions) go through the staging path of [`Self::insert`], file by file.
-    /// Duplicate keys in the batch are stored once and counted as added for the first
-    /// file that had them.
+    /// Keys are checked here, once per batch: the message ids already stored for the
+    /// batch's conversations are read in one query, and a row whose key is stored or
+    /// came earlier in the batch is left out (counted as added for the first file that
+    /// had it). Then a conversation the store does not hold yet (the common case on a
+    /// first import) gets its per-conversation columns computed from the batch's rows
+    /// and is appended straight into `all_conversations` — no staging table, no
+    /// `UPDATE`; new rows of stored conversations (appended sessions) go in with one
+    /// `INSERT` and one `UPDATE` of those conversations' columns for the whole batch.
     ///
     /// # Errors
     /// [`StoreError::DuckDb`]; on error nothing is changed.
@@ -503,31 +531,32 @@ impl ConversationStore {
         for f in files {
             forgotten.remove(&f.state.path);
         }
-        let stored = self.stored_conversations(&tx, files)?;
+        let stored = self.stored_keys(&tx, files)?;
         let mut counts = Vec::with_capacity(files.len());
-        // Rows of conversations new to the store, deduplicated by key (first wins).
+        // New rows, each key once (first wins): of new conversations, and of stored ones.
         let mut fresh: Vec<&Message> = Vec::new();
-        let mut keys: HashSet<(&str, &str, &str)> = HashSet::new();
+        let mut more: Vec<&Message> = Vec::new();
+        let mut taken: HashSet<(&str, &str, &str)> = HashSet::new();
         for f in files {
-            let (old, new): (Vec<&Message>, Vec<&Message>) = if stored.is_empty() {
-                (Vec::new(), f.messages.iter().collect())
-            } else {
-                f.messages
-                    .iter()
-                    .partition(|m| stored.contains(&(m.source.clone(), m.conversation_id.clone())))
+            let mut c = InsertCounts {
+                offered: f.messages.len(),
+                added: 0,
             };
-            let mut c = if old.is_empty() {
-                InsertCounts::default()
-            } else {
-                let old: Vec<Message> = old.into_iter().cloned().collect();
-                self.insert_in(&tx, &old)?
-            };
-            c.offered = f.messages.len();
-            for m in new {
-                if keys.insert((&m.source, &m.conversation_id, &m.message_id)) {
-                    fresh.push(m);
-                    c.added += 1;
+            for m in f.messages {
+                if !taken.insert((&m.source, &m.conversation_id, &m.message_id)) {
+                    continue;
                 }
+                let known = if stored.is_empty() {
+                    None
+                } else {
+                    stored.get(&(m.source.clone(), m.conversation_id.clone()))
+                };
+                match known {
+                    None => fresh.push(m),
+                    Some(ids) if !ids.contains(&m.message_id) => more.push(m),
+                    Some(_) => continue,
+                }
+                c.added += 1;
             }
             counts.push(c);
         }
@@ -547,6 +576,14 @@ impl ConversationStore {
                 append(&mut app, m, Some(s)).map_err(|e| self.error(e))?;
             }
             app.flush().map_err(|e| self.error(e))?;
+        }
+        if !more.is_empty() {
+            self.stage(&tx, more.iter().copied())?;
+            tx.execute_batch("INSERT INTO all_conversations SELECT * FROM staging")
+                .map_err(|e| self.error(e))?;
+            self.refresh_conversations(&tx, "all_conversations")?;
+            tx.execute_batch("DROP TABLE staging")
+                .map_err(|e| self.error(e))?;
         }
         self.record_files(&tx, files)?;
         tx.commit().map_err(|e| self.error(e))?;
@@ -597,13 +634,14 @@ impl ConversationStore {
         Ok(forgotten)
     }
 
-    /// The (source, conversation id) pairs of the batch that the store already holds.
-    fn stored_conversations(
+    /// The message ids stored for each (source, conversation id) of the batch that
+    /// the store already holds (other conversations are absent).
+    fn stored_keys(
         &self,
         tx: &duckdb::Transaction<'_>,
         files: &[FileBatch<'_>],
-    ) -> Result<std::collections::HashSet<(String, String)>, StoreError> {
-        let mut out = std::collections::HashSet::new();
+    ) -> Result<StoredKeys, StoreError> {
+        let mut out = StoredKeys::new();
         let empty: bool = tx
             .query_row(
                 "SELECT NOT EXISTS (SELECT 1 FROM all_conversations)",
@@ -634,16 +672,23 @@ impl ConversationStore {
         }
         let mut stmt = tx
             .prepare(
-                "SELECT DISTINCT b.source, b.conversation_id FROM batch_conversations b
-                 SEMI JOIN all_conversations a
+                "SELECT a.source, a.conversation_id, a.message_id FROM all_conversations a
+                 SEMI JOIN batch_conversations b
                    ON a.source = b.source AND a.conversation_id = b.conversation_id",
             )
             .map_err(|e| self.error(e))?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
             .map_err(|e| self.error(e))?;
         for row in rows {
-            out.insert(row.map_err(|e| self.error(e))?);
+            let (source, conversation, id) = row.map_err(|e| self.error(e))?;
+            out.entry((source, conversation)).or_default().insert(id);
         }
         tx.execute_batch("DROP TABLE batch_conversations")
             .map_err(|e| self.error(e))?;
