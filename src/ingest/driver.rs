@@ -206,7 +206,8 @@ pub fn ingest_paths_with(
         }
     };
     // One thread walks and parses, this one stores: parsing overlaps the store's work.
-    let (sender, steps) = std::sync::mpsc::sync_channel::<Step>(256);
+    // The parser may run a whole batch ahead, so it keeps going while a batch commits.
+    let (sender, steps) = std::sync::mpsc::sync_channel::<Step>(BATCH_FILES);
     let mut storer = Storer {
         store,
         options,
