@@ -669,3 +669,60 @@ fn batched_ingest_matches_the_staging_path_row_for_row() {
     assert_eq!(differing("all_conversations", "b.all_conversations"), 0);
     assert_eq!(differing("b.all_conversations", "all_conversations"), 0);
 }
+
+/// A store last written before column `is_injected` existed still answers user-role
+/// searches (its rows count as not injected); the next ingest adds the column.
+#[test]
+fn store_without_the_injected_column_is_still_searchable() {
+    use skills::stores::conversations::COLUMNS;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = StorePaths::in_dir(dir.path()).conversations;
+    {
+        // The table as the first release created it: every column but `is_injected`.
+        let store = ConversationStore::open_rw(&path).expect("store");
+        store
+            .insert(&[skills::ingest::Message {
+                source: "claude-code".into(),
+                model: None,
+                project: None,
+                conversation_id: "c1".into(),
+                conversation_title: None,
+                message_id: "m1".into(),
+                parent_id: None,
+                msg_index: 0,
+                timestamp: chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time"),
+                timestamp_is_fallback: false,
+                role: "user".into(),
+                content_type: "text".into(),
+                content: "Is the legacy store searchable?".into(),
+                has_attachment: false,
+                has_citation: false,
+                is_injected: false,
+            }])
+            .expect("insert");
+        let conn = store.connection().expect("connection");
+        let old: Vec<&str> = COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| *c != "is_injected")
+            .collect();
+        conn.execute_batch(&format!(
+            "CREATE TABLE old AS SELECT {} FROM all_conversations;
+             DROP TABLE all_conversations;
+             ALTER TABLE old RENAME TO all_conversations;",
+            old.join(", ")
+        ))
+        .expect("old schema");
+    }
+    for args in [
+        json!({"term": "legacy", "role": "user"}),
+        json!({"term": "", "role": "user"}),
+    ] {
+        let found = search(dir.path(), args.clone());
+        assert_eq!(
+            previews(&found),
+            ["Is the legacy store searchable?"],
+            "{args}"
+        );
+    }
+}

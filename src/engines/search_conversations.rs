@@ -41,6 +41,14 @@ impl Engine for SearchConversations {
             });
         }
         let questions = term.is_empty() && role == Some("user");
+        let store = ctx.conversations()?;
+        // Stores written before `is_injected` existed have no such column (and no
+        // injected rows marked).
+        let not_injected = if store.marks_injected()? {
+            " AND NOT is_injected"
+        } else {
+            ""
+        };
 
         let mut sql = String::from(
             "SELECT strftime(created, '%Y-%m-%d'), strftime(created, '%Y-%m-%dT%H:%M:%S.%fZ'), \
@@ -49,7 +57,9 @@ impl Engine for SearchConversations {
         );
         let mut params: Vec<Box<dyn duckdb::ToSql>> = Vec::new();
         if questions {
-            sql.push_str("role = 'user' AND NOT is_injected AND has_question = 1");
+            sql.push_str("role = 'user'");
+            sql.push_str(not_injected);
+            sql.push_str(" AND has_question = 1");
         } else {
             sql.push_str("content ILIKE '%' || ? || '%'");
             params.push(Box::new(term.to_owned()));
@@ -57,14 +67,13 @@ impl Engine for SearchConversations {
                 sql.push_str(" AND role = ?");
                 params.push(Box::new(role.to_owned()));
                 if role == "user" {
-                    sql.push_str(" AND NOT is_injected");
+                    sql.push_str(not_injected);
                 }
             }
         }
         sql.push_str(" ORDER BY created DESC, conversation_id ASC, message_id ASC LIMIT ?");
         params.push(Box::new(limit));
 
-        let store = ctx.conversations()?;
         let conn = store.connection()?;
         let mut stmt = conn.prepare(&sql).map_err(|e| store.error(e))?;
         let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(AsRef::as_ref).collect();

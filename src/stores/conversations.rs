@@ -294,6 +294,23 @@ impl ConversationStore {
         })
     }
 
+    /// True when the table has column `is_injected`. A store last written by a version
+    /// before that column is opened read-only without it (any `skills ingest` adds
+    /// it); its rows then count as not injected, and queries must not name it.
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`].
+    pub fn marks_injected(&self) -> Result<bool, StoreError> {
+        let conn = self.connection()?;
+        conn.query_row(
+            "SELECT count(*) > 0 FROM duckdb_columns()
+             WHERE table_name = 'all_conversations' AND column_name = 'is_injected'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| self.error(e))
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
