@@ -10,7 +10,7 @@ pub mod search_conversations;
 pub mod sql;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -84,8 +84,8 @@ pub enum EngineError {
 /// What engines read: the stores, opened lazily and shared across calls.
 pub struct Context {
     paths: StorePaths,
-    /// The conversations store while some call uses it (see [`Context::conversations`]).
-    conversations: std::sync::Mutex<std::sync::Weak<ConversationStore>>,
+    /// The conversations store while calls use it (see [`Context::conversations`]).
+    conversations: Arc<Mutex<Held>>,
     memories: OnceLock<Arc<MemoryStore>>,
     embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
     now: Option<chrono::DateTime<chrono::Utc>>,
@@ -96,7 +96,7 @@ impl Context {
     pub fn new(paths: StorePaths) -> Self {
         Self {
             paths,
-            conversations: std::sync::Mutex::new(std::sync::Weak::new()),
+            conversations: Arc::new(Mutex::new(Held::default())),
             memories: OnceLock::new(),
             embedder: OnceLock::new(),
             now: None,
@@ -120,25 +120,26 @@ impl Context {
         &self.paths
     }
 
-    /// The conversations store, opened read-only and shared by the calls running at the
-    /// same time; it closes when the last of them drops it. Not kept open between
-    /// calls: DuckDB lets one process write the file or others read it, so a store held
-    /// by a long-running `skills serve` would keep `skills ingest` out (and would not
-    /// see what it imports). Opening costs a few milliseconds.
+    /// The conversations store, opened read-only on first use and shared by the calls
+    /// that follow; closed once no call has used it for [`STORE_IDLE`] (a background
+    /// thread watches). Not kept open longer: DuckDB lets one process write the file or
+    /// others read it, so a store held by an idle `skills serve` would keep `skills
+    /// ingest` out (which waits up to 30 s for the lock) — and while it is held, no
+    /// ingest can have written anything it does not see.
     ///
     /// # Errors
     /// [`StoreError::Missing`] when nothing was ingested yet, [`StoreError::Locked`]
     /// while an ingest keeps writing, or a DuckDB error.
     pub fn conversations(&self) -> Result<Arc<ConversationStore>, StoreError> {
-        let mut open = self
-            .conversations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(store) = open.upgrade() {
-            return Ok(store);
+        let mut held = lock(&self.conversations);
+        held.last_used = std::time::Instant::now();
+        if let Some(store) = &held.store {
+            return Ok(store.clone());
         }
         let store = Arc::new(ConversationStore::open_ro(&self.paths.conversations)?);
-        *open = Arc::downgrade(&store);
+        held.store = Some(store.clone());
+        let watched = Arc::downgrade(&self.conversations);
+        std::thread::spawn(move || close_when_idle(&watched));
         Ok(store)
     }
 
@@ -176,6 +177,52 @@ impl Context {
     /// Path of the memories store.
     pub fn memories_path(&self) -> PathBuf {
         self.paths.memories.clone()
+    }
+}
+
+/// How long the conversations store stays open after the last call used it.
+pub const STORE_IDLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A store kept open by [`Context::conversations`] and when it was last handed out.
+struct Held {
+    store: Option<Arc<ConversationStore>>,
+    last_used: std::time::Instant,
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Self {
+            store: None,
+            last_used: std::time::Instant::now(),
+        }
+    }
+}
+
+fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
+    held.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Drops the held store once it has been idle for [`STORE_IDLE`] and no call still
+/// holds it; ends then, or when the context is gone.
+fn close_when_idle(watched: &std::sync::Weak<Mutex<Held>>) {
+    loop {
+        std::thread::sleep(STORE_IDLE / 4);
+        let Some(held) = watched.upgrade() else {
+            return;
+        };
+        let mut held = lock(&held);
+        let in_use = held
+            .store
+            .as_ref()
+            .is_some_and(|s| Arc::strong_count(s) > 1);
+        if held.store.is_none() {
+            return;
+        }
+        if !in_use && held.last_used.elapsed() >= STORE_IDLE {
+            held.store = None;
+            return;
+        }
     }
 }
 

@@ -223,6 +223,8 @@ impl ConversationStats {
 pub struct ConversationStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Cached answer of [`ConversationStore::marks_injected`].
+    marks_injected: std::sync::OnceLock<bool>,
 }
 
 /// Counts returned by [`ConversationStore::insert`].
@@ -254,6 +256,7 @@ impl ConversationStore {
         Ok(Self {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
+            marks_injected: std::sync::OnceLock::new(),
         })
     }
 
@@ -276,6 +279,7 @@ impl ConversationStore {
         Ok(Self {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
+            marks_injected: std::sync::OnceLock::new(),
         })
     }
 
@@ -291,6 +295,7 @@ impl ConversationStore {
         Ok(Self {
             path,
             conn: Mutex::new(conn),
+            marks_injected: std::sync::OnceLock::new(),
         })
     }
 
@@ -301,14 +306,19 @@ impl ConversationStore {
     /// # Errors
     /// [`StoreError::DuckDb`].
     pub fn marks_injected(&self) -> Result<bool, StoreError> {
+        if let Some(known) = self.marks_injected.get() {
+            return Ok(*known);
+        }
         let conn = self.connection()?;
-        conn.query_row(
-            "SELECT count(*) > 0 FROM duckdb_columns()
-             WHERE table_name = 'all_conversations' AND column_name = 'is_injected'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(|e| self.error(e))
+        let has: bool = conn
+            .query_row(
+                "SELECT count(*) > 0 FROM duckdb_columns()
+                 WHERE table_name = 'all_conversations' AND column_name = 'is_injected'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(*self.marks_injected.get_or_init(|| has))
     }
 
     /// The database file.
