@@ -488,7 +488,7 @@ fn run(cli: &Cli, out: &mut impl Write) -> Result<Outcome> {
                 }
                 Err(e @ CallError::Engine { .. }) => {
                     print_chain(&e);
-                    if e.to_string().contains("skills ingest") {
+                    if e.to_string().contains("run `skills ingest` first") {
                         eprintln!("hint: import transcripts with `skills ingest [PATH…]`");
                     }
                     Ok(Outcome::Failed)

@@ -15,7 +15,8 @@ use crate::stores::StoreError;
 /// What happened to one file, passed to the `on_file` callback of [`ingest_paths`].
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct FileSummary {
-    /// The file.
+    /// The file (serialised lossily when not UTF-8).
+    #[serde(serialize_with = "super::lossy_path")]
     pub path: PathBuf,
     /// Its detected format, `None` when unrecognised or unreadable.
     pub format: Option<Format>,
@@ -165,10 +166,15 @@ pub fn ingest_paths(
     ingest_paths_with(store, paths, IngestOptions::default(), on_file)
 }
 
-/// Files are stored in batches of up to this many parsed messages…
+/// Files are stored in batches (one DuckDB transaction each) of up to this many parsed
+/// messages (about one DuckDB row group, which DuckDB then writes straight to the
+/// file instead of its WAL)…
 const BATCH_MESSAGES: usize = 125_000;
-/// …or this many files, whichever is reached first (one DuckDB transaction each).
+/// …or this many files…
 const BATCH_FILES: usize = 10_000;
+/// …or this age, whichever comes first: an interrupted run loses at most a few
+/// seconds of work, and the progress display moves at least that often.
+const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Imports `paths` into `store`: each path is a file, or a directory walked recursively
 /// (files of unrecognised format inside directories are ignored; an explicitly given
@@ -183,9 +189,9 @@ const BATCH_FILES: usize = 10_000;
 /// the same bytes before that offset, is read from the offset on; any other change is
 /// a rewrite, and the file is imported again in place of the rows it stored before.
 ///
-/// Atomicity: files are stored in batches (up to 50,000 messages or 2,000 files) of one
-/// transaction each, a file's rows always together with its state. When a batch
-/// fails, its files are stored again one transaction each, so a failure loses at most
+/// Atomicity: files are stored in batches (up to 125,000 messages, 10,000 files or 3 s
+/// of parsing) of one transaction each, a file's rows always together with its state.
+/// When a batch fails, its files are stored again one transaction each, so a failure loses at most
 /// the failing file, whose previous state is left as it was.
 ///
 /// Never fails as a whole: unreadable paths, unparsable files and store errors become
@@ -275,7 +281,13 @@ impl Storer<'_> {
                     return;
                 }
                 self.add(entry, faults);
-                if self.batch.messages >= BATCH_MESSAGES || self.batch.ready >= BATCH_FILES {
+                if self.batch.messages >= BATCH_MESSAGES
+                    || self.batch.ready >= BATCH_FILES
+                    || self
+                        .batch
+                        .started
+                        .is_some_and(|t| t.elapsed() >= BATCH_TIME)
+                {
                     self.flush(on_file);
                 }
             }
@@ -371,6 +383,28 @@ fn walk_and_parse(
             walk(root)
         };
         for file in files {
+            // Reading a FIFO or a device would block or never end.
+            if explicit && file.exists() && !file.is_file() {
+                let fault = Fault::new(
+                    &file,
+                    None,
+                    "not a regular file (a FIFO, socket or device): give files or folders",
+                );
+                let summary = FileSummary {
+                    path: file.clone(),
+                    faults: 1,
+                    ..FileSummary::default()
+                };
+                let step = Step::File {
+                    entry: Entry::Done(summary),
+                    faults: vec![fault],
+                    key: None,
+                };
+                if steps.send(step).is_err() {
+                    return;
+                }
+                continue;
+            }
             let stat = Stat::of(&file);
             if let Some(st) = &stat {
                 if !reached.insert(st.key.clone()) {
@@ -562,10 +596,13 @@ struct Batch {
     messages: usize,
     /// Number of `Ready` entries.
     ready: usize,
+    /// When the first entry of this batch arrived.
+    started: Option<std::time::Instant>,
 }
 
 impl Batch {
     fn push(&mut self, entry: Entry, faults: Vec<Fault>) {
+        self.started.get_or_insert_with(std::time::Instant::now);
         if let Entry::Ready(r) = &entry {
             self.messages += r.messages.len();
             self.ready += 1;
@@ -626,6 +663,7 @@ impl Batch {
         }
         self.messages = 0;
         self.ready = 0;
+        self.started = None;
         forgotten
     }
 }

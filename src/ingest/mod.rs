@@ -102,12 +102,19 @@ pub struct Message {
 /// format is line-oriented, and what was wrong. A fault never stops the run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Fault {
-    /// File the fault was found in.
+    /// File the fault was found in (serialised lossily when not UTF-8).
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     /// 1-based line number, when known.
     pub line: Option<usize>,
     /// Human-readable reason, e.g. "invalid JSON: expected value at column 1".
     pub reason: String,
+}
+
+/// Serialises a path as a string, replacing bytes that are not UTF-8 with U+FFFD, so
+/// one odd file name cannot fail a whole `--json` report.
+pub(crate) fn lossy_path<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
 }
 
 impl Fault {
@@ -831,7 +838,8 @@ fn file_time(path: &Path) -> chrono::DateTime<chrono::Utc> {
 ///
 /// Accepts RFC 3339 strings (`2025-11-08T12:00:00.123Z`, any offset), ISO strings
 /// without offset (taken as UTC), and numbers: epoch seconds (float allowed), or epoch
-/// milliseconds when the value is above 10^11. Anything else is `None`.
+/// milliseconds above 10^11, microseconds above 10^14, nanoseconds above 10^17.
+/// Anything else is `None`.
 pub(crate) fn parse_time(value: &serde_json::Value) -> Option<chrono::DateTime<chrono::Utc>> {
     use chrono::{DateTime, NaiveDateTime, Utc};
     match value {
@@ -847,7 +855,13 @@ pub(crate) fn parse_time(value: &serde_json::Value) -> Option<chrono::DateTime<c
         }
         serde_json::Value::Number(n) => {
             let x = n.as_f64()?;
-            let secs = if x.abs() > 1e11 { x / 1000.0 } else { x };
+            // Seconds until the year 5138; above: milliseconds, microseconds, nanoseconds.
+            let secs = match x.abs() {
+                a if a > 1e17 => x / 1e9,
+                a if a > 1e14 => x / 1e6,
+                a if a > 1e11 => x / 1e3,
+                _ => x,
+            };
             epoch_seconds(secs)
         }
         _ => None,
@@ -1120,6 +1134,14 @@ mod tests {
         assert_eq!(
             t(json!(1_700_000_000_250_i64)).as_deref(),
             Some("2023-11-14T22:13:20.250+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000_123_456_i64)).as_deref(),
+            Some("2023-11-14T22:13:20.123456+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000_123_456_000_i64)).as_deref(),
+            Some("2023-11-14T22:13:20.123456+00:00")
         );
         assert_eq!(t(json!("yesterday")), None);
         assert_eq!(t(json!(null)), None);
