@@ -451,7 +451,8 @@ fn whole_document_formats_are_skipped_when_unchanged_and_replaced_when_rewritten
         .files_unchanged,
         1
     );
-    // A different export written over it: the old conversation's rows go.
+    // A different export written over it: its conversations are added, and the old
+    // conversation, which it no longer holds (deleted in the app), keeps its rows.
     fs_err::copy(
         corpus.join("chatgpt-export/brain-mcp__sample_chatgpt_export.json"),
         &file,
@@ -463,7 +464,20 @@ fn whole_document_formats_are_skipped_when_unchanged_and_replaced_when_rewritten
         IngestOptions::default(),
     );
     assert_eq!(replaced.messages_added, 4, "{replaced}");
-    assert_eq!(store.count().expect("count"), 4);
+    assert_eq!(store.count().expect("count"), 10);
+    // The first export again: its conversation is replaced, not duplicated.
+    fs_err::copy(
+        corpus.join("chatgpt-export/librechat__chatgpt-tree.json"),
+        &file,
+    )
+    .expect("copy");
+    let back = run(
+        &store,
+        std::slice::from_ref(&file),
+        IngestOptions::default(),
+    );
+    assert_eq!(back.files_imported, 1, "{back}");
+    assert_eq!(store.count().expect("count"), 10);
 }
 
 #[test]

@@ -553,6 +553,7 @@ impl ConversationStore {
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let mut forgotten = BTreeSet::new();
         for f in files.iter().filter(|f| f.previous == Previous::Replace) {
+            self.note_rewritten(&tx, f.messages)?;
             forgotten.extend(self.forget_previous(&tx, &f.state.path)?);
         }
         for f in files {
@@ -620,23 +621,33 @@ impl ConversationStore {
         })
     }
 
-    /// For a rewritten file: deletes the rows of the conversations it produced last
-    /// time and its conversation list, and forgets the state of other files that
-    /// produced the same conversations (their rows are gone too, so they must be
-    /// imported again). Returns those other files' paths.
+    /// For a rewritten file: replaces the conversations it produced last time that it
+    /// still holds (temp table `rewritten`: its new import's `source`,
+    /// `conversation_id` pairs) — deletes their rows and forgets the state of other
+    /// files that produced the same conversations (their rows are gone too, so they
+    /// must be imported again). Conversations the file no longer holds keep their rows:
+    /// a newer export lacks what was deleted in the app, and the archive keeps it.
+    /// Returns the other files' paths.
     fn forget_previous(
         &self,
         tx: &duckdb::Transaction<'_>,
         path: &str,
     ) -> Result<Vec<String>, StoreError> {
+        tx.execute(
+            "CREATE OR REPLACE TEMP TABLE replaced AS
+               SELECT source, conversation_id FROM ingest_file_conversations WHERE path = ?
+               INTERSECT SELECT source, conversation_id FROM rewritten",
+            params![path],
+        )
+        .map_err(|e| self.error(e))?;
         let forgotten = {
             let mut stmt = tx
                 .prepare(
                     "DELETE FROM ingest_files WHERE path IN (
                        SELECT o.path FROM ingest_file_conversations o
-                       JOIN ingest_file_conversations m
-                         ON o.source = m.source AND o.conversation_id = m.conversation_id
-                       WHERE m.path = ? AND o.path <> m.path)
+                       SEMI JOIN replaced r
+                         ON o.source = r.source AND o.conversation_id = r.conversation_id
+                       WHERE o.path <> ?)
                      RETURNING path",
                 )
                 .map_err(|e| self.error(e))?;
@@ -647,18 +658,35 @@ impl ConversationStore {
                 .map_err(|e| self.error(e))?;
             paths
         };
-        tx.execute(
-            "DELETE FROM all_conversations a USING ingest_file_conversations m
-             WHERE m.path = ? AND a.source = m.source AND a.conversation_id = m.conversation_id",
-            params![path],
-        )
-        .map_err(|e| self.error(e))?;
-        tx.execute(
-            "DELETE FROM ingest_file_conversations WHERE path = ?",
-            params![path],
+        tx.execute_batch(
+            "DELETE FROM all_conversations a USING replaced r
+             WHERE a.source = r.source AND a.conversation_id = r.conversation_id;
+             DROP TABLE replaced;",
         )
         .map_err(|e| self.error(e))?;
         Ok(forgotten)
+    }
+
+    /// Fills temp table `rewritten` with the distinct (source, conversation id) pairs
+    /// of `messages`, for [`Self::forget_previous`].
+    fn note_rewritten(
+        &self,
+        tx: &duckdb::Transaction<'_>,
+        messages: &[Message],
+    ) -> Result<(), StoreError> {
+        tx.execute_batch(
+            "CREATE OR REPLACE TEMP TABLE rewritten (source VARCHAR, conversation_id VARCHAR)",
+        )
+        .map_err(|e| self.error(e))?;
+        let mut app = tx.appender("rewritten").map_err(|e| self.error(e))?;
+        let mut seen = std::collections::HashSet::new();
+        for m in messages {
+            if seen.insert((m.source.as_str(), m.conversation_id.as_str())) {
+                app.append_row(params![m.source, m.conversation_id])
+                    .map_err(|e| self.error(e))?;
+            }
+        }
+        app.flush().map_err(|e| self.error(e))
     }
 
     /// The message ids stored for each (source, conversation id) of the batch that
@@ -831,9 +859,6 @@ impl ConversationStore {
         );
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
-        if let (Some(state), Previous::Replace) = (state, previous) {
-            forgotten = self.forget_previous(&tx, &state.path)?;
-        }
         let present: std::collections::HashSet<String> = {
             let mut stmt = tx
                 .prepare(&format!(
@@ -889,6 +914,14 @@ impl ConversationStore {
         let offered: i64 = tx
             .query_row("SELECT count(*) FROM staging", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
+        if let (Some(state), Previous::Replace) = (state, previous) {
+            tx.execute_batch(
+                "CREATE OR REPLACE TEMP TABLE rewritten AS
+                   SELECT DISTINCT source, conversation_id FROM staging",
+            )
+            .map_err(|e| self.error(e))?;
+            forgotten = self.forget_previous(&tx, &state.path)?;
+        }
         if let Some(state) = state {
             tx.execute(
                 "INSERT OR IGNORE INTO ingest_file_conversations
