@@ -358,22 +358,50 @@ fn rewritten_file_replaces_its_rows_and_two_folders_store_once() {
         .messages_added,
         10
     );
-    // Rewritten shorter, lines shifted (the first two dropped): ids that hash line
-    // numbers change, yet no row is duplicated.
-    fs_err::write(&file, lines[2..].join("\n") + "\n").expect("rewrite");
+    let explain = |store: &ConversationStore, verb: &str| {
+        count(
+            store,
+            &format!("SELECT count(*) FROM all_conversations WHERE content LIKE '{verb} explain%'"),
+        )
+    };
+    // Truncated (the first two lines gone, as a crash could leave it): fewer messages
+    // than were imported, so nothing stored is dropped and a fault says so, on every
+    // run until the file holds as many again.
+    fs_err::write(&file, lines[2..].join("\n") + "\n").expect("truncate");
+    for _ in 0..2 {
+        let truncated = run(
+            &store,
+            std::slice::from_ref(&file),
+            IngestOptions::default(),
+        );
+        assert_eq!(truncated.files_imported, 0, "{truncated}");
+        assert_eq!(truncated.faults.len(), 1, "{truncated}");
+        assert!(
+            truncated.faults[0].reason.contains("looks truncated"),
+            "{truncated}"
+        );
+        assert_eq!(store.count().expect("count"), 10);
+        assert_eq!(explain(&store, "please"), 1);
+    }
+
+    // Rewritten with one line edited: ids that hash the line's text change, yet the
+    // session's rows are replaced, not duplicated.
+    let edited = text.replacen("please explain", "kindly explain", 1);
+    fs_err::write(&file, &edited).expect("edit");
     let rewritten = run(
         &store,
         std::slice::from_ref(&file),
         IngestOptions::default(),
     );
-    assert_eq!(rewritten.files_resumed, 0);
-    assert_eq!(store.count().expect("count"), 8, "{rewritten}");
     assert_eq!(
-        count(
-            &store,
-            "SELECT count(*) FROM all_conversations WHERE content LIKE 'please explain%'"
-        ),
-        0
+        (rewritten.files_imported, rewritten.files_resumed),
+        (1, 0),
+        "{rewritten}"
+    );
+    assert_eq!(store.count().expect("count"), 10, "{rewritten}");
+    assert_eq!(
+        (explain(&store, "please"), explain(&store, "kindly")),
+        (0, 1)
     );
 
     // The same session copied under a second folder is stored once.
@@ -393,12 +421,12 @@ fn rewritten_file_replaces_its_rows_and_two_folders_store_once() {
         ),
         (1, 1, 0)
     );
-    assert_eq!(store.count().expect("count"), 8);
+    assert_eq!(store.count().expect("count"), 10);
 
-    // One copy rewritten (its last line dropped): the session's rows are replaced by
-    // that copy's, and the other copy, which shared the session, is imported again in
-    // the same run, so its messages stay.
-    fs_err::write(&file, lines[2..lines.len() - 1].join("\n") + "\n").expect("rewrite");
+    // One copy edited again: the session's rows are replaced by that copy's, and the
+    // other copy, which shared the session, is imported again in the same run, so its
+    // messages stay (its older wording of the edited line included).
+    fs_err::write(&file, text.replacen("please explain", "do explain", 1)).expect("edit");
     let one = run(
         &store,
         &[dir.path().to_path_buf()],
@@ -409,7 +437,8 @@ fn rewritten_file_replaces_its_rows_and_two_folders_store_once() {
         (2, 2, 1),
         "{one}"
     );
-    assert_eq!(store.count().expect("count"), 8, "{one}");
+    assert_eq!(store.count().expect("count"), 11, "{one}");
+    assert_eq!((explain(&store, "kindly"), explain(&store, "do")), (1, 1));
     let quiet = run(
         &store,
         &[dir.path().to_path_buf()],

@@ -758,6 +758,30 @@ fn prepare(
             return (Entry::Done(fs), vec![IngestError::Io(e).to_fault(path)]);
         }
     };
+    // An append-only log that now holds fewer messages than were imported from it was
+    // truncated (a crash, a full disk), not edited: keep what is stored and say so, on
+    // every run, until it holds at least as many again.
+    if let Some(old) = state
+        .as_ref()
+        .filter(|_| format.is_append_only() && resume.is_none())
+    {
+        if (import.messages.len() as u64) < old.messages {
+            let mut faults = import.faults;
+            faults.push(Fault::new(
+                path,
+                None,
+                format!(
+                    "holds {} messages, fewer than the {} imported from it before: it looks \
+                     truncated, so the stored messages are kept and it is not imported again \
+                     until it holds as many",
+                    import.messages.len(),
+                    old.messages
+                ),
+            ));
+            fs.faults = faults.len();
+            return (Entry::Done(fs), faults);
+        }
+    }
     if options.keep_injected {
         for m in &mut import.messages {
             m.is_injected = false;
