@@ -789,6 +789,12 @@ fn ingest(
         bar.set_message(format!("{messages} messages ({added} new)"));
     });
     bar.finish_and_clear();
+    if options.keep_injected && summary.files_unchanged > 0 && !cli.json {
+        eprintln!(
+            "note: --keep-injected applies to files read in this run; the {} unchanged files keep their earlier classification (to apply it to everything, ingest into a new --data-dir)",
+            summary.files_unchanged
+        );
+    }
     if cli.json {
         let mut value = serde_json::to_value(&summary)?;
         value["store"] = json!(store_path);
