@@ -174,7 +174,7 @@ const BATCH_MESSAGES: usize = 125_000;
 const BATCH_FILES: usize = 10_000;
 /// …or this age, whichever comes first: an interrupted run loses at most a few
 /// seconds of work, and the progress display moves at least that often.
-const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(3);
+const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Imports `paths` into `store`: each path is a file, or a directory walked recursively
 /// (files of unrecognised format inside directories are ignored; an explicitly given
@@ -189,7 +189,7 @@ const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(3);
 /// the same bytes before that offset, is read from the offset on; any other change is
 /// a rewrite, and the file is imported again in place of the rows it stored before.
 ///
-/// Atomicity: files are stored in batches (up to 125,000 messages, 10,000 files or 3 s
+/// Atomicity: files are stored in batches (up to 125,000 messages, 10,000 files or 10 s
 /// of parsing) of one transaction each, a file's rows always together with its state.
 /// When a batch fails, its files are stored again one transaction each, so a failure loses at most
 /// the failing file, whose previous state is left as it was.
