@@ -187,12 +187,15 @@ const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 /// (table `ingest_files`). A file with the same size and time is not opened at all
 /// (counted in [`IngestSummary::files_unchanged`]); an append-only file that grew, with
 /// the same bytes before that offset, is read from the offset on; any other change is
-/// a rewrite, and the file is imported again in place of the rows it stored before.
+/// a rewrite: the file's conversations are replaced by its new content (other files
+/// that shared them are imported again in the same run), while conversations it no
+/// longer holds keep their rows. An append-only file that now holds fewer messages
+/// than were imported from it is a fault (it looks truncated) and is left as stored.
 ///
 /// Atomicity: files are stored in batches (up to 125,000 messages, 10,000 files or 10 s
 /// of parsing) of one transaction each, a file's rows always together with its state.
-/// When a batch fails, its files are stored again one transaction each, so a failure loses at most
-/// the failing file, whose previous state is left as it was.
+/// When a batch fails, its files are stored again one transaction each, so a failure
+/// loses at most the failing file, whose previous state is left as it was.
 ///
 /// Never fails as a whole: unreadable paths, unparsable files and store errors become
 /// [`Fault`]s in the returned summary.
