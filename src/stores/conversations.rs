@@ -146,9 +146,10 @@ pub enum Previous {
     /// First import of the file, or more lines of an append-only file: keep them.
     Keep,
     /// The file was rewritten: delete the rows of the conversations it produced last
-    /// time before inserting (so edited or renumbered messages are not duplicated),
-    /// and forget the state of other files that produced the same conversations so the
-    /// next run imports them again.
+    /// time and still holds before inserting (so edited or renumbered messages are not
+    /// duplicated), and forget the state of other files that produced the same
+    /// conversations (returned in [`StoredBatch::forgotten`], to import them again).
+    /// Conversations it no longer holds keep their rows.
     Replace,
 }
 
