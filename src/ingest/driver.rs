@@ -437,7 +437,8 @@ fn walk_and_parse(
                 },
                 _ => {
                     let format = detect(&file);
-                    if format.is_none() && !explicit {
+                    // Unknown files in folders are ignored, but not ones we cannot read.
+                    if format.is_none() && !explicit && fs_err::File::open(&file).is_ok() {
                         Step::Ignored
                     } else {
                         let key = stat.as_ref().map(|s| s.key.clone());
@@ -746,7 +747,10 @@ fn prepare(
             std::io::ErrorKind::NotFound,
             format!("`{}` does not exist", path.display()),
         ))),
-        None => Err(IngestError::UnknownFormat(path.to_path_buf())),
+        None => match fs_err::File::open(path) {
+            Err(e) => Err(IngestError::Io(e)),
+            Ok(_) => Err(IngestError::UnknownFormat(path.to_path_buf())),
+        },
         Some(format) => import_from(path, format, resume.as_ref()),
     };
     let (mut import, format, stat) = match (result, format, stat) {
