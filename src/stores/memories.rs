@@ -11,6 +11,8 @@
 //!   "decision"); its rowid is the `memories` rowid.
 //! - `memories_vocab`: an `fts5vocab` `row` table over `memories_fts`, used by the fuzzy
 //!   mode to find indexed terms near a typo.
+//! - per connection, not in the file: `temp.memories_fts_instance`, an `fts5vocab`
+//!   `instance` table from which [`fts::FtsIndex`] copies the postings.
 //!
 //! Engines open the store with [`MemoryStore::open_ro`] (SQLite read-only flags plus
 //! `PRAGMA query_only`): a search never changes the file. Writers use
@@ -25,6 +27,10 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::StoreError;
+
+pub mod fts;
+
+use fts::FtsIndex;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memories (
@@ -195,6 +201,9 @@ impl MemoryStore {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+        // Temp schema only (never the file), and before `query_only`, which refuses it.
+        conn.execute_batch(fts::CREATE_INSTANCE_TABLE)
+            .map_err(|e| sqlite_error(path, e))?;
         conn.pragma_update(None, "query_only", 1)
             .map_err(|e| sqlite_error(path, e))?;
         conn.query_row(
@@ -229,7 +238,10 @@ impl MemoryStore {
     }
 
     fn init(&self) -> Result<(), StoreError> {
-        self.lock().execute_batch(SCHEMA).map_err(|e| self.error(e))
+        let conn = self.lock();
+        conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
+        conn.execute_batch(fts::CREATE_INSTANCE_TABLE)
+            .map_err(|e| self.error(e))
     }
 
     /// The database file (`:memory:` for in-memory stores).
@@ -507,6 +519,9 @@ pub struct SearchIndex {
     odd: Vec<(u32, Vec<f32>)>,
     /// Terms of `memories_vocab`, read on first use.
     vocab: OnceLock<Vec<String>>,
+    /// Postings of `memories_fts` for this snapshot, read on first use; the reason
+    /// when the store's FTS5 data cannot stand in for `bm25()`.
+    fts: OnceLock<Result<FtsIndex, fts::Unavailable>>,
 }
 
 impl SearchIndex {
@@ -571,7 +586,38 @@ impl SearchIndex {
             matrix,
             odd,
             vocab: OnceLock::new(),
+            fts: OnceLock::new(),
         })
+    }
+
+    /// The in-memory postings of `memories_fts` ([`FtsIndex`]: FTS5's `bm25()` without
+    /// SQLite), read through `conn` (this store's connection) on first use and kept
+    /// with the index. `None` when they cannot stand in for SQLite: the file changed
+    /// since this index was loaded (the next search reloads both), or its FTS5 data
+    /// fails the index's guards. Costs ~1 s at 100k memories, once.
+    ///
+    /// # Errors
+    /// A SQLite error while reading.
+    pub fn fts(&self, conn: &Connection) -> Result<Option<&FtsIndex>, rusqlite::Error> {
+        if let Some(built) = self.fts.get() {
+            return Ok(built.as_ref().ok());
+        }
+        // One read transaction, so postings, lengths and totals are one snapshot.
+        let tx = if conn.is_autocommit() {
+            Some(conn.unchecked_transaction()?)
+        } else {
+            None
+        };
+        conn.query_row("SELECT count(*) FROM memories_fts_config", [], |_| Ok(()))?;
+        let data_version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        if (data_version, conn.total_changes()) != self.version {
+            return Ok(None);
+        }
+        let built = FtsIndex::load(conn, self.rows.len(), |rowid| self.position(rowid))?;
+        if let Some(tx) = tx {
+            tx.commit()?;
+        }
+        Ok(self.fts.get_or_init(|| built).as_ref().ok())
     }
 
     /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order), read

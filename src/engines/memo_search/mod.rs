@@ -15,7 +15,10 @@
 //!
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
-//! reloaded when the file changes; FTS5 legs ask SQLite only for `(rowid, bm25)`.
+//! reloaded when the file changes. The FTS5 legs are scored from the store's in-memory
+//! postings ([`FtsIndex`], read on the first FTS5 leg): the same rows and bit-identical
+//! `bm25()` values as SQLite's `MATCH` … `bm25()`, which stays the reference
+//! ([`Scorer::Sqlite`]) and the path taken when the postings are unavailable.
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
 //! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
@@ -37,6 +40,7 @@ use serde_json::{json, Map, Value};
 use super::{Context, Engine, EngineError};
 use crate::ingest::memories::parse_when;
 use crate::stores::embedder::Embedder;
+use crate::stores::memories::fts::Matches;
 use crate::stores::memories::{format_time, json_list, MemoryStore, RowMeta, SearchIndex};
 
 /// Default and bounds of `limit`.
@@ -92,6 +96,17 @@ impl Mode {
     }
 }
 
+/// Which implementation scores the FTS5 legs (bm25, exact, fuzzy). Both give the same
+/// rows, order and bits; `Sqlite` is the reference the other is tested against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scorer {
+    /// The store's in-memory postings ([`FtsIndex`]); SQLite when they are unavailable.
+    #[default]
+    Memory,
+    /// SQLite: `SELECT rowid, bm25(memories_fts, …) … WHERE memories_fts MATCH ?`.
+    Sqlite,
+}
+
 /// Checked arguments of one search (the engine's "HiArgs").
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -115,6 +130,8 @@ pub struct Request {
     pub explain: bool,
     /// Notes collected while checking arguments.
     pub notes: Vec<String>,
+    /// Scorer of the FTS5 legs (not an argument: [`Scorer::Memory`]).
+    pub scorer: Scorer,
 }
 
 impl Request {
@@ -210,6 +227,7 @@ impl Request {
             body_chars,
             explain,
             notes,
+            scorer: Scorer::default(),
         })
     }
 }
@@ -285,6 +303,14 @@ impl Engine for MemoSearch {
 /// One leg's ranked candidates: `(rowid, score)`, best first.
 type Ranked = Vec<(i64, f64)>;
 
+/// What a search decided before reading the hits' rows: fused hits, best first (`None`
+/// when the query has no searchable words), notes and trace so far.
+struct Ranking {
+    fused: Option<Vec<Fused>>,
+    notes: Vec<String>,
+    trace: Vec<Value>,
+}
+
 /// Runs `req` against `store`. `embedder` is the model, or why there is none.
 ///
 /// # Errors
@@ -295,82 +321,17 @@ pub fn search(
     embedder: Result<&Embedder, String>,
     req: &Request,
 ) -> Result<Value, EngineError> {
-    let mut notes = req.notes.clone();
-    let mut trace: Vec<Value> = Vec::new();
-    let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
-    if tokens.len() > MAX_TOKENS {
-        notes.push(format!(
-            "query has {} distinct words: only {MAX_TOKENS} were searched",
-            tokens.len()
-        ));
-        tokens.truncate(MAX_TOKENS);
-    }
-    trace.push(json!({
-        "stage": "parse", "mode": req.mode.as_str(), "tokens": tokens, "limit": req.limit,
-        "filters": {"type": req.kind, "from": req.from, "to": req.to, "file": req.file},
-    }));
-    if tokens.is_empty() {
-        notes.push("query has no searchable words: no hits".into());
-        return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
-    }
-    let filter = Filter::new(req);
     let conn = store.lock();
-    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
-    let model = embedder.as_ref().ok().map(|e| e.name());
-    let index = store.search_index(&conn, model).map_err(map_err)?;
-    let index = index.as_ref();
-    let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
-    match req.mode {
-        Mode::Bm25 => legs.push((
-            "bm25",
-            bm25_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
-        )),
-        Mode::Exact => legs.push((
-            "exact",
-            exact_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
-        )),
-        Mode::Fuzzy => legs.push((
-            "fuzzy",
-            fuzzy_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
-        )),
-        Mode::Vec => {
-            let embedder = embedder
-                .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
-            let ranked = vec_leg(index, embedder, &req.query, &filter, req.limit, &mut trace);
-            if ranked.is_none() {
-                return Err(EngineError::Unavailable(format!(
-                    "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
-                    embedder.name()
-                )));
-            }
-            legs.push(("vec", ranked.unwrap_or_default()));
-        }
-        Mode::Hybrid => {
-            let n = (2 * req.limit).max(20);
-            match embedder {
-                Ok(embedder) => match vec_leg(index, embedder, &req.query, &filter, n, &mut trace) {
-                    Some(ranked) => legs.push(("vec", ranked)),
-                    None => notes.push(format!(
-                        "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
-                        embedder.name()
-                    )),
-                },
-                Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
-            }
-            legs.push((
-                "bm25",
-                bm25_leg(&conn, index, &tokens, &filter, n, &mut trace).map_err(map_err)?,
-            ));
-            legs.push((
-                "exact",
-                exact_leg(&conn, index, &tokens, &filter, n, &mut trace).map_err(map_err)?,
-            ));
-        }
-    }
-
-    let fused = fuse(req.mode, &legs, req.limit, &mut trace);
-    let rows =
-        load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>()).map_err(map_err)?;
+    let Ranking {
+        fused,
+        notes,
+        mut trace,
+    } = rank(store, &conn, embedder, req)?;
+    let Some(fused) = fused else {
+        return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
+    };
+    let rows = load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>())
+        .map_err(|e| EngineError::Store(store.error(e)))?;
     drop(conn);
     let mut hits = Vec::with_capacity(fused.len());
     for f in &fused {
@@ -400,6 +361,95 @@ pub fn search(
     }
     trace.push(json!({"stage": "output", "hits": hits.len(), "body_chars": req.body_chars}));
     Ok(finish(req, hits, notes, req.explain.then_some(trace)))
+}
+
+/// Parses the query, runs the mode's legs through `conn` (`store`'s connection,
+/// locked) and fuses them.
+fn rank(
+    store: &MemoryStore,
+    conn: &Connection,
+    embedder: Result<&Embedder, String>,
+    req: &Request,
+) -> Result<Ranking, EngineError> {
+    let mut notes = req.notes.clone();
+    let mut trace: Vec<Value> = Vec::new();
+    let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
+    if tokens.len() > MAX_TOKENS {
+        notes.push(format!(
+            "query has {} distinct words: only {MAX_TOKENS} were searched",
+            tokens.len()
+        ));
+        tokens.truncate(MAX_TOKENS);
+    }
+    trace.push(json!({
+        "stage": "parse", "mode": req.mode.as_str(), "tokens": tokens, "limit": req.limit,
+        "filters": {"type": req.kind, "from": req.from, "to": req.to, "file": req.file},
+    }));
+    if tokens.is_empty() {
+        notes.push("query has no searchable words: no hits".into());
+        return Ok(Ranking {
+            fused: None,
+            notes,
+            trace,
+        });
+    }
+    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
+    let model = embedder.as_ref().ok().map(|e| e.name());
+    let index = store.search_index(conn, model).map_err(map_err)?;
+    let leg = Leg {
+        conn,
+        index: index.as_ref(),
+        filter: Filter::new(req),
+        scorer: req.scorer,
+    };
+    let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
+    match req.mode {
+        Mode::Bm25 => legs.push((
+            "bm25",
+            leg.bm25(&tokens, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Exact => legs.push((
+            "exact",
+            leg.exact(&tokens, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Fuzzy => legs.push((
+            "fuzzy",
+            leg.fuzzy(&tokens, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Vec => {
+            let embedder = embedder
+                .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
+            let ranked = vec_leg(leg.index, embedder, &req.query, &leg.filter, req.limit, &mut trace);
+            if ranked.is_none() {
+                return Err(EngineError::Unavailable(format!(
+                    "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
+                    embedder.name()
+                )));
+            }
+            legs.push(("vec", ranked.unwrap_or_default()));
+        }
+        Mode::Hybrid => {
+            let n = (2 * req.limit).max(20);
+            match embedder {
+                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, &leg.filter, n, &mut trace) {
+                    Some(ranked) => legs.push(("vec", ranked)),
+                    None => notes.push(format!(
+                        "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
+                        embedder.name()
+                    )),
+                },
+                Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
+            }
+            legs.push(("bm25", leg.bm25(&tokens, n, &mut trace).map_err(map_err)?));
+            legs.push(("exact", leg.exact(&tokens, n, &mut trace).map_err(map_err)?));
+        }
+    }
+    let fused = fuse(req.mode, &legs, req.limit, &mut trace);
+    Ok(Ranking {
+        fused: Some(fused),
+        notes,
+        trace,
+    })
 }
 
 fn finish(req: &Request, hits: Vec<Value>, notes: Vec<String>, trace: Option<Vec<Value>>) -> Value {
@@ -493,145 +543,167 @@ fn quote(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
 
-fn fts_query(
-    conn: &Connection,
-    index: &SearchIndex,
-    match_expr: &str,
-    weights: (f64, f64, f64),
-    filter: &Filter,
-    n: usize,
-) -> Result<Ranked, rusqlite::Error> {
-    let sql = format!(
-        "SELECT rowid, bm25(memories_fts, {}, {}, {}) FROM memories_fts WHERE memories_fts MATCH ?1",
-        weights.0, weights.1, weights.2
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query([match_expr])?;
-    let meta = index.rows();
-    let mut hits: Vec<(f64, usize)> = Vec::new();
-    while let Some(r) = rows.next()? {
-        let Some(i) = index.position(r.get(0)?) else {
-            continue;
-        };
-        if filter.keep(&meta[i]) {
-            hits.push((r.get(1)?, i));
+/// An FTS5 query in the engine's one shape: groups of folded terms, each quoted (a
+/// one-term phrase), OR inside a group, the groups joined by AND — or by OR for the
+/// fallback. One value gives both the `MATCH` text SQLite runs and the groups
+/// [`FtsIndex::score`] scores, so both scorers see the same phrases in the same order.
+struct TermQuery {
+    groups: Vec<Vec<String>>,
+    /// Write each group in parentheses (fuzzy groups: `("a" OR "b")`).
+    parenthesized: bool,
+}
+
+impl TermQuery {
+    /// One group per token: `"a" AND "b"`.
+    fn tokens(tokens: &[String]) -> Self {
+        Self {
+            groups: tokens.iter().map(|t| vec![t.clone()]).collect(),
+            parenthesized: false,
         }
     }
-    // ORDER BY bm25 ASC, updated DESC, id ASC (SQLite compares REALs numerically).
-    top_n(&mut hits, n, |a, b| {
-        a.0.partial_cmp(&b.0)
-            .unwrap_or(Ordering::Equal)
-            .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
-            .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
-    });
-    Ok(hits.into_iter().map(|(s, i)| (meta[i].rowid, -s)).collect())
-}
 
-/// AND of the groups; OR of them when AND finds nothing and there is more than one.
-#[allow(clippy::too_many_arguments)]
-fn and_then_or(
-    conn: &Connection,
-    index: &SearchIndex,
-    leg: &str,
-    groups: &[String],
-    weights: (f64, f64, f64),
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let and = groups.join(" AND ");
-    let ranked = fts_query(conn, index, &and, weights, filter, n)?;
-    if !ranked.is_empty() || groups.len() < 2 {
-        trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
-        return Ok(ranked);
-    }
-    let or = groups.join(" OR ");
-    let ranked = fts_query(conn, index, &or, weights, filter, n)?;
-    trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
-    Ok(ranked)
-}
-
-fn bm25_leg(
-    conn: &Connection,
-    index: &SearchIndex,
-    tokens: &[String],
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let groups: Vec<String> = tokens.iter().map(|t| quote(t)).collect();
-    and_then_or(
-        conn,
-        index,
-        "bm25",
-        &groups,
-        (5.0, 3.0, 1.0),
-        filter,
-        n,
-        trace,
-    )
-}
-
-fn exact_leg(
-    conn: &Connection,
-    index: &SearchIndex,
-    tokens: &[String],
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let and = tokens
-        .iter()
-        .map(|t| quote(t))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    let ranked = fts_query(conn, index, &and, (10.0, 8.0, 1.0), filter, n)?;
-    trace.push(json!({"stage": "leg", "leg": "exact", "fts_query": and, "fallback": null, "candidates": ranked.len()}));
-    Ok(ranked)
-}
-
-fn fuzzy_leg(
-    conn: &Connection,
-    index: &SearchIndex,
-    tokens: &[String],
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let vocab = index.vocab(conn)?;
-    let mut groups = Vec::new();
-    let mut expansions = Map::new();
-    for token in tokens {
-        let max = fuzzy::max_distance(token);
-        let mut near: Vec<(usize, &str)> = vocab
+    /// The `MATCH` text: groups joined by `AND` when `every`, else by `OR`.
+    fn expr(&self, every: bool) -> String {
+        let groups: Vec<String> = self
+            .groups
             .iter()
-            .filter_map(|t| fuzzy::distance_within(token, t, max).map(|d| (d, t.as_str())))
+            .map(|g| {
+                let terms = g.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" OR ");
+                if self.parenthesized {
+                    format!("({terms})")
+                } else {
+                    terms
+                }
+            })
             .collect();
-        near.sort_unstable();
-        near.truncate(MAX_EXPANSIONS);
-        let mut terms: Vec<&str> = near.iter().map(|(_, t)| *t).collect();
-        if terms.is_empty() {
-            terms.push(token);
-        }
-        expansions.insert(token.clone(), json!(terms));
-        let group = terms
-            .iter()
-            .map(|t| quote(t))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        groups.push(format!("({group})"));
+        groups.join(if every { " AND " } else { " OR " })
     }
-    trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
-    and_then_or(
-        conn,
-        index,
-        "fuzzy",
-        &groups,
-        (5.0, 3.0, 1.0),
-        filter,
-        n,
-        trace,
-    )
+}
+
+/// What the FTS5 legs of one search share: the locked connection, the store's index,
+/// the filters and the scorer.
+struct Leg<'a> {
+    conn: &'a Connection,
+    index: &'a SearchIndex,
+    filter: Filter,
+    scorer: Scorer,
+}
+
+impl Leg<'_> {
+    fn bm25(&self, tokens: &[String], n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+        let query = TermQuery::tokens(tokens);
+        self.and_then_or("bm25", &query, [5, 3, 1], true, n, trace)
+    }
+
+    fn exact(&self, tokens: &[String], n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+        let query = TermQuery::tokens(tokens);
+        self.and_then_or("exact", &query, [10, 8, 1], false, n, trace)
+    }
+
+    fn fuzzy(&self, tokens: &[String], n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+        let vocab = self.index.vocab(self.conn)?;
+        let mut groups = Vec::new();
+        let mut expansions = Map::new();
+        for token in tokens {
+            let max = fuzzy::max_distance(token);
+            let mut near: Vec<(usize, &str)> = vocab
+                .iter()
+                .filter_map(|t| fuzzy::distance_within(token, t, max).map(|d| (d, t.as_str())))
+                .collect();
+            near.sort_unstable();
+            near.truncate(MAX_EXPANSIONS);
+            let mut terms: Vec<String> = near.iter().map(|(_, t)| (*t).to_owned()).collect();
+            if terms.is_empty() {
+                terms.push(token.clone());
+            }
+            expansions.insert(token.clone(), json!(terms));
+            groups.push(terms);
+        }
+        trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
+        let query = TermQuery {
+            groups,
+            parenthesized: true,
+        };
+        self.and_then_or("fuzzy", &query, [5, 3, 1], true, n, trace)
+    }
+
+    /// The AND of `query`'s groups; with `or_fallback`, their OR when the AND finds
+    /// nothing (after filters) and there is more than one group.
+    fn and_then_or(
+        &self,
+        leg: &str,
+        query: &TermQuery,
+        weights: [u32; 3],
+        or_fallback: bool,
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
+        // In memory, one pass scores the AND and the OR query alike: same phrases in
+        // the same order, so a row gets the same bm25() in both.
+        let matches = match self.scorer {
+            Scorer::Memory => self
+                .index
+                .fts(self.conn)?
+                .and_then(|fts| fts.score(&query.groups, weights)),
+            Scorer::Sqlite => None,
+        };
+        let and = query.expr(true);
+        let ranked = self.top(&and, true, matches.as_ref(), weights, n)?;
+        if !ranked.is_empty() || !or_fallback || query.groups.len() < 2 {
+            trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
+            return Ok(ranked);
+        }
+        let or = query.expr(false);
+        let ranked = self.top(&or, false, matches.as_ref(), weights, n)?;
+        trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
+        Ok(ranked)
+    }
+
+    /// The `n` best rows that `expr` matches (`every`: the AND form of the query) and
+    /// the filters keep, ordered by `bm25(memories_fts, weights…)` ascending, newer
+    /// `updated`, smaller id; as `(rowid, −bm25)`. From `matches` when the in-memory
+    /// scorer produced them, else from SQLite.
+    fn top(
+        &self,
+        expr: &str,
+        every: bool,
+        matches: Option<&Matches>,
+        weights: [u32; 3],
+        n: usize,
+    ) -> Result<Ranked, rusqlite::Error> {
+        let meta = self.index.rows();
+        let mut hits: Vec<(f64, usize)> = Vec::new();
+        if let Some(matches) = matches {
+            matches.for_each(every, |i, bm25| {
+                if self.filter.keep(&meta[i]) {
+                    hits.push((bm25, i));
+                }
+            });
+        } else {
+            let [w0, w1, w2] = weights;
+            let sql = format!(
+                "SELECT rowid, bm25(memories_fts, {w0}, {w1}, {w2}) FROM memories_fts WHERE memories_fts MATCH ?1"
+            );
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let mut rows = stmt.query([expr])?;
+            while let Some(r) = rows.next()? {
+                let Some(i) = self.index.position(r.get(0)?) else {
+                    continue;
+                };
+                if self.filter.keep(&meta[i]) {
+                    hits.push((r.get(1)?, i));
+                }
+            }
+        }
+        // ORDER BY bm25 ASC, updated DESC, id ASC (SQLite compares REALs numerically).
+        top_n(&mut hits, n, |a, b| {
+            a.0.partial_cmp(&b.0)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
+                .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
+        });
+        Ok(hits.into_iter().map(|(s, i)| (meta[i].rowid, -s)).collect())
+    }
 }
 
 /// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
