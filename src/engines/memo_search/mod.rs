@@ -27,6 +27,8 @@
 //! The engine only reads: the store is opened read-only and nothing (not even access
 //! counts) is written. `source` is logged to stderr when `SKILLS_LOG` contains `debug`.
 
+#[cfg(test)]
+mod differential;
 pub mod fuzzy;
 pub mod when;
 

@@ -314,6 +314,16 @@ impl FtsIndex {
         self.term_ends.len()
     }
 
+    /// Number of (term, row) postings.
+    pub fn postings(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Postings whose column counts did not fit the packed form.
+    pub fn wide_postings(&self) -> usize {
+        self.wide.len()
+    }
+
     /// Term `t`'s bytes.
     fn term(&self, t: usize) -> &[u8] {
         let start = t.checked_sub(1).map_or(0, |p| self.term_ends[p] as usize);
@@ -483,4 +493,69 @@ fn decode_sizes(blob: &[u8]) -> Option<[u32; 3]> {
         at += len;
     }
     (at == blob.len()).then_some(sizes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_records() {
+        assert_eq!(varint(&[0x05]), Some((5, 1)));
+        assert_eq!(varint(&[0x86, 0x8D, 0x20]), Some((100_000, 3)));
+        assert_eq!(varint(&[0x81]), None);
+        assert_eq!(varint(&[0xFF; 9]), Some((u64::MAX, 9)));
+        // nRow 100000, then title, tags, body totals.
+        let avg = [134, 141, 32, 161, 245, 21, 143, 145, 9, 130, 195, 180, 125];
+        assert_eq!(decode_averages(&avg), Some((100_000, 555_669 + 247_945 + 5_298_813)));
+        assert_eq!(decode_averages(&[0x02, 0x07]), Some((2, 7)), "missing columns are 0");
+        assert_eq!(decode_sizes(&[3, 0, 0x81, 0x00]), Some([3, 0, 128]));
+        assert_eq!(decode_sizes(&[3, 0]), None);
+        assert_eq!(decode_sizes(&[3, 0, 1, 9]), None, "trailing bytes");
+        assert_eq!(unpack(pack([254, 3, 65_534]).unwrap()), [254, 3, 65_534]);
+        assert_eq!(pack([255, 0, 0]), None);
+        assert_eq!(pack([0, 0, 65_535]), None);
+    }
+
+    /// Every term the tokenizer emits tokenizes to itself again, so the quoted term in
+    /// the engine's `MATCH` text is a one-term phrase of exactly that term. Checked
+    /// for every Unicode scalar value, alone (a token's first character) and between
+    /// two `x` (any later character); a SQLite upgrade that changes this fails here.
+    #[test]
+    fn tokens_retokenize_to_themselves() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'unicode61 remove_diacritics 2');
+             CREATE VIRTUAL TABLE t_row USING fts5vocab(t, 'row');
+             CREATE VIRTUAL TABLE t_inst USING fts5vocab(t, 'instance');",
+        )
+        .unwrap();
+        let mut doc = String::new();
+        for c in (1..=0x10_FFFF_u32).filter_map(char::from_u32) {
+            doc.extend([c, ' ', 'x', c, 'x', ' ']);
+        }
+        conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?1)", [&doc])
+            .unwrap();
+        let terms: Vec<String> = conn
+            .prepare("SELECT term FROM t_row")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(terms.len() > 100_000, "{}", terms.len());
+        conn.execute("DELETE FROM t", []).unwrap();
+        conn.execute("INSERT INTO t(rowid, x) VALUES (2, ?1)", [terms.join(" ")])
+            .unwrap();
+        let again: Vec<String> = conn
+            .prepare("SELECT term FROM t_inst ORDER BY offset")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let first_difference = terms.iter().zip(&again).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None);
+        assert_eq!(terms.len(), again.len());
+    }
 }
