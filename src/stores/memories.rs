@@ -613,7 +613,8 @@ impl SearchIndex {
         if (data_version, conn.total_changes()) != self.version {
             return Ok(None);
         }
-        let built = FtsIndex::load(conn, self.rows.len(), |rowid| self.position(rowid))?;
+        let rowids: Vec<i64> = self.rows.iter().map(|m| m.rowid).collect();
+        let built = FtsIndex::load(conn, &rowids)?;
         if let Some(tx) = tx {
             tx.commit()?;
         }

@@ -16,7 +16,7 @@
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
 //! reloaded when the file changes. The FTS5 legs are scored from the store's in-memory
-//! postings ([`FtsIndex`], read on the first FTS5 leg): the same rows and bit-identical
+//! postings ([`crate::stores::memories::fts::FtsIndex`], read on the first FTS5 leg): the same rows and bit-identical
 //! `bm25()` values as SQLite's `MATCH` … `bm25()`, which stays the reference
 //! ([`Scorer::Sqlite`]) and the path taken when the postings are unavailable.
 //!
@@ -102,7 +102,9 @@ impl Mode {
 /// rows, order and bits; `Sqlite` is the reference the other is tested against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scorer {
-    /// The store's in-memory postings ([`FtsIndex`]); SQLite when they are unavailable.
+    /// The store's in-memory postings
+    /// ([`FtsIndex`](crate::stores::memories::fts::FtsIndex)); SQLite when they are
+    /// unavailable.
     #[default]
     Memory,
     /// SQLite: `SELECT rowid, bm25(memories_fts, …) … WHERE memories_fts MATCH ?`.
@@ -548,7 +550,7 @@ fn quote(term: &str) -> String {
 /// An FTS5 query in the engine's one shape: groups of folded terms, each quoted (a
 /// one-term phrase), OR inside a group, the groups joined by AND — or by OR for the
 /// fallback. One value gives both the `MATCH` text SQLite runs and the groups
-/// [`FtsIndex::score`] scores, so both scorers see the same phrases in the same order.
+/// in-memory index scores, so both scorers see the same phrases in the same order.
 struct TermQuery {
     groups: Vec<Vec<String>>,
     /// Write each group in parentheses (fuzzy groups: `("a" OR "b")`).
@@ -640,13 +642,13 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        // In memory, one pass scores the AND and the OR query alike: same phrases in
+        // In memory, the AND and the OR query share their phrases: same phrases in
         // the same order, so a row gets the same bm25() in both.
         let matches = match self.scorer {
             Scorer::Memory => self
                 .index
                 .fts(self.conn)?
-                .and_then(|fts| fts.score(&query.groups, weights)),
+                .map(|fts| fts.query(&query.groups, weights)),
             Scorer::Sqlite => None,
         };
         let and = query.expr(true);
@@ -676,11 +678,16 @@ impl Leg<'_> {
         let meta = self.index.rows();
         let mut hits: Vec<(f64, usize)> = Vec::new();
         if let Some(matches) = matches {
-            matches.for_each(every, |i, bm25| {
+            let keep = |i: usize, bm25: f64| {
                 if self.filter.keep(&meta[i]) {
                     hits.push((bm25, i));
                 }
-            });
+            };
+            if every {
+                matches.every_group(keep);
+            } else {
+                matches.any_group(keep);
+            }
         } else {
             let [w0, w1, w2] = weights;
             let sql = format!(

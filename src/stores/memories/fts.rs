@@ -15,7 +15,7 @@
 //! - the row count and total token count from the averages record (`memories_fts_data`
 //!   id 1; what `xRowCount` and `xColumnTotalSize` read).
 //!
-//! [`FtsIndex::score`] then follows `fts5Bm25Function` (SQLite 3.54 `sqlite3.c`, from
+//! [`FtsIndex::query`] then follows `fts5Bm25Function` (SQLite 3.54 `sqlite3.c`, from
 //! `ext/fts5/fts5_aux.c`) operation by operation, so scores are bit-identical:
 //! `idf = ln((N − nHit + 0.5) / (nHit + 0.5))` per phrase (1e-6 when ≤ 0), `aFreq` the
 //! sum of the column weights over the phrase's instances in the row (exact: integer
@@ -50,9 +50,6 @@ pub const COLUMNS: [&str; 3] = ["title", "tags", "body"];
 /// BM25 constants of `fts5Bm25Function`.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
-
-/// Largest number of groups one query may have (a group's hits are one bit of a `u64`).
-pub const MAX_GROUPS: usize = 64;
 
 /// Column counts packed in one `u32`: title in bits 24–31, tags in 16–23, body in
 /// 0–15. Counts that do not fit are stored in [`FtsIndex::wide`] and marked with
@@ -118,10 +115,10 @@ impl From<rusqlite::types::FromSqlError> for LoadError {
 }
 
 impl FtsIndex {
-    /// Reads the index through `conn`. `row_of(rowid)` maps an FTS5 rowid to a row of
-    /// the metadata (`None` for a row it lacks: such a row still counts in the table
-    /// statistics but is never returned); `n_meta` is the number of metadata rows.
-    /// `Ok(Err(why))` when the store's FTS5 data fails the guards (module docs).
+    /// Reads the index through `conn`. `rowids` are the metadata's rows, increasing:
+    /// row `i` of the index is FTS5 rowid `rowids[i]` (an FTS5 row they lack still
+    /// counts in the table statistics but is never returned). `Ok(Err(why))` when the
+    /// store's FTS5 data fails the guards (module docs).
     ///
     /// The caller holds a read transaction, so every part comes from one snapshot.
     ///
@@ -129,10 +126,17 @@ impl FtsIndex {
     /// A SQLite error while reading.
     pub fn load(
         conn: &Connection,
-        n_meta: usize,
-        row_of: impl Fn(i64) -> Option<usize>,
+        rowids: &[i64],
     ) -> Result<Result<Self, Unavailable>, rusqlite::Error> {
-        match Self::read(conn, n_meta, &row_of) {
+        let row_of = |rowid: i64| {
+            // Rowids are usually dense from the first one: try that slot first.
+            let guess = rowids.first().and_then(|f| usize::try_from(rowid - f).ok());
+            match guess {
+                Some(g) if rowids.get(g) == Some(&rowid) => Some(g),
+                _ => rowids.binary_search(&rowid).ok(),
+            }
+        };
+        match Self::read(conn, rowids.len(), &row_of) {
             Ok(index) => Ok(Ok(index)),
             Err(LoadError::Unavailable(why)) => Ok(Err(why)),
             Err(LoadError::Sqlite(e)) => Err(e),
@@ -210,9 +214,10 @@ impl FtsIndex {
         let mut seen: Vec<[u32; 3]> = vec![[0; 3]; n_meta];
         let mut stmt = conn.prepare(&format!("SELECT term, doc, col FROM {INSTANCE_TABLE}"))?;
         let mut q = stmt.query([])?;
-        // The (term, doc) being counted, and its count per column.
+        // The (term, doc) being counted, its metadata row and its count per column.
         let mut term: Option<Vec<u8>> = None;
         let mut doc: i64 = 0;
+        let mut row: Option<usize> = None;
         let mut per_col = [0u32; 3];
         while let Some(r) = q.next()? {
             let t = r.get_ref(0)?.as_bytes()?;
@@ -229,8 +234,8 @@ impl FtsIndex {
                         if d < doc {
                             return Err(LoadError::Unavailable("fts5vocab rowids out of order"));
                         }
-                        index.push_posting(doc, per_col, row_of)?;
-                        (doc, per_col) = (d, [0; 3]);
+                        index.push_posting(row, per_col)?;
+                        (doc, row, per_col) = (d, row_of(d), [0; 3]);
                     }
                 }
                 cur => {
@@ -238,21 +243,21 @@ impl FtsIndex {
                         if t <= cur {
                             return Err(LoadError::Unavailable("fts5vocab terms out of order"));
                         }
-                        index.push_posting(doc, per_col, row_of)?;
+                        index.push_posting(row, per_col)?;
                         index.end_term(cur)?;
                     }
                     index.doc_freq.push(0);
                     term = Some(t.to_vec());
-                    (doc, per_col) = (d, [0; 3]);
+                    (doc, row, per_col) = (d, row_of(d), [0; 3]);
                 }
             }
             per_col[col] += 1;
-            if let Some(row) = row_of(d) {
+            if let Some(row) = row {
                 seen[row][col] += 1;
             }
         }
         if let Some(cur) = term {
-            index.push_posting(doc, per_col, row_of)?;
+            index.push_posting(row, per_col)?;
             index.end_term(&cur)?;
         }
         if seen
@@ -267,24 +272,25 @@ impl FtsIndex {
         if !index.rows.is_empty() && n_rows <= 0 {
             return Err(LoadError::Unavailable("FTS5 averages record counts no rows"));
         }
+        for v in [&mut index.term_ends, &mut index.starts, &mut index.doc_freq, &mut index.rows, &mut index.counts] {
+            v.shrink_to_fit();
+        }
+        index.term_text.shrink_to_fit();
+        index.wide.shrink_to_fit();
         Ok(index)
     }
 
-    /// Adds the posting of the current term in FTS5 row `doc`, with its column counts.
-    fn push_posting(
-        &mut self,
-        doc: i64,
-        per_col: [u32; 3],
-        row_of: &impl Fn(i64) -> Option<usize>,
-    ) -> Result<(), LoadError> {
+    /// Adds the current term's posting in an FTS5 row (`row`: its metadata row, if
+    /// any), with its column counts.
+    fn push_posting(&mut self, row: Option<usize>, per_col: [u32; 3]) -> Result<(), LoadError> {
         if let Some(df) = self.doc_freq.last_mut() {
             *df += 1;
         }
-        let Some(row) = row_of(doc) else {
+        let Some(row) = row else {
             return Ok(());
         };
-        let too_big = LoadError::Unavailable("more postings than fit in 32 bits");
-        let row = u32::try_from(row).map_err(|_| too_big)?;
+        let row = u32::try_from(row)
+            .map_err(|_| LoadError::Unavailable("more rows than fit in 32 bits"))?;
         let posting = u32::try_from(self.rows.len())
             .map_err(|_| LoadError::Unavailable("more postings than fit in 32 bits"))?;
         self.rows.push(row);
@@ -355,49 +361,44 @@ impl FtsIndex {
         }
     }
 
-    /// Scores the query whose groups are `groups` (each an OR of terms; the phrases,
-    /// in order, are the terms group after group) with column weights `weights`
-    /// (title, tags, body), as `bm25(memories_fts, w0, w1, w2)` scores each row the
-    /// query matches. Terms are folded tokens, as the tokenizer emits them; an
-    /// unindexed term matches nothing. `None` when there are more than [`MAX_GROUPS`]
-    /// groups.
-    pub fn score(&self, groups: &[Vec<String>], weights: [u32; 3]) -> Option<Matches> {
-        if groups.len() > MAX_GROUPS {
-            return None;
+    /// The query whose groups are `groups` (each an OR of terms; the groups AND-ed or
+    /// OR-ed; its phrases, in order, are the terms group after group), to be scored
+    /// with column weights `weights` (title, tags, body) as
+    /// `bm25(memories_fts, w0, w1, w2)` scores the rows it matches. Terms are folded
+    /// tokens, as the tokenizer emits them; an unindexed term matches nothing.
+    pub fn query(&self, groups: &[Vec<String>], weights: [u32; 3]) -> Matches<'_> {
+        let phrases = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, terms)| terms.iter().map(move |t| (g, t)))
+            .map(|(group, t)| Phrase {
+                group,
+                term: self.find(t.as_bytes()),
+            })
+            .collect();
+        Matches {
+            index: self,
+            phrases,
+            groups: groups.len(),
+            weights: weights.map(f64::from),
         }
-        let n = self.norm.len();
-        let mut score = vec![0.0f64; n];
-        let mut hit = vec![0u64; n];
-        let w = weights.map(f64::from);
-        for (g, terms) in groups.iter().enumerate() {
-            let bit = 1u64 << g;
-            for term in terms {
-                let Some(t) = self.find(term.as_bytes()) else {
-                    continue;
-                };
-                let idf = self.idf(i64::from(self.doc_freq[t]));
-                let postings = self.starts[t] as usize..self.starts[t + 1] as usize;
-                for k in postings {
-                    let row = self.rows[k] as usize;
-                    let c = match self.counts[k] {
-                        WIDE => self.wide_counts(k),
-                        packed => unpack(packed),
-                    };
-                    // Σ of the weight of each instance's column: integers, so exact
-                    // in any order.
-                    let freq = f64::from(c[0]) * w[0] + f64::from(c[1]) * w[1] + f64::from(c[2]) * w[2];
-                    // Rows gather their phrases' terms in phrase order, as the C loop.
-                    score[row] += idf * ((freq * (K1 + 1.0)) / (freq + self.norm[row]));
-                    hit[row] |= bit;
-                }
-            }
-        }
-        let all = if groups.len() == MAX_GROUPS {
-            u64::MAX
-        } else {
-            (1u64 << groups.len()) - 1
+    }
+
+    /// Term `t`'s postings.
+    fn postings_of(&self, t: usize) -> std::ops::Range<usize> {
+        self.starts[t] as usize..self.starts[t + 1] as usize
+    }
+
+    /// One phrase's term of the BM25 sum for posting `k`, with the phrase's `idf`.
+    fn phrase_score(&self, idf: f64, weights: &[f64; 3], k: usize) -> f64 {
+        let c = match self.counts[k] {
+            WIDE => self.wide_counts(k),
+            packed => unpack(packed),
         };
-        Some(Matches { score, hit, all })
+        // `aFreq`: Σ of the weight of each instance's column. Integers, so exact in
+        // any order.
+        let freq = f64::from(c[0]) * weights[0] + f64::from(c[1]) * weights[1] + f64::from(c[2]) * weights[2];
+        idf * ((freq * (K1 + 1.0)) / (freq + self.norm[self.rows[k] as usize]))
     }
 
     fn wide_counts(&self, posting: usize) -> [u32; 3] {
@@ -419,28 +420,124 @@ impl FtsIndex {
     }
 }
 
-/// The rows one query matched: per row, its score and which groups it hit.
+/// One phrase of a query: its group and its term (`None`: not indexed).
 #[derive(Debug)]
-pub struct Matches {
-    /// Per row: Σ of the phrases' BM25 terms (0 for rows no phrase hit).
-    score: Vec<f64>,
-    /// Per row: bit g set when a term of group g is in the row.
-    hit: Vec<u64>,
-    /// The bits of every group.
-    all: u64,
+struct Phrase {
+    group: usize,
+    term: Option<usize>,
 }
 
-impl Matches {
+/// A query over an [`FtsIndex`] (see [`FtsIndex::query`]), scored on demand.
+#[derive(Debug)]
+pub struct Matches<'a> {
+    index: &'a FtsIndex,
+    phrases: Vec<Phrase>,
+    groups: usize,
+    weights: [f64; 3],
+}
+
+impl Matches<'_> {
+    /// FTS5's IDF of term `t` (as a one-term phrase).
+    fn idf(&self, t: usize) -> f64 {
+        self.index.idf(i64::from(self.index.doc_freq[t]))
+    }
+
     /// Calls `f(row, bm25)` in row order for every row holding a term of every group
-    /// (`every_group`, the AND query) or of any group (the OR query). `bm25` is what
-    /// SQLite's `bm25()` returns for the row: the negated score, lower is better.
-    pub fn for_each(&self, every_group: bool, mut f: impl FnMut(usize, f64)) {
-        for (row, (&hit, &score)) in self.hit.iter().zip(&self.score).enumerate() {
-            if hit != 0 && (!every_group || hit == self.all) {
+    /// (the AND query). `bm25` is what SQLite's `bm25()` returns for the row: the
+    /// negated score, lower is better. Only the rows of the group with the fewest
+    /// postings are tried, so this costs little when the AND is rare.
+    pub fn every_group(&self, mut f: impl FnMut(usize, f64)) {
+        let ix = self.index;
+        let terms_of = |g: usize| {
+            self.phrases
+                .iter()
+                .filter(move |p| p.group == g)
+                .filter_map(|p| p.term)
+        };
+        let Some(driver) = (0..self.groups)
+            .min_by_key(|&g| terms_of(g).map(|t| ix.postings_of(t).len()).sum::<usize>())
+        else {
+            return;
+        };
+        let mut rows: Vec<u32> = terms_of(driver)
+            .flat_map(|t| ix.rows[ix.postings_of(t)].iter().copied())
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        for g in (0..self.groups).filter(|&g| g != driver) {
+            let mut held = vec![false; rows.len()];
+            for t in terms_of(g) {
+                let post = &ix.rows[ix.postings_of(t)];
+                let mut at = 0;
+                for (i, &row) in rows.iter().enumerate() {
+                    at = seek(post, at, row);
+                    if at == post.len() {
+                        break;
+                    }
+                    held[i] |= post[at] == row;
+                }
+            }
+            rows = rows.iter().zip(&held).filter(|(_, h)| **h).map(|(r, _)| *r).collect();
+        }
+        if rows.is_empty() {
+            return;
+        }
+        // Phrase after phrase, so each row sums its phrases in phrase order.
+        let mut score = vec![0.0f64; rows.len()];
+        for t in self.phrases.iter().filter_map(|p| p.term) {
+            let (idf, range) = (self.idf(t), ix.postings_of(t));
+            let post = &ix.rows[range.clone()];
+            let mut at = 0;
+            for (i, &row) in rows.iter().enumerate() {
+                at = seek(post, at, row);
+                if at == post.len() {
+                    break;
+                }
+                if post[at] == row {
+                    score[i] += ix.phrase_score(idf, &self.weights, range.start + at);
+                }
+            }
+        }
+        for (&row, &score) in rows.iter().zip(&score) {
+            f(row as usize, -1.0 * score);
+        }
+    }
+
+    /// Calls `f(row, bm25)` in row order for every row holding a term of any group
+    /// (the OR query); `bm25` as in [`Matches::every_group`]. Walks every posting of
+    /// every phrase into per-row sums.
+    pub fn any_group(&self, mut f: impl FnMut(usize, f64)) {
+        let ix = self.index;
+        let mut score = vec![0.0f64; ix.norm.len()];
+        let mut hit = vec![false; ix.norm.len()];
+        // Phrase after phrase, so each row sums its phrases in phrase order.
+        for t in self.phrases.iter().filter_map(|p| p.term) {
+            let idf = self.idf(t);
+            for k in ix.postings_of(t) {
+                let row = ix.rows[k] as usize;
+                score[row] += ix.phrase_score(idf, &self.weights, k);
+                hit[row] = true;
+            }
+        }
+        for (row, (&hit, &score)) in hit.iter().zip(&score).enumerate() {
+            if hit {
                 f(row, -1.0 * score);
             }
         }
     }
+}
+
+/// The first index from `from` on whose row is ≥ `target` in increasing `rows`
+/// (`rows.len()` if none), found by galloping: cheap for nearby targets.
+fn seek(rows: &[u32], from: usize, target: u32) -> usize {
+    let (mut lo, mut hi, mut step) = (from, from, 1);
+    while hi < rows.len() && rows[hi] < target {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    let hi = hi.min(rows.len());
+    lo + rows[lo..hi].partition_point(|&r| r < target)
 }
 
 /// SQLite's varint (as `sqlite3Fts5GetVarint`): value and length, `None` if cut short.
@@ -515,6 +612,17 @@ mod tests {
         assert_eq!(unpack(pack([254, 3, 65_534]).unwrap()), [254, 3, 65_534]);
         assert_eq!(pack([255, 0, 0]), None);
         assert_eq!(pack([0, 0, 65_535]), None);
+    }
+
+    #[test]
+    fn seek_gallops_to_the_first_row_not_below() {
+        let rows = [2, 3, 5, 8, 13, 21, 34, 55];
+        for from in 0..=rows.len() {
+            for target in 0..60 {
+                let want = (from..rows.len()).find(|&i| rows[i] >= target).unwrap_or(rows.len());
+                assert_eq!(seek(&rows, from, target), want, "{from} {target}");
+            }
+        }
     }
 
     /// Every term the tokenizer emits tokenizes to itself again, so the quoted term in
