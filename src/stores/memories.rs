@@ -29,8 +29,10 @@ use sha2::{Digest, Sha256};
 use super::StoreError;
 
 pub mod fts;
+pub mod quantized;
 
 use fts::FtsIndex;
+use quantized::Quantized;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memories (
@@ -517,6 +519,9 @@ pub struct SearchIndex {
     matrix: Vec<f32>,
     /// Embeddings whose length differs from `dim`: `(row index, vector)`.
     odd: Vec<(u32, Vec<f32>)>,
+    /// 8-bit copy of `matrix`, slot by slot, for the first pass of
+    /// [`SearchIndex::for_each_top_dot`]; `None` when a vector cannot be bounded.
+    quantized: Option<Quantized>,
     /// Terms of `memories_vocab`, read on first use.
     vocab: OnceLock<Vec<String>>,
     /// Postings of `memories_fts` for this snapshot, read on first use; the reason
@@ -542,6 +547,8 @@ impl SearchIndex {
         let mut slots: Vec<u32> = Vec::new();
         let mut matrix: Vec<f32> = Vec::new();
         let mut odd = Vec::new();
+        let mut quantized: Option<Option<Quantized>> = None;
+        let mut vector: Vec<f32> = Vec::new();
         let mut q = stmt.query([model])?;
         while let Some(r) = q.next()? {
             let mut files = json_list(&r.get::<_, String>(4)?);
@@ -559,9 +566,17 @@ impl SearchIndex {
                         matrix.resize((b + 1) * d * LANES, 0.0);
                     }
                     let base = b * d * LANES;
-                    for (k, c) in blob.chunks_exact(4).enumerate() {
-                        matrix[base + k * LANES + lane] =
-                            f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    vector.clear();
+                    vector.extend(
+                        blob.chunks_exact(4)
+                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                    );
+                    for (k, &x) in vector.iter().enumerate() {
+                        matrix[base + k * LANES + lane] = x;
+                    }
+                    let copy = quantized.get_or_insert_with(|| Quantized::new(d));
+                    if copy.as_mut().is_some_and(|c| !c.push(&vector)) {
+                        *copy = None;
                     }
                     slots.push(i);
                 } else {
@@ -577,6 +592,10 @@ impl SearchIndex {
             });
         }
         let dim = dim.unwrap_or(0);
+        let mut quantized = quantized.flatten();
+        if let Some(q) = quantized.as_mut() {
+            q.shrink_to_fit();
+        }
         Ok(Self {
             model: model.map(str::to_owned),
             version,
@@ -585,6 +604,7 @@ impl SearchIndex {
             slots,
             matrix,
             odd,
+            quantized,
             vocab: OnceLock::new(),
             fts: OnceLock::new(),
         })
@@ -661,6 +681,161 @@ impl SearchIndex {
     }
 
     /// Calls `f(row index, dot product)` for every embedded memory whose row index
+    /// passes `keep` that can be among the `n` largest dot products with `q`, and
+    /// returns how many embedded memories pass `keep`. Dot products are exact (as in
+    /// [`SearchIndex::for_each_dot`]). A memory left out is strictly below at least `n`
+    /// reported ones, whose n-th best lies in (0, 1], so the order of dot products
+    /// clamped to [0, 1] (cosines) keeps it out as well.
+    ///
+    /// How: a first pass over the 8-bit copy of the matrix (a quarter of its bytes,
+    /// split over two threads when there are two cores) gives each memory an interval
+    /// holding its dot product; memories whose interval reaches the n-th best lower
+    /// end are then computed exactly, highest upper end first, until the next upper
+    /// end is below the n-th best exact value. Falls back to the whole exact pass when
+    /// there is no 8-bit copy, the query is zero, or that bound cannot be proven.
+    pub fn for_each_top_dot(
+        &self,
+        q: &[f32],
+        n: usize,
+        keep: impl Fn(usize) -> bool + Sync,
+        mut f: impl FnMut(usize, f32),
+    ) -> usize {
+        let Some((kept, exact)) = self.top_dots(q, n, &keep) else {
+            let mut kept = 0;
+            self.for_each_dot(q, &keep, |i, d| {
+                kept += 1;
+                f(i, d);
+            });
+            return kept;
+        };
+        for (row, dot) in exact {
+            f(row, dot);
+        }
+        let mut kept = kept;
+        for (r, v) in &self.odd {
+            if keep(*r as usize) {
+                kept += 1;
+                f(*r as usize, crate::stores::embedder::cosine(q, v));
+            }
+        }
+        kept
+    }
+
+    /// The pruned exact pass of [`SearchIndex::for_each_top_dot`] over the matrix
+    /// slots: `(memories kept, (row, exact dot) of those that can be in the top n)`;
+    /// `None` when pruning cannot be proven.
+    fn top_dots(
+        &self,
+        q: &[f32],
+        n: usize,
+        keep: &(impl Fn(usize) -> bool + Sync),
+    ) -> Option<(usize, Vec<(usize, f32)>)> {
+        let quant = self.quantized.as_ref()?;
+        let query = quant.query(q)?;
+        if n == 0 {
+            return None;
+        }
+        // One half of the slots: (kept, its n largest lower ends, (upper end, slot) of
+        // the slots whose upper end reached the running n-th largest lower end).
+        let pass = |slots: std::ops::Range<usize>| {
+            let mut lows: Vec<f64> = Vec::with_capacity(2 * n);
+            let mut theta = f64::NEG_INFINITY;
+            let mut candidates: Vec<(f64, u32)> = Vec::new();
+            let mut kept = 0;
+            for slot in slots {
+                if !keep(self.slots[slot] as usize) {
+                    continue;
+                }
+                kept += 1;
+                let (low, high) = quant.interval(&query, slot);
+                if high >= theta {
+                    candidates.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
+                }
+                if low > theta {
+                    lows.push(low);
+                    if lows.len() == 2 * n {
+                        theta = nth_largest(&mut lows, n);
+                    }
+                }
+            }
+            (kept, lows, candidates)
+        };
+        let all = 0..self.slots.len();
+        let two_cores = std::thread::available_parallelism().is_ok_and(|p| p.get() > 1);
+        let ((kept_a, mut lows, mut candidates), (kept_b, lows_b, candidates_b)) =
+            if two_cores && all.len() >= 4096 {
+                let mid = all.len() / 2;
+                std::thread::scope(|s| {
+                    let first = s.spawn(|| pass(0..mid));
+                    let second = pass(mid..all.end);
+                    let first = first.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                    (first, second)
+                })
+            } else {
+                (pass(all), (0, Vec::new(), Vec::new()))
+            };
+        let kept = kept_a + kept_b;
+        lows.extend(lows_b);
+        candidates.extend(candidates_b);
+        // The n-th largest lower end of all: every slot whose upper end is below it
+        // has n slots surely above it.
+        let theta = if lows.len() >= n {
+            nth_largest(&mut lows, n)
+        } else {
+            f64::NEG_INFINITY
+        };
+        candidates.retain(|c| c.0 >= theta);
+        candidates.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        let complete = candidates.len() == kept;
+        // Exact values, highest upper end first; `best` holds the n largest so far.
+        let mut best: std::collections::BinaryHeap<std::cmp::Reverse<i64>> =
+            std::collections::BinaryHeap::with_capacity(n + 1);
+        let mut exact = Vec::new();
+        let mut stopped = false;
+        for (high, slot) in candidates {
+            if best.len() == n {
+                let nth = best.peek().map_or(f64::NAN, |k| from_total_key(k.0));
+                if high < nth && nth > 0.0 && nth <= 1.0 {
+                    stopped = true;
+                    break;
+                }
+            }
+            let slot = slot as usize;
+            let dot = self.exact_dot(q, slot);
+            exact.push((self.slots[slot] as usize, dot));
+            best.push(std::cmp::Reverse(total_key(f64::from(dot))));
+            if best.len() > n {
+                best.pop();
+            }
+        }
+        if !stopped && !complete {
+            // Every candidate was computed; the slots below `theta` stay out only if
+            // the n-th best exact value (≥ theta) is in (0, 1].
+            let nth = if best.len() == n {
+                best.peek().map_or(f64::NAN, |k| from_total_key(k.0))
+            } else {
+                f64::NAN
+            };
+            if !(nth > 0.0 && nth <= 1.0) {
+                return None;
+            }
+        }
+        Some((kept, exact))
+    }
+
+    /// Slot `slot`'s dot product with `q` (of length `dim`), summed exactly as one lane
+    /// of [`SearchIndex::for_each_dot`].
+    fn exact_dot(&self, q: &[f32], slot: usize) -> f32 {
+        let (block, lane) = (slot / LANES, slot % LANES);
+        let column = &self.matrix[block * self.dim * LANES + lane..];
+        let mut acc = -0.0f32;
+        for (d, qd) in q.iter().enumerate() {
+            acc += qd * column[d * LANES];
+        }
+        acc
+    }
+
+    /// Calls `f(row index, dot product)` for every embedded memory whose row index
     /// passes `keep`. The dot product equals [`crate::stores::embedder::cosine`] of
     /// `q` and the stored vector, bit for bit.
     pub fn for_each_dot(
@@ -706,6 +881,27 @@ impl SearchIndex {
             }
         }
     }
+}
+
+/// An `i64` ordered as `f64::total_cmp` orders `x`.
+fn total_key(x: f64) -> i64 {
+    #[allow(clippy::cast_possible_wrap)]
+    let bits = x.to_bits() as i64;
+    bits ^ ((bits >> 63) as u64 >> 1) as i64
+}
+
+/// The inverse of [`total_key`].
+fn from_total_key(k: i64) -> f64 {
+    #[allow(clippy::cast_sign_loss)]
+    f64::from_bits((k ^ ((k >> 63) as u64 >> 1) as i64) as u64)
+}
+
+/// The `n`-th largest of `v` (1-based; `v.len() ≥ n ≥ 1`), keeping only the `n`
+/// largest in `v`.
+fn nth_largest(v: &mut Vec<f64>, n: usize) -> f64 {
+    v.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
+    v.truncate(n);
+    v[n - 1]
 }
 
 /// Parses a JSON array of strings as stored in `tags`/`files_*`; anything else is empty.
@@ -820,6 +1016,48 @@ mod tests {
             .query_row("SELECT embedding FROM memories", [], |r| r.get(0))
             .unwrap();
         assert_eq!(decode_vector(&blob), vec![0.6, 0.8]);
+    }
+
+    /// A deterministic pseudo-random vector (xorshift).
+    fn noise(seed: u64, dim: usize) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..dim)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn top_dots_prune_and_keep_the_exact_top_n() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        let dim = 256;
+        for i in 0..3000 {
+            let id = format!("m{i}");
+            store.upsert(&sample(&id, &format!("body {i}"))).unwrap();
+            store.set_embedding(&id, &noise(i, dim), "m").unwrap();
+        }
+        let conn = store.lock();
+        let index = store.search_index(&conn, Some("m")).unwrap();
+        let q = normalized(&noise(99_999, dim));
+        for keep_every in [1, 3] {
+            let keep = |i: usize| i % keep_every == 0;
+            let mut all = Vec::new();
+            index.for_each_dot(&q, keep, |i, d| all.push((d, i)));
+            all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            for n in [1, 5, 20, 100] {
+                let mut got = Vec::new();
+                let kept = index.for_each_top_dot(&q, n, keep, |i, d| got.push((d, i)));
+                assert_eq!(kept, all.len());
+                assert!(got.len() < all.len() / 2, "no pruning: {} of {}", got.len(), all.len());
+                got.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                let bits = |v: &[(f32, usize)]| v.iter().map(|(d, i)| (d.to_bits(), *i)).collect::<Vec<_>>();
+                assert_eq!(bits(&got[..n]), bits(&all[..n]), "n {n}, every {keep_every}");
+            }
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
-//! Differential test of the FTS5 scorers: every query, filter and mode runs through
-//! [`Scorer::Memory`] (the store's in-memory postings) and [`Scorer::Sqlite`] (SQLite's
-//! `MATCH` and `bm25()`), and both must give the same rows in the same order with
-//! bit-identical scores (`f64::to_bits`), leg by leg and after fusion, plus identical
-//! engine output.
+//! Differential test of the scorers: every query, filter and mode runs through
+//! [`Scorer::Fast`] (the store's in-memory postings; the vec leg's 8-bit first pass)
+//! and [`Scorer::Reference`] (SQLite's `MATCH` and `bm25()`; one exact pass over every
+//! vector), and both must give the same rows in the same order with bit-identical
+//! scores (`f64::to_bits`), leg by leg and after fusion, plus identical engine output.
 //!
 //! Stores: 3,000 generated memories plus hand-made traps (accents, case, scripts,
 //! punctuation, a term repeated past the packed count widths, rewritten memories,
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::{rank, search, Filter, Leg, Mode, Request, Scorer};
+use super::{rank, search, vec_leg, Filter, Leg, Mode, Request, Scorer};
 use crate::bench::gen::{self, Spec};
 use crate::ingest::memories::import_paths_with;
 use crate::stores::embedder::Embedder;
@@ -222,6 +222,7 @@ fn bits(ranked: &[(i64, f64)]) -> Vec<(i64, u64)> {
 #[derive(Default, Debug)]
 struct Counts {
     leg_calls: usize,
+    vec_calls: usize,
     rows: usize,
     or_fallbacks: usize,
     searches: usize,
@@ -255,7 +256,7 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                     filter: Filter::new(&request(q, "bm25", &filter, 10, scorer)),
                     scorer,
                 };
-                let (mem, sql) = (leg(Scorer::Memory), leg(Scorer::Sqlite));
+                let (mem, sql) = (leg(Scorer::Fast), leg(Scorer::Reference));
                 // Every matching row (a huge n), and a cut.
                 for limit in [usize::MAX >> 1, 10] {
                     let (mut tm, mut ts) = (Vec::new(), Vec::new());
@@ -271,6 +272,18 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                     }
                     assert_eq!(tm, ts, "{name}: traces `{q}` {filter}");
                     n.or_fallbacks += tm.iter().filter(|s| s["fallback"] == "or").count();
+                }
+                if let Some(e) = embedder {
+                    for limit in [1, 20, 74, 1000] {
+                        let (mut tm, mut ts) = (Vec::new(), Vec::new());
+                        let a = vec_leg(mem.index, e, q, &mem.filter, limit, Scorer::Fast, &mut tm);
+                        let b = vec_leg(sql.index, e, q, &sql.filter, limit, Scorer::Reference, &mut ts);
+                        let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
+                        assert_eq!(bits(&a), bits(&b), "{name}: vec `{q}` {filter} limit {limit}");
+                        assert_eq!(tm, ts, "{name}: vec traces `{q}` {filter}");
+                        n.vec_calls += 1;
+                        n.rows += a.len();
+                    }
                 }
             }
         }
@@ -299,7 +312,7 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                         });
                         (fused, search(store, embedder_arg(), &req).unwrap())
                     };
-                    let (a, b) = (run(Scorer::Memory), run(Scorer::Sqlite));
+                    let (a, b) = (run(Scorer::Fast), run(Scorer::Reference));
                     assert_eq!(a, b, "{name}: {mode} `{q}` {filter} limit {limit}");
                     n.searches += 1;
                 }

@@ -18,7 +18,7 @@
 //! reloaded when the file changes. The FTS5 legs are scored from the store's in-memory
 //! postings ([`crate::stores::memories::fts::FtsIndex`], read on the first FTS5 leg): the same rows and bit-identical
 //! `bm25()` values as SQLite's `MATCH` … `bm25()`, which stays the reference
-//! ([`Scorer::Sqlite`]) and the path taken when the postings are unavailable.
+//! ([`Scorer::Reference`]) and the path taken when the postings are unavailable.
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
 //! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
@@ -32,6 +32,7 @@ mod differential;
 pub mod fuzzy;
 pub mod when;
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -98,17 +99,19 @@ impl Mode {
     }
 }
 
-/// Which implementation scores the FTS5 legs (bm25, exact, fuzzy). Both give the same
-/// rows, order and bits; `Sqlite` is the reference the other is tested against.
+/// Which implementation scores the legs. Both give the same rows, order and score
+/// bits; `Reference` is what `Fast` is tested against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scorer {
-    /// The store's in-memory postings
-    /// ([`FtsIndex`](crate::stores::memories::fts::FtsIndex)); SQLite when they are
-    /// unavailable.
+    /// FTS5 legs from the store's in-memory postings
+    /// ([`FtsIndex`](crate::stores::memories::fts::FtsIndex); SQLite when they are
+    /// unavailable); the vec leg through the 8-bit first pass
+    /// ([`SearchIndex::for_each_top_dot`]).
     #[default]
-    Memory,
-    /// SQLite: `SELECT rowid, bm25(memories_fts, …) … WHERE memories_fts MATCH ?`.
-    Sqlite,
+    Fast,
+    /// FTS5 legs through SQLite (`SELECT rowid, bm25(memories_fts, …) … WHERE
+    /// memories_fts MATCH ?`); the vec leg as one exact pass over every vector.
+    Reference,
 }
 
 /// Checked arguments of one search (the engine's "HiArgs").
@@ -134,7 +137,7 @@ pub struct Request {
     pub explain: bool,
     /// Notes collected while checking arguments.
     pub notes: Vec<String>,
-    /// Scorer of the FTS5 legs (not an argument: [`Scorer::Memory`]).
+    /// Scorer of the legs (not an argument: [`Scorer::Fast`]).
     pub scorer: Scorer,
 }
 
@@ -423,7 +426,7 @@ fn rank(
         Mode::Vec => {
             let embedder = embedder
                 .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
-            let ranked = vec_leg(leg.index, embedder, &req.query, &leg.filter, req.limit, &mut trace);
+            let ranked = vec_leg(leg.index, embedder, &req.query, &leg.filter, req.limit, req.scorer, &mut trace);
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
                     "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
@@ -435,7 +438,7 @@ fn rank(
         Mode::Hybrid => {
             let n = (2 * req.limit).max(20);
             match embedder {
-                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, &leg.filter, n, &mut trace) {
+                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, &leg.filter, n, req.scorer, &mut trace) {
                     Some(ranked) => legs.push(("vec", ranked)),
                     None => notes.push(format!(
                         "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
@@ -489,7 +492,9 @@ struct Filter {
     kind: Option<String>,
     from: Option<String>,
     to: Option<String>,
-    file: Option<String>,
+    file: Option<memchr::memmem::Finder<'static>>,
+    /// [`Filter::keep`] of every row, computed on the first [`Filter::mask`] call.
+    mask: OnceCell<Vec<bool>>,
 }
 
 impl Filter {
@@ -498,18 +503,34 @@ impl Filter {
             kind: req.kind.clone(),
             from: req.from.clone(),
             to: req.to.clone(),
-            file: req.file.clone(),
+            file: req
+                .file
+                .as_ref()
+                .map(|f| memchr::memmem::Finder::new(f.as_bytes()).into_owned()),
+            mask: OnceCell::new(),
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.kind.is_none() && self.from.is_none() && self.to.is_none() && self.file.is_none()
     }
 
     fn keep(&self, m: &RowMeta) -> bool {
         self.kind.as_ref().is_none_or(|k| m.kind == *k)
             && self.from.as_ref().is_none_or(|f| m.updated >= *f)
             && self.to.as_ref().is_none_or(|t| m.updated <= *t)
-            && self
-                .file
-                .as_ref()
-                .is_none_or(|f| m.files.iter().any(|p| p.contains(f.as_str())))
+            && self.file.as_ref().is_none_or(|f| {
+                m.files.iter().any(|p| f.find(p.as_bytes()).is_some())
+            })
+    }
+
+    /// Whether each row of `meta` passes, for callers that test most rows (computed
+    /// once per search); `None` when there is no filter.
+    fn mask(&self, meta: &[RowMeta]) -> Option<&[bool]> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.mask.get_or_init(|| meta.iter().map(|m| self.keep(m)).collect()))
     }
 }
 
@@ -645,11 +666,11 @@ impl Leg<'_> {
         // In memory, the AND and the OR query share their phrases: same phrases in
         // the same order, so a row gets the same bm25() in both.
         let matches = match self.scorer {
-            Scorer::Memory => self
+            Scorer::Fast => self
                 .index
                 .fts(self.conn)?
                 .map(|fts| fts.query(&query.groups, weights)),
-            Scorer::Sqlite => None,
+            Scorer::Reference => None,
         };
         let and = query.expr(true);
         let ranked = self.top(&and, true, matches.as_ref(), weights, n)?;
@@ -678,15 +699,20 @@ impl Leg<'_> {
         let meta = self.index.rows();
         let mut hits: Vec<(f64, usize)> = Vec::new();
         if let Some(matches) = matches {
-            let keep = |i: usize, bm25: f64| {
-                if self.filter.keep(&meta[i]) {
-                    hits.push((bm25, i));
-                }
-            };
             if every {
-                matches.every_group(keep);
+                // Few rows, as a rule: test them one by one.
+                matches.every_group(|i, bm25| {
+                    if self.filter.keep(&meta[i]) {
+                        hits.push((bm25, i));
+                    }
+                });
             } else {
-                matches.any_group(keep);
+                let mask = self.filter.mask(meta);
+                matches.any_group(|i, bm25| {
+                    if mask.is_none_or(|m| m[i]) {
+                        hits.push((bm25, i));
+                    }
+                });
             }
         } else {
             let [w0, w1, w2] = weights;
@@ -723,6 +749,7 @@ fn vec_leg(
     query: &str,
     filter: &Filter,
     n: usize,
+    scorer: Scorer,
     trace: &mut Vec<Value>,
 ) -> Option<Ranked> {
     let model = embedder.name().to_owned();
@@ -737,12 +764,18 @@ fn vec_leg(
     let q = embedder.embed(query);
     let meta = index.rows();
     let mut scored: Vec<(f64, usize)> = Vec::new();
-    index.for_each_dot(
-        &q,
-        |i| filter.keep(&meta[i]),
-        |i, dot| scored.push((f64::from(dot).clamp(0.0, 1.0), i)),
-    );
-    let scanned = scored.len();
+    let mask = filter.mask(meta);
+    let keep = |i: usize| mask.is_none_or(|m| m[i]);
+    let score = |i: usize, dot: f32| (f64::from(dot).clamp(0.0, 1.0), i);
+    let scanned = match scorer {
+        // Only rows that can reach the top n are scored (exactly); `scanned` still
+        // counts every embedded row the filters keep.
+        Scorer::Fast => index.for_each_top_dot(&q, n, keep, |i, dot| scored.push(score(i, dot))),
+        Scorer::Reference => {
+            index.for_each_dot(&q, keep, |i, dot| scored.push(score(i, dot)));
+            scored.len()
+        }
+    };
     top_n(&mut scored, n, |a, b| {
         b.0.total_cmp(&a.0)
             .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
