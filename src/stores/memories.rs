@@ -687,8 +687,8 @@ impl SearchIndex {
     /// reported ones, whose n-th best lies in (0, 1], so the order of dot products
     /// clamped to [0, 1] (cosines) keeps it out as well.
     ///
-    /// How: a first pass over the 8-bit copy of the matrix (a quarter of its bytes,
-    /// split over two threads when there are two cores) gives each memory an interval
+    /// How: a first pass over the 8-bit copy of the matrix (a quarter of its bytes)
+    /// gives each memory an interval
     /// holding its dot product; memories whose interval reaches the n-th best lower
     /// end are then computed exactly, highest upper end first, until the next upper
     /// end is below the n-th best exact value. Falls back to the whole exact pass when
@@ -697,7 +697,7 @@ impl SearchIndex {
         &self,
         q: &[f32],
         n: usize,
-        keep: impl Fn(usize) -> bool + Sync,
+        keep: impl Fn(usize) -> bool,
         mut f: impl FnMut(usize, f32),
     ) -> usize {
         let Some((kept, exact)) = self.top_dots(q, n, &keep) else {
@@ -728,55 +728,33 @@ impl SearchIndex {
         &self,
         q: &[f32],
         n: usize,
-        keep: &(impl Fn(usize) -> bool + Sync),
+        keep: &impl Fn(usize) -> bool,
     ) -> Option<(usize, Vec<(usize, f32)>)> {
         let quant = self.quantized.as_ref()?;
         let query = quant.query(q)?;
         if n == 0 {
             return None;
         }
-        // One half of the slots: (kept, its n largest lower ends, (upper end, slot) of
-        // the slots whose upper end reached the running n-th largest lower end).
-        let pass = |slots: std::ops::Range<usize>| {
-            let mut lows: Vec<f64> = Vec::with_capacity(2 * n);
-            let mut theta = f64::NEG_INFINITY;
-            let mut candidates: Vec<(f64, u32)> = Vec::new();
-            let mut kept = 0;
-            for slot in slots {
-                if !keep(self.slots[slot] as usize) {
-                    continue;
-                }
-                kept += 1;
-                let (low, high) = quant.interval(&query, slot);
-                if high >= theta {
-                    candidates.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
-                }
-                if low > theta {
-                    lows.push(low);
-                    if lows.len() == 2 * n {
-                        theta = nth_largest(&mut lows, n);
-                    }
+        // `lows`: the largest lower ends so far, cut back to the n largest when it
+        // doubles, so `theta`, their n-th largest, only grows. `candidates`: (upper
+        // end, slot) of the slots whose upper end reached `theta` when seen.
+        let mut lows: Vec<f64> = Vec::with_capacity(2 * n);
+        let mut theta = f64::NEG_INFINITY;
+        let mut candidates: Vec<(f64, u32)> = Vec::new();
+        let mut kept = 0;
+        let keep_slot = |slot: usize| keep(self.slots[slot] as usize);
+        quant.scan(&query, keep_slot, |slot, low, high| {
+            kept += 1;
+            if high >= theta {
+                candidates.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
+            }
+            if low > theta {
+                lows.push(low);
+                if lows.len() == 2 * n {
+                    theta = nth_largest(&mut lows, n);
                 }
             }
-            (kept, lows, candidates)
-        };
-        let all = 0..self.slots.len();
-        let two_cores = std::thread::available_parallelism().is_ok_and(|p| p.get() > 1);
-        let ((kept_a, mut lows, mut candidates), (kept_b, lows_b, candidates_b)) =
-            if two_cores && all.len() >= 4096 {
-                let mid = all.len() / 2;
-                std::thread::scope(|s| {
-                    let first = s.spawn(|| pass(0..mid));
-                    let second = pass(mid..all.end);
-                    let first = first.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-                    (first, second)
-                })
-            } else {
-                (pass(all), (0, Vec::new(), Vec::new()))
-            };
-        let kept = kept_a + kept_b;
-        lows.extend(lows_b);
-        candidates.extend(candidates_b);
+        });
         // The n-th largest lower end of all: every slot whose upper end is below it
         // has n slots surely above it.
         let theta = if lows.len() >= n {

@@ -276,8 +276,9 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                 if let Some(e) = embedder {
                     for limit in [1, 20, 74, 1000] {
                         let (mut tm, mut ts) = (Vec::new(), Vec::new());
-                        let a = vec_leg(mem.index, e, q, &mem.filter, limit, Scorer::Fast, &mut tm);
-                        let b = vec_leg(sql.index, e, q, &sql.filter, limit, Scorer::Reference, &mut ts);
+                        let mask = mem.filter.mask(mem.index.rows());
+                        let a = vec_leg(mem.index, e, q, mask, limit, Scorer::Fast, &mut tm);
+                        let b = vec_leg(sql.index, e, q, mask, limit, Scorer::Reference, &mut ts);
                         let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
                         assert_eq!(bits(&a), bits(&b), "{name}: vec `{q}` {filter} limit {limit}");
                         assert_eq!(tm, ts, "{name}: vec traces `{q}` {filter}");

@@ -426,7 +426,8 @@ fn rank(
         Mode::Vec => {
             let embedder = embedder
                 .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
-            let ranked = vec_leg(leg.index, embedder, &req.query, &leg.filter, req.limit, req.scorer, &mut trace);
+            let mask = leg.filter.mask(leg.index.rows());
+            let ranked = vec_leg(leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace);
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
                     "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
@@ -437,8 +438,9 @@ fn rank(
         }
         Mode::Hybrid => {
             let n = (2 * req.limit).max(20);
+            let mask = leg.filter.mask(leg.index.rows());
             match embedder {
-                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, &leg.filter, n, req.scorer, &mut trace) {
+                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace) {
                     Some(ranked) => legs.push(("vec", ranked)),
                     None => notes.push(format!(
                         "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
@@ -534,17 +536,55 @@ impl Filter {
     }
 }
 
-/// Keeps the `n` smallest of `v` under `cmp` (a total order), sorted.
-fn top_n<T>(v: &mut Vec<T>, n: usize, cmp: impl Fn(&T, &T) -> Ordering) {
-    if n == 0 {
-        v.clear();
-        return;
+/// The `n` smallest items of a stream under `cmp`, a total order. Holds at most `2n`:
+/// when full it is cut back to the `n` smallest, and from then on an item not below
+/// the n-th smallest kept is dropped at once (one comparison, usually decided by the
+/// score alone), so a stream of 100k hits costs little more than reading it.
+struct TopN<T, F> {
+    n: usize,
+    kept: Vec<T>,
+    cmp: F,
+    /// Index in `kept` of the n-th smallest after the last cut.
+    cut: Option<usize>,
+}
+
+impl<T, F: Fn(&T, &T) -> Ordering> TopN<T, F> {
+    fn new(n: usize, cmp: F) -> Self {
+        Self {
+            n,
+            kept: Vec::new(),
+            cmp,
+            cut: None,
+        }
     }
-    if v.len() > n {
-        v.select_nth_unstable_by(n - 1, &cmp);
-        v.truncate(n);
+
+    fn push(&mut self, item: T) {
+        if self.n == 0 {
+            return;
+        }
+        if let Some(c) = self.cut {
+            if (self.cmp)(&item, &self.kept[c]) != Ordering::Less {
+                return;
+            }
+        }
+        self.kept.push(item);
+        if self.kept.len() >= self.n.saturating_mul(2) {
+            self.kept.select_nth_unstable_by(self.n - 1, &self.cmp);
+            self.kept.truncate(self.n);
+            // After the cut, slot n − 1 holds the n-th smallest.
+            self.cut = Some(self.n - 1);
+        }
     }
-    v.sort_by(&cmp);
+
+    /// The `n` smallest, sorted.
+    fn into_sorted(mut self) -> Vec<T> {
+        if self.kept.len() > self.n && self.n > 0 {
+            self.kept.select_nth_unstable_by(self.n - 1, &self.cmp);
+        }
+        self.kept.truncate(self.n);
+        self.kept.sort_by(&self.cmp);
+        self.kept
+    }
 }
 
 /// The query's tokens exactly as the store's FTS5 tokenizer (`unicode61
@@ -697,7 +737,13 @@ impl Leg<'_> {
         n: usize,
     ) -> Result<Ranked, rusqlite::Error> {
         let meta = self.index.rows();
-        let mut hits: Vec<(f64, usize)> = Vec::new();
+        // ORDER BY bm25 ASC, updated DESC, id ASC (SQLite compares REALs numerically).
+        let mut hits = TopN::new(n, |a: &(f64, usize), b: &(f64, usize)| {
+            a.0.partial_cmp(&b.0)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
+                .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
+        });
         if let Some(matches) = matches {
             if every {
                 // Few rows, as a rule: test them one by one.
@@ -730,14 +776,11 @@ impl Leg<'_> {
                 }
             }
         }
-        // ORDER BY bm25 ASC, updated DESC, id ASC (SQLite compares REALs numerically).
-        top_n(&mut hits, n, |a, b| {
-            a.0.partial_cmp(&b.0)
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
-                .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
-        });
-        Ok(hits.into_iter().map(|(s, i)| (meta[i].rowid, -s)).collect())
+        Ok(hits
+            .into_sorted()
+            .into_iter()
+            .map(|(s, i)| (meta[i].rowid, -s))
+            .collect())
     }
 }
 
@@ -747,7 +790,7 @@ fn vec_leg(
     index: &SearchIndex,
     embedder: &Embedder,
     query: &str,
-    filter: &Filter,
+    mask: Option<&[bool]>,
     n: usize,
     scorer: Scorer,
     trace: &mut Vec<Value>,
@@ -763,8 +806,12 @@ fn vec_leg(
     // No timings in the trace: the skill is a pure function, `explain` included.
     let q = embedder.embed(query);
     let meta = index.rows();
-    let mut scored: Vec<(f64, usize)> = Vec::new();
-    let mask = filter.mask(meta);
+    // Cosine descending, newer `updated`, smaller id.
+    let mut scored = TopN::new(n, |a: &(f64, usize), b: &(f64, usize)| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
+            .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
+    });
     let keep = |i: usize| mask.is_none_or(|m| m[i]);
     let score = |i: usize, dot: f32| (f64::from(dot).clamp(0.0, 1.0), i);
     let scanned = match scorer {
@@ -772,15 +819,15 @@ fn vec_leg(
         // counts every embedded row the filters keep.
         Scorer::Fast => index.for_each_top_dot(&q, n, keep, |i, dot| scored.push(score(i, dot))),
         Scorer::Reference => {
-            index.for_each_dot(&q, keep, |i, dot| scored.push(score(i, dot)));
-            scored.len()
+            let mut scanned = 0;
+            index.for_each_dot(&q, keep, |i, dot| {
+                scanned += 1;
+                scored.push(score(i, dot));
+            });
+            scanned
         }
     };
-    top_n(&mut scored, n, |a, b| {
-        b.0.total_cmp(&a.0)
-            .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
-            .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
-    });
+    let scored = scored.into_sorted();
     trace.push(json!({
         "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
         "candidates": scored.len(),
