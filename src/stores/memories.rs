@@ -30,6 +30,7 @@ use super::StoreError;
 
 pub mod fts;
 pub mod quantized;
+pub mod vocabulary;
 
 use fts::FtsIndex;
 use quantized::Quantized;
@@ -523,7 +524,7 @@ pub struct SearchIndex {
     /// [`SearchIndex::for_each_top_dot`]; `None` when a vector cannot be bounded.
     quantized: Option<Quantized>,
     /// Terms of `memories_vocab`, read on first use.
-    vocab: OnceLock<Vec<String>>,
+    vocab: OnceLock<vocabulary::Vocabulary>,
     /// Postings of `memories_fts` for this snapshot, read on first use; the reason
     /// when the store's FTS5 data cannot stand in for `bm25()`.
     fts: OnceLock<Result<FtsIndex, fts::Unavailable>>,
@@ -641,12 +642,13 @@ impl SearchIndex {
         Ok(self.fts.get_or_init(|| built).as_ref().ok())
     }
 
-    /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order), read
-    /// through `conn` (this store's connection) on first use and kept with the index.
+    /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order,
+    /// prepared for edit-distance lookups), read through `conn` (this store's
+    /// connection) on first use and kept with the index.
     ///
     /// # Errors
     /// A SQLite error while reading the vocabulary.
-    pub fn vocab(&self, conn: &Connection) -> Result<&[String], rusqlite::Error> {
+    pub fn vocab(&self, conn: &Connection) -> Result<&vocabulary::Vocabulary, rusqlite::Error> {
         if let Some(v) = self.vocab.get() {
             return Ok(v);
         }
@@ -654,7 +656,7 @@ impl SearchIndex {
         let terms = stmt
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.vocab.get_or_init(|| terms))
+        Ok(self.vocab.get_or_init(|| vocabulary::Vocabulary::new(terms)))
     }
 
     /// Every memory, in rowid order.

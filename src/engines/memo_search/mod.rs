@@ -671,10 +671,7 @@ impl Leg<'_> {
         let mut expansions = Map::new();
         for token in tokens {
             let max = fuzzy::max_distance(token);
-            let mut near: Vec<(usize, &str)> = vocab
-                .iter()
-                .filter_map(|t| fuzzy::distance_within(token, t, max).map(|d| (d, t.as_str())))
-                .collect();
+            let mut near = fuzzy::near(vocab, token, max);
             near.sort_unstable();
             near.truncate(MAX_EXPANSIONS);
             let mut terms: Vec<String> = near.iter().map(|(_, t)| (*t).to_owned()).collect();
