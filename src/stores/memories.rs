@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 
 use super::StoreError;
 
+pub mod filter_columns;
 pub mod fts;
 pub mod quantized;
 pub mod vocabulary;
@@ -523,6 +524,8 @@ pub struct SearchIndex {
     /// 8-bit copy of `matrix`, slot by slot, for the first pass of
     /// [`SearchIndex::for_each_top_dot`]; `None` when a vector cannot be bounded.
     quantized: Option<Quantized>,
+    /// Metadata laid out for filters, built on first use.
+    filter_columns: OnceLock<filter_columns::FilterColumns>,
     /// Terms of `memories_vocab`, read on first use.
     vocab: OnceLock<vocabulary::Vocabulary>,
     /// Postings of `memories_fts` for this snapshot, read on first use; the reason
@@ -606,6 +609,7 @@ impl SearchIndex {
             matrix,
             odd,
             quantized,
+            filter_columns: OnceLock::new(),
             vocab: OnceLock::new(),
             fts: OnceLock::new(),
         })
@@ -662,6 +666,12 @@ impl SearchIndex {
     /// Every memory, in rowid order.
     pub fn rows(&self) -> &[RowMeta] {
         &self.rows
+    }
+
+    /// The rows' metadata laid out for filters, built on first use (~40 ms at 100k).
+    pub fn filter_columns(&self) -> &filter_columns::FilterColumns {
+        self.filter_columns
+            .get_or_init(|| filter_columns::FilterColumns::new(&self.rows))
     }
 
     /// Index in [`SearchIndex::rows`] of `rowid`, if stored.

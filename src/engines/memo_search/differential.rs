@@ -262,6 +262,16 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                 n.expansions += 1;
             }
         }
+        // The per-search row mask equals the per-row filter, for every filter set.
+        let meta = index.rows();
+        for filter in filters().iter().chain(&[json!({"file": "SRC/"}), json!({"file": "rs"}), json!({"date_from": "2025-06-01"}), json!({"file": "no/such/path"})]) {
+            let f = Filter::new(&request("x", "bm25", filter, 10, Scorer::Fast));
+            let want: Vec<bool> = meta.iter().map(|m| f.keep(m)).collect();
+            match f.mask(index.as_ref()) {
+                Some(mask) => assert_eq!(mask, want.as_slice(), "{name}: mask of {filter}"),
+                None => assert!(want.iter().all(|k| *k), "{name}: {filter}"),
+            }
+        }
         for q in &queries {
             let tokens = tokens(q);
             if tokens.is_empty() {
@@ -294,7 +304,7 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                 if let Some(e) = embedder {
                     for limit in [1, 20, 74, 1000] {
                         let (mut tm, mut ts) = (Vec::new(), Vec::new());
-                        let mask = mem.filter.mask(mem.index.rows());
+                        let mask = mem.filter.mask(mem.index);
                         let a = vec_leg(mem.index, e, q, mask, limit, Scorer::Fast, &mut tm);
                         let b = vec_leg(sql.index, e, q, mask, limit, Scorer::Reference, &mut ts);
                         let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());

@@ -426,7 +426,7 @@ fn rank(
         Mode::Vec => {
             let embedder = embedder
                 .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
-            let mask = leg.filter.mask(leg.index.rows());
+            let mask = leg.filter.mask(leg.index);
             let ranked = vec_leg(leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace);
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
@@ -438,7 +438,7 @@ fn rank(
         }
         Mode::Hybrid => {
             let n = (2 * req.limit).max(20);
-            let mask = leg.filter.mask(leg.index.rows());
+            let mask = leg.filter.mask(leg.index);
             match embedder {
                 Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace) {
                     Some(ranked) => legs.push(("vec", ranked)),
@@ -526,13 +526,47 @@ impl Filter {
             })
     }
 
-    /// Whether each row of `meta` passes, for callers that test most rows (computed
-    /// once per search); `None` when there is no filter.
-    fn mask(&self, meta: &[RowMeta]) -> Option<&[bool]> {
+    /// Whether each row of `index` passes, for callers that test most rows (computed
+    /// once per search from the index's filter columns); `None` when there is no
+    /// filter. Equal, row for row, to [`Filter::keep`].
+    fn mask(&self, index: &SearchIndex) -> Option<&[bool]> {
         if self.is_empty() {
             return None;
         }
-        Some(self.mask.get_or_init(|| meta.iter().map(|m| self.keep(m)).collect()))
+        Some(self.mask.get_or_init(|| self.compute_mask(index)))
+    }
+
+    fn compute_mask(&self, index: &SearchIndex) -> Vec<bool> {
+        let columns = index.filter_columns();
+        let n = index.rows().len();
+        // Each filter marks the rows it keeps; a row passes when every filter set
+        // marked it.
+        let mut votes = vec![0u8; n];
+        let mut filters = 0u8;
+        if let Some(kind) = &self.kind {
+            filters += 1;
+            columns.rows_of_kind(kind, |row| votes[row] += 1);
+        }
+        if self.from.is_some() || self.to.is_some() {
+            filters += 1;
+            for &row in columns.rows_updated_within(self.from.as_deref(), self.to.as_deref()) {
+                votes[row as usize] += 1;
+            }
+        }
+        if let Some(file) = &self.file {
+            filters += 1;
+            let mut has = vec![false; n];
+            let meta = index.rows();
+            if !columns.rows_with_path_containing(file.needle(), |row| has[row] = true) {
+                for (h, m) in has.iter_mut().zip(meta) {
+                    *h = m.files.iter().any(|p| file.find(p.as_bytes()).is_some());
+                }
+            }
+            for (v, h) in votes.iter_mut().zip(has) {
+                *v += u8::from(h);
+            }
+        }
+        votes.into_iter().map(|v| v == filters).collect()
     }
 }
 
@@ -750,7 +784,7 @@ impl Leg<'_> {
                     }
                 });
             } else {
-                let mask = self.filter.mask(meta);
+                let mask = self.filter.mask(self.index);
                 matches.any_group(|i, bm25| {
                     if mask.is_none_or(|m| m[i]) {
                         hits.push((bm25, i));
