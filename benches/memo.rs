@@ -108,8 +108,8 @@ fn main() -> Result<()> {
         fmt_dur(embed.p95),
         String::new(),
     ]];
-    let modes = std::env::var("BENCH_MODES")
-        .unwrap_or_else(|_| "hybrid,vec,bm25,exact,fuzzy".to_owned());
+    let modes =
+        std::env::var("BENCH_MODES").unwrap_or_else(|_| "hybrid,vec,bm25,exact,fuzzy".to_owned());
     for mode in modes.split(',').map(str::trim).filter(|m| !m.is_empty()) {
         for (label, filter) in &filters {
             let mut args = json!({"query": QUERY, "mode": mode, "limit": 10});

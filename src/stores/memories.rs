@@ -660,7 +660,9 @@ impl SearchIndex {
         let terms = stmt
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.vocab.get_or_init(|| vocabulary::Vocabulary::new(terms)))
+        Ok(self
+            .vocab
+            .get_or_init(|| vocabulary::Vocabulary::new(terms)))
     }
 
     /// Every memory, in rowid order.
@@ -1042,10 +1044,21 @@ mod tests {
                 let mut got = Vec::new();
                 let kept = index.for_each_top_dot(&q, n, keep, |i, d| got.push((d, i)));
                 assert_eq!(kept, all.len());
-                assert!(got.len() < all.len() / 2, "no pruning: {} of {}", got.len(), all.len());
+                assert!(
+                    got.len() < all.len() / 2,
+                    "no pruning: {} of {}",
+                    got.len(),
+                    all.len()
+                );
                 got.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-                let bits = |v: &[(f32, usize)]| v.iter().map(|(d, i)| (d.to_bits(), *i)).collect::<Vec<_>>();
-                assert_eq!(bits(&got[..n]), bits(&all[..n]), "n {n}, every {keep_every}");
+                let bits = |v: &[(f32, usize)]| {
+                    v.iter().map(|(d, i)| (d.to_bits(), *i)).collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    bits(&got[..n]),
+                    bits(&all[..n]),
+                    "n {n}, every {keep_every}"
+                );
             }
         }
     }

@@ -50,11 +50,41 @@ fn trap(key: &str, title: &str, tags: &[&str], body: &str, updated: &str) -> Mem
 fn traps() -> Vec<Memory> {
     let many = "serde ".repeat(300);
     let mut v = vec![
-        trap("t-accents", "Décision café CAFÉ naïve", &["résumé", "Straße"], "Une décision prise à Zürich: café crème, ÉLÈVE, Ångström.", "2025-02-01T10:00:00Z"),
-        trap("t-scripts", "Σοφία ΣΟΦΙΑ σοφίας 東京 🚀", &["ǅemal", "İstanbul"], "Kelvin sign K, ﬁle ligature, ＦＵＬＬ width, Ⅻ roman, Ⓐ circled.", "2025-02-02T10:00:00Z"),
-        trap("t-punct", "wrong-book don't 50% off", &["user_id", "a:b"], "src/main.py user@example.com AND OR NOT NEAR(a b) * ( title:x \"quoted\"", "2025-02-03T10:00:00Z"),
-        trap("t-wide", &format!("serde {}", "serde ".repeat(260)), &["serde"; 1], &many, "2025-02-04T10:00:00Z"),
-        trap("t-long-body", "tokio runtime", &["tokio"], &"tokio runtime errors ".repeat(70_000), "2025-02-05T10:00:00Z"),
+        trap(
+            "t-accents",
+            "Décision café CAFÉ naïve",
+            &["résumé", "Straße"],
+            "Une décision prise à Zürich: café crème, ÉLÈVE, Ångström.",
+            "2025-02-01T10:00:00Z",
+        ),
+        trap(
+            "t-scripts",
+            "Σοφία ΣΟΦΙΑ σοφίας 東京 🚀",
+            &["ǅemal", "İstanbul"],
+            "Kelvin sign K, ﬁle ligature, ＦＵＬＬ width, Ⅻ roman, Ⓐ circled.",
+            "2025-02-02T10:00:00Z",
+        ),
+        trap(
+            "t-punct",
+            "wrong-book don't 50% off",
+            &["user_id", "a:b"],
+            "src/main.py user@example.com AND OR NOT NEAR(a b) * ( title:x \"quoted\"",
+            "2025-02-03T10:00:00Z",
+        ),
+        trap(
+            "t-wide",
+            &format!("serde {}", "serde ".repeat(260)),
+            &["serde"; 1],
+            &many,
+            "2025-02-04T10:00:00Z",
+        ),
+        trap(
+            "t-long-body",
+            "tokio runtime",
+            &["tokio"],
+            &"tokio runtime errors ".repeat(70_000),
+            "2025-02-05T10:00:00Z",
+        ),
         trap("t-empty", "Empty body", &[], "", "2025-02-06T10:00:00Z"),
     ];
     // Identical content and `updated`: equal bm25, the tie-break on id decides.
@@ -205,7 +235,8 @@ fn filters() -> Vec<Value> {
 }
 
 fn request(query: &str, mode: &str, filter: &Value, limit: i64, scorer: Scorer) -> Request {
-    let mut args = json!({"query": query, "mode": mode, "limit": limit, "explain": true, "body_chars": 40});
+    let mut args =
+        json!({"query": query, "mode": mode, "limit": limit, "explain": true, "body_chars": 40});
     if let (Some(a), Some(f)) = (args.as_object_mut(), filter.as_object()) {
         a.extend(f.clone());
     }
@@ -254,17 +285,27 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                 let mut full: Vec<(usize, &str)> = vocab
                     .terms()
                     .iter()
-                    .filter_map(|t| super::fuzzy::distance_within(&token, t, max).map(|d| (d, t.as_str())))
+                    .filter_map(|t| {
+                        super::fuzzy::distance_within(&token, t, max).map(|d| (d, t.as_str()))
+                    })
                     .collect();
                 fast.sort_unstable();
                 full.sort_unstable();
-                assert_eq!(fast, full, "{name}: fuzzy expansions of `{token}` within {max}");
+                assert_eq!(
+                    fast, full,
+                    "{name}: fuzzy expansions of `{token}` within {max}"
+                );
                 n.expansions += 1;
             }
         }
         // The per-search row mask equals the per-row filter, for every filter set.
         let meta = index.rows();
-        for filter in filters().iter().chain(&[json!({"file": "SRC/"}), json!({"file": "rs"}), json!({"date_from": "2025-06-01"}), json!({"file": "no/such/path"})]) {
+        for filter in filters().iter().chain(&[
+            json!({"file": "SRC/"}),
+            json!({"file": "rs"}),
+            json!({"date_from": "2025-06-01"}),
+            json!({"file": "no/such/path"}),
+        ]) {
             let f = Filter::new(&request("x", "bm25", filter, 10, Scorer::Fast));
             let want: Vec<bool> = meta.iter().map(|m| f.keep(m)).collect();
             match f.mask(index.as_ref()) {
@@ -289,12 +330,25 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                 for limit in [usize::MAX >> 1, 1, 10] {
                     let (mut tm, mut ts) = (Vec::new(), Vec::new());
                     let pairs = [
-                        (mem.bm25(&tokens, limit, &mut tm).unwrap(), sql.bm25(&tokens, limit, &mut ts).unwrap()),
-                        (mem.exact(&tokens, limit, &mut tm).unwrap(), sql.exact(&tokens, limit, &mut ts).unwrap()),
-                        (mem.fuzzy(&tokens, limit, &mut tm).unwrap(), sql.fuzzy(&tokens, limit, &mut ts).unwrap()),
+                        (
+                            mem.bm25(&tokens, limit, &mut tm).unwrap(),
+                            sql.bm25(&tokens, limit, &mut ts).unwrap(),
+                        ),
+                        (
+                            mem.exact(&tokens, limit, &mut tm).unwrap(),
+                            sql.exact(&tokens, limit, &mut ts).unwrap(),
+                        ),
+                        (
+                            mem.fuzzy(&tokens, limit, &mut tm).unwrap(),
+                            sql.fuzzy(&tokens, limit, &mut ts).unwrap(),
+                        ),
                     ];
                     for (which, (a, b)) in ["bm25", "exact", "fuzzy"].iter().zip(&pairs) {
-                        assert_eq!(bits(a), bits(b), "{name}: {which} `{q}` {filter} limit {limit}");
+                        assert_eq!(
+                            bits(a),
+                            bits(b),
+                            "{name}: {which} `{q}` {filter} limit {limit}"
+                        );
                         n.leg_calls += 1;
                         n.rows += a.len();
                     }
@@ -308,7 +362,11 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                         let a = vec_leg(mem.index, e, q, mask, limit, Scorer::Fast, &mut tm);
                         let b = vec_leg(sql.index, e, q, mask, limit, Scorer::Reference, &mut ts);
                         let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
-                        assert_eq!(bits(&a), bits(&b), "{name}: vec `{q}` {filter} limit {limit}");
+                        assert_eq!(
+                            bits(&a),
+                            bits(&b),
+                            "{name}: vec `{q}` {filter} limit {limit}"
+                        );
                         assert_eq!(tm, ts, "{name}: vec traces `{q}` {filter}");
                         n.vec_calls += 1;
                         n.rows += a.len();
@@ -334,7 +392,11 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                         let fused: Option<Vec<_>> = ranking.fused.map(|f| {
                             f.iter()
                                 .map(|h| {
-                                    let legs: Vec<_> = h.legs.iter().map(|(l, r, s)| (*l, *r, s.to_bits())).collect();
+                                    let legs: Vec<_> = h
+                                        .legs
+                                        .iter()
+                                        .map(|(l, r, s)| (*l, *r, s.to_bits()))
+                                        .collect();
                                     (h.rowid, h.score.to_bits(), legs)
                                 })
                                 .collect()

@@ -23,7 +23,9 @@ pub fn near<'v>(vocab: &'v Vocabulary, token: &str, max: usize) -> Vec<(usize, &
     let mut out = Vec::new();
     for len in a.len().saturating_sub(max)..=a.len() + max {
         for (term, b, term_sig) in vocab.of_length(len) {
-            let missing = (sig & !term_sig).count_ones().max((term_sig & !sig).count_ones());
+            let missing = (sig & !term_sig)
+                .count_ones()
+                .max((term_sig & !sig).count_ones());
             if missing as usize > max {
                 continue;
             }
@@ -112,9 +114,25 @@ mod tests {
     #[test]
     fn near_finds_what_a_full_scan_finds() {
         let words = [
-            "sqlite", "sqlit", "sqltie", "sqlitee", "postgres", "slqite", "qslite", "lite",
-            "configuration", "confgiuration", "configurations", "café", "cafe", "caf", "東京",
-            "東京都", "a", "ab", "ba",
+            "sqlite",
+            "sqlit",
+            "sqltie",
+            "sqlitee",
+            "postgres",
+            "slqite",
+            "qslite",
+            "lite",
+            "configuration",
+            "confgiuration",
+            "configurations",
+            "café",
+            "cafe",
+            "caf",
+            "東京",
+            "東京都",
+            "a",
+            "ab",
+            "ba",
         ];
         let vocab = Vocabulary::new(words.iter().map(|w| (*w).to_owned()).collect());
         for token in ["sqlite", "configuration", "cafe", "東京", "ab", "zz"] {

@@ -427,7 +427,9 @@ fn rank(
             let embedder = embedder
                 .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
             let mask = leg.filter.mask(leg.index);
-            let ranked = vec_leg(leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace);
+            let ranked = vec_leg(
+                leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace,
+            );
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
                     "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
@@ -521,9 +523,10 @@ impl Filter {
         self.kind.as_ref().is_none_or(|k| m.kind == *k)
             && self.from.as_ref().is_none_or(|f| m.updated >= *f)
             && self.to.as_ref().is_none_or(|t| m.updated <= *t)
-            && self.file.as_ref().is_none_or(|f| {
-                m.files.iter().any(|p| f.find(p.as_bytes()).is_some())
-            })
+            && self
+                .file
+                .as_ref()
+                .is_none_or(|f| m.files.iter().any(|p| f.find(p.as_bytes()).is_some()))
     }
 
     /// Whether each row of `index` passes, for callers that test most rows (computed
@@ -549,7 +552,9 @@ impl Filter {
         }
         if self.from.is_some() || self.to.is_some() {
             filters += 1;
-            for &row in columns.rows_updated_within(self.from.as_deref(), self.to.as_deref()) {
+            let range =
+                columns.rows_updated_within(index.rows(), self.from.as_deref(), self.to.as_deref());
+            for &row in range {
                 votes[row as usize] += 1;
             }
         }
@@ -689,17 +694,32 @@ struct Leg<'a> {
 }
 
 impl Leg<'_> {
-    fn bm25(&self, tokens: &[String], n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+    fn bm25(
+        &self,
+        tokens: &[String],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
         let query = TermQuery::tokens(tokens);
         self.and_then_or("bm25", &query, [5, 3, 1], true, n, trace)
     }
 
-    fn exact(&self, tokens: &[String], n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+    fn exact(
+        &self,
+        tokens: &[String],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
         let query = TermQuery::tokens(tokens);
         self.and_then_or("exact", &query, [10, 8, 1], false, n, trace)
     }
 
-    fn fuzzy(&self, tokens: &[String], n: usize, trace: &mut Vec<Value>) -> Result<Ranked, rusqlite::Error> {
+    fn fuzzy(
+        &self,
+        tokens: &[String],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
         let vocab = self.index.vocab(self.conn)?;
         let mut groups = Vec::new();
         let mut expansions = Map::new();

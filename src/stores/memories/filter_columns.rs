@@ -22,8 +22,6 @@ pub struct FilterColumns {
     /// Rows ordered by `updated` (bytewise, as SQLite compares the stored text), ties
     /// by row.
     by_updated: Vec<u32>,
-    /// `updated` of each row of `by_updated`, in that order.
-    updated_sorted: Vec<String>,
     /// Every row's paths, each followed by [`PATH_END`], row after row.
     paths: Vec<u8>,
     /// Per row: where its paths start in `paths`, plus the end.
@@ -48,10 +46,6 @@ impl FilterColumns {
             .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
             .collect();
         by_updated.sort_by(|&a, &b| rows[a as usize].updated.cmp(&rows[b as usize].updated));
-        let updated_sorted = by_updated
-            .iter()
-            .map(|&r| rows[r as usize].updated.clone())
-            .collect();
         let mut paths = Vec::new();
         let mut path_starts = Vec::with_capacity(rows.len() + 1);
         for m in rows {
@@ -66,7 +60,6 @@ impl FilterColumns {
             kinds,
             kind_of,
             by_updated,
-            updated_sorted,
             paths,
             path_starts,
         }
@@ -86,11 +79,18 @@ impl FilterColumns {
     }
 
     /// The rows whose `updated` text `u` satisfies `from ≤ u ≤ to` (bytewise; a
-    /// missing bound does not limit), as one slice of the `updated` order.
-    pub fn rows_updated_within(&self, from: Option<&str>, to: Option<&str>) -> &[u32] {
-        let lo = from.map_or(0, |f| self.updated_sorted.partition_point(|u| u.as_str() < f));
+    /// missing bound does not limit), as one slice of the `updated` order. `rows` is
+    /// the metadata these columns were built from.
+    pub fn rows_updated_within(
+        &self,
+        rows: &[RowMeta],
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> &[u32] {
+        let updated = |r: &u32| rows[*r as usize].updated.as_str();
+        let lo = from.map_or(0, |f| self.by_updated.partition_point(|r| updated(r) < f));
         let hi = to.map_or(self.by_updated.len(), |t| {
-            self.updated_sorted.partition_point(|u| u.as_str() <= t)
+            self.by_updated.partition_point(|r| updated(r) <= t)
         });
         self.by_updated.get(lo..hi.max(lo)).unwrap_or(&[])
     }

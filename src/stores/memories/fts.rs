@@ -93,7 +93,6 @@ pub struct FtsIndex {
     n_rows: i64,
 }
 
-
 /// Why the index could not be built from a store (the engine then asks SQLite).
 pub type Unavailable = &'static str;
 
@@ -162,9 +161,11 @@ impl FtsIndex {
 
         // Table totals, as xRowCount and xColumnTotalSize read them.
         let averages: Option<Vec<u8>> = conn
-            .query_row("SELECT block FROM memories_fts_data WHERE id = 1", [], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT block FROM memories_fts_data WHERE id = 1",
+                [],
+                |r| r.get(0),
+            )
             .optional()?;
         let (n_rows, n_tokens) = match averages.as_deref().map(decode_averages) {
             Some(Some(totals)) => totals,
@@ -210,6 +211,15 @@ impl FtsIndex {
             norm,
             n_rows,
         };
+        // At most one posting per instance: reserving that many (the `_docsize`
+        // total) spares the copies of growing; the surplus is returned below.
+        let instances: usize = sizes
+            .iter()
+            .flatten()
+            .map(|s| s.iter().map(|&c| c as usize).sum::<usize>())
+            .sum();
+        index.rows.reserve_exact(instances);
+        index.counts.reserve_exact(instances);
         // Instances per row and column, to check against `_docsize`.
         let mut seen: Vec<[u32; 3]> = vec![[0; 3]; n_meta];
         let mut stmt = conn.prepare(&format!("SELECT term, doc, col FROM {INSTANCE_TABLE}"))?;
@@ -270,9 +280,17 @@ impl FtsIndex {
             ));
         }
         if !index.rows.is_empty() && n_rows <= 0 {
-            return Err(LoadError::Unavailable("FTS5 averages record counts no rows"));
+            return Err(LoadError::Unavailable(
+                "FTS5 averages record counts no rows",
+            ));
         }
-        for v in [&mut index.term_ends, &mut index.starts, &mut index.doc_freq, &mut index.rows, &mut index.counts] {
+        for v in [
+            &mut index.term_ends,
+            &mut index.starts,
+            &mut index.doc_freq,
+            &mut index.rows,
+            &mut index.counts,
+        ] {
             v.shrink_to_fit();
         }
         index.term_text.shrink_to_fit();
@@ -397,7 +415,9 @@ impl FtsIndex {
         };
         // `aFreq`: Σ of the weight of each instance's column. Integers, so exact in
         // any order.
-        let freq = f64::from(c[0]) * weights[0] + f64::from(c[1]) * weights[1] + f64::from(c[2]) * weights[2];
+        let freq = f64::from(c[0]) * weights[0]
+            + f64::from(c[1]) * weights[1]
+            + f64::from(c[2]) * weights[2];
         idf * ((freq * (K1 + 1.0)) / (freq + self.norm[self.rows[k] as usize]))
     }
 
@@ -444,7 +464,7 @@ impl Matches<'_> {
 
     /// Calls `f(row, bm25)` in row order for every row holding a term of every group
     /// (the AND query). `bm25` is what SQLite's `bm25()` returns for the row: the
-    /// negated score, lower is better. Only the rows of the group with the fewest
+    /// negated score (C's `-1.0 * score`, the same bits as `-score`), lower is better. Only the rows of the group with the fewest
     /// postings are tried, so this costs little when the AND is rare.
     pub fn every_group(&self, mut f: impl FnMut(usize, f64)) {
         let ix = self.index;
@@ -477,7 +497,12 @@ impl Matches<'_> {
                     held[i] |= post[at] == row;
                 }
             }
-            rows = rows.iter().zip(&held).filter(|(_, h)| **h).map(|(r, _)| *r).collect();
+            rows = rows
+                .iter()
+                .zip(&held)
+                .filter(|(_, h)| **h)
+                .map(|(r, _)| *r)
+                .collect();
         }
         if rows.is_empty() {
             return;
@@ -499,7 +524,7 @@ impl Matches<'_> {
             }
         }
         for (&row, &score) in rows.iter().zip(&score) {
-            f(row as usize, -1.0 * score);
+            f(row as usize, -score);
         }
     }
 
@@ -521,7 +546,7 @@ impl Matches<'_> {
         }
         for (row, (&hit, &score)) in hit.iter().zip(&score).enumerate() {
             if hit {
-                f(row, -1.0 * score);
+                f(row, -score);
             }
         }
     }
@@ -604,8 +629,15 @@ mod tests {
         assert_eq!(varint(&[0xFF; 9]), Some((u64::MAX, 9)));
         // nRow 100000, then title, tags, body totals.
         let avg = [134, 141, 32, 161, 245, 21, 143, 145, 9, 130, 195, 180, 125];
-        assert_eq!(decode_averages(&avg), Some((100_000, 555_669 + 247_945 + 5_298_813)));
-        assert_eq!(decode_averages(&[0x02, 0x07]), Some((2, 7)), "missing columns are 0");
+        assert_eq!(
+            decode_averages(&avg),
+            Some((100_000, 555_669 + 247_945 + 5_298_813))
+        );
+        assert_eq!(
+            decode_averages(&[0x02, 0x07]),
+            Some((2, 7)),
+            "missing columns are 0"
+        );
         assert_eq!(decode_sizes(&[3, 0, 0x81, 0x00]), Some([3, 0, 128]));
         assert_eq!(decode_sizes(&[3, 0]), None);
         assert_eq!(decode_sizes(&[3, 0, 1, 9]), None, "trailing bytes");
@@ -619,7 +651,9 @@ mod tests {
         let rows = [2, 3, 5, 8, 13, 21, 34, 55];
         for from in 0..=rows.len() {
             for target in 0..60 {
-                let want = (from..rows.len()).find(|&i| rows[i] >= target).unwrap_or(rows.len());
+                let want = (from..rows.len())
+                    .find(|&i| rows[i] >= target)
+                    .unwrap_or(rows.len());
                 assert_eq!(seek(&rows, from, target), want, "{from} {target}");
             }
         }

@@ -147,12 +147,7 @@ impl Quantized {
     ///
     /// On x86-64 CPUs with AVX2 the same (safe, integer) code runs compiled for AVX2,
     /// chosen at run time: ~3× faster than the SSE2 baseline, identical results.
-    pub fn scan(
-        &self,
-        q: &Query,
-        keep: impl FnMut(usize) -> bool,
-        f: impl FnMut(usize, f64, f64),
-    ) {
+    pub fn scan(&self, q: &Query, keep: impl FnMut(usize) -> bool, f: impl FnMut(usize, f64, f64)) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: `scan_avx2` only requires AVX2, which this CPU has (checked
@@ -226,7 +221,8 @@ impl Quantized {
 
     /// Heap bytes held (for reports).
     pub fn heap_bytes(&self) -> usize {
-        self.codes.capacity() + 4 * (self.scale.capacity() + self.err_row.capacity() + self.err_query.capacity())
+        self.codes.capacity()
+            + 4 * (self.scale.capacity() + self.err_row.capacity() + self.err_query.capacity())
     }
 }
 
@@ -271,7 +267,11 @@ mod tests {
         // `scan` (AVX2 where available) gives the intervals of `interval`, bit for bit.
         let query = quant.query(&unit(7, dim)).unwrap();
         let mut scanned = Vec::new();
-        quant.scan(&query, |slot| slot % 3 != 1, |slot, lo, hi| scanned.push((slot, lo.to_bits(), hi.to_bits())));
+        quant.scan(
+            &query,
+            |slot| slot % 3 != 1,
+            |slot, lo, hi| scanned.push((slot, lo.to_bits(), hi.to_bits())),
+        );
         let direct: Vec<_> = (0..rows.len())
             .filter(|slot| slot % 3 != 1)
             .map(|slot| {

@@ -87,7 +87,12 @@ mod tests {
 
     #[test]
     fn groups_by_character_count() {
-        let v = Vocabulary::new(vec!["café".into(), "cafe".into(), "東京".into(), "a".into()]);
+        let v = Vocabulary::new(vec![
+            "café".into(),
+            "cafe".into(),
+            "東京".into(),
+            "a".into(),
+        ]);
         let four: Vec<&str> = v.of_length(4).map(|t| t.0).collect();
         assert_eq!(four, ["café", "cafe"]);
         assert_eq!(v.of_length(2).next().map(|t| t.1.len()), Some(2));
