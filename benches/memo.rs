@@ -3,7 +3,8 @@
 //! alone.
 //!
 //! Environment: `BENCH_MEMORIES` (default 100,000), `BENCH_SEED`, `BENCH_RUNS` (timed
-//! calls per case, default 20), `BENCH_DIR`; the embedding model comes from
+//! calls per case, default 20), `BENCH_MODES` (comma-separated, default all five),
+//! `BENCH_DIR`; the embedding model comes from
 //! `$SKILLS_MODEL_DIR` (default `~/.cache/skills/model`, see `scripts/fetch-model`).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -107,7 +108,9 @@ fn main() -> Result<()> {
         fmt_dur(embed.p95),
         String::new(),
     ]];
-    for mode in ["hybrid", "vec", "bm25", "exact", "fuzzy"] {
+    let modes =
+        std::env::var("BENCH_MODES").unwrap_or_else(|_| "hybrid,vec,bm25,exact,fuzzy".to_owned());
+    for mode in modes.split(',').map(str::trim).filter(|m| !m.is_empty()) {
         for (label, filter) in &filters {
             let mut args = json!({"query": QUERY, "mode": mode, "limit": 10});
             if let (Some(a), Some(f)) = (args.as_object_mut(), filter.as_object()) {

@@ -11,6 +11,8 @@
 //!   "decision"); its rowid is the `memories` rowid.
 //! - `memories_vocab`: an `fts5vocab` `row` table over `memories_fts`, used by the fuzzy
 //!   mode to find indexed terms near a typo.
+//! - per connection, not in the file: `temp.memories_fts_instance`, an `fts5vocab`
+//!   `instance` table from which [`fts::FtsIndex`] copies the postings.
 //!
 //! Engines open the store with [`MemoryStore::open_ro`] (SQLite read-only flags plus
 //! `PRAGMA query_only`): a search never changes the file. Writers use
@@ -25,6 +27,14 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::StoreError;
+
+pub mod filter_columns;
+pub mod fts;
+pub mod quantized;
+pub mod vocabulary;
+
+use fts::FtsIndex;
+use quantized::Quantized;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memories (
@@ -195,6 +205,9 @@ impl MemoryStore {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+        // Temp schema only (never the file), and before `query_only`, which refuses it.
+        conn.execute_batch(fts::CREATE_INSTANCE_TABLE)
+            .map_err(|e| sqlite_error(path, e))?;
         conn.pragma_update(None, "query_only", 1)
             .map_err(|e| sqlite_error(path, e))?;
         conn.query_row(
@@ -229,7 +242,10 @@ impl MemoryStore {
     }
 
     fn init(&self) -> Result<(), StoreError> {
-        self.lock().execute_batch(SCHEMA).map_err(|e| self.error(e))
+        let conn = self.lock();
+        conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
+        conn.execute_batch(fts::CREATE_INSTANCE_TABLE)
+            .map_err(|e| self.error(e))
     }
 
     /// The database file (`:memory:` for in-memory stores).
@@ -505,8 +521,16 @@ pub struct SearchIndex {
     matrix: Vec<f32>,
     /// Embeddings whose length differs from `dim`: `(row index, vector)`.
     odd: Vec<(u32, Vec<f32>)>,
+    /// 8-bit copy of `matrix`, slot by slot, for the first pass of
+    /// [`SearchIndex::for_each_top_dot`]; `None` when a vector cannot be bounded.
+    quantized: Option<Quantized>,
+    /// Metadata laid out for filters, built on first use.
+    filter_columns: OnceLock<filter_columns::FilterColumns>,
     /// Terms of `memories_vocab`, read on first use.
-    vocab: OnceLock<Vec<String>>,
+    vocab: OnceLock<vocabulary::Vocabulary>,
+    /// Postings of `memories_fts` for this snapshot, read on first use; the reason
+    /// when the store's FTS5 data cannot stand in for `bm25()`.
+    fts: OnceLock<Result<FtsIndex, fts::Unavailable>>,
 }
 
 impl SearchIndex {
@@ -527,6 +551,8 @@ impl SearchIndex {
         let mut slots: Vec<u32> = Vec::new();
         let mut matrix: Vec<f32> = Vec::new();
         let mut odd = Vec::new();
+        let mut quantized: Option<Option<Quantized>> = None;
+        let mut vector: Vec<f32> = Vec::new();
         let mut q = stmt.query([model])?;
         while let Some(r) = q.next()? {
             let mut files = json_list(&r.get::<_, String>(4)?);
@@ -544,9 +570,17 @@ impl SearchIndex {
                         matrix.resize((b + 1) * d * LANES, 0.0);
                     }
                     let base = b * d * LANES;
-                    for (k, c) in blob.chunks_exact(4).enumerate() {
-                        matrix[base + k * LANES + lane] =
-                            f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    vector.clear();
+                    vector.extend(
+                        blob.chunks_exact(4)
+                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                    );
+                    for (k, &x) in vector.iter().enumerate() {
+                        matrix[base + k * LANES + lane] = x;
+                    }
+                    let copy = quantized.get_or_insert_with(|| Quantized::new(d));
+                    if copy.as_mut().is_some_and(|c| !c.push(&vector)) {
+                        *copy = None;
                     }
                     slots.push(i);
                 } else {
@@ -562,6 +596,10 @@ impl SearchIndex {
             });
         }
         let dim = dim.unwrap_or(0);
+        let mut quantized = quantized.flatten();
+        if let Some(q) = quantized.as_mut() {
+            q.shrink_to_fit();
+        }
         Ok(Self {
             model: model.map(str::to_owned),
             version,
@@ -570,16 +608,51 @@ impl SearchIndex {
             slots,
             matrix,
             odd,
+            quantized,
+            filter_columns: OnceLock::new(),
             vocab: OnceLock::new(),
+            fts: OnceLock::new(),
         })
     }
 
-    /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order), read
-    /// through `conn` (this store's connection) on first use and kept with the index.
+    /// The in-memory postings of `memories_fts` ([`FtsIndex`]: FTS5's `bm25()` without
+    /// SQLite), read through `conn` (this store's connection) on first use and kept
+    /// with the index. `None` when they cannot stand in for SQLite: the file changed
+    /// since this index was loaded (the next search reloads both), or its FTS5 data
+    /// fails the index's guards. Costs ~1 s at 100k memories, once.
+    ///
+    /// # Errors
+    /// A SQLite error while reading.
+    pub fn fts(&self, conn: &Connection) -> Result<Option<&FtsIndex>, rusqlite::Error> {
+        if let Some(built) = self.fts.get() {
+            return Ok(built.as_ref().ok());
+        }
+        // One read transaction, so postings, lengths and totals are one snapshot.
+        let tx = if conn.is_autocommit() {
+            Some(conn.unchecked_transaction()?)
+        } else {
+            None
+        };
+        conn.query_row("SELECT count(*) FROM memories_fts_config", [], |_| Ok(()))?;
+        let data_version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        if (data_version, conn.total_changes()) != self.version {
+            return Ok(None);
+        }
+        let rowids: Vec<i64> = self.rows.iter().map(|m| m.rowid).collect();
+        let built = FtsIndex::load(conn, &rowids)?;
+        if let Some(tx) = tx {
+            tx.commit()?;
+        }
+        Ok(self.fts.get_or_init(|| built).as_ref().ok())
+    }
+
+    /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order,
+    /// prepared for edit-distance lookups), read through `conn` (this store's
+    /// connection) on first use and kept with the index.
     ///
     /// # Errors
     /// A SQLite error while reading the vocabulary.
-    pub fn vocab(&self, conn: &Connection) -> Result<&[String], rusqlite::Error> {
+    pub fn vocab(&self, conn: &Connection) -> Result<&vocabulary::Vocabulary, rusqlite::Error> {
         if let Some(v) = self.vocab.get() {
             return Ok(v);
         }
@@ -587,12 +660,20 @@ impl SearchIndex {
         let terms = stmt
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.vocab.get_or_init(|| terms))
+        Ok(self
+            .vocab
+            .get_or_init(|| vocabulary::Vocabulary::new(terms)))
     }
 
     /// Every memory, in rowid order.
     pub fn rows(&self) -> &[RowMeta] {
         &self.rows
+    }
+
+    /// The rows' metadata laid out for filters, built on first use (~40 ms at 100k).
+    pub fn filter_columns(&self) -> &filter_columns::FilterColumns {
+        self.filter_columns
+            .get_or_init(|| filter_columns::FilterColumns::new(&self.rows))
     }
 
     /// Index in [`SearchIndex::rows`] of `rowid`, if stored.
@@ -611,6 +692,139 @@ impl SearchIndex {
     /// Number of memories holding an embedding from the index's model.
     pub fn embedded(&self) -> usize {
         self.slots.len() + self.odd.len()
+    }
+
+    /// Calls `f(row index, dot product)` for every embedded memory whose row index
+    /// passes `keep` that can be among the `n` largest dot products with `q`, and
+    /// returns how many embedded memories pass `keep`. Dot products are exact (as in
+    /// [`SearchIndex::for_each_dot`]). A memory left out is strictly below at least `n`
+    /// reported ones, whose n-th best lies in (0, 1], so the order of dot products
+    /// clamped to [0, 1] (cosines) keeps it out as well.
+    ///
+    /// How: a first pass over the 8-bit copy of the matrix (a quarter of its bytes)
+    /// gives each memory an interval
+    /// holding its dot product; memories whose interval reaches the n-th best lower
+    /// end are then computed exactly, highest upper end first, until the next upper
+    /// end is below the n-th best exact value. Falls back to the whole exact pass when
+    /// there is no 8-bit copy, the query is zero, or that bound cannot be proven.
+    pub fn for_each_top_dot(
+        &self,
+        q: &[f32],
+        n: usize,
+        keep: impl Fn(usize) -> bool,
+        mut f: impl FnMut(usize, f32),
+    ) -> usize {
+        let Some((kept, exact)) = self.top_dots(q, n, &keep) else {
+            let mut kept = 0;
+            self.for_each_dot(q, &keep, |i, d| {
+                kept += 1;
+                f(i, d);
+            });
+            return kept;
+        };
+        for (row, dot) in exact {
+            f(row, dot);
+        }
+        let mut kept = kept;
+        for (r, v) in &self.odd {
+            if keep(*r as usize) {
+                kept += 1;
+                f(*r as usize, crate::stores::embedder::cosine(q, v));
+            }
+        }
+        kept
+    }
+
+    /// The pruned exact pass of [`SearchIndex::for_each_top_dot`] over the matrix
+    /// slots: `(memories kept, (row, exact dot) of those that can be in the top n)`;
+    /// `None` when pruning cannot be proven.
+    fn top_dots(
+        &self,
+        q: &[f32],
+        n: usize,
+        keep: &impl Fn(usize) -> bool,
+    ) -> Option<(usize, Vec<(usize, f32)>)> {
+        let quant = self.quantized.as_ref()?;
+        let query = quant.query(q)?;
+        if n == 0 {
+            return None;
+        }
+        // `lows`: the largest lower ends so far, cut back to the n largest when it
+        // doubles, so `theta`, their n-th largest, only grows. `candidates`: (upper
+        // end, slot) of the slots whose upper end reached `theta` when seen.
+        let mut lows: Vec<f64> = Vec::with_capacity(2 * n);
+        let mut theta = f64::NEG_INFINITY;
+        let mut candidates: Vec<(f64, u32)> = Vec::new();
+        let mut kept = 0;
+        let keep_slot = |slot: usize| keep(self.slots[slot] as usize);
+        quant.scan(&query, keep_slot, |slot, low, high| {
+            kept += 1;
+            if high >= theta {
+                candidates.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
+            }
+            if low > theta {
+                lows.push(low);
+                if lows.len() == 2 * n {
+                    theta = nth_largest(&mut lows, n);
+                }
+            }
+        });
+        // The n-th largest lower end of all: every slot whose upper end is below it
+        // has n slots surely above it.
+        let theta = if lows.len() >= n {
+            nth_largest(&mut lows, n)
+        } else {
+            f64::NEG_INFINITY
+        };
+        candidates.retain(|c| c.0 >= theta);
+        candidates.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        let complete = candidates.len() == kept;
+        // Exact values, highest upper end first; `best` holds the n largest so far.
+        let mut best: std::collections::BinaryHeap<std::cmp::Reverse<i64>> =
+            std::collections::BinaryHeap::with_capacity(n + 1);
+        let mut exact = Vec::new();
+        let mut stopped = false;
+        for (high, slot) in candidates {
+            if best.len() == n {
+                let nth = best.peek().map_or(f64::NAN, |k| from_total_key(k.0));
+                if high < nth && nth > 0.0 && nth <= 1.0 {
+                    stopped = true;
+                    break;
+                }
+            }
+            let slot = slot as usize;
+            let dot = self.exact_dot(q, slot);
+            exact.push((self.slots[slot] as usize, dot));
+            best.push(std::cmp::Reverse(total_key(f64::from(dot))));
+            if best.len() > n {
+                best.pop();
+            }
+        }
+        if !stopped && !complete {
+            // Every candidate was computed; the slots below `theta` stay out only if
+            // the n-th best exact value (≥ theta) is in (0, 1].
+            let nth = if best.len() == n {
+                best.peek().map_or(f64::NAN, |k| from_total_key(k.0))
+            } else {
+                f64::NAN
+            };
+            if !(nth > 0.0 && nth <= 1.0) {
+                return None;
+            }
+        }
+        Some((kept, exact))
+    }
+
+    /// Slot `slot`'s dot product with `q` (of length `dim`), summed exactly as one lane
+    /// of [`SearchIndex::for_each_dot`].
+    fn exact_dot(&self, q: &[f32], slot: usize) -> f32 {
+        let (block, lane) = (slot / LANES, slot % LANES);
+        let column = &self.matrix[block * self.dim * LANES + lane..];
+        let mut acc = -0.0f32;
+        for (d, qd) in q.iter().enumerate() {
+            acc += qd * column[d * LANES];
+        }
+        acc
     }
 
     /// Calls `f(row index, dot product)` for every embedded memory whose row index
@@ -659,6 +873,27 @@ impl SearchIndex {
             }
         }
     }
+}
+
+/// An `i64` ordered as `f64::total_cmp` orders `x`.
+fn total_key(x: f64) -> i64 {
+    #[allow(clippy::cast_possible_wrap)]
+    let bits = x.to_bits() as i64;
+    bits ^ ((bits >> 63) as u64 >> 1) as i64
+}
+
+/// The inverse of [`total_key`].
+fn from_total_key(k: i64) -> f64 {
+    #[allow(clippy::cast_sign_loss)]
+    f64::from_bits((k ^ ((k >> 63) as u64 >> 1) as i64) as u64)
+}
+
+/// The `n`-th largest of `v` (1-based; `v.len() ≥ n ≥ 1`), keeping only the `n`
+/// largest in `v`.
+fn nth_largest(v: &mut Vec<f64>, n: usize) -> f64 {
+    v.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
+    v.truncate(n);
+    v[n - 1]
 }
 
 /// Parses a JSON array of strings as stored in `tags`/`files_*`; anything else is empty.
@@ -773,6 +1008,59 @@ mod tests {
             .query_row("SELECT embedding FROM memories", [], |r| r.get(0))
             .unwrap();
         assert_eq!(decode_vector(&blob), vec![0.6, 0.8]);
+    }
+
+    /// A deterministic pseudo-random vector (xorshift).
+    fn noise(seed: u64, dim: usize) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..dim)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn top_dots_prune_and_keep_the_exact_top_n() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        let dim = 256;
+        for i in 0..3000 {
+            let id = format!("m{i}");
+            store.upsert(&sample(&id, &format!("body {i}"))).unwrap();
+            store.set_embedding(&id, &noise(i, dim), "m").unwrap();
+        }
+        let conn = store.lock();
+        let index = store.search_index(&conn, Some("m")).unwrap();
+        let q = normalized(&noise(99_999, dim));
+        for keep_every in [1, 3] {
+            let keep = |i: usize| i % keep_every == 0;
+            let mut all = Vec::new();
+            index.for_each_dot(&q, keep, |i, d| all.push((d, i)));
+            all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            for n in [1, 5, 20, 100] {
+                let mut got = Vec::new();
+                let kept = index.for_each_top_dot(&q, n, keep, |i, d| got.push((d, i)));
+                assert_eq!(kept, all.len());
+                assert!(
+                    got.len() < all.len() / 2,
+                    "no pruning: {} of {}",
+                    got.len(),
+                    all.len()
+                );
+                got.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                let bits = |v: &[(f32, usize)]| {
+                    v.iter().map(|(d, i)| (d.to_bits(), *i)).collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    bits(&got[..n]),
+                    bits(&all[..n]),
+                    "n {n}, every {keep_every}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,10 @@
 //!
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
-//! reloaded when the file changes; FTS5 legs ask SQLite only for `(rowid, bm25)`.
+//! reloaded when the file changes. The FTS5 legs are scored from the store's in-memory
+//! postings ([`crate::stores::memories::fts::FtsIndex`], read on the first FTS5 leg): the same rows and bit-identical
+//! `bm25()` values as SQLite's `MATCH` … `bm25()`, which stays the reference
+//! ([`Scorer::Reference`]) and the path taken when the postings are unavailable.
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
 //! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
@@ -24,9 +27,12 @@
 //! The engine only reads: the store is opened read-only and nothing (not even access
 //! counts) is written. `source` is logged to stderr when `SKILLS_LOG` contains `debug`.
 
+#[cfg(test)]
+mod differential;
 pub mod fuzzy;
 pub mod when;
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -37,6 +43,7 @@ use serde_json::{json, Map, Value};
 use super::{Context, Engine, EngineError};
 use crate::ingest::memories::parse_when;
 use crate::stores::embedder::Embedder;
+use crate::stores::memories::fts::Matches;
 use crate::stores::memories::{format_time, json_list, MemoryStore, RowMeta, SearchIndex};
 
 /// Default and bounds of `limit`.
@@ -92,6 +99,21 @@ impl Mode {
     }
 }
 
+/// Which implementation scores the legs. Both give the same rows, order and score
+/// bits; `Reference` is what `Fast` is tested against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scorer {
+    /// FTS5 legs from the store's in-memory postings
+    /// ([`FtsIndex`](crate::stores::memories::fts::FtsIndex); SQLite when they are
+    /// unavailable); the vec leg through the 8-bit first pass
+    /// ([`SearchIndex::for_each_top_dot`]).
+    #[default]
+    Fast,
+    /// FTS5 legs through SQLite (`SELECT rowid, bm25(memories_fts, …) … WHERE
+    /// memories_fts MATCH ?`); the vec leg as one exact pass over every vector.
+    Reference,
+}
+
 /// Checked arguments of one search (the engine's "HiArgs").
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -115,6 +137,8 @@ pub struct Request {
     pub explain: bool,
     /// Notes collected while checking arguments.
     pub notes: Vec<String>,
+    /// Scorer of the legs (not an argument: [`Scorer::Fast`]).
+    pub scorer: Scorer,
 }
 
 impl Request {
@@ -210,6 +234,7 @@ impl Request {
             body_chars,
             explain,
             notes,
+            scorer: Scorer::default(),
         })
     }
 }
@@ -285,6 +310,14 @@ impl Engine for MemoSearch {
 /// One leg's ranked candidates: `(rowid, score)`, best first.
 type Ranked = Vec<(i64, f64)>;
 
+/// What a search decided before reading the hits' rows: fused hits, best first (`None`
+/// when the query has no searchable words), notes and trace so far.
+struct Ranking {
+    fused: Option<Vec<Fused>>,
+    notes: Vec<String>,
+    trace: Vec<Value>,
+}
+
 /// Runs `req` against `store`. `embedder` is the model, or why there is none.
 ///
 /// # Errors
@@ -295,82 +328,17 @@ pub fn search(
     embedder: Result<&Embedder, String>,
     req: &Request,
 ) -> Result<Value, EngineError> {
-    let mut notes = req.notes.clone();
-    let mut trace: Vec<Value> = Vec::new();
-    let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
-    if tokens.len() > MAX_TOKENS {
-        notes.push(format!(
-            "query has {} distinct words: only {MAX_TOKENS} were searched",
-            tokens.len()
-        ));
-        tokens.truncate(MAX_TOKENS);
-    }
-    trace.push(json!({
-        "stage": "parse", "mode": req.mode.as_str(), "tokens": tokens, "limit": req.limit,
-        "filters": {"type": req.kind, "from": req.from, "to": req.to, "file": req.file},
-    }));
-    if tokens.is_empty() {
-        notes.push("query has no searchable words: no hits".into());
-        return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
-    }
-    let filter = Filter::new(req);
     let conn = store.lock();
-    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
-    let model = embedder.as_ref().ok().map(|e| e.name());
-    let index = store.search_index(&conn, model).map_err(map_err)?;
-    let index = index.as_ref();
-    let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
-    match req.mode {
-        Mode::Bm25 => legs.push((
-            "bm25",
-            bm25_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
-        )),
-        Mode::Exact => legs.push((
-            "exact",
-            exact_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
-        )),
-        Mode::Fuzzy => legs.push((
-            "fuzzy",
-            fuzzy_leg(&conn, index, &tokens, &filter, req.limit, &mut trace).map_err(map_err)?,
-        )),
-        Mode::Vec => {
-            let embedder = embedder
-                .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
-            let ranked = vec_leg(index, embedder, &req.query, &filter, req.limit, &mut trace);
-            if ranked.is_none() {
-                return Err(EngineError::Unavailable(format!(
-                    "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
-                    embedder.name()
-                )));
-            }
-            legs.push(("vec", ranked.unwrap_or_default()));
-        }
-        Mode::Hybrid => {
-            let n = (2 * req.limit).max(20);
-            match embedder {
-                Ok(embedder) => match vec_leg(index, embedder, &req.query, &filter, n, &mut trace) {
-                    Some(ranked) => legs.push(("vec", ranked)),
-                    None => notes.push(format!(
-                        "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
-                        embedder.name()
-                    )),
-                },
-                Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
-            }
-            legs.push((
-                "bm25",
-                bm25_leg(&conn, index, &tokens, &filter, n, &mut trace).map_err(map_err)?,
-            ));
-            legs.push((
-                "exact",
-                exact_leg(&conn, index, &tokens, &filter, n, &mut trace).map_err(map_err)?,
-            ));
-        }
-    }
-
-    let fused = fuse(req.mode, &legs, req.limit, &mut trace);
-    let rows =
-        load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>()).map_err(map_err)?;
+    let Ranking {
+        fused,
+        notes,
+        mut trace,
+    } = rank(store, &conn, embedder, req)?;
+    let Some(fused) = fused else {
+        return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
+    };
+    let rows = load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>())
+        .map_err(|e| EngineError::Store(store.error(e)))?;
     drop(conn);
     let mut hits = Vec::with_capacity(fused.len());
     for f in &fused {
@@ -400,6 +368,99 @@ pub fn search(
     }
     trace.push(json!({"stage": "output", "hits": hits.len(), "body_chars": req.body_chars}));
     Ok(finish(req, hits, notes, req.explain.then_some(trace)))
+}
+
+/// Parses the query, runs the mode's legs through `conn` (`store`'s connection,
+/// locked) and fuses them.
+fn rank(
+    store: &MemoryStore,
+    conn: &Connection,
+    embedder: Result<&Embedder, String>,
+    req: &Request,
+) -> Result<Ranking, EngineError> {
+    let mut notes = req.notes.clone();
+    let mut trace: Vec<Value> = Vec::new();
+    let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
+    if tokens.len() > MAX_TOKENS {
+        notes.push(format!(
+            "query has {} distinct words: only {MAX_TOKENS} were searched",
+            tokens.len()
+        ));
+        tokens.truncate(MAX_TOKENS);
+    }
+    trace.push(json!({
+        "stage": "parse", "mode": req.mode.as_str(), "tokens": tokens, "limit": req.limit,
+        "filters": {"type": req.kind, "from": req.from, "to": req.to, "file": req.file},
+    }));
+    if tokens.is_empty() {
+        notes.push("query has no searchable words: no hits".into());
+        return Ok(Ranking {
+            fused: None,
+            notes,
+            trace,
+        });
+    }
+    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
+    let model = embedder.as_ref().ok().map(|e| e.name());
+    let index = store.search_index(conn, model).map_err(map_err)?;
+    let leg = Leg {
+        conn,
+        index: index.as_ref(),
+        filter: Filter::new(req),
+        scorer: req.scorer,
+    };
+    let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
+    match req.mode {
+        Mode::Bm25 => legs.push((
+            "bm25",
+            leg.bm25(&tokens, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Exact => legs.push((
+            "exact",
+            leg.exact(&tokens, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Fuzzy => legs.push((
+            "fuzzy",
+            leg.fuzzy(&tokens, req.limit, &mut trace).map_err(map_err)?,
+        )),
+        Mode::Vec => {
+            let embedder = embedder
+                .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
+            let mask = leg.filter.mask(leg.index);
+            let ranked = vec_leg(
+                leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace,
+            );
+            if ranked.is_none() {
+                return Err(EngineError::Unavailable(format!(
+                    "embedding unavailable: no memory has an embedding from model `{}`; re-run the memory import",
+                    embedder.name()
+                )));
+            }
+            legs.push(("vec", ranked.unwrap_or_default()));
+        }
+        Mode::Hybrid => {
+            let n = (2 * req.limit).max(20);
+            let mask = leg.filter.mask(leg.index);
+            match embedder {
+                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace) {
+                    Some(ranked) => legs.push(("vec", ranked)),
+                    None => notes.push(format!(
+                        "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
+                        embedder.name()
+                    )),
+                },
+                Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
+            }
+            legs.push(("bm25", leg.bm25(&tokens, n, &mut trace).map_err(map_err)?));
+            legs.push(("exact", leg.exact(&tokens, n, &mut trace).map_err(map_err)?));
+        }
+    }
+    let fused = fuse(req.mode, &legs, req.limit, &mut trace);
+    Ok(Ranking {
+        fused: Some(fused),
+        notes,
+        trace,
+    })
 }
 
 fn finish(req: &Request, hits: Vec<Value>, notes: Vec<String>, trace: Option<Vec<Value>>) -> Value {
@@ -435,7 +496,9 @@ struct Filter {
     kind: Option<String>,
     from: Option<String>,
     to: Option<String>,
-    file: Option<String>,
+    file: Option<memchr::memmem::Finder<'static>>,
+    /// [`Filter::keep`] of every row, computed on the first [`Filter::mask`] call.
+    mask: OnceCell<Vec<bool>>,
 }
 
 impl Filter {
@@ -444,8 +507,16 @@ impl Filter {
             kind: req.kind.clone(),
             from: req.from.clone(),
             to: req.to.clone(),
-            file: req.file.clone(),
+            file: req
+                .file
+                .as_ref()
+                .map(|f| memchr::memmem::Finder::new(f.as_bytes()).into_owned()),
+            mask: OnceCell::new(),
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.kind.is_none() && self.from.is_none() && self.to.is_none() && self.file.is_none()
     }
 
     fn keep(&self, m: &RowMeta) -> bool {
@@ -455,21 +526,104 @@ impl Filter {
             && self
                 .file
                 .as_ref()
-                .is_none_or(|f| m.files.iter().any(|p| p.contains(f.as_str())))
+                .is_none_or(|f| m.files.iter().any(|p| f.find(p.as_bytes()).is_some()))
+    }
+
+    /// Whether each row of `index` passes, for callers that test most rows (computed
+    /// once per search from the index's filter columns); `None` when there is no
+    /// filter. Equal, row for row, to [`Filter::keep`].
+    fn mask(&self, index: &SearchIndex) -> Option<&[bool]> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.mask.get_or_init(|| self.compute_mask(index)))
+    }
+
+    fn compute_mask(&self, index: &SearchIndex) -> Vec<bool> {
+        let columns = index.filter_columns();
+        let n = index.rows().len();
+        // Each filter marks the rows it keeps; a row passes when every filter set
+        // marked it.
+        let mut votes = vec![0u8; n];
+        let mut filters = 0u8;
+        if let Some(kind) = &self.kind {
+            filters += 1;
+            columns.rows_of_kind(kind, |row| votes[row] += 1);
+        }
+        if self.from.is_some() || self.to.is_some() {
+            filters += 1;
+            let range =
+                columns.rows_updated_within(index.rows(), self.from.as_deref(), self.to.as_deref());
+            for &row in range {
+                votes[row as usize] += 1;
+            }
+        }
+        if let Some(file) = &self.file {
+            filters += 1;
+            let mut has = vec![false; n];
+            let meta = index.rows();
+            if !columns.rows_with_path_containing(file.needle(), |row| has[row] = true) {
+                for (h, m) in has.iter_mut().zip(meta) {
+                    *h = m.files.iter().any(|p| file.find(p.as_bytes()).is_some());
+                }
+            }
+            for (v, h) in votes.iter_mut().zip(has) {
+                *v += u8::from(h);
+            }
+        }
+        votes.into_iter().map(|v| v == filters).collect()
     }
 }
 
-/// Keeps the `n` smallest of `v` under `cmp` (a total order), sorted.
-fn top_n<T>(v: &mut Vec<T>, n: usize, cmp: impl Fn(&T, &T) -> Ordering) {
-    if n == 0 {
-        v.clear();
-        return;
+/// The `n` smallest items of a stream under `cmp`, a total order. Holds at most `2n`:
+/// when full it is cut back to the `n` smallest, and from then on an item not below
+/// the n-th smallest kept is dropped at once (one comparison, usually decided by the
+/// score alone), so a stream of 100k hits costs little more than reading it.
+struct TopN<T, F> {
+    n: usize,
+    kept: Vec<T>,
+    cmp: F,
+    /// Index in `kept` of the n-th smallest after the last cut.
+    cut: Option<usize>,
+}
+
+impl<T, F: Fn(&T, &T) -> Ordering> TopN<T, F> {
+    fn new(n: usize, cmp: F) -> Self {
+        Self {
+            n,
+            kept: Vec::new(),
+            cmp,
+            cut: None,
+        }
     }
-    if v.len() > n {
-        v.select_nth_unstable_by(n - 1, &cmp);
-        v.truncate(n);
+
+    fn push(&mut self, item: T) {
+        if self.n == 0 {
+            return;
+        }
+        if let Some(c) = self.cut {
+            if (self.cmp)(&item, &self.kept[c]) != Ordering::Less {
+                return;
+            }
+        }
+        self.kept.push(item);
+        if self.kept.len() >= self.n.saturating_mul(2) {
+            self.kept.select_nth_unstable_by(self.n - 1, &self.cmp);
+            self.kept.truncate(self.n);
+            // After the cut, slot n − 1 holds the n-th smallest.
+            self.cut = Some(self.n - 1);
+        }
     }
-    v.sort_by(&cmp);
+
+    /// The `n` smallest, sorted.
+    fn into_sorted(mut self) -> Vec<T> {
+        if self.kept.len() > self.n && self.n > 0 {
+            self.kept.select_nth_unstable_by(self.n - 1, &self.cmp);
+        }
+        self.kept.truncate(self.n);
+        self.kept.sort_by(&self.cmp);
+        self.kept
+    }
 }
 
 /// The query's tokens exactly as the store's FTS5 tokenizer (`unicode61
@@ -493,145 +647,192 @@ fn quote(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
 
-fn fts_query(
-    conn: &Connection,
-    index: &SearchIndex,
-    match_expr: &str,
-    weights: (f64, f64, f64),
-    filter: &Filter,
-    n: usize,
-) -> Result<Ranked, rusqlite::Error> {
-    let sql = format!(
-        "SELECT rowid, bm25(memories_fts, {}, {}, {}) FROM memories_fts WHERE memories_fts MATCH ?1",
-        weights.0, weights.1, weights.2
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query([match_expr])?;
-    let meta = index.rows();
-    let mut hits: Vec<(f64, usize)> = Vec::new();
-    while let Some(r) = rows.next()? {
-        let Some(i) = index.position(r.get(0)?) else {
-            continue;
-        };
-        if filter.keep(&meta[i]) {
-            hits.push((r.get(1)?, i));
+/// An FTS5 query in the engine's one shape: groups of folded terms, each quoted (a
+/// one-term phrase), OR inside a group, the groups joined by AND — or by OR for the
+/// fallback. One value gives both the `MATCH` text SQLite runs and the groups
+/// in-memory index scores, so both scorers see the same phrases in the same order.
+struct TermQuery {
+    groups: Vec<Vec<String>>,
+    /// Write each group in parentheses (fuzzy groups: `("a" OR "b")`).
+    parenthesized: bool,
+}
+
+impl TermQuery {
+    /// One group per token: `"a" AND "b"`.
+    fn tokens(tokens: &[String]) -> Self {
+        Self {
+            groups: tokens.iter().map(|t| vec![t.clone()]).collect(),
+            parenthesized: false,
         }
     }
-    // ORDER BY bm25 ASC, updated DESC, id ASC (SQLite compares REALs numerically).
-    top_n(&mut hits, n, |a, b| {
-        a.0.partial_cmp(&b.0)
-            .unwrap_or(Ordering::Equal)
-            .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
-            .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
-    });
-    Ok(hits.into_iter().map(|(s, i)| (meta[i].rowid, -s)).collect())
-}
 
-/// AND of the groups; OR of them when AND finds nothing and there is more than one.
-#[allow(clippy::too_many_arguments)]
-fn and_then_or(
-    conn: &Connection,
-    index: &SearchIndex,
-    leg: &str,
-    groups: &[String],
-    weights: (f64, f64, f64),
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let and = groups.join(" AND ");
-    let ranked = fts_query(conn, index, &and, weights, filter, n)?;
-    if !ranked.is_empty() || groups.len() < 2 {
-        trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
-        return Ok(ranked);
-    }
-    let or = groups.join(" OR ");
-    let ranked = fts_query(conn, index, &or, weights, filter, n)?;
-    trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
-    Ok(ranked)
-}
-
-fn bm25_leg(
-    conn: &Connection,
-    index: &SearchIndex,
-    tokens: &[String],
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let groups: Vec<String> = tokens.iter().map(|t| quote(t)).collect();
-    and_then_or(
-        conn,
-        index,
-        "bm25",
-        &groups,
-        (5.0, 3.0, 1.0),
-        filter,
-        n,
-        trace,
-    )
-}
-
-fn exact_leg(
-    conn: &Connection,
-    index: &SearchIndex,
-    tokens: &[String],
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let and = tokens
-        .iter()
-        .map(|t| quote(t))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    let ranked = fts_query(conn, index, &and, (10.0, 8.0, 1.0), filter, n)?;
-    trace.push(json!({"stage": "leg", "leg": "exact", "fts_query": and, "fallback": null, "candidates": ranked.len()}));
-    Ok(ranked)
-}
-
-fn fuzzy_leg(
-    conn: &Connection,
-    index: &SearchIndex,
-    tokens: &[String],
-    filter: &Filter,
-    n: usize,
-    trace: &mut Vec<Value>,
-) -> Result<Ranked, rusqlite::Error> {
-    let vocab = index.vocab(conn)?;
-    let mut groups = Vec::new();
-    let mut expansions = Map::new();
-    for token in tokens {
-        let max = fuzzy::max_distance(token);
-        let mut near: Vec<(usize, &str)> = vocab
+    /// The `MATCH` text: groups joined by `AND` when `every`, else by `OR`.
+    fn expr(&self, every: bool) -> String {
+        let groups: Vec<String> = self
+            .groups
             .iter()
-            .filter_map(|t| fuzzy::distance_within(token, t, max).map(|d| (d, t.as_str())))
+            .map(|g| {
+                let terms = g.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" OR ");
+                if self.parenthesized {
+                    format!("({terms})")
+                } else {
+                    terms
+                }
+            })
             .collect();
-        near.sort_unstable();
-        near.truncate(MAX_EXPANSIONS);
-        let mut terms: Vec<&str> = near.iter().map(|(_, t)| *t).collect();
-        if terms.is_empty() {
-            terms.push(token);
-        }
-        expansions.insert(token.clone(), json!(terms));
-        let group = terms
-            .iter()
-            .map(|t| quote(t))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        groups.push(format!("({group})"));
+        groups.join(if every { " AND " } else { " OR " })
     }
-    trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
-    and_then_or(
-        conn,
-        index,
-        "fuzzy",
-        &groups,
-        (5.0, 3.0, 1.0),
-        filter,
-        n,
-        trace,
-    )
+}
+
+/// What the FTS5 legs of one search share: the locked connection, the store's index,
+/// the filters and the scorer.
+struct Leg<'a> {
+    conn: &'a Connection,
+    index: &'a SearchIndex,
+    filter: Filter,
+    scorer: Scorer,
+}
+
+impl Leg<'_> {
+    fn bm25(
+        &self,
+        tokens: &[String],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
+        let query = TermQuery::tokens(tokens);
+        self.and_then_or("bm25", &query, [5, 3, 1], true, n, trace)
+    }
+
+    fn exact(
+        &self,
+        tokens: &[String],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
+        let query = TermQuery::tokens(tokens);
+        self.and_then_or("exact", &query, [10, 8, 1], false, n, trace)
+    }
+
+    fn fuzzy(
+        &self,
+        tokens: &[String],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
+        let vocab = self.index.vocab(self.conn)?;
+        let mut groups = Vec::new();
+        let mut expansions = Map::new();
+        for token in tokens {
+            let max = fuzzy::max_distance(token);
+            let mut near = fuzzy::near(vocab, token, max);
+            near.sort_unstable();
+            near.truncate(MAX_EXPANSIONS);
+            let mut terms: Vec<String> = near.iter().map(|(_, t)| (*t).to_owned()).collect();
+            if terms.is_empty() {
+                terms.push(token.clone());
+            }
+            expansions.insert(token.clone(), json!(terms));
+            groups.push(terms);
+        }
+        trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
+        let query = TermQuery {
+            groups,
+            parenthesized: true,
+        };
+        self.and_then_or("fuzzy", &query, [5, 3, 1], true, n, trace)
+    }
+
+    /// The AND of `query`'s groups; with `or_fallback`, their OR when the AND finds
+    /// nothing (after filters) and there is more than one group.
+    fn and_then_or(
+        &self,
+        leg: &str,
+        query: &TermQuery,
+        weights: [u32; 3],
+        or_fallback: bool,
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
+        // In memory, the AND and the OR query share their phrases: same phrases in
+        // the same order, so a row gets the same bm25() in both.
+        let matches = match self.scorer {
+            Scorer::Fast => self
+                .index
+                .fts(self.conn)?
+                .map(|fts| fts.query(&query.groups, weights)),
+            Scorer::Reference => None,
+        };
+        let and = query.expr(true);
+        let ranked = self.top(&and, true, matches.as_ref(), weights, n)?;
+        if !ranked.is_empty() || !or_fallback || query.groups.len() < 2 {
+            trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
+            return Ok(ranked);
+        }
+        let or = query.expr(false);
+        let ranked = self.top(&or, false, matches.as_ref(), weights, n)?;
+        trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
+        Ok(ranked)
+    }
+
+    /// The `n` best rows that `expr` matches (`every`: the AND form of the query) and
+    /// the filters keep, ordered by `bm25(memories_fts, weights…)` ascending, newer
+    /// `updated`, smaller id; as `(rowid, −bm25)`. From `matches` when the in-memory
+    /// scorer produced them, else from SQLite.
+    fn top(
+        &self,
+        expr: &str,
+        every: bool,
+        matches: Option<&Matches>,
+        weights: [u32; 3],
+        n: usize,
+    ) -> Result<Ranked, rusqlite::Error> {
+        let meta = self.index.rows();
+        // ORDER BY bm25 ASC, updated DESC, id ASC (SQLite compares REALs numerically).
+        let mut hits = TopN::new(n, |a: &(f64, usize), b: &(f64, usize)| {
+            a.0.partial_cmp(&b.0)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
+                .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
+        });
+        if let Some(matches) = matches {
+            if every {
+                // Few rows, as a rule: test them one by one.
+                matches.every_group(|i, bm25| {
+                    if self.filter.keep(&meta[i]) {
+                        hits.push((bm25, i));
+                    }
+                });
+            } else {
+                let mask = self.filter.mask(self.index);
+                matches.any_group(|i, bm25| {
+                    if mask.is_none_or(|m| m[i]) {
+                        hits.push((bm25, i));
+                    }
+                });
+            }
+        } else {
+            let [w0, w1, w2] = weights;
+            let sql = format!(
+                "SELECT rowid, bm25(memories_fts, {w0}, {w1}, {w2}) FROM memories_fts WHERE memories_fts MATCH ?1"
+            );
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let mut rows = stmt.query([expr])?;
+            while let Some(r) = rows.next()? {
+                let Some(i) = self.index.position(r.get(0)?) else {
+                    continue;
+                };
+                if self.filter.keep(&meta[i]) {
+                    hits.push((r.get(1)?, i));
+                }
+            }
+        }
+        Ok(hits
+            .into_sorted()
+            .into_iter()
+            .map(|(s, i)| (meta[i].rowid, -s))
+            .collect())
+    }
 }
 
 /// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
@@ -640,8 +841,9 @@ fn vec_leg(
     index: &SearchIndex,
     embedder: &Embedder,
     query: &str,
-    filter: &Filter,
+    mask: Option<&[bool]>,
     n: usize,
+    scorer: Scorer,
     trace: &mut Vec<Value>,
 ) -> Option<Ranked> {
     let model = embedder.name().to_owned();
@@ -655,18 +857,28 @@ fn vec_leg(
     // No timings in the trace: the skill is a pure function, `explain` included.
     let q = embedder.embed(query);
     let meta = index.rows();
-    let mut scored: Vec<(f64, usize)> = Vec::new();
-    index.for_each_dot(
-        &q,
-        |i| filter.keep(&meta[i]),
-        |i, dot| scored.push((f64::from(dot).clamp(0.0, 1.0), i)),
-    );
-    let scanned = scored.len();
-    top_n(&mut scored, n, |a, b| {
+    // Cosine descending, newer `updated`, smaller id.
+    let mut scored = TopN::new(n, |a: &(f64, usize), b: &(f64, usize)| {
         b.0.total_cmp(&a.0)
             .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
             .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
     });
+    let keep = |i: usize| mask.is_none_or(|m| m[i]);
+    let score = |i: usize, dot: f32| (f64::from(dot).clamp(0.0, 1.0), i);
+    let scanned = match scorer {
+        // Only rows that can reach the top n are scored (exactly); `scanned` still
+        // counts every embedded row the filters keep.
+        Scorer::Fast => index.for_each_top_dot(&q, n, keep, |i, dot| scored.push(score(i, dot))),
+        Scorer::Reference => {
+            let mut scanned = 0;
+            index.for_each_dot(&q, keep, |i, dot| {
+                scanned += 1;
+                scored.push(score(i, dot));
+            });
+            scanned
+        }
+    };
+    let scored = scored.into_sorted();
     trace.push(json!({
         "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
         "candidates": scored.len(),
