@@ -16,9 +16,14 @@
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
 //! reloaded when the file changes. The FTS5 legs are scored from the store's in-memory
-//! postings ([`crate::stores::memories::fts::FtsIndex`], read on the first FTS5 leg): the same rows and bit-identical
-//! `bm25()` values as SQLite's `MATCH` … `bm25()`, which stays the reference
-//! ([`Scorer::Reference`]) and the path taken when the postings are unavailable.
+//! postings ([`FtsIndex`](crate::stores::memories::fts::FtsIndex), read on the first
+//! FTS5 leg): the same rows and bit-identical `bm25()` values as SQLite's `MATCH` …
+//! `bm25()`, which stays the reference ([`Scorer::Reference`]) and the path taken when
+//! the postings are unavailable. The vec leg scans an 8-bit copy of the matrix first
+//! and computes exact cosines only for rows that can reach its top n
+//! ([`SearchIndex::for_each_top_dot`]). Filters applied to every row are computed once
+//! per search from columns laid out for them
+//! ([`FilterColumns`](crate::stores::memories::filter_columns::FilterColumns)).
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
 //! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].

@@ -20,8 +20,8 @@
 //! the `f32` rounding of `E` (at most γ₅₁₂ ‖q‖‖v‖ by Cauchy–Schwarz), the second
 //! `(q − q̂) · v̂`. Norms are computed in `f64` and stored rounded up.
 
-/// How many slots ahead of the one being scored [`Quantized::touch`] reads.
-pub const PREFETCH_AHEAD: usize = 16;
+/// How many slots ahead of the one being scored the 8-bit pass loads a row early.
+const PREFETCH_AHEAD: usize = 16;
 
 /// Largest dimension for which the `i32` integer dot product cannot overflow.
 pub const MAX_DIM: usize = 512;
