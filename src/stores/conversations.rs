@@ -751,28 +751,6 @@ impl ConversationStore {
         Ok(out)
     }
 
-    /// Writes one file's state (table `ingest_files`), replacing the previous one.
-    fn record_state(&self, tx: &duckdb::Transaction<'_>, s: &FileState) -> Result<(), StoreError> {
-        let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        tx.execute(
-            "INSERT OR REPLACE INTO ingest_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            params![
-                s.path,
-                s.format,
-                to_i64(s.size),
-                s.mtime_ns,
-                to_i64(s.offset),
-                to_i64(s.line),
-                s.next_index,
-                s.tail_hash,
-                s.context,
-                to_i64(s.messages),
-            ],
-        )
-        .map_err(|e| self.error(e))?;
-        Ok(())
-    }
-
     /// Writes the files' conversation lists and states (tables
     /// `ingest_file_conversations` and `ingest_files`).
     fn record_files(
@@ -934,7 +912,15 @@ impl ConversationStore {
                 messages: u64::try_from(offered).unwrap_or(0),
                 ..state.clone()
             };
-            self.record_state(&tx, &state)?;
+            // No messages: the conversation list was written just above.
+            self.record_files(
+                &tx,
+                &[FileBatch {
+                    messages: &[],
+                    state: &state,
+                    previous,
+                }],
+            )?;
         }
         let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
         tx.commit().map_err(|e| self.error(e))?;
