@@ -554,7 +554,7 @@ impl ConversationStore {
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let mut forgotten = BTreeSet::new();
         for f in files.iter().filter(|f| f.previous == Previous::Replace) {
-            self.note_rewritten(&tx, f.messages)?;
+            self.stage_conversations(&tx, "rewritten", f.messages.iter())?;
             forgotten.extend(self.forget_previous(&tx, &f.state.path)?);
         }
         for f in files {
@@ -668,18 +668,19 @@ impl ConversationStore {
         Ok(forgotten)
     }
 
-    /// Fills temp table `rewritten` with the distinct (source, conversation id) pairs
-    /// of `messages`, for [`Self::forget_previous`].
-    fn note_rewritten(
+    /// (Re)creates temp table `table` (`source`, `conversation_id`) holding the
+    /// distinct conversation pairs of `messages`.
+    fn stage_conversations<'m>(
         &self,
         tx: &duckdb::Transaction<'_>,
-        messages: &[Message],
+        table: &str,
+        messages: impl Iterator<Item = &'m Message>,
     ) -> Result<(), StoreError> {
-        tx.execute_batch(
-            "CREATE OR REPLACE TEMP TABLE rewritten (source VARCHAR, conversation_id VARCHAR)",
-        )
+        tx.execute_batch(&format!(
+            "CREATE OR REPLACE TEMP TABLE {table} (source VARCHAR, conversation_id VARCHAR)"
+        ))
         .map_err(|e| self.error(e))?;
-        let mut app = tx.appender("rewritten").map_err(|e| self.error(e))?;
+        let mut app = tx.appender(table).map_err(|e| self.error(e))?;
         let mut seen = std::collections::HashSet::new();
         for m in messages {
             if seen.insert((m.source.as_str(), m.conversation_id.as_str())) {
@@ -708,24 +709,11 @@ impl ConversationStore {
         if empty {
             return Ok(out);
         }
-        tx.execute_batch(
-            "CREATE OR REPLACE TEMP TABLE batch_conversations
-               (source VARCHAR, conversation_id VARCHAR)",
-        )
-        .map_err(|e| self.error(e))?;
-        {
-            let mut app = tx
-                .appender("batch_conversations")
-                .map_err(|e| self.error(e))?;
-            let mut seen = std::collections::HashSet::new();
-            for m in files.iter().flat_map(|f| f.messages) {
-                if seen.insert((m.source.as_str(), m.conversation_id.as_str())) {
-                    app.append_row(params![m.source, m.conversation_id])
-                        .map_err(|e| self.error(e))?;
-                }
-            }
-            app.flush().map_err(|e| self.error(e))?;
-        }
+        self.stage_conversations(
+            tx,
+            "batch_conversations",
+            files.iter().flat_map(|f| f.messages),
+        )?;
         let mut stmt = tx
             .prepare(
                 "SELECT a.source, a.conversation_id, a.message_id FROM all_conversations a
