@@ -17,9 +17,9 @@ use anyhow::{bail, Result};
 use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
+use skills::embed::Embedder;
 use skills::engines::Context;
 use skills::runtime::host::Host;
-use skills::stores::embedder::Embedder;
 use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 

@@ -2,12 +2,19 @@
 //!
 //! Skill documents (`skills/<name>/SKILL.md`) are parsed and validated by [`runtime`],
 //! bound to a Rust engine from [`engines`], which reads the data in [`stores`] that
-//! [`ingest`] imported from real transcript and memory formats. Every entry point
+//! [`ingest`] imported from real transcript and memory formats. Retrieval machinery
+//! (BM25 postings, vectors, filters, typo lookup) is [`search`]; the records both
+//! ingest and stores handle are [`model`], times are read by [`time`] and text is
+//! embedded by [`embed`]. Every entry point
 //! (CLI, MCP, `verify`) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod embed;
 pub mod engines;
 pub mod ingest;
+pub mod model;
 pub mod runtime;
+pub mod search;
 pub mod stores;
+pub mod time;

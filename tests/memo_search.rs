@@ -12,10 +12,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use skills::embed::Embedder;
 use skills::engines::memo_search::MemoSearch;
 use skills::engines::{Context, Engine, EngineError};
 use skills::ingest::memories::{add_memory_with, import_paths_with, ImportSummary, MemoryInput};
-use skills::stores::embedder::Embedder;
 use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 
@@ -741,7 +741,7 @@ fn model_timing_report() {
         ),
     ];
     let cos =
-        |a: &str, b: &str| f64::from(skills::stores::embedder::cosine(&e.embed(a), &e.embed(b)));
+        |a: &str, b: &str| f64::from(skills::search::vectors::cosine(&e.embed(a), &e.embed(b)));
     let n = pairs.len() as f64;
     let related: f64 = pairs.iter().map(|(a, b)| cos(a, b)).sum::<f64>() / n;
     let unrelated: f64 = (0..pairs.len())

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
+use crate::embed::{EmbedError, Embedder};
 use crate::stores::conversations::ConversationStore;
-use crate::stores::embedder::{EmbedError, Embedder};
 use crate::stores::memories::MemoryStore;
 use crate::stores::{StoreError, StorePaths};
 

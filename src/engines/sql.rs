@@ -26,7 +26,6 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::{Binding, Context, Engine, EngineError};
-use crate::stores::StoreError;
 
 const DEFAULT_MAX_ROWS: u64 = 1000;
 const DEFAULT_TIMEOUT_MS: u64 = 5000;
@@ -218,18 +217,7 @@ impl SqlQuery {
     }
 
     fn run_sqlite(&self, sql: &str, values: &[Value], path: &Path) -> Result<Rows, EngineError> {
-        if !path.exists() {
-            return Err(StoreError::Missing(path.to_path_buf()).into());
-        }
-        let flags =
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let sqlite_err = |e: rusqlite::Error| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            source: e,
-        };
-        let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(sqlite_err)?;
-        conn.execute_batch("PRAGMA query_only = 1")
-            .map_err(sqlite_err)?;
+        let conn = crate::stores::memories::query_connection(path)?;
         let handle = conn.get_interrupt_handle();
         let watchdog = Watchdog::start(self.timeout, move || handle.interrupt());
         let result = (|| {

@@ -21,13 +21,15 @@
 
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::Fault;
-use crate::stores::embedder::Embedder;
-use crate::stores::memories::{Memory, MemoryStore, Upsert};
+use crate::embed::Embedder;
+use crate::model::Memory;
+use crate::stores::memories::{MemoryStore, Upsert};
 use crate::stores::StoreError;
+use crate::time::parse_when;
 
 /// Type given to a memory whose source names none.
 pub const DEFAULT_TYPE: &str = "note";
@@ -689,38 +691,6 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
         Some(Value::String(s)) => split(s),
         _ => Vec::new(),
     }
-}
-
-/// Parses a date or datetime: RFC 3339, `YYYY-MM-DD[ T]HH:MM[:SS[.f]]` (UTC), or a bare
-/// `YYYY-MM-DD` (midnight UTC).
-pub fn parse_when(s: &str) -> Option<DateTime<Utc>> {
-    let s = s.trim();
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Some(t.with_timezone(&Utc));
-    }
-    for fmt in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M",
-    ] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
-            return Some(t.and_utc());
-        }
-    }
-    for fmt in [
-        "%Y-%m-%d%:z",
-        "%Y-%m-%dT%H:%M:%S%.f%z",
-        "%Y-%m-%d %H:%M:%S%.f%z",
-    ] {
-        if let Ok(t) = DateTime::parse_from_str(s, fmt) {
-            return Some(t.with_timezone(&Utc));
-        }
-    }
-    NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc())
 }
 
 #[cfg(test)]

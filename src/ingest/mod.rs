@@ -47,56 +47,12 @@ mod pi;
 
 pub mod memories;
 
+pub use crate::model::Message;
 pub use driver::{
     ingest_paths, ingest_paths_with, FileSummary, IngestOptions, IngestSummary, SourceCounts,
 };
 
 use std::path::{Path, PathBuf};
-
-/// One message in the canonical shape of table `all_conversations`
-/// (brain-mcp's L0 schema). Derived columns (year, month, word_count, has_question…)
-/// are computed by the store when rows are inserted; importers fill the source fields.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Message {
-    /// Source tool, e.g. `claude-code`, `chatgpt`.
-    pub source: String,
-    /// Model name when the source records one.
-    pub model: Option<String>,
-    /// Project (working directory or project folder) when known.
-    pub project: Option<String>,
-    /// Stable conversation id from the source (session id, conversation id).
-    pub conversation_id: String,
-    /// Conversation title when the source records one.
-    pub conversation_title: Option<String>,
-    /// Stable message id: the source's own id when present, else a lowercase-hex
-    /// SHA-256 of (source, conversation id, line or position, text) — never salted,
-    /// never time-based. Rows are keyed by (source, conversation id, message id), so
-    /// re-importing a file adds nothing.
-    pub message_id: String,
-    /// Parent message id when the source records one.
-    pub parent_id: Option<String>,
-    /// 0-based position of the message in its conversation (as imported).
-    pub msg_index: i64,
-    /// Message time in UTC.
-    pub timestamp: chrono::DateTime<chrono::Utc>,
-    /// True when the source had no time for this message and the conversation's
-    /// time was used instead (see `temporal_precision`).
-    pub timestamp_is_fallback: bool,
-    /// `user` or `assistant` (other roles are not imported as message text).
-    pub role: String,
-    /// Content type, e.g. `text`.
-    pub content_type: String,
-    /// The message text.
-    pub content: String,
-    /// True when the message had an attachment (image, file) in the source.
-    pub has_attachment: bool,
-    /// True when the source marks citations in the message.
-    pub has_citation: bool,
-    /// True for a `user` message the person did not write: text a harness injected
-    /// (reminders, command wrappers, continuation summaries, Codex context preambles;
-    /// see [`injected`]). Stored, but kept out of user-role search by default.
-    pub is_injected: bool,
-}
 
 /// A problem met while importing: the offending file, the 1-based line when the
 /// format is line-oriented, and what was wrong. A fault never stops the run.

@@ -11,7 +11,7 @@
 //! which changes nothing but speed.
 //!
 //! Column `is_injected` (last, added to older stores when opened writable) marks user
-//! messages a harness injected (see [`crate::ingest::injected`]); user-role search
+//! messages a harness injected (see `ingest::injected`); user-role search
 //! leaves them out.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ use chrono::{Datelike, Timelike};
 use duckdb::{params, AccessMode, Config, Connection};
 
 use super::StoreError;
-use crate::ingest::Message;
+use crate::model::Message;
 
 /// Column list of `all_conversations`, in table order.
 pub const COLUMNS: &[&str] = &[
@@ -174,7 +174,7 @@ pub struct StoredBatch {
     /// conversations as a rewritten file of the batch: those conversations' rows were
     /// replaced by the rewritten file's, so these files' states were forgotten and
     /// they must be imported again to restore their messages
-    /// ([`crate::ingest::ingest_paths`] does so in the same run).
+    /// (`ingest::ingest_paths` does so in the same run).
     pub forgotten: Vec<PathBuf>,
 }
 

@@ -12,7 +12,7 @@
 //! - `memories_vocab`: an `fts5vocab` `row` table over `memories_fts`, used by the fuzzy
 //!   mode to find indexed terms near a typo.
 //! - per connection, not in the file: `temp.memories_fts_instance`, an `fts5vocab`
-//!   `instance` table from which [`fts::FtsIndex`] copies the postings.
+//!   `instance` table from which [`fts::load`] copies the postings.
 //!
 //! Engines open the store with [`MemoryStore::open_ro`] (SQLite read-only flags plus
 //! `PRAGMA query_only`): a search never changes the file. Writers use
@@ -27,14 +27,14 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::StoreError;
+pub use crate::model::Memory;
 
-pub mod filter_columns;
 pub mod fts;
-pub mod quantized;
-pub mod vocabulary;
 
-use fts::FtsIndex;
-use quantized::Quantized;
+use crate::search::bm25::{FtsIndex, Unavailable};
+use crate::search::filter_columns::{FilterColumns, RowMeta};
+use crate::search::vectors::{normalized, VectorMatrix, VectorMatrixBuilder};
+use crate::search::vocabulary::Vocabulary;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memories (
@@ -69,64 +69,24 @@ pub fn format_time(t: &DateTime<Utc>) -> String {
     t.format(TIME_FORMAT).to_string()
 }
 
-/// One memory as stored (without its embedding).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Memory {
-    /// Stable id (see [`Memory::stable_id`]).
-    pub id: String,
-    /// Short title.
-    pub title: String,
-    /// Free-form type, lowercased: `decision`, `fact`, `bug`, `feedback`, `note`…
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Tags, in source order, without duplicates.
-    pub tags: Vec<String>,
-    /// Creation time, UTC (second precision).
-    pub created: DateTime<Utc>,
-    /// Last update time, UTC (second precision); date filters apply to this.
-    pub updated: DateTime<Utc>,
-    /// Markdown body.
-    pub body: String,
-    /// Paths the memory's author read when capturing it.
-    pub files_read: Vec<String>,
-    /// Paths the memory's author modified when capturing it.
-    pub files_modified: Vec<String>,
-    /// Where the memory came from (file path, optionally `#section`), when imported.
-    pub origin: Option<String>,
-}
-
-impl Memory {
-    /// A stable id from a key (an origin path, or title and body): `m-` plus the first
-    /// 16 hex digits of its SHA-256. Never salted, never time-based.
-    pub fn stable_id(key: &str) -> String {
-        let digest = Sha256::digest(key.as_bytes());
-        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        format!("m-{hex}")
+/// Hash of every stored field of `m`, to tell an unchanged re-import from an update.
+fn content_hash(m: &Memory) -> String {
+    let mut h = Sha256::new();
+    for part in [&m.title, &m.kind, &m.body] {
+        h.update(part.as_bytes());
+        h.update([0u8]);
     }
-
-    /// Text the embedding is computed from: title, tags and body.
-    pub fn embedding_text(&self) -> String {
-        format!("{}\n{}\n{}", self.title, self.tags.join(" "), self.body)
-    }
-
-    fn content_hash(&self) -> String {
-        let mut h = Sha256::new();
-        for part in [&self.title, &self.kind, &self.body] {
-            h.update(part.as_bytes());
-            h.update([0u8]);
+    for list in [&m.tags, &m.files_read, &m.files_modified] {
+        for item in list {
+            h.update(item.as_bytes());
+            h.update([1u8]);
         }
-        for list in [&self.tags, &self.files_read, &self.files_modified] {
-            for item in list {
-                h.update(item.as_bytes());
-                h.update([1u8]);
-            }
-            h.update([0u8]);
-        }
-        h.update(format_time(&self.created).as_bytes());
-        h.update(format_time(&self.updated).as_bytes());
-        h.update(self.origin.as_deref().unwrap_or("").as_bytes());
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        h.update([0u8]);
     }
+    h.update(format_time(&m.created).as_bytes());
+    h.update(format_time(&m.updated).as_bytes());
+    h.update(m.origin.as_deref().unwrap_or("").as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What [`MemoryStore::upsert`] did with one memory.
@@ -198,18 +158,8 @@ impl MemoryStore {
     /// [`StoreError::Missing`] when the file does not exist (nothing imported yet),
     /// [`StoreError::Sqlite`] when it is not a memories store.
     pub fn open_ro(path: &Path) -> Result<Self, StoreError> {
-        if !path.exists() {
-            return Err(StoreError::Missing(path.to_path_buf()));
-        }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
         // Temp schema only (never the file), and before `query_only`, which refuses it.
-        conn.execute_batch(fts::CREATE_INSTANCE_TABLE)
-            .map_err(|e| sqlite_error(path, e))?;
-        conn.pragma_update(None, "query_only", 1)
-            .map_err(|e| sqlite_error(path, e))?;
+        let conn = read_only_connection(path, Some(fts::CREATE_INSTANCE_TABLE))?;
         conn.query_row(
             "SELECT count(*) FROM memories_fts WHERE rowid = 0",
             [],
@@ -306,7 +256,7 @@ impl MemoryStore {
     /// # Errors
     /// [`StoreError::Sqlite`] on a write failure (for example a read-only store).
     pub fn upsert(&self, memory: &Memory) -> Result<Upsert, StoreError> {
-        let hash = memory.content_hash();
+        let hash = content_hash(memory);
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let existing: Option<(i64, String)> = tx
@@ -483,37 +433,14 @@ impl MemoryStore {
     }
 }
 
-/// Rows per block of the vector matrix: a block holds its rows' vectors dimension by
-/// dimension, so one pass over a block computes this many dot products side by side.
-pub const LANES: usize = 16;
-
-/// Per-row metadata used by search filters and tie-breaks.
-#[derive(Debug, Clone)]
-pub struct RowMeta {
-    /// Row id in `memories`.
-    pub rowid: i64,
-    /// Stable id.
-    pub id: String,
-    /// Type, as stored.
-    pub kind: String,
-    /// `updated`, as stored text.
-    pub updated: String,
-    /// Paths of `files_read` then `files_modified`, ASCII-lowercased (as SQLite's
-    /// `lower()` folds them).
-    pub files: Vec<String>,
-}
-
 /// A snapshot of every memory's metadata and of the embeddings from one model, held in
 /// memory so searches neither re-read nor re-decode rows; see
 /// [`MemoryStore::search_index`].
 ///
-/// Vectors of the common dimension sit in one contiguous matrix of blocks of
-/// [`LANES`] rows, stored dimension-major inside a block; a dot product is accumulated
-/// in the same order as [`crate::stores::embedder::cosine`], so scores are identical.
-/// An 8-bit copy of the matrix ([`quantized::Quantized`]) serves the first pass of
-/// [`SearchIndex::for_each_top_dot`]. Built on first use and kept with it: the FTS5
-/// postings ([`SearchIndex::fts`]), the vocabulary ([`SearchIndex::vocab`]) and the
-/// filter columns ([`SearchIndex::filter_columns`]).
+/// The embeddings are a [`VectorMatrix`] (exact and 8-bit-pruned dot products). Built
+/// on first use and kept with it: the FTS5 postings ([`SearchIndex::fts`]), the
+/// vocabulary ([`SearchIndex::vocab`]) and the filter columns
+/// ([`SearchIndex::filter_columns`]).
 ///
 /// Memory at 100k memories × 256 dimensions: ~170 MB once loaded (matrix 100 MB, 8-bit
 /// copy 27 MB, metadata), +40 MB of postings, +8 MB vocabulary, +5 MB filter columns.
@@ -522,22 +449,15 @@ pub struct SearchIndex {
     model: Option<String>,
     version: (i64, u64),
     rows: Vec<RowMeta>,
-    dim: usize,
-    /// Index into `rows` of each matrix slot.
-    slots: Vec<u32>,
-    matrix: Vec<f32>,
-    /// Embeddings whose length differs from `dim`: `(row index, vector)`.
-    odd: Vec<(u32, Vec<f32>)>,
-    /// 8-bit copy of `matrix`, slot by slot, for the first pass of
-    /// [`SearchIndex::for_each_top_dot`]; `None` when a vector cannot be bounded.
-    quantized: Option<Quantized>,
+    /// Embeddings from `model`, by index into `rows`.
+    vectors: VectorMatrix,
     /// Metadata laid out for filters, built on first use.
-    filter_columns: OnceLock<filter_columns::FilterColumns>,
+    filter_columns: OnceLock<FilterColumns>,
     /// Terms of `memories_vocab`, read on first use.
-    vocab: OnceLock<vocabulary::Vocabulary>,
+    vocab: OnceLock<Vocabulary>,
     /// Postings of `memories_fts` for this snapshot, read on first use; the reason
     /// when the store's FTS5 data cannot stand in for `bm25()`.
-    fts: OnceLock<Result<FtsIndex, fts::Unavailable>>,
+    fts: OnceLock<Result<FtsIndex, Unavailable>>,
 }
 
 impl SearchIndex {
@@ -552,13 +472,7 @@ impl SearchIndex {
              FROM memories ORDER BY rowid",
         )?;
         let mut rows = Vec::new();
-        // The first stored vector (in rowid order) sets the matrix dimension; vectors
-        // are decoded straight into their block, so no per-row copy is kept.
-        let mut dim: Option<usize> = None;
-        let mut slots: Vec<u32> = Vec::new();
-        let mut matrix: Vec<f32> = Vec::new();
-        let mut odd = Vec::new();
-        let mut quantized: Option<Option<Quantized>> = None;
+        let mut vectors = VectorMatrixBuilder::default();
         let mut vector: Vec<f32> = Vec::new();
         let mut q = stmt.query([model])?;
         while let Some(r) = q.next()? {
@@ -569,30 +483,13 @@ impl SearchIndex {
             }
             let i = u32::try_from(rows.len()).unwrap_or(u32::MAX);
             if let Some(blob) = r.get_ref(6)?.as_blob_or_null()? {
-                let len = blob.len() / 4;
-                let d = *dim.get_or_insert(len);
-                if len == d && d > 0 {
-                    let (b, lane) = (slots.len() / LANES, slots.len() % LANES);
-                    if lane == 0 {
-                        matrix.resize((b + 1) * d * LANES, 0.0);
-                    }
-                    let base = b * d * LANES;
-                    vector.clear();
-                    vector.extend(
-                        blob.chunks_exact(4)
-                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                    );
-                    for (k, &x) in vector.iter().enumerate() {
-                        matrix[base + k * LANES + lane] = x;
-                    }
-                    let copy = quantized.get_or_insert_with(|| Quantized::new(d));
-                    if copy.as_mut().is_some_and(|c| !c.push(&vector)) {
-                        *copy = None;
-                    }
-                    slots.push(i);
-                } else {
-                    odd.push((i, decode_vector(blob)));
-                }
+                // Decoded into one reused buffer: the builder copies it into its block.
+                vector.clear();
+                vector.extend(
+                    blob.chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
+                vectors.push(i, &vector);
             }
             rows.push(RowMeta {
                 rowid: r.get(0)?,
@@ -602,20 +499,11 @@ impl SearchIndex {
                 files,
             });
         }
-        let dim = dim.unwrap_or(0);
-        let mut quantized = quantized.flatten();
-        if let Some(q) = quantized.as_mut() {
-            q.shrink_to_fit();
-        }
         Ok(Self {
             model: model.map(str::to_owned),
             version,
             rows,
-            dim,
-            slots,
-            matrix,
-            odd,
-            quantized,
+            vectors: vectors.finish(),
             filter_columns: OnceLock::new(),
             vocab: OnceLock::new(),
             fts: OnceLock::new(),
@@ -647,7 +535,7 @@ impl SearchIndex {
             return Ok(None);
         }
         let rowids: Vec<i64> = self.rows.iter().map(|m| m.rowid).collect();
-        let built = FtsIndex::load(conn, &rowids)?;
+        let built = fts::load(conn, &rowids)?;
         if let Some(tx) = tx {
             tx.commit()?;
         }
@@ -660,7 +548,7 @@ impl SearchIndex {
     ///
     /// # Errors
     /// A SQLite error while reading the vocabulary.
-    pub fn vocab(&self, conn: &Connection) -> Result<&vocabulary::Vocabulary, rusqlite::Error> {
+    pub fn vocab(&self, conn: &Connection) -> Result<&Vocabulary, rusqlite::Error> {
         if let Some(v) = self.vocab.get() {
             return Ok(v);
         }
@@ -668,9 +556,7 @@ impl SearchIndex {
         let terms = stmt
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self
-            .vocab
-            .get_or_init(|| vocabulary::Vocabulary::new(terms)))
+        Ok(self.vocab.get_or_init(|| Vocabulary::new(terms)))
     }
 
     /// Every memory, in rowid order.
@@ -679,9 +565,9 @@ impl SearchIndex {
     }
 
     /// The rows' metadata laid out for filters, built on first use (~40 ms at 100k).
-    pub fn filter_columns(&self) -> &filter_columns::FilterColumns {
+    pub fn filter_columns(&self) -> &FilterColumns {
         self.filter_columns
-            .get_or_init(|| filter_columns::FilterColumns::new(&self.rows))
+            .get_or_init(|| FilterColumns::new(&self.rows))
     }
 
     /// Index in [`SearchIndex::rows`] of `rowid`, if stored.
@@ -699,209 +585,29 @@ impl SearchIndex {
 
     /// Number of memories holding an embedding from the index's model.
     pub fn embedded(&self) -> usize {
-        self.slots.len() + self.odd.len()
+        self.vectors.len()
     }
 
-    /// Calls `f(row index, dot product)` for every embedded memory whose row index
-    /// passes `keep` that can be among the `n` largest dot products with `q`, and
-    /// returns how many embedded memories pass `keep`. Dot products are exact (as in
-    /// [`SearchIndex::for_each_dot`]). A memory left out is strictly below at least `n`
-    /// reported ones, whose n-th best lies in (0, 1], so the order of dot products
-    /// clamped to [0, 1] (cosines) keeps it out as well.
-    ///
-    /// How: a first pass over the 8-bit copy of the matrix (a quarter of its bytes;
-    /// [`quantized`]) gives each memory an interval holding its dot product; memories
-    /// whose interval reaches the n-th best lower end are then computed exactly,
-    /// highest upper end first, until the next upper end is below the n-th best exact
-    /// value (~100–200 of 100k for n = 10–20). Falls back to the whole exact pass when
-    /// there is no 8-bit copy, the query is zero, or that bound cannot be proven.
+    /// The embeddings of the index's model ([`VectorMatrix`]), by row index.
+    pub fn vectors(&self) -> &VectorMatrix {
+        &self.vectors
+    }
+
+    /// [`VectorMatrix::for_each_top_dot`] over this index's embeddings.
     pub fn for_each_top_dot(
         &self,
         q: &[f32],
         n: usize,
         keep: impl Fn(usize) -> bool,
-        mut f: impl FnMut(usize, f32),
+        f: impl FnMut(usize, f32),
     ) -> usize {
-        let Some((kept, exact)) = self.top_dots(q, n, &keep) else {
-            let mut kept = 0;
-            self.for_each_dot(q, &keep, |i, d| {
-                kept += 1;
-                f(i, d);
-            });
-            return kept;
-        };
-        for (row, dot) in exact {
-            f(row, dot);
-        }
-        let mut kept = kept;
-        for (r, v) in &self.odd {
-            if keep(*r as usize) {
-                kept += 1;
-                f(*r as usize, crate::stores::embedder::cosine(q, v));
-            }
-        }
-        kept
+        self.vectors.for_each_top_dot(q, n, keep, f)
     }
 
-    /// The pruned exact pass of [`SearchIndex::for_each_top_dot`] over the matrix
-    /// slots: `(memories kept, (row, exact dot) of those that can be in the top n)`;
-    /// `None` when pruning cannot be proven.
-    fn top_dots(
-        &self,
-        q: &[f32],
-        n: usize,
-        keep: &impl Fn(usize) -> bool,
-    ) -> Option<(usize, Vec<(usize, f32)>)> {
-        let quant = self.quantized.as_ref()?;
-        let query = quant.query(q)?;
-        if n == 0 {
-            return None;
-        }
-        // `lows`: the largest lower ends so far, cut back to the n largest when it
-        // doubles, so `theta`, their n-th largest, only grows. `candidates`: (upper
-        // end, slot) of the slots whose upper end reached `theta` when seen.
-        let mut lows: Vec<f64> = Vec::with_capacity(2 * n);
-        let mut theta = f64::NEG_INFINITY;
-        let mut candidates: Vec<(f64, u32)> = Vec::new();
-        let mut kept = 0;
-        let keep_slot = |slot: usize| keep(self.slots[slot] as usize);
-        quant.scan(&query, keep_slot, |slot, low, high| {
-            kept += 1;
-            if high >= theta {
-                candidates.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
-            }
-            if low > theta {
-                lows.push(low);
-                if lows.len() == 2 * n {
-                    theta = nth_largest(&mut lows, n);
-                }
-            }
-        });
-        // The n-th largest lower end of all: every slot whose upper end is below it
-        // has n slots surely above it.
-        let theta = if lows.len() >= n {
-            nth_largest(&mut lows, n)
-        } else {
-            f64::NEG_INFINITY
-        };
-        candidates.retain(|c| c.0 >= theta);
-        candidates.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
-        let complete = candidates.len() == kept;
-        // Exact values, highest upper end first; `best` holds the n largest so far.
-        let mut best: std::collections::BinaryHeap<std::cmp::Reverse<i64>> =
-            std::collections::BinaryHeap::with_capacity(n + 1);
-        let mut exact = Vec::new();
-        let mut stopped = false;
-        for (high, slot) in candidates {
-            if best.len() == n {
-                let nth = best.peek().map_or(f64::NAN, |k| from_total_key(k.0));
-                if high < nth && nth > 0.0 && nth <= 1.0 {
-                    stopped = true;
-                    break;
-                }
-            }
-            let slot = slot as usize;
-            let dot = self.exact_dot(q, slot);
-            exact.push((self.slots[slot] as usize, dot));
-            best.push(std::cmp::Reverse(total_key(f64::from(dot))));
-            if best.len() > n {
-                best.pop();
-            }
-        }
-        if !stopped && !complete {
-            // Every candidate was computed; the slots below `theta` stay out only if
-            // the n-th best exact value (≥ theta) is in (0, 1].
-            let nth = if best.len() == n {
-                best.peek().map_or(f64::NAN, |k| from_total_key(k.0))
-            } else {
-                f64::NAN
-            };
-            if !(nth > 0.0 && nth <= 1.0) {
-                return None;
-            }
-        }
-        Some((kept, exact))
+    /// [`VectorMatrix::for_each_dot`] over this index's embeddings.
+    pub fn for_each_dot(&self, q: &[f32], keep: impl Fn(usize) -> bool, f: impl FnMut(usize, f32)) {
+        self.vectors.for_each_dot(q, keep, f);
     }
-
-    /// Slot `slot`'s dot product with `q` (of length `dim`), summed exactly as one lane
-    /// of [`SearchIndex::for_each_dot`].
-    fn exact_dot(&self, q: &[f32], slot: usize) -> f32 {
-        let (block, lane) = (slot / LANES, slot % LANES);
-        let column = &self.matrix[block * self.dim * LANES + lane..];
-        let mut acc = -0.0f32;
-        for (d, qd) in q.iter().enumerate() {
-            acc += qd * column[d * LANES];
-        }
-        acc
-    }
-
-    /// Calls `f(row index, dot product)` for every embedded memory whose row index
-    /// passes `keep`. The dot product equals [`crate::stores::embedder::cosine`] of
-    /// `q` and the stored vector, bit for bit.
-    pub fn for_each_dot(
-        &self,
-        q: &[f32],
-        keep: impl Fn(usize) -> bool,
-        mut f: impl FnMut(usize, f32),
-    ) {
-        let dim = self.dim;
-        if dim > 0 {
-            for (b, block) in self.matrix.chunks_exact(dim * LANES).enumerate() {
-                let first = b * LANES;
-                let lanes = (self.slots.len() - first).min(LANES);
-                let rows = &self.slots[first..first + lanes];
-                if !rows.iter().any(|&r| keep(r as usize)) {
-                    continue;
-                }
-                if q.len() == dim {
-                    // -0.0 is the start of `Iterator::sum` for floats.
-                    let mut acc = [-0.0f32; LANES];
-                    for (qd, col) in q.iter().zip(block.chunks_exact(LANES)) {
-                        for l in 0..LANES {
-                            acc[l] += qd * col[l];
-                        }
-                    }
-                    for (l, &r) in rows.iter().enumerate() {
-                        if keep(r as usize) {
-                            f(r as usize, acc[l]);
-                        }
-                    }
-                } else {
-                    for &r in rows {
-                        if keep(r as usize) {
-                            f(r as usize, 0.0);
-                        }
-                    }
-                }
-            }
-        }
-        for (r, v) in &self.odd {
-            if keep(*r as usize) {
-                f(*r as usize, crate::stores::embedder::cosine(q, v));
-            }
-        }
-    }
-}
-
-/// An `i64` ordered as `f64::total_cmp` orders `x`.
-fn total_key(x: f64) -> i64 {
-    #[allow(clippy::cast_possible_wrap)]
-    let bits = x.to_bits() as i64;
-    bits ^ ((bits >> 63) as u64 >> 1) as i64
-}
-
-/// The inverse of [`total_key`].
-fn from_total_key(k: i64) -> f64 {
-    #[allow(clippy::cast_sign_loss)]
-    f64::from_bits((k ^ ((k >> 63) as u64 >> 1) as i64) as u64)
-}
-
-/// The `n`-th largest of `v` (1-based; `v.len() ≥ n ≥ 1`), keeping only the `n`
-/// largest in `v`.
-fn nth_largest(v: &mut Vec<f64>, n: usize) -> f64 {
-    v.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
-    v.truncate(n);
-    v[n - 1]
 }
 
 /// Parses a JSON array of strings as stored in `tags`/`files_*`; anything else is empty.
@@ -929,14 +635,35 @@ pub fn decode_vector(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
-/// `v` scaled to unit L2 norm (a zero vector stays zero).
-pub fn normalized(v: &[f32]) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 && norm.is_finite() {
-        v.iter().map(|x| x / norm).collect()
-    } else {
-        vec![0.0; v.len()]
+/// A read-only connection to the memories file at `path`, for SQL the store does not
+/// write itself: the `sql` engine's queries and the conformance checks' lookups (both
+/// may come from an untrusted skill folder). SQLite's read-only open flag plus
+/// `PRAGMA query_only = 1`: nothing done through it can change the file.
+///
+/// # Errors
+/// [`StoreError::Missing`] when the file does not exist (nothing imported yet),
+/// [`StoreError::Sqlite`] when SQLite cannot open it.
+pub fn query_connection(path: &Path) -> Result<Connection, StoreError> {
+    read_only_connection(path, None)
+}
+
+/// The one read-only opener of the memories file ([`query_connection`] and
+/// [`MemoryStore::open_ro`] both come here, so hardening it covers every reader):
+/// opens `path` with the read-only flag, runs `temp_setup` (statements that may only
+/// create temp objects), then sets `PRAGMA query_only`.
+fn read_only_connection(path: &Path, temp_setup: Option<&str>) -> Result<Connection, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::Missing(path.to_path_buf()));
     }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+    if let Some(setup) = temp_setup {
+        conn.execute_batch(setup)
+            .map_err(|e| sqlite_error(path, e))?;
+    }
+    conn.pragma_update(None, "query_only", 1)
+        .map_err(|e| sqlite_error(path, e))?;
+    Ok(conn)
 }
 
 fn sqlite_error(path: &Path, source: rusqlite::Error) -> StoreError {

@@ -2,7 +2,6 @@
 //! memories (SQLite with FTS5). Stores know nothing about skills, engines or MCP.
 
 pub mod conversations;
-pub mod embedder;
 pub mod memories;
 
 use std::path::PathBuf;

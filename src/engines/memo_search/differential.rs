@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 
 use super::{rank, search, vec_leg, Filter, Leg, Mode, Request, Scorer};
 use crate::bench::gen::{self, Spec};
+use crate::embed::Embedder;
 use crate::ingest::memories::import_paths_with;
-use crate::stores::embedder::Embedder;
 use crate::stores::memories::{Memory, MemoryStore};
 
 fn now() -> DateTime<Utc> {
@@ -280,13 +280,14 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
         // of the whole vocabulary with `distance_within` finds.
         let vocab = index.vocab(&conn).unwrap();
         for token in queries.iter().flat_map(|q| tokens(q)) {
-            for max in [super::fuzzy::max_distance(&token), 2] {
-                let mut fast = super::fuzzy::near(vocab, &token, max);
+            for max in [crate::search::fuzzy::max_distance(&token), 2] {
+                let mut fast = crate::search::fuzzy::near(vocab, &token, max);
                 let mut full: Vec<(usize, &str)> = vocab
                     .terms()
                     .iter()
                     .filter_map(|t| {
-                        super::fuzzy::distance_within(&token, t, max).map(|d| (d, t.as_str()))
+                        crate::search::fuzzy::distance_within(&token, t, max)
+                            .map(|d| (d, t.as_str()))
                     })
                     .collect();
                 fast.sort_unstable();

@@ -16,14 +16,14 @@
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
 //! reloaded when the file changes. The FTS5 legs are scored from the store's in-memory
-//! postings ([`FtsIndex`](crate::stores::memories::fts::FtsIndex), read on the first
+//! postings ([`FtsIndex`](crate::search::bm25::FtsIndex), read on the first
 //! FTS5 leg): the same rows and bit-identical `bm25()` values as SQLite's `MATCH` …
 //! `bm25()`, which stays the reference ([`Scorer::Reference`]) and the path taken when
 //! the postings are unavailable. The vec leg scans an 8-bit copy of the matrix first
 //! and computes exact cosines only for rows that can reach its top n
 //! ([`SearchIndex::for_each_top_dot`]). Filters applied to every row are computed once
 //! per search from columns laid out for them
-//! ([`FilterColumns`](crate::stores::memories::filter_columns::FilterColumns)).
+//! ([`FilterColumns`](crate::search::filter_columns::FilterColumns)).
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
 //! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
@@ -34,7 +34,6 @@
 
 #[cfg(test)]
 mod differential;
-pub mod fuzzy;
 pub mod when;
 
 use std::cell::OnceCell;
@@ -46,10 +45,12 @@ use rusqlite::{params_from_iter, Connection};
 use serde_json::{json, Map, Value};
 
 use super::{Context, Engine, EngineError};
-use crate::ingest::memories::parse_when;
-use crate::stores::embedder::Embedder;
-use crate::stores::memories::fts::Matches;
-use crate::stores::memories::{format_time, json_list, MemoryStore, RowMeta, SearchIndex};
+use crate::embed::Embedder;
+use crate::search::bm25::Matches;
+use crate::search::filter_columns::RowMeta;
+use crate::search::fuzzy;
+use crate::stores::memories::{format_time, json_list, MemoryStore, SearchIndex};
+use crate::time::parse_when;
 
 /// Default and bounds of `limit`.
 pub const DEFAULT_LIMIT: i64 = 10;
@@ -109,7 +110,7 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scorer {
     /// FTS5 legs from the store's in-memory postings
-    /// ([`FtsIndex`](crate::stores::memories::fts::FtsIndex); SQLite when they are
+    /// ([`FtsIndex`](crate::search::bm25::FtsIndex); SQLite when they are
     /// unavailable); the vec leg through the 8-bit first pass
     /// ([`SearchIndex::for_each_top_dot`]).
     #[default]

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use super::EmbedderChoice;
 use crate::runtime::{render, CallError, CallOutput, Host, Skill};
+use crate::stores::StoreError;
 
 /// What a check can reach while running one case.
 pub struct Probe<'a> {
@@ -1372,15 +1373,13 @@ fn query_duckdb(host: &Host, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
 
 fn query_sqlite(path: &Path, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {
     use rusqlite::types::Value as S;
-    if !path.exists() {
-        return Err(format!(
-            "store `{}` was not built for this corpus",
-            path.display()
-        ));
-    }
-    let conn =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let conn = crate::stores::memories::query_connection(path).map_err(|e| match e {
+        StoreError::Missing(_) => {
+            format!("store `{}` was not built for this corpus", path.display())
+        }
+        StoreError::Sqlite { source, .. } => format!("`{}`: {source}", path.display()),
+        other => format!("`{}`: {other}", path.display()),
+    })?;
     let mut stmt = conn.prepare(sql).map_err(|e| format!("SQL `{sql}`: {e}"))?;
     let n = stmt.column_count();
     let bound: Vec<S> = params

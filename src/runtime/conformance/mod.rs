@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::embed::Embedder;
 use crate::engines::Context;
 use crate::runtime::Host;
-use crate::stores::embedder::Embedder;
 use crate::stores::StorePaths;
 use checks::Probe;
 use corpus::TempDir;

@@ -7,7 +7,7 @@
 //! exact dot product; only rows whose interval reaches the n-th best lower end are
 //! computed exactly, so the final ranking is the exact one.
 //!
-//! Shapes: per slot (a row of the matrix, see [`super::SearchIndex`]) `dim` codes
+//! Shapes: per slot (a row of the matrix, see [`super::vectors::VectorMatrix`]) `dim` codes
 //! `round(v / s)` in −127..=127 with `s = max |v_d| / 127`, the scale `s`, and two
 //! error factors. The query is quantized to `i16` the same way (`t = max |q_d| /
 //! 32767`); the integer dot product `Σ q16 · v8` is exact (|Σ| ≤ 256 · 127 · 32767 <
@@ -243,7 +243,7 @@ mod tests {
                 (r - 0.5) * if x % 7 == 0 { 8.0 } else { 1.0 }
             })
             .collect();
-        crate::stores::memories::normalized(&v)
+        crate::search::vectors::normalized(&v)
     }
 
     #[test]
@@ -257,7 +257,7 @@ mod tests {
             let q = unit(10_000 + qi, dim);
             let query = quant.query(&q).unwrap();
             for (slot, v) in rows.iter().enumerate() {
-                let exact = f64::from(crate::stores::embedder::cosine(&q, v));
+                let exact = f64::from(crate::search::vectors::cosine(&q, v));
                 let (lo, hi) = quant.interval(&query, slot);
                 assert!(lo <= exact && exact <= hi, "{lo} {exact} {hi}");
                 widest = widest.max(hi - lo);

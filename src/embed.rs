@@ -1,4 +1,5 @@
-//! Local text embeddings for memories: a model2vec-style static model (a token table
+//! Local text embeddings (memories today; any engine that ranks by meaning may share
+//! it): a model2vec-style static model (a token table
 //! distilled once from all-MiniLM-L6-v2 by `scripts/fetch-model`), loaded with
 //! `model2vec-rs` from a local folder. No network at run time, ever.
 //!
@@ -123,17 +124,8 @@ impl Embedder {
             .model
             .encode_with_args(&[text.to_owned()], Some(MAX_TOKENS), 1);
         let v = out.pop().unwrap_or_else(|| vec![0.0; self.dim]);
-        super::memories::normalized(&v)
+        crate::search::vectors::normalized(&v)
     }
-}
-
-/// Cosine similarity of two unit vectors (their dot product), in [-1, 1]; vectors of
-/// different length give 0.
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 #[cfg(test)]
@@ -145,11 +137,5 @@ mod tests {
         let err = Embedder::load(Path::new("/nonexistent/model")).unwrap_err();
         assert!(matches!(err, EmbedError::NotFound(_)));
         assert!(err.to_string().contains("scripts/fetch-model"));
-    }
-
-    #[test]
-    fn cosine_of_unit_vectors() {
-        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
     }
 }

@@ -6,7 +6,21 @@
 //! Size at 100k memories: 4 bytes per row for types, 4 for the `updated` order, 4 for
 //! path offsets, plus the paths' text (~4 MB).
 
-use super::RowMeta;
+/// Per-row metadata used by search filters and tie-breaks.
+#[derive(Debug, Clone)]
+pub struct RowMeta {
+    /// The row's id in its store (in the memories store, the `memories` rowid).
+    pub rowid: i64,
+    /// Stable id.
+    pub id: String,
+    /// Type, as stored.
+    pub kind: String,
+    /// `updated`, as stored text.
+    pub updated: String,
+    /// Paths of `files_read` then `files_modified`, ASCII-lowercased (as SQLite's
+    /// `lower()` folds them).
+    pub files: Vec<String>,
+}
 
 /// Byte ending each path in [`FilterColumns::paths`]; a needle holding it is searched
 /// row by row instead (a match could otherwise span two paths).

@@ -1,5 +1,5 @@
-//! The FTS5 vocabulary (`memories_vocab` terms) prepared for edit-distance lookups:
-//! each term's characters, its character count and a character-set signature, and
+//! An FTS5 vocabulary (in the memories store, `memories_vocab` terms) prepared for
+//! edit-distance lookups: each term's characters, its character count and a character-set signature, and
 //! the terms grouped by character count. Lets a typo search skip, without computing
 //! a distance, every term too long, too short or made of too many other characters.
 //!
@@ -8,7 +8,7 @@
 /// The indexed terms with what edit-distance lookups need; see the module docs.
 #[derive(Debug)]
 pub struct Vocabulary {
-    /// Terms in `memories_vocab` order.
+    /// Terms in the order given (the store's vocabulary order).
     terms: Vec<String>,
     /// Every term's characters, concatenated; term `t`'s are
     /// `chars[starts[t]..starts[t + 1]]`.

@@ -1,7 +1,7 @@
 //! Typo tolerance: optimal-string-alignment distance (Levenshtein plus adjacent
 //! transposition, each edit costing 1) between a query token and indexed terms.
 
-use crate::stores::memories::vocabulary::{signature, Vocabulary};
+use super::vocabulary::{signature, Vocabulary};
 
 /// Largest distance at which `token` (already folded) matches a term: 0 for tokens of
 /// at most 2 characters, 1 up to 7 characters, 2 from 8 characters.

@@ -1,0 +1,517 @@
+//! BM25 over postings held in memory: FTS5's `bm25()` computed without SQLite, bit
+//! for bit, over three weighted columns (in the memories store: title, tags, body).
+//!
+//! Why: for a query whose OR fallback matches most rows, `bm25()` costs ~85 ms at 100k
+//! memories, nearly all of it FTS5 rebuilding each matched row's instance array. The
+//! same scores come from postings held in memory in a few milliseconds.
+//!
+//! Nothing here tokenizes text: the postings, row lengths and table totals are FTS5's
+//! own, fed in by the store that reads them ([`FtsIndex::builder`]; the memories
+//! store's reader is `stores::memories::fts`).
+//!
+//! [`FtsIndex::query`] then follows `fts5Bm25Function` (SQLite 3.54 `sqlite3.c`, from
+//! `ext/fts5/fts5_aux.c`) operation by operation, so scores are bit-identical:
+//! `idf = ln((N − nHit + 0.5) / (nHit + 0.5))` per phrase (1e-6 when ≤ 0), `aFreq` the
+//! sum of the column weights over the phrase's instances in the row (exact: integer
+//! weights and counts), `score = Σ idf · (aFreq · (k1 + 1)) / (aFreq + k1 · (1 − b +
+//! b · D / avgdl))` summed in phrase order, returned negated like `bm25()`.
+//!
+//! Query shape: only what the engine generates — single-term phrases (a quoted folded
+//! token), OR-ed within a group, groups AND-ed (or OR-ed for the fallback). A term
+//! produced by the tokenizer tokenizes to itself again (`tests::
+//! tokens_retokenize_to_themselves` checks every code point), so a phrase is exactly
+//! its term. Anything else (phrases of several tokens, `NEAR`, prefixes, column
+//! filters) is not modelled: the engine never sends them.
+//!
+//! Guards: the build checks that every row's per-column instance counts equal its
+//! `_docsize` entry and that terms come in strictly increasing byte order; if not, the
+//! index is unavailable and the engine keeps asking SQLite.
+
+/// BM25 constants of `fts5Bm25Function`.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// Column counts packed in one `u32`: title in bits 24–31, tags in 16–23, body in
+/// 0–15. Counts that do not fit are stored in [`FtsIndex::wide`] and marked with
+/// [`WIDE`].
+const WIDE: u32 = u32::MAX;
+
+fn pack(c: [u32; 3]) -> Option<u32> {
+    (c[0] < 0xFF && c[1] < 0xFF && c[2] < 0xFFFF).then_some((c[0] << 24) | (c[1] << 16) | c[2])
+}
+
+fn unpack(p: u32) -> [u32; 3] {
+    [p >> 24, (p >> 16) & 0xFF, p & 0xFFFF]
+}
+
+/// The postings of an FTS5 table, row lengths and table totals; see the module docs.
+/// Row numbers are indexes into the caller's rows (those given to [`FtsIndex::builder`]).
+///
+/// Size: 8 bytes per (term, row) pair, 12 per row, plus the terms' text (at 100k
+/// generated memories: 4.9M pairs, ~40 MB).
+#[derive(Debug)]
+pub struct FtsIndex {
+    /// Every term's bytes, concatenated in FTS5 order (bytewise increasing).
+    term_text: Vec<u8>,
+    /// End of term `t` in `term_text` (its start is the previous end).
+    term_ends: Vec<u32>,
+    /// Term `t`'s postings are `starts[t]..starts[t + 1]`.
+    starts: Vec<u32>,
+    /// Rows containing term `t` in the FTS5 table (FTS5's `nHit`), counting any row
+    /// the metadata lacks.
+    doc_freq: Vec<u32>,
+    /// Row of each posting, increasing within a term.
+    rows: Vec<u32>,
+    /// Packed column counts of each posting (see [`pack`]).
+    counts: Vec<u32>,
+    /// `(posting, counts)` for postings whose counts do not fit, by posting.
+    wide: Vec<(u32, [u32; 3])>,
+    /// Per row: `k1 · (1 − b + b · D / avgdl)`, the row's part of the BM25 denominator
+    /// (D = the row's tokens in all columns); unused for rows not in the FTS5 table.
+    norm: Vec<f64>,
+    /// Rows in the FTS5 table (FTS5's `nRow`, from the averages record).
+    n_rows: i64,
+}
+
+/// Why the index could not be built from a store (the engine then asks SQLite).
+pub type Unavailable = &'static str;
+
+/// Builds an [`FtsIndex`] from FTS5's token instances (see [`FtsIndex::builder`]).
+#[derive(Debug)]
+pub struct FtsIndexBuilder {
+    index: FtsIndex,
+    /// Tokens per row and column, as the table records them.
+    sizes: Vec<Option<[u32; 3]>>,
+    /// Instances per row and column seen so far, to check against `sizes`.
+    seen: Vec<[u32; 3]>,
+    /// The (term, doc) being counted, its row and its count per column.
+    term: Option<Vec<u8>>,
+    doc: i64,
+    row: Option<usize>,
+    per_col: [u32; 3],
+}
+
+impl FtsIndexBuilder {
+    /// Adds one token instance: `term` in FTS5 row `doc` (`row`: its row in the index,
+    /// `None` when the index does not hold it), column `col` (0–2). Instances come in
+    /// term then `doc` order, terms strictly increasing bytewise.
+    ///
+    /// # Errors
+    /// Why the instances cannot be indexed (out of order, bad column, too large).
+    pub fn instance(
+        &mut self,
+        t: &[u8],
+        d: i64,
+        row: Option<usize>,
+        col: usize,
+    ) -> Result<(), Unavailable> {
+        if col >= 3 {
+            return Err("unknown column in fts5vocab");
+        }
+        match self.term.as_deref() {
+            Some(cur) if cur == t => {
+                if d != self.doc {
+                    if d < self.doc {
+                        return Err("fts5vocab rowids out of order");
+                    }
+                    self.index.push_posting(self.row, self.per_col)?;
+                    (self.doc, self.row, self.per_col) = (d, row, [0; 3]);
+                }
+            }
+            cur => {
+                if let Some(cur) = cur {
+                    if t <= cur {
+                        return Err("fts5vocab terms out of order");
+                    }
+                    self.index.push_posting(self.row, self.per_col)?;
+                    let cur = cur.to_vec();
+                    self.index.end_term(&cur)?;
+                }
+                self.index.doc_freq.push(0);
+                self.term = Some(t.to_vec());
+                (self.doc, self.row, self.per_col) = (d, row, [0; 3]);
+            }
+        }
+        self.per_col[col] += 1;
+        if let Some(row) = self.row {
+            self.seen[row][col] += 1;
+        }
+        Ok(())
+    }
+
+    /// The index, once every instance was added.
+    ///
+    /// # Errors
+    /// Why it cannot stand in for the table: the instances per row and column differ
+    /// from the sizes, or postings exist in a table said to have no rows.
+    pub fn finish(mut self) -> Result<FtsIndex, Unavailable> {
+        if let Some(cur) = self.term.take() {
+            self.index.push_posting(self.row, self.per_col)?;
+            self.index.end_term(&cur)?;
+        }
+        if self
+            .seen
+            .iter()
+            .zip(&self.sizes)
+            .any(|(seen, size)| *seen != size.unwrap_or([0; 3]))
+        {
+            return Err("token counts differ from the table's row sizes");
+        }
+        let mut index = self.index;
+        if !index.rows.is_empty() && index.n_rows <= 0 {
+            return Err("FTS5 averages record counts no rows");
+        }
+        for v in [
+            &mut index.term_ends,
+            &mut index.starts,
+            &mut index.doc_freq,
+            &mut index.rows,
+            &mut index.counts,
+        ] {
+            v.shrink_to_fit();
+        }
+        index.term_text.shrink_to_fit();
+        index.wide.shrink_to_fit();
+        Ok(index)
+    }
+}
+
+impl FtsIndex {
+    /// A builder for an index over `sizes.len()` rows, row `i` holding
+    /// `sizes[i]` tokens per column (`None`: not in the FTS5 table), in a table of
+    /// `n_rows` rows and `n_tokens` tokens in all (FTS5's averages record).
+    pub fn builder(sizes: Vec<Option<[u32; 3]>>, n_rows: i64, n_tokens: i64) -> FtsIndexBuilder {
+        #[allow(clippy::cast_precision_loss)] // `(double)nToken / (double)nRow`, as in C
+        let avgdl = n_tokens as f64 / n_rows as f64;
+        let norm = sizes
+            .iter()
+            .map(|s| {
+                // `int nTok` summed over the columns, then `(double)nTok`.
+                let d = s.map_or(0, |s| s[0].wrapping_add(s[1]).wrapping_add(s[2]));
+                #[allow(clippy::cast_possible_wrap)]
+                let d = f64::from(d as i32);
+                K1 * (1.0 - B + B * d / avgdl)
+            })
+            .collect();
+        let mut index = Self {
+            term_text: Vec::new(),
+            term_ends: Vec::new(),
+            starts: vec![0],
+            doc_freq: Vec::new(),
+            rows: Vec::new(),
+            counts: Vec::new(),
+            wide: Vec::new(),
+            norm,
+            n_rows,
+        };
+        // At most one posting per instance: reserving that many (the sizes' total)
+        // spares the copies of growing; the surplus is returned by `finish`.
+        let instances: usize = sizes
+            .iter()
+            .flatten()
+            .map(|s| s.iter().map(|&c| c as usize).sum::<usize>())
+            .sum();
+        index.rows.reserve_exact(instances);
+        index.counts.reserve_exact(instances);
+        let seen = vec![[0; 3]; sizes.len()];
+        FtsIndexBuilder {
+            index,
+            sizes,
+            seen,
+            term: None,
+            doc: 0,
+            row: None,
+            per_col: [0; 3],
+        }
+    }
+
+    /// Adds the current term's posting in an FTS5 row (`row`: its metadata row, if
+    /// any), with its column counts.
+    fn push_posting(&mut self, row: Option<usize>, per_col: [u32; 3]) -> Result<(), Unavailable> {
+        if let Some(df) = self.doc_freq.last_mut() {
+            *df += 1;
+        }
+        let Some(row) = row else {
+            return Ok(());
+        };
+        let row = u32::try_from(row).map_err(|_| "more rows than fit in 32 bits")?;
+        let posting =
+            u32::try_from(self.rows.len()).map_err(|_| "more postings than fit in 32 bits")?;
+        self.rows.push(row);
+        match pack(per_col) {
+            Some(p) => self.counts.push(p),
+            None => {
+                self.counts.push(WIDE);
+                self.wide.push((posting, per_col));
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the current term: records its text and where its postings end.
+    fn end_term(&mut self, term: &[u8]) -> Result<(), Unavailable> {
+        let too_big = || "index larger than 32-bit offsets";
+        self.term_text.extend_from_slice(term);
+        self.term_ends
+            .push(u32::try_from(self.term_text.len()).map_err(|_| too_big())?);
+        self.starts
+            .push(u32::try_from(self.rows.len()).map_err(|_| too_big())?);
+        Ok(())
+    }
+
+    /// Number of distinct terms.
+    pub fn terms(&self) -> usize {
+        self.term_ends.len()
+    }
+
+    /// Number of (term, row) postings.
+    pub fn postings(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Postings whose column counts did not fit the packed form.
+    pub fn wide_postings(&self) -> usize {
+        self.wide.len()
+    }
+
+    /// Term `t`'s bytes.
+    fn term(&self, t: usize) -> &[u8] {
+        let start = t.checked_sub(1).map_or(0, |p| self.term_ends[p] as usize);
+        &self.term_text[start..self.term_ends[t] as usize]
+    }
+
+    /// The term numbered `t` in FTS5 order, if `term` is indexed.
+    fn find(&self, term: &[u8]) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.term_ends.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.term(mid).cmp(term) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// FTS5's IDF of a one-term phrase found in `hits` rows.
+    fn idf(&self, hits: i64) -> f64 {
+        #[allow(clippy::cast_precision_loss)] // the same conversions as fts5_aux.c
+        let idf = (((self.n_rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+        if idf <= 0.0 {
+            1e-6
+        } else {
+            idf
+        }
+    }
+
+    /// The query whose groups are `groups` (each an OR of terms; the groups AND-ed or
+    /// OR-ed; its phrases, in order, are the terms group after group), to be scored
+    /// with column weights `weights` (title, tags, body) as
+    /// `bm25(memories_fts, w0, w1, w2)` scores the rows it matches. Terms are folded
+    /// tokens, as the tokenizer emits them; an unindexed term matches nothing.
+    pub fn query(&self, groups: &[Vec<String>], weights: [u32; 3]) -> Matches<'_> {
+        let phrases = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, terms)| terms.iter().map(move |t| (g, t)))
+            .map(|(group, t)| Phrase {
+                group,
+                term: self.find(t.as_bytes()),
+            })
+            .collect();
+        Matches {
+            index: self,
+            phrases,
+            groups: groups.len(),
+            weights: weights.map(f64::from),
+        }
+    }
+
+    /// Term `t`'s postings.
+    fn postings_of(&self, t: usize) -> std::ops::Range<usize> {
+        self.starts[t] as usize..self.starts[t + 1] as usize
+    }
+
+    /// One phrase's term of the BM25 sum for posting `k`, with the phrase's `idf`.
+    fn phrase_score(&self, idf: f64, weights: &[f64; 3], k: usize) -> f64 {
+        let c = match self.counts[k] {
+            WIDE => self.wide_counts(k),
+            packed => unpack(packed),
+        };
+        // `aFreq`: Σ of the weight of each instance's column. Integers, so exact in
+        // any order.
+        let freq = f64::from(c[0]) * weights[0]
+            + f64::from(c[1]) * weights[1]
+            + f64::from(c[2]) * weights[2];
+        idf * ((freq * (K1 + 1.0)) / (freq + self.norm[self.rows[k] as usize]))
+    }
+
+    fn wide_counts(&self, posting: usize) -> [u32; 3] {
+        self.wide
+            .binary_search_by_key(&posting, |w| w.0 as usize)
+            .map_or([0; 3], |i| self.wide[i].1)
+    }
+
+    /// Heap bytes held (for reports).
+    pub fn heap_bytes(&self) -> usize {
+        self.term_text.capacity()
+            + 4 * (self.term_ends.capacity()
+                + self.starts.capacity()
+                + self.doc_freq.capacity()
+                + self.rows.capacity()
+                + self.counts.capacity())
+            + 16 * self.wide.capacity()
+            + 8 * self.norm.capacity()
+    }
+}
+
+/// One phrase of a query: its group and its term (`None`: not indexed).
+#[derive(Debug)]
+struct Phrase {
+    group: usize,
+    term: Option<usize>,
+}
+
+/// A query over an [`FtsIndex`] (see [`FtsIndex::query`]), scored on demand.
+#[derive(Debug)]
+pub struct Matches<'a> {
+    index: &'a FtsIndex,
+    phrases: Vec<Phrase>,
+    groups: usize,
+    weights: [f64; 3],
+}
+
+impl Matches<'_> {
+    /// FTS5's IDF of term `t` (as a one-term phrase).
+    fn idf(&self, t: usize) -> f64 {
+        self.index.idf(i64::from(self.index.doc_freq[t]))
+    }
+
+    /// Calls `f(row, bm25)` in row order for every row holding a term of every group
+    /// (the AND query). `bm25` is what SQLite's `bm25()` returns for the row: the
+    /// negated score (C's `-1.0 * score`, the same bits as `-score`), lower is better. Only the rows of the group with the fewest
+    /// postings are tried, so this costs little when the AND is rare.
+    pub fn every_group(&self, mut f: impl FnMut(usize, f64)) {
+        let ix = self.index;
+        let terms_of = |g: usize| {
+            self.phrases
+                .iter()
+                .filter(move |p| p.group == g)
+                .filter_map(|p| p.term)
+        };
+        let Some(driver) = (0..self.groups)
+            .min_by_key(|&g| terms_of(g).map(|t| ix.postings_of(t).len()).sum::<usize>())
+        else {
+            return;
+        };
+        let mut rows: Vec<u32> = terms_of(driver)
+            .flat_map(|t| ix.rows[ix.postings_of(t)].iter().copied())
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        for g in (0..self.groups).filter(|&g| g != driver) {
+            let mut held = vec![false; rows.len()];
+            for t in terms_of(g) {
+                let post = &ix.rows[ix.postings_of(t)];
+                let mut at = 0;
+                for (i, &row) in rows.iter().enumerate() {
+                    at = seek(post, at, row);
+                    if at == post.len() {
+                        break;
+                    }
+                    held[i] |= post[at] == row;
+                }
+            }
+            rows = rows
+                .iter()
+                .zip(&held)
+                .filter(|(_, h)| **h)
+                .map(|(r, _)| *r)
+                .collect();
+        }
+        if rows.is_empty() {
+            return;
+        }
+        // Phrase after phrase, so each row sums its phrases in phrase order.
+        let mut score = vec![0.0f64; rows.len()];
+        for t in self.phrases.iter().filter_map(|p| p.term) {
+            let (idf, range) = (self.idf(t), ix.postings_of(t));
+            let post = &ix.rows[range.clone()];
+            let mut at = 0;
+            for (i, &row) in rows.iter().enumerate() {
+                at = seek(post, at, row);
+                if at == post.len() {
+                    break;
+                }
+                if post[at] == row {
+                    score[i] += ix.phrase_score(idf, &self.weights, range.start + at);
+                }
+            }
+        }
+        for (&row, &score) in rows.iter().zip(&score) {
+            f(row as usize, -score);
+        }
+    }
+
+    /// Calls `f(row, bm25)` in row order for every row holding a term of any group
+    /// (the OR query); `bm25` as in [`Matches::every_group`]. Walks every posting of
+    /// every phrase into per-row sums.
+    pub fn any_group(&self, mut f: impl FnMut(usize, f64)) {
+        let ix = self.index;
+        let mut score = vec![0.0f64; ix.norm.len()];
+        let mut hit = vec![false; ix.norm.len()];
+        // Phrase after phrase, so each row sums its phrases in phrase order.
+        for t in self.phrases.iter().filter_map(|p| p.term) {
+            let idf = self.idf(t);
+            for k in ix.postings_of(t) {
+                let row = ix.rows[k] as usize;
+                score[row] += ix.phrase_score(idf, &self.weights, k);
+                hit[row] = true;
+            }
+        }
+        for (row, (&hit, &score)) in hit.iter().zip(&score).enumerate() {
+            if hit {
+                f(row, -score);
+            }
+        }
+    }
+}
+
+/// The first index from `from` on whose row is ≥ `target` in increasing `rows`
+/// (`rows.len()` if none), found by galloping: cheap for nearby targets.
+fn seek(rows: &[u32], from: usize, target: u32) -> usize {
+    let (mut lo, mut hi, mut step) = (from, from, 1);
+    while hi < rows.len() && rows[hi] < target {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    let hi = hi.min(rows.len());
+    lo + rows[lo..hi].partition_point(|&r| r < target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_counts_pack() {
+        assert_eq!(unpack(pack([254, 3, 65_534]).unwrap()), [254, 3, 65_534]);
+        assert_eq!(pack([255, 0, 0]), None);
+        assert_eq!(pack([0, 0, 65_535]), None);
+    }
+
+    #[test]
+    fn seek_gallops_to_the_first_row_not_below() {
+        let rows = [2, 3, 5, 8, 13, 21, 34, 55];
+        for from in 0..=rows.len() {
+            for target in 0..60 {
+                let want = (from..rows.len())
+                    .find(|&i| rows[i] >= target)
+                    .unwrap_or(rows.len());
+                assert_eq!(seek(&rows, from, target), want, "{from} {target}");
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The layering of `src/`: which top-level modules may use which.
+//!
+//! Reads every `.rs` file under `src/`, takes the module it belongs to (its first path
+//! component: `src/stores/memories.rs` → `stores`, `src/time.rs` → `time`) and the
+//! modules it names through `crate::…` paths in code (`use` lines, `use crate::{…}`
+//! groups and inline paths; comments and doc links are ignored). Then checks that the
+//! layers ingest, stores, search and engines (and the shared leaves model, time,
+//! embed) form no cycle, and that `search`, the retrieval library, names none of
+//! runtime, engines, stores or ingest.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// The layers whose dependencies must not form a cycle.
+const LAYERS: &[&str] = &[
+    "ingest", "stores", "search", "engines", "model", "time", "embed",
+];
+
+/// Top-level modules named in `crate::` paths of `source`, outside comments.
+fn crate_modules(source: &str) -> BTreeSet<String> {
+    // Comments cut to the end of their line (a `//` inside a string cuts too much, which
+    // can only hide a dependency written after a URL on the same line).
+    let code: String = source
+        .lines()
+        .map(|line| line.find("//").map_or(line, |i| &line[..i]))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = BTreeSet::new();
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("crate::") {
+        let after = &rest[i + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            out.extend(group_heads(group));
+        } else {
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+        rest = after;
+    }
+    out
+}
+
+/// First identifiers of each comma-separated item at depth 0 of a `{…}` group whose
+/// opening brace was just consumed.
+fn group_heads(text: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0usize;
+    let mut at_item_start = true;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => at_item_start = true,
+            c if at_item_start && (c.is_alphanumeric() || c == '_') => {
+                let name: String = text[i..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                for _ in 1..name.chars().count() {
+                    chars.next();
+                }
+                heads.push(name);
+                at_item_start = false;
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module graph of the crate in `src`: module → modules it names.
+fn module_graph(src: &Path) -> Graph {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut graph = Graph::new();
+    for file in files {
+        let rel = file.strip_prefix(src).expect("file under src");
+        let first = rel
+            .components()
+            .next()
+            .expect("non-empty path")
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_owned();
+        if first == "lib" || first == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        let deps = graph.entry(first.clone()).or_default();
+        deps.extend(crate_modules(&text).into_iter().filter(|m| *m != first));
+    }
+    graph
+}
+
+/// A cycle among `nodes` (as a path that returns to its start), if there is one.
+fn find_cycle(graph: &Graph, nodes: &[&str]) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &Graph,
+        nodes: &[&str],
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = stack.iter().position(|s| s == n) {
+            let mut cycle = stack[at..].to_vec();
+            cycle.push(n.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        stack.push(n.to_owned());
+        for d in graph.get(n).into_iter().flatten() {
+            if nodes.contains(&d.as_str()) {
+                if let Some(c) = visit(d, graph, nodes, stack, done) {
+                    return Some(c);
+                }
+            }
+        }
+        stack.pop();
+        done.insert(n.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    nodes
+        .iter()
+        .find_map(|n| visit(n, graph, nodes, &mut Vec::new(), &mut done))
+}
+
+fn src_graph() -> Graph {
+    module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+#[test]
+fn layers_form_no_cycle() {
+    let graph = src_graph();
+    for layer in LAYERS {
+        assert!(graph.contains_key(*layer), "no module `{layer}` in src/");
+    }
+    if let Some(cycle) = find_cycle(&graph, LAYERS) {
+        panic!("module cycle: {} (graph: {graph:?})", cycle.join(" -> "));
+    }
+}
+
+#[test]
+fn search_depends_on_no_application_layer() {
+    let graph = src_graph();
+    let deps = &graph["search"];
+    for forbidden in ["runtime", "engines", "stores", "ingest"] {
+        assert!(
+            !deps.contains(forbidden),
+            "src/search uses crate::{forbidden} (search deps: {deps:?})"
+        );
+    }
+}
+
+#[test]
+fn shared_leaves_depend_on_no_layer_above() {
+    let graph = src_graph();
+    for leaf in ["model", "time"] {
+        let deps = &graph[leaf];
+        assert!(deps.is_empty(), "src/{leaf} uses {deps:?}");
+    }
+    let embed = &graph["embed"];
+    assert!(
+        embed.iter().all(|d| d == "search"),
+        "src/embed uses {embed:?}"
+    );
+}
+
+/// The checker itself: it must see grouped, multi-line and inline paths, skip
+/// comments, and report a cycle when there is one.
+#[test]
+fn checker_sees_every_path_form_and_finds_cycles() {
+    let text = "//! see [`crate::runtime::Host`]\n\
+                use crate::{\n    stores::memories::{Memory, MemoryStore},\n    time,\n};\n\
+                use crate::search::bm25::FtsIndex;\n\
+                fn f() { crate::ingest::detect(p); } // crate::engines::x\n\
+                use crate::model;\n";
+    let got: Vec<String> = crate_modules(text).into_iter().collect();
+    assert_eq!(got, ["ingest", "model", "search", "stores", "time"]);
+
+    let mut graph = Graph::new();
+    let edge = |g: &mut Graph, a: &str, b: &str| {
+        g.entry(a.to_owned()).or_default().insert(b.to_owned());
+    };
+    edge(&mut graph, "engines", "stores");
+    edge(&mut graph, "stores", "model");
+    edge(&mut graph, "ingest", "stores");
+    assert_eq!(find_cycle(&graph, LAYERS), None);
+    edge(&mut graph, "stores", "ingest");
+    let cycle = find_cycle(&graph, LAYERS).expect("cycle found");
+    assert_eq!(cycle.first(), cycle.last());
+    assert!(cycle.contains(&"ingest".to_owned()) && cycle.contains(&"stores".to_owned()));
+}
