@@ -1,6 +1,8 @@
-//! `search_conversations` at scale: the real engine through [`Host::call`], the plain
-//! DuckDB query, and the newest-first scan prototype, side by side on one generated
-//! store, with a differential check that all three return the same rows.
+//! `search_conversations` at scale: the real engine through [`Host::call`] with its
+//! search index and with the index turned off (DuckDB), and the plain DuckDB query,
+//! side by side on one generated store, with a check that all return the same rows.
+//! Also: a one-shot `skills run` process (wall time, peak RSS), the index's build
+//! time and size, and an incremental update after appending 1,000 messages.
 //!
 //! Environment: `BENCH_MESSAGES` (default 1,000,000), `BENCH_SEED` (default 0x5EED),
 //! `BENCH_RUNS` (timed DuckDB runs per case, default 5), `BENCH_DIR` (data folder).
@@ -12,12 +14,13 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak, rss, Stats};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
-use skills::bench::scan::{duckdb_keys, BlockIndex, NewestFirst};
 use skills::engines::Context;
+use skills::model::Message;
+use skills::stores::conversations::index::{self, Index};
 use skills::runtime::host::Host;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
@@ -60,11 +63,14 @@ fn ensure_store(dir: &Path, spec: Spec) -> Result<()> {
     let t = Instant::now();
     let store = ConversationStore::open_rw(&dir.join("conversations.duckdb"))?;
     let g = gen::fill_store(&store, spec, 50_000)?;
-    drop(store);
     let secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    store.close()?;
+    let index_secs = t.elapsed().as_secs_f64();
     let line = format!(
         "generated and stored {} messages ({} conversations, {} of text) in {secs:.1} s \
-         ({:.0} messages/s through ConversationStore::insert, batches of 50,000), peak RSS {}",
+         ({:.0} messages/s through ConversationStore::insert, batches of 50,000), then the \
+         search index built at close in {index_secs:.1} s; peak RSS {}",
         g.messages,
         g.conversations,
         fmt_bytes(g.text_bytes),
@@ -73,6 +79,68 @@ fn ensure_store(dir: &Path, spec: Spec) -> Result<()> {
     );
     std::fs::write(&done, &line)?;
     Ok(())
+}
+
+/// The keys DuckDB returns for the engine's query (`ILIKE` mode, or questions mode
+/// when `term` is empty and `role` is `user`), with the engine's order.
+fn duckdb_keys(
+    conn: &duckdb::Connection,
+    term: &str,
+    role: Option<&str>,
+    limit: usize,
+) -> duckdb::Result<Vec<(String, String)>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let order = " ORDER BY created DESC, source, conversation_id, message_id LIMIT ?";
+    let map = |r: &duckdb::Row<'_>| Ok((r.get(0)?, r.get(1)?));
+    if term.is_empty() && role == Some("user") {
+        let sql = format!(
+            "SELECT conversation_id, message_id FROM all_conversations \
+             WHERE role = 'user' AND NOT is_injected AND has_question = 1{order}"
+        );
+        return conn.prepare(&sql)?.query_map(duckdb::params![limit], map)?.collect();
+    }
+    let mut sql = String::from(
+        "SELECT conversation_id, message_id FROM all_conversations \
+         WHERE content ILIKE '%' || ? || '%'",
+    );
+    if let Some(role) = role {
+        sql.push_str(" AND role = ?");
+        if role == "user" {
+            sql.push_str(" AND NOT is_injected");
+        }
+        sql.push_str(order);
+        return conn
+            .prepare(&sql)?
+            .query_map(duckdb::params![term, role, limit], map)?
+            .collect();
+    }
+    sql.push_str(order);
+    conn.prepare(&sql)?.query_map(duckdb::params![term, limit], map)?.collect()
+}
+
+/// Wall time and peak RSS of one `skills run search-conversations` process.
+fn one_shot(dir: &Path, skills_dir: &Path, term: &str) -> Result<(Duration, u64)> {
+    let t = Instant::now();
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(env!("CARGO_BIN_EXE_skills"))
+        .arg("--skills-dir")
+        .arg(skills_dir)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["run", "search-conversations", "--arg"])
+        .arg(format!("term={term}"))
+        .output()?;
+    let wall = t.elapsed();
+    if !out.status.success() {
+        bail!("skills run failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let kb: u64 = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0);
+    Ok((wall, kb * 1024))
 }
 
 fn engine_keys(data: &Value) -> Vec<(String, String)> {
@@ -133,7 +201,11 @@ fn main() -> Result<()> {
             host.diagnostics()
         );
     }
-    let store = host.context().conversations()?;
+    let plain_host = Host::load(
+        &skills_dir,
+        Context::new(StorePaths::in_dir(&dir)).with_search_index(false),
+    );
+    let store = plain_host.context().conversations()?;
     let conn = store.connection()?;
     let n: i64 = conn.query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))?;
     println!(
@@ -141,141 +213,143 @@ fn main() -> Result<()> {
         fmt_dur(t.elapsed()),
         fmt_bytes(rss())
     );
-
-    reset_peak();
-    let before = rss();
-    let t = Instant::now();
-    let scan = NewestFirst::load(&conn).context("loading the scan prototype")?;
-    let load_time = t.elapsed();
+    let db = dir.join("conversations.duckdb");
+    let index = match Index::open(&db) {
+        Ok(ix) => ix,
+        Err(why) => {
+            eprintln!("index unusable ({why}): building it …");
+            drop(conn);
+            drop(store);
+            drop(plain_host);
+            let t = Instant::now();
+            let report = ConversationStore::open_rw(&db)?.close()?;
+            eprintln!("built in {} ({report:?})", fmt_dur(t.elapsed()));
+            return main();
+        }
+    };
+    let text_bytes: u64 = conn.query_row("SELECT sum(strlen(content))::BIGINT FROM all_conversations", [], |r| r.get(0))?;
+    let index_bytes = common::dir_bytes(&index::dir_of(&db));
     println!(
-        "scan prototype load ({} rows, newest first, folded text): {}, heap {} , RSS +{}, peak RSS {}\n",
-        scan.len(),
-        fmt_dur(load_time),
-        fmt_bytes(scan.heap_bytes() as u64),
-        fmt_bytes(rss().saturating_sub(before)),
-        fmt_bytes(peak_rss())
+        "search index: {} rows in {} segments, {} on disk for {} of text ({:.2}×)\n",
+        index.rows(),
+        index.manifest().segments.len(),
+        fmt_bytes(index_bytes),
+        fmt_bytes(text_bytes),
+        index_bytes as f64 / text_bytes.max(1) as f64
     );
-    if usize::try_from(n).unwrap_or(0) != scan.len() {
-        bail!("scan loaded {} rows, store has {n}", scan.len());
+    if index.rows() != u64::try_from(n).unwrap_or(0) {
+        bail!("index holds {} rows, store has {n}", index.rows());
     }
-
-    let block_rows = common::env_usize("BENCH_BLOCK_ROWS", 256);
-    let gram = common::env_usize("BENCH_GRAM", 4);
-    for (n, rows) in [(3, 64), (3, 256), (4, 64), (4, 256), (4, 1024)] {
-        let ix = BlockIndex::build(&scan, n, rows);
-        println!(
-            "- {n}-gram filter, {rows} rows per block: {}, {:.0}% bits set; blocks read for \
-             `persofi` {:.1}%, `serde%json` {:.1}%, `async fn` {:.1}%, absent {:.1}%",
-            fmt_bytes(ix.heap_bytes() as u64),
-            ix.fill() * 100.0,
-            ix.selectivity(gen::RARE_TERM) * 100.0,
-            ix.selectivity("serde%json") * 100.0,
-            ix.selectivity("async fn") * 100.0,
-            ix.selectivity(gen::ABSENT_TERM) * 100.0,
-        );
-    }
-    println!();
-    reset_peak();
-    let t = Instant::now();
-    let index = BlockIndex::build(&scan, gram, block_rows);
-    println!(
-        "{gram}-gram block filter used below ({block_rows} rows per block, 65,536 bits each): built in {}, {} , {:.0}% of bits set\n",
-        fmt_dur(t.elapsed()),
-        fmt_bytes(index.heap_bytes() as u64),
-        index.fill() * 100.0
-    );
 
     let header = [
         "case",
         "rows",
-        "engine (Host::call) median",
-        "engine p95",
-        "plain DuckDB median",
-        "plain DuckDB p95",
-        "engine / plain",
-        "scan median",
-        "scan p95",
-        "plain DuckDB / scan",
-        "scan + n-gram filter median",
+        "engine, index (Host::call) median",
         "p95",
-        "blocks read",
-        "plain DuckDB / filtered scan",
+        "engine, DuckDB median",
+        "p95",
+        "plain DuckDB median",
+        "DuckDB engine / index engine",
+        "one-shot `skills run` wall",
+        "one-shot peak RSS",
         "same rows",
-        "peak RSS",
     ];
     let mut rows = Vec::new();
     let mut all_same = true;
+    let mut medians = Vec::new();
     for (label, term, role) in CASES {
         eprintln!("case {label} …");
-        reset_peak();
         let args = json!({"term": term, "role": role, "limit": LIMIT});
         let budget = Duration::from_secs(60);
-        let (engine, out) = measure(runs, budget, || {
+        let (fast, out) = measure(runs.max(200), Duration::from_secs(5), || {
             host.call("search-conversations", args.clone()).unwrap()
+        });
+        let (slow, slow_out) = measure(runs, budget, || {
+            plain_host.call("search-conversations", args.clone()).unwrap()
         });
         let (plain, expected) = measure(runs, budget, || {
             duckdb_keys(&conn, term, *role, LIMIT).unwrap()
         });
-        let questions = term.is_empty() && *role == Some("user");
-        let (fast, got) = measure(runs.max(50), Duration::from_secs(5), || {
-            if questions {
-                scan.questions(LIMIT)
-            } else {
-                scan.search(term, *role, LIMIT)
+        let shot = if role.is_none() && !term.is_empty() {
+            let mut best = (Duration::MAX, 0);
+            for _ in 0..3 {
+                let (w, r) = one_shot(&dir, &skills_dir, term)?;
+                if w < best.0 {
+                    best = (w, r);
+                }
             }
-        });
-        let (indexed, got_indexed) = measure(runs.max(50), Duration::from_secs(5), || {
-            if questions {
-                scan.questions(LIMIT)
-            } else {
-                scan.search_indexed(&index, term, *role, LIMIT)
-            }
-        });
-        let got: Vec<(String, String)> = got
-            .iter()
-            .map(|&i| {
-                let (c, m) = scan.key(i);
-                (c.to_owned(), m.to_owned())
-            })
-            .collect();
-        let same = got == expected
-            && engine_keys(&out.data) == expected
-            && got_indexed
-                .iter()
-                .map(|&i| scan.key(i))
-                .eq(expected.iter().map(|(c, m)| (c.as_str(), m.as_str())));
+            Some(best)
+        } else {
+            None
+        };
+        let same = out.data == slow_out.data && engine_keys(&out.data) == expected;
         all_same &= same;
+        medians.push(fast.median);
         rows.push(vec![
             (*label).to_owned(),
             expected.len().to_string(),
-            fmt_dur(engine.median),
-            fmt_dur(engine.p95),
-            fmt_dur(plain.median),
-            fmt_dur(plain.p95),
-            ratio(engine, plain),
             fmt_dur(fast.median),
             fmt_dur(fast.p95),
-            ratio(plain, fast),
-            fmt_dur(indexed.median),
-            fmt_dur(indexed.p95),
-            if questions {
-                "–".to_owned()
-            } else {
-                format!("{:.1}%", index.selectivity(term) * 100.0)
-            },
-            ratio(plain, indexed),
+            fmt_dur(slow.median),
+            fmt_dur(slow.p95),
+            fmt_dur(plain.median),
+            ratio(slow, fast),
+            shot.map_or("–".into(), |s| fmt_dur(s.0)),
+            shot.map_or("–".into(), |s| fmt_bytes(s.1)),
             if same { "yes" } else { "**NO**" }.to_owned(),
-            fmt_bytes(peak_rss()),
         ]);
     }
     common::table(&header, &rows);
+    medians.sort();
     println!(
-        "runs: engine and plain DuckDB {runs} timed runs after one warm-up (p95 = slowest of few \
-         runs); scan ≥ 50 runs or 5 s. limit = {LIMIT}. Peak RSS is the whole process (DuckDB \
-         buffer pool + scan prototype) since the case started.\n"
+        "p50 over the {} cases' medians: {}; worst median {}. runs: index engine ≥ 200 runs or \
+         5 s; DuckDB paths {runs} timed runs after one warm-up; one-shot: best of 3 processes \
+         (`/usr/bin/time`), limit = {LIMIT}.\n",
+        medians.len(),
+        fmt_dur(medians[medians.len() / 2]),
+        fmt_dur(*medians.last().unwrap_or(&Duration::ZERO)),
     );
+
+    // Incremental: 1,000 messages appended to a copy of the store.
+    drop(conn);
+    drop(store);
+    drop(plain_host);
+    let copy = dir.with_extension("append");
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(&copy)?;
+    for f in ["conversations.duckdb"] {
+        std::fs::copy(dir.join(f), copy.join(f))?;
+    }
+    let ixcopy = index::dir_of(&copy.join("conversations.duckdb"));
+    std::fs::create_dir_all(&ixcopy)?;
+    for e in std::fs::read_dir(index::dir_of(&db))? {
+        let e = e?;
+        std::fs::copy(e.path(), ixcopy.join(e.file_name()))?;
+    }
+    // The copy has new inodes and times: record them as the index's store, as a
+    // writer that had just closed it would.
+    let mut m = index::Manifest::read(&ixcopy).map_err(|e| anyhow::anyhow!("{e}"))?;
+    m.store = index::StoreStamp::of(&copy.join("conversations.duckdb"));
+    std::fs::write(ixcopy.join(index::MANIFEST), serde_json::to_vec(&m)?)?;
+    let appended: Vec<Message> = gen::Generator::new(Spec { messages: 1_000, seed: seed ^ 0xA99E })
+        .flatten()
+        .collect();
+    let t = Instant::now();
+    let store = ConversationStore::open_rw(&copy.join("conversations.duckdb"))?;
+    store.insert(&appended)?;
+    let stored = t.elapsed();
+    let t = Instant::now();
+    let report = store.close()?;
+    let closed = t.elapsed();
+    println!(
+        "incremental: 1,000 messages appended in {} (DuckDB insert), index updated at close in {} \
+         ({report:?})\n",
+        fmt_dur(stored),
+        fmt_dur(closed)
+    );
+    let _ = std::fs::remove_dir_all(&copy);
     if !all_same {
-        bail!("the scan prototype or the engine returned rows different from DuckDB");
+        bail!("the index path returned rows different from DuckDB");
     }
     Ok(())
 }

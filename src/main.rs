@@ -788,7 +788,16 @@ fn ingest(
         bar.inc(1);
         bar.set_message(format!("{messages} messages ({added} new)"));
     });
+    bar.set_message("updating the search index");
+    let index = store.close();
     bar.finish_and_clear();
+    let index = match index {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("warning: the search index was not updated ({e}); searches answer from DuckDB until the next ingest");
+            None
+        }
+    };
     if options.keep_injected && summary.files_unchanged > 0 && !cli.json {
         eprintln!(
             "note: --keep-injected applies to files read in this run; the {} unchanged files keep their earlier classification (to apply it to everything, ingest into a new --data-dir)",
@@ -798,10 +807,21 @@ fn ingest(
     if cli.json {
         let mut value = serde_json::to_value(&summary)?;
         value["store"] = json!(store_path);
+        value["index"] = serde_json::to_value(&index)?;
         print_json(out, &value)?;
     } else {
         write!(out, "{summary}")?;
         writeln!(out, "store: {}", store_path.display())?;
+        if let Some(ix) = &index {
+            let how = if ix.rebuilt { "rebuilt" } else { "updated" };
+            writeln!(
+                out,
+                "search index: {how}, {} rows in {} segments ({:.1} MB)",
+                ix.rows,
+                ix.segments,
+                ix.bytes as f64 / 1e6
+            )?;
+        }
     }
     // Per-record faults are reported but do not fail a run that imported something.
     Ok(

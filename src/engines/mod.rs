@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 use crate::embed::{EmbedError, Embedder};
+use crate::stores::conversations::index::{self, Unavailable};
 use crate::stores::conversations::ConversationStore;
 use crate::stores::memories::MemoryStore;
 use crate::stores::{StoreError, StorePaths};
@@ -89,6 +90,10 @@ pub struct Context {
     memories: OnceLock<Arc<MemoryStore>>,
     embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
     now: Option<chrono::DateTime<chrono::Utc>>,
+    /// The conversations search index, reopened when it or the store changes.
+    index: index::Cache,
+    /// False: every search answers from DuckDB (`SKILLS_SEARCH_INDEX=off`, tests).
+    use_index: bool,
 }
 
 impl Context {
@@ -100,7 +105,34 @@ impl Context {
             memories: OnceLock::new(),
             embedder: OnceLock::new(),
             now: None,
+            index: index::Cache::default(),
+            use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
         }
+    }
+
+    /// Turns the conversations search index on or off (off: DuckDB answers every
+    /// search) — differential tests and benchmarks.
+    #[must_use]
+    pub fn with_search_index(mut self, on: bool) -> Self {
+        self.use_index = on;
+        self
+    }
+
+    /// False when the search index is turned off ([`Context::with_search_index`]).
+    pub fn uses_search_index(&self) -> bool {
+        self.use_index
+    }
+
+    /// The conversations search index, when it is on and matches the store.
+    ///
+    /// # Errors
+    /// [`Unavailable`] saying why the caller must answer from DuckDB (`Missing` also
+    /// when the index is turned off).
+    pub fn conversations_index(&self) -> Result<Arc<index::Index>, Unavailable> {
+        if !self.use_index {
+            return Err(Unavailable::Missing);
+        }
+        self.index.get(&self.paths.conversations)
     }
 
     /// Fixes the clock (for natural-language dates) — tests and conformance runs.

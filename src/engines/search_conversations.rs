@@ -2,8 +2,13 @@
 //! `all_conversations`, newest first.
 //!
 //! SQL (per the seed): `WHERE content ILIKE '%' || term || '%' [AND role = ?]
-//! ORDER BY created DESC LIMIT ?`, with (`conversation_id`, `message_id`) as the
-//! tie-break so equal times still give one order. With `role = "user"` (and in the
+//! ORDER BY created DESC LIMIT ?`, with (`source`, `conversation_id`, `message_id`) as
+//! the tie-break so equal times still give one order.
+//!
+//! Two paths, same rows and bytes: the store's search index
+//! ([`crate::stores::conversations::index`], memory-mapped, microseconds to
+//! milliseconds) when it matches the store, else the SQL above on DuckDB (a full
+//! scan), with a note on stderr saying why. With `role = "user"` (and in the
 //! questions mode) `AND NOT is_injected` is added, so user means what the person typed:
 //! harness text (reminders, command wrappers, continuation summaries, Codex preambles)
 //! is stored but only found without a role filter. The term's `%` and `_` are deliberately not escaped: they act
@@ -13,9 +18,10 @@
 use serde_json::{json, Value};
 
 use super::{Context, Engine, EngineError};
+use crate::stores::conversations::index::{Hit, Query, Unavailable};
 
 /// Characters of message content kept in each row's `preview` (Unicode scalar values).
-pub const PREVIEW_CHARS: usize = 200;
+pub use crate::stores::conversations::segment::PREVIEW_CHARS;
 
 /// The engine (stateless; the store comes from the [`Context`]).
 pub struct SearchConversations;
@@ -41,6 +47,33 @@ impl Engine for SearchConversations {
             });
         }
         let questions = term.is_empty() && role == Some("user");
+        let done = |rows: Vec<Value>| {
+            json!({
+                "term": term,
+                "role": role,
+                "limit": limit,
+                "mode": if questions { "questions" } else { "keyword" },
+                "count": rows.len(),
+                "rows": rows,
+            })
+        };
+        match ctx.conversations_index() {
+            Ok(index) => {
+                let q = Query {
+                    term: (!questions).then_some(term),
+                    role,
+                    exclude_injected: true,
+                    limit: usize::try_from(limit).unwrap_or(15),
+                };
+                match index.search(&q) {
+                    Ok(hits) => return Ok(done(hits.iter().map(row_of_hit).collect())),
+                    Err(e) => note(&format!("the search index is damaged ({e})")),
+                }
+            }
+            Err(Unavailable::Missing) if !ctx.paths().conversations.exists() => {}
+            Err(Unavailable::Missing) if !ctx.uses_search_index() => {}
+            Err(why) => note(&why.to_string()),
+        }
         let store = ctx.conversations()?;
         // Stores written before `is_injected` existed have no such column (and no
         // injected rows marked).
@@ -71,7 +104,7 @@ impl Engine for SearchConversations {
                 }
             }
         }
-        sql.push_str(" ORDER BY created DESC, conversation_id ASC, message_id ASC LIMIT ?");
+        sql.push_str(" ORDER BY created DESC, source ASC, conversation_id ASC, message_id ASC LIMIT ?");
         params.push(Box::new(limit));
 
         let conn = store.connection()?;
@@ -92,13 +125,33 @@ impl Engine for SearchConversations {
             .map_err(|e| store.error(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| store.error(e))?;
-        Ok(json!({
-            "term": term,
-            "role": role,
-            "limit": limit,
-            "mode": if questions { "questions" } else { "keyword" },
-            "count": rows.len(),
-            "rows": rows,
-        }))
+        Ok(done(rows))
+    }
+}
+
+/// A result row from the index, shaped and formatted as the SQL path's.
+fn row_of_hit(h: &Hit) -> Value {
+    let t = chrono::DateTime::from_timestamp_micros(h.created_us).unwrap_or_default();
+    json!({
+        "date": t.format("%Y-%m-%d").to_string(),
+        "created": t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        "source": h.source,
+        "role": h.role,
+        "conversation_id": h.conversation_id,
+        "message_id": h.message_id,
+        "preview": h.preview,
+    })
+}
+
+/// Says on stderr why this search answers from DuckDB, once per reason per process.
+fn note(why: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.iter().any(|s| s == why) {
+        said.push(why.to_owned());
+        eprintln!(
+            "note: search-conversations: {why}; answering from DuckDB (a full scan). \
+             `skills ingest` brings the index up to date."
+        );
     }
 }

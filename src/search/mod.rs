@@ -8,6 +8,8 @@
 //!   [`quantized`]: its 8-bit copy with proven error bounds, for pruning.
 //! - [`filter_columns`]: per-row metadata laid out for type, time and path filters.
 //! - [`vocabulary`] and [`fuzzy`]: indexed terms prepared for typo-tolerant lookups.
+//! - [`scan`]: DuckDB's `ILIKE` as a newest-first substring scan over folded text, with
+//!   a 4-gram block filter (search-conversations' index path).
 //!
 //! Must not touch: `runtime`, `engines`, `stores` or `ingest` (a test in
 //! `tests/architecture.rs` checks it). Stores feed these structures from their data
@@ -18,5 +20,6 @@ pub mod bm25;
 pub mod filter_columns;
 pub mod fuzzy;
 pub mod quantized;
+pub mod scan;
 pub mod vectors;
 pub mod vocabulary;

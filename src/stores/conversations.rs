@@ -23,6 +23,11 @@ use duckdb::{params, AccessMode, Config, Connection};
 use super::StoreError;
 use crate::model::Message;
 
+pub mod index;
+pub mod segment;
+
+use index::{Touched, UpdateReport};
+
 /// Column list of `all_conversations`, in table order.
 pub const COLUMNS: &[&str] = &[
     "source",
@@ -226,6 +231,11 @@ pub struct ConversationStore {
     conn: Mutex<Connection>,
     /// Cached answer of [`ConversationStore::marks_injected`].
     marks_injected: std::sync::OnceLock<bool>,
+    /// The search index's writer (writable file stores only): holds the index lock
+    /// until [`ConversationStore::close`] publishes.
+    index: Option<index::Writer>,
+    /// Conversations written through this handle, for the index update at close.
+    touched: Mutex<Touched>,
 }
 
 /// Counts returned by [`ConversationStore::insert`].
@@ -251,6 +261,11 @@ impl ConversationStore {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs_err::create_dir_all(parent)?;
         }
+        // The index lock first: the manifest is compared with the database as the
+        // last writer left it, before this open changes anything.
+        let index = index::Writer::begin(path).map_err(|e| {
+            StoreError::Io(std::io::Error::other(e.to_string()))
+        })?;
         let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(path, e))?;
@@ -258,6 +273,8 @@ impl ConversationStore {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             marks_injected: std::sync::OnceLock::new(),
+            index: Some(index),
+            touched: Mutex::default(),
         })
     }
 
@@ -281,6 +298,8 @@ impl ConversationStore {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             marks_injected: std::sync::OnceLock::new(),
+            index: None,
+            touched: Mutex::default(),
         })
     }
 
@@ -297,6 +316,8 @@ impl ConversationStore {
             path,
             conn: Mutex::new(conn),
             marks_injected: std::sync::OnceLock::new(),
+            index: None,
+            touched: Mutex::default(),
         })
     }
 
@@ -361,6 +382,7 @@ impl ConversationStore {
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let counts = self.insert_in(&tx, messages)?;
         tx.commit().map_err(|e| self.error(e))?;
+        self.touch(messages.iter());
         Ok(counts)
     }
 
@@ -616,6 +638,7 @@ impl ConversationStore {
         }
         self.record_files(&tx, files)?;
         tx.commit().map_err(|e| self.error(e))?;
+        self.touch(files.iter().flat_map(|f| f.messages.iter()));
         Ok(StoredBatch {
             counts,
             forgotten: forgotten.into_iter().map(PathBuf::from).collect(),
@@ -910,12 +933,78 @@ impl ConversationStore {
                 }],
             )?;
         }
+        let staged: Vec<(String, String)> = {
+            let mut stmt = tx
+                .prepare("SELECT DISTINCT source, conversation_id FROM staging")
+                .map_err(|e| self.error(e))?;
+            let pairs = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| self.error(e))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| self.error(e))?;
+            pairs
+        };
         let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
         tx.commit().map_err(|e| self.error(e))?;
+        self.touched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(staged);
         Ok(StoredBatch {
             counts: vec![counts],
             forgotten: forgotten.into_iter().map(PathBuf::from).collect(),
         })
+    }
+
+    /// Records the conversations of `messages` as changed, for the index update.
+    fn touch<'m>(&self, messages: impl Iterator<Item = &'m Message>) {
+        let mut touched = self
+            .touched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for m in messages {
+            if !touched.contains(&(m.source.clone(), m.conversation_id.clone())) {
+                touched.insert((m.source.clone(), m.conversation_id.clone()));
+            }
+        }
+    }
+
+    /// Closes the store. A writable file store first brings its search index up to
+    /// date with what this handle wrote ([`index`]), checkpoints and closes the
+    /// database, then publishes the index. Dropping the store instead leaves the
+    /// index stale (searches answer from DuckDB until the next writable close).
+    ///
+    /// Returns what the index update did (`None` for read-only and in-memory stores).
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`] when the checkpoint fails; an index that cannot be
+    /// written is [`StoreError::Io`] — the stored rows are intact either way.
+    pub fn close(self) -> Result<Option<UpdateReport>, StoreError> {
+        let Self {
+            path,
+            conn,
+            index,
+            touched,
+            ..
+        } = self;
+        let conn = conn
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(writer) = index else {
+            return Ok(None);
+        };
+        let touched = touched
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (manifest, report) = writer
+            .update(&conn, &touched)
+            .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
+        conn.execute_batch("CHECKPOINT").map_err(|e| duck(&path, e))?;
+        conn.close().map_err(|(_, e)| duck(&path, e))?;
+        writer
+            .publish(manifest)
+            .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
+        Ok(Some(report))
     }
 
     /// Number of stored messages.

@@ -87,7 +87,8 @@ pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, St
         let store = ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
         let summary =
             crate::ingest::ingest_paths(&store, &[corpus_dir.to_path_buf()], &mut |_, _| {});
-        drop(store);
+        // Closing publishes the search index, so checks exercise the engine's index path.
+        store.close().map_err(|e| e.to_string())?;
         if let Some(fault) = summary.faults.first() {
             return Err(format!("fixture import fault: {fault}"));
         }

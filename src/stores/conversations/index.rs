@@ -1,0 +1,950 @@
+//! The search index of the conversations store: `all_conversations` in
+//! search-conversations' order (`created DESC, source, conversation_id, message_id`),
+//! as immutable [`segment`](super::segment) files answered by memory-mapping.
+//!
+//! ## Where it lives and when it is trusted
+//!
+//! `conversations.index/` beside `conversations.duckdb` holds `MANIFEST` (JSON: the
+//! segment files, their tombstone files, the stamp) and the files it names. Every
+//! writable open of the store ([`ConversationStore::open_rw`](super::ConversationStore::open_rw))
+//! takes `conversations.index/LOCK` until [`ConversationStore::close`](super::ConversationStore::close),
+//! which brings the index up to date and publishes a new manifest: new files are
+//! written under fresh names and fsynced, then `MANIFEST.tmp` is renamed over
+//! `MANIFEST`. Readers see the old or the new set of files, never a mix.
+//!
+//! The manifest records the size, modification time and inode of the DuckDB file (and
+//! its WAL) as they were after the writer closed the database. A reader trusts the
+//! index only while those still match ([`Index::open`]): any later write to the
+//! database — an ingest killed before it published, another tool — makes the index
+//! stale, and the caller answers from DuckDB instead. The next writable open sees the
+//! mismatch and its close rebuilds the index from the table.
+//!
+//! ## Incremental upkeep
+//!
+//! The store reports which conversations a session wrote (new rows, appended or
+//! rewritten conversations). At close their rows already indexed are masked by
+//! tombstones (a bit set per segment, in a new file), and all their current rows go
+//! into one new segment. Segments are then merged by size tier: four or more segments
+//! whose live row counts share a power-of-four tier become one, and a segment with
+//! more masked than live rows is rewritten. Before publishing, the stamp — live row
+//! count, newest `created`, XOR of the rows' key hashes — is compared with the same
+//! figures computed from the table; a mismatch rebuilds the index from scratch.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::segment::{self, key_hash, order, RowIn, Segment, SegmentBuilder, HAS_QUESTION, NOT_INJECTED};
+use crate::search::scan::{self, Corrupt, Pattern};
+
+/// Name of the manifest file inside the index folder.
+pub const MANIFEST: &str = "MANIFEST";
+/// Version of the manifest this code writes and reads.
+pub const MANIFEST_VERSION: u32 = 1;
+/// Segments of one size tier merged together once there are this many.
+const TIER_FANOUT: usize = 4;
+
+/// The index folder of the store at `db` (`conversations.duckdb` → `conversations.index`).
+pub fn dir_of(db: &Path) -> PathBuf {
+    db.with_extension("index")
+}
+
+/// Why a reader cannot use the index (the caller then answers from DuckDB).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// No index was written yet (a store from before the index, or an in-memory one).
+    #[error("no search index yet")]
+    Missing,
+    /// The database changed after the index was published.
+    #[error("the search index is older than the store")]
+    Stale,
+    /// The index files are damaged or of another version.
+    #[error("the search index is damaged ({0})")]
+    Corrupt(String),
+}
+
+/// Errors bringing the index up to date.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Reading the table failed.
+    #[error("search index: {0}")]
+    DuckDb(#[from] duckdb::Error),
+    /// A segment could not be written or read.
+    #[error(transparent)]
+    Segment(#[from] segment::SegmentError),
+    /// Filesystem error.
+    #[error("search index `{path}`: {source}")]
+    Io {
+        /// File or folder.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The index disagrees with the table it was built from.
+    #[error("search index: {0}")]
+    Mismatch(String),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Identity of a file's current content as the filesystem reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStamp {
+    /// Length in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i128,
+    /// Inode number (0 where unknown).
+    pub ino: u64,
+}
+
+impl FileStamp {
+    /// The stamp of `path`, `None` when it does not exist.
+    pub fn of(path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(path).ok()?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+        #[cfg(unix)]
+        let ino = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let ino = 0;
+        Some(Self {
+            size: meta.len(),
+            mtime_ns,
+            ino,
+        })
+    }
+}
+
+/// The DuckDB file and its WAL, as a reader must find them for the index to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreStamp {
+    /// `conversations.duckdb`.
+    pub db: Option<FileStamp>,
+    /// `conversations.duckdb.wal`.
+    pub wal: Option<FileStamp>,
+}
+
+impl StoreStamp {
+    /// The stamp of the store at `db` now.
+    pub fn of(db: &Path) -> Self {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push(".wal");
+        Self {
+            db: FileStamp::of(db),
+            wal: FileStamp::of(Path::new(&wal)),
+        }
+    }
+}
+
+/// What the live rows of the index are, to compare with the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// Live rows.
+    pub rows: u64,
+    /// Newest `created` (µs since the epoch), `None` when empty.
+    pub max_created_us: Option<i64>,
+    /// XOR of [`segment::key_hash`] over the live rows, 16 hex digits.
+    pub key_xor: String,
+}
+
+/// One segment in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentEntry {
+    /// File name inside the index folder.
+    pub file: String,
+    /// Rows in the file.
+    pub rows: u64,
+    /// Rows not masked by the tombstones.
+    pub live: u64,
+    /// File length.
+    pub bytes: u64,
+    /// CRC-32 of the file.
+    pub crc32: u32,
+    /// XOR of the live rows' key hashes (16 hex digits).
+    pub key_xor: String,
+    /// Newest `created` of a live row (µs), `None` when none is live.
+    pub max_created_us: Option<i64>,
+    /// Tombstone file (a bit set over the rows, little-endian `u64` words), if any.
+    pub tombstones: Option<String>,
+}
+
+/// The manifest: which files make up the index and what they must match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_VERSION`].
+    pub version: u32,
+    /// Incremented by every publication.
+    pub generation: u64,
+    /// Next number for a new file name.
+    pub next_file: u64,
+    /// Segments, newest data first.
+    pub segments: Vec<SegmentEntry>,
+    /// The live rows' figures.
+    pub stamp: Stamp,
+    /// The DuckDB files the index was published against.
+    pub store: StoreStamp,
+}
+
+impl Manifest {
+    /// Reads the manifest of the index at `dir`.
+    ///
+    /// # Errors
+    /// [`Unavailable::Missing`] when there is none, [`Unavailable::Corrupt`] when it
+    /// cannot be read or is of another version.
+    pub fn read(dir: &Path) -> Result<Self, Unavailable> {
+        let path = dir.join(MANIFEST);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unavailable::Missing),
+            Err(e) => return Err(Unavailable::Corrupt(format!("{}: {e}", path.display()))),
+        };
+        let m: Self = serde_json::from_slice(&bytes)
+            .map_err(|e| Unavailable::Corrupt(format!("{}: {e}", path.display())))?;
+        if m.version != MANIFEST_VERSION {
+            return Err(Unavailable::Corrupt(format!(
+                "{}: version {} (expected {MANIFEST_VERSION})",
+                path.display(),
+                m.version
+            )));
+        }
+        Ok(m)
+    }
+}
+
+/// A segment with its tombstones, ready to search.
+#[derive(Debug)]
+struct Live {
+    seg: Segment,
+    /// Masked rows (bit set), empty when none.
+    dead: Vec<u64>,
+}
+
+impl Live {
+    fn is_dead(&self, row: usize) -> bool {
+        self.dead
+            .get(row / 64)
+            .is_some_and(|w| w & (1 << (row % 64)) != 0)
+    }
+}
+
+fn read_tombstones(path: &Path, rows: usize) -> Result<Vec<u64>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() != rows.div_ceil(64) * 8 {
+        return Err(format!("{}: {} bytes for {rows} rows", path.display(), bytes.len()));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect())
+}
+
+/// What one search asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// `Some(term)`: `content ILIKE '%' || term || '%'`; `None`: the questions mode
+    /// (`role = 'user' AND NOT is_injected AND has_question = 1`).
+    pub term: Option<&'a str>,
+    /// `role = ?` (ignored in the questions mode).
+    pub role: Option<&'a str>,
+    /// With `role = 'user'`, also `NOT is_injected`.
+    pub exclude_injected: bool,
+    /// Maximum rows.
+    pub limit: usize,
+}
+
+/// One row of a result, with the columns search-conversations shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// `created`, µs since the epoch.
+    pub created_us: i64,
+    /// `source`.
+    pub source: String,
+    /// `role`.
+    pub role: String,
+    /// `conversation_id`.
+    pub conversation_id: String,
+    /// `message_id`.
+    pub message_id: String,
+    /// First [`segment::PREVIEW_CHARS`] characters of `content`.
+    pub preview: String,
+}
+
+/// An opened index: its segments, memory-mapped.
+#[derive(Debug)]
+pub struct Index {
+    segments: Vec<Live>,
+    manifest: Manifest,
+}
+
+impl Index {
+    /// Opens the index of the store at `db` if it matches the store as it is now.
+    /// Costs a manifest read, a few `stat`s and one `mmap` per segment; no row is read.
+    ///
+    /// # Errors
+    /// [`Unavailable`] saying why the index cannot answer for this store.
+    pub fn open(db: &Path) -> Result<Self, Unavailable> {
+        let dir = dir_of(db);
+        let manifest = Manifest::read(&dir)?;
+        if StoreStamp::of(db) != manifest.store {
+            return Err(Unavailable::Stale);
+        }
+        Self::open_files(&dir, manifest)
+    }
+
+    fn open_files(dir: &Path, manifest: Manifest) -> Result<Self, Unavailable> {
+        let mut segments = Vec::with_capacity(manifest.segments.len());
+        for e in &manifest.segments {
+            let seg = Segment::open(&dir.join(&e.file)).map_err(|err| Unavailable::Corrupt(err.to_string()))?;
+            if seg.len() as u64 != e.rows {
+                return Err(Unavailable::Corrupt(format!("{}: row count differs from the manifest", e.file)));
+            }
+            let dead = match &e.tombstones {
+                Some(t) => read_tombstones(&dir.join(t), seg.len()).map_err(Unavailable::Corrupt)?,
+                None => Vec::new(),
+            };
+            segments.push(Live { seg, dead });
+        }
+        Ok(Self { segments, manifest })
+    }
+
+    /// The manifest this index was opened from.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Total live rows.
+    pub fn rows(&self) -> u64 {
+        self.manifest.stamp.rows
+    }
+
+    /// The first `q.limit` rows matching `q`, in search order — the rows DuckDB's
+    /// `… ORDER BY created DESC, source, conversation_id, message_id LIMIT ?` returns.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn search(&self, q: &Query<'_>) -> Result<Vec<Hit>, Corrupt> {
+        let pattern = q.term.map(Pattern::new);
+        // (segment, row) candidates, kept sorted and cut to `limit`.
+        let mut best: Vec<(usize, usize)> = Vec::new();
+        for (si, live) in self.segments.iter().enumerate() {
+            let seg = &live.seg;
+            if seg.is_empty() {
+                continue;
+            }
+            if best.len() >= q.limit {
+                // Nothing in this segment can beat the current last row.
+                let (ls, lr) = best[best.len() - 1];
+                let worst = self.segments[ls].seg.key(lr)?;
+                if order(worst, seg.key(0)?) == std::cmp::Ordering::Less {
+                    continue;
+                }
+            }
+            let rows = match &pattern {
+                Some(p) => find_in(live, p, q)?,
+                None => questions_in(live, q.limit)?,
+            };
+            if rows.is_empty() {
+                continue;
+            }
+            best.extend(rows.into_iter().map(|r| (si, r)));
+            let mut keyed = Vec::with_capacity(best.len());
+            for &(s, r) in &best {
+                keyed.push(((s, r), self.segments[s].seg.key(r)?));
+            }
+            keyed.sort_by(|a, b| order(a.1, b.1));
+            keyed.truncate(q.limit);
+            best = keyed.into_iter().map(|(sr, _)| sr).collect();
+        }
+        best.into_iter()
+            .map(|(s, r)| {
+                let seg = &self.segments[s].seg;
+                Ok(Hit {
+                    created_us: *seg.created().get(r).ok_or(Corrupt)?,
+                    source: seg.source(r)?.to_owned(),
+                    role: seg.role(r)?.to_owned(),
+                    conversation_id: seg.conversation_id(r)?.to_owned(),
+                    message_id: seg.message_id(r)?.to_owned(),
+                    preview: seg.preview(r)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Rows of one segment matching an `ILIKE` query, in order, at most `q.limit`.
+fn find_in(live: &Live, pattern: &Pattern, q: &Query<'_>) -> Result<Vec<usize>, Corrupt> {
+    let seg = &live.seg;
+    let role = match q.role {
+        Some(r) => match seg.role_id(r)? {
+            Some(id) => Some(id),
+            None => return Ok(Vec::new()),
+        },
+        None => None,
+    };
+    let need_typed = q.exclude_injected && q.role == Some("user");
+    let (roles, flags) = (seg.role_ids(), seg.flags());
+    let mut accept = |row: usize| {
+        !live.is_dead(row)
+            && role.is_none_or(|id| roles.get(row) == Some(&id))
+            && (!need_typed || flags.get(row).is_some_and(|f| f & NOT_INJECTED != 0))
+    };
+    let mut out = Vec::new();
+    let filter = seg.filter();
+    scan::find(&seg.texts(), Some(&filter), pattern, &mut accept, q.limit, &mut out)?;
+    Ok(out)
+}
+
+/// Rows of one segment in the questions mode, in order, at most `limit`.
+fn questions_in(live: &Live, limit: usize) -> Result<Vec<usize>, Corrupt> {
+    let seg = &live.seg;
+    let Some(user) = seg.role_id("user")? else {
+        return Ok(Vec::new());
+    };
+    let want = HAS_QUESTION | NOT_INJECTED;
+    let (roles, flags) = (seg.role_ids(), seg.flags());
+    Ok((0..seg.len())
+        .filter(|&r| roles.get(r) == Some(&user) && flags.get(r).is_some_and(|f| f & want == want) && !live.is_dead(r))
+        .take(limit)
+        .collect())
+}
+
+/// Opened indexes kept across calls of a long-running process (`skills serve`):
+/// reopened only when the manifest or the store's files changed.
+#[derive(Debug, Default)]
+pub struct Cache {
+    held: Mutex<Option<(CacheKey, Arc<Index>)>>,
+}
+
+type CacheKey = (PathBuf, Option<FileStamp>, StoreStamp);
+
+impl Cache {
+    /// The index of the store at `db`, as [`Index::open`] gives it.
+    ///
+    /// # Errors
+    /// [`Unavailable`].
+    pub fn get(&self, db: &Path) -> Result<Arc<Index>, Unavailable> {
+        let key = (
+            db.to_path_buf(),
+            FileStamp::of(&dir_of(db).join(MANIFEST)),
+            StoreStamp::of(db),
+        );
+        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((k, index)) = held.as_ref() {
+            if *k == key {
+                return Ok(index.clone());
+            }
+        }
+        *held = None;
+        let index = Arc::new(Index::open(db)?);
+        *held = Some((key, index.clone()));
+        Ok(index)
+    }
+}
+
+/// The conversations one writable session changed, as (`source`, `conversation_id`).
+pub type Touched = HashSet<(String, String)>;
+
+/// What [`Writer::update`] did, for the ingest summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct UpdateReport {
+    /// True when the index was built from the whole table.
+    pub rebuilt: bool,
+    /// Why it was rebuilt, when it was.
+    pub reason: Option<String>,
+    /// Rows written into new segments (including merges).
+    pub rows_written: u64,
+    /// Segments after the update.
+    pub segments: usize,
+    /// Live rows after the update.
+    pub rows: u64,
+    /// Bytes of all segment files.
+    pub bytes: u64,
+}
+
+/// The writer side, held by a writable store from open to close.
+#[derive(Debug)]
+pub struct Writer {
+    dir: PathBuf,
+    db: PathBuf,
+    _lock: std::fs::File,
+    /// The manifest when the store was opened, if it matched the store then.
+    base: Option<Manifest>,
+    /// Why `base` is `None`.
+    base_reason: Option<String>,
+}
+
+const ROW_SQL: &str = "SELECT epoch_us(created), source, conversation_id, message_id, role, \
+     (has_question = 1) AS q, (is_injected IS FALSE) AS typed, content FROM all_conversations";
+const ROW_ORDER: &str = " ORDER BY created DESC, source ASC, conversation_id ASC, message_id ASC";
+
+impl Writer {
+    /// Takes the index lock of the store at `db` (waiting for another writer to
+    /// publish) and reads the current manifest — call before opening the database,
+    /// so the stamp is compared with the database as the last writer left it.
+    ///
+    /// # Errors
+    /// [`IndexError::Io`] when the folder or the lock cannot be created.
+    pub fn begin(db: &Path) -> Result<Self, IndexError> {
+        let dir = dir_of(db);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let lock_path = dir.join("LOCK");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        lock.lock().map_err(io(&lock_path))?;
+        let (base, base_reason) = match Manifest::read(&dir) {
+            Ok(m) if m.store == StoreStamp::of(db) => (Some(m), None),
+            Ok(_) => (None, Some(Unavailable::Stale.to_string())),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        Ok(Self {
+            dir,
+            db: db.to_path_buf(),
+            _lock: lock,
+            base,
+            base_reason,
+        })
+    }
+
+    fn next_name(next: &mut u64, ext: &str) -> String {
+        let name = format!("{:08}.{ext}", *next);
+        *next += 1;
+        name
+    }
+
+    /// Brings the index up to date with the table through `conn`, given the
+    /// conversations this session changed; returns the manifest to publish once the
+    /// database is closed ([`Writer::publish`]).
+    ///
+    /// # Errors
+    /// [`IndexError`] when the table cannot be read or a file cannot be written.
+    pub fn update(
+        &self,
+        conn: &duckdb::Connection,
+        touched: &Touched,
+    ) -> Result<(Manifest, UpdateReport), IndexError> {
+        let Some(base) = &self.base else {
+            return self.rebuild(conn, self.base_reason.clone());
+        };
+        match self.incremental(conn, base.clone(), touched) {
+            Ok((manifest, report)) => {
+                let table = table_stamp(conn)?;
+                if table == manifest.stamp {
+                    return Ok((manifest, report));
+                }
+                let why = format!(
+                    "after the update the index held {} rows, the table {}",
+                    manifest.stamp.rows, table.rows
+                );
+                self.rebuild(conn, Some(why))
+            }
+            Err(IndexError::DuckDb(e)) => Err(IndexError::DuckDb(e)),
+            Err(e) => self.rebuild(conn, Some(e.to_string())),
+        }
+    }
+
+    /// Builds the index from the whole table.
+    fn rebuild(
+        &self,
+        conn: &duckdb::Connection,
+        why: Option<String>,
+    ) -> Result<(Manifest, UpdateReport), IndexError> {
+        let mut next = self.base.as_ref().map_or(1, |m| m.next_file);
+        if let Ok(m) = Manifest::read(&self.dir) {
+            next = next.max(m.next_file);
+        }
+        let file = Self::next_name(&mut next, "seg");
+        let written = build_from_table(conn, None, &self.dir.join(&file))?;
+        let entry = SegmentEntry {
+            file,
+            rows: written.rows,
+            live: written.rows,
+            bytes: written.bytes,
+            crc32: written.crc32,
+            key_xor: format!("{:016x}", written.key_xor),
+            max_created_us: (written.rows > 0).then_some(written.max_created_us),
+            tombstones: None,
+        };
+        let segments = if written.rows > 0 { vec![entry] } else { Vec::new() };
+        let manifest = self.manifest(next, segments);
+        let table = table_stamp(conn)?;
+        if table != manifest.stamp {
+            return Err(IndexError::Mismatch(format!(
+                "built {} rows, the table has {} (written while building?)",
+                manifest.stamp.rows, table.rows
+            )));
+        }
+        let report = UpdateReport {
+            rebuilt: true,
+            reason: why,
+            rows_written: written.rows,
+            segments: manifest.segments.len(),
+            rows: manifest.stamp.rows,
+            bytes: manifest.segments.iter().map(|s| s.bytes).sum(),
+        };
+        Ok((manifest, report))
+    }
+
+    fn manifest(&self, next_file: u64, mut segments: Vec<SegmentEntry>) -> Manifest {
+        segments.sort_by(|a, b| b.max_created_us.cmp(&a.max_created_us).then_with(|| a.file.cmp(&b.file)));
+        let rows = segments.iter().map(|s| s.live).sum();
+        let max_created_us = segments.iter().filter_map(|s| s.max_created_us).max();
+        let key_xor = segments
+            .iter()
+            .map(|s| u64::from_str_radix(&s.key_xor, 16).unwrap_or(0))
+            .fold(0, |a, b| a ^ b);
+        Manifest {
+            version: MANIFEST_VERSION,
+            generation: self.base.as_ref().map_or(1, |m| m.generation + 1),
+            next_file,
+            segments,
+            stamp: Stamp {
+                rows,
+                max_created_us,
+                key_xor: format!("{key_xor:016x}"),
+            },
+            store: StoreStamp { db: None, wal: None },
+        }
+    }
+
+    /// New segment for the touched conversations, tombstones for their old rows,
+    /// then merges by size tier.
+    fn incremental(
+        &self,
+        conn: &duckdb::Connection,
+        base: Manifest,
+        touched: &Touched,
+    ) -> Result<(Manifest, UpdateReport), IndexError> {
+        let mut next = base.next_file;
+        let mut entries: Vec<SegmentEntry> = Vec::new();
+        let mut rows_written = 0;
+        // Mask the touched conversations' rows in the segments that hold them.
+        for e in base.segments {
+            let mut e = e;
+            if !touched.is_empty() {
+                let seg = Segment::open(&self.dir.join(&e.file))?;
+                let mut dead = match &e.tombstones {
+                    Some(t) => read_tombstones(&self.dir.join(t), seg.len()).map_err(|r| IndexError::Mismatch(r))?,
+                    None => vec![0u64; seg.len().div_ceil(64)],
+                };
+                let masked = mask(&seg, touched, &mut dead)?;
+                if masked.rows > 0 {
+                    let name = Self::next_name(&mut next, "del");
+                    write_synced(&self.dir.join(&name), bytemuck::cast_slice(&dead))?;
+                    e.tombstones = Some(name);
+                    e.live -= masked.rows;
+                    let xor = u64::from_str_radix(&e.key_xor, 16).unwrap_or(0) ^ masked.key_xor;
+                    e.key_xor = format!("{xor:016x}");
+                    e.max_created_us = first_live_created(&seg, &dead);
+                }
+            }
+            if e.live > 0 {
+                entries.push(e);
+            }
+        }
+        if !touched.is_empty() {
+            let file = Self::next_name(&mut next, "seg");
+            let written = build_from_table(conn, Some(touched), &self.dir.join(&file))?;
+            rows_written += written.rows;
+            if written.rows > 0 {
+                entries.push(SegmentEntry {
+                    file,
+                    rows: written.rows,
+                    live: written.rows,
+                    bytes: written.bytes,
+                    crc32: written.crc32,
+                    key_xor: format!("{:016x}", written.key_xor),
+                    max_created_us: Some(written.max_created_us),
+                    tombstones: None,
+                });
+            }
+        }
+        rows_written += self.merge_tiers(&mut entries, &mut next)?;
+        let manifest = self.manifest(next, entries);
+        let report = UpdateReport {
+            rebuilt: false,
+            reason: None,
+            rows_written,
+            segments: manifest.segments.len(),
+            rows: manifest.stamp.rows,
+            bytes: manifest.segments.iter().map(|s| s.bytes).sum(),
+        };
+        Ok((manifest, report))
+    }
+
+    /// Merges segments of one size tier once there are [`TIER_FANOUT`] of them, and
+    /// rewrites segments with more masked than live rows. Returns rows written.
+    fn merge_tiers(&self, entries: &mut Vec<SegmentEntry>, next: &mut u64) -> Result<u64, IndexError> {
+        let tier = |live: u64| (64 - live.max(1).leading_zeros()) / 2;
+        let mut written_rows = 0;
+        loop {
+            let mut group: Vec<usize> = Vec::new();
+            let mut tiers: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
+            for (i, e) in entries.iter().enumerate() {
+                tiers.entry(tier(e.live)).or_default().push(i);
+            }
+            if let Some((_, g)) = tiers.into_iter().find(|(_, g)| g.len() >= TIER_FANOUT) {
+                group = g;
+            } else if let Some(i) = entries.iter().position(|e| e.live * 2 < e.rows) {
+                group.push(i);
+            }
+            if group.is_empty() {
+                return Ok(written_rows);
+            }
+            let parts: Vec<SegmentEntry> = group.iter().rev().map(|&i| entries.remove(i)).collect();
+            let file = Self::next_name(next, "seg");
+            let merged = merge(&self.dir, &parts, &self.dir.join(&file))?;
+            written_rows += merged.rows;
+            if merged.rows > 0 {
+                entries.push(SegmentEntry {
+                    file,
+                    rows: merged.rows,
+                    live: merged.rows,
+                    bytes: merged.bytes,
+                    crc32: merged.crc32,
+                    key_xor: format!("{:016x}", merged.key_xor),
+                    max_created_us: Some(merged.max_created_us),
+                    tombstones: None,
+                });
+            }
+        }
+    }
+
+    /// Publishes `manifest` against the database as it is now (call after the
+    /// database was checkpointed and closed), then removes files no manifest names.
+    ///
+    /// # Errors
+    /// [`IndexError::Io`].
+    pub fn publish(self, mut manifest: Manifest) -> Result<(), IndexError> {
+        manifest.store = StoreStamp::of(&self.db);
+        let tmp = self.dir.join("MANIFEST.tmp");
+        let json = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
+        write_synced(&tmp, &json)?;
+        let dest = self.dir.join(MANIFEST);
+        std::fs::rename(&tmp, &dest).map_err(io(&dest))?;
+        sync_dir(&self.dir)?;
+        let keep: HashSet<&str> = manifest
+            .segments
+            .iter()
+            .flat_map(|s| std::iter::once(s.file.as_str()).chain(s.tombstones.as_deref()))
+            .chain([MANIFEST, "LOCK"])
+            .collect();
+        if let Ok(files) = std::fs::read_dir(&self.dir) {
+            for f in files.flatten() {
+                let name = f.file_name();
+                if !keep.contains(name.to_string_lossy().as_ref()) {
+                    let _ = std::fs::remove_file(f.path());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
+    let mut f = std::fs::File::create(path).map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))?;
+    f.sync_all().map_err(io(path))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), IndexError> {
+    #[cfg(unix)]
+    {
+        let d = std::fs::File::open(dir).map_err(io(dir))?;
+        d.sync_all().map_err(io(dir))?;
+    }
+    Ok(())
+}
+
+/// Rows masked by [`mask`] and the XOR of their key hashes.
+struct Masked {
+    rows: u64,
+    key_xor: u64,
+}
+
+/// Sets the tombstone bits of the rows of `seg` that belong to `touched`
+/// conversations and are not masked yet.
+fn mask(seg: &Segment, touched: &Touched, dead: &mut [u64]) -> Result<Masked, IndexError> {
+    let corrupt = |_| IndexError::Mismatch(format!("{} is damaged", seg.path()));
+    let mut wanted: HashSet<(u16, u32)> = HashSet::new();
+    for (source, conv) in touched {
+        if let (Some(s), Some(c)) = (
+            seg.source_id(source).map_err(corrupt)?,
+            seg.conversation_id_of(conv).map_err(corrupt)?,
+        ) {
+            wanted.insert((s, c));
+        }
+    }
+    let mut out = Masked { rows: 0, key_xor: 0 };
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    let (sources, convs) = (seg.source_ids(), seg.conversation_ids());
+    for row in 0..seg.len() {
+        let (Some(&s), Some(&c)) = (sources.get(row), convs.get(row)) else {
+            return Err(corrupt(Corrupt));
+        };
+        let (w, bit) = (row / 64, 1u64 << (row % 64));
+        if dead[w] & bit == 0 && wanted.contains(&(s, c)) {
+            dead[w] |= bit;
+            out.rows += 1;
+            let (_, source, conv, msg) = seg.key(row).map_err(corrupt)?;
+            out.key_xor ^= key_hash(source, conv, msg);
+        }
+    }
+    Ok(out)
+}
+
+fn first_live_created(seg: &Segment, dead: &[u64]) -> Option<i64> {
+    (0..seg.len())
+        .find(|&r| dead.get(r / 64).is_none_or(|w| w & (1 << (r % 64)) == 0))
+        .and_then(|r| seg.created().get(r).copied())
+}
+
+/// The stamp of the table itself.
+fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, IndexError> {
+    let (rows, max): (i64, Option<i64>) = conn.query_row(
+        "SELECT count(*), max(epoch_us(created)) FROM all_conversations",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let mut stmt = conn.prepare("SELECT source, conversation_id, message_id FROM all_conversations")?;
+    let mut it = stmt.query([])?;
+    let mut xor = 0u64;
+    while let Some(r) = it.next()? {
+        let (s, c, m) = (str_ref(r, 0)?, str_ref(r, 1)?, str_ref(r, 2)?);
+        xor ^= key_hash(s, c, m);
+    }
+    Ok(Stamp {
+        rows: u64::try_from(rows).unwrap_or(0),
+        max_created_us: max,
+        key_xor: format!("{xor:016x}"),
+    })
+}
+
+fn str_ref<'r>(row: &'r duckdb::Row<'_>, i: usize) -> Result<&'r str, duckdb::Error> {
+    match row.get_ref(i)? {
+        duckdb::types::ValueRef::Text(b) => std::str::from_utf8(b).map_err(|e| duckdb::Error::FromSqlConversionFailure(i, duckdb::types::Type::Text, Box::new(e))),
+        other => Err(duckdb::Error::InvalidColumnType(i, format!("column {i}"), other.data_type())),
+    }
+}
+
+/// Writes the rows of the table (of the `only` conversations, when given) as a
+/// segment at `path`.
+fn build_from_table(
+    conn: &duckdb::Connection,
+    only: Option<&Touched>,
+    path: &Path,
+) -> Result<segment::Written, IndexError> {
+    let sql = if let Some(touched) = only {
+        conn.execute_batch(
+            "CREATE OR REPLACE TEMP TABLE index_touched (source VARCHAR, conversation_id VARCHAR)",
+        )?;
+        {
+            let mut app = conn.appender("index_touched")?;
+            for (s, c) in touched {
+                app.append_row(duckdb::params![s, c])?;
+            }
+            app.flush()?;
+        }
+        format!(
+            "{ROW_SQL} WHERE (source, conversation_id) IN (SELECT source, conversation_id FROM index_touched){ROW_ORDER}"
+        )
+    } else {
+        format!("{ROW_SQL}{ROW_ORDER}")
+    };
+    let mut builder = SegmentBuilder::new();
+    let (mut folded, mut case) = (Vec::new(), Vec::new());
+    {
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            folded.clear();
+            case.clear();
+            let content = str_ref(r, 7)?;
+            scan::fold_with_case(content, segment::PREVIEW_CHARS, &mut folded, &mut case);
+            let created_us: i64 = r.get(0)?;
+            if !(MIN_US..=MAX_US).contains(&created_us) {
+                return Err(IndexError::Mismatch(format!(
+                    "`created` {created_us} µs is outside the years 1–9999 the index shows"
+                )));
+            }
+            let flags = if r.get::<_, bool>(5)? { HAS_QUESTION } else { 0 }
+                | if r.get::<_, bool>(6)? { NOT_INJECTED } else { 0 };
+            builder.push(&RowIn {
+                created_us,
+                source: str_ref(r, 1)?,
+                conversation_id: str_ref(r, 2)?,
+                message_id: str_ref(r, 3)?,
+                role: str_ref(r, 4)?,
+                flags,
+                folded: &folded,
+                case: &case,
+            })?;
+        }
+    }
+    if only.is_some() {
+        conn.execute_batch("DROP TABLE IF EXISTS index_touched")?;
+    }
+    Ok(builder.write(path)?)
+}
+
+/// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z in µs: the range DuckDB's
+/// `strftime` and the index format the same way.
+const MIN_US: i64 = -62_135_596_800_000_000;
+const MAX_US: i64 = 253_402_300_799_999_999;
+
+/// Merges the live rows of `parts` (segment files in `dir`) into one segment at `path`.
+fn merge(dir: &Path, parts: &[SegmentEntry], path: &Path) -> Result<segment::Written, IndexError> {
+    let mut lives = Vec::with_capacity(parts.len());
+    for e in parts {
+        let seg = Segment::open(&dir.join(&e.file))?;
+        let dead = match &e.tombstones {
+            Some(t) => read_tombstones(&dir.join(t), seg.len()).map_err(IndexError::Mismatch)?,
+            None => Vec::new(),
+        };
+        lives.push(Live { seg, dead });
+    }
+    let corrupt = |_| IndexError::Mismatch(format!("a segment merged into {} is damaged", path.display()));
+    let mut cursor = vec![0usize; lives.len()];
+    let mut builder = SegmentBuilder::new();
+    loop {
+        let mut pick: Option<usize> = None;
+        for (i, live) in lives.iter().enumerate() {
+            while cursor[i] < live.seg.len() && live.is_dead(cursor[i]) {
+                cursor[i] += 1;
+            }
+            if cursor[i] >= live.seg.len() {
+                continue;
+            }
+            pick = match pick {
+                None => Some(i),
+                Some(p) => {
+                    let a = lives[p].seg.key(cursor[p]).map_err(corrupt)?;
+                    let b = live.seg.key(cursor[i]).map_err(corrupt)?;
+                    if order(b, a) == std::cmp::Ordering::Less { Some(i) } else { Some(p) }
+                }
+            };
+        }
+        let Some(p) = pick else { break };
+        builder.push(&lives[p].seg.row(cursor[p]).map_err(corrupt)?)?;
+        cursor[p] += 1;
+    }
+    Ok(builder.write(path)?)
+}

@@ -1,0 +1,299 @@
+//! The conversations search index answers exactly as DuckDB: the engine is run both
+//! ways (index on, index off) on generated stores with Unicode traps, on the whole
+//! real corpus, after appends, rewrites and merges; `fold` is compared with DuckDB's
+//! `lower()` over every code point; stale and damaged indexes fall back to DuckDB.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use skills::bench::gen::{self, Spec};
+use skills::engines::search_conversations::SearchConversations;
+use skills::engines::{Context, Engine};
+use skills::model::Message;
+use skills::search::scan::fold;
+use skills::stores::conversations::index::{self, Index, Unavailable};
+use skills::stores::conversations::ConversationStore;
+use skills::stores::StorePaths;
+
+/// Probe terms: wildcards, escapes, case-folding traps, emoji, the questions mode ("").
+const TERMS: &[&str] = &[
+    "the", "serde", "async fn", "user_id", "user%id", "persofi", gen::ABSENT_TERM, "CAFÉ",
+    "café", "Café", "cafe", "caf_", "caf_s", "caf__s", "caf%s", "İSTANBUL", "istanbul",
+    "i̇stanbul", "ΣΟΦΊΑ", "σοφια", "σοφία", "ς", "k", "\u{212A}", "STRASSE", "ß", "ǆ", "ǅ",
+    "ǅemal", "file", "ﬁ", "50%", "%", "%%", "_", "__", "a_b", "a\\_b", "back\\slash", "\\",
+    "😀", "🚀 ", "_😀", "%_%", "% off_", "e%e%e%e", "_x_", "", "Q", "?", "```", " fn ",
+];
+
+const TRICKY: &[&str] = &[
+    "Un CAFÉ au lait", "café crème", "CAFE without accent", "cafés en terrasse",
+    "İstanbul and istanbul", "ΣΟΦΙΑ and σοφία and Σοφίας", "Kelvin 5\u{212A}",
+    "Straße STRASSE", "ǅemal", "50% off_sale", "a_b and a-b", "back\\slash", "user_id = 1",
+    "ﬁle ligature", "emoji 😀 and 🚀", "x", "Is this a QUESTION?",
+    "A long one: ΑΒΓΔ ÀÉÎÕÜ \u{212A}\u{212B} İİİ ǅǈǋ ＡＢＣ 𐐀𐐁 and then more text past two hundred characters \
+     so that the preview cut lands after the exceptions: ÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉÉ",
+];
+
+fn context(dir: &Path, index: bool) -> Context {
+    Context::new(StorePaths::in_dir(dir)).with_search_index(index)
+}
+
+fn call(ctx: &Context, term: &str, role: Option<&str>, limit: i64) -> Value {
+    SearchConversations
+        .call(&json!({"term": term, "role": role, "limit": limit}), ctx)
+        .unwrap()
+}
+
+/// Every term × role × limit gives the same output both ways; returns how many
+/// calls were compared. Fails when the index is not in use.
+fn assert_same(dir: &Path, what: &str) -> usize {
+    let db = StorePaths::in_dir(dir).conversations;
+    Index::open(&db).unwrap_or_else(|e| panic!("{what}: index not usable: {e}"));
+    let (fast, slow) = (context(dir, true), context(dir, false));
+    let mut mismatches = Vec::new();
+    let mut n = 0;
+    for term in TERMS {
+        for role in [None, Some("user"), Some("assistant")] {
+            for limit in [1, 15, 500] {
+                let (a, b) = (call(&fast, term, role, limit), call(&slow, term, role, limit));
+                n += 1;
+                if a != b {
+                    mismatches.push(format!(
+                        "{term:?} {role:?} {limit}: index {} rows, duckdb {} rows\n index {}\n duckdb {}",
+                        a["count"], b["count"], a["rows"].get(0).unwrap_or(&Value::Null), b["rows"].get(0).unwrap_or(&Value::Null)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{what}: {} mismatches\n{}", mismatches.len(), mismatches[..mismatches.len().min(5)].join("\n"));
+    n
+}
+
+fn tricky_rows(prefix: &str, at: &str) -> Vec<Message> {
+    let template = gen::Generator::new(Spec::new(2)).next().unwrap()[0].clone();
+    TRICKY
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut m = template.clone();
+            m.conversation_id = format!("{prefix}-{}", i % 3);
+            m.message_id = format!("m-{i}");
+            m.content = (*t).to_owned();
+            m.timestamp = chrono::DateTime::parse_from_rfc3339(at).unwrap().into();
+            m.role = if i % 2 == 0 { "user" } else { "assistant" }.to_owned();
+            m.is_injected = i % 5 == 4;
+            m
+        })
+        .collect()
+}
+
+fn open(dir: &Path) -> ConversationStore {
+    ConversationStore::open_rw(&StorePaths::in_dir(dir).conversations).unwrap()
+}
+
+#[test]
+fn index_answers_as_duckdb_after_builds_appends_and_merges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let store = open(dir);
+    gen::fill_store(&store, Spec::new(3_000), 1_000).unwrap();
+    // Same `created` for many rows, two sources sharing ids: the tie-break decides.
+    store.insert(&tricky_rows("tricky", "2026-06-01T00:00:00Z")).unwrap();
+    let mut twin = tricky_rows("tricky", "2026-06-01T00:00:00Z");
+    for m in &mut twin {
+        m.source = "aaa-twin".into();
+    }
+    store.insert(&twin).unwrap();
+    let report = store.close().unwrap().unwrap();
+    assert!(report.rebuilt, "{report:?}");
+    let calls = assert_same(dir, "fresh build");
+    assert_eq!(calls, TERMS.len() * 9);
+
+    // Appends: new conversations, rows added to stored ones, older than the newest
+    // rows and newer; then enough rounds to merge tiers.
+    for round in 0..6 {
+        let store = open(dir);
+        let spec = Spec {
+            messages: 40,
+            seed: 100 + round,
+        };
+        gen::fill_store(&store, spec, 10).unwrap();
+        let mut more = tricky_rows("tricky", &format!("2025-0{}-15T10:00:00Z", round + 1));
+        for m in &mut more {
+            m.message_id = format!("r{round}-{}", m.message_id);
+        }
+        store.insert(&more).unwrap();
+        let report = store.close().unwrap().unwrap();
+        assert!(!report.rebuilt, "round {round}: {report:?}");
+        assert_same(dir, &format!("append round {round}"));
+    }
+    let m = index::Manifest::read(&index::dir_of(&StorePaths::in_dir(dir).conversations)).unwrap();
+    assert!(m.segments.len() < 7, "tiers were merged: {} segments", m.segments.len());
+    assert!(m.segments.iter().any(|s| s.tombstones.is_some()) || m.segments.len() < 7);
+
+    // A write without close leaves the index stale: answers still equal, from DuckDB.
+    let store = open(dir);
+    store.insert(&tricky_rows("late", "2027-01-01T00:00:00Z")).unwrap();
+    drop(store);
+    let db = StorePaths::in_dir(dir).conversations;
+    assert_eq!(Index::open(&db).unwrap_err(), Unavailable::Stale);
+    let (fast, slow) = (context(dir, true), context(dir, false));
+    assert_eq!(call(&fast, "café", None, 500), call(&slow, "café", None, 500));
+    // The next writable close rebuilds it.
+    let report = open(dir).close().unwrap().unwrap();
+    assert!(report.rebuilt);
+    assert_same(dir, "rebuilt after a stale index");
+}
+
+#[test]
+fn index_answers_as_duckdb_on_the_real_corpus_with_rewrites() {
+    let Some(corpus) = corpus() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let data = dir.join("data");
+    // Copy the corpus so files can be rewritten.
+    let src = dir.join("src");
+    copy_tree(&corpus, &src);
+    let store = open(&data);
+    skills::ingest::ingest_paths(&store, &[src.clone()], &mut |_, _| {});
+    store.close().unwrap();
+    assert_same(&data, "whole corpus");
+    // Rewrite a whole-document export and append to an append-only log.
+    let chatgpt = walk(&src).into_iter().find(|p| p.ends_with("conversations.json"));
+    if let Some(p) = chatgpt {
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replacen("\"", "\"", 1) + "\n").unwrap();
+    }
+    let jsonl = walk(&src.join("claude-code")).into_iter().find(|p| p.extension().is_some_and(|e| e == "jsonl"));
+    if let Some(p) = jsonl {
+        let line = json!({"type": "user", "uuid": "appended-1", "sessionId": "s-appended",
+            "timestamp": "2027-02-02T00:00:00Z",
+            "message": {"role": "user", "content": "An appended CAFÉ question about serde?"}});
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str(&format!("{line}\n"));
+        std::fs::write(&p, text).unwrap();
+    }
+    let store = open(&data);
+    skills::ingest::ingest_paths(&store, &[src], &mut |_, _| {});
+    let report = store.close().unwrap().unwrap();
+    assert!(!report.rebuilt, "{report:?}");
+    assert_same(&data, "corpus after a rewrite and an append");
+}
+
+#[test]
+fn damaged_or_foreign_indexes_fall_back_to_duckdb() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let store = open(dir);
+    gen::fill_store(&store, Spec::new(500), 500).unwrap();
+    store.close().unwrap();
+    let db = StorePaths::in_dir(dir).conversations;
+    let ixdir = index::dir_of(&db);
+    let m = index::Manifest::read(&ixdir).unwrap();
+    let seg = ixdir.join(&m.segments[0].file);
+    let slow = call(&context(dir, false), "the", None, 15);
+    // Overwrite bytes in the text region, the header, then truncate: never a panic, and
+    // the answer is DuckDB's whenever the damage is detectable.
+    let original = std::fs::read(&seg).unwrap();
+    let mut bad = original.clone();
+    bad[0] = b'X';
+    std::fs::write(&seg, &bad).unwrap();
+    assert!(matches!(Index::open(&db), Err(Unavailable::Corrupt(_))));
+    assert_eq!(call(&context(dir, true), "the", None, 15), slow);
+    std::fs::write(&seg, &original[..original.len() / 2]).unwrap();
+    assert!(matches!(Index::open(&db), Err(Unavailable::Corrupt(_))));
+    assert_eq!(call(&context(dir, true), "the", None, 15), slow);
+    // Garbage in the offsets (header intact): searching must not panic.
+    let mut bad = original.clone();
+    let mid = bad.len() / 3;
+    for b in &mut bad[mid..mid + 4096] {
+        *b = 0xFF;
+    }
+    std::fs::write(&seg, &bad).unwrap();
+    if let Ok(ix) = Index::open(&db) {
+        for t in ["the", "%", "_", ""] {
+            let _ = ix.search(&index::Query { term: Some(t), role: None, exclude_injected: true, limit: 500 });
+        }
+    }
+    std::fs::write(ixdir.join(index::MANIFEST), b"{not json").unwrap();
+    assert!(matches!(Index::open(&db), Err(Unavailable::Corrupt(_))));
+    assert_eq!(call(&context(dir, true), "the", None, 15), slow);
+    // And the next ingest rebuilds it.
+    let report = open(dir).close().unwrap().unwrap();
+    assert!(report.rebuilt);
+    assert_same(dir, "rebuilt after damage");
+}
+
+/// `fold` equals DuckDB's `lower()` on every Unicode scalar value (checked in chunks;
+/// folding maps one code point to one, so a chunk compares position by position).
+#[test]
+fn fold_matches_duckdb_lower_on_every_code_point() {
+    let conn = duckdb::Connection::open_in_memory().unwrap();
+    let chars: Vec<char> = (0u32..=0x10FFFF).filter_map(char::from_u32).filter(|c| *c != '\0').collect();
+    let mut differing = 0;
+    let mut mismatches = Vec::new();
+    for chunk in chars.chunks(4096) {
+        let s: String = chunk.iter().collect();
+        let lower: String = conn.query_row("SELECT lower(?)", [&s], |r| r.get(0)).unwrap();
+        let mut folded = Vec::new();
+        fold(&s, &mut folded);
+        let folded = String::from_utf8(folded).unwrap();
+        differing += chunk.iter().filter(|c| skills::search::scan::fold_char(**c) != **c).count();
+        if folded != lower {
+            for (c, (a, b)) in chunk.iter().zip(folded.chars().zip(lower.chars())) {
+                if a != b {
+                    mismatches.push(format!("U+{:04X}: fold {:?}, duckdb {:?}", *c as u32, a, b));
+                }
+            }
+            if folded.chars().count() != lower.chars().count() {
+                mismatches.push(format!("chunk at U+{:04X}: lengths differ", chunk[0] as u32));
+            }
+        }
+    }
+    assert!(differing > 1000, "{differing} code points fold");
+    assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
+}
+
+fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!("skipped: no corpus at {} (set SKILLS_CORPUS_DIR)", dir.display());
+        None
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for f in walk(from) {
+        let rel = f.strip_prefix(from).unwrap();
+        // The benchmark half of LoCoMo is not transcripts; leave it out.
+        if rel.starts_with("locomo") {
+            continue;
+        }
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&f, &dest).unwrap();
+    }
+}
