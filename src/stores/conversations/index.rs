@@ -44,6 +44,8 @@ use crate::search::scan::{self, Corrupt, Pattern};
 pub const MANIFEST: &str = "MANIFEST";
 /// Version of the manifest this code writes and reads.
 pub const MANIFEST_VERSION: u32 = 1;
+/// How long a writer waits for another writer's index lock.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Segments of one size tier merged together once there are this many.
 const TIER_FANOUT: usize = 4;
 
@@ -507,7 +509,29 @@ impl Writer {
             .write(true)
             .open(&lock_path)
             .map_err(io(&lock_path))?;
-        lock.lock().map_err(io(&lock_path))?;
+        // Another writer holds it while it ingests: wait as long as for DuckDB's lock.
+        let start = std::time::Instant::now();
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(IndexError::Io {
+                        path: lock_path,
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::WouldBlock,
+                            format!(
+                                "held by another process for {} s (a `skills ingest` still running?)",
+                                LOCK_WAIT.as_secs()
+                            ),
+                        ),
+                    })
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
+            }
+        }
         let (base, base_reason) = match Manifest::read(&dir) {
             Ok(m) if m.store == StoreStamp::of(db) => (Some(m), None),
             Ok(_) => (None, Some(Unavailable::Stale.to_string())),
