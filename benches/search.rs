@@ -191,6 +191,13 @@ fn main() -> Result<()> {
         dir.display()
     );
 
+    let db = dir.join("conversations.duckdb");
+    if let Err(why) = Index::open(&db) {
+        eprintln!("index unusable ({why}): building it …");
+        let t = Instant::now();
+        let report = ConversationStore::open_rw(&db)?.close()?;
+        eprintln!("built in {} ({report:?})", fmt_dur(t.elapsed()));
+    }
     let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
     reset_peak();
     let t = Instant::now();
@@ -213,20 +220,7 @@ fn main() -> Result<()> {
         fmt_dur(t.elapsed()),
         fmt_bytes(rss())
     );
-    let db = dir.join("conversations.duckdb");
-    let index = match Index::open(&db) {
-        Ok(ix) => ix,
-        Err(why) => {
-            eprintln!("index unusable ({why}): building it …");
-            drop(conn);
-            drop(store);
-            drop(plain_host);
-            let t = Instant::now();
-            let report = ConversationStore::open_rw(&db)?.close()?;
-            eprintln!("built in {} ({report:?})", fmt_dur(t.elapsed()));
-            return main();
-        }
-    };
+    let index = Index::open(&db).map_err(|e| anyhow::anyhow!("search index: {e}"))?;
     let text_bytes: u64 = conn.query_row("SELECT sum(strlen(content))::BIGINT FROM all_conversations", [], |r| r.get(0))?;
     let index_bytes = common::dir_bytes(&index::dir_of(&db));
     println!(
@@ -317,9 +311,7 @@ fn main() -> Result<()> {
     let copy = dir.with_extension("append");
     let _ = std::fs::remove_dir_all(&copy);
     std::fs::create_dir_all(&copy)?;
-    for f in ["conversations.duckdb"] {
-        std::fs::copy(dir.join(f), copy.join(f))?;
-    }
+    std::fs::copy(&db, copy.join("conversations.duckdb"))?;
     let ixcopy = index::dir_of(&copy.join("conversations.duckdb"));
     std::fs::create_dir_all(&ixcopy)?;
     for e in std::fs::read_dir(index::dir_of(&db))? {

@@ -55,7 +55,15 @@ const SOME_TERMS: &[&str] = &["the", "persofi", "CAFÉ", "caf_s", "e%e%e%e", "%"
 
 fn assert_same_on(dir: &Path, what: &str, terms: &[&str]) -> usize {
     let db = StorePaths::in_dir(dir).conversations;
-    Index::open(&db).unwrap_or_else(|e| panic!("{what}: index not usable: {e}"));
+    let ix = Index::open(&db).unwrap_or_else(|e| panic!("{what}: index not usable: {e}"));
+    // The stamp, key hashes included, is the table's.
+    let conn = duckdb::Connection::open_with_flags(
+        &db,
+        duckdb::Config::default().access_mode(duckdb::AccessMode::ReadOnly).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ix.manifest().stamp, index::Stamp::of_table(&conn).unwrap(), "{what}: stamp");
+    drop(conn);
     let (fast, slow) = (context(dir, true), context(dir, false));
     let mut mismatches = Vec::new();
     let mut n = 0;
@@ -163,14 +171,25 @@ fn index_answers_as_duckdb_on_the_real_corpus_with_rewrites() {
     let src = dir.join("src");
     copy_tree(&corpus, &src);
     let store = open(&data);
-    skills::ingest::ingest_paths(&store, &[src.clone()], &mut |_, _| {});
+    skills::ingest::ingest_paths(&store, std::slice::from_ref(&src), &mut |_, _| {});
     store.close().unwrap();
     assert_same(&data, "whole corpus");
     // Rewrite a whole-document export and append to an append-only log.
-    let chatgpt = walk(&src).into_iter().find(|p| p.ends_with("conversations.json"));
+    let chatgpt = Some(src.join("chatgpt-export/chatgpt-export-converter-win__conversations.json")).filter(|p| p.is_file());
+    let rewritten = chatgpt.is_some();
     if let Some(p) = chatgpt {
         let text = std::fs::read_to_string(&p).unwrap();
-        std::fs::write(&p, text.replacen("\"", "\"", 1) + "\n").unwrap();
+        // A changed message: the conversation is replaced, its old text must not match.
+        let changed = match text.find("\"parts\": [") {
+            Some(i) => {
+                let at = i + "\"parts\": [".len();
+                let q = text[at..].find('"').map_or(at, |j| at + j + 1);
+                format!("{}REWRITTEN persofi {}", &text[..q], &text[q..])
+            }
+            None => text.clone(),
+        };
+        assert_ne!(changed, text, "{}: no message text to change", p.display());
+        std::fs::write(&p, changed).unwrap();
     }
     let jsonl = walk(&src.join("claude-code")).into_iter().find(|p| p.extension().is_some_and(|e| e == "jsonl"));
     if let Some(p) = jsonl {
@@ -186,6 +205,11 @@ fn index_answers_as_duckdb_on_the_real_corpus_with_rewrites() {
     let report = store.close().unwrap().unwrap();
     assert!(!report.rebuilt, "{report:?}");
     assert_same(&data, "corpus after a rewrite and an append");
+    let fast = context(&data, true);
+    assert!(call(&fast, "appended café question", None, 15)["count"] == 1);
+    if rewritten {
+        assert!(call(&fast, "rewritten PERSOFI", None, 15)["count"].as_u64() >= Some(1));
+    }
 }
 
 #[test]

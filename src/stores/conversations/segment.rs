@@ -467,7 +467,7 @@ impl Segment {
             let off = u64_at(b, HEADER + i * 16);
             let len = u64_at(b, HEADER + i * 16 + 8);
             let end = off.checked_add(len).ok_or_else(|| bad(format!("section {i}")))?;
-            if off % 8 != 0 || end > b.len() as u64 {
+            if !off.is_multiple_of(8) || end > b.len() as u64 {
                 return Err(bad(format!("section {i} lies outside the file")));
             }
             *s = (off as usize, len as usize);
