@@ -23,7 +23,6 @@ use crate::engines::Context;
 use crate::runtime::Host;
 use crate::stores::StorePaths;
 use checks::Probe;
-use corpus::TempDir;
 
 /// The binding schema every `conformance.yaml` is validated against.
 pub const CONFORMANCE_SCHEMA: &str = include_str!("../../../schemas/conformance.schema.json");
@@ -320,7 +319,7 @@ pub struct Verifier {
     corpora: Mutex<BTreeMap<String, Arc<Result<StorePaths, String>>>>,
     hosts: Mutex<BTreeMap<HostKey, Arc<Result<CorpusHost, String>>>>,
     embedder: std::sync::OnceLock<Result<Arc<Embedder>, String>>,
-    tmp: TempDir,
+    tmp: tempfile::TempDir,
 }
 
 /// What a host is built for: corpus, clock (RFC 3339) and embedding model.
@@ -332,7 +331,9 @@ impl Verifier {
     /// # Errors
     /// [`VerifyError::Io`] when the temporary data folder cannot be created.
     pub fn new(options: Options) -> Result<Self, VerifyError> {
-        let tmp = TempDir::new("data")?;
+        let tmp = tempfile::Builder::new()
+            .prefix("skills-verify-data-")
+            .tempdir()?;
         let plan = Host::load(
             &options.skills_dir,
             Context::new(StorePaths::in_dir(tmp.path().join("_plan"))),
@@ -771,7 +772,7 @@ mod tests {
 
     #[test]
     fn binding_schema_rejects_checks_with_exclusion() {
-        let tmp = TempDir::new("binding").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(BINDING_FILE);
         fs_err::write(
             &path,
