@@ -534,10 +534,13 @@ impl Verifier {
                 ));
                 continue;
             };
-            if let Err(e) = check.validate(&use_.params) {
-                problems.push(format!("check `{}`: bad params: {e}", check.id));
-                continue;
-            }
+            let ready = match check.bind(&use_.params) {
+                Ok(ready) => ready,
+                Err(e) => {
+                    problems.push(format!("check `{}`: bad params: {e}", check.id));
+                    continue;
+                }
+            };
             let cases = use_.cases.as_ref().unwrap_or(&item.cases);
             if cases.is_empty() {
                 problems.push(format!(
@@ -554,7 +557,7 @@ impl Verifier {
                     case.embedder,
                 );
                 let failure = self
-                    .run_case(&entry.skill, check, &use_.params, case, &key)
+                    .run_case(&entry.skill, ready.as_ref(), case, &key)
                     .err();
                 report.checks.push(CheckOutcome {
                     check: check.id.to_owned(),
@@ -588,8 +591,7 @@ impl Verifier {
     fn run_case(
         &self,
         skill: &str,
-        check: &checks::Check,
-        params: &Value,
+        check: &dyn checks::ReadyCheck,
         case: &Case,
         key: &HostKey,
     ) -> Result<(), String> {
@@ -609,7 +611,7 @@ impl Verifier {
             now: key.1.as_deref(),
             embedder: key.2,
         };
-        (check.run)(&probe, params)
+        check.run(&probe)
     }
 
     /// The host over a corpus's stores with a clock and model, built on first use.
