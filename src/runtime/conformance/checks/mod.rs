@@ -162,23 +162,27 @@ impl Check {
     pub fn bind(&self, params: &Value) -> Result<Box<dyn ReadyCheck>, String> {
         let validator = jsonschema::draft202012::new(&self.schema)
             .map_err(|e| format!("check `{}`: parameter schema: {e}", self.id))?;
-        let errors: Vec<String> = validator
-            .iter_errors(params)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                let message = match e.kind() {
-                    jsonschema::error::ValidationErrorKind::AdditionalProperties {
-                        unexpected,
-                    } if at.is_empty() => unknown_params(unexpected, &self.schema),
-                    _ => e.to_string(),
-                };
-                if at.is_empty() {
-                    message
-                } else {
-                    format!("`{at}`: {message}")
-                }
-            })
-            .collect();
+        let unknown = unknown_keys(params, &self.schema);
+        let mut errors: Vec<String> = Vec::new();
+        if !unknown.is_empty() {
+            errors.push(unknown_params(&unknown, &self.schema));
+        }
+        for e in validator.iter_errors(params) {
+            use jsonschema::error::ValidationErrorKind as Kind;
+            let at = e.instance_path().to_string();
+            // Unknown top-level parameters are reported once, above, with the known ones.
+            let about_unknown = matches!(e.kind(), Kind::AdditionalProperties { .. } | Kind::FalseSchema)
+                && at.matches('/').count() <= 1
+                && e.schema_path().to_string().contains("additionalProperties");
+            if about_unknown && !unknown.is_empty() {
+                continue;
+            }
+            errors.push(if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("`{at}`: {e}")
+            });
+        }
         if !errors.is_empty() {
             return Err(errors.join("; "));
         }
@@ -192,6 +196,23 @@ impl Check {
     pub fn validate(&self, params: &Value) -> Result<(), String> {
         self.bind(params).map(|_| ())
     }
+}
+
+/// Top-level keys of `params` the schema does not list (when it allows no others).
+fn unknown_keys(params: &Value, schema: &Value) -> Vec<String> {
+    if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+        return Vec::new();
+    }
+    let known = schema.get("properties").and_then(Value::as_object);
+    params
+        .as_object()
+        .map(|p| {
+            p.keys()
+                .filter(|k| !known.is_some_and(|known| known.contains_key(*k)))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `unknown parameter `x` (known parameters: a, b)`, for unexpected top-level keys.

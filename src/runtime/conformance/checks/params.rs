@@ -168,7 +168,7 @@ impl<T: JsonSchema> JsonSchema for OneOrMany<T> {
 }
 
 /// Sort direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Ascending.
@@ -188,7 +188,7 @@ impl Direction {
 }
 
 /// A store a check reads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreName {
     /// `conversations.duckdb` (table `all_conversations`).
@@ -197,6 +197,27 @@ pub enum StoreName {
     /// `memories.sqlite` (table `memories`).
     Memories,
 }
+
+/// Implements `JsonSchema` for a unit-variant enum as `{"type": "string", "enum": [...]}`:
+/// derived, variant doc comments would turn it into a `oneOf` whose error message no
+/// longer lists the accepted values.
+macro_rules! string_enum_schema {
+    ($ty:ty, $($value:literal),+) => {
+        impl schemars::JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "enum": [$($value),+]})
+            }
+        }
+    };
+}
+pub(super) use string_enum_schema;
+
+string_enum_schema!(Direction, "asc", "desc");
+string_enum_schema!(StoreName, "conversations", "memories");
 
 /// For `Option<Value>` parameters: a parameter given as `null` is `Some(Value::Null)`
 /// (an expected value of null), not absent. Use with `#[serde(default)]`.

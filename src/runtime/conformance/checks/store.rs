@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::params::{Direction, Ident, Name, OneOrMany, Pointer, StoreName};
+use super::params::{string_enum_schema, Direction, Ident, Name, OneOrMany, Pointer, StoreName};
 use super::util::{compare, field, first_difference, key_label, key_of, output_rows, rows, show};
 use super::{Probe, TypedCheck};
 use crate::runtime::Host;
@@ -232,7 +232,7 @@ impl TypedCheck for PrefixOfStoreField {
 }
 
 /// Whether every row or at least one must satisfy a predicate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Quantifier {
     /// Every row.
@@ -241,6 +241,8 @@ pub enum Quantifier {
     /// At least one row (the case exercises the predicate).
     Some,
 }
+
+string_enum_schema!(Quantifier, "every", "some");
 
 /// `store_predicate`.
 pub struct StorePredicate;
