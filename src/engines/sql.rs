@@ -26,6 +26,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::{Binding, Context, Engine, EngineError};
+use crate::stores::sql_value;
 
 const DEFAULT_MAX_ROWS: u64 = 1000;
 const DEFAULT_TIMEOUT_MS: u64 = 5000;
@@ -189,8 +190,8 @@ impl SqlQuery {
             "SELECT to_json(q)::VARCHAR FROM ({sql}\n) AS q LIMIT {}",
             self.max_rows + 1
         );
-        let params: Vec<Box<dyn duckdb::ToSql>> = values.iter().map(duck_param).collect();
-        let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(AsRef::as_ref).collect();
+        let params: Vec<duckdb::types::Value> = values.iter().map(sql_value::to_duckdb).collect();
+        let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(|p| p as &dyn duckdb::ToSql).collect();
         let handle = conn.interrupt_handle();
         let watchdog = Watchdog::start(self.timeout, move || handle.interrupt());
         let result = (|| {
@@ -226,13 +227,14 @@ impl SqlQuery {
                 return Err(rusqlite::Error::InvalidQuery);
             }
             let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
-            let params: Vec<rusqlite::types::Value> = values.iter().map(sqlite_param).collect();
+            let params: Vec<rusqlite::types::Value> =
+                values.iter().map(sql_value::to_sqlite).collect();
             let mut rows = Vec::new();
             let mut cursor = stmt.query(rusqlite::params_from_iter(params))?;
             while let Some(row) = cursor.next()? {
                 let mut obj = Map::new();
                 for (i, c) in columns.iter().enumerate() {
-                    obj.insert(c.clone(), sqlite_value(row.get_ref(i)?));
+                    obj.insert(c.clone(), sql_value::from_sqlite(row.get_ref(i)?));
                 }
                 rows.push(Value::Object(obj));
                 if rows.len() as u64 > self.max_rows {
@@ -363,43 +365,6 @@ pub fn placeholders(sql: &str) -> (String, Vec<String>) {
         }
     }
     (out, names)
-}
-
-fn duck_param(v: &Value) -> Box<dyn duckdb::ToSql> {
-    match v {
-        Value::Null => Box::new(Option::<String>::None),
-        Value::Bool(b) => Box::new(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Box::new(i),
-            None => Box::new(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Value::String(s) => Box::new(s.clone()),
-        other => Box::new(other.to_string()),
-    }
-}
-
-fn sqlite_param(v: &Value) -> rusqlite::types::Value {
-    use rusqlite::types::Value as V;
-    match v {
-        Value::Null => V::Null,
-        Value::Bool(b) => V::Integer(i64::from(*b)),
-        Value::Number(n) => n
-            .as_i64()
-            .map_or_else(|| V::Real(n.as_f64().unwrap_or(f64::NAN)), V::Integer),
-        Value::String(s) => V::Text(s.clone()),
-        other => V::Text(other.to_string()),
-    }
-}
-
-fn sqlite_value(v: rusqlite::types::ValueRef<'_>) -> Value {
-    use rusqlite::types::ValueRef as R;
-    match v {
-        R::Null => Value::Null,
-        R::Integer(i) => json!(i),
-        R::Real(f) => json!(f),
-        R::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
-        R::Blob(b) => Value::String(format!("<{} bytes>", b.len())),
-    }
 }
 
 /// Calls `on_timeout` once when `timeout` passes before [`Watchdog::stop`].

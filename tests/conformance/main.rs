@@ -235,6 +235,62 @@ mod breakage {
         )
     }
 
+    const REPEAT_ITEM: &str = "Re-running with identical args returns identical rows in identical order";
+    const TABLE_ITEM: &str = "A `|` or line break inside a preview never breaks the rendered table row";
+
+    /// A misspelt parameter is named, with the parameters the check knows.
+    fn unknown_param() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "params: {runs: 3, fresh_process: true}",
+            "params: {runs: 3, fresh_proces: true}",
+        );
+        let report = run_items(tmp.path(), &[REPEAT_ITEM]);
+        expect(
+            one(&report, REPEAT_ITEM)?,
+            &["check `deterministic`: bad params: unknown parameter `fresh_proces` (known parameters: runs, fresh_process)".to_owned()],
+        )
+    }
+
+    /// A parameter of the wrong type is named with the type expected.
+    fn mistyped_param() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "params: {columns: 5, header_lines: 2}",
+            "params: {columns: five, header_lines: 2}",
+        );
+        let report = run_items(tmp.path(), &[TABLE_ITEM]);
+        expect(
+            one(&report, TABLE_ITEM)?,
+            &[r#"check `text_rows_intact`: bad params: `/columns`: "five" is not of type "integer""#.to_owned()],
+        )
+    }
+
+    /// A missing required parameter is named; the other checks of the item still run.
+    fn missing_param() -> Result<(), Failed> {
+        let tmp = copy_skills();
+        edit(
+            tmp.path(),
+            "conformance.yaml",
+            "params: {field: conversation_id}",
+            "params: {}",
+        );
+        let report = run_items(tmp.path(), &[CONV_ID_ITEM]);
+        expect(
+            one(&report, CONV_ID_ITEM)?,
+            &[r#"check `every_row_has`: bad params: "field" is a required property"#.to_owned()],
+        )?;
+        let r = report.items.iter().find(|r| r.item == CONV_ID_ITEM).unwrap();
+        if r.checks.is_empty() || r.checks.iter().any(|c| c.check != "output_schema" || c.failure.is_some()) {
+            return Err(format!("{r:#?}").into());
+        }
+        Ok(())
+    }
+
     fn failing_check() -> Result<(), Failed> {
         let tmp = copy_skills();
         edit(
@@ -295,12 +351,15 @@ mod breakage {
     type Breakage = fn() -> Result<(), Failed>;
 
     pub fn trials() -> Vec<Trial> {
-        let cases: [(&str, Breakage); 11] = [
+        let cases: [(&str, Breakage); 14] = [
             ("missing_binding", missing_binding),
             ("missing_binding_file", missing_binding_file),
             ("drifted_text", drifted_text),
             ("unknown_check", unknown_check),
             ("bad_params", bad_params),
+            ("unknown_param", unknown_param),
+            ("mistyped_param", mistyped_param),
+            ("missing_param", missing_param),
             ("failing_check", failing_check),
             ("cli_exit_code_and_summary", cli_exit_code_and_summary),
             ("excluded_item_is_reported", excluded_item_is_reported),

@@ -3,48 +3,10 @@
 //! temporary data folder, through the importers of [`crate::ingest`].
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::stores::conversations::ConversationStore;
 use crate::stores::memories::MemoryStore;
 use crate::stores::StorePaths;
-
-/// A temporary folder removed (with its contents) when dropped.
-#[derive(Debug)]
-pub struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    /// Creates `<system temp>/skills-verify-<pid>-<n>-<label>`.
-    ///
-    /// # Errors
-    /// The IO error when the folder cannot be created.
-    pub fn new(label: &str) -> std::io::Result<Self> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "skills-verify-{}-{nanos}-{n}-{label}",
-            std::process::id()
-        ));
-        fs_err::create_dir_all(&path)?;
-        Ok(Self { path })
-    }
-
-    /// The folder.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
 
 /// Builds every store a corpus feeds into `data_dir` and returns their paths. Each
 /// file goes to the importer that recognises it, exactly as the CLI would import it:
@@ -141,17 +103,8 @@ mod tests {
 
     #[test]
     fn missing_corpus_is_named() {
-        let tmp = TempDir::new("test").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
         let err = build_stores(&tmp.path().join("nope"), tmp.path()).unwrap_err();
         assert!(err.starts_with("corpus folder `"), "{err}");
-    }
-
-    #[test]
-    fn temp_dir_is_removed_on_drop() {
-        let tmp = TempDir::new("drop").unwrap();
-        let path = tmp.path().to_path_buf();
-        assert!(path.is_dir());
-        drop(tmp);
-        assert!(!path.exists());
     }
 }

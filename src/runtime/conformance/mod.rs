@@ -23,7 +23,6 @@ use crate::engines::Context;
 use crate::runtime::Host;
 use crate::stores::StorePaths;
 use checks::Probe;
-use corpus::TempDir;
 
 /// The binding schema every `conformance.yaml` is validated against.
 pub const CONFORMANCE_SCHEMA: &str = include_str!("../../../schemas/conformance.schema.json");
@@ -320,7 +319,7 @@ pub struct Verifier {
     corpora: Mutex<BTreeMap<String, Arc<Result<StorePaths, String>>>>,
     hosts: Mutex<BTreeMap<HostKey, Arc<Result<CorpusHost, String>>>>,
     embedder: std::sync::OnceLock<Result<Arc<Embedder>, String>>,
-    tmp: TempDir,
+    tmp: tempfile::TempDir,
 }
 
 /// What a host is built for: corpus, clock (RFC 3339) and embedding model.
@@ -332,7 +331,9 @@ impl Verifier {
     /// # Errors
     /// [`VerifyError::Io`] when the temporary data folder cannot be created.
     pub fn new(options: Options) -> Result<Self, VerifyError> {
-        let tmp = TempDir::new("data")?;
+        let tmp = tempfile::Builder::new()
+            .prefix("skills-verify-data-")
+            .tempdir()?;
         let plan = Host::load(
             &options.skills_dir,
             Context::new(StorePaths::in_dir(tmp.path().join("_plan"))),
@@ -533,10 +534,13 @@ impl Verifier {
                 ));
                 continue;
             };
-            if let Err(e) = check.validate(&use_.params) {
-                problems.push(format!("check `{}`: bad params: {e}", check.id));
-                continue;
-            }
+            let ready = match check.bind(&use_.params) {
+                Ok(ready) => ready,
+                Err(e) => {
+                    problems.push(format!("check `{}`: bad params: {e}", check.id));
+                    continue;
+                }
+            };
             let cases = use_.cases.as_ref().unwrap_or(&item.cases);
             if cases.is_empty() {
                 problems.push(format!(
@@ -553,7 +557,7 @@ impl Verifier {
                     case.embedder,
                 );
                 let failure = self
-                    .run_case(&entry.skill, check, &use_.params, case, &key)
+                    .run_case(&entry.skill, ready.as_ref(), case, &key)
                     .err();
                 report.checks.push(CheckOutcome {
                     check: check.id.to_owned(),
@@ -587,8 +591,7 @@ impl Verifier {
     fn run_case(
         &self,
         skill: &str,
-        check: &checks::Check,
-        params: &Value,
+        check: &dyn checks::ReadyCheck,
         case: &Case,
         key: &HostKey,
     ) -> Result<(), String> {
@@ -608,7 +611,7 @@ impl Verifier {
             now: key.1.as_deref(),
             embedder: key.2,
         };
-        (check.run)(&probe, params)
+        check.run(&probe)
     }
 
     /// The host over a corpus's stores with a clock and model, built on first use.
@@ -771,7 +774,7 @@ mod tests {
 
     #[test]
     fn binding_schema_rejects_checks_with_exclusion() {
-        let tmp = TempDir::new("binding").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(BINDING_FILE);
         fs_err::write(
             &path,
