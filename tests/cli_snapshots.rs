@@ -419,3 +419,21 @@ fn error_messages_and_exit_codes() {
         .env(&[("SKILLS_EMBEDDER", "minilm")]);
     snapshot("error_bad_skills_embedder", &bad_embedder.transcript());
 }
+
+#[test]
+fn each_missing_store_names_the_command_that_creates_it() {
+    let empty = empty_data();
+    for (skill, arg, command) in [
+        ("memo-search", "query=x", "skills memo import"),
+        ("search-conversations", "term=x", "skills ingest"),
+    ] {
+        let o = Call::new(&["run", skill, "--arg", arg]).data(&empty).output();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&format!("run `{command}` first")), "{stderr}");
+        assert!(
+            stderr.lines().any(|l| l.starts_with("hint: ") && l.contains(command)),
+            "{stderr}"
+        );
+    }
+}
