@@ -23,6 +23,9 @@ pub struct Args {
     /// Do not run the verification checklists (items show `not run`).
     #[arg(long)]
     no_verify: bool,
+    /// Fixture corpora folder for the checklists (as `skills verify --fixtures-dir`).
+    #[arg(long, env = "SKILLS_FIXTURES_DIR")]
+    fixtures_dir: Option<PathBuf>,
 }
 
 /// Output of `skills docs`: `site` (markdown and HTML pages) or `json`.
@@ -48,7 +51,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let report = if args.no_verify {
         None
     } else {
-        Some(verify::verifier(session, None)?.run_all(&[])?)
+        Some(verify::verifier(session, args.fixtures_dir.as_deref())?.run_all(&[])?)
     };
     let status_of = |s: &Skill| checklist_status(report.as_ref(), s);
     let tool_of = |s: &Skill| {

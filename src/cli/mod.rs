@@ -76,13 +76,20 @@ impl Session {
     }
 
     /// The fixture corpora `verify` and `docs` build their stores from: `given`
-    /// (`--fixtures-dir`), else `tests/conformance/fixtures` of the source tree this
-    /// binary was built from.
+    /// (`--fixtures-dir`), else `tests/conformance/fixtures` beside the skills folder
+    /// (the layout of a checkout), else that folder of the source tree this binary was
+    /// built from.
     pub fn fixtures_dir(&self, given: Option<&Path>) -> PathBuf {
-        given.map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures"),
-            Path::to_path_buf,
-        )
+        if let Some(dir) = given {
+            return dir.to_path_buf();
+        }
+        const FIXTURES: &str = "tests/conformance/fixtures";
+        let skills_dir = self.skills_dir();
+        let beside = skills_dir
+            .parent()
+            .map(|parent| parent.join(FIXTURES))
+            .filter(|dir| dir.is_dir());
+        beside.unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURES))
     }
 
     /// The store files: in `--data-dir`, else in the default data folder.

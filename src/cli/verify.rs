@@ -13,7 +13,8 @@ use super::{Outcome, Session};
 pub struct Args {
     /// Skill names (default: every skill).
     names: Vec<String>,
-    /// Fixture corpora folder. Default: `tests/conformance/fixtures` of this source tree.
+    /// Fixture corpora folder. Default: `tests/conformance/fixtures` beside the skills
+    /// folder, else that folder of the source tree this binary was built from.
     #[arg(long, env = "SKILLS_FIXTURES_DIR")]
     fixtures_dir: Option<PathBuf>,
     /// List the check vocabulary (id, what it proves, parameter schema) and exit.
