@@ -38,11 +38,11 @@ pub enum DocsError {
     Io(#[from] std::io::Error),
 }
 
-/// The machine-readable docs of every skill: `{"skills": [{name, title, description,
-/// layer, reads, writes, determinism, citations, tool_name, when_to_invoke, parameters:
-/// [{name, type, required, default, bounds, description}], output_contract,
-/// does_not_do, checklist: [{text, status, detail}], tool}]}` where `tool` is the MCP
-/// tool definition exactly as `tools/list` serves it.
+/// The machine-readable docs of every skill: `{"skills": [{…, when_to_invoke,
+/// parameters: [{name, type, required, default, bounds, description}],
+/// output_contract, does_not_do, checklist: [{text, status, detail}], verification:
+/// {passed, failed, total}, tool}]}`, where `…` are the [`skill_summary`] fields and
+/// `tool` is the MCP tool definition exactly as `tools/list` serves it.
 ///
 /// `tool_of` gives a skill's MCP tool definition; `status_of` its checklist results.
 pub fn docs_data(
@@ -68,17 +68,8 @@ pub fn docs_data(
             }
             let passed = checklist.iter().filter(|c| c.status == "pass").count();
             let failed = checklist.iter().filter(|c| c.status == "fail").count();
-            json!({
-                "name": s.name(),
-                "title": s.meta.title,
-                "description": s.meta.description,
-                "layer": s.meta.layer,
-                "reads": s.meta.reads,
-                "writes": s.meta.writes,
-                "determinism": s.meta.determinism,
-                "citations": s.meta.citations,
-                "engine": s.meta.engine,
-                "tool_name": s.tool_name(),
+            let mut page = skill_summary(s);
+            let details = json!({
                 "when_to_invoke": section(section_names::WHEN_TO_INVOKE),
                 "parameters": parameters(&s.meta.input_schema),
                 "output_contract": section(section_names::OUTPUT_CONTRACT),
@@ -86,10 +77,33 @@ pub fn docs_data(
                 "checklist": checklist,
                 "verification": {"passed": passed, "failed": failed, "total": s.doc.checklist().len()},
                 "tool": tool_of(s),
-            })
+            });
+            if let (Some(page), Value::Object(details)) = (page.as_object_mut(), details) {
+                page.extend(details);
+            }
+            page
         })
         .collect();
     json!({ "skills": skills })
+}
+
+/// What identifies a skill, shared by `skills list --json` and [`docs_data`]:
+/// `{name, title, description, layer, reads, writes, determinism, citations, engine,
+/// tool_name}` (`tool_name` is the MCP tool name; `title`, `layer`, `determinism` and
+/// `citations` may be null).
+pub fn skill_summary(s: &Skill) -> Value {
+    json!({
+        "name": s.name(),
+        "title": s.meta.title,
+        "description": s.meta.description,
+        "layer": s.meta.layer,
+        "reads": s.meta.reads,
+        "writes": s.meta.writes,
+        "determinism": s.meta.determinism,
+        "citations": s.meta.citations,
+        "engine": s.meta.engine,
+        "tool_name": s.tool_name(),
+    })
 }
 
 /// One row per input-schema property: name, type (or enum values), required, default,

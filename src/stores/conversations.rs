@@ -288,7 +288,10 @@ impl ConversationStore {
     /// [`StoreError::Missing`] when the file does not exist; [`StoreError::DuckDb`] otherwise.
     pub fn open_ro(path: &Path) -> Result<Self, StoreError> {
         if !path.exists() {
-            return Err(StoreError::Missing(path.to_path_buf()));
+            return Err(StoreError::Missing {
+                store: super::Store::Conversations,
+                path: path.to_path_buf(),
+            });
         }
         let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
             let config = Config::default().access_mode(AccessMode::ReadOnly)?;

@@ -653,7 +653,10 @@ pub fn query_connection(path: &Path) -> Result<Connection, StoreError> {
 /// create temp objects), then sets `PRAGMA query_only`.
 fn read_only_connection(path: &Path, temp_setup: Option<&str>) -> Result<Connection, StoreError> {
     if !path.exists() {
-        return Err(StoreError::Missing(path.to_path_buf()));
+        return Err(StoreError::Missing {
+            store: super::Store::Memories,
+            path: path.to_path_buf(),
+        });
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
@@ -801,6 +804,12 @@ mod tests {
     #[test]
     fn open_ro_missing_file() {
         let err = MemoryStore::open_ro(Path::new("/nonexistent/memories.sqlite")).unwrap_err();
-        assert!(matches!(err, StoreError::Missing(_)));
+        assert!(matches!(
+            err,
+            StoreError::Missing {
+                store: crate::stores::Store::Memories,
+                ..
+            }
+        ));
     }
 }

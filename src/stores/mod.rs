@@ -44,12 +44,36 @@ pub enum StoreError {
         /// DuckDB's message (names the process holding the lock).
         detail: String,
     },
-    /// The store file does not exist yet (nothing was ingested).
-    #[error("store `{0}` does not exist; run `skills ingest` first")]
-    Missing(PathBuf),
+    /// The store file does not exist yet (nothing was imported into it).
+    #[error("store `{path}` does not exist; run `{}` first", store.import_command())]
+    Missing {
+        /// Which store it is, and so which command creates it.
+        store: Store,
+        /// Database file.
+        path: PathBuf,
+    },
     /// Filesystem error (creating the data directory…).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// One of the stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Transcripts (`conversations.duckdb`), written by `skills ingest`.
+    Conversations,
+    /// Memories (`memories.sqlite`), written by `skills memo import` and `skills memo add`.
+    Memories,
+}
+
+impl Store {
+    /// The command that creates this store from the user's files.
+    pub fn import_command(self) -> &'static str {
+        match self {
+            Self::Conversations => "skills ingest",
+            Self::Memories => "skills memo import",
+        }
+    }
 }
 
 /// Where the stores live.

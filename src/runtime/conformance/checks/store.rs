@@ -617,7 +617,7 @@ fn query_duckdb(host: &Host, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
 /// uses ([`crate::stores::memories::query_connection`]).
 fn query_sqlite(path: &Path, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {
     let conn = crate::stores::memories::query_connection(path).map_err(|e| match e {
-        StoreError::Missing(_) => {
+        StoreError::Missing { .. } => {
             format!("store `{}` was not built for this corpus", path.display())
         }
         StoreError::Sqlite { source, .. } => format!("`{}`: {source}", path.display()),

@@ -1,0 +1,175 @@
+//! The command layer of the `skills` binary: one module per subcommand, a [`Printer`]
+//! that owns stdout and stderr, and [`exit`], the one place that turns how a command
+//! ended (an [`Outcome`] or an error) into an exit code and hints.
+
+pub mod docs;
+pub mod exit;
+pub mod ingest;
+pub mod list;
+pub mod memo;
+pub mod new;
+pub mod printer;
+pub mod run;
+pub mod serve;
+pub mod show;
+pub mod validate;
+pub mod verify;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+
+use skills::engines::Context;
+use skills::runtime::{Host, Skill};
+use skills::stores::StorePaths;
+
+pub use exit::{Outcome, UsageError};
+pub use printer::Printer;
+
+/// Options every subcommand takes.
+#[derive(clap::Args)]
+pub struct GlobalArgs {
+    /// Folder of skill documents (`<dir>/<name>/SKILL.md`). Default: `./skills` when it
+    /// exists, else the folder this binary was built from.
+    #[arg(long, global = true, env = "SKILLS_DIR")]
+    pub skills_dir: Option<PathBuf>,
+    /// Data folder holding `conversations.duckdb` and `memories.sqlite`.
+    /// Default: `$XDG_DATA_HOME/skills` (`~/.local/share/skills`).
+    #[arg(long, global = true, env = "SKILLS_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// One run of the binary: the global options and the [`Printer`].
+pub struct Session {
+    global: GlobalArgs,
+    /// Where the command's output and messages go.
+    pub printer: Printer,
+}
+
+impl Session {
+    /// A session printing JSON when `--json` was given.
+    pub fn new(global: GlobalArgs) -> Self {
+        let printer = Printer::new(global.json);
+        Self { global, printer }
+    }
+
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        self.global.json
+    }
+
+    /// The folder of skill documents: `--skills-dir`, else `./skills` when it can be
+    /// read, else the `skills/` folder of the source tree this binary was built from.
+    pub fn skills_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.global.skills_dir {
+            return dir.clone();
+        }
+        let local = PathBuf::from("skills");
+        if local.join(".").is_dir() && local.read_dir().is_ok() {
+            return local;
+        }
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
+    }
+
+    /// The fixture corpora `verify` and `docs` build their stores from: `given`
+    /// (`--fixtures-dir`), else `tests/conformance/fixtures` beside the skills folder
+    /// (the layout of a checkout), else that folder of the source tree this binary was
+    /// built from.
+    pub fn fixtures_dir(&self, given: Option<&Path>) -> PathBuf {
+        if let Some(dir) = given {
+            return dir.to_path_buf();
+        }
+        const FIXTURES: &str = "tests/conformance/fixtures";
+        let skills_dir = self.skills_dir();
+        let beside = skills_dir
+            .parent()
+            .map(|parent| parent.join(FIXTURES))
+            .filter(|dir| dir.is_dir());
+        beside.unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURES))
+    }
+
+    /// The store files: in `--data-dir`, else in the default data folder.
+    ///
+    /// # Errors
+    /// When no data folder is given and no home folder is known.
+    pub fn store_paths(&self) -> Result<StorePaths> {
+        let dir = match &self.global.data_dir {
+            Some(dir) => dir.clone(),
+            None => StorePaths::default_dir()
+                .context("no data folder: set `--data-dir` or `SKILLS_DATA_DIR`")?,
+        };
+        Ok(StorePaths::in_dir(dir))
+    }
+
+    /// Loads the skills over the stores, without reporting invalid documents.
+    ///
+    /// # Errors
+    /// Bad `SKILLS_NOW` / `SKILLS_EMBEDDER` values or no data folder.
+    pub fn load_host_quietly(&self) -> Result<Host> {
+        Ok(Host::load(&self.skills_dir(), context(self.store_paths()?)?))
+    }
+
+    /// Loads the skills over the stores and warns about every invalid document (the
+    /// valid ones still load).
+    ///
+    /// # Errors
+    /// As [`Session::load_host_quietly`].
+    pub fn load_host(&mut self) -> Result<Host> {
+        let host = self.load_host_quietly()?;
+        self.warn_diagnostics(&host);
+        Ok(host)
+    }
+
+    /// Prints a warning per invalid skill document.
+    pub fn warn_diagnostics(&mut self, host: &Host) {
+        for diagnostic in host.diagnostics() {
+            self.printer.warning(diagnostic);
+        }
+    }
+
+    /// Prints the error (if any) and gives the exit code; see [`exit`].
+    pub fn finish(mut self, result: Result<Outcome>) -> ExitCode {
+        exit::finish(&mut self.printer, result)
+    }
+}
+
+/// The skill named `name` (skill or MCP tool name).
+///
+/// # Errors
+/// [`UsageError`] naming the loaded skills when there is none of that name.
+pub fn find_skill<'h>(host: &'h Host, name: &str) -> Result<&'h Skill> {
+    host.get(name).ok_or_else(|| {
+        let known: Vec<&str> = host.skills().iter().map(|s| s.name()).collect();
+        UsageError::new(format!(
+            "unknown skill `{name}`; loaded skills: {}",
+            known.join(", ")
+        ))
+        .into()
+    })
+}
+
+/// The engines' context. Two environment variables exist as testing aids (used by
+/// `skills verify` for fresh-process checks, so a new process sees the same world as
+/// the case): `SKILLS_NOW` (RFC 3339, e.g. `2026-07-03T12:00:00Z`) fixes the clock that
+/// natural-language dates resolve against; `SKILLS_EMBEDDER=none` runs without the
+/// embedding model even when one is installed.
+fn context(paths: StorePaths) -> Result<Context> {
+    let mut ctx = Context::new(paths);
+    if let Some(now) = std::env::var_os("SKILLS_NOW").filter(|v| !v.is_empty()) {
+        let now = now.to_string_lossy();
+        let t = chrono::DateTime::parse_from_rfc3339(&now).with_context(|| {
+            format!("SKILLS_NOW `{now}` is not an RFC 3339 time (e.g. 2026-07-03T12:00:00Z)")
+        })?;
+        ctx = ctx.with_now(t.with_timezone(&chrono::Utc));
+    }
+    match std::env::var("SKILLS_EMBEDDER").as_deref() {
+        Err(_) | Ok("") => {}
+        Ok("none") => ctx = ctx.with_embedder(None),
+        Ok(other) => anyhow::bail!("SKILLS_EMBEDDER `{other}`: the only value is `none`"),
+    }
+    Ok(ctx)
+}

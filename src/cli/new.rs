@@ -1,0 +1,40 @@
+//! `skills new NAME`: scaffold a skill folder that validates and verifies as generated.
+
+use anyhow::Result;
+use serde_json::json;
+
+use skills::runtime::scaffold::new_skill;
+
+use super::{Outcome, Session};
+
+/// Arguments of `skills new`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Skill name: lowercase letters, digits and hyphens (the folder name).
+    name: String,
+    /// Engine of the new skill.
+    #[arg(long, default_value = "sql")]
+    engine: String,
+}
+
+/// Writes the folder into the skills folder and lists the files created.
+///
+/// # Errors
+/// [`skills::runtime::scaffold::ScaffoldError`]: a bad name, an existing folder (never
+/// overwritten) or an unknown engine (exit 2), or a write failure.
+pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
+    let files = new_skill(&session.skills_dir(), &args.name, &args.engine)?;
+    let printer = &mut session.printer;
+    if printer.json() {
+        printer.print_json(&json!({ "files": files }))?;
+    } else {
+        for f in &files {
+            printer.line(format_args!("created {}", f.display()))?;
+        }
+        printer.line(format_args!(
+            "next: edit query.sql and SKILL.md, then `skills validate` and `skills verify {}`",
+            args.name
+        ))?;
+    }
+    Ok(Outcome::Success)
+}
