@@ -999,53 +999,21 @@ pub fn discover() -> Vec<PathBuf> {
     found
 }
 
-/// The entries of `dir`, sorted (none when it cannot be read).
-fn children(dir: &Path) -> impl Iterator<Item = PathBuf> {
-    let mut entries: Vec<PathBuf> = fs_err::read_dir(dir)
-        .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    entries.sort();
-    entries.into_iter()
-}
-
 fn has_ext(path: &Path, ext: &str) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }
 
-/// All regular files below `dir`, sorted, recursively. Symlinked directories are
-/// followed (a linked project folder is common), each real directory at most once, so
-/// links that loop end; unreadable directories are skipped silently.
+/// All regular files below `dir`, sorted, hidden ones included ([`crate::walk`]'s rules;
+/// unreadable folders are skipped silently).
 fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut visited = std::collections::HashSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        if !visited.insert(fs_err::canonicalize(&d).unwrap_or_else(|_| d.clone())) {
-            continue;
-        }
-        let Ok(entries) = fs_err::read_dir(&d) else {
-            continue;
-        };
-        let mut here: Vec<_> = entries.filter_map(Result::ok).collect();
-        here.sort_by_key(fs_err::DirEntry::path);
-        let mut subdirs = Vec::new();
-        for entry in here {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() || (kind.is_symlink() && path.is_dir()) {
-                subdirs.push(path);
-            } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
-                out.push(path);
-            }
-        }
-        stack.extend(subdirs);
-    }
-    out.sort();
-    out
+    crate::walk::files_below(dir, crate::walk::Hidden::Include).files
+}
+
+/// The entries of `dir`, sorted (none when it cannot be read).
+fn children(dir: &Path) -> impl Iterator<Item = PathBuf> {
+    crate::walk::entries(dir).into_iter()
 }
 
 #[cfg(test)]
@@ -1108,21 +1076,6 @@ mod tests {
         assert_eq!(t(json!("yesterday")), None);
         assert_eq!(t(json!(null)), None);
         assert_eq!(t(json!(1e300)), None);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn walk_follows_linked_folders_once_and_survives_loops() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let real = dir.path().join("real");
-        fs_err::create_dir_all(real.join("sub")).expect("mkdir");
-        fs_err::write(real.join("sub/a.jsonl"), "{}").expect("write");
-        let root = dir.path().join("root");
-        fs_err::create_dir_all(&root).expect("mkdir");
-        std::os::unix::fs::symlink(&real, root.join("linked")).expect("link");
-        std::os::unix::fs::symlink(&root, root.join("linked/sub/loop")).expect("loop");
-        let found = walk(&root);
-        assert_eq!(found, [root.join("linked/sub/a.jsonl")]);
     }
 
     #[test]
