@@ -169,7 +169,8 @@ fn expand(base: &Path, segments: &[&str], last: bool) -> Vec<PathBuf> {
                             .collect()
                     })
                     .unwrap_or_default();
-                matches_path(rest, &below)
+                // `segments` still starts with this `**`: it may match no folder or many.
+                matches_path(segments, &below)
             })
             .collect();
     }
