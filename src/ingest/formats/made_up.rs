@@ -135,7 +135,7 @@ mod tests {
         let mut env = Environment::default();
         env.vars
             .insert("SKILLS_MADE_UP_HOME".to_owned(), dir.path().into());
-        assert_eq!(ingest::discover_in(&env), [file.clone()]);
+        assert_eq!(ingest::discover_in(&env), std::slice::from_ref(&file));
 
         let store = crate::stores::conversations::ConversationStore::open_rw(
             &dir.path().join("conversations.duckdb"),
