@@ -4,7 +4,7 @@
 //! bound to a Rust engine from [`engines`], which reads the data in [`stores`] that
 //! [`ingest`] imported from real transcript and memory formats. Retrieval machinery
 //! (BM25 postings, vectors, filters, typo lookup) is [`search`]; the records both
-//! ingest and stores handle are [`model`], times are read by [`time`] and text is
+//! ingest and stores handle are [`model`], times are read by [`time`], folders listed by [`walk`] and text is
 //! embedded by [`embed`]. Every entry point
 //! (CLI, MCP, `verify`) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
@@ -18,3 +18,4 @@ pub mod runtime;
 pub mod search;
 pub mod stores;
 pub mod time;
+pub mod walk;

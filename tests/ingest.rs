@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 use skills::ingest::{self, FileImport, Format};
 use skills::stores::conversations::ConversationStore;
 
+/// The registered format of `source`.
+fn format(source: &str) -> Format {
+    Format::from_source(source).unwrap_or_else(|| panic!("`{source}` is not registered"))
+}
+
 fn corpus() -> Option<PathBuf> {
     let dir = std::env::var_os("SKILLS_CORPUS_DIR")
         .map(PathBuf::from)
@@ -246,7 +251,7 @@ fn corpus_claude_code_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("claude-code");
     for expected in CLAUDE_CODE {
-        check_file(&dir, expected, Format::ClaudeCode);
+        check_file(&dir, expected, format("claude-code"));
     }
     let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
     assert_eq!(
@@ -261,7 +266,7 @@ fn corpus_chatgpt_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("chatgpt-export");
     for expected in CHATGPT {
-        check_file(&dir, expected, Format::ChatGpt);
+        check_file(&dir, expected, format("chatgpt"));
     }
     let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
     assert_eq!(
@@ -276,7 +281,7 @@ fn corpus_codex_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("codex");
     for expected in CODEX {
-        check_file(&dir, expected, Format::Codex);
+        check_file(&dir, expected, format("codex"));
     }
     let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
     assert_eq!(on_disk, CODEX.len(), "every corpus file has an expectation");
@@ -319,7 +324,7 @@ fn corpus_gemini_cli_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("gemini-cli");
     for expected in GEMINI_CLI {
-        check_file(&dir, expected, Format::GeminiCli);
+        check_file(&dir, expected, format("gemini-cli"));
     }
     let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
     assert_eq!(
@@ -339,7 +344,7 @@ fn corpus_pi_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("pi");
     for expected in PI {
-        check_file(&dir, expected, Format::Pi);
+        check_file(&dir, expected, format("pi"));
     }
     let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
     assert_eq!(on_disk, PI.len(), "every corpus file has an expectation");
@@ -365,7 +370,7 @@ fn corpus_generic_jsonl() {
     let import = check_file(
         &corpus.join("other"),
         &("brain-mcp__sample_generic.jsonl", 3, 0, &[]),
-        Format::Generic,
+        format("generic"),
     );
     let m = &import.messages;
     assert!(m.iter().all(|m| m.conversation_id == "generic-test-001"
@@ -835,19 +840,20 @@ fn discover_honours_claude_config_dir() {
     assert_eq!(
         found,
         [
-            // Sorted by path: `abc/…` before `abc.jsonl` (components compare first).
+            // Importer by importer, in the registry's order; each one's files sorted by
+            // path: `abc/…` before `abc.jsonl` (components compare first).
             project.join("abc/subagents/agent-1.jsonl"),
             project.join("abc.jsonl"),
+            claude_ai,
+            export.join("conversations.json"),
             cursor_transcript,
             vscdb,
             opencode.clone(),
-            amp,
-            cline,
             copilot_events,
             copilot_history,
             antigravity,
-            export.join("conversations.json"),
-            claude_ai,
+            amp,
+            cline,
         ]
     );
     // With an `opencode.db`, the database replaces the (migrated) JSON files.
@@ -953,7 +959,7 @@ fn corpus_aider_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("aider");
     for expected in AIDER {
-        check_file(&dir, expected, Format::Aider);
+        check_file(&dir, expected, format("aider"));
     }
     // The input history (what was typed, no replies) is not a chat log.
     let input = dir.join("simple-calculator__.aider.input.history");
@@ -1005,7 +1011,7 @@ fn corpus_claude_ai_export() {
     let import = check_file(
         &corpus.join("other"),
         &("anthropic-data__claude-ai-conversations.json", 2, 0, &[]),
-        Format::ClaudeAi,
+        format("claude-ai"),
     );
     let m = &import.messages;
     assert!(m.iter().all(
@@ -1164,7 +1170,7 @@ fn column(store: &ConversationStore, sql: &str) -> Vec<String> {
 fn corpus_cursor_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("cursor");
-    let dump = check_file(&dir, &CURSOR[0], Format::Cursor);
+    let dump = check_file(&dir, &CURSOR[0], format("cursor"));
     let m = &dump.messages;
     assert!(m.iter().all(|m| m.conversation_id == "comp-fixture-headers"
         && m.conversation_title.as_deref() == Some("Cursor Headers Fixture")
@@ -1207,7 +1213,7 @@ fn corpus_cursor_per_file() {
         home.path(),
         ".cursor/projects/home-me-venv/agent-transcripts",
     );
-    let transcript = check_file(&transcripts, &CURSOR_NATIVE[0], Format::Cursor);
+    let transcript = check_file(&transcripts, &CURSOR_NATIVE[0], format("cursor"));
     let m = &transcript.messages;
     assert!(m.iter().all(|m| m.conversation_id == "cursor-session-abc"
         && m.project.as_deref() == Some("home-me-venv")
@@ -1265,7 +1271,7 @@ fn cursor_state_vscdb_built_from_the_dump_rows() {
         }
     }
     let before = fs_err::read(&db).expect("read db");
-    assert_eq!(ingest::detect(&db), Some(Format::Cursor));
+    assert_eq!(ingest::detect(&db), Some(format("cursor")));
     let from_db = ingest::import_file(&db).expect("import db");
     let from_dump = ingest::import_file(&dump_path).expect("import dump");
     assert_eq!((from_db.messages.len(), from_db.skipped), (2, 1));
@@ -1345,16 +1351,16 @@ fn corpus_other_per_file() {
     let Some(corpus) = corpus() else { return };
     let dir = corpus.join("other");
     for expected in OTHER_CLAUDE_AI {
-        check_file(&dir, expected, Format::ClaudeAi);
+        check_file(&dir, expected, format("claude-ai"));
     }
     for expected in OTHER_GENERIC {
-        check_file(&dir, expected, Format::Generic);
+        check_file(&dir, expected, format("generic"));
     }
     for (table, format) in OTHER_BY_FORMAT_TABLES.iter().zip([
-        Format::OpenCode,
-        Format::Cline,
-        Format::Copilot,
-        Format::Antigravity,
+        format("opencode"),
+        format("cline"),
+        format("copilot"),
+        format("antigravity"),
     ]) {
         for expected in *table {
             check_file(&dir, expected, format);
@@ -1369,7 +1375,7 @@ fn corpus_other_per_file() {
             expected.0
         );
         let folder = place(&dir, expected.0, placed.path(), rel);
-        check_file(&folder, expected, Format::Amp);
+        check_file(&folder, expected, format("amp"));
     }
     let on_disk = fs_err::read_dir(&dir).expect("corpus dir").count();
     assert_eq!(
@@ -1612,7 +1618,7 @@ fn opencode_db_built_from_the_storage_files() {
             .expect("part");
         }
     }
-    assert_eq!(ingest::detect(&db), Some(Format::OpenCode));
+    assert_eq!(ingest::detect(&db), Some(format("opencode")));
     let store = ConversationStore::open_in_memory().expect("store");
     let summary = ingest::ingest_paths(&store, &[db], &mut |_, _| {});
     assert!(summary.is_clean(), "{summary}");

@@ -228,28 +228,13 @@ pub fn import_paths_with(
     Ok(summary)
 }
 
+/// The non-hidden regular files below `dir` ([`crate::walk`]'s rules); an unreadable
+/// folder is a fault.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, summary: &mut ImportSummary) {
-    let entries = match fs_err::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) => {
-            summary.faults.push(Fault::new(dir, None, e.to_string()));
-            return;
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        let hidden = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if path.is_dir() {
-            if !hidden {
-                walk(&path, out, summary);
-            }
-        } else if !hidden {
-            out.push(path);
-        }
+    let walked = crate::walk::files_below(dir, crate::walk::Hidden::Skip);
+    out.extend(walked.files);
+    for (folder, e) in walked.unreadable {
+        summary.faults.push(Fault::new(&folder, None, e.to_string()));
     }
 }
 

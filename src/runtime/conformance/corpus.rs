@@ -75,25 +75,14 @@ pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, St
     Ok(paths)
 }
 
-/// Every non-hidden file under `dir`, recursively, in path order.
+/// Every non-hidden regular file under `dir`, recursively, in path order
+/// ([`crate::walk`]'s rules); the first unreadable folder is an error.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = fs_err::read_dir(dir)?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| !n.starts_with('.'))
-        })
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            walk(&path, out)?;
-        } else {
-            out.push(path);
-        }
+    let walked = crate::walk::files_below(dir, crate::walk::Hidden::Skip);
+    if let Some((_, e)) = walked.unreadable.into_iter().next() {
+        return Err(e);
     }
+    out.extend(walked.files);
     Ok(())
 }
 

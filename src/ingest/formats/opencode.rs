@@ -49,12 +49,56 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{finish, Conversation, Pending};
-use super::{
+use crate::ingest::pending::{finish, Conversation, Pending};
+use crate::ingest::{
     join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError,
 };
 
 const SOURCE: &str = "opencode";
+
+/// The OpenCode importer (registered in [`super::IMPORTERS`]).
+pub(super) struct OpenCode;
+
+/// The registry's instance.
+pub(super) static IMPORTER: OpenCode = OpenCode;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "OpenCode",
+    unit: "the database; one message file",
+    locations: &[crate::ingest::locations::Location::first_of(
+        crate::ingest::locations::Root::DataHome("opencode"),
+        // OpenCode 1.2 migrated the JSON files into the database and keeps them.
+        &["opencode.db", "storage/message/*/*.json"],
+    )],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for OpenCode {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_path(&self, path: &Path) -> bool {
+        path.file_name().is_some_and(|n| n == "opencode.db") && crate::ingest::detect::is_sqlite(path)
+    }
+
+    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+        match &doc.parsed {
+            Some(parsed) => kind_of_doc(parsed).is_some(),
+            None => !doc.whole && kind_of_path(doc.path).is_some(),
+        }
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// Which file of the JSON storage a document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +154,7 @@ pub(super) fn kind_of_path(path: &Path) -> Option<Kind> {
 /// [`IngestError::Shape`] when a JSON file is none of the storage kinds,
 /// [`IngestError::Sqlite`] when the database cannot be opened or queried.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    if super::has_ext(path, "db") {
+    if crate::ingest::has_ext(path, "db") {
         return import_db(path, fallback);
     }
     let doc = read_json(path)?;
@@ -226,7 +270,7 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
             entries
                 .filter_map(Result::ok)
                 .map(|e| e.path())
-                .filter(|p| super::has_ext(p, "json") && p.is_file())
+                .filter(|p| crate::ingest::has_ext(p, "json") && p.is_file())
                 .collect()
         })
         .unwrap_or_default();
@@ -308,13 +352,13 @@ fn pending_of(info: &Map<String, Value>, parts: &[Value], position: usize) -> Op
 }
 
 fn import_db(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let conn = super::open_sqlite_read_only(path)?;
+    let conn = crate::ingest::open_sqlite_read_only(path)?;
     let sqlite = |source| IngestError::Sqlite {
         path: path.to_path_buf(),
         source,
     };
     let mut out = FileImport::default();
-    let tables = super::sqlite_tables(&conn).map_err(sqlite)?;
+    let tables = crate::ingest::sqlite_tables(&conn).map_err(sqlite)?;
     if !["session", "message", "part"]
         .iter()
         .all(|t| tables.iter().any(|have| have == t))
@@ -380,7 +424,7 @@ fn import_db(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestE
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
-                super::sqlite_text(r.get_ref(2)?),
+                crate::ingest::sqlite_text(r.get_ref(2)?),
             ))
         })?;
         for row in rows {
@@ -395,7 +439,7 @@ fn import_db(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestE
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, Option<i64>>(2)?,
-                super::sqlite_text(r.get_ref(3)?),
+                crate::ingest::sqlite_text(r.get_ref(3)?),
             ))
         })?;
         let mut messages = Vec::new();

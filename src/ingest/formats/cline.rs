@@ -29,7 +29,7 @@
 //!   `tasks/<id>/`, else the file stem; the title is `title` of a `task_metadata.json`
 //!   beside it (real ones have none); `model` (assistant) is the last `model_usage`
 //!   `model_id` of that file;
-//! - `message_id` is the record's `ts`, else [`stable_id`](super::stable_id) of
+//! - `message_id` is the record's `ts`, else [`stable_id`](crate::ingest::stable_id) of
 //!   (`cline`, task id, position, text); the time is `ts` / `timestamp` (epoch ms),
 //!   else the nearest earlier one, else the file's time (`timestamp_is_fallback`);
 //!   non-empty `images` set `has_attachment`.
@@ -39,10 +39,46 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{file_stem, finish, Clock, Conversation, Pending};
-use super::{kind_of, parse_time, read_json, str_field, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{kind_of, parse_time, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "cline";
+
+/// The Cline importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Cline;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Cline = Cline;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Cline",
+    unit: "task",
+    locations: &[crate::ingest::locations::Location::all(
+        crate::ingest::locations::Root::Config(""),
+        &["{Code,Code - Insiders,VSCodium,Cursor,Windsurf}/User/globalStorage/saoudrizwan.claude-dev/tasks/*/ui_messages.json"],
+    )],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for Cline {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_path(&self, path: &Path) -> bool {
+        crate::ingest::has_ext(path, "json") && is_task_file(path) && path.is_file()
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// The task's UI transcript: the unit of import.
 pub(super) const UI_MESSAGES: &str = "ui_messages.json";

@@ -20,7 +20,7 @@
 //!    - `conversation_id` is the first `sessionId`, else the file stem (the transcript
 //!      id); `project` is the `<project>` folder name before `agent-transcripts` (a slug
 //!      of the workspace path, not a path); `message_id` is `uuid`/`id`, else
-//!      [`stable_id`](super::stable_id) of (`cursor`, conversation id, line, text);
+//!      [`stable_id`](crate::ingest::stable_id) of (`cursor`, conversation id, line, text);
 //!    - the time is the line's `timestamp`; real transcripts have none, so messages
 //!      take the file's modification time with `timestamp_is_fallback`.
 //!
@@ -66,13 +66,60 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{file_stem, finish, Clock, Conversation, Pending};
-use super::{
+use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{
     join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, Fault, FileImport,
     IngestError,
 };
 
 const SOURCE: &str = "cursor";
+
+/// The Cursor importer (registered in [`super::IMPORTERS`]).
+pub(super) struct CursorImporter;
+
+/// The registry's instance.
+pub(super) static IMPORTER: CursorImporter = CursorImporter;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Cursor",
+    unit: "transcript; the whole database",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".cursor/projects"), &["**/agent-transcripts/**/*.jsonl"]),
+        crate::ingest::locations::Location::all(
+            crate::ingest::locations::Root::Config("Cursor/User"),
+            &["globalStorage/state.vscdb", "workspaceStorage/*/state.vscdb"],
+        ),],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for CursorImporter {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_path(&self, path: &Path) -> bool {
+        // A transcript's lines may have Claude Code's shape, so the location decides.
+        (crate::ingest::has_ext(path, "vscdb") && crate::ingest::detect::is_sqlite(path))
+            || (crate::ingest::has_ext(path, "jsonl") && is_transcript_path(path) && path.is_file())
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
+    }
+
+    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+        doc.contains(b"\"composerData:")
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// Folder that holds Cursor agent transcripts.
 const TRANSCRIPTS_DIR: &str = "agent-transcripts";
@@ -101,9 +148,9 @@ pub(super) fn looks_like(line: &Value) -> bool {
 /// [`IngestError::Shape`] for a dump that is not JSON or not rows,
 /// [`IngestError::Sqlite`] when the database cannot be opened or queried.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    if super::has_ext(path, "jsonl") {
+    if crate::ingest::has_ext(path, "jsonl") {
         import_transcript(path, fallback)
-    } else if super::has_ext(path, "vscdb") {
+    } else if crate::ingest::has_ext(path, "vscdb") {
         import_vscdb(path, fallback)
     } else {
         import_dump(path, fallback)
@@ -236,18 +283,18 @@ fn user_query(text: &str) -> Option<String> {
 type Row = (String, Value);
 
 fn import_vscdb(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let conn = super::open_sqlite_read_only(path)?;
+    let conn = crate::ingest::open_sqlite_read_only(path)?;
     let sqlite = |source| IngestError::Sqlite {
         path: path.to_path_buf(),
         source,
     };
-    let tables = super::sqlite_tables(&conn).map_err(sqlite)?;
+    let tables = crate::ingest::sqlite_tables(&conn).map_err(sqlite)?;
     let mut out = FileImport::default();
     let mut rows: Vec<Row> = Vec::new();
     let read_rows = |sql: &str, out: &mut FileImport| -> Result<Vec<Row>, rusqlite::Error> {
         let mut stmt = conn.prepare(sql)?;
         let raw = stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, super::sqlite_text(r.get_ref(1)?)))
+            Ok((r.get::<_, String>(0)?, crate::ingest::sqlite_text(r.get_ref(1)?)))
         })?;
         let mut parsed = Vec::new();
         for row in raw {
@@ -498,7 +545,7 @@ fn import_legacy_chat(chat: &Value, fallback: DateTime<Utc>, out: &mut FileImpor
         .flatten();
     for (position, tab) in tabs.enumerate() {
         let id = tab.get("tabId").and_then(Value::as_str).map_or_else(
-            || super::stable_id(&[SOURCE, "tab", &position.to_string()]),
+            || crate::ingest::stable_id(&[SOURCE, "tab", &position.to_string()]),
             str::to_owned,
         );
         let mut clock = Clock::default();

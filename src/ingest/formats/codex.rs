@@ -6,7 +6,7 @@
 //! - legacy "bare" (early 2025): a first line `{"id", "timestamp", …}` describing the
 //!   session, then un-enveloped items such as `{"type": "message", "role", "content"}`.
 //!
-//! Mapping to [`Message`](super::Message):
+//! Mapping to [`Message`](crate::ingest::Message):
 //! - messages are `response_item`s (or bare items) of `type` `message` with `role`
 //!   `user` or `assistant`; text is the `input_text` / `output_text` / `text` blocks
 //!   joined by a newline, and an `input_image` block sets `has_attachment`. `developer`
@@ -15,16 +15,16 @@
 //!   rollouts and are skipped, except in a file with no message items at all (some
 //!   subagent rollouts), where they are the messages;
 //! - lines that are not messages are skipped and counted; malformed lines are
-//!   [`Fault`](super::Fault)s with their line number;
+//!   [`Fault`](crate::ingest::Fault)s with their line number;
 //! - `conversation_id` is the first `session_meta` `payload.id` (the legacy first
 //!   line's `id`), else the file stem; `project` is the session's `cwd`; `model` (on
 //!   assistant messages) is the latest `turn_context` `payload.model`; `message_id` is
-//!   the item's `id` when it has one, else [`stable_id`](super::stable_id) of (`codex`, conversation id,
+//!   the item's `id` when it has one, else [`stable_id`](crate::ingest::stable_id) of (`codex`, conversation id,
 //!   line number, text);
 //! - the time is the line's `timestamp` in UTC; bare items have none and take the
 //!   nearest earlier time (the session's), with `timestamp_is_fallback`;
 //! - user messages that are context preambles (`<environment_context>`,
-//!   `# AGENTS.md instructions`, `<user_instructions>`…, see [`super::injected`]) get
+//!   `# AGENTS.md instructions`, `<user_instructions>`…, see [`crate::ingest::injected`]) get
 //!   `is_injected`; a `<realtime_delegation>` voice hand-off keeps only its `<input>` text.
 
 use std::path::Path;
@@ -32,11 +32,48 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::injected::realtime_delegation_input;
-use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use super::{parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::injected::realtime_delegation_input;
+use crate::ingest::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "codex";
+
+/// The Codex CLI importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Codex;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Codex = Codex;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Codex CLI",
+    unit: "rollout file",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CODEX_HOME", home: ".codex" }, &["sessions/**/*.jsonl"])],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for Codex {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn is_append_only(&self) -> bool {
+        true
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback, start)
+    }
+}
 
 /// Envelope `type`s of current rollouts.
 const ENVELOPE_TYPES: &[&str] = &[

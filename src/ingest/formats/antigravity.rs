@@ -3,7 +3,7 @@
 //! one agent step per line `{"step_index", "source": "USER_EXPLICIT"|"MODEL"|"SYSTEM",
 //! "type", "status", "created_at", "content"?, "thinking"?, "tool_calls"?}`.
 //!
-//! Mapping to [`Message`](super::Message), by step `type`:
+//! Mapping to [`Message`](crate::ingest::Message), by step `type`:
 //! - `USER_INPUT` is the person (`user`). Antigravity wraps what they typed in
 //!   `<USER_REQUEST>…</USER_REQUEST>` and appends harness blocks
 //!   (`<ADDITIONAL_METADATA>` with the local time, `<USER_SETTINGS_CHANGE>`…); only the
@@ -16,7 +16,7 @@
 //!   `EPHEMERAL_MESSAGE` and `SYSTEM_MESSAGE` (harness text), and steps without text;
 //! - `conversation_id` is the folder after `brain/` (the conversation uuid), else the
 //!   file stem; `message_id` is `step-<step_index>`, else
-//!   [`stable_id`](super::stable_id) of (`antigravity`, conversation id, line, text);
+//!   [`stable_id`](crate::ingest::stable_id) of (`antigravity`, conversation id, line, text);
 //! - the time is `created_at` (ISO), else the nearest earlier one, else the file's
 //!   time (`timestamp_is_fallback`).
 //!
@@ -28,10 +28,43 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{file_stem, finish, Clock, Conversation, Pending};
-use super::{parse_time, read_jsonl, str_field, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{parse_time, read_jsonl, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "antigravity";
+
+/// The Google Antigravity importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Antigravity;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Antigravity = Antigravity;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Google Antigravity",
+    unit: "transcript",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini/antigravity/brain"), &["*/.system_generated/logs/*.jsonl"])],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for Antigravity {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// True when one parsed JSON Lines record is an Antigravity step (used by `detect`).
 pub(super) fn looks_like(line: &Value) -> bool {

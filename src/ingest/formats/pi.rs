@@ -4,7 +4,7 @@
 //! (`message`, `model_change`, `thinking_level_change`, `session_info`, `custom`,
 //! `compaction`…). Version 3 entries form a tree through `id`/`parentId`.
 //!
-//! Mapping to [`Message`](super::Message):
+//! Mapping to [`Message`](crate::ingest::Message):
 //! - `message` entries whose `message.role` is `user` or `assistant` are messages;
 //!   `toolResult`, `bashExecution` and other roles, and every non-`message` entry,
 //!   are skipped and counted. `content` is a string or an array of blocks; `text`
@@ -15,7 +15,7 @@
 //! - `conversation_id` is the session record's `id`, else the file stem; `message_id`
 //!   is the entry `id` (version 3 ids are 8 hex digits, unique within a session, which
 //!   is enough as rows are keyed by source, conversation and message id) and
-//!   `parent_id` its `parentId`; an entry without id gets [`stable_id`](super::stable_id) of (`pi`,
+//!   `parent_id` its `parentId`; an entry without id gets [`stable_id`](crate::ingest::stable_id) of (`pi`,
 //!   conversation id, line number, text);
 //! - `project` is the session's `cwd`; `model` (assistant) is `message.model`, else
 //!   the latest `model_change` `modelId`, else the session record's `modelId`; the
@@ -28,10 +28,47 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use super::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "pi";
+
+/// The pi importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Pi;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Pi = Pi;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "pi",
+    unit: "session file",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".pi/agent/sessions"), &["**/*.jsonl"])],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for Pi {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn is_append_only(&self) -> bool {
+        true
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback, start)
+    }
+}
 
 /// True when one parsed line looks like a pi session record (used by `detect`).
 pub(super) fn looks_like(line: &Value) -> bool {

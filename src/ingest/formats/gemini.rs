@@ -3,7 +3,7 @@
 //! newer JSON Lines form of the same data (a first metadata line, then one message
 //! record per line).
 //!
-//! Mapping to [`Message`](super::Message):
+//! Mapping to [`Message`](crate::ingest::Message):
 //! - records with `type` `user` become user messages, `gemini` (older `model`)
 //!   assistant messages; `info`, `error`, `warning` records, metadata lines and
 //!   `$set` updates are skipped and counted. `content` is a string or an array of
@@ -13,7 +13,7 @@
 //!   replaces it (last write wins) and is counted as skipped;
 //! - `conversation_id` is `sessionId`, else the file stem; the title is `summary`
 //!   when present; `model` is the record's `model`; `message_id` is its `id`, else
-//!   [`stable_id`](super::stable_id) of (`gemini-cli`, conversation id, position, text);
+//!   [`stable_id`](crate::ingest::stable_id) of (`gemini-cli`, conversation id, position, text);
 //! - the time is the record's `timestamp` in UTC, else the nearest earlier one,
 //!   else `startTime`, with `timestamp_is_fallback`.
 
@@ -22,13 +22,51 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{file_stem, finish, Clock, Conversation, Pending};
-use super::{
+use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{
     join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, Fault, FileImport,
     IngestError,
 };
 
 const SOURCE: &str = "gemini-cli";
+
+/// The Gemini CLI importer (registered in [`super::IMPORTERS`]).
+pub(super) struct GeminiCli;
+
+/// The registry's instance.
+pub(super) static IMPORTER: GeminiCli = GeminiCli;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Gemini CLI",
+    unit: "session file",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini"), &["tmp/**/chats/*.{json,jsonl}"])],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for GeminiCli {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
+    }
+
+    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+        doc.contains(b"\"messages\"")
+            && (doc.contains(b"\"projectHash\"") || doc.contains(b"\"sessionId\""))
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// True when one parsed JSON Lines record looks like Gemini CLI (used by `detect`).
 pub(super) fn looks_like(line: &Value) -> bool {

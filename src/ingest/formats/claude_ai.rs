@@ -3,16 +3,16 @@
 //! `{"uuid", "sender": "human"|"assistant", "text", "content": [blocks], "created_at",
 //! "attachments", "files", "parent_message_uuid"?}`.
 //!
-//! Mapping to [`Message`](super::Message):
+//! Mapping to [`Message`](crate::ingest::Message):
 //! - each conversation is one conversation: `conversation_id` its `uuid` (else
-//!   [`stable_id`](super::stable_id) of (`claude-ai`, its position)), the title its
+//!   [`stable_id`](crate::ingest::stable_id) of (`claude-ai`, its position)), the title its
 //!   `name`;
 //! - `human` messages are `user`, `assistant` ones `assistant`; other senders, and
 //!   messages without text, are skipped and counted;
 //! - the text is the `text` blocks of `content` joined by a newline (`thinking`,
 //!   tool blocks are not text), else the message's `text`; a non-empty `attachments`
 //!   or `files` sets `has_attachment`, a text block with `citations` `has_citation`;
-//! - `message_id` is the `uuid`, else [`stable_id`](super::stable_id) of (`claude-ai`,
+//! - `message_id` is the `uuid`, else [`stable_id`](crate::ingest::stable_id) of (`claude-ai`,
 //!   conversation id, position, text); `parent_id` the `parent_message_uuid`;
 //! - the time is the message's `created_at`, else the nearest earlier one, else the
 //!   conversation's `created_at`, else the file's time (`timestamp_is_fallback`).
@@ -22,13 +22,46 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{finish, Clock, Conversation, Pending};
-use super::{
+use crate::ingest::pending::{finish, Clock, Conversation, Pending};
+use crate::ingest::{
     conversations_of, join_texts, kind_of, parse_time, read_json, stable_id, str_field, Fault,
     FileImport, IngestError,
 };
 
 const SOURCE: &str = "claude-ai";
+
+/// The Claude.ai export importer (registered in [`super::IMPORTERS`]).
+pub(super) struct ClaudeAi;
+
+/// The registry's instance.
+pub(super) static IMPORTER: ClaudeAi = ClaudeAi;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Claude.ai export",
+    unit: "export file",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Var("SKILLS_CLAUDE_AI_EXPORT"), &["", "**/conversations.json"])],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for ClaudeAi {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+        doc.contains(b"\"chat_messages\"")
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// Imports one export file. `fallback` is the time of messages with none.
 ///

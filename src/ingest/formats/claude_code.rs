@@ -2,7 +2,7 @@
 //! JSON object per line, and subagent transcripts (`<session>/subagents/agent-*.jsonl`
 //! or older `agent-*.jsonl` next to the session).
 //!
-//! Mapping to [`Message`](super::Message):
+//! Mapping to [`Message`](crate::ingest::Message):
 //! - only lines with `type` `user` or `assistant` and a `message.content` become
 //!   messages; `content` is a string or an array of blocks, and only `text` blocks are
 //!   message text (joined by a newline). `tool_use`, `tool_result`, `thinking` and
@@ -10,13 +10,13 @@
 //!   `has_attachment`. A line whose text is empty or whitespace is skipped (counted);
 //! - every other line (`summary`, `file-history-snapshot`, `progress`, `system`,
 //!   `queue-operation`, `ai-title`…) is skipped and counted;
-//! - a line that is not valid JSON, or not an object, is a [`Fault`](super::Fault) with its 1-based
+//! - a line that is not valid JSON, or not an object, is a [`Fault`](crate::ingest::Fault) with its 1-based
 //!   line number; the other lines still import. Lines have no length limit;
 //! - `conversation_id` is the file's first `sessionId`, else the file stem. A subagent
 //!   file (stem `agent-*`, a line with `isSidechain: true` or an `agentId`) gets
 //!   `<sessionId>/agent-<agentId>` so it does not merge into the parent session; its
 //!   `source` stays `claude-code`;
-//! - `message_id` is the line's `uuid`, else [`stable_id`](super::stable_id) of (`claude-code`,
+//! - `message_id` is the line's `uuid`, else [`stable_id`](crate::ingest::stable_id) of (`claude-code`,
 //!   conversation id, line number, text); `parent_id` is `parentUuid`; `model` is
 //!   `message.model`; `project` is `cwd`; the title is the last `custom-title` /
 //!   `ai-title` line, else the first `summary` line;
@@ -25,18 +25,61 @@
 //!   the file's modification time, with `timestamp_is_fallback` set;
 //! - a user line with `isMeta: true` (skill bodies, caveats) or `isCompactSummary: true`
 //!   (continuation summary), or whose text is injected by the harness
-//!   ([`super::injected`]), is a message with `is_injected` set.
+//!   ([`crate::ingest::injected`]), is a message with `is_injected` set.
 
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::injected::is_injected_text;
-use super::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use super::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::injected::is_injected_text;
+use crate::ingest::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "claude-code";
+
+/// The Claude Code importer (registered in [`super::IMPORTERS`]).
+pub(super) struct ClaudeCode;
+
+/// The registry's instance.
+pub(super) static IMPORTER: ClaudeCode = ClaudeCode;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Claude Code",
+    unit: "session file",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CLAUDE_CONFIG_DIR", home: ".claude" }, &["projects/**/*.jsonl"])],
+    note: Some("subagent transcripts included"),
+};
+
+impl crate::ingest::formats::Importer for ClaudeCode {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn is_append_only(&self) -> bool {
+        true
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
+    }
+
+    fn recognise_jsonl_head(&self, head: &[u8]) -> bool {
+        // A first line longer than the peek window: fall back on markers.
+        crate::ingest::detect::contains(head, b"\"parentUuid\"")
+            || crate::ingest::detect::contains(head, b"\"sessionId\"")
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback, start)
+    }
+}
 
 /// Line types that are Claude Code records but never messages.
 const NON_MESSAGE_TYPES: &[&str] = &[

@@ -1,7 +1,7 @@
 //! Aider chat logs (`.aider.chat.history.md` in a project folder): Markdown that aider
 //! appends to as a session runs.
 //!
-//! Mapping to [`Message`](super::Message):
+//! Mapping to [`Message`](crate::ingest::Message):
 //! - a line `# aider chat started at <YYYY-MM-DD HH:MM:SS>` starts a session, which is
 //!   one conversation; lines before the first such line form a session of their own;
 //! - a run of `#### ` lines is one user message (the prefix removed, one line each);
@@ -13,7 +13,7 @@
 //! - `conversation_id` is the file name without `.aider.chat.history.md` (the folder
 //!   name when nothing is left), `@` and the session's start text; `project` is the
 //!   folder of a file named exactly `.aider.chat.history.md`; `message_id` is
-//!   [`stable_id`](super::stable_id) of (`aider`, conversation id, line, text);
+//!   [`stable_id`](crate::ingest::stable_id) of (`aider`, conversation id, line, text);
 //! - messages have no time of their own: each takes its session's start time (read as
 //!   UTC, else the file's time) with `timestamp_is_fallback`.
 
@@ -21,10 +21,43 @@ use std::path::Path;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
-use super::pending::{finish, Conversation, Pending};
-use super::{FileImport, IngestError};
+use crate::ingest::pending::{finish, Conversation, Pending};
+use crate::ingest::{FileImport, IngestError};
 
 const SOURCE: &str = "aider";
+
+/// The Aider importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Aider;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Aider = Aider;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Aider",
+    unit: "chat log",
+    locations: &[],
+    note: Some("none: `.aider.chat.history.md` lives in each project, give its path"),
+};
+
+impl crate::ingest::formats::Importer for Aider {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_path(&self, path: &Path) -> bool {
+        path.file_name().is_some_and(|n| n.to_string_lossy().ends_with(SUFFIX)) && path.is_file()
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// File name suffix of aider chat logs (used by `detect`).
 pub(super) const SUFFIX: &str = ".aider.chat.history.md";

@@ -6,7 +6,7 @@
 //! - a line whose `role` is `user`/`human` or `assistant`/`ai`/`model` and whose
 //!   `content` is a non-empty string (or an array of strings / `{"type": "text", "text"}`
 //!   blocks) is a message; other lines (system, tool, empty text) are skipped and
-//!   counted; malformed lines are [`Fault`](super::Fault)s;
+//!   counted; malformed lines are [`Fault`](crate::ingest::Fault)s;
 //! - `conversation_id` is the line's `conversation_id` (or `session_id`), else the file
 //!   stem; `message_id` is `id` / `message_id`, else [`stable_id`] of (`generic`,
 //!   conversation id, line number, text); `conversation_title` is `title`;
@@ -19,13 +19,54 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::file_stem;
-use super::{
+use crate::ingest::pending::file_stem;
+use crate::ingest::{
     count_i64, join_texts, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport,
     IngestError, Message,
 };
 
 const SOURCE: &str = "generic";
+
+/// The generic JSON Lines importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Generic;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Generic = Generic;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "any other tool",
+    unit: "file",
+    locations: &[],
+    note: Some("none: JSON Lines with `role`, `content`, optional `timestamp`, `conversation_id`, `id`, `title`"),
+};
+
+impl crate::ingest::formats::Importer for Generic {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn is_append_only(&self) -> bool {
+        true
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        if looks_like(line) {
+            crate::ingest::formats::LineMatch::Fallback
+        } else {
+            crate::ingest::formats::LineMatch::No
+        }
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback, start)
+    }
+}
 
 /// The canonical role of a generic line's `role`, when it is a message role.
 fn role_of(obj: &Map<String, Value>) -> Option<&'static str> {

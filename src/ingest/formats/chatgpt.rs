@@ -8,8 +8,8 @@
 //! the walk starts at the newest leaf: among nodes that are no node's `parent`, the one
 //! whose `message.create_time` is greatest (a leaf without a time counts as oldest),
 //! ties broken by the greatest node id. A `current_node` missing from `mapping` is a
-//! [`Fault`](super::Fault) and the newest leaf is used instead; a `parent` missing from `mapping` (or
-//! a cycle) is a [`Fault`](super::Fault) and the conversation starts below it.
+//! [`Fault`](crate::ingest::Fault) and the newest leaf is used instead; a `parent` missing from `mapping` (or
+//! a cycle) is a [`Fault`](crate::ingest::Fault) and the conversation starts below it.
 //!
 //! Mapping to [`Message`]:
 //! - only `user` and `assistant` authors with non-empty text are messages; `system`
@@ -35,13 +35,46 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::file_stem;
-use super::{
+use crate::ingest::pending::file_stem;
+use crate::ingest::{
     conversations_of, join_texts, kind_of, parse_time, read_json, Fault, FileImport, IngestError,
     Message,
 };
 
 const SOURCE: &str = "chatgpt";
+
+/// The ChatGPT export importer (registered in [`super::IMPORTERS`]).
+pub(super) struct ChatGpt;
+
+/// The registry's instance.
+pub(super) static IMPORTER: ChatGpt = ChatGpt;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "ChatGPT export",
+    unit: "export file",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Var("SKILLS_CHATGPT_EXPORT"), &["", "**/conversations.json"])],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for ChatGpt {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+        doc.contains(b"\"mapping\"")
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// Imports one export file. `fallback` is the last-resort time (see module docs).
 ///

@@ -11,7 +11,7 @@
 //! name starts with `T-`, or it sits in a `threads` / `threads3` folder: the message
 //! shape alone is too common to tell Amp from other tools.
 //!
-//! Mapping to [`Message`](super::Message):
+//! Mapping to [`Message`](crate::ingest::Message):
 //! - `user` and `assistant` messages with text are messages (text: a string `content`,
 //!   else its `text` blocks, else `text`); `info` messages, tool results sent as user
 //!   messages and replies with only tool calls are skipped and counted; `image` blocks
@@ -19,7 +19,7 @@
 //! - `conversation_id` is the thread `id`, else the file stem; the title `title`;
 //!   `project` `env.initial.cwd`, else the first tree's `file://` URI as a path;
 //!   `message_id` the message's `id`/`messageId`, else
-//!   [`stable_id`](super::stable_id) of (`amp`, thread id, position, text);
+//!   [`stable_id`](crate::ingest::stable_id) of (`amp`, thread id, position, text);
 //! - the time is `meta.sentAt` (epoch ms), else `createdAt`/`timestamp`, else the
 //!   nearest earlier one, else the thread's `created`, else the file's time
 //!   (`timestamp_is_fallback`).
@@ -29,10 +29,43 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{file_stem, finish, Clock, Conversation, Pending};
-use super::{join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "amp";
+
+/// The Amp importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Amp;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Amp = Amp;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "Amp",
+    unit: "thread",
+    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::DataHome("amp/threads"), &["*.json"])],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for Amp {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+        doc.parsed.as_ref().is_some_and(|parsed| looks_like(parsed, doc.path))
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// True when `doc` (the file at `path`) is an Amp thread (used by `detect`).
 pub(super) fn looks_like(doc: &Value, path: &Path) -> bool {

@@ -44,12 +44,55 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::pending::{file_stem, finish, Clock, Conversation, Pending};
-use super::{
+use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{
     join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, FileImport, IngestError,
 };
 
 const SOURCE: &str = "copilot";
+
+/// The GitHub Copilot CLI importer (registered in [`super::IMPORTERS`]).
+pub(super) struct Copilot;
+
+/// The registry's instance.
+pub(super) static IMPORTER: Copilot = Copilot;
+
+static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+    source: SOURCE,
+    tool: "GitHub Copilot CLI",
+    unit: "session",
+    locations: &[crate::ingest::locations::Location::all(
+        crate::ingest::locations::Root::VarOrHome { var: "COPILOT_HOME", home: ".copilot" },
+        &["session-state/**/*.jsonl", "history-session-state/*.json"],
+    )],
+    note: None,
+};
+
+impl crate::ingest::formats::Importer for Copilot {
+    fn about(&self) -> &'static crate::ingest::formats::About {
+        &ABOUT
+    }
+
+    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
+    }
+
+    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+        match &doc.parsed {
+            Some(parsed) => looks_like_history(parsed),
+            None => !doc.whole && doc.contains(b"\"chatMessages\""),
+        }
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        import(path, fallback)
+    }
+}
 
 /// Event types of the Copilot CLI log (prefixes), for `detect`.
 const EVENT_PREFIXES: &[&str] = &["session.", "user.", "assistant.", "tool."];
@@ -89,7 +132,7 @@ pub(super) fn looks_like_history(doc: &Value) -> bool {
 /// [`IngestError::Io`] when the file cannot be read; for `.json`, [`IngestError::Json`]
 /// when it is not JSON and [`IngestError::Shape`] when it has no history array.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    if super::has_ext(path, "jsonl") {
+    if crate::ingest::has_ext(path, "jsonl") {
         import_events(path, fallback)
     } else {
         import_history(path, fallback)

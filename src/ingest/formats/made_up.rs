@@ -1,0 +1,148 @@
+//! A made-up format, registered only under `cargo test`, that shows what a new format
+//! costs: this file and one line in the registry. Its files are JSON Lines of
+//! `{"speaker": "me"|"bot", "said": "…", "at": <time>}` in a folder named `made-up`,
+//! found by default below `$SKILLS_MADE_UP_HOME`.
+//!
+//! The tests below go through the public entry points only ([`crate::ingest::detect`],
+//! [`crate::ingest::import_file`], [`crate::ingest::discover`]'s environment form and
+//! [`crate::ingest::ingest_paths`]), none of which names this format.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::{parse_time, read_jsonl, str_field, FileImport, IngestError};
+
+const SOURCE: &str = "made-up";
+
+/// The made-up importer (registered in [`super::IMPORTERS`] under `cfg(test)`).
+pub(super) struct MadeUp;
+
+/// The registry's instance.
+pub(super) static IMPORTER: MadeUp = MadeUp;
+
+static ABOUT: super::About = super::About {
+    source: SOURCE,
+    tool: "Made Up",
+    unit: "chat file",
+    locations: &[crate::ingest::locations::Location::all(
+        crate::ingest::locations::Root::Var("SKILLS_MADE_UP_HOME"),
+        &["**/made-up/*.jsonl"],
+    )],
+    note: None,
+};
+
+impl super::Importer for MadeUp {
+    fn about(&self) -> &'static super::About {
+        &ABOUT
+    }
+
+    fn recognise_line(&self, line: &Value) -> super::LineMatch {
+        super::LineMatch::yes_if(line.get("speaker").is_some() && line.get("said").is_some())
+    }
+
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        _start: Option<&crate::ingest::Cursor>,
+    ) -> Result<FileImport, IngestError> {
+        let mut out = FileImport::default();
+        let mut pending = Vec::new();
+        let mut clock = Clock::default();
+        let mut skipped = 0;
+        read_jsonl(path, &mut out.faults, |line, obj| {
+            let time = obj.get("at").and_then(parse_time);
+            let earlier_time = clock.tick(time);
+            let role = match str_field(&obj, "speaker") {
+                Some("me") => "user",
+                Some("bot") => "assistant",
+                _ => {
+                    skipped += 1;
+                    return;
+                }
+            };
+            pending.push(Pending {
+                line,
+                role,
+                text: str_field(&obj, "said").unwrap_or_default().to_owned(),
+                time,
+                earlier_time,
+                ..Pending::default()
+            });
+        })?;
+        out.skipped = skipped;
+        let id = file_stem(path);
+        out.messages = finish(
+            pending,
+            &Conversation {
+                source: SOURCE,
+                id: &id,
+                title: None,
+                project: None,
+                time: clock.first.unwrap_or(fallback),
+                start_index: 0,
+            },
+        );
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ingest::{self, locations::Environment};
+
+    #[test]
+    fn a_registered_format_is_detected_imported_discovered_and_stored() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("somewhere/made-up/chat-1.jsonl");
+        fs_err::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        fs_err::write(
+            &file,
+            concat!(
+                r#"{"speaker":"me","said":"does the registry work?","at":"2026-07-03T10:00:00Z"}"#,
+                "\n",
+                r#"{"speaker":"narrator","said":"(not a message)"}"#,
+                "\n",
+                r#"{"speaker":"bot","said":"one file and one line","at":1783072860}"#,
+                "\n",
+            ),
+        )
+        .expect("write");
+
+        let format = ingest::detect(&file).expect("detected");
+        assert_eq!(format.source(), "made-up");
+        assert!(!format.is_append_only());
+
+        let import = ingest::import_file(&file).expect("import");
+        assert_eq!(import.skipped, 1);
+        let texts: Vec<(&str, &str)> = import
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str()))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                ("user", "does the registry work?"),
+                ("assistant", "one file and one line")
+            ]
+        );
+        assert_eq!(import.messages[0].conversation_id, "chat-1");
+
+        let mut env = Environment::default();
+        env.vars
+            .insert("SKILLS_MADE_UP_HOME".to_owned(), dir.path().into());
+        assert_eq!(ingest::discover_in(&env), std::slice::from_ref(&file));
+
+        let store = crate::stores::conversations::ConversationStore::open_rw(
+            &dir.path().join("conversations.duckdb"),
+        )
+        .expect("store");
+        let summary = ingest::ingest_paths(&store, &[dir.path().join("somewhere")], &mut |_, _| {});
+        assert_eq!(summary.messages_added, 2, "{summary:?}");
+        assert!(summary.faults.is_empty(), "{:?}", summary.faults);
+    }
+}

@@ -1,0 +1,186 @@
+//! The transcript formats: one file per tool, each an [`Importer`], and the one
+//! ordered list of them, [`IMPORTERS`].
+//!
+//! Adding a format is one new file here (a unit type implementing [`Importer`], with a
+//! `pub(super) static IMPORTER`) and one line in the [`registry!`] call below. The
+//! order of that list is the detection priority: when two importers recognise the same
+//! evidence, the earlier one wins (see [`crate::ingest::detect`] for the stages). The
+//! default locations each importer declares ([`About::locations`]) are what
+//! [`crate::ingest::discover`] searches and what the README's importer table is
+//! generated from ([`crate::ingest::locations::readme_table`]).
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::locations::Location;
+use super::{Cursor, FileImport, IngestError};
+
+/// What an importer tells people about itself: the README row and the places
+/// [`crate::ingest::discover`] looks in.
+#[derive(Debug)]
+pub(crate) struct About {
+    /// Value of the `source` column, e.g. `claude-code`; unique among importers.
+    pub source: &'static str,
+    /// The tool as people name it, e.g. "Claude Code".
+    pub tool: &'static str,
+    /// What one imported file is, e.g. "session file".
+    pub unit: &'static str,
+    /// Default locations, searched in order.
+    pub locations: &'static [Location],
+    /// Said after the locations in the README (or instead of them when there are none).
+    pub note: Option<&'static str>,
+}
+
+/// How one JSON Lines record speaks for an importer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineMatch {
+    /// Not this format's record.
+    No,
+    /// This format's record: decides the file.
+    Yes,
+    /// Could be this format's record, but decides only when no record of the peeked
+    /// lines is a [`LineMatch::Yes`] of any importer (generic JSON Lines).
+    Fallback,
+}
+
+impl LineMatch {
+    /// [`LineMatch::Yes`] when `mine`, else [`LineMatch::No`].
+    pub(crate) fn yes_if(mine: bool) -> Self {
+        if mine {
+            Self::Yes
+        } else {
+            Self::No
+        }
+    }
+}
+
+/// The first bytes of a `.json` file, for [`Importer::recognise_document`].
+#[derive(Debug)]
+pub(crate) struct Document<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// Its first bytes (at most the detection window).
+    pub head: &'a [u8],
+    /// True when `head` is the whole file.
+    pub whole: bool,
+    /// The parsed document, when `whole` and it is valid JSON.
+    pub parsed: Option<Value>,
+}
+
+impl Document<'_> {
+    /// True when the first bytes contain `needle` (e.g. a quoted key).
+    pub(crate) fn contains(&self, needle: &[u8]) -> bool {
+        memchr::memmem::find(self.head, needle).is_some()
+    }
+}
+
+/// One transcript format. Only [`Importer::about`] and [`Importer::import`] are
+/// required; the `recognise_*` methods default to "not mine", so an importer answers
+/// only for the evidence it has.
+pub(crate) trait Importer: Sync {
+    /// Name, README row and default locations.
+    fn about(&self) -> &'static About;
+
+    /// True for JSON Lines formats written only by appending: a grown file is imported
+    /// from where the last import stopped ([`FileImport::cursor`]).
+    fn is_append_only(&self) -> bool {
+        false
+    }
+
+    /// True when the path alone (name, extension, folder, magic bytes) says the file is
+    /// this format. Asked first, for every file.
+    fn recognise_path(&self, _path: &Path) -> bool {
+        false
+    }
+
+    /// How one parsed record of a `.jsonl` file speaks for this format.
+    fn recognise_line(&self, _line: &Value) -> LineMatch {
+        LineMatch::No
+    }
+
+    /// Last resort for a `.jsonl` file no record decided (e.g. a first line longer than
+    /// the detection window): true when its first bytes still say this format.
+    fn recognise_jsonl_head(&self, _head: &[u8]) -> bool {
+        false
+    }
+
+    /// True when a `.json` document is this format.
+    fn recognise_document(&self, _doc: &Document<'_>) -> bool {
+        false
+    }
+
+    /// Parses one file. `fallback` is the time for a file whose records carry none;
+    /// `start` (append-only formats only) is where a previous import stopped.
+    ///
+    /// # Errors
+    /// [`IngestError::Io`] when the file cannot be read; whole-document formats also
+    /// [`IngestError::Json`] / [`IngestError::Shape`] / [`IngestError::Sqlite`].
+    fn import(
+        &self,
+        path: &Path,
+        fallback: DateTime<Utc>,
+        start: Option<&Cursor>,
+    ) -> Result<FileImport, IngestError>;
+}
+
+/// Declares the format modules and [`IMPORTERS`] from one list, so a format is one line.
+macro_rules! registry {
+    ($($(#[$attr:meta])* $module:ident),* $(,)?) => {
+        $($(#[$attr])* mod $module;)*
+
+        /// Every importer, in detection priority (earlier wins).
+        pub(crate) static IMPORTERS: &[&dyn Importer] = &[$($(#[$attr])* &$module::IMPORTER),*];
+    };
+}
+
+registry![
+    claude_code,
+    codex,
+    // Before ChatGPT: a Claude.ai export may quote a "mapping" key in its text.
+    claude_ai,
+    chatgpt,
+    gemini,
+    pi,
+    cursor,
+    opencode,
+    // Before Antigravity: an event may also carry `step_index` and `source`.
+    copilot,
+    antigravity,
+    amp,
+    cline,
+    aider,
+    generic,
+    #[cfg(test)]
+    made_up,
+];
+
+/// The importer whose source name is `source`.
+pub(crate) fn by_source(source: &str) -> Option<&'static dyn Importer> {
+    IMPORTERS
+        .iter()
+        .copied()
+        .find(|i| i.about().source == source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_names_are_unique_and_kebab_case() {
+        let mut seen = std::collections::HashSet::new();
+        for importer in IMPORTERS {
+            let source = importer.about().source;
+            assert!(seen.insert(source), "`{source}` twice");
+            assert!(
+                source
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "`{source}`"
+            );
+            assert_eq!(by_source(source).map(|i| i.about().source), Some(source));
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Reading the files importers parse: JSON Lines record by record (resumable), whole
+//! JSON documents, and the small JSON helpers every format uses.
+
+use std::path::Path;
+
+use super::{Cursor, Fault, IngestError};
+
+/// Where [`read_jsonl_from`] stopped: the end of the last complete line.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct JsonlEnd {
+    /// Byte offset after the last newline-terminated line.
+    pub offset: u64,
+    /// Its 1-based line number.
+    pub line: usize,
+}
+
+/// Reads a JSON Lines file record by record, with no line-length limit. Blank lines
+/// are ignored; a line that is not valid JSON or not a JSON object becomes a [`Fault`]
+/// (1-based line number) and reading goes on. `on_record` gets each object and its
+/// line number.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened or read.
+pub(crate) fn read_jsonl(
+    path: &Path,
+    faults: &mut Vec<Fault>,
+    on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
+) -> Result<(), IngestError> {
+    read_jsonl_from(path, None, faults, on_record).map(|_| ())
+}
+
+/// As [`read_jsonl`], starting at `start` (byte offset and line number of a [`Cursor`])
+/// instead of the top. Returns where the last complete (newline-terminated) line ends;
+/// a last line without newline is still offered to `on_record` but not counted as read.
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be opened, positioned or read.
+pub(crate) fn read_jsonl_from(
+    path: &Path,
+    start: Option<&Cursor>,
+    faults: &mut Vec<Fault>,
+    mut on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
+) -> Result<JsonlEnd, IngestError> {
+    use std::io::{BufRead, Seek};
+    let mut file = fs_err::File::open(path)?;
+    let mut end = JsonlEnd::default();
+    if let Some(c) = start {
+        file.seek(std::io::SeekFrom::Start(c.offset))?;
+        end = JsonlEnd {
+            offset: c.offset,
+            line: c.line,
+        };
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut buf = Vec::new();
+    let mut line_no = end.line;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("reading `{}` after line {line_no}: {e}", path.display()),
+            )
+        })?;
+        if n == 0 {
+            return Ok(end);
+        }
+        line_no += 1;
+        if buf.ends_with(b"\n") {
+            end = JsonlEnd {
+                offset: end.offset + n as u64,
+                line: line_no,
+            };
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let bytes = if line_no == 1 { strip_bom(line) } else { line };
+        if bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(serde_json::Value::Object(obj)) => on_record(line_no, obj),
+            Ok(other) => faults.push(Fault::new(
+                path,
+                Some(line_no),
+                format!("expected a JSON object, found {}", kind_of(&other)),
+            )),
+            Err(e) => faults.push(Fault::new(
+                path,
+                Some(line_no),
+                format!("invalid JSON: {e}"),
+            )),
+        }
+    }
+}
+
+/// Number of items, as an `i64` (saturating).
+pub(crate) fn count_i64<T>(items: impl Iterator<Item = T>) -> i64 {
+    i64::try_from(items.count()).unwrap_or(i64::MAX)
+}
+
+/// A JSON value's kind, for fault reasons ("an array", "a number"…).
+pub(crate) fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The non-blank texts, joined by a newline.
+pub(crate) fn join_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+    texts
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Reads a whole file as one JSON document (a leading byte-order mark is ignored).
+///
+/// # Errors
+/// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
+/// not JSON.
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, IngestError> {
+    let bytes = fs_err::read(path)?;
+    serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The conversations of an export document: the items of an array, or the document
+/// itself when it is one object.
+///
+/// # Errors
+/// [`IngestError::Shape`] when the document is neither an array nor an object.
+pub(crate) fn conversations_of<'a>(
+    doc: &'a serde_json::Value,
+    path: &Path,
+) -> Result<Vec<&'a serde_json::Value>, IngestError> {
+    use serde_json::Value;
+    match doc {
+        Value::Array(items) => Ok(items.iter().collect()),
+        Value::Object(_) => Ok(vec![doc]),
+        other => Err(IngestError::Shape {
+            path: path.to_path_buf(),
+            reason: format!(
+                "expected an array of conversations or one conversation object, found {}",
+                kind_of(other)
+            ),
+        }),
+    }
+}
+
+/// A non-empty string field of a JSON object.
+pub(crate) fn str_field<'a>(
+    obj: &'a serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'a str> {
+    obj.get(key)
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Removes a UTF-8 byte-order mark.
+pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+
+/// Parses a time value found in a transcript, in UTC.
+///
+/// Accepts what [`crate::time::parse_timestamp`] reads (RFC 3339 with any offset, ISO
+/// without offset taken as UTC), and numbers: epoch seconds (float allowed), or epoch
+/// milliseconds above 10^11, microseconds above 10^14, nanoseconds above 10^17.
+/// Anything else is `None`.
+pub(crate) fn parse_time(value: &serde_json::Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    match value {
+        serde_json::Value::String(s) => crate::time::parse_timestamp(s),
+        serde_json::Value::Number(n) => {
+            let x = n.as_f64()?;
+            // Seconds until the year 5138; above: milliseconds, microseconds, nanoseconds.
+            let secs = match x.abs() {
+                a if a > 1e17 => x / 1e9,
+                a if a > 1e14 => x / 1e6,
+                a if a > 1e11 => x / 1e3,
+                _ => x,
+            };
+            crate::time::from_epoch_seconds(secs)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parse_time_variants() {
+        let t = |v: serde_json::Value| parse_time(&v).map(|t| t.to_rfc3339());
+        assert_eq!(
+            t(json!("2025-03-10T11:14:02.5+02:00")).as_deref(),
+            Some("2025-03-10T09:14:02.500+00:00")
+        );
+        assert_eq!(
+            t(json!("2025-03-10T09:14:02")).as_deref(),
+            Some("2025-03-10T09:14:02+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000.25)).as_deref(),
+            Some("2023-11-14T22:13:20.250+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000_250_i64)).as_deref(),
+            Some("2023-11-14T22:13:20.250+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000_123_456_i64)).as_deref(),
+            Some("2023-11-14T22:13:20.123456+00:00")
+        );
+        assert_eq!(
+            t(json!(1_700_000_000_123_456_000_i64)).as_deref(),
+            Some("2023-11-14T22:13:20.123456+00:00")
+        );
+        assert_eq!(t(json!("yesterday")), None);
+        assert_eq!(t(json!(null)), None);
+        assert_eq!(t(json!(1e300)), None);
+    }
+}
