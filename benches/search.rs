@@ -5,6 +5,7 @@
 //! time and size, and an incremental update after appending 1,000 messages.
 //!
 //! Environment: `BENCH_MESSAGES` (default 1,000,000), `BENCH_SEED` (default 0x5EED),
+//! `BENCH_INCREMENTAL_ONLY` (set: skip the cases, measure only the incremental update),
 //! `BENCH_RUNS` (timed DuckDB runs per case, default 5), `BENCH_DIR` (data folder).
 //! The store is generated once per (messages, seed) and reused by later runs.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::too_many_lines)]
@@ -20,8 +21,8 @@ use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
 use skills::engines::Context;
 use skills::model::Message;
-use skills::stores::conversations::index::{self, Index};
 use skills::runtime::host::Host;
+use skills::stores::conversations::index::{self, Index};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
@@ -97,7 +98,10 @@ fn duckdb_keys(
             "SELECT conversation_id, message_id FROM all_conversations \
              WHERE role = 'user' AND NOT is_injected AND has_question = 1{order}"
         );
-        return conn.prepare(&sql)?.query_map(duckdb::params![limit], map)?.collect();
+        return conn
+            .prepare(&sql)?
+            .query_map(duckdb::params![limit], map)?
+            .collect();
     }
     let mut sql = String::from(
         "SELECT conversation_id, message_id FROM all_conversations \
@@ -115,7 +119,9 @@ fn duckdb_keys(
             .collect();
     }
     sql.push_str(order);
-    conn.prepare(&sql)?.query_map(duckdb::params![term, limit], map)?.collect()
+    conn.prepare(&sql)?
+        .query_map(duckdb::params![term, limit], map)?
+        .collect()
 }
 
 /// Wall time and peak RSS of one `skills run search-conversations` process.
@@ -133,7 +139,10 @@ fn one_shot(dir: &Path, skills_dir: &Path, term: &str) -> Result<(Duration, u64)
         .output()?;
     let wall = t.elapsed();
     if !out.status.success() {
-        bail!("skills run failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "skills run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let kb: u64 = String::from_utf8_lossy(&out.stderr)
         .lines()
@@ -221,7 +230,11 @@ fn main() -> Result<()> {
         fmt_bytes(rss())
     );
     let index = Index::open(&db).map_err(|e| anyhow::anyhow!("search index: {e}"))?;
-    let text_bytes: u64 = conn.query_row("SELECT sum(strlen(content))::BIGINT FROM all_conversations", [], |r| r.get(0))?;
+    let text_bytes: u64 = conn.query_row(
+        "SELECT sum(strlen(content))::BIGINT FROM all_conversations",
+        [],
+        |r| r.get(0),
+    )?;
     let index_bytes = common::dir_bytes(&index::dir_of(&db));
     println!(
         "search index: {} rows in {} segments, {} on disk for {} of text ({:.2}×)\n",
@@ -251,7 +264,12 @@ fn main() -> Result<()> {
     let mut rows = Vec::new();
     let mut all_same = true;
     let mut medians = Vec::new();
-    for (label, term, role) in CASES {
+    let cases = if std::env::var_os("BENCH_INCREMENTAL_ONLY").is_some() {
+        &CASES[..0]
+    } else {
+        CASES
+    };
+    for (label, term, role) in cases {
         eprintln!("case {label} …");
         let args = json!({"term": term, "role": role, "limit": LIMIT});
         let budget = Duration::from_secs(60);
@@ -259,7 +277,9 @@ fn main() -> Result<()> {
             host.call("search-conversations", args.clone()).unwrap()
         });
         let (slow, slow_out) = measure(runs, budget, || {
-            plain_host.call("search-conversations", args.clone()).unwrap()
+            plain_host
+                .call("search-conversations", args.clone())
+                .unwrap()
         });
         let (plain, expected) = measure(runs, budget, || {
             duckdb_keys(&conn, term, *role, LIMIT).unwrap()
@@ -295,7 +315,8 @@ fn main() -> Result<()> {
     }
     common::table(&header, &rows);
     medians.sort();
-    println!(
+    if !medians.is_empty() {
+        println!(
         "p50 over the {} cases' medians: {}; worst median {}. runs: index engine ≥ 200 runs or \
          5 s; DuckDB paths {runs} timed runs after one warm-up; one-shot: best of 3 processes \
          (`/usr/bin/time`), limit = {LIMIT}.\n",
@@ -303,6 +324,7 @@ fn main() -> Result<()> {
         fmt_dur(medians[medians.len() / 2]),
         fmt_dur(*medians.last().unwrap_or(&Duration::ZERO)),
     );
+    }
 
     // Incremental: 1,000 messages appended to a copy of the store.
     drop(conn);
@@ -323,9 +345,12 @@ fn main() -> Result<()> {
     let mut m = index::Manifest::read(&ixcopy).map_err(|e| anyhow::anyhow!("{e}"))?;
     m.store = index::StoreStamp::of(&copy.join("conversations.duckdb"));
     std::fs::write(ixcopy.join(index::MANIFEST), serde_json::to_vec(&m)?)?;
-    let appended: Vec<Message> = gen::Generator::new(Spec { messages: 1_000, seed: seed ^ 0xA99E })
-        .flatten()
-        .collect();
+    let appended: Vec<Message> = gen::Generator::new(Spec {
+        messages: 1_000,
+        seed: seed ^ 0xA99E,
+    })
+    .flatten()
+    .collect();
     let t = Instant::now();
     let store = ConversationStore::open_rw(&copy.join("conversations.duckdb"))?;
     store.insert(&appended)?;

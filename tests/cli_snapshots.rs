@@ -117,8 +117,18 @@ fn fixture_data() -> &'static Path {
         let data = scratch().join("fixture-data");
         let fixtures = root().join("tests/conformance/fixtures");
         for args in [
-            vec!["ingest", "--quiet", "--json", "tests/conformance/fixtures/transcripts"],
-            vec!["memo", "import", "--json", "tests/conformance/fixtures/memories"],
+            vec![
+                "ingest",
+                "--quiet",
+                "--json",
+                "tests/conformance/fixtures/transcripts",
+            ],
+            vec![
+                "memo",
+                "import",
+                "--json",
+                "tests/conformance/fixtures/memories",
+            ],
         ] {
             let o = Call::new(&args).data(&data).output();
             assert!(
@@ -243,7 +253,12 @@ fn run_on_fixture_stores() {
         ),
         (
             "run_search_conversations_no_match",
-            vec!["run", "search-conversations", "--arg", "term=zzqx-not-there"],
+            vec![
+                "run",
+                "search-conversations",
+                "--arg",
+                "term=zzqx-not-there",
+            ],
             false,
         ),
         (
@@ -295,11 +310,19 @@ fn imports_report_what_they_did() {
     for (name, args) in [
         (
             "ingest_fixtures",
-            vec!["ingest", "--quiet", "tests/conformance/fixtures/transcripts"],
+            vec![
+                "ingest",
+                "--quiet",
+                "tests/conformance/fixtures/transcripts",
+            ],
         ),
         (
             "ingest_again_reads_nothing",
-            vec!["ingest", "--quiet", "tests/conformance/fixtures/transcripts"],
+            vec![
+                "ingest",
+                "--quiet",
+                "tests/conformance/fixtures/transcripts",
+            ],
         ),
         (
             "memo_import_fixtures",
@@ -343,7 +366,11 @@ fn error_messages_and_exit_codes() {
     // Commands that create a store get their own folder, so `empty` stays empty.
     let writes = scratch().join("write-data");
     let cases: [(&str, Vec<&str>, &Path); 15] = [
-        ("error_unknown_skill", vec!["run", "no-such-skill"], fixtures),
+        (
+            "error_unknown_skill",
+            vec!["run", "no-such-skill"],
+            fixtures,
+        ),
         (
             "error_show_unknown_skill",
             vec!["show", "no-such-skill"],
@@ -427,12 +454,19 @@ fn each_missing_store_names_the_command_that_creates_it() {
         ("memo-search", "query=x", "skills memo import"),
         ("search-conversations", "term=x", "skills ingest"),
     ] {
-        let o = Call::new(&["run", skill, "--arg", arg]).data(&empty).output();
+        let o = Call::new(&["run", skill, "--arg", arg])
+            .data(&empty)
+            .output();
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains(&format!("run `{command}` first")), "{stderr}");
         assert!(
-            stderr.lines().any(|l| l.starts_with("hint: ") && l.contains(command)),
+            stderr.contains(&format!("run `{command}` first")),
+            "{stderr}"
+        );
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with("hint: ") && l.contains(command)),
             "{stderr}"
         );
     }

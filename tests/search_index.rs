@@ -18,11 +18,58 @@ use skills::stores::StorePaths;
 
 /// Probe terms: wildcards, escapes, case-folding traps, emoji, the questions mode ("").
 const TERMS: &[&str] = &[
-    "the", "serde", "async fn", "user_id", "user%id", "persofi", gen::ABSENT_TERM, "CAFÉ",
-    "café", "Café", "cafe", "caf_", "caf_s", "caf__s", "caf%s", "İSTANBUL", "istanbul",
-    "i̇stanbul", "ΣΟΦΊΑ", "σοφια", "σοφία", "ς", "k", "\u{212A}", "STRASSE", "ß", "ǆ", "ǅ",
-    "ǅemal", "file", "ﬁ", "50%", "%", "%%", "_", "__", "a_b", "a\\_b", "back\\slash", "\\",
-    "😀", "🚀 ", "_😀", "%_%", "% off_", "e%e%e%e", "_x_", "", "Q", "?", "```", " fn ",
+    "the",
+    "serde",
+    "async fn",
+    "user_id",
+    "user%id",
+    "persofi",
+    gen::ABSENT_TERM,
+    "CAFÉ",
+    "café",
+    "Café",
+    "cafe",
+    "caf_",
+    "caf_s",
+    "caf__s",
+    "caf%s",
+    "İSTANBUL",
+    "istanbul",
+    "i̇stanbul",
+    "ΣΟΦΊΑ",
+    "σοφια",
+    "σοφία",
+    "ς",
+    "k",
+    "\u{212A}",
+    "STRASSE",
+    "ß",
+    "ǆ",
+    "ǅ",
+    "ǅemal",
+    "file",
+    "ﬁ",
+    "50%",
+    "%",
+    "%%",
+    "_",
+    "__",
+    "a_b",
+    "a\\_b",
+    "back\\slash",
+    "\\",
+    "😀",
+    "🚀 ",
+    "_😀",
+    "%_%",
+    "% off_",
+    "e%e%e%e",
+    "_x_",
+    "",
+    "Q",
+    "?",
+    "```",
+    " fn ",
 ];
 
 const TRICKY: &[&str] = &[
@@ -51,7 +98,9 @@ fn assert_same(dir: &Path, what: &str) -> usize {
 }
 
 /// A shorter probe list for the repeated rounds: every kind of pattern once.
-const SOME_TERMS: &[&str] = &["the", "persofi", "CAFÉ", "caf_s", "e%e%e%e", "%", "ς", "\u{212A}", "", "?", "zqxjvkw"];
+const SOME_TERMS: &[&str] = &[
+    "the", "persofi", "CAFÉ", "caf_s", "e%e%e%e", "%", "ς", "\u{212A}", "", "?", "zqxjvkw",
+];
 
 fn assert_same_on(dir: &Path, what: &str, terms: &[&str]) -> usize {
     let db = StorePaths::in_dir(dir).conversations;
@@ -59,10 +108,16 @@ fn assert_same_on(dir: &Path, what: &str, terms: &[&str]) -> usize {
     // The stamp, key hashes included, is the table's.
     let conn = duckdb::Connection::open_with_flags(
         &db,
-        duckdb::Config::default().access_mode(duckdb::AccessMode::ReadOnly).unwrap(),
+        duckdb::Config::default()
+            .access_mode(duckdb::AccessMode::ReadOnly)
+            .unwrap(),
     )
     .unwrap();
-    assert_eq!(ix.manifest().stamp, index::Stamp::of_table(&conn).unwrap(), "{what}: stamp");
+    assert_eq!(
+        ix.manifest().stamp,
+        index::Stamp::of_table(&conn).unwrap(),
+        "{what}: stamp"
+    );
     drop(conn);
     let (fast, slow) = (context(dir, true), context(dir, false));
     let mut mismatches = Vec::new();
@@ -70,7 +125,10 @@ fn assert_same_on(dir: &Path, what: &str, terms: &[&str]) -> usize {
     for term in terms {
         for role in [None, Some("user"), Some("assistant")] {
             for limit in [1, 15, 500] {
-                let (a, b) = (call(&fast, term, role, limit), call(&slow, term, role, limit));
+                let (a, b) = (
+                    call(&fast, term, role, limit),
+                    call(&slow, term, role, limit),
+                );
                 n += 1;
                 if a != b {
                     mismatches.push(format!(
@@ -81,7 +139,12 @@ fn assert_same_on(dir: &Path, what: &str, terms: &[&str]) -> usize {
             }
         }
     }
-    assert!(mismatches.is_empty(), "{what}: {} mismatches\n{}", mismatches.len(), mismatches[..mismatches.len().min(5)].join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{what}: {} mismatches\n{}",
+        mismatches.len(),
+        mismatches[..mismatches.len().min(5)].join("\n")
+    );
     n
 }
 
@@ -114,7 +177,9 @@ fn index_answers_as_duckdb_after_builds_appends_and_merges() {
     let store = open(dir);
     gen::fill_store(&store, Spec::new(3_000), 1_000).unwrap();
     // Same `created` for many rows, two sources sharing ids: the tie-break decides.
-    store.insert(&tricky_rows("tricky", "2026-06-01T00:00:00Z")).unwrap();
+    store
+        .insert(&tricky_rows("tricky", "2026-06-01T00:00:00Z"))
+        .unwrap();
     let mut twin = tricky_rows("tricky", "2026-06-01T00:00:00Z");
     for m in &mut twin {
         m.source = "aaa-twin".into();
@@ -144,17 +209,26 @@ fn index_answers_as_duckdb_after_builds_appends_and_merges() {
         assert_same_on(dir, &format!("append round {round}"), SOME_TERMS);
     }
     let m = index::Manifest::read(&index::dir_of(&StorePaths::in_dir(dir).conversations)).unwrap();
-    assert!(m.segments.len() < 7, "tiers were merged: {} segments", m.segments.len());
+    assert!(
+        m.segments.len() < 7,
+        "tiers were merged: {} segments",
+        m.segments.len()
+    );
     assert!(m.segments.iter().any(|s| s.tombstones.is_some()) || m.segments.len() < 7);
 
     // A write without close leaves the index stale: answers still equal, from DuckDB.
     let store = open(dir);
-    store.insert(&tricky_rows("late", "2027-01-01T00:00:00Z")).unwrap();
+    store
+        .insert(&tricky_rows("late", "2027-01-01T00:00:00Z"))
+        .unwrap();
     drop(store);
     let db = StorePaths::in_dir(dir).conversations;
     assert_eq!(Index::open(&db).unwrap_err(), Unavailable::Stale);
     let (fast, slow) = (context(dir, true), context(dir, false));
-    assert_eq!(call(&fast, "café", None, 500), call(&slow, "café", None, 500));
+    assert_eq!(
+        call(&fast, "café", None, 500),
+        call(&slow, "café", None, 500)
+    );
     // The next writable close rebuilds it.
     let report = open(dir).close().unwrap().unwrap();
     assert!(report.rebuilt);
@@ -175,7 +249,8 @@ fn index_answers_as_duckdb_on_the_real_corpus_with_rewrites() {
     store.close().unwrap();
     assert_same(&data, "whole corpus");
     // Rewrite a whole-document export and append to an append-only log.
-    let chatgpt = Some(src.join("chatgpt-export/chatgpt-export-converter-win__conversations.json")).filter(|p| p.is_file());
+    let chatgpt = Some(src.join("chatgpt-export/chatgpt-export-converter-win__conversations.json"))
+        .filter(|p| p.is_file());
     let rewritten = chatgpt.is_some();
     if let Some(p) = chatgpt {
         let text = std::fs::read_to_string(&p).unwrap();
@@ -191,7 +266,9 @@ fn index_answers_as_duckdb_on_the_real_corpus_with_rewrites() {
         assert_ne!(changed, text, "{}: no message text to change", p.display());
         std::fs::write(&p, changed).unwrap();
     }
-    let jsonl = walk(&src.join("claude-code")).into_iter().find(|p| p.extension().is_some_and(|e| e == "jsonl"));
+    let jsonl = walk(&src.join("claude-code"))
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"));
     if let Some(p) = jsonl {
         let line = json!({"type": "user", "uuid": "appended-1", "sessionId": "s-appended",
             "timestamp": "2027-02-02T00:00:00Z",
@@ -244,7 +321,12 @@ fn damaged_or_foreign_indexes_fall_back_to_duckdb() {
     std::fs::write(&seg, &bad).unwrap();
     if let Ok(ix) = Index::open(&db) {
         for t in ["the", "%", "_", ""] {
-            let _ = ix.search(&index::Query { term: Some(t), role: None, exclude_injected: true, limit: 500 });
+            let _ = ix.search(&index::Query {
+                term: Some(t),
+                role: None,
+                exclude_injected: true,
+                limit: 500,
+            });
         }
     }
     std::fs::write(ixdir.join(index::MANIFEST), b"{not json").unwrap();
@@ -261,16 +343,24 @@ fn damaged_or_foreign_indexes_fall_back_to_duckdb() {
 #[test]
 fn fold_matches_duckdb_lower_on_every_code_point() {
     let conn = duckdb::Connection::open_in_memory().unwrap();
-    let chars: Vec<char> = (0u32..=0x10FFFF).filter_map(char::from_u32).filter(|c| *c != '\0').collect();
+    let chars: Vec<char> = (0u32..=0x10FFFF)
+        .filter_map(char::from_u32)
+        .filter(|c| *c != '\0')
+        .collect();
     let mut differing = 0;
     let mut mismatches = Vec::new();
     for chunk in chars.chunks(4096) {
         let s: String = chunk.iter().collect();
-        let lower: String = conn.query_row("SELECT lower(?)", [&s], |r| r.get(0)).unwrap();
+        let lower: String = conn
+            .query_row("SELECT lower(?)", [&s], |r| r.get(0))
+            .unwrap();
         let mut folded = Vec::new();
         fold(&s, &mut folded);
         let folded = String::from_utf8(folded).unwrap();
-        differing += chunk.iter().filter(|c| skills::search::scan::fold_char(**c) != **c).count();
+        differing += chunk
+            .iter()
+            .filter(|c| skills::search::scan::fold_char(**c) != **c)
+            .count();
         if folded != lower {
             for (c, (a, b)) in chunk.iter().zip(folded.chars().zip(lower.chars())) {
                 if a != b {
@@ -278,12 +368,20 @@ fn fold_matches_duckdb_lower_on_every_code_point() {
                 }
             }
             if folded.chars().count() != lower.chars().count() {
-                mismatches.push(format!("chunk at U+{:04X}: lengths differ", chunk[0] as u32));
+                mismatches.push(format!(
+                    "chunk at U+{:04X}: lengths differ",
+                    chunk[0] as u32
+                ));
             }
         }
     }
     assert!(differing > 1000, "{differing} code points fold");
-    assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
 }
 
 fn corpus() -> Option<PathBuf> {
@@ -293,7 +391,10 @@ fn corpus() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        println!("skipped: no corpus at {} (set SKILLS_CORPUS_DIR)", dir.display());
+        println!(
+            "skipped: no corpus at {} (set SKILLS_CORPUS_DIR)",
+            dir.display()
+        );
         None
     }
 }
@@ -302,7 +403,9 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
         entries.sort();
         for p in entries {

@@ -41,7 +41,14 @@ fn search(dir: &Path, index: bool, term: &str, role: Option<&str>) -> Value {
 fn killed_ingests_never_give_wrong_rows() {
     let tmp = tempfile::tempdir().unwrap();
     let (src, data) = (tmp.path().join("src"), tmp.path().join("data"));
-    gen::write_claude_code_tree(&src.join("a"), Spec { messages: 20_000, seed: 1 }).unwrap();
+    gen::write_claude_code_tree(
+        &src.join("a"),
+        Spec {
+            messages: 20_000,
+            seed: 1,
+        },
+    )
+    .unwrap();
     // How long one whole ingest takes here, to spread the kills over it.
     let scratch = tmp.path().join("scratch");
     let t = Instant::now();
@@ -52,7 +59,14 @@ fn killed_ingests_never_give_wrong_rows() {
     let mut fresh_after_kill = 0;
     for k in 0..KILLS {
         // New files every round, so each ingest has rows to store and index.
-        gen::write_claude_code_tree(&src.join(format!("r{k}")), Spec { messages: 600, seed: 100 + k }).unwrap();
+        gen::write_claude_code_tree(
+            &src.join(format!("r{k}")),
+            Spec {
+                messages: 600,
+                seed: 100 + k,
+            },
+        )
+        .unwrap();
         let mut child = ingest(&data, &src);
         // Spread over 0–110 % of a full ingest (later rounds have less to do).
         let at = full.mul_f64((k as f64 * 0.37).fract() * 1.1);
@@ -65,7 +79,12 @@ fn killed_ingests_never_give_wrong_rows() {
         if Index::open(&StorePaths::in_dir(&data).conversations).is_ok() {
             fresh_after_kill += 1;
         }
-        for (term, role) in [("the", None), (gen::RARE_TERM, None), ("serde", Some("user")), ("", Some("user"))] {
+        for (term, role) in [
+            ("the", None),
+            (gen::RARE_TERM, None),
+            ("serde", Some("user")),
+            ("", Some("user")),
+        ] {
             assert_eq!(
                 search(&data, true, term, role),
                 search(&data, false, term, role),
@@ -77,8 +96,16 @@ fn killed_ingests_never_give_wrong_rows() {
     let status = ingest(&data, &src).wait_timeout_secs(600);
     assert!(status, "final ingest failed");
     Index::open(&StorePaths::in_dir(&data).conversations).expect("index fresh after a full ingest");
-    for (term, role) in [("the", None), (gen::RARE_TERM, None), ("serde", Some("user")), ("", Some("user"))] {
-        assert_eq!(search(&data, true, term, role), search(&data, false, term, role));
+    for (term, role) in [
+        ("the", None),
+        (gen::RARE_TERM, None),
+        ("serde", Some("user")),
+        ("", Some("user")),
+    ] {
+        assert_eq!(
+            search(&data, true, term, role),
+            search(&data, false, term, role)
+        );
     }
 }
 

@@ -54,9 +54,8 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         Some(verify::verifier(session, args.fixtures_dir.as_deref())?.run_all(&[])?)
     };
     let status_of = |s: &Skill| checklist_status(report.as_ref(), s);
-    let tool_of = |s: &Skill| {
-        serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default()
-    };
+    let tool_of =
+        |s: &Skill| serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default();
     let data = docs::docs_data(&host, &tool_of, &status_of);
     let printer = &mut session.printer;
     match (format, args.out.as_deref()) {
@@ -73,7 +72,11 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             if printer.json() {
                 printer.print_json(&json!({ "files": files }))?;
             } else {
-                printer.line(format_args!("wrote {} files to {}", files.len(), dir.display()))?;
+                printer.line(format_args!(
+                    "wrote {} files to {}",
+                    files.len(),
+                    dir.display()
+                ))?;
             }
         }
     }

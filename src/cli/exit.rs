@@ -132,6 +132,8 @@ fn hint(err: &Error) -> Option<String> {
 fn missing_store_hint(store: Store) -> &'static str {
     match store {
         Store::Conversations => "import transcripts with `skills ingest [PATH…]`",
-        Store::Memories => "import memories with `skills memo import PATH…`, or add one with `skills memo add`",
+        Store::Memories => {
+            "import memories with `skills memo import PATH…`, or add one with `skills memo add`"
+        }
     }
 }

@@ -110,7 +110,10 @@ impl Session {
     /// # Errors
     /// Bad `SKILLS_NOW` / `SKILLS_EMBEDDER` values or no data folder.
     pub fn load_host_quietly(&self) -> Result<Host> {
-        Ok(Host::load(&self.skills_dir(), context(self.store_paths()?)?))
+        Ok(Host::load(
+            &self.skills_dir(),
+            context(self.store_paths()?)?,
+        ))
     }
 
     /// Loads the skills over the stores and warns about every invalid document (the

@@ -31,9 +31,8 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let call_args = match &args.args_json {
         Some(text) => serde_json::from_str::<Value>(text)
             .map_err(|e| UsageError::new(format!("`--args-json` is not valid JSON: {e}")))?,
-        None => args::from_pairs(&skill.meta.input_schema, &args.args).map_err(|e| {
-            UsageError::new(format!("`--arg {}`: {}", e.argument, e.reason))
-        })?,
+        None => args::from_pairs(&skill.meta.input_schema, &args.args)
+            .map_err(|e| UsageError::new(format!("`--arg {}`: {}", e.argument, e.reason)))?,
     };
     let output = host.call(&args.name, call_args)?;
     let printer = &mut session.printer;

@@ -49,12 +49,21 @@ fn describe(skill: &Skill) -> String {
     let meta = &skill.meta;
     let mut text = String::new();
     // Writing to a String cannot fail.
-    let _ = writeln!(text, "{} — {}", skill.name(), meta.title.as_deref().unwrap_or(""));
+    let _ = writeln!(
+        text,
+        "{} — {}",
+        skill.name(),
+        meta.title.as_deref().unwrap_or("")
+    );
     let _ = writeln!(text, "{}\n", meta.description);
     let _ = writeln!(text, "file:        {}", skill.doc.path.display());
     let _ = writeln!(text, "engine:      {}", meta.engine);
     let _ = writeln!(text, "mcp tool:    {}", skill.tool_name());
-    let _ = writeln!(text, "layer:       {}", meta.layer.as_deref().unwrap_or("-"));
+    let _ = writeln!(
+        text,
+        "layer:       {}",
+        meta.layer.as_deref().unwrap_or("-")
+    );
     let _ = writeln!(text, "reads:       {}", meta.reads.join(", "));
     let writes = if meta.writes.is_empty() {
         "nothing".to_owned()

@@ -19,7 +19,11 @@ pub fn execute(session: &mut Session) -> Result<Outcome> {
         printer.print_json(&json!({"valid": names, "diagnostics": diagnostics}))?;
     } else {
         for s in host.skills() {
-            printer.line(format_args!("ok      {}  ({})", s.name(), s.doc.path.display()))?;
+            printer.line(format_args!(
+                "ok      {}  ({})",
+                s.name(),
+                s.doc.path.display()
+            ))?;
         }
         for d in diagnostics {
             printer.line(format_args!("invalid {d}"))?;

@@ -104,7 +104,9 @@ impl Engine for SearchConversations {
                 }
             }
         }
-        sql.push_str(" ORDER BY created DESC, source ASC, conversation_id ASC, message_id ASC LIMIT ?");
+        sql.push_str(
+            " ORDER BY created DESC, source ASC, conversation_id ASC, message_id ASC LIMIT ?",
+        );
         params.push(Box::new(limit));
 
         let conn = store.connection()?;
@@ -146,7 +148,9 @@ fn row_of_hit(h: &Hit) -> Value {
 /// Says on stderr why this search answers from DuckDB, once per reason per process.
 fn note(why: &str) {
     static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !said.iter().any(|s| s == why) {
         said.push(why.to_owned());
         eprintln!(

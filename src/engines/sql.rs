@@ -191,7 +191,8 @@ impl SqlQuery {
             self.max_rows + 1
         );
         let params: Vec<duckdb::types::Value> = values.iter().map(sql_value::to_duckdb).collect();
-        let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(|p| p as &dyn duckdb::ToSql).collect();
+        let refs: Vec<&dyn duckdb::ToSql> =
+            params.iter().map(|p| p as &dyn duckdb::ToSql).collect();
         let handle = conn.interrupt_handle();
         let watchdog = Watchdog::start(self.timeout, move || handle.interrupt());
         let result = (|| {

@@ -142,11 +142,7 @@ mod tests {
                 r#"{"sessionId":"s","projectHash":"h","startTime":"t"}"#,
                 Some("gemini-cli"),
             ),
-            (
-                "e.json",
-                r#"[{"title":"t","mapping":{}}]"#,
-                Some("chatgpt"),
-            ),
+            ("e.json", r#"[{"title":"t","mapping":{}}]"#, Some("chatgpt")),
             (
                 "f.json",
                 r#"{"sessionId":"s","messages":[]}"#,

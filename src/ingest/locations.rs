@@ -275,7 +275,11 @@ fn describe(location: &Location) -> String {
             }
         })
         .collect();
-    let joined = paths.join(if location.first_found { ", else " } else { ", " });
+    let joined = paths.join(if location.first_found {
+        ", else "
+    } else {
+        ", "
+    });
     match var {
         Some(var) => format!("{joined} (`{var}`)"),
         None => joined,
@@ -332,9 +336,18 @@ mod tests {
         assert!(!wildcard("a*a", "a"));
         assert_eq!(alternatives("{a,b c}/x"), ["a/x", "b c/x"]);
         let path = |s: &str| s.split('/').map(str::to_owned).collect::<Vec<_>>();
-        assert!(matches_path(&["**", "chats", "*.json"], &path("chats/a.json")));
-        assert!(matches_path(&["**", "chats", "*.json"], &path("p/q/chats/a.json")));
-        assert!(!matches_path(&["**", "chats", "*.json"], &path("p/chats/x/a.json")));
+        assert!(matches_path(
+            &["**", "chats", "*.json"],
+            &path("chats/a.json")
+        ));
+        assert!(matches_path(
+            &["**", "chats", "*.json"],
+            &path("p/q/chats/a.json")
+        ));
+        assert!(!matches_path(
+            &["**", "chats", "*.json"],
+            &path("p/chats/x/a.json")
+        ));
         assert!(matches_path(
             &["**", "agent-transcripts", "**", "*.jsonl"],
             &path("p/agent-transcripts/s/t.jsonl")
@@ -343,8 +356,9 @@ mod tests {
 
     #[test]
     fn the_readme_table_is_generated_from_the_importers() {
-        let readme = fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .expect("README.md");
+        let readme =
+            fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+                .expect("README.md");
         let table = readme_table();
         assert!(
             readme.contains(&table),

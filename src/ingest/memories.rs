@@ -234,7 +234,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, summary: &mut ImportSummary) {
     let walked = crate::walk::files_below(dir, crate::walk::Hidden::Skip);
     out.extend(walked.files);
     for (folder, e) in walked.unreadable {
-        summary.faults.push(Fault::new(&folder, None, e.to_string()));
+        summary
+            .faults
+            .push(Fault::new(&folder, None, e.to_string()));
     }
 }
 

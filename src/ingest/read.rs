@@ -172,7 +172,6 @@ pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
-
 /// Parses a time value found in a transcript, in UTC.
 ///
 /// Accepts what [`crate::time::parse_timestamp`] reads (RFC 3339 with any offset, ISO

@@ -62,4 +62,3 @@ pub(crate) fn sqlite_text(value: rusqlite::types::ValueRef<'_>) -> String {
         ValueRef::Null => String::new(),
     }
 }
-

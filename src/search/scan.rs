@@ -341,7 +341,10 @@ impl Filter<'_> {
     }
 
     fn may_contain(&self, block: usize, grams: &[u32]) -> bool {
-        let Some(set) = self.bits.get(block * BLOCK_WORDS..(block + 1) * BLOCK_WORDS) else {
+        let Some(set) = self
+            .bits
+            .get(block * BLOCK_WORDS..(block + 1) * BLOCK_WORDS)
+        else {
             return true;
         };
         grams
@@ -426,7 +429,15 @@ pub fn find(
             }
             Ok(())
         }
-        _ => scan(texts, pattern, anchor, accept, limit, 0..texts.text.len(), out),
+        _ => scan(
+            texts,
+            pattern,
+            anchor,
+            accept,
+            limit,
+            0..texts.text.len(),
+            out,
+        ),
     }
 }
 
@@ -606,9 +617,15 @@ mod tests {
             .collect();
         let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
         let (text, offsets) = folded(&refs);
-        let texts = Texts { text: &text, offsets: &offsets };
+        let texts = Texts {
+            text: &text,
+            offsets: &offsets,
+        };
         let bits = Filter::build(&texts, 8).unwrap();
-        let filter = Filter { bits: &bits, rows_per_block: 8 };
+        let filter = Filter {
+            bits: &bits,
+            rows_per_block: 8,
+        };
         for (term, expect) in [
             ("persofi", vec![3, 13, 23]),
             ("SERDE%fn", vec![7, 17, 27]),
@@ -625,10 +642,17 @@ mod tests {
         // `accept` is asked only about matching rows and can refuse them.
         let mut out = Vec::new();
         let mut asked = Vec::new();
-        find(&texts, Some(&filter), &Pattern::new("persofi"), &mut |r| {
-            asked.push(r);
-            r != 13
-        }, 2, &mut out)
+        find(
+            &texts,
+            Some(&filter),
+            &Pattern::new("persofi"),
+            &mut |r| {
+                asked.push(r);
+                r != 13
+            },
+            2,
+            &mut out,
+        )
         .unwrap();
         assert_eq!(out, vec![3, 23]);
         assert_eq!(asked, vec![3, 13, 23]);
@@ -638,14 +662,20 @@ mod tests {
     fn broken_offsets_are_errors_not_panics() {
         let text = b"hello world".to_vec();
         for offsets in [vec![0u64, 50], vec![0, 8, 4, 11], vec![5, 2]] {
-            let texts = Texts { text: &text, offsets: &offsets };
+            let texts = Texts {
+                text: &text,
+                offsets: &offsets,
+            };
             let mut out = Vec::new();
             let r = find(&texts, None, &Pattern::new("o"), &mut |_| true, 5, &mut out);
             let r2 = find(&texts, None, &Pattern::new("%"), &mut |_| true, 5, &mut out);
             assert!(r.is_err() || r2.is_err() || out.len() <= 5);
         }
         let offsets = vec![0u64, 50];
-        let texts = Texts { text: &text, offsets: &offsets };
+        let texts = Texts {
+            text: &text,
+            offsets: &offsets,
+        };
         assert_eq!(texts.row(0), Err(Corrupt));
     }
 
@@ -662,7 +692,11 @@ mod tests {
                 let (mut f, mut case) = (Vec::new(), Vec::new());
                 fold_with_case(s, chars, &mut f, &mut case);
                 let want: String = s.chars().take(chars).collect();
-                assert_eq!(unfold_prefix(&f, &case, chars).unwrap(), want, "{s:?} {chars}");
+                assert_eq!(
+                    unfold_prefix(&f, &case, chars).unwrap(),
+                    want,
+                    "{s:?} {chars}"
+                );
             }
         }
         assert!(unfold_prefix(b"abc", &[0x80], 3).is_err());

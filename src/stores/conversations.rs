@@ -263,9 +263,8 @@ impl ConversationStore {
         }
         // The index lock first: the manifest is compared with the database as the
         // last writer left it, before this open changes anything.
-        let index = index::Writer::begin(path).map_err(|e| {
-            StoreError::Io(std::io::Error::other(e.to_string()))
-        })?;
+        let index = index::Writer::begin(path)
+            .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
         let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(path, e))?;
@@ -1002,7 +1001,8 @@ impl ConversationStore {
         let (manifest, report) = writer
             .update(&conn, &touched)
             .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
-        conn.execute_batch("CHECKPOINT").map_err(|e| duck(&path, e))?;
+        conn.execute_batch("CHECKPOINT")
+            .map_err(|e| duck(&path, e))?;
         conn.close().map_err(|(_, e)| duck(&path, e))?;
         writer
             .publish(manifest)

@@ -20,9 +20,10 @@ pub fn to_duckdb(v: &Value) -> Duck {
     match v {
         Value::Null => Duck::Null,
         Value::Bool(b) => Duck::Boolean(*b),
-        Value::Number(n) => n
-            .as_i64()
-            .map_or_else(|| Duck::Double(n.as_f64().unwrap_or(f64::NAN)), Duck::BigInt),
+        Value::Number(n) => n.as_i64().map_or_else(
+            || Duck::Double(n.as_f64().unwrap_or(f64::NAN)),
+            Duck::BigInt,
+        ),
         Value::String(s) => Duck::Text(s.clone()),
         other => Duck::Text(other.to_string()),
     }
@@ -109,7 +110,9 @@ mod tests {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         for v in [json!(null), json!(12), json!(2.5), json!("t")] {
             let back: Value = conn
-                .query_row("SELECT ?1", [to_sqlite(&v)], |r| Ok(from_sqlite(r.get_ref(0)?)))
+                .query_row("SELECT ?1", [to_sqlite(&v)], |r| {
+                    Ok(from_sqlite(r.get_ref(0)?))
+                })
                 .unwrap();
             assert_eq!(back, v);
         }

@@ -235,8 +235,10 @@ mod breakage {
         )
     }
 
-    const REPEAT_ITEM: &str = "Re-running with identical args returns identical rows in identical order";
-    const TABLE_ITEM: &str = "A `|` or line break inside a preview never breaks the rendered table row";
+    const REPEAT_ITEM: &str =
+        "Re-running with identical args returns identical rows in identical order";
+    const TABLE_ITEM: &str =
+        "A `|` or line break inside a preview never breaks the rendered table row";
 
     /// A misspelt parameter is named, with the parameters the check knows.
     fn unknown_param() -> Result<(), Failed> {
@@ -284,8 +286,16 @@ mod breakage {
             one(&report, CONV_ID_ITEM)?,
             &[r#"check `every_row_has`: bad params: "field" is a required property"#.to_owned()],
         )?;
-        let r = report.items.iter().find(|r| r.item == CONV_ID_ITEM).unwrap();
-        if r.checks.is_empty() || r.checks.iter().any(|c| c.check != "output_schema" || c.failure.is_some()) {
+        let r = report
+            .items
+            .iter()
+            .find(|r| r.item == CONV_ID_ITEM)
+            .unwrap();
+        if r.checks.is_empty()
+            || r.checks
+                .iter()
+                .any(|c| c.check != "output_schema" || c.failure.is_some())
+        {
             return Err(format!("{r:#?}").into());
         }
         Ok(())

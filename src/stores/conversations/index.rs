@@ -38,7 +38,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::segment::{self, key_hash, order, RowIn, Segment, SegmentBuilder, HAS_QUESTION, NOT_INJECTED};
+use super::segment::{
+    self, key_hash, order, RowIn, Segment, SegmentBuilder, HAS_QUESTION, NOT_INJECTED,
+};
 use crate::search::scan::{self, Corrupt, Pattern};
 
 /// Name of the manifest file inside the index folder.
@@ -246,7 +248,11 @@ impl Live {
 fn read_tombstones(path: &Path, rows: usize) -> Result<Vec<u64>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if bytes.len() != rows.div_ceil(64) * 8 {
-        return Err(format!("{}: {} bytes for {rows} rows", path.display(), bytes.len()));
+        return Err(format!(
+            "{}: {} bytes for {rows} rows",
+            path.display(),
+            bytes.len()
+        ));
     }
     Ok(bytes
         .chunks_exact(8)
@@ -310,12 +316,18 @@ impl Index {
     fn open_files(dir: &Path, manifest: Manifest) -> Result<Self, Unavailable> {
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for e in &manifest.segments {
-            let seg = Segment::open(&dir.join(&e.file)).map_err(|err| Unavailable::Corrupt(err.to_string()))?;
+            let seg = Segment::open(&dir.join(&e.file))
+                .map_err(|err| Unavailable::Corrupt(err.to_string()))?;
             if seg.len() as u64 != e.rows {
-                return Err(Unavailable::Corrupt(format!("{}: row count differs from the manifest", e.file)));
+                return Err(Unavailable::Corrupt(format!(
+                    "{}: row count differs from the manifest",
+                    e.file
+                )));
             }
             let dead = match &e.tombstones {
-                Some(t) => read_tombstones(&dir.join(t), seg.len()).map_err(Unavailable::Corrupt)?,
+                Some(t) => {
+                    read_tombstones(&dir.join(t), seg.len()).map_err(Unavailable::Corrupt)?
+                }
                 None => Vec::new(),
             };
             segments.push(Live { seg, dead });
@@ -406,7 +418,14 @@ fn find_in(live: &Live, pattern: &Pattern, q: &Query<'_>) -> Result<Vec<usize>, 
     };
     let mut out = Vec::new();
     let filter = seg.filter();
-    scan::find(&seg.texts(), Some(&filter), pattern, &mut accept, q.limit, &mut out)?;
+    scan::find(
+        &seg.texts(),
+        Some(&filter),
+        pattern,
+        &mut accept,
+        q.limit,
+        &mut out,
+    )?;
     Ok(out)
 }
 
@@ -419,7 +438,11 @@ fn questions_in(live: &Live, limit: usize) -> Result<Vec<usize>, Corrupt> {
     let want = HAS_QUESTION | NOT_INJECTED;
     let (roles, flags) = (seg.role_ids(), seg.flags());
     Ok((0..seg.len())
-        .filter(|&r| roles.get(r) == Some(&user) && flags.get(r).is_some_and(|f| f & want == want) && !live.is_dead(r))
+        .filter(|&r| {
+            roles.get(r) == Some(&user)
+                && flags.get(r).is_some_and(|f| f & want == want)
+                && !live.is_dead(r)
+        })
         .take(limit)
         .collect())
 }
@@ -444,7 +467,10 @@ impl Cache {
             FileStamp::of(&dir_of(db).join(MANIFEST)),
             StoreStamp::of(db),
         );
-        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((k, index)) = held.as_ref() {
             if *k == key {
                 return Ok(index.clone());
@@ -524,9 +550,9 @@ impl Writer {
                         source: std::io::Error::new(
                             std::io::ErrorKind::WouldBlock,
                             format!(
-                                "held by another process for {} s (a `skills ingest` still running?)",
-                                LOCK_WAIT.as_secs()
-                            ),
+                            "held by another process for {} s (a `skills ingest` still running?)",
+                            LOCK_WAIT.as_secs()
+                        ),
                         ),
                     })
                 }
@@ -606,7 +632,11 @@ impl Writer {
             max_created_us: (written.rows > 0).then_some(written.max_created_us),
             tombstones: None,
         };
-        let segments = if written.rows > 0 { vec![entry] } else { Vec::new() };
+        let segments = if written.rows > 0 {
+            vec![entry]
+        } else {
+            Vec::new()
+        };
         let manifest = self.manifest(next, segments);
         let (rows, newest) = table_figures(conn)?;
         if rows != manifest.stamp.rows || newest != manifest.stamp.max_created_us {
@@ -627,7 +657,11 @@ impl Writer {
     }
 
     fn manifest(&self, next_file: u64, mut segments: Vec<SegmentEntry>) -> Manifest {
-        segments.sort_by(|a, b| b.max_created_us.cmp(&a.max_created_us).then_with(|| a.file.cmp(&b.file)));
+        segments.sort_by(|a, b| {
+            b.max_created_us
+                .cmp(&a.max_created_us)
+                .then_with(|| a.file.cmp(&b.file))
+        });
         let rows = segments.iter().map(|s| s.live).sum();
         let max_created_us = segments.iter().filter_map(|s| s.max_created_us).max();
         let key_xor = segments
@@ -644,7 +678,10 @@ impl Writer {
                 max_created_us,
                 key_xor: format!("{key_xor:016x}"),
             },
-            store: StoreStamp { db: None, wal: None },
+            store: StoreStamp {
+                db: None,
+                wal: None,
+            },
         }
     }
 
@@ -665,7 +702,8 @@ impl Writer {
             if !touched.is_empty() {
                 let seg = Segment::open(&self.dir.join(&e.file))?;
                 let mut dead = match &e.tombstones {
-                    Some(t) => read_tombstones(&self.dir.join(t), seg.len()).map_err(IndexError::Mismatch)?,
+                    Some(t) => read_tombstones(&self.dir.join(t), seg.len())
+                        .map_err(IndexError::Mismatch)?,
                     None => vec![0u64; seg.len().div_ceil(64)],
                 };
                 let masked = mask(&seg, touched, &mut dead)?;
@@ -715,12 +753,17 @@ impl Writer {
 
     /// Merges segments of one size tier once there are [`TIER_FANOUT`] of them, and
     /// rewrites segments with more masked than live rows. Returns rows written.
-    fn merge_tiers(&self, entries: &mut Vec<SegmentEntry>, next: &mut u64) -> Result<u64, IndexError> {
+    fn merge_tiers(
+        &self,
+        entries: &mut Vec<SegmentEntry>,
+        next: &mut u64,
+    ) -> Result<u64, IndexError> {
         let tier = |live: u64| (64 - live.max(1).leading_zeros()) / 2;
         let mut written_rows = 0;
         loop {
             let mut group: Vec<usize> = Vec::new();
-            let mut tiers: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
+            let mut tiers: std::collections::BTreeMap<u32, Vec<usize>> =
+                std::collections::BTreeMap::new();
             for (i, e) in entries.iter().enumerate() {
                 tiers.entry(tier(e.live)).or_default().push(i);
             }
@@ -816,7 +859,10 @@ fn mask(seg: &Segment, touched: &Touched, dead: &mut [u64]) -> Result<Masked, In
             wanted.insert((s, c));
         }
     }
-    let mut out = Masked { rows: 0, key_xor: 0 };
+    let mut out = Masked {
+        rows: 0,
+        key_xor: 0,
+    };
     if wanted.is_empty() {
         return Ok(out);
     }
@@ -871,7 +917,8 @@ fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, IndexError> {
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    let mut stmt = conn.prepare("SELECT source, conversation_id, message_id FROM all_conversations")?;
+    let mut stmt =
+        conn.prepare("SELECT source, conversation_id, message_id FROM all_conversations")?;
     let mut it = stmt.query([])?;
     let mut xor = 0u64;
     while let Some(r) = it.next()? {
@@ -887,8 +934,14 @@ fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, IndexError> {
 
 fn str_ref<'r>(row: &'r duckdb::Row<'_>, i: usize) -> Result<&'r str, duckdb::Error> {
     match row.get_ref(i)? {
-        duckdb::types::ValueRef::Text(b) => std::str::from_utf8(b).map_err(|e| duckdb::Error::FromSqlConversionFailure(i, duckdb::types::Type::Text, Box::new(e))),
-        other => Err(duckdb::Error::InvalidColumnType(i, format!("column {i}"), other.data_type())),
+        duckdb::types::ValueRef::Text(b) => std::str::from_utf8(b).map_err(|e| {
+            duckdb::Error::FromSqlConversionFailure(i, duckdb::types::Type::Text, Box::new(e))
+        }),
+        other => Err(duckdb::Error::InvalidColumnType(
+            i,
+            format!("column {i}"),
+            other.data_type(),
+        )),
     }
 }
 
@@ -932,8 +985,15 @@ fn build_from_table(
                     "`created` {created_us} µs is outside the years 1–9999 the index shows"
                 )));
             }
-            let flags = if r.get::<_, bool>(5)? { HAS_QUESTION } else { 0 }
-                | if r.get::<_, bool>(6)? { NOT_INJECTED } else { 0 };
+            let flags = if r.get::<_, bool>(5)? {
+                HAS_QUESTION
+            } else {
+                0
+            } | if r.get::<_, bool>(6)? {
+                NOT_INJECTED
+            } else {
+                0
+            };
             builder.push(&RowIn {
                 created_us,
                 source: str_ref(r, 1)?,
@@ -968,7 +1028,12 @@ fn merge(dir: &Path, parts: &[SegmentEntry], path: &Path) -> Result<segment::Wri
         };
         lives.push(Live { seg, dead });
     }
-    let corrupt = |_| IndexError::Mismatch(format!("a segment merged into {} is damaged", path.display()));
+    let corrupt = |_| {
+        IndexError::Mismatch(format!(
+            "a segment merged into {} is damaged",
+            path.display()
+        ))
+    };
     let mut cursor = vec![0usize; lives.len()];
     let mut builder = SegmentBuilder::new();
     loop {
@@ -985,7 +1050,11 @@ fn merge(dir: &Path, parts: &[SegmentEntry], path: &Path) -> Result<segment::Wri
                 Some(p) => {
                     let a = lives[p].seg.key(cursor[p]).map_err(corrupt)?;
                     let b = live.seg.key(cursor[i]).map_err(corrupt)?;
-                    if order(b, a) == std::cmp::Ordering::Less { Some(i) } else { Some(p) }
+                    if order(b, a) == std::cmp::Ordering::Less {
+                        Some(i)
+                    } else {
+                        Some(p)
+                    }
                 }
             };
         }

@@ -254,7 +254,12 @@ impl SegmentBuilder {
                 self.convs.strings[*conv as usize].as_str(),
                 msg.as_str(),
             );
-            let this = (row.created_us, row.source, row.conversation_id, row.message_id);
+            let this = (
+                row.created_us,
+                row.source,
+                row.conversation_id,
+                row.message_id,
+            );
             if order(prev, this) != Ordering::Less {
                 return Err(SegmentError::Input(format!(
                     "rows out of search order at {}/{}/{}",
@@ -302,7 +307,11 @@ impl SegmentBuilder {
             )));
         }
         #[allow(clippy::cast_possible_truncation)] // checked above
-        let role: Vec<u8> = self.role.iter().map(|&r| role_map[r as usize] as u8).collect();
+        let role: Vec<u8> = self
+            .role
+            .iter()
+            .map(|&r| role_map[r as usize] as u8)
+            .collect();
         #[allow(clippy::cast_possible_truncation)] // checked above
         let source: Vec<u16> = self
             .source
@@ -452,7 +461,10 @@ impl Segment {
             return Err(bad("not an index segment (bad magic or too short)".into()));
         }
         if u32_at(b, 8) != VERSION {
-            return Err(bad(format!("format version {} (expected {VERSION})", u32_at(b, 8))));
+            return Err(bad(format!(
+                "format version {} (expected {VERSION})",
+                u32_at(b, 8)
+            )));
         }
         if u32_at(b, 12) != BOM || cfg!(target_endian = "big") {
             return Err(bad("byte order differs from this machine's".into()));
@@ -466,7 +478,9 @@ impl Segment {
         for (i, s) in sections.iter_mut().enumerate() {
             let off = u64_at(b, HEADER + i * 16);
             let len = u64_at(b, HEADER + i * 16 + 8);
-            let end = off.checked_add(len).ok_or_else(|| bad(format!("section {i}")))?;
+            let end = off
+                .checked_add(len)
+                .ok_or_else(|| bad(format!("section {i}")))?;
             if !off.is_multiple_of(8) || end > b.len() as u64 {
                 return Err(bad(format!("section {i} lies outside the file")));
             }
@@ -485,7 +499,10 @@ impl Segment {
         ];
         for (i, len) in expect {
             if sections[i].1 != len {
-                return Err(bad(format!("section {i} has {} bytes, expected {len}", sections[i].1)));
+                return Err(bad(format!(
+                    "section {i} has {} bytes, expected {len}",
+                    sections[i].1
+                )));
             }
         }
         for i in [sec::ROLES, sec::SOURCES, sec::CONVS] {
@@ -583,7 +600,9 @@ impl Segment {
     /// # Errors
     /// [`Corrupt`] when the dictionary is damaged.
     pub fn role_id(&self, role: &str) -> Result<Option<u8>, Corrupt> {
-        Ok(self.find(sec::ROLES, role)?.and_then(|i| u8::try_from(i).ok()))
+        Ok(self
+            .find(sec::ROLES, role)?
+            .and_then(|i| u8::try_from(i).ok()))
     }
 
     /// The dictionary index of source `source`, if any row has it.
@@ -591,7 +610,9 @@ impl Segment {
     /// # Errors
     /// [`Corrupt`] when the dictionary is damaged.
     pub fn source_id(&self, source: &str) -> Result<Option<u16>, Corrupt> {
-        Ok(self.find(sec::SOURCES, source)?.and_then(|i| u16::try_from(i).ok()))
+        Ok(self
+            .find(sec::SOURCES, source)?
+            .and_then(|i| u16::try_from(i).ok()))
     }
 
     /// The dictionary index of conversation id `id`, if any row has it.
@@ -607,7 +628,10 @@ impl Segment {
     /// # Errors
     /// [`Corrupt`] when the row or the dictionary is damaged.
     pub fn role(&self, i: usize) -> Result<&str, Corrupt> {
-        self.string(sec::ROLES, usize::from(*self.role_ids().get(i).ok_or(Corrupt)?))
+        self.string(
+            sec::ROLES,
+            usize::from(*self.role_ids().get(i).ok_or(Corrupt)?),
+        )
     }
 
     /// Row `i`'s source.
@@ -615,7 +639,10 @@ impl Segment {
     /// # Errors
     /// [`Corrupt`] when the row or the dictionary is damaged.
     pub fn source(&self, i: usize) -> Result<&str, Corrupt> {
-        self.string(sec::SOURCES, usize::from(*self.source_ids().get(i).ok_or(Corrupt)?))
+        self.string(
+            sec::SOURCES,
+            usize::from(*self.source_ids().get(i).ok_or(Corrupt)?),
+        )
     }
 
     /// Row `i`'s conversation id.

@@ -171,8 +171,10 @@ impl Check {
             use jsonschema::error::ValidationErrorKind as Kind;
             let at = e.instance_path().to_string();
             // Unknown top-level parameters are reported once, above, with the known ones.
-            let about_unknown = matches!(e.kind(), Kind::AdditionalProperties { .. } | Kind::FalseSchema)
-                && at.matches('/').count() <= 1
+            let about_unknown = matches!(
+                e.kind(),
+                Kind::AdditionalProperties { .. } | Kind::FalseSchema
+            ) && at.matches('/').count() <= 1
                 && e.schema_path().to_string().contains("additionalProperties");
             if about_unknown && !unknown.is_empty() {
                 continue;
@@ -307,7 +309,11 @@ mod tests {
                 .validate(&json!({"no_such_param": 1}))
                 .err()
                 .unwrap_or_else(|| panic!("{}: accepted an unknown parameter", check.id));
-            assert!(err.contains("unknown parameter `no_such_param`"), "{}: {err}", check.id);
+            assert!(
+                err.contains("unknown parameter `no_such_param`"),
+                "{}: {err}",
+                check.id
+            );
         }
     }
 

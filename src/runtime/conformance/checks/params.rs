@@ -112,7 +112,9 @@ impl TryFrom<String> for Pointer {
         if s.is_empty() || s.starts_with('/') {
             Ok(Self(s))
         } else {
-            Err(format!("`{s}` is not a JSON pointer (empty or starting with `/`)"))
+            Err(format!(
+                "`{s}` is not a JSON pointer (empty or starting with `/`)"
+            ))
         }
     }
 }
@@ -236,10 +238,16 @@ mod tests {
     #[test]
     fn names_idents_and_pointers_validate_when_deserialized() {
         assert!(serde_json::from_value::<Name>(json!("")).is_err());
-        assert_eq!(&*serde_json::from_value::<Name>(json!("role")).unwrap(), "role");
+        assert_eq!(
+            &*serde_json::from_value::<Name>(json!("role")).unwrap(),
+            "role"
+        );
         assert!(serde_json::from_value::<Ident>(json!("content; DROP")).is_err());
         assert!(serde_json::from_value::<Ident>(json!("1st")).is_err());
-        assert_eq!(&*serde_json::from_value::<Ident>(json!("_a1")).unwrap(), "_a1");
+        assert_eq!(
+            &*serde_json::from_value::<Ident>(json!("_a1")).unwrap(),
+            "_a1"
+        );
         assert!(serde_json::from_value::<Pointer>(json!("rows")).is_err());
         assert_eq!(&*serde_json::from_value::<Pointer>(json!("")).unwrap(), "");
     }

@@ -309,7 +309,9 @@ mod tests {
         let p: DeterministicParams = serde_json::from_value(json!({})).unwrap();
         assert_eq!((p.runs, p.fresh_process), (3, true));
         let check = find("deterministic").unwrap();
-        assert!(check.validate(&json!({"runs": 2, "fresh_process": false})).is_ok());
+        assert!(check
+            .validate(&json!({"runs": 2, "fresh_process": false}))
+            .is_ok());
         let err = check.validate(&json!({"runs": 1})).unwrap_err();
         assert_eq!(err, "`/runs`: 1 is less than the minimum of 2");
         let err = check.validate(&json!({"runs": "3"})).unwrap_err();
@@ -336,7 +338,10 @@ mod tests {
             .unwrap()
             .validate(&json!({"argument": "role", "reason_contains": "system"}))
             .is_ok());
-        let err = find("argument_error").unwrap().validate(&json!({})).unwrap_err();
+        let err = find("argument_error")
+            .unwrap()
+            .validate(&json!({}))
+            .unwrap_err();
         assert_eq!(err, r#""argument" is a required property"#);
         assert!(find("error_contains")
             .unwrap()

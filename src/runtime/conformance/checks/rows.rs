@@ -482,9 +482,14 @@ mod tests {
     #[test]
     fn every_row_has_needs_a_field() {
         good("every_row_has", json!({"field": "conv_id"}));
-        good("every_row_has", json!({"field": "id", "rows": "/hits", "allow_empty": true}));
+        good(
+            "every_row_has",
+            json!({"field": "id", "rows": "/hits", "allow_empty": true}),
+        );
         assert!(bad("every_row_has", json!({})).contains("\"field\" is a required property"));
-        assert!(bad("every_row_has", json!({"field": "id", "rows": "hits"})).starts_with("`/rows`:"));
+        assert!(
+            bad("every_row_has", json!({"field": "id", "rows": "hits"})).starts_with("`/rows`:")
+        );
     }
 
     #[test]
@@ -492,7 +497,10 @@ mod tests {
         good("field_equals", json!({"field": "role", "arg": "role"}));
         good("field_equals", json!({"field": "type", "value": null}));
         bad("field_equals", json!({"field": "role"}));
-        bad("field_equals", json!({"field": "role", "value": 1, "arg": "role"}));
+        bad(
+            "field_equals",
+            json!({"field": "role", "value": 1, "arg": "role"}),
+        );
         let p: FieldEqualsParams =
             serde_json::from_value(json!({"field": "type", "value": null})).unwrap();
         assert_eq!(p.value, Some(Value::Null));
@@ -500,11 +508,19 @@ mod tests {
 
     #[test]
     fn some_row_contains_needs_strings() {
-        good("some_row_contains", json!({"field": "preview", "contains": ["|", "\n"]}));
-        assert!(bad("some_row_contains", json!({"field": "preview", "contains": []}))
-            .starts_with("`/contains`:"));
-        assert!(bad("some_row_contains", json!({"field": "p", "contains": [""]}))
-            .starts_with("`/contains/0`:"));
+        good(
+            "some_row_contains",
+            json!({"field": "preview", "contains": ["|", "\n"]}),
+        );
+        assert!(bad(
+            "some_row_contains",
+            json!({"field": "preview", "contains": []})
+        )
+        .starts_with("`/contains`:"));
+        assert!(
+            bad("some_row_contains", json!({"field": "p", "contains": [""]}))
+                .starts_with("`/contains/0`:")
+        );
     }
 
     #[test]
@@ -514,8 +530,11 @@ mod tests {
         good("ordered_by", params.clone());
         let p: OrderedByParams = serde_json::from_value(params).unwrap();
         assert_eq!(p.then[0].direction, Direction::Asc);
-        assert!(bad("ordered_by", json!({"field": "a", "direction": "asc", "then": [{"field": "b"}]}))
-            .starts_with("`/then/0`:"));
+        assert!(bad(
+            "ordered_by",
+            json!({"field": "a", "direction": "asc", "then": [{"field": "b"}]})
+        )
+        .starts_with("`/then/0`:"));
     }
 
     #[test]
@@ -540,19 +559,31 @@ mod tests {
 
     #[test]
     fn value_at_takes_one_expectation() {
-        good("value_at", json!({"pointer": "/trace/1/fallback", "equals": null}));
+        good(
+            "value_at",
+            json!({"pointer": "/trace/1/fallback", "equals": null}),
+        );
         good("value_at", json!({"pointer": "/trace", "absent": true}));
-        good("value_at", json!({"pointer": "/note", "contains": ["empty query"]}));
+        good(
+            "value_at",
+            json!({"pointer": "/note", "contains": ["empty query"]}),
+        );
         bad("value_at", json!({"pointer": "/trace", "absent": false}));
         bad("value_at", json!({"pointer": "/note"}));
-        bad("value_at", json!({"pointer": "/n", "equals": 1, "absent": true}));
+        bad(
+            "value_at",
+            json!({"pointer": "/n", "equals": 1, "absent": true}),
+        );
         assert!(same_value(&json!(60), &json!(60.0)));
         assert!(!same_value(&json!("60"), &json!(60)));
     }
 
     #[test]
     fn every_row_satisfies_needs_an_expression() {
-        good("every_row_satisfies", json!({"expression": "row.explain is undefined", "rows": "/hits"}));
+        good(
+            "every_row_satisfies",
+            json!({"expression": "row.explain is undefined", "rows": "/hits"}),
+        );
         bad("every_row_satisfies", json!({"expression": ""}));
         assert!(is_empty(&json!("  ")) && is_empty(&json!({})) && !is_empty(&json!(0)));
     }

@@ -297,7 +297,8 @@ impl TypedCheck for StorePredicate {
         for (i, row) in rows.iter().enumerate() {
             let key = key_of(row, &p.key_field, i)?;
             let record = lookup.one_record(probe, &select, &key, &out.args, i)?;
-            let holds = record.first() == Some(&Value::Bool(true)) || record.first() == Some(&json!(1));
+            let holds =
+                record.first() == Some(&Value::Bool(true)) || record.first() == Some(&json!(1));
             if some && holds {
                 return Ok(());
             }
@@ -551,7 +552,8 @@ impl TypedCheck for StoreUnchanged {
             .or_else(|| before.iter().find(|f| !after.contains(f)));
         Err(match changed {
             Some((file, what))
-                if before.iter().any(|(b, _)| b == file) && after.iter().any(|(a, _)| a == file) =>
+                if before.iter().any(|(b, _)| b == file)
+                    && after.iter().any(|(a, _)| a == file) =>
             {
                 format!("`{file}` changed: now {what}")
             }
@@ -605,7 +607,10 @@ fn query_duckdb(host: &Host, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(sql_error)? {
         let values = (0..row.as_ref().column_count())
-            .map(|i| row.get::<_, duckdb::types::Value>(i).map(sql_value::from_duckdb))
+            .map(|i| {
+                row.get::<_, duckdb::types::Value>(i)
+                    .map(sql_value::from_duckdb)
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(sql_error)?;
         out.push(values);
@@ -654,7 +659,10 @@ mod tests {
         assert!(err.starts_with("`/table`:"), "{err}");
         let mut bad = ok.clone();
         bad["key_column"] = json!([]);
-        assert!(check.validate(&bad).unwrap_err().starts_with("`/key_column`:"));
+        assert!(check
+            .validate(&bad)
+            .unwrap_err()
+            .starts_with("`/key_column`:"));
         let mut bad = ok;
         bad["store"] = json!("elsewhere");
         assert_eq!(
@@ -677,17 +685,24 @@ mod tests {
         both["chars_arg"] = json!("body_chars");
         assert!(check.validate(&both).is_err());
         let p: PrefixOfStoreFieldParams = serde_json::from_value(with_chars).unwrap();
-        assert_eq!((p.store, p.ellipsis.as_str(), p.key_field.as_slice().len()), (StoreName::Conversations, "", 3));
+        assert_eq!(
+            (p.store, p.ellipsis.as_str(), p.key_field.as_slice().len()),
+            (StoreName::Conversations, "", 3)
+        );
     }
 
     #[test]
     fn reference_sql_and_store_unchanged_params() {
         assert!(find("rows_match_sql")
             .unwrap()
-            .validate(&json!({"sql": "SELECT id FROM memories", "key_field": "id", "store": "memories"}))
+            .validate(
+                &json!({"sql": "SELECT id FROM memories", "key_field": "id", "store": "memories"})
+            )
             .is_ok());
         let check = find("store_unchanged").unwrap();
-        assert!(check.validate(&json!({"store": "memories", "runs": 3})).is_ok());
+        assert!(check
+            .validate(&json!({"store": "memories", "runs": 3}))
+            .is_ok());
         assert_eq!(
             check.validate(&json!({"runs": 3})).unwrap_err(),
             r#""store" is a required property"#
@@ -704,6 +719,10 @@ mod tests {
         let files = store_files(&db).unwrap();
         let names: Vec<&str> = files.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(names, ["memories.sqlite", "memories.sqlite-wal"]);
-        assert!(files[0].1.starts_with("3 bytes, sha256 ba7816bf"), "{}", files[0].1);
+        assert!(
+            files[0].1.starts_with("3 bytes, sha256 ba7816bf"),
+            "{}",
+            files[0].1
+        );
     }
 }

@@ -162,12 +162,24 @@ mod tests {
         let table = "intro\n| a | b |\n|---|---|\n| 1 | 2 |\n";
         assert_eq!(table_intact(table, 2, 2, 1), Ok(()));
         let err = table_intact("| a | b |\n|---|---|\n| 1 | 2 | 3 |\n", 2, 2, 1).unwrap_err();
-        assert!(err.starts_with("text line 3 has 3 cells, expected 2"), "{err}");
+        assert!(
+            err.starts_with("text line 3 has 3 cells, expected 2"),
+            "{err}"
+        );
         let err = table_intact("| a |\n|---|\n| 1\nsplit |\n", 1, 2, 1).unwrap_err();
-        assert!(err.starts_with("text line 4 is past the table's 3 lines"), "{err}");
+        assert!(
+            err.starts_with("text line 4 is past the table's 3 lines"),
+            "{err}"
+        );
         let err = table_intact(table, 2, 2, 2).unwrap_err();
-        assert!(err.starts_with("the table has 3 lines, expected 4"), "{err}");
-        assert_eq!(table_intact("none", 2, 2, 0).unwrap_err(), "the rendered text has no table");
+        assert!(
+            err.starts_with("the table has 3 lines, expected 4"),
+            "{err}"
+        );
+        assert_eq!(
+            table_intact("none", 2, 2, 0).unwrap_err(),
+            "the rendered text has no table"
+        );
     }
 
     #[test]
@@ -176,7 +188,10 @@ mod tests {
         assert!(check.validate(&json!({"columns": 5})).is_ok());
         let err = check.validate(&json!({"columns": 0})).unwrap_err();
         assert!(err.starts_with("`/columns`:"), "{err}");
-        let err = find("text_equals").unwrap().validate(&json!({"template": 3})).unwrap_err();
+        let err = find("text_equals")
+            .unwrap()
+            .validate(&json!({"template": 3}))
+            .unwrap_err();
         assert_eq!(err, r#"`/template`: 3 is not of type "string""#);
         let p: TextRowsIntactParams = serde_json::from_value(json!({"columns": 5})).unwrap();
         assert_eq!(p.header_lines, 2);

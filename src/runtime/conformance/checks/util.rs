@@ -146,7 +146,10 @@ mod tests {
     #[test]
     fn composite_keys_are_arrays_and_missing_parts_named() {
         let key: OneOrMany<Name> = serde_json::from_value(json!(["a", "b"])).unwrap();
-        assert_eq!(key_of(&json!({"a": 1, "b": "x"}), &key, 0).unwrap(), json!([1, "x"]));
+        assert_eq!(
+            key_of(&json!({"a": 1, "b": "x"}), &key, 0).unwrap(),
+            json!([1, "x"])
+        );
         let err = key_of(&json!({"a": 1}), &key, 2).unwrap_err();
         assert!(err.starts_with("row 3 has no key field `b`"), "{err}");
         assert_eq!(key_label(&key), "a, b");
