@@ -81,8 +81,7 @@ impl Memory {
     /// 16 hex digits of its SHA-256. Never salted, never time-based.
     pub fn stable_id(key: &str) -> String {
         let digest = Sha256::digest(key.as_bytes());
-        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        format!("m-{hex}")
+        format!("m-{}", hex::encode(&digest[..8]))
     }
 
     /// Text the embedding is computed from: title, tags and body.

@@ -2,6 +2,8 @@
 //! run, parses the rest with the importers (resuming grown append-only files) and
 //! stores them in batched transactions, summing up what happened per file and per
 //! source ([`IngestSummary`]).
+//!
+//! Kept in one file (877 lines): the walk, the batching and the retry rules are one state machine around one store transaction.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -566,10 +568,7 @@ fn tail_hash(path: &Path, offset: u64) -> String {
         Ok(buf)
     };
     match read() {
-        Ok(buf) if buf.len() as u64 == offset - from => Sha256::digest(&buf)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
+        Ok(buf) if buf.len() as u64 == offset - from => hex::encode(Sha256::digest(&buf)),
         _ => String::new(),
     }
 }

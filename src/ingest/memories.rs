@@ -18,6 +18,8 @@
 //! reported as a [`Fault`] and skipped; the run goes on. When an embedding model is
 //! available, every memory lacking an embedding from it is embedded at the end of an
 //! import, so a model fetched later is picked up by the next import.
+//!
+//! Kept in one file (793 lines): the memory formats share one frontmatter and date reader.
 
 use std::path::{Path, PathBuf};
 

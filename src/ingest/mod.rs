@@ -344,11 +344,7 @@ pub(crate) fn stable_id(fields: &[&str]) -> String {
         }
         hasher.update(field.as_bytes());
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(hasher.finalize())
 }
 
 /// Default transcript locations on this machine, as paths for [`ingest_paths`]

@@ -11,6 +11,8 @@
 //! come back as tool results with `isError: true` and a message naming the argument;
 //! protocol errors are kept for requests that cannot be routed (unknown resource URI).
 //! Nothing here writes to stdout: on stdio, stdout is the transport.
+//!
+//! Kept in one file (738 lines): one ServerHandler and both of its transports, which share session and error handling.
 
 use std::borrow::Cow;
 use std::convert::Infallible;

@@ -240,7 +240,7 @@ mod tests {
                 x ^= x << 17;
                 #[allow(clippy::cast_precision_loss)]
                 let r = (x >> 11) as f32 / (1u64 << 53) as f32;
-                (r - 0.5) * if x % 7 == 0 { 8.0 } else { 1.0 }
+                (r - 0.5) * if x.is_multiple_of(7) { 8.0 } else { 1.0 }
             })
             .collect();
         crate::search::vectors::normalized(&v)

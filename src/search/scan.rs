@@ -18,6 +18,8 @@
 //! The buffers are borrowed (`stores::conversations` memory-maps them from its index
 //! files), so nothing here trusts them: a broken offset makes [`find`] return
 //! [`Corrupt`], never panic.
+//!
+//! Kept in one file (706 lines): one algorithm — pattern compiler, scan, block filter, case exceptions — whose pieces must agree byte for byte; a third of it is its tests.
 
 use memchr::memmem;
 

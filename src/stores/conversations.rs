@@ -13,6 +13,8 @@
 //! Column `is_injected` (last, added to older stores when opened writable) marks user
 //! messages a harness injected (see `ingest::injected`); user-role search
 //! leaves them out.
+//!
+//! Kept in one file (1146 lines): every writer of all_conversations in one module, so the key rule and the changed-conversation tracking exist once.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -18,6 +18,8 @@
 //! `PRAGMA query_only`): a search never changes the file. Writers use
 //! [`MemoryStore::open_rw`] and [`MemoryStore::upsert`]; re-inserting an unchanged
 //! memory is a no-op, so imports are idempotent.
+//!
+//! Kept in one file (816 lines): every writer of the memories schema in one place, so its invariants live once.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -86,7 +88,7 @@ fn content_hash(m: &Memory) -> String {
     h.update(format_time(&m.created).as_bytes());
     h.update(format_time(&m.updated).as_bytes());
     h.update(m.origin.as_deref().unwrap_or("").as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(h.finalize())
 }
 
 /// What [`MemoryStore::upsert`] did with one memory.
@@ -774,7 +776,7 @@ mod tests {
         let index = store.search_index(&conn, Some("m")).unwrap();
         let q = normalized(&noise(99_999, dim));
         for keep_every in [1, 3] {
-            let keep = |i: usize| i % keep_every == 0;
+            let keep = |i: usize| i.is_multiple_of(keep_every);
             let mut all = Vec::new();
             index.for_each_dot(&q, keep, |i, d| all.push((d, i)));
             all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));

@@ -31,6 +31,8 @@
 //!
 //! The engine only reads: the store is opened read-only and nothing (not even access
 //! counts) is written. `source` is logged to stderr when `SKILLS_LOG` contains `debug`.
+//!
+//! Kept in one file (1003 lines): the legs and their fusion share the candidate and filter types; the differential test is apart.
 
 #[cfg(test)]
 mod differential;

@@ -7,6 +7,8 @@
 //! each into an [`ItemReport`]. Stores are built fresh from `tests/conformance/fixtures/
 //! <corpus>/` through the importers ([`corpus::build_stores`]); every call goes through
 //! [`Host::call`]. This module knows no particular skill or engine.
+//!
+//! Kept in one file (795 lines): loading bindings and running them share the case/corpus model.
 
 pub mod checks;
 pub mod corpus;

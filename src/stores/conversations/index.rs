@@ -30,6 +30,8 @@
 //! count and newest `created` are compared with the table's; a mismatch rebuilds the
 //! index from scratch. The stamp also holds the XOR of the live rows' key hashes,
 //! which [`Stamp::of_table`] computes from the table for tests (reading every key).
+//!
+//! Kept in one file (1067 lines): the manifest protocol's two halves — publishing and the reader's freshness check — must be read together.
 
 use std::collections::HashSet;
 use std::io::Write;

@@ -38,6 +38,8 @@
 //! [`fold`]: crate::search::scan::fold
 //! [`fold_with_case`]: crate::search::scan::fold_with_case
 //! [`Filter`]: crate::search::scan::Filter
+//!
+//! Kept in one file (732 lines): the file format's writer and reader sit side by side so the layout cannot drift between them.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
