@@ -575,6 +575,22 @@ impl Writer {
         })
     }
 
+    /// The first file number above every numbered file in the folder: a new file
+    /// never reuses a name, so a file some reader still maps is never truncated.
+    fn first_free(&self, next: u64) -> u64 {
+        let taken = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let stem = name.to_string_lossy();
+                stem.split('.').next().and_then(|n| n.parse::<u64>().ok())
+            })
+            .max();
+        taken.map_or(next, |t| next.max(t + 1))
+    }
+
     fn next_name(next: &mut u64, ext: &str) -> String {
         let name = format!("{:08}.{ext}", *next);
         *next += 1;
@@ -618,10 +634,8 @@ impl Writer {
         conn: &duckdb::Connection,
         why: Option<String>,
     ) -> Result<(Manifest, UpdateReport), IndexError> {
-        let mut next = self.base.as_ref().map_or(1, |m| m.next_file);
-        if let Ok(m) = Manifest::read(&self.dir) {
-            next = next.max(m.next_file);
-        }
+        let next = self.base.as_ref().map_or(1, |m| m.next_file);
+        let mut next = self.first_free(next);
         let file = Self::next_name(&mut next, "seg");
         let written = build_from_table(conn, None, &self.dir.join(&file))?;
         let entry = SegmentEntry {
@@ -695,7 +709,7 @@ impl Writer {
         base: Manifest,
         touched: &Touched,
     ) -> Result<(Manifest, UpdateReport), IndexError> {
-        let mut next = base.next_file;
+        let mut next = self.first_free(base.next_file);
         let mut entries: Vec<SegmentEntry> = Vec::new();
         let mut rows_written = 0;
         // Mask the touched conversations' rows in the segments that hold them.
