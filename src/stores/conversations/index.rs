@@ -188,6 +188,22 @@ pub struct SegmentEntry {
     pub tombstones: Option<String>,
 }
 
+impl SegmentEntry {
+    /// The entry of a segment just written as `file`: every row live, no tombstones.
+    fn fresh(file: String, w: &segment::Written) -> Self {
+        Self {
+            file,
+            rows: w.rows,
+            live: w.rows,
+            bytes: w.bytes,
+            crc32: w.crc32,
+            key_xor: format!("{:016x}", w.key_xor),
+            max_created_us: (w.rows > 0).then_some(w.max_created_us),
+            tombstones: None,
+        }
+    }
+}
+
 /// The manifest: which files make up the index and what they must match.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -638,16 +654,7 @@ impl Writer {
         let mut next = self.first_free(next);
         let file = Self::next_name(&mut next, "seg");
         let written = build_from_table(conn, None, &self.dir.join(&file))?;
-        let entry = SegmentEntry {
-            file,
-            rows: written.rows,
-            live: written.rows,
-            bytes: written.bytes,
-            crc32: written.crc32,
-            key_xor: format!("{:016x}", written.key_xor),
-            max_created_us: (written.rows > 0).then_some(written.max_created_us),
-            tombstones: None,
-        };
+        let entry = SegmentEntry::fresh(file, &written);
         let segments = if written.rows > 0 {
             vec![entry]
         } else {
@@ -742,16 +749,7 @@ impl Writer {
             let written = build_from_table(conn, Some(touched), &self.dir.join(&file))?;
             rows_written += written.rows;
             if written.rows > 0 {
-                entries.push(SegmentEntry {
-                    file,
-                    rows: written.rows,
-                    live: written.rows,
-                    bytes: written.bytes,
-                    crc32: written.crc32,
-                    key_xor: format!("{:016x}", written.key_xor),
-                    max_created_us: Some(written.max_created_us),
-                    tombstones: None,
-                });
+                entries.push(SegmentEntry::fresh(file, &written));
             }
         }
         rows_written += self.merge_tiers(&mut entries, &mut next)?;
@@ -796,16 +794,7 @@ impl Writer {
             let merged = merge(&self.dir, &parts, &self.dir.join(&file))?;
             written_rows += merged.rows;
             if merged.rows > 0 {
-                entries.push(SegmentEntry {
-                    file,
-                    rows: merged.rows,
-                    live: merged.rows,
-                    bytes: merged.bytes,
-                    crc32: merged.crc32,
-                    key_xor: format!("{:016x}", merged.key_xor),
-                    max_created_us: Some(merged.max_created_us),
-                    tombstones: None,
-                });
+                entries.push(SegmentEntry::fresh(file, &merged));
             }
         }
     }
@@ -928,11 +917,7 @@ impl Stamp {
 }
 
 fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, IndexError> {
-    let (rows, max): (i64, Option<i64>) = conn.query_row(
-        "SELECT count(*), max(epoch_us(created)) FROM all_conversations",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let (rows, max_created_us) = table_figures(conn)?;
     let mut stmt =
         conn.prepare("SELECT source, conversation_id, message_id FROM all_conversations")?;
     let mut it = stmt.query([])?;
@@ -942,8 +927,8 @@ fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, IndexError> {
         xor ^= key_hash(s, c, m);
     }
     Ok(Stamp {
-        rows: u64::try_from(rows).unwrap_or(0),
-        max_created_us: max,
+        rows,
+        max_created_us,
         key_xor: format!("{xor:016x}"),
     })
 }

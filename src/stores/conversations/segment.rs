@@ -141,7 +141,7 @@ pub fn key_hash(source: &str, conversation_id: &str, message_id: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for (i, part) in [source, conversation_id, message_id].iter().enumerate() {
         if i > 0 {
-            h ^= 0;
+            // The NUL separator: XOR with 0 changes nothing, the multiply remains.
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
         for b in part.bytes() {
