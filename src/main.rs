@@ -23,8 +23,9 @@ enum Command {
     List,
     /// Show one skill: frontmatter, parameters and sections.
     Show(cli::show::Args),
-    /// Validate every skill document; exit 2 when any is invalid.
-    Validate,
+    /// Validate every skill document; exit 2 when any is invalid (`--portable`: also
+    /// what a strict Agent Skills host would reject).
+    Validate(cli::validate::Args),
     /// Import transcripts into the conversations store (default locations when no path is given).
     Ingest(cli::ingest::Args),
     /// Run a skill once and print its rendered output (or `--json`).
@@ -40,6 +41,9 @@ enum Command {
     /// Durable memories for memo-search: import notes, add one.
     #[command(subcommand)]
     Memo(cli::memo::Command),
+    /// Write portable copies of every skill (`--agent-skills DIR`): host fields moved
+    /// into `metadata` and `references/`, valid for any Agent Skills host.
+    Export(cli::export::Args),
     /// Generate documentation from the skill documents: markdown and HTML pages
     /// (`--out DIR`), or JSON (`--format json`, the tool definitions as `tools/list` serves them).
     Docs(cli::docs::Args),
@@ -51,7 +55,8 @@ fn main() -> ExitCode {
     let result = match &command {
         Command::List => cli::list::execute(&mut session),
         Command::Show(args) => cli::show::execute(&mut session, args),
-        Command::Validate => cli::validate::execute(&mut session),
+        Command::Validate(args) => cli::validate::execute(&mut session, args),
+        Command::Export(args) => cli::export::execute(&mut session, args),
         Command::Ingest(args) => cli::ingest::execute(&mut session, args),
         Command::Run(args) => cli::run::execute(&mut session, args),
         Command::Verify(args) => cli::verify::execute(&mut session, args),

@@ -4,6 +4,7 @@
 
 pub mod docs;
 pub mod exit;
+pub mod export;
 pub mod ingest;
 pub mod list;
 pub mod memo;
@@ -31,7 +32,9 @@ pub use printer::Printer;
 #[derive(clap::Args)]
 pub struct GlobalArgs {
     /// Folder of skill documents (`<dir>/<name>/SKILL.md`). Default: `./skills` when it
-    /// exists, else the folder this binary was built from.
+    /// exists, else the bundled skills installed beside this binary
+    /// (`<bin>/../share/skills/skills`, see `scripts/install`), else the folder this
+    /// binary was built from.
     #[arg(long, global = true, env = "SKILLS_DIR")]
     pub skills_dir: Option<PathBuf>,
     /// Data folder holding `conversations.duckdb` and `memories.sqlite`.
@@ -63,7 +66,8 @@ impl Session {
     }
 
     /// The folder of skill documents: `--skills-dir`, else `./skills` when it can be
-    /// read, else the `skills/` folder of the source tree this binary was built from.
+    /// read, else [`installed_skills_dir`] when it exists, else the `skills/` folder of
+    /// the source tree this binary was built from.
     pub fn skills_dir(&self) -> PathBuf {
         if let Some(dir) = &self.global.skills_dir {
             return dir.clone();
@@ -71,6 +75,9 @@ impl Session {
         let local = PathBuf::from("skills");
         if local.join(".").is_dir() && local.read_dir().is_ok() {
             return local;
+        }
+        if let Some(installed) = installed_skills_dir().filter(|d| d.is_dir()) {
+            return installed;
         }
         Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
     }
@@ -116,6 +123,21 @@ impl Session {
         ))
     }
 
+    /// A function that loads the skills folder again over the same stores (hot reload
+    /// in `skills serve`); each call makes a fresh engine context.
+    ///
+    /// # Errors
+    /// As [`Session::load_host_quietly`].
+    pub fn host_loader(&self) -> Result<impl Fn() -> Host + Send + 'static> {
+        let dir = self.skills_dir();
+        let paths = self.store_paths()?;
+        context(paths.clone())?;
+        Ok(move || {
+            let ctx = context(paths.clone()).unwrap_or_else(|_| Context::new(paths.clone()));
+            Host::load(&dir, ctx)
+        })
+    }
+
     /// Loads the skills over the stores and warns about every invalid document (the
     /// valid ones still load).
     ///
@@ -138,6 +160,15 @@ impl Session {
     pub fn finish(mut self, result: Result<Outcome>) -> ExitCode {
         exit::finish(&mut self.printer, result)
     }
+}
+
+/// Where `scripts/install` puts the bundled skills: `<bin>/../share/skills/skills` for
+/// the running binary `<bin>/skills` (`~/.local/share/skills/skills` for
+/// `~/.local/bin/skills`); `None` when the binary's path is unknown.
+pub fn installed_skills_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = fs_err::canonicalize(&exe).unwrap_or(exe);
+    Some(exe.parent()?.parent()?.join("share/skills/skills"))
 }
 
 /// The skill named `name` (skill or MCP tool name).

@@ -1,11 +1,13 @@
-//! `skills serve`: every skill as an MCP tool, over stdio or streamable HTTP.
+//! `skills serve`: every skill as an MCP tool, over stdio or streamable HTTP, reloaded
+//! when the skills folder changes.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Result;
 
-use skills::runtime::mcp;
+use skills::runtime::catalog::Catalog;
+use skills::runtime::{mcp, watch};
 
 use super::{Outcome, Printer, Session};
 
@@ -20,25 +22,54 @@ pub struct Args {
     /// DNS-rebinding protection).
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// Do not watch the skills folder: serve the skills loaded at start until exit.
+    #[arg(long)]
+    no_watch: bool,
 }
 
 /// Runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP). Logs go to
 /// stderr; stdout belongs to the stdio transport.
+///
+/// Unless `--no-watch`, the skills folder is watched: a change reloads the skills,
+/// connected clients get `list_changed` notifications, and a broken document keeps the
+/// previous set serving ([`watch`]).
 ///
 /// # Errors
 /// [`mcp::ServeError`]: a non-loopback address without `--allow-remote` (exit 2), a
 /// port that cannot be bound, a failed stdio session; load failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let host = Arc::new(session.load_host()?);
+    let catalog = if args.no_watch {
+        Arc::new(Catalog::fixed(host))
+    } else {
+        let (served, problems) = skills::runtime::catalog::Served::new(host);
+        for p in problems {
+            session.printer.warning(p);
+        }
+        Arc::new(Catalog::new(served, true))
+    };
+    let _watch = if args.no_watch {
+        None
+    } else {
+        let dir = session.skills_dir();
+        let loader = session.host_loader()?;
+        match watch::watch(&dir, Arc::clone(&catalog), loader) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                session.printer.warning(format_args!("{e}; serving without reload"));
+                None
+            }
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let (http, allow_remote) = (args.http, args.allow_remote);
     runtime.block_on(async move {
-        let tools = host.skills().len();
+        let tools = catalog.current().tools.len();
         let Some(addr) = http else {
             Printer::log(format_args!("skills: serving {tools} tools over stdio"));
-            return mcp::serve_stdio(host).await.map_err(anyhow::Error::from);
+            return mcp::serve_stdio(catalog).await.map_err(anyhow::Error::from);
         };
         let shutdown = tokio_util::sync::CancellationToken::new();
         let on_signal = shutdown.clone();
@@ -47,7 +78,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             on_signal.cancel();
         });
         let options = mcp::HttpOptions { addr, allow_remote };
-        mcp::serve_http(host, options, shutdown, |bound| {
+        mcp::serve_http(catalog, options, shutdown, |bound| {
             Printer::log(format_args!(
                 "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
                 mcp::HTTP_PATH

@@ -145,7 +145,9 @@ impl Host {
                     continue;
                 }
             };
-            if let Some(engine) = doc.frontmatter.get("engine").and_then(Value::as_str) {
+            let effective = super::portable::effective_frontmatter(&doc);
+            let fields = effective.as_ref().unwrap_or(&doc.frontmatter);
+            if let Some(engine) = fields.get("engine").and_then(Value::as_str) {
                 named.insert(engine.to_owned());
             }
             match skill::bind(doc, &validator, engines) {

@@ -1,9 +1,12 @@
 //! MCP exposure: every loaded skill served as one MCP tool, and every skill folder as
-//! resources, over stdio or streamable HTTP (rmcp).
+//! resources and as a SEP-2640 skill (`skills/list`, `skills/get`,
+//! `resources/directory/read`), over stdio or streamable HTTP (rmcp).
 //!
-//! This module owns the mapping from a [`Skill`] to MCP shapes ([`tool_for`],
-//! [`tool_input_schema`]), the hand-written [`ServerHandler`] ([`SkillServer`]) and the
-//! two transports ([`serve_stdio`], [`serve_http`]). It runs skills only through
+//! This module owns the mapping from a [`Skill`] to an MCP tool ([`tool_for`]; served
+//! schemas come from [`super::served_schema`]), the hand-written [`ServerHandler`]
+//! ([`SkillServer`]) and the two transports ([`serve_stdio`], [`serve_http`]). What is
+//! served comes from a [`Catalog`] (replaced on hot reload, see [`super::watch`]; the
+//! skill entries from [`super::skills_ext`]). It runs skills only through
 //! [`Host::call`], so arguments are validated exactly as on the CLI; it knows nothing
 //! of particular engines or stores.
 //!
@@ -17,7 +20,6 @@
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -25,12 +27,13 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
+    GetSkillResult, JsonObject, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -38,7 +41,10 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::catalog::Catalog;
 use super::host::{CallError, Host};
+pub use super::served_schema::tool_input_schema;
+use super::served_schema::{served_input_schema, served_output_schema};
 use super::skill::Skill;
 
 /// The path streamable HTTP is served under.
@@ -68,50 +74,42 @@ pub enum ServeError {
     Stdio(String),
 }
 
-/// One resource served for a skill folder: a file and its `skill://` URI.
-#[derive(Debug, Clone)]
-struct SkillFile {
-    resource: Resource,
-    path: PathBuf,
-    mime_type: &'static str,
-}
-
-/// The MCP server over a loaded [`Host`]: cheap to clone (everything is shared), one
+/// The MCP server over a [`Catalog`]: cheap to clone (everything is shared), one
 /// clone per HTTP session.
 ///
-/// Tools and resources are computed once at construction, in host order (skill folder
-/// name), so `tools/list` is deterministic and costs nothing.
+/// Tools, resources and skill entries are computed when the catalog's set is built, in
+/// host order (skill folder name), so `tools/list` is deterministic and costs nothing.
 #[derive(Clone)]
 pub struct SkillServer {
-    host: Arc<Host>,
-    tools: Arc<Vec<Tool>>,
-    files: Arc<Vec<SkillFile>>,
+    catalog: Arc<Catalog>,
     /// Bounds the number of skill calls running at once on the blocking pool.
     slots: Arc<Semaphore>,
 }
 
 impl SkillServer {
-    /// Builds the server: one [`Tool`] per skill ([`tool_for`]) and one resource per
-    /// file of each skill folder (`skill://<name>/<file>`, `SKILL.md` first).
+    /// A server over `host` that never reloads: one [`Tool`] per skill ([`tool_for`])
+    /// and one resource per file of each skill folder (`skill://<name>/<file>`,
+    /// `SKILL.md` first).
+    pub fn new(host: Arc<Host>) -> Self {
+        Self::with_catalog(Arc::new(Catalog::fixed(host)))
+    }
+
+    /// A server over `catalog`, which a watcher may replace.
     ///
     /// At most `max(2 × available CPUs, 4)` calls run at once; further calls wait for
     /// a slot (no lock is held while a query runs).
-    pub fn new(host: Arc<Host>) -> Self {
-        let tools = host.skills().iter().map(tool_for).collect();
-        let files = host.skills().iter().flat_map(skill_files).collect();
+    pub fn with_catalog(catalog: Arc<Catalog>) -> Self {
         let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
         Self {
-            host,
-            tools: Arc::new(tools),
-            files: Arc::new(files),
+            catalog,
             slots: Arc::new(Semaphore::new((cpus * 2).max(4))),
         }
     }
 
-    /// The tools served, in host order.
+    /// The tools served now, in host order.
     #[must_use]
-    pub fn tools(&self) -> &[Tool] {
-        &self.tools
+    pub fn tools(&self) -> Vec<Tool> {
+        self.catalog.current().tools.clone()
     }
 
     /// Runs one `tools/call` and maps the outcome to a tool result: on success
@@ -121,21 +119,24 @@ impl SkillServer {
         let Ok(_slot) = self.slots.acquire().await else {
             return error_result("the server is shutting down".to_owned());
         };
-        let host = Arc::clone(&self.host);
+        let served = self.catalog.current();
+        let host = Arc::clone(&served.host);
         let tool = name.to_owned();
         let args = arguments.map_or(Value::Null, Value::Object);
         let outcome = tokio::task::spawn_blocking(move || host.call(&tool, args)).await;
-        match outcome {
+        let mut result = match outcome {
             Ok(Ok(output)) => {
                 let mut result = CallToolResult::structured(output.data);
                 result.content = vec![ContentBlock::text(output.text)];
                 result
             }
-            Ok(Err(e)) => error_result(call_error_message(&e, &self.tools)),
+            Ok(Err(e)) => error_result(call_error_message(&e, &served.tools)),
             Err(join) => error_result(format!(
                 "`{name}` failed: the engine stopped unexpectedly ({join})"
             )),
-        }
+        };
+        self.catalog.stamp(&mut result.meta);
+        result
     }
 }
 
@@ -184,14 +185,15 @@ fn call_error_message(error: &CallError, tools: &[Tool]) -> String {
 /// The MCP tool for a skill.
 ///
 /// Shape: `name` = [`Skill::tool_name`], `title`, `description`, `inputSchema` =
-/// [`tool_input_schema`] of the document's `input-schema`, `outputSchema` = the
-/// sanitised `output-schema` when its root is an object, and annotations
+/// [`served_input_schema`] of the document's `input-schema` (the client-lenient
+/// subset), `outputSchema` = [`served_output_schema`] when its root is an object, and
+/// annotations
 /// `readOnlyHint` ([`Skill::is_read_only`]), `idempotentHint`
 /// ([`Skill::is_deterministic`]), `destructiveHint` (the document's
 /// `annotations.destructive`, else false for read-only skills) and `openWorldHint`
 /// (the document's `annotations.open-world`, else false).
 pub fn tool_for(skill: &Skill) -> Tool {
-    let input = as_object(tool_input_schema(&skill.meta.input_schema));
+    let input = as_object(served_input_schema(&skill.meta.input_schema));
     let mut tool = Tool::new_with_raw(
         skill.tool_name().to_owned(),
         Some(Cow::Owned(skill.meta.description.clone())),
@@ -201,7 +203,7 @@ pub fn tool_for(skill: &Skill) -> Tool {
         tool = tool.with_title(title.clone());
     }
     if let Some(out) = &skill.meta.output_schema {
-        let out = tool_input_schema(out);
+        let out = served_output_schema(out);
         if out.get("type").and_then(Value::as_str) == Some("object") {
             tool = tool.with_raw_output_schema(Arc::new(as_object(out)));
         }
@@ -228,236 +230,23 @@ fn as_object(value: Value) -> JsonObject {
     }
 }
 
-/// Rewrites a document's JSON Schema into the shape strict MCP clients accept, for
-/// `inputSchema` (and `outputSchema`). The host still validates against the original.
-///
-/// - The root is an object schema: `type: "object"` and `properties` (empty when absent).
-/// - `type: [X, "null"]` becomes `type: X` (several non-null types stay a list
-///   without `"null"`); a `default: null` that no longer fits is dropped.
-/// - `anyOf`/`oneOf` of one schema and `{type: "null"}` becomes that schema (its
-///   siblings such as `description` and `default` are kept).
-/// - Local `$ref`s (`#/$defs/…`, `#/definitions/…`) are inlined, and `$defs` /
-///   `definitions` removed; a recursive reference becomes `{}` (any value).
-/// - `enum` lists are kept as they are, `null` included.
-///
-/// Input `{"type":"object","properties":{"q":{"type":["string","null"],"default":null}}}`
-/// gives `{"type":"object","properties":{"q":{"type":"string"}}}`.
-pub fn tool_input_schema(schema: &Value) -> Value {
-    let defs = collect_defs(schema);
-    let mut out = sanitise(schema, &defs, &mut Vec::new());
-    if let Value::Object(map) = &mut out {
-        map.remove("$defs");
-        map.remove("definitions");
-        if map.get("type").and_then(Value::as_str) != Some("object") {
-            map.insert("type".into(), Value::String("object".into()));
-        }
-        if !map.get("properties").is_some_and(Value::is_object) {
-            map.insert("properties".into(), Value::Object(Map::new()));
-        }
-        out
-    } else {
-        let mut map = Map::new();
-        map.insert("type".into(), Value::String("object".into()));
-        map.insert("properties".into(), Value::Object(Map::new()));
-        Value::Object(map)
-    }
-}
-
-/// `$ref` targets by reference string (`#/$defs/Name`, `#/definitions/Name`).
-fn collect_defs(schema: &Value) -> Map<String, Value> {
-    let mut defs = Map::new();
-    for key in ["$defs", "definitions"] {
-        if let Some(Value::Object(entries)) = schema.get(key) {
-            for (name, def) in entries {
-                defs.insert(format!("#/{key}/{name}"), def.clone());
-            }
-        }
-    }
-    defs
-}
-
-/// Keywords whose value is one schema.
-const SCHEMA_KEYS: [&str; 7] = [
-    "items",
-    "additionalProperties",
-    "not",
-    "contains",
-    "if",
-    "then",
-    "else",
-];
-/// Keywords whose value is a list of schemas.
-const LIST_KEYS: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
-/// Keywords whose value maps names to schemas.
-const MAP_KEYS: [&str; 3] = ["properties", "patternProperties", "dependentSchemas"];
-
-fn sanitise(schema: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Value {
-    let Value::Object(map) = schema else {
-        return schema.clone();
-    };
-    // Inline a local reference, merging any sibling keywords over the target.
-    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-        let target = defs
-            .get(reference)
-            .filter(|_| !stack.iter().any(|r| r == reference));
-        let Some(target) = target else {
-            return Value::Object(Map::new());
-        };
-        stack.push(reference.to_owned());
-        let mut merged = match sanitise(target, defs, stack) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        stack.pop();
-        for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "$ref") {
-            merged.insert(k.clone(), sanitise_keyword(k, v, defs, stack));
-        }
-        return Value::Object(merged);
-    }
-    let mut out = Map::new();
-    for (key, value) in map {
-        if key == "$defs" || key == "definitions" {
-            continue;
-        }
-        out.insert(key.clone(), sanitise_keyword(key, value, defs, stack));
-    }
-    let mut dropped_null = false;
-    // `type: [X, "null"]` → `type: X`.
-    if let Some(Value::Array(types)) = out.get("type") {
-        let non_null: Vec<Value> = types
-            .iter()
-            .filter(|t| t.as_str() != Some("null"))
-            .cloned()
-            .collect();
-        dropped_null = non_null.len() < types.len();
-        match non_null.len() {
-            0 => {}
-            1 => {
-                out.insert("type".into(), non_null[0].clone());
-            }
-            _ => {
-                out.insert("type".into(), Value::Array(non_null));
-            }
-        }
-    }
-    // `anyOf: [S, {type: null}]` → S merged with the siblings.
-    for key in ["anyOf", "oneOf"] {
-        let Some(Value::Array(branches)) = out.get(key) else {
-            continue;
-        };
-        let non_null: Vec<&Value> = branches.iter().filter(|b| !is_null_schema(b)).collect();
-        if non_null.len() == 1 && branches.len() == 2 {
-            let branch = non_null[0].clone();
-            out.remove(key);
-            dropped_null = true;
-            if let Value::Object(branch) = branch {
-                for (k, v) in branch {
-                    out.entry(k).or_insert(v);
-                }
-            }
-        }
-    }
-    if dropped_null && out.get("default") == Some(&Value::Null) {
-        out.remove("default");
-    }
-    Value::Object(out)
-}
-
-fn sanitise_keyword(
-    key: &str,
-    value: &Value,
-    defs: &Map<String, Value>,
-    stack: &mut Vec<String>,
-) -> Value {
-    if SCHEMA_KEYS.contains(&key) {
-        return sanitise(value, defs, stack);
-    }
-    if LIST_KEYS.contains(&key) {
-        if let Value::Array(items) = value {
-            return Value::Array(items.iter().map(|s| sanitise(s, defs, stack)).collect());
-        }
-    }
-    if MAP_KEYS.contains(&key) {
-        if let Value::Object(entries) = value {
-            return Value::Object(
-                entries
-                    .iter()
-                    .map(|(k, s)| (k.clone(), sanitise(s, defs, stack)))
-                    .collect(),
-            );
-        }
-    }
-    value.clone()
-}
-
-fn is_null_schema(schema: &Value) -> bool {
-    schema.get("type").and_then(Value::as_str) == Some("null")
-        && schema.as_object().is_some_and(|m| m.len() == 1)
-}
-
-/// The resources of one skill folder: `SKILL.md` first, then the other top-level
-/// files in name order (templates, references), each as `skill://<name>/<file>`.
-fn skill_files(skill: &Skill) -> Vec<SkillFile> {
-    let mut names: Vec<String> = fs_err::read_dir(skill.dir())
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.path().is_file())
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| n != "SKILL.md" && !n.starts_with('.'))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names.insert(0, "SKILL.md".to_owned());
-    names
-        .into_iter()
-        .map(|file| {
-            let path = skill.dir().join(&file);
-            let mime_type = mime_for(&file);
-            let mut resource = Resource::new(
-                format!("skill://{}/{file}", skill.name()),
-                format!("{}/{file}", skill.name()),
-            )
-            .with_mime_type(mime_type);
-            if file == "SKILL.md" {
-                resource = resource.with_description(skill.meta.description.clone());
-                if let Some(title) = &skill.meta.title {
-                    resource = resource.with_title(title.clone());
-                }
-            }
-            if let Ok(meta) = fs_err::metadata(&path) {
-                resource = resource.with_size(meta.len());
-            }
-            SkillFile {
-                resource,
-                path,
-                mime_type,
-            }
-        })
-        .collect()
-}
-
-fn mime_for(file: &str) -> &'static str {
-    match file.rsplit('.').next().unwrap_or("") {
-        "md" => "text/markdown",
-        "json" => "application/json",
-        "yaml" | "yml" => "application/yaml",
-        _ => "text/plain",
-    }
-}
-
 impl ServerHandler for SkillServer {
     fn get_info(&self) -> ServerConfig {
-        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
-            .with_server_info(
-                Implementation::new("skills", env!("CARGO_PKG_VERSION"))
-                    .with_title("Skills")
-                    .with_description("Skill documents bound to retrieval engines"),
-            )
+        let served = self.catalog.current();
+        let names: Vec<&str> = served.tools.iter().map(|t| t.name.as_ref()).collect();
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_skills_with_directory_read();
+        if self.catalog.watched() {
+            capabilities = capabilities
+                .enable_tool_list_changed()
+                .enable_resources_list_changed();
+        }
+        ServerConfig::new(capabilities.build())
+            .with_server_info(self.catalog.server_info().clone())
             .with_instructions(format!(
-                "Each tool is a skill documented by a SKILL.md (resources `skill://<name>/SKILL.md`). Tools: {}.",
+                "Each tool is a skill documented by a SKILL.md (resources `skill://<name>/SKILL.md`; `skills/list` gives every skill with its files' digests). Tools: {}.",
                 names.join(", ")
             ))
     }
@@ -467,11 +256,20 @@ impl ServerHandler for SkillServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+        let mut result = ListToolsResult::with_all_items(self.catalog.current().tools.clone())
+            .with_ttl_ms(self.catalog.ttl_ms())
+            .with_cache_scope(self.catalog.cache_scope());
+        self.catalog.stamp(&mut result.meta);
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        self.catalog
+            .current()
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     async fn call_tool(
@@ -487,9 +285,12 @@ impl ServerHandler for SkillServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(
-            self.files.iter().map(|f| f.resource.clone()).collect(),
-        ))
+        let served = self.catalog.current();
+        let mut result = ListResourcesResult::with_all_items(served.skills.resources().to_vec())
+            .with_ttl_ms(self.catalog.ttl_ms())
+            .with_cache_scope(self.catalog.cache_scope());
+        self.catalog.stamp(&mut result.meta);
+        Ok(result)
     }
 
     async fn read_resource(
@@ -497,37 +298,127 @@ impl ServerHandler for SkillServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let Some(file) = self.files.iter().find(|f| f.resource.uri == request.uri) else {
+        let Some(mut result) = self.catalog.current().skills.read(&request.uri) else {
             return Err(ErrorData::resource_not_found(
                 format!(
                     "unknown resource `{}`; skill documents are `skill://<name>/SKILL.md`",
                     request.uri
                 ),
-                None,
+                Some(serde_json::json!({"uri": request.uri})),
             ));
         };
-        let path = file.path.clone();
-        let text = tokio::task::spawn_blocking(move || fs_err::read_to_string(path))
-            .await
-            .map_err(|e| {
-                ErrorData::internal_error(format!("reading `{}` stopped: {e}", request.uri), None)
-            })?
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let contents = ResourceContents::text(text, request.uri).with_mime_type(file.mime_type);
-        Ok(ReadResourceResult::new(vec![contents]).into())
+        result.ttl_ms = Some(self.catalog.ttl_ms());
+        result.cache_scope = Some(self.catalog.cache_scope());
+        self.catalog.stamp(&mut result.meta);
+        Ok(result.into())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let mut result = self
+            .catalog
+            .current()
+            .skills
+            .list()
+            .with_ttl_ms(self.catalog.ttl_ms())
+            .with_cache_scope(self.catalog.cache_scope());
+        self.catalog.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let mut result = self
+            .catalog
+            .current()
+            .skills
+            .get(&request.uri)?
+            .with_ttl_ms(self.catalog.ttl_ms())
+            .with_cache_scope(self.catalog.cache_scope());
+        self.catalog.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let mut result = self.catalog.current().skills.read_directory(&request.uri)?;
+        self.catalog.stamp(&mut result.meta);
+        Ok(result)
+    }
+
+    /// Sessions that began with `initialize` get `notifications/tools/list_changed` and
+    /// `notifications/resources/list_changed` after every reload.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if !self.catalog.watched() {
+            return;
+        }
+        let mut changes = self.catalog.changes();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err()
+                    || peer.notify_resource_list_changed().await.is_err()
+                {
+                    break;
+                }
+            }
+        });
+    }
+
+    /// 2026-07-28 sessions subscribe with `subscriptions/listen`: tool and resource
+    /// list changes are offered while the folder is watched.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.catalog.watched().then(|| {
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .resources_list_changed()
+                .build()
+        })
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.catalog.changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    // A category the client did not ask for is refused by the sink: fine.
+                    let _ = context.sink().notify_tool_list_changed().await;
+                    let _ = context.sink().notify_resource_list_changed().await;
+                }
+            }
+        }
     }
 }
 
-/// Serves `host` over stdio until the client closes stdin.
+/// Serves `catalog` over stdio until the client closes stdin. A client that closes
+/// before `initialize` (for example after only `server/discover`) ends the session
+/// normally.
 ///
 /// # Errors
 /// [`ServeError::Stdio`] when the handshake fails or the session ends with an error.
-pub async fn serve_stdio(host: Arc<Host>) -> Result<(), ServeError> {
-    let server = SkillServer::new(host);
-    let running = server
-        .serve(rmcp::transport::stdio_pipes())
-        .await
-        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+pub async fn serve_stdio(catalog: Arc<Catalog>) -> Result<(), ServeError> {
+    let server = SkillServer::with_catalog(catalog);
+    let running = match server.serve(rmcp::transport::stdio_pipes()).await {
+        Ok(running) => running,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(ServeError::Stdio(e.to_string())),
+    };
     running
         .waiting()
         .await
@@ -547,7 +438,7 @@ pub struct HttpOptions {
     pub allow_remote: bool,
 }
 
-/// Serves `host` as streamable HTTP under [`HTTP_PATH`] (other paths: `404`) until
+/// Serves `catalog` as streamable HTTP under [`HTTP_PATH`] (other paths: `404`) until
 /// `shutdown` is cancelled. Calls `on_listen` with the bound address (useful with
 /// port 0) once the socket accepts connections.
 ///
@@ -555,7 +446,7 @@ pub struct HttpOptions {
 /// [`ServeError::NotLoopback`] for a non-loopback address without `allow_remote`;
 /// [`ServeError::Bind`] when the socket cannot be bound.
 pub async fn serve_http(
-    host: Arc<Host>,
+    catalog: Arc<Catalog>,
     options: HttpOptions,
     shutdown: CancellationToken,
     on_listen: impl FnOnce(SocketAddr),
@@ -570,7 +461,7 @@ pub async fn serve_http(
     let bound = listener
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
-    let server = SkillServer::new(host);
+    let server = SkillServer::with_catalog(catalog);
     let mut config =
         StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
     config = if allow_remote {
@@ -639,101 +530,4 @@ fn not_found() -> hyper::Response<BoxBody<Bytes, Infallible>> {
     let mut response = hyper::Response::new(body);
     *response.status_mut() = hyper::StatusCode::NOT_FOUND;
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn nullable_type_unions_become_single_types() {
-        let schema = json!({"type": "object", "properties": {
-            "q": {"type": ["string", "null"], "default": null, "description": "d"},
-            "n": {"type": ["integer", "number", "null"]},
-            "k": {"type": "integer", "default": 3}
-        }});
-        assert_eq!(
-            tool_input_schema(&schema),
-            json!({"type": "object", "properties": {
-                "q": {"type": "string", "description": "d"},
-                "n": {"type": ["integer", "number"]},
-                "k": {"type": "integer", "default": 3}
-            }})
-        );
-    }
-
-    #[test]
-    fn enums_with_null_are_kept() {
-        let schema = json!({"type": "object", "additionalProperties": false, "properties": {
-            "role": {"enum": ["user", "assistant", null], "default": null}
-        }});
-        assert_eq!(tool_input_schema(&schema), schema);
-    }
-
-    #[test]
-    fn refs_are_inlined_and_defs_removed() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "when": {"$ref": "#/$defs/Range", "description": "period"},
-                "tags": {"type": "array", "items": {"$ref": "#/definitions/Tag"}},
-                "tree": {"$ref": "#/$defs/Node"}
-            },
-            "$defs": {
-                "Range": {"type": "object", "properties": {"from": {"type": ["string", "null"]}}},
-                "Node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Node"}}}
-            },
-            "definitions": {"Tag": {"type": "string"}}
-        });
-        assert_eq!(
-            tool_input_schema(&schema),
-            json!({
-                "type": "object",
-                "properties": {
-                    "when": {"type": "object", "properties": {"from": {"type": "string"}}, "description": "period"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "tree": {"type": "object", "properties": {"child": {}}}
-                }
-            })
-        );
-    }
-
-    #[test]
-    fn optional_any_of_is_flattened() {
-        let schema = json!({"type": "object", "properties": {
-            "limit": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "default": null, "title": "Limit"},
-            "either": {"oneOf": [{"type": "integer"}, {"type": "string"}]}
-        }});
-        assert_eq!(
-            tool_input_schema(&schema),
-            json!({"type": "object", "properties": {
-                "limit": {"title": "Limit", "type": "integer", "minimum": 1},
-                "either": {"oneOf": [{"type": "integer"}, {"type": "string"}]}
-            }})
-        );
-    }
-
-    #[test]
-    fn root_is_always_an_object_schema() {
-        assert_eq!(
-            tool_input_schema(&json!({})),
-            json!({"type": "object", "properties": {}})
-        );
-        assert_eq!(
-            tool_input_schema(&json!(true)),
-            json!({"type": "object", "properties": {}})
-        );
-        assert_eq!(
-            tool_input_schema(&json!({"type": ["object", "null"], "required": ["a"]})),
-            json!({"type": "object", "required": ["a"], "properties": {}})
-        );
-    }
-
-    #[test]
-    fn mime_types_follow_extensions() {
-        assert_eq!(mime_for("SKILL.md"), "text/markdown");
-        assert_eq!(mime_for("template.md.j2"), "text/plain");
-        assert_eq!(mime_for("schema.json"), "application/json");
-    }
 }

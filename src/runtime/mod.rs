@@ -1,17 +1,25 @@
 //! The skill host: document parsing ([`doc`]), validation and binding ([`skill`]),
 //! argument checking ([`args`]), rendering ([`render`]), the [`Host`] that ties
-//! them together, and its MCP exposure ([`mcp`]). The runtime knows no particular
-//! engine: engines come from [`crate::engines::registry`].
+//! them together, and its MCP exposure ([`mcp`], with what it serves in [`catalog`],
+//! the SEP-2640 skill entries in [`skills_ext`], client-lenient schemas in
+//! [`served_schema`] and hot reload in [`watch`]); Agent Skills portability
+//! ([`portable`]: host fields read from `metadata`, `validate --portable`, export).
+//! The runtime knows no particular engine: engines come from [`crate::engines::registry`].
 
 pub mod args;
+pub mod catalog;
 pub mod conformance;
 pub mod doc;
 pub mod docs;
 pub mod host;
 pub mod mcp;
+pub mod portable;
 pub mod render;
 pub mod scaffold;
+pub mod served_schema;
 pub mod skill;
+pub mod skills_ext;
+pub mod watch;
 
 pub use doc::{Diagnostic, SkillDoc};
 pub use host::{CallError, CallOutput, Host};

@@ -123,6 +123,8 @@ impl Skill {
 
 /// Validates a document's frontmatter and binds it.
 ///
+/// The frontmatter checked is [`super::portable::effective_frontmatter`]: the
+/// document's, with host fields absent at the top level read from `metadata`.
 /// Checks, in order: the frontmatter schema (every violation becomes a diagnostic
 /// naming its field and line), name equals folder name, the input schema compiles as
 /// JSON Schema, the engine is registered, and the template file exists.
@@ -136,7 +138,9 @@ pub fn bind(
 ) -> Result<(Skill, String), Vec<Diagnostic>> {
     let path = doc.path.clone();
     let mut diags = Vec::new();
-    for error in schema.iter_errors(&doc.frontmatter) {
+    // Host fields may be written inside `metadata` (Agent Skills' extension point).
+    let frontmatter = super::portable::effective_frontmatter(&doc)?;
+    for error in schema.iter_errors(&frontmatter) {
         let field = error.instance_path().to_string();
         let top = field
             .trim_start_matches('/')
@@ -164,7 +168,7 @@ pub fn bind(
     if !diags.is_empty() {
         return Err(diags);
     }
-    let meta: Frontmatter = match serde_json::from_value(doc.frontmatter.clone()) {
+    let meta: Frontmatter = match serde_json::from_value(frontmatter) {
         Ok(m) => m,
         Err(e) => {
             return Err(vec![Diagnostic::new(

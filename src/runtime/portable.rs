@@ -1,0 +1,489 @@
+//! Agent Skills portability: one document valid for strict Agent Skills hosts (the
+//! reference validator `skills-ref`, Claude Code, Codex) and runnable here.
+//!
+//! - [`effective_frontmatter`]: the host's own fields (`engine`, `input-schema`, …) may
+//!   be written inside `metadata`, Agent Skills' extension point, whose values are
+//!   strings: a plain string for string fields; JSON or YAML text, or the path of a
+//!   `.json`/`.yaml` file in the skill folder (e.g. `references/input-schema.json`), for
+//!   lists and schemas. A top-level field wins over the same key in `metadata`.
+//! - [`portability_problems`]: what a strict Agent Skills host rejects (the rules of
+//!   `skills-ref validate` 0.1.5, plus string-only `metadata` values).
+//! - [`export`]: a spec-clean copy of a skill folder: every host field moved into
+//!   `metadata`, schemas into `references/*.json`, the body and other files unchanged.
+//!
+//! Knows nothing of engines, MCP or the CLI.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::doc::{Diagnostic, SkillDoc};
+use super::skills_ext::AGENT_SKILLS_FIELDS;
+use crate::walk::{files_below, Hidden};
+
+/// How a host field is written inside `metadata`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The string itself.
+    Text,
+    /// JSON/YAML text, or a path to a `.json`/`.yaml`/`.yml` file in the skill folder.
+    Structured,
+}
+
+/// The host's frontmatter fields that may come from `metadata`, and how each is written.
+const HOST_FIELDS: [(&str, Kind); 12] = [
+    ("title", Kind::Text),
+    ("layer", Kind::Text),
+    ("reads", Kind::Structured),
+    ("writes", Kind::Structured),
+    ("citations", Kind::Text),
+    ("determinism", Kind::Text),
+    ("engine", Kind::Text),
+    ("engine-options", Kind::Structured),
+    ("template", Kind::Text),
+    ("annotations", Kind::Structured),
+    ("input-schema", Kind::Structured),
+    ("output-schema", Kind::Structured),
+];
+
+/// Fields written as files under `references/` by [`export`].
+const SCHEMA_FIELDS: [&str; 2] = ["input-schema", "output-schema"];
+
+/// The frontmatter the host validates and binds: the document's own, with each host
+/// field absent at the top level taken from `metadata` (see the module docs).
+///
+/// # Errors
+/// One [`Diagnostic`] per `metadata` entry that cannot be read: a structured field
+/// whose text parses as neither JSON nor YAML, or names a file that cannot be read.
+pub fn effective_frontmatter(doc: &SkillDoc) -> Result<Value, Vec<Diagnostic>> {
+    let Value::Object(top) = &doc.frontmatter else {
+        return Ok(doc.frontmatter.clone());
+    };
+    let Some(Value::Object(metadata)) = top.get("metadata") else {
+        return Ok(doc.frontmatter.clone());
+    };
+    let dir = doc.path.parent().unwrap_or_else(|| Path::new("."));
+    let mut out = top.clone();
+    let mut diags = Vec::new();
+    for (field, kind) in HOST_FIELDS {
+        if top.contains_key(field) {
+            continue;
+        }
+        let Some(Value::String(text)) = metadata.get(field) else {
+            continue;
+        };
+        let value = match kind {
+            Kind::Text => Ok(Value::String(text.clone())),
+            Kind::Structured => structured(dir, text),
+        };
+        match value {
+            Ok(v) => {
+                out.insert(field.to_owned(), v);
+            }
+            Err(reason) => diags.push(Diagnostic::new(
+                &doc.path,
+                format!("/metadata/{field}"),
+                doc.field_line("metadata"),
+                reason,
+            )),
+        }
+    }
+    if diags.is_empty() {
+        Ok(Value::Object(out))
+    } else {
+        Err(diags)
+    }
+}
+
+/// A structured `metadata` value: a file in the skill folder, or JSON/YAML text.
+fn structured(dir: &Path, text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    let is_path = !trimmed.contains('\n')
+        && [".json", ".yaml", ".yml"]
+            .iter()
+            .any(|ext| trimmed.ends_with(ext));
+    if is_path {
+        let rel = Path::new(trimmed);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(format!(
+                "`{trimmed}` must be a path inside the skill folder, e.g. `references/input-schema.json`"
+            ));
+        }
+        let path = dir.join(rel);
+        let source = fs_err::read_to_string(&path).map_err(|e| format!("cannot read: {e}"))?;
+        return yaml_serde::from_str::<Value>(&source)
+            .map_err(|e| format!("`{trimmed}` is not JSON or YAML: {e}"));
+    }
+    match yaml_serde::from_str::<Value>(text) {
+        Ok(v @ (Value::Array(_) | Value::Object(_))) => Ok(v),
+        Ok(_) => Err(
+            "expected a list or mapping as JSON or YAML text, or the path of a `.json`/`.yaml` file in the skill folder"
+                .to_owned(),
+        ),
+        Err(e) => Err(format!("not JSON or YAML: {e}")),
+    }
+}
+
+/// What a strict Agent Skills host would reject in `doc` (empty when portable): fields
+/// outside `name`, `description`, `license`, `compatibility`, `metadata`,
+/// `allowed-tools`; a name that is not lowercase letters, digits and single inner
+/// hyphens, longer than 64 characters, or not the folder's name; an empty or over-long
+/// (1024) description; a `compatibility` that is not a string of at most 500
+/// characters; `metadata` that is not a mapping of strings.
+pub fn portability_problems(doc: &SkillDoc) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut problem = |field: &str, reason: String| {
+        let top = field.trim_start_matches('/').split('/').next().unwrap_or("");
+        out.push(Diagnostic::new(
+            &doc.path,
+            field,
+            doc.field_line(top).or(Some(2)),
+            reason,
+        ));
+    };
+    let Value::Object(top) = &doc.frontmatter else {
+        problem("", "frontmatter must be a YAML mapping".to_owned());
+        return out;
+    };
+    let extra: Vec<&str> = top
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !AGENT_SKILLS_FIELDS.contains(k))
+        .collect();
+    if !extra.is_empty() {
+        problem(
+            "",
+            format!(
+                "fields outside the Agent Skills specification: {}; only {} are allowed (move them into `metadata`: `skills export --agent-skills DIR` does it)",
+                extra.join(", "),
+                AGENT_SKILLS_FIELDS.join(", ")
+            ),
+        );
+    }
+    match top.get("name").and_then(Value::as_str) {
+        None => problem("/name", "`name` must be a non-empty string".to_owned()),
+        Some(name) => {
+            if let Some(reason) = name_problem(name) {
+                problem("/name", reason);
+            }
+            let folder = doc
+                .path
+                .parent()
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
+            if name != folder {
+                problem(
+                    "/name",
+                    format!("name `{name}` must equal the folder name `{folder}`"),
+                );
+            }
+        }
+    }
+    match top.get("description").and_then(Value::as_str) {
+        Some(d) if !d.trim().is_empty() => {
+            let n = d.chars().count();
+            if n > 1024 {
+                problem(
+                    "/description",
+                    format!("description has {n} characters, at most 1024 are allowed"),
+                );
+            }
+        }
+        _ => problem(
+            "/description",
+            "`description` must be a non-empty string".to_owned(),
+        ),
+    }
+    if let Some(c) = top.get("compatibility") {
+        match c.as_str() {
+            Some(c) if c.chars().count() <= 500 => {}
+            Some(c) => problem(
+                "/compatibility",
+                format!(
+                    "compatibility has {} characters, at most 500 are allowed",
+                    c.chars().count()
+                ),
+            ),
+            None => problem(
+                "/compatibility",
+                "`compatibility` must be a string".to_owned(),
+            ),
+        }
+    }
+    match top.get("metadata") {
+        None => {}
+        Some(Value::Object(entries)) => {
+            for (key, value) in entries {
+                if !value.is_string() {
+                    problem(
+                        &format!("/metadata/{key}"),
+                        format!(
+                            "metadata values must be strings, `{key}` is {}",
+                            json_kind(value)
+                        ),
+                    );
+                }
+            }
+        }
+        Some(other) => problem(
+            "/metadata",
+            format!("`metadata` must be a mapping, found {}", json_kind(other)),
+        ),
+    }
+    out
+}
+
+fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("`name` must be a non-empty string".to_owned());
+    }
+    if name.chars().count() > 64 {
+        return Some(format!("name `{name}` is longer than 64 characters"));
+    }
+    if name != name.to_lowercase() {
+        return Some(format!("name `{name}` must be lowercase"));
+    }
+    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
+        return Some(format!(
+            "name `{name}` must not start or end with a hyphen or contain `--`"
+        ));
+    }
+    if !name.chars().all(|c| c.is_alphanumeric() || c == '-') {
+        return Some(format!(
+            "name `{name}` may contain only letters, digits and hyphens"
+        ));
+    }
+    None
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// Reading the source folder or writing the copy failed (the error names the file).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The rewritten frontmatter could not be written as YAML.
+    #[error("`{file}`: cannot write the frontmatter as YAML: {reason}")]
+    Yaml {
+        /// The document.
+        file: PathBuf,
+        /// The serializer's message.
+        reason: String,
+    },
+}
+
+/// The portable frontmatter of `doc` and the reference files it points to: Agent
+/// Skills fields kept in order; every other field moved into `metadata` (strings as
+/// they are, lists and mappings as compact JSON text, `input-schema` and
+/// `output-schema` as `references/<field>.json`); existing non-string `metadata`
+/// values become JSON text.
+///
+/// Returns (frontmatter, [(relative path, file text)]).
+pub fn portable_frontmatter(doc: &SkillDoc) -> (Value, Vec<(String, String)>) {
+    let Value::Object(top) = &doc.frontmatter else {
+        return (doc.frontmatter.clone(), Vec::new());
+    };
+    let mut out = Map::new();
+    let mut metadata = Map::new();
+    if let Some(Value::Object(existing)) = top.get("metadata") {
+        for (k, v) in existing {
+            metadata.insert(k.clone(), Value::String(as_text(v)));
+        }
+    }
+    let mut files = Vec::new();
+    for (key, value) in top {
+        if key == "metadata" {
+            continue;
+        }
+        if AGENT_SKILLS_FIELDS.contains(&key.as_str()) {
+            out.insert(key.clone(), value.clone());
+            continue;
+        }
+        let text = if SCHEMA_FIELDS.contains(&key.as_str()) {
+            let rel = format!("references/{key}.json");
+            let mut json = serde_json::to_string_pretty(value).unwrap_or_default();
+            json.push('\n');
+            files.push((rel.clone(), json));
+            rel
+        } else {
+            as_text(value)
+        };
+        metadata.insert(key.clone(), Value::String(text));
+    }
+    if !metadata.is_empty() {
+        out.insert("metadata".to_owned(), Value::Object(metadata));
+    }
+    (Value::Object(out), files)
+}
+
+fn as_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Writes a spec-clean copy of the skill folder holding `doc` into `out/<name>/`:
+/// `SKILL.md` with [`portable_frontmatter`] and the body unchanged, the reference
+/// files, `extra` files (relative path, text; e.g. the rendered docs page), and every
+/// other non-hidden file copied as is. Returns the files written, sorted.
+///
+/// # Errors
+/// [`ExportError`] when a file cannot be read or written.
+pub fn export(
+    doc: &SkillDoc,
+    name: &str,
+    out: &Path,
+    extra: &[(String, String)],
+) -> Result<Vec<PathBuf>, ExportError> {
+    let src = doc.path.parent().unwrap_or_else(|| Path::new("."));
+    let dest = out.join(name);
+    let mut written = Vec::new();
+    for file in files_below(src, Hidden::Skip).files {
+        let Ok(rel) = file.strip_prefix(src) else {
+            continue;
+        };
+        if rel == Path::new("SKILL.md") {
+            continue;
+        }
+        let target = dest.join(rel);
+        if let Some(parent) = target.parent() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::copy(&file, &target)?;
+        written.push(target);
+    }
+    let (frontmatter, references) = portable_frontmatter(doc);
+    for (rel, text) in references.iter().chain(extra) {
+        let target = dest.join(rel);
+        if let Some(parent) = target.parent() {
+            fs_err::create_dir_all(parent)?;
+        }
+        fs_err::write(&target, text)?;
+        if !written.contains(&target) {
+            written.push(target);
+        }
+    }
+    let yaml = yaml_serde::to_string(&frontmatter).map_err(|e| ExportError::Yaml {
+        file: doc.path.clone(),
+        reason: e.to_string(),
+    })?;
+    let skill_md = dest.join("SKILL.md");
+    fs_err::create_dir_all(&dest)?;
+    fs_err::write(&skill_md, format!("---\n{yaml}---\n{}", doc.body))?;
+    written.push(skill_md);
+    written.sort();
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(dir: &Path, text: &str) -> SkillDoc {
+        SkillDoc::parse(&dir.join("SKILL.md"), text).unwrap()
+    }
+
+    #[test]
+    fn host_fields_come_from_metadata() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("demo");
+        fs_err::create_dir_all(dir.join("references")).unwrap();
+        fs_err::write(
+            dir.join("references/input-schema.json"),
+            r#"{"type": "object", "properties": {"q": {"type": "string"}}}"#,
+        )
+        .unwrap();
+        let d = doc(
+            &dir,
+            "---\nname: demo\ndescription: d\nmetadata:\n  engine: sql\n  reads: '[\"L0.x\"]'\n  input-schema: references/input-schema.json\n  annotations: '{read-only: true}'\n  version: '2'\n---\nbody\n",
+        );
+        let fm = effective_frontmatter(&d).unwrap();
+        assert_eq!(fm["engine"], "sql");
+        assert_eq!(fm["reads"], serde_json::json!(["L0.x"]));
+        assert_eq!(fm["input-schema"]["properties"]["q"]["type"], "string");
+        assert_eq!(fm["annotations"]["read-only"], true);
+        assert!(fm.get("version").is_none(), "other metadata stays in metadata");
+    }
+
+    #[test]
+    fn top_level_fields_win_and_bad_metadata_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("demo");
+        let d = doc(
+            &dir,
+            "---\nname: demo\ndescription: d\nengine: sql\nmetadata:\n  engine: other\n  reads: just words\n  input-schema: references/missing.json\n---\n",
+        );
+        let errs = effective_frontmatter(&d).unwrap_err();
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["/metadata/reads", "/metadata/input-schema"]);
+        assert!(errs[1].reason.contains("cannot read"), "{}", errs[1].reason);
+    }
+
+    #[test]
+    fn portability_problems_follow_the_reference_validator() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = doc(
+            &tmp.path().join("Demo"),
+            "---\nname: Demo\ndescription: ''\nlayer: L1\nengine: sql\nmetadata:\n  n: 3\n---\n",
+        );
+        let problems = portability_problems(&d);
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 4, "{text:#?}");
+        assert!(text[0].contains("layer, engine"), "{}", text[0]);
+        assert!(text[1].contains("must be lowercase"), "{}", text[1]);
+        assert!(text[2].contains("non-empty"), "{}", text[2]);
+        assert!(text[3].contains("must be strings"), "{}", text[3]);
+        let ok = doc(
+            &tmp.path().join("demo"),
+            "---\nname: demo\ndescription: d\nlicense: MIT\nmetadata:\n  engine: sql\n---\n",
+        );
+        assert!(portability_problems(&ok).is_empty());
+    }
+
+    #[test]
+    fn exported_frontmatter_reads_back_to_the_same_fields() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src/demo");
+        fs_err::create_dir_all(&src).unwrap();
+        let text = "---\nname: demo\ndescription: d\nlayer: L1\nreads: [a, b]\nengine: sql\nannotations: {read-only: true}\ninput-schema:\n  type: object\n  properties: {q: {enum: [x, null]}}\nmetadata:\n  version: 2\n---\n# body\n";
+        fs_err::write(src.join("SKILL.md"), text).unwrap();
+        fs_err::write(src.join("query.sql"), "SELECT 1").unwrap();
+        let original = SkillDoc::read(&src.join("SKILL.md")).unwrap();
+        let out = tmp.path().join("out");
+        let files = export(&original, "demo", &out, &[]).unwrap();
+        assert_eq!(
+            files,
+            [
+                out.join("demo/SKILL.md"),
+                out.join("demo/query.sql"),
+                out.join("demo/references/input-schema.json")
+            ]
+        );
+        let copy = SkillDoc::read(&out.join("demo/SKILL.md")).unwrap();
+        assert!(portability_problems(&copy).is_empty(), "{:?}", portability_problems(&copy));
+        assert_eq!(copy.body, original.body);
+        let fm = effective_frontmatter(&copy).unwrap();
+        for field in ["layer", "reads", "engine", "annotations", "input-schema"] {
+            assert_eq!(fm[field], original.frontmatter[field], "{field}");
+        }
+        assert_eq!(fm["metadata"]["version"], "2");
+    }
+}

@@ -1,0 +1,243 @@
+//! Real clients, installed from the registries at pinned versions by
+//! `scripts/install-test-clients` (`tests/clients/package.json`, `requirements.txt`),
+//! against the built `skills serve`:
+//! - the TypeScript SDK v2 `SkillsClient`: list, get, read and verify every file;
+//! - fastmcp's skills client (over the Python `mcp` SDK): `list_skills`, `get_skill`,
+//!   `read_skill` with digest and frontmatter verification;
+//! - google-genai's MCP converter over every served tool;
+//! - `skills-ref validate` over `skills export --agent-skills` output (and its
+//!   rejection of the bundled documents);
+//! - the official conformance suite's `sep-2640-*` server scenarios.
+//!
+//! Each test skips, saying why, when its client is not installed (CI installs them).
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `$SKILLS_CLIENTS_DIR`, else `$SKILLS_CACHE/clients`, else `~/.cache/skills/clients`.
+fn clients_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SKILLS_CLIENTS_DIR") {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("SKILLS_CACHE").map_or_else(
+        || dirs::home_dir().unwrap_or_default().join(".cache/skills"),
+        PathBuf::from,
+    );
+    cache.join("clients")
+}
+
+fn node() -> Option<PathBuf> {
+    let node = clients_dir().join("node/node_modules/.bin/node");
+    node.is_file().then_some(node)
+}
+
+fn node_module(path: &str) -> Option<PathBuf> {
+    let p = clients_dir().join("node/node_modules").join(path);
+    p.exists().then_some(p)
+}
+
+fn python() -> Option<PathBuf> {
+    let py = clients_dir().join("py/venv/bin/python");
+    py.is_file().then_some(py)
+}
+
+fn skip(what: &str) {
+    eprintln!(
+        "skipped: {what} is not installed in `{}`; run `scripts/install-test-clients`",
+        clients_dir().display()
+    );
+}
+
+/// Runs a client script with the skills binary as its server command; returns its
+/// JSON summary (stdout) after checking it succeeded.
+fn run_client(mut cmd: Command, data: &Path) -> Value {
+    cmd.arg(env!("CARGO_BIN_EXE_skills"))
+        .args(["--skills-dir", repo().join("skills").to_str().unwrap(), "serve"])
+        .env("SKILLS_DATA_DIR", data)
+        .env_remove("SKILLS_DIR")
+        .stdin(Stdio::null());
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "client failed\nstdout: {stdout}\nstderr: {stderr}");
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
+        panic!("client printed no JSON summary ({e})\nstdout: {stdout}\nstderr: {stderr}")
+    })
+}
+
+fn skill_folders() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("skills"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn typescript_sdk_skills_client_lists_gets_and_verifies_every_skill() {
+    let (Some(node), Some(_)) = (node(), node_module("@modelcontextprotocol/client")) else {
+        return skip("the TypeScript SDK (@modelcontextprotocol/client 2.4.0)");
+    };
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(node);
+    cmd.arg(repo().join("tests/clients/ts_skills.mjs"))
+        .env("NODE_PATH", clients_dir().join("node/node_modules"))
+        .current_dir(clients_dir().join("node"));
+    let summary = run_client(cmd, data.path());
+    assert_eq!(summary["supported"], true);
+    assert_eq!(summary["directoryRead"], true);
+    assert!(summary["ttlMs"].as_u64().unwrap() > 0, "{summary}");
+    let skills = summary["skills"].as_array().unwrap();
+    let names: Vec<&str> = skills.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, skill_folders());
+    for s in skills {
+        let name = s["name"].as_str().unwrap();
+        let files = std::fs::read_dir(repo().join("skills").join(name)).unwrap().count();
+        assert_eq!(s["files"].as_array().unwrap().len(), files, "{name}: every file read and verified");
+        assert_eq!(s["frontmatterVerified"], true, "{name}");
+        assert!(s["directory"].as_array().unwrap().iter().any(|f| f == "SKILL.md"), "{s}");
+    }
+    assert_eq!(summary["tamperedRejected"], true, "a wrong digest must fail: {summary}");
+    assert_eq!(summary["unknownRejected"], true, "{summary}");
+}
+
+#[test]
+fn fastmcp_skills_client_lists_gets_and_reads_every_skill() {
+    let Some(python) = python() else {
+        return skip("the Python clients (mcp 2.3.0, fastmcp 4.2.3)");
+    };
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("tests/clients/py_skills.py"));
+    let summary = run_client(cmd, data.path());
+    let names: Vec<&str> = summary["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, skill_folders(), "{summary}");
+    assert_eq!(summary["tools"].as_array().unwrap().len(), skill_folders().len());
+}
+
+#[test]
+fn google_genai_converts_every_served_tool() {
+    let Some(python) = python() else {
+        return skip("google-genai 3.3.0");
+    };
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("tests/clients/genai_schemas.py"));
+    let summary = run_client(cmd, data.path());
+    assert_eq!(summary["converted"], summary["tools"], "{summary}");
+    assert_eq!(summary["tools"].as_array().unwrap().len(), skill_folders().len());
+}
+
+fn skills_ref(node: &Path, dir: &Path) -> Output {
+    let cli = clients_dir().join("node/node_modules/skills-ref/dist/cli.js");
+    Command::new(node)
+        .arg(cli)
+        .arg("validate")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn skills_ref_accepts_every_exported_skill() {
+    let (Some(node), Some(_)) = (node(), node_module("skills-ref")) else {
+        return skip("skills-ref 0.1.5");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("exported");
+    let export = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["--skills-dir", repo().join("skills").to_str().unwrap()])
+        .args(["export", "--agent-skills", out.to_str().unwrap()])
+        .env("SKILLS_DATA_DIR", tmp.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+    for name in skill_folders() {
+        let original = skills_ref(&node, &repo().join("skills").join(&name));
+        assert!(
+            !original.status.success()
+                && String::from_utf8_lossy(&original.stdout)
+                    .to_string()
+                    .chars()
+                    .chain(String::from_utf8_lossy(&original.stderr).chars())
+                    .collect::<String>()
+                    .contains("Unexpected fields"),
+            "{name}: skills-ref is expected to reject the bundled document"
+        );
+        let exported = skills_ref(&node, &out.join(&name));
+        assert!(
+            exported.status.success(),
+            "{name}: {}{}",
+            String::from_utf8_lossy(&exported.stdout),
+            String::from_utf8_lossy(&exported.stderr)
+        );
+    }
+}
+
+/// The conformance suite's SEP-2640 server scenarios against `skills serve --http`.
+#[test]
+fn conformance_suite_sep_2640_scenarios_pass() {
+    let (Some(node), Some(suite)) = (node(), node_module("@modelcontextprotocol/conformance"))
+    else {
+        return skip("@modelcontextprotocol/conformance 0.2.0-alpha.12");
+    };
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["--skills-dir", repo().join("skills").to_str().unwrap()])
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("SKILLS_DATA_DIR", data.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = {
+        use std::io::BufRead;
+        let stderr = server.stderr.take().unwrap();
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let url = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| l.split_whitespace().find(|w| w.starts_with("http://")).map(str::to_owned))
+            .unwrap();
+        std::thread::spawn(move || lines.for_each(drop));
+        url
+    };
+    let mut failures = Vec::new();
+    for scenario in [
+        "sep-2640-skills-enumeration",
+        "sep-2640-skills-manifest",
+        "sep-2640-skills-directory",
+    ] {
+        let out = Command::new(&node)
+            .arg(suite.join("dist/index.js"))
+            .args(["server", "--url", &url, "--scenario", scenario])
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("== {scenario}\n{text}");
+        if !out.status.success() || text.contains("FAILURE") {
+            failures.push(scenario);
+        }
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(failures.is_empty(), "failing scenarios: {failures:?}");
+}
