@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-conformance_version="${CONFORMANCE_VERSION:-0.1.16}"
+conformance_version="${CONFORMANCE_VERSION:-0.2.0-alpha.12}"
 inspector_version="${INSPECTOR_VERSION:-0.15.0}"
 prefix="$SKILLS_CACHE/node22"
 stamp="$prefix/.installed-$conformance_version-$inspector_version"

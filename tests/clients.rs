@@ -87,10 +87,11 @@ fn typescript_sdk_skills_client_lists_gets_and_verifies_every_skill() {
         return skip("the TypeScript SDK (@modelcontextprotocol/client 2.4.0)");
     };
     let data = tempfile::tempdir().unwrap();
+    // ES modules resolve imports beside the script: run a copy inside the install.
+    let script = clients_dir().join("node/ts_skills.mjs");
+    std::fs::copy(repo().join("tests/clients/ts_skills.mjs"), &script).unwrap();
     let mut cmd = Command::new(node);
-    cmd.arg(repo().join("tests/clients/ts_skills.mjs"))
-        .env("NODE_PATH", clients_dir().join("node/node_modules"))
-        .current_dir(clients_dir().join("node"));
+    cmd.arg(&script).current_dir(clients_dir().join("node"));
     let summary = run_client(cmd, data.path());
     assert_eq!(summary["supported"], true);
     assert_eq!(summary["directoryRead"], true);
@@ -187,7 +188,9 @@ fn skills_ref_accepts_every_exported_skill() {
     }
 }
 
-/// The conformance suite's SEP-2640 server scenarios against `skills serve --http`.
+/// The conformance suite's SEP-2640 server scenarios against `skills serve --http`,
+/// over the exported folder: `sep-2640-directory-read-subdir-mimetype` needs a skill
+/// with a subfolder, which the bundled skills lack and the export has (`references/`).
 #[test]
 fn conformance_suite_sep_2640_scenarios_pass() {
     let (Some(node), Some(suite)) = (node(), node_module("@modelcontextprotocol/conformance"))
@@ -195,8 +198,16 @@ fn conformance_suite_sep_2640_scenarios_pass() {
         return skip("@modelcontextprotocol/conformance 0.2.0-alpha.12");
     };
     let data = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_skills"))
+    let exported = data.path().join("exported");
+    let export = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["--skills-dir", repo().join("skills").to_str().unwrap()])
+        .args(["export", "--agent-skills", exported.to_str().unwrap()])
+        .env("SKILLS_DATA_DIR", data.path())
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    let mut server = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["--skills-dir", exported.to_str().unwrap()])
         .args(["serve", "--http", "127.0.0.1:0"])
         .env("SKILLS_DATA_DIR", data.path())
         .stdin(Stdio::null())

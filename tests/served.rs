@@ -232,7 +232,7 @@ async fn dropped_in_skill_appears_and_broken_document_keeps_serving() {
     std::fs::rename(staging.join("dropped-in"), skills.join("dropped-in")).unwrap();
     let appeared = loop {
         let tools = client.list_all_tools().await.unwrap();
-        if tools.iter().any(|t| t.name == "dropped-in") && counter.0.load(Ordering::SeqCst) > 0
+        if tools.iter().any(|t| t.name == "dropped_in") && counter.0.load(Ordering::SeqCst) > 0
         {
             break started.elapsed();
         }

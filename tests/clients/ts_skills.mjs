@@ -6,6 +6,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
+import { isDeepStrictEqual } from 'node:util';
 
 const [command, ...args] = process.argv.slice(2);
 const transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
@@ -29,7 +30,7 @@ for (const entry of listing.skills) {
   const root = skill.uri.replace(/\/SKILL\.md$/, '');
   const dir = skills.directoryRead ? await skills.readDirectory(root) : { resources: [] };
   summary.skills.push({ uri: skill.uri, name: skill.frontmatter.name, ttlMs, files,
-    frontmatterVerified: JSON.stringify(main.frontmatter) === JSON.stringify(skill.frontmatter),
+    frontmatterVerified: isDeepStrictEqual(main.frontmatter, skill.frontmatter),
     directory: dir.resources.map((r) => r.name) });
 }
 // A tampered entry must fail verification: the client checks the digest itself.
