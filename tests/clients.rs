@@ -59,14 +59,21 @@ fn skip(what: &str) {
 /// JSON summary (stdout) after checking it succeeded.
 fn run_client(mut cmd: Command, data: &Path) -> Value {
     cmd.arg(env!("CARGO_BIN_EXE_skills"))
-        .args(["--skills-dir", repo().join("skills").to_str().unwrap(), "serve"])
+        .args([
+            "--skills-dir",
+            repo().join("skills").to_str().unwrap(),
+            "serve",
+        ])
         .env("SKILLS_DATA_DIR", data)
         .env_remove("SKILLS_DIR")
         .stdin(Stdio::null());
     let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "client failed\nstdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        out.status.success(),
+        "client failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
     serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
         panic!("client printed no JSON summary ({e})\nstdout: {stdout}\nstderr: {stderr}")
     })
@@ -101,12 +108,28 @@ fn typescript_sdk_skills_client_lists_gets_and_verifies_every_skill() {
     assert_eq!(names, skill_folders());
     for s in skills {
         let name = s["name"].as_str().unwrap();
-        let files = std::fs::read_dir(repo().join("skills").join(name)).unwrap().count();
-        assert_eq!(s["files"].as_array().unwrap().len(), files, "{name}: every file read and verified");
+        let files = std::fs::read_dir(repo().join("skills").join(name))
+            .unwrap()
+            .count();
+        assert_eq!(
+            s["files"].as_array().unwrap().len(),
+            files,
+            "{name}: every file read and verified"
+        );
         assert_eq!(s["frontmatterVerified"], true, "{name}");
-        assert!(s["directory"].as_array().unwrap().iter().any(|f| f == "SKILL.md"), "{s}");
+        assert!(
+            s["directory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "SKILL.md"),
+            "{s}"
+        );
     }
-    assert_eq!(summary["tamperedRejected"], true, "a wrong digest must fail: {summary}");
+    assert_eq!(
+        summary["tamperedRejected"], true,
+        "a wrong digest must fail: {summary}"
+    );
     assert_eq!(summary["unknownRejected"], true, "{summary}");
 }
 
@@ -126,7 +149,10 @@ fn fastmcp_skills_client_lists_gets_and_reads_every_skill() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, skill_folders(), "{summary}");
-    assert_eq!(summary["tools"].as_array().unwrap().len(), skill_folders().len());
+    assert_eq!(
+        summary["tools"].as_array().unwrap().len(),
+        skill_folders().len()
+    );
 }
 
 #[test]
@@ -139,7 +165,10 @@ fn google_genai_converts_every_served_tool() {
     cmd.arg(repo().join("tests/clients/genai_schemas.py"));
     let summary = run_client(cmd, data.path());
     assert_eq!(summary["converted"], summary["tools"], "{summary}");
-    assert_eq!(summary["tools"].as_array().unwrap().len(), skill_folders().len());
+    assert_eq!(
+        summary["tools"].as_array().unwrap().len(),
+        skill_folders().len()
+    );
 }
 
 fn skills_ref(node: &Path, dir: &Path) -> Output {
@@ -165,7 +194,11 @@ fn skills_ref_accepts_every_exported_skill() {
         .env("SKILLS_DATA_DIR", tmp.path().join("data"))
         .output()
         .unwrap();
-    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+    assert!(
+        export.status.success(),
+        "{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
     for name in skill_folders() {
         let original = skills_ref(&node, &repo().join("skills").join(&name));
         assert!(
@@ -222,7 +255,11 @@ fn conformance_suite_sep_2640_scenarios_pass() {
         let url = lines
             .by_ref()
             .map_while(Result::ok)
-            .find_map(|l| l.split_whitespace().find(|w| w.starts_with("http://")).map(str::to_owned))
+            .find_map(|l| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with("http://"))
+                    .map(str::to_owned)
+            })
             .unwrap();
         std::thread::spawn(move || lines.for_each(drop));
         url

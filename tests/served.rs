@@ -83,8 +83,16 @@ async fn tools_list_matches_golden_and_is_client_lenient() {
         let schema = Value::Object((*tool.input_schema).clone());
         walk(&schema, &mut |s| {
             if let Some(values) = s.get("enum").and_then(Value::as_array) {
-                assert!(s.get("type").is_some(), "{}: enum without type: {s}", tool.name);
-                assert!(!values.contains(&Value::Null), "{}: null in enum {s}", tool.name);
+                assert!(
+                    s.get("type").is_some(),
+                    "{}: enum without type: {s}",
+                    tool.name
+                );
+                assert!(
+                    !values.contains(&Value::Null),
+                    "{}: null in enum {s}",
+                    tool.name
+                );
             }
             assert_ne!(
                 s.get("additionalProperties"),
@@ -180,7 +188,10 @@ async fn skills_list_and_get_carry_verified_digests() {
                 panic!("text expected for {}", file.uri)
             };
             let digest = format!("sha256:{}", hex::encode(Sha256::digest(text.as_bytes())));
-            assert_eq!((digest, text.len() as u64), (file.digest.clone(), file.size));
+            assert_eq!(
+                (digest, text.len() as u64),
+                (file.digest.clone(), file.size)
+            );
         }
         let got = client
             .get_skill(GetSkillRequestParams::new(entry.uri.clone()))
@@ -232,8 +243,7 @@ async fn dropped_in_skill_appears_and_broken_document_keeps_serving() {
     std::fs::rename(staging.join("dropped-in"), skills.join("dropped-in")).unwrap();
     let appeared = loop {
         let tools = client.list_all_tools().await.unwrap();
-        if tools.iter().any(|t| t.name == "dropped_in") && counter.0.load(Ordering::SeqCst) > 0
-        {
+        if tools.iter().any(|t| t.name == "dropped_in") && counter.0.load(Ordering::SeqCst) > 0 {
             break started.elapsed();
         }
         assert!(
@@ -254,20 +264,33 @@ async fn dropped_in_skill_appears_and_broken_document_keeps_serving() {
 
     // Break a served document: the previous set keeps serving.
     let notified = counter.0.load(Ordering::SeqCst);
-    std::fs::write(skills.join("brain-stats/SKILL.md"), "---\nname: [broken\n---\n").unwrap();
+    std::fs::write(
+        skills.join("brain-stats/SKILL.md"),
+        "---\nname: [broken\n---\n",
+    )
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "brain_stats"));
     assert_eq!(tools.len(), before + 1);
-    assert_eq!(counter.0.load(Ordering::SeqCst), notified, "no reload applied");
+    assert_eq!(
+        counter.0.load(Ordering::SeqCst),
+        notified,
+        "no reload applied"
+    );
     let read = client
-        .read_resource(ReadResourceRequestParams::new("skill://brain-stats/SKILL.md"))
+        .read_resource(ReadResourceRequestParams::new(
+            "skill://brain-stats/SKILL.md",
+        ))
         .await
         .unwrap();
     let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
         panic!("text")
     };
-    assert!(text.contains("name: brain-stats"), "the last good bytes are served");
+    assert!(
+        text.contains("name: brain-stats"),
+        "the last good bytes are served"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -292,7 +315,11 @@ fn exported_folder_reads_back_serves_and_verifies() {
         "validate",
         "--portable",
     ]);
-    assert_eq!(bundled.status.code(), Some(2), "the bundled documents are not portable");
+    assert_eq!(
+        bundled.status.code(),
+        Some(2),
+        "the bundled documents are not portable"
+    );
     assert!(String::from_utf8_lossy(&bundled.stdout).contains("fields outside the Agent Skills"));
     let export = skills(&[
         "--skills-dir",
@@ -301,22 +328,48 @@ fn exported_folder_reads_back_serves_and_verifies() {
         "--agent-skills",
         out.to_str().unwrap(),
     ]);
-    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+    assert!(
+        export.status.success(),
+        "{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
     for name in ["brain-stats", "memo-search", "search-conversations"] {
-        assert!(out.join(name).join("references/input-schema.json").is_file());
+        assert!(out
+            .join(name)
+            .join("references/input-schema.json")
+            .is_file());
         assert!(out.join(name).join("references/REFERENCE.md").is_file());
     }
-    let validate = skills(&["--skills-dir", out.to_str().unwrap(), "validate", "--portable"]);
+    let validate = skills(&[
+        "--skills-dir",
+        out.to_str().unwrap(),
+        "validate",
+        "--portable",
+    ]);
     let stdout = String::from_utf8_lossy(&validate.stdout);
     assert!(validate.status.success(), "{stdout}");
-    assert!(stdout.contains("5 valid, 0 problems, 0 portability problems"), "{stdout}");
+    assert!(
+        stdout.contains("5 valid, 0 problems, 0 portability problems"),
+        "{stdout}"
+    );
     let verify = skills(&["--skills-dir", out.to_str().unwrap(), "verify"]);
     let stdout = String::from_utf8_lossy(&verify.stdout);
-    assert!(verify.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&verify.stderr));
+    assert!(
+        verify.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
     assert!(stdout.contains(" 0 failed"), "{stdout}");
     // Same tools as the original documents.
     let docs = |dir: &Path| {
-        let o = skills(&["--skills-dir", dir.to_str().unwrap(), "docs", "--format", "json", "--no-verify"]);
+        let o = skills(&[
+            "--skills-dir",
+            dir.to_str().unwrap(),
+            "docs",
+            "--format",
+            "json",
+            "--no-verify",
+        ]);
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         v["skills"]
             .as_array()
@@ -335,7 +388,12 @@ fn stdio_discover_then_close_exits_zero() {
     use std::io::Write;
     let data = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["--skills-dir", repo_skills().to_str().unwrap(), "serve", "--no-watch"])
+        .args([
+            "--skills-dir",
+            repo_skills().to_str().unwrap(),
+            "serve",
+            "--no-watch",
+        ])
         .env("SKILLS_DATA_DIR", data.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -356,8 +414,7 @@ fn stdio_discover_then_close_exits_zero() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let reply: Value = serde_json::from_str(stdout.lines().next().unwrap_or("{}")).unwrap();
     assert!(
-        reply["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"]
-            .is_object(),
+        reply["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"].is_object(),
         "{stdout}"
     );
 }
@@ -375,7 +432,9 @@ async fn every_result_carries_server_info() {
     let skills = client.list_skills(None).await.unwrap();
     assert_eq!(skills.meta.unwrap().0[key]["name"], "skills");
     let read = client
-        .read_resource(ReadResourceRequestParams::new("skill://brain-stats/SKILL.md"))
+        .read_resource(ReadResourceRequestParams::new(
+            "skill://brain-stats/SKILL.md",
+        ))
         .await
         .unwrap();
     assert_eq!(read.meta.unwrap().0[key]["name"], "skills");

@@ -56,7 +56,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         match watch::watch(&dir, Arc::clone(&catalog), loader) {
             Ok(w) => Some(w),
             Err(e) => {
-                session.printer.warning(format_args!("{e}; serving without reload"));
+                session
+                    .printer
+                    .warning(format_args!("{e}; serving without reload"));
                 None
             }
         }

@@ -137,7 +137,11 @@ fn structured(dir: &Path, text: &str) -> Result<Value, String> {
 pub fn portability_problems(doc: &SkillDoc) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut problem = |field: &str, reason: String| {
-        let top = field.trim_start_matches('/').split('/').next().unwrap_or("");
+        let top = field
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("");
         out.push(Diagnostic::new(
             &doc.path,
             field,
@@ -420,7 +424,10 @@ mod tests {
         assert_eq!(fm["reads"], serde_json::json!(["L0.x"]));
         assert_eq!(fm["input-schema"]["properties"]["q"]["type"], "string");
         assert_eq!(fm["annotations"]["read-only"], true);
-        assert!(fm.get("version").is_none(), "other metadata stays in metadata");
+        assert!(
+            fm.get("version").is_none(),
+            "other metadata stays in metadata"
+        );
     }
 
     #[test]
@@ -478,7 +485,11 @@ mod tests {
             ]
         );
         let copy = SkillDoc::read(&out.join("demo/SKILL.md")).unwrap();
-        assert!(portability_problems(&copy).is_empty(), "{:?}", portability_problems(&copy));
+        assert!(
+            portability_problems(&copy).is_empty(),
+            "{:?}",
+            portability_problems(&copy)
+        );
         assert_eq!(copy.body, original.body);
         let fm = effective_frontmatter(&copy).unwrap();
         for field in ["layer", "reads", "engine", "annotations", "input-schema"] {

@@ -291,7 +291,9 @@ fn type_of_values(values: &[Value]) -> Option<Value> {
         [] => None,
         [one] => Some(Value::String((*one).to_owned())),
         many => Some(Value::Array(
-            many.iter().map(|t| Value::String((*t).to_owned())).collect(),
+            many.iter()
+                .map(|t| Value::String((*t).to_owned()))
+                .collect(),
         )),
     }
 }
