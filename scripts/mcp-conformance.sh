@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server
-# scenarios, baseline in scripts/mcp-conformance-baseline.yml) and MCP Inspector's CLI
+# scenarios, baseline in scripts/mcp-conformance-baseline.yml; then the SEP-2640 skills
+# scenarios, which must all pass) and MCP Inspector's CLI
 # (`tools/list` over HTTP and stdio) against `skills serve`.
 #
 # Needs npm; installs Node 22 and both tools into "$SKILLS_CACHE/node22" on first use
@@ -54,6 +55,23 @@ status=0
 conformance server --url "$url" --suite active \
   --expected-failures scripts/mcp-conformance-baseline.yml \
   --output-dir "${MCP_CONFORMANCE_OUT:-$work/results}" || status=1
+
+# The SEP-2640 (Skills extension) scenarios are not in the active suite: run them over an
+# exported copy of the skills, whose `references/` subfolders the directory scenario needs.
+"$work/skills" export --agent-skills "$work/exported" >/dev/null
+"$work/skills" --skills-dir "$work/exported" serve --http 127.0.0.1:0 2>"$work/serve-exported.log" &
+exported_server=$!
+trap 'kill "$server" "$exported_server" 2>/dev/null || true; rm -rf "$work"' EXIT
+exported_url=""
+for _ in $(seq 100); do
+  exported_url=$(grep -o 'http://[^ ]*' "$work/serve-exported.log" || true)
+  [ -n "$exported_url" ] && break
+  sleep 0.1
+done
+for scenario in sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory; do
+  echo "== conformance: $scenario" >&2
+  conformance server --url "$exported_url" --scenario "$scenario" || status=1
+done
 
 echo "== inspector: tools/list over HTTP" >&2
 mcp-inspector --cli "$url" --transport http --method tools/list >"$work/tools-http.json" || status=1
