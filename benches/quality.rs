@@ -63,7 +63,10 @@ impl Tally {
 
     fn mrr(&self) -> f64 {
         let r = self.of(None);
-        r.iter().map(|x| x.map_or(0.0, |x| 1.0 / x as f64)).sum::<f64>() / r.len().max(1) as f64
+        r.iter()
+            .map(|x| x.map_or(0.0, |x| 1.0 / x as f64))
+            .sum::<f64>()
+            / r.len().max(1) as f64
     }
 }
 
@@ -339,10 +342,7 @@ fn print_tables(unit: Unit, haystack: &str, tallies: &BTreeMap<String, Tally>, m
     let counts: Vec<String> = cats
         .iter()
         .map(|c| {
-            let n = tallies
-                .values()
-                .next()
-                .map_or(0, |t| t.of(Some(*c)).len());
+            let n = tallies.values().next().map_or(0, |t| t.of(Some(*c)).len());
             format!("R@5 cat {c} ({n})")
         })
         .collect();
@@ -441,8 +441,7 @@ impl<'a> PlainBm25<'a> {
                     let nt = f64::from(self.df[t]);
                     let idf = (1.0 + (n - nt + 0.5) / (nt + 0.5)).ln();
                     let f = f64::from(f);
-                    s += idf * f * (k1 + 1.0)
-                        / (f + k1 * (1.0 - b + b * self.len[d] / self.avgdl));
+                    s += idf * f * (k1 + 1.0) / (f + k1 * (1.0 - b + b * self.len[d] / self.avgdl));
                 }
                 (s > 0.0).then_some((s, d))
             })

@@ -129,8 +129,7 @@ pub fn load(path: &Path) -> Result<Vec<Conversation>, LocomoError> {
         reason,
     };
     let bytes = fs_err::read(path)?;
-    let data: Value =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let data: Value = serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
     let samples = data
         .as_array()
         .ok_or_else(|| bad("expected a JSON array of samples".into()))?;
@@ -404,7 +403,10 @@ mod tests {
         assert_eq!(turns.len(), 3);
         assert_eq!(turns[1]["body"], "look [shares a photo: a dog]");
         let sessions = c.memory_records(Unit::Session);
-        assert_eq!(sessions[0]["body"], "A: hello\nB: look [shares a photo: a dog]");
+        assert_eq!(
+            sessions[0]["body"],
+            "A: hello\nB: look [shares a photo: a dog]"
+        );
         assert_eq!(sessions[0]["created"], "2023-05-08T13:56:00+00:00");
         assert!(matches!(
             load(&dir.path().join("missing.json")),

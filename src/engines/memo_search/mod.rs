@@ -359,16 +359,18 @@ pub fn search(
         }
         hit.insert("score".into(), json!(round6(f.score)));
         if req.explain {
+            let fusion = Fusion::current();
             let mut legs_json = Map::new();
             for (name, rank, score) in &f.legs {
-                legs_json.insert(
-                    (*name).into(),
-                    json!({"rank": rank, "score": round6(*score)}),
-                );
+                let mut leg = json!({"rank": rank, "score": round6(*score)});
+                if req.mode == Mode::Hybrid {
+                    leg["weight"] = json!(fusion.weight(name));
+                }
+                legs_json.insert((*name).into(), leg);
             }
             let mut explain = json!({"legs": legs_json});
             if req.mode == Mode::Hybrid {
-                explain["rrf"] = json!({"k": RRF_K, "score": round6(f.score)});
+                explain["rrf"] = json!({"k": fusion.k, "score": round6(f.score)});
             }
             hit.insert("explain".into(), explain);
         }
@@ -409,7 +411,7 @@ fn rank(
         });
     }
     let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
-    let model = embedder.as_ref().ok().map(|e| e.name());
+    let model = embedder.as_ref().ok().map(|e| (e.name(), e.dim()));
     let index = store.search_index(conn, model).map_err(map_err)?;
     let leg = Leg {
         conn,
@@ -651,6 +653,142 @@ fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
     Ok(terms)
 }
 
+/// English function words left out of the `bm25` and `fuzzy` legs' queries (and never
+/// expanded by `fuzzy`) while the query has at least one other word; sorted. Words
+/// that are also names or content words (`may`, `will`, `us`, `it`, `can`) are not
+/// in the list, so proper-noun and exact-phrase questions keep them.
+pub const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "after",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "both",
+    "but",
+    "by",
+    "could",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "during",
+    "each",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "its",
+    "itself",
+    "ll",
+    "m",
+    "me",
+    "my",
+    "myself",
+    "of",
+    "on",
+    "or",
+    "our",
+    "ours",
+    "ourselves",
+    "re",
+    "s",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "too",
+    "ve",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+];
+
+/// Whether a folded token is one of [`STOP_WORDS`].
+pub fn is_stop_word(token: &str) -> bool {
+    STOP_WORDS.binary_search(&token).is_ok()
+}
+
+/// `tokens` without [`STOP_WORDS`]; all of them when every one is a stop word (so a
+/// query such as "The Who" is still searched).
+fn content_tokens(tokens: &[String]) -> Vec<String> {
+    if std::env::var("SKILLS_STOP_TUNE").is_ok_and(|v| v == "off")
+        || std::env::var("SKILLS_LEGACY_TUNE").is_ok()
+    {
+        return tokens.to_vec();
+    }
+    let kept: Vec<String> = tokens
+        .iter()
+        .filter(|t| !is_stop_word(t))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        tokens.to_vec()
+    } else {
+        kept
+    }
+}
+
 fn quote(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
@@ -708,8 +846,16 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let query = TermQuery::tokens(tokens);
-        self.and_then_or("bm25", &query, [5, 3, 1], true, n, trace)
+        if std::env::var("SKILLS_LEGACY_TUNE").is_ok() {
+            let query = TermQuery::tokens(tokens);
+            let r = self.all_terms("bm25", &query, [5, 3, 1], n, trace)?;
+            if !r.is_empty() || tokens.len() < 2 {
+                return Ok(r);
+            }
+            return self.any_term("bm25", &query, [5, 3, 1], n, trace);
+        }
+        let query = TermQuery::tokens(&content_tokens(tokens));
+        self.any_term("bm25", &query, [5, 3, 1], n, trace)
     }
 
     fn exact(
@@ -719,7 +865,7 @@ impl Leg<'_> {
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
         let query = TermQuery::tokens(tokens);
-        self.and_then_or("exact", &query, [10, 8, 1], false, n, trace)
+        self.all_terms("exact", &query, [10, 8, 1], n, trace)
     }
 
     fn fuzzy(
@@ -731,8 +877,18 @@ impl Leg<'_> {
         let vocab = self.index.vocab(self.conn)?;
         let mut groups = Vec::new();
         let mut expansions = Map::new();
-        for token in tokens {
-            let max = fuzzy::max_distance(token);
+        for token in &content_tokens(tokens) {
+            let max = if std::env::var("SKILLS_LEGACY_TUNE").is_ok() {
+                if token.chars().count() <= 2 {
+                    0
+                } else {
+                    fuzzy::max_distance(token).max(1)
+                }
+            } else if is_stop_word(token) {
+                0
+            } else {
+                fuzzy::max_distance(token)
+            };
             let mut near = fuzzy::near(vocab, token, max);
             near.sort_unstable();
             near.truncate(MAX_EXPANSIONS);
@@ -748,22 +904,49 @@ impl Leg<'_> {
             groups,
             parenthesized: true,
         };
-        self.and_then_or("fuzzy", &query, [5, 3, 1], true, n, trace)
+        if std::env::var("SKILLS_LEGACY_TUNE").is_ok() {
+            let r = self.all_terms("fuzzy", &query, [5, 3, 1], n, trace)?;
+            if !r.is_empty() || query.groups.len() < 2 {
+                return Ok(r);
+            }
+        }
+        self.any_term("fuzzy", &query, [5, 3, 1], n, trace)
     }
 
-    /// The AND of `query`'s groups; with `or_fallback`, their OR when the AND finds
-    /// nothing (after filters) and there is more than one group.
-    fn and_then_or(
+    /// BM25 over the disjunction of `query`'s groups: every row matching any term,
+    /// ranked by `bm25()` alone (rows matching more terms score higher through the
+    /// sum; nothing is filtered on AND-ness).
+    fn any_term(
         &self,
         leg: &str,
         query: &TermQuery,
         weights: [u32; 3],
-        or_fallback: bool,
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        // In memory, the AND and the OR query share their phrases: same phrases in
-        // the same order, so a row gets the same bm25() in both.
+        let matches = match self.scorer {
+            Scorer::Fast => self
+                .index
+                .fts(self.conn)?
+                .map(|fts| fts.query(&query.groups, weights)),
+            Scorer::Reference => None,
+        };
+        let or = query.expr(false);
+        let ranked = self.top(&or, false, matches.as_ref(), weights, n)?;
+        trace
+            .push(json!({"stage": "leg", "leg": leg, "fts_query": or, "candidates": ranked.len()}));
+        Ok(ranked)
+    }
+
+    /// The strict AND of `query`'s groups (no fallback).
+    fn all_terms(
+        &self,
+        leg: &str,
+        query: &TermQuery,
+        weights: [u32; 3],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
         let matches = match self.scorer {
             Scorer::Fast => self
                 .index
@@ -773,13 +956,9 @@ impl Leg<'_> {
         };
         let and = query.expr(true);
         let ranked = self.top(&and, true, matches.as_ref(), weights, n)?;
-        if !ranked.is_empty() || !or_fallback || query.groups.len() < 2 {
-            trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
-            return Ok(ranked);
-        }
-        let or = query.expr(false);
-        let ranked = self.top(&or, false, matches.as_ref(), weights, n)?;
-        trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
+        trace.push(
+            json!({"stage": "leg", "leg": leg, "fts_query": and, "candidates": ranked.len()}),
+        );
         Ok(ranked)
     }
 
@@ -872,20 +1051,36 @@ fn vec_leg(
             .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
     });
     let keep = |i: usize| mask.is_none_or(|m| m[i]);
-    let score = |i: usize, dot: f32| (f64::from(dot).clamp(0.0, 1.0), i);
+    // A memory scores by its best chunk. The top `n + extra` chunks hold at least `n`
+    // distinct memories (at most `extra` chunks are a memory's second or later one),
+    // and a memory none of whose chunks is among them is below `n` that are.
+    let extra = index.chunk_vectors() - any;
+    let mut best: HashMap<usize, f32> = HashMap::new();
+    let mut chunk = |i: usize, dot: f32| {
+        best.entry(i)
+            .and_modify(|b| {
+                if dot.total_cmp(b) == Ordering::Greater {
+                    *b = dot;
+                }
+            })
+            .or_insert(dot);
+    };
     let scanned = match scorer {
-        // Only rows that can reach the top n are scored (exactly); `scanned` still
-        // counts every embedded row the filters keep.
-        Scorer::Fast => index.for_each_top_dot(&q, n, keep, |i, dot| scored.push(score(i, dot))),
+        // Only chunks that can reach the top are scored (exactly); `scanned` still
+        // counts every chunk vector of the rows the filters keep.
+        Scorer::Fast => index.for_each_top_dot(&q, n.saturating_add(extra), keep, &mut chunk),
         Scorer::Reference => {
             let mut scanned = 0;
             index.for_each_dot(&q, keep, |i, dot| {
                 scanned += 1;
-                scored.push(score(i, dot));
+                chunk(i, dot);
             });
             scanned
         }
     };
+    for (i, dot) in best {
+        scored.push((f64::from(dot).clamp(0.0, 1.0), i));
+    }
     let scored = scored.into_sorted();
     trace.push(json!({
         "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
@@ -897,6 +1092,49 @@ fn vec_leg(
             .map(|(s, i)| (meta[i].rowid, s))
             .collect(),
     )
+}
+
+/// Weights of hybrid's legs and the RRF constant.
+#[derive(Debug, Clone, Copy)]
+struct Fusion {
+    k: f64,
+    vec: f64,
+    bm25: f64,
+    exact: f64,
+    normalised: bool,
+}
+
+impl Fusion {
+    fn current() -> Self {
+        let mut f = Self {
+            k: RRF_K,
+            vec: 1.0,
+            bm25: 1.0,
+            exact: 1.0,
+            normalised: false,
+        };
+        if let Ok(t) = std::env::var("SKILLS_FUSION_TUNE") {
+            let p: Vec<&str> = t.split(',').collect();
+            let num = |i: usize, d: f64| p.get(i).and_then(|x| x.parse().ok()).unwrap_or(d);
+            f = Self {
+                normalised: p.first() == Some(&"norm"),
+                k: num(1, f.k),
+                vec: num(2, 1.0),
+                bm25: num(3, 1.0),
+                exact: num(4, 1.0),
+            };
+        }
+        f
+    }
+
+    fn weight(&self, leg: &str) -> f64 {
+        match leg {
+            "vec" => self.vec,
+            "bm25" => self.bm25,
+            "exact" => self.exact,
+            _ => 1.0,
+        }
+    }
 }
 
 /// One fused hit: rowid, final score and its `(leg, rank, leg score)` provenance.
@@ -912,6 +1150,7 @@ fn fuse(
     limit: usize,
     trace: &mut Vec<Value>,
 ) -> Vec<Fused> {
+    let fusion = Fusion::current();
     let mut by_row: HashMap<i64, Fused> = HashMap::new();
     let mut order: Vec<i64> = Vec::new();
     for (name, ranked) in legs {
@@ -926,9 +1165,19 @@ fn fuse(
             });
             entry.legs.push((name, i + 1, *score));
             entry.score += if mode == Mode::Hybrid {
-                #[allow(clippy::cast_precision_loss)]
-                let rank = (i + 1) as f64;
-                1.0 / (RRF_K + rank)
+                let w = fusion.weight(name);
+                if fusion.normalised {
+                    let top = ranked.first().map_or(1.0, |f| f.1);
+                    if top > 0.0 {
+                        w * score / top
+                    } else {
+                        0.0
+                    }
+                } else {
+                    #[allow(clippy::cast_precision_loss)]
+                    let rank = (i + 1) as f64;
+                    w / (fusion.k + rank)
+                }
             } else {
                 *score
             };
@@ -953,7 +1202,7 @@ fn fuse(
                 .then_with(|| best_rank(a).cmp(&best_rank(b)))
                 .then_with(|| first_seen.get(&a.rowid).cmp(&first_seen.get(&b.rowid)))
         });
-        trace.push(json!({"stage": "fuse", "method": "rrf", "k": RRF_K, "candidates": candidates}));
+        trace.push(json!({"stage": "fuse", "method": if fusion.normalised {"normalised"} else {"rrf"}, "k": fusion.k, "weights": {"vec": fusion.vec, "bm25": fusion.bm25, "exact": fusion.exact}, "candidates": candidates}));
     }
     fused.truncate(limit);
     fused
