@@ -150,10 +150,7 @@ impl Embedder {
 /// word is in exactly one chunk; blank lines are dropped; an empty text gives one
 /// empty chunk.
 pub fn chunks(text: &str) -> Vec<String> {
-    let chunk_words: usize = std::env::var("SKILLS_CHUNK_TUNE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CHUNK_WORDS);
+    let chunk_words = CHUNK_WORDS;
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut cur_words = 0;

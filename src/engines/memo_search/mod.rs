@@ -1,17 +1,23 @@
 //! Engine `memo_search`: ranked retrieval over durable memories (SQLite + FTS5 +
 //! static embeddings) in five modes.
 //!
-//! - `bm25`: the query's word tokens (as FTS5's `unicode61 remove_diacritics 2`
-//!   tokenizer cuts them), each quoted so user text is never FTS5 syntax, joined with
-//!   AND; OR only when AND finds nothing. Column weights title 5, tags 3, body 1.
-//! - `exact`: strict AND, no fallback, weights title 10, tags 8, body 1.
+//! - `bm25`: BM25 over the disjunction of the query's word tokens (as FTS5's
+//!   `unicode61 remove_diacritics 2` tokenizer cuts them, each quoted so user text is
+//!   never FTS5 syntax, joined with OR): every memory holding any word is ranked;
+//!   [`STOP_WORDS`] are left out while another word remains. Column weights title 5,
+//!   tags 3, body 1.
+//! - `exact`: strict AND of every token (stop words included), weights title 10,
+//!   tags 8, body 1.
 //! - `fuzzy`: each token also matches indexed terms within optimal-string-alignment
-//!   distance 1 (2 from 8 characters; none up to 2 characters), found in the FTS5
-//!   vocabulary; AND of token groups, OR fallback; weights 5/3/1.
-//! - `vec`: cosine similarity between the query's embedding and stored unit vectors.
-//! - `hybrid` (default and any unrecognised mode): Reciprocal Rank Fusion (k = 60) of
-//!   the vec, bm25 and exact legs, each taking max(2·limit, 20) candidates. Filters run
-//!   inside every leg, before its cut, so they can never starve the result.
+//!   distance 1 (2 from 8 characters; none up to 3 characters, none for stop words),
+//!   found in the FTS5 vocabulary; OR of the groups; weights 5/3/1.
+//! - `vec`: cosine similarity between the query's embedding and stored unit vectors,
+//!   one per chunk of a memory (long memories are embedded in chunks); a memory scores
+//!   by its best chunk.
+//! - `hybrid` (default and any unrecognised mode): score-normalised fusion of the bm25
+//!   and vec legs (each leg's score over its best, weighted bm25 1 and vec 0.3,
+//!   summed), each leg taking max(2·limit, 20) candidates. Filters run inside every
+//!   leg, before its cut, so they can never starve the result.
 //!
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
@@ -26,7 +32,8 @@
 //! ([`FilterColumns`](crate::search::filter_columns::FilterColumns)).
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
-//! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
+//! the cosine clamped to [0, 1]; hybrid gives Σ weight · score / leg's best score, in
+//! (0, 1.3].
 //! Ties break on newer `updated`, then smaller id, so one input always gives one order.
 //!
 //! The engine only reads: the store is opened read-only and nothing (not even access
@@ -60,8 +67,10 @@ pub const DEFAULT_LIMIT: i64 = 10;
 pub const MAX_LIMIT: i64 = 500;
 /// Default `body_chars`.
 pub const DEFAULT_BODY_CHARS: i64 = 280;
-/// Reciprocal Rank Fusion constant.
-pub const RRF_K: f64 = 60.0;
+/// Hybrid's weight of the bm25 leg (see `Fusion`).
+pub const BM25_WEIGHT: f64 = 1.0;
+/// Hybrid's weight of the vec leg (see `Fusion`).
+pub const VEC_WEIGHT: f64 = 0.3;
 /// Most distinct query words searched (FTS5 expressions stay small).
 pub const MAX_TOKENS: usize = 64;
 /// Most vocabulary terms one fuzzy token expands to (closest first).
@@ -70,11 +79,11 @@ pub const MAX_EXPANSIONS: usize = 32;
 /// Retrieval mode (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// RRF of vec, bm25 and exact.
+    /// Score-normalised fusion of bm25 and vec.
     Hybrid,
     /// Embedding cosine only.
     Vec,
-    /// FTS5 BM25, AND then OR.
+    /// FTS5 BM25 over the disjunction of the query's words.
     Bm25,
     /// FTS5 strict AND with a strong title/tag boost.
     Exact,
@@ -359,18 +368,20 @@ pub fn search(
         }
         hit.insert("score".into(), json!(round6(f.score)));
         if req.explain {
-            let fusion = Fusion::current();
             let mut legs_json = Map::new();
             for (name, rank, score) in &f.legs {
                 let mut leg = json!({"rank": rank, "score": round6(*score)});
                 if req.mode == Mode::Hybrid {
-                    leg["weight"] = json!(fusion.weight(name));
+                    leg["weight"] = json!(Fusion::current().weight(name));
+                    if let Some(n) = f.normalised.iter().find(|n| n.0 == *name) {
+                        leg["normalised"] = json!(round6(n.1));
+                    }
                 }
                 legs_json.insert((*name).into(), leg);
             }
             let mut explain = json!({"legs": legs_json});
             if req.mode == Mode::Hybrid {
-                explain["rrf"] = json!({"k": fusion.k, "score": round6(f.score)});
+                explain["fusion"] = json!({"method": "normalised", "score": round6(f.score)});
             }
             hit.insert("explain".into(), explain);
         }
@@ -452,17 +463,20 @@ fn rank(
             let n = (2 * req.limit).max(20);
             let mask = leg.filter.mask(leg.index);
             match embedder {
-                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace) {
+                Ok(embedder) => match vec_leg(
+                    leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace,
+                ) {
                     Some(ranked) => legs.push(("vec", ranked)),
                     None => notes.push(format!(
-                        "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
+                        "no stored embeddings from model `{}`: hybrid used its bm25 leg only",
                         embedder.name()
                     )),
                 },
-                Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
+                Err(why) => notes.push(format!(
+                    "embedding unavailable ({why}): hybrid used its bm25 leg only"
+                )),
             }
             legs.push(("bm25", leg.bm25(&tokens, n, &mut trace).map_err(map_err)?));
-            legs.push(("exact", leg.exact(&tokens, n, &mut trace).map_err(map_err)?));
         }
     }
     let fused = fuse(req.mode, &legs, req.limit, &mut trace);
@@ -772,11 +786,6 @@ pub fn is_stop_word(token: &str) -> bool {
 /// `tokens` without [`STOP_WORDS`]; all of them when every one is a stop word (so a
 /// query such as "The Who" is still searched).
 fn content_tokens(tokens: &[String]) -> Vec<String> {
-    if std::env::var("SKILLS_STOP_TUNE").is_ok_and(|v| v == "off")
-        || std::env::var("SKILLS_LEGACY_TUNE").is_ok()
-    {
-        return tokens.to_vec();
-    }
     let kept: Vec<String> = tokens
         .iter()
         .filter(|t| !is_stop_word(t))
@@ -846,14 +855,6 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        if std::env::var("SKILLS_LEGACY_TUNE").is_ok() {
-            let query = TermQuery::tokens(tokens);
-            let r = self.all_terms("bm25", &query, [5, 3, 1], n, trace)?;
-            if !r.is_empty() || tokens.len() < 2 {
-                return Ok(r);
-            }
-            return self.any_term("bm25", &query, [5, 3, 1], n, trace);
-        }
         let query = TermQuery::tokens(&content_tokens(tokens));
         self.any_term("bm25", &query, [5, 3, 1], n, trace)
     }
@@ -878,13 +879,7 @@ impl Leg<'_> {
         let mut groups = Vec::new();
         let mut expansions = Map::new();
         for token in &content_tokens(tokens) {
-            let max = if std::env::var("SKILLS_LEGACY_TUNE").is_ok() {
-                if token.chars().count() <= 2 {
-                    0
-                } else {
-                    fuzzy::max_distance(token).max(1)
-                }
-            } else if is_stop_word(token) {
+            let max = if is_stop_word(token) {
                 0
             } else {
                 fuzzy::max_distance(token)
@@ -904,12 +899,6 @@ impl Leg<'_> {
             groups,
             parenthesized: true,
         };
-        if std::env::var("SKILLS_LEGACY_TUNE").is_ok() {
-            let r = self.all_terms("fuzzy", &query, [5, 3, 1], n, trace)?;
-            if !r.is_empty() || query.groups.len() < 2 {
-                return Ok(r);
-            }
-        }
         self.any_term("fuzzy", &query, [5, 3, 1], n, trace)
     }
 
@@ -1094,45 +1083,24 @@ fn vec_leg(
     )
 }
 
-/// Weights of hybrid's legs and the RRF constant.
+/// Hybrid's fusion: each leg's scores divided by that leg's best score (so every
+/// leg's top candidate counts 1), weighted, summed per memory. Weights chosen on the
+/// LoCoMo dev half (`cargo bench --bench quality`, docs/performance.md "Retrieval
+/// quality"): bm25 1, vec 0.3; `exact` is not a hybrid leg (it is almost always empty
+/// on natural-language questions, and when not it counts bm25's all-word matches twice).
 #[derive(Debug, Clone, Copy)]
-struct Fusion {
-    k: f64,
-    vec: f64,
-    bm25: f64,
-    exact: f64,
-    normalised: bool,
-}
+struct Fusion;
 
 impl Fusion {
     fn current() -> Self {
-        let mut f = Self {
-            k: RRF_K,
-            vec: 1.0,
-            bm25: 1.0,
-            exact: 1.0,
-            normalised: false,
-        };
-        if let Ok(t) = std::env::var("SKILLS_FUSION_TUNE") {
-            let p: Vec<&str> = t.split(',').collect();
-            let num = |i: usize, d: f64| p.get(i).and_then(|x| x.parse().ok()).unwrap_or(d);
-            f = Self {
-                normalised: p.first() == Some(&"norm"),
-                k: num(1, f.k),
-                vec: num(2, 1.0),
-                bm25: num(3, 1.0),
-                exact: num(4, 1.0),
-            };
-        }
-        f
+        Self
     }
 
-    fn weight(&self, leg: &str) -> f64 {
+    fn weight(self, leg: &str) -> f64 {
         match leg {
-            "vec" => self.vec,
-            "bm25" => self.bm25,
-            "exact" => self.exact,
-            _ => 1.0,
+            "vec" => VEC_WEIGHT,
+            "bm25" => BM25_WEIGHT,
+            _ => 0.0,
         }
     }
 }
@@ -1142,6 +1110,8 @@ struct Fused {
     rowid: i64,
     score: f64,
     legs: Vec<(&'static str, usize, f64)>,
+    /// Hybrid: each leg's score over that leg's best.
+    normalised: Vec<(&'static str, f64)>,
 }
 
 fn fuse(
@@ -1161,23 +1131,15 @@ fn fuse(
                     rowid: *rowid,
                     score: 0.0,
                     legs: Vec::new(),
+                    normalised: Vec::new(),
                 }
             });
             entry.legs.push((name, i + 1, *score));
+            if mode == Mode::Hybrid {
+                entry.normalised.push((name, normalised(ranked, *score)));
+            }
             entry.score += if mode == Mode::Hybrid {
-                let w = fusion.weight(name);
-                if fusion.normalised {
-                    let top = ranked.first().map_or(1.0, |f| f.1);
-                    if top > 0.0 {
-                        w * score / top
-                    } else {
-                        0.0
-                    }
-                } else {
-                    #[allow(clippy::cast_precision_loss)]
-                    let rank = (i + 1) as f64;
-                    w / (fusion.k + rank)
-                }
+                fusion.weight(name) * normalised(ranked, *score)
             } else {
                 *score
             };
@@ -1202,10 +1164,21 @@ fn fuse(
                 .then_with(|| best_rank(a).cmp(&best_rank(b)))
                 .then_with(|| first_seen.get(&a.rowid).cmp(&first_seen.get(&b.rowid)))
         });
-        trace.push(json!({"stage": "fuse", "method": if fusion.normalised {"normalised"} else {"rrf"}, "k": fusion.k, "weights": {"vec": fusion.vec, "bm25": fusion.bm25, "exact": fusion.exact}, "candidates": candidates}));
+        trace.push(json!({"stage": "fuse", "method": "normalised", "weights": {"vec": VEC_WEIGHT, "bm25": BM25_WEIGHT}, "candidates": candidates}));
     }
     fused.truncate(limit);
     fused
+}
+
+/// `score` over the best score of its leg `ranked` (in [0, 1]; 0 when the best is not
+/// positive).
+fn normalised(ranked: &Ranked, score: f64) -> f64 {
+    let top = ranked.first().map_or(0.0, |f| f.1);
+    if top > 0.0 {
+        score / top
+    } else {
+        0.0
+    }
 }
 
 fn best_rank(f: &Fused) -> usize {
