@@ -9,7 +9,7 @@ use super::vocabulary::{signature, Vocabulary};
 pub fn max_distance(token: &str) -> usize {
     match token.chars().count() {
         0..=3 => 0,
-        3..=7 => 1,
+        4..=7 => 1,
         _ => 2,
     }
 }
