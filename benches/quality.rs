@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Value};
-use skills::bench::locomo::{self, Conversation, Question, Unit};
+use skills::bench::locomo::{self, Question, Unit};
 use skills::embed::Embedder;
 use skills::engines::Context;
 use skills::ingest::memories::import_paths_with;
