@@ -271,10 +271,10 @@ pub fn normalise_evidence(raw: &str) -> Vec<String> {
 
 /// Parses LoCoMo's `1:56 pm on 8 May, 2023` as UTC.
 fn parse_date(text: &str) -> Option<DateTime<Utc>> {
-    let upper = text.trim().to_uppercase();
+    let text = text.trim();
     ["%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"]
         .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(&upper, f).ok())
+        .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
         .map(|t| t.and_utc())
 }
 
