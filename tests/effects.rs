@@ -314,8 +314,8 @@ fn verify_fails_when_a_read_only_skills_engine_writes() {
     );
 }
 
-/// The bundled read-only skills pass the host's read-only entry (also run by the
-/// conformance suite; here it is asserted that every one of them has it).
+/// Every bundled skill is read-only and gets the host's read-only entry (the
+/// conformance suite runs those entries, one trial each).
 #[test]
 fn every_bundled_read_only_skill_gets_the_read_only_entry() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -328,11 +328,12 @@ fn every_bundled_read_only_skill_gets_the_read_only_entry() {
     let entries = verifier.entries(&[]).unwrap();
     for skill in verifier.host().skills() {
         assert!(skill.is_read_only());
-        let entry = entries
-            .iter()
-            .find(|e| e.skill == skill.name() && e.item == READ_ONLY_ITEM)
-            .unwrap_or_else(|| panic!("`{}` has no read-only entry", skill.name()));
-        let report = verifier.run(entry);
-        assert_eq!(report.status, Status::Pass, "{:?}", report.failures());
+        assert!(
+            entries
+                .iter()
+                .any(|e| e.skill == skill.name() && e.item == READ_ONLY_ITEM),
+            "`{}` has no read-only entry",
+            skill.name()
+        );
     }
 }

@@ -56,9 +56,11 @@ pub enum StoreError {
     },
     /// A skill asked for a store its document does not declare (`reads`, or
     /// `writes` for a writable handle).
-    #[error("skill `{skill}` may not {verb} store `{store}`: its `{field}` does not name it{hint}",
-        verb = if *field == "writes" { "write" } else { "read" },
-        hint = if *field == "writes" { " (a skill with `writes: []` gets read-only stores)" } else { "" })]
+    #[error(
+        "skill `{skill}` may not {verb} store `{store}`: its `{field}` does not name it{hint}",
+        verb = verb_of(.field),
+        hint = hint_of(.field)
+    )]
     Undeclared {
         /// The skill.
         skill: String,
@@ -70,6 +72,24 @@ pub enum StoreError {
     /// Filesystem error (creating the data directory…).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// "read" or "write", for [`StoreError::Undeclared`]'s field `reads` or `writes`.
+fn verb_of(field: &str) -> &'static str {
+    if field == "writes" {
+        "write"
+    } else {
+        "read"
+    }
+}
+
+/// The hint of [`StoreError::Undeclared`].
+fn hint_of(field: &str) -> &'static str {
+    if field == "writes" {
+        " (a skill with `writes: []` gets read-only stores)"
+    } else {
+        ""
+    }
 }
 
 /// One of the stores.
