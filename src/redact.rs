@@ -233,9 +233,7 @@ impl Redactor {
                 if m.is_empty() {
                     continue;
                 }
-                let overlaps = spans
-                    .iter()
-                    .any(|&(s, e, _)| m.start() < e && s < m.end());
+                let overlaps = spans.iter().any(|&(s, e, _)| m.start() < e && s < m.end());
                 if !overlaps {
                     spans.push((m.start(), m.end(), i));
                 }
@@ -392,9 +390,10 @@ mod tests {
 
     #[test]
     fn readme_lists_the_detector_set_as_generated() {
-        let readme =
-            fs_err::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-                .unwrap();
+        let readme = fs_err::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+        )
+        .unwrap();
         assert!(
             readme.contains(&detector_table()),
             "README.md's detector table is stale; paste skills::redact::detector_table():\n{}",
@@ -433,7 +432,10 @@ mod tests {
     #[test]
     fn truncated_private_key_is_still_redacted() {
         let r = redactor();
-        let text = format!("{}{} MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "-----BEGIN PRIVATE", " KEY-----");
+        let text = format!(
+            "{}{} MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+            "-----BEGIN PRIVATE", " KEY-----"
+        );
         let out = r.redact(&text);
         assert_eq!(out.text, "[REDACTED:private-key]");
     }

@@ -56,10 +56,8 @@ impl Engine for Poke {
             "duckdb" => {
                 let store = ctx.conversations()?;
                 let conn = store.connection()?;
-                conn.execute_batch(
-                    "CREATE TABLE pwned (x INTEGER); DELETE FROM all_conversations",
-                )
-                .map_err(|e| query(&e))?;
+                conn.execute_batch("CREATE TABLE pwned (x INTEGER); DELETE FROM all_conversations")
+                    .map_err(|e| query(&e))?;
             }
             // Only read.
             "read" => {
@@ -68,7 +66,8 @@ impl Engine for Poke {
             }
             // Go around the context: open the file itself and write.
             "bypass" => {
-                let conn = rusqlite::Connection::open(ctx.memories_path()).map_err(|e| query(&e))?;
+                let conn =
+                    rusqlite::Connection::open(ctx.memories_path()).map_err(|e| query(&e))?;
                 conn.execute("UPDATE memories SET title = 'changed'", [])
                     .map_err(|e| query(&e))?;
             }
@@ -232,7 +231,10 @@ fn sql_skill_with_reads(reads: &str) -> tempfile::TempDir {
         fs_err::copy(&p, dst.join(p.file_name().unwrap())).unwrap();
     }
     let doc = fs_err::read_to_string(dst.join("SKILL.md")).unwrap();
-    let doc = doc.replace(r#"reads: ["L0.all_conversations"]"#, &format!("reads: {reads}"));
+    let doc = doc.replace(
+        r#"reads: ["L0.all_conversations"]"#,
+        &format!("reads: {reads}"),
+    );
     fs_err::write(dst.join("SKILL.md"), doc).unwrap();
     dir
 }
@@ -243,7 +245,10 @@ fn sql_skill_with_reads(reads: &str) -> tempfile::TempDir {
 #[test]
 fn sql_skill_reading_an_undeclared_store_fails_at_bind_time() {
     let skills = sql_skill_with_reads(r#"["memories"]"#);
-    let host = Host::load(skills.path(), Context::new(StorePaths::in_dir(skills.path())));
+    let host = Host::load(
+        skills.path(),
+        Context::new(StorePaths::in_dir(skills.path())),
+    );
     assert!(host.get("brain-stats").is_none());
     let d = host
         .diagnostics()
@@ -261,7 +266,10 @@ fn sql_skill_reading_an_undeclared_store_fails_at_bind_time() {
 #[test]
 fn unknown_store_in_reads_is_a_diagnostic() {
     let skills = sql_skill_with_reads(r#"["L0.all_conversations", "passwords"]"#);
-    let host = Host::load(skills.path(), Context::new(StorePaths::in_dir(skills.path())));
+    let host = Host::load(
+        skills.path(),
+        Context::new(StorePaths::in_dir(skills.path())),
+    );
     assert!(host.get("brain-stats").is_none());
     let all: Vec<String> = host.diagnostics().iter().map(ToString::to_string).collect();
     assert!(

@@ -175,7 +175,11 @@ fn importers_survive_mutated_corpus_files() {
     let mut files = skills::walk::files_below(&corpus, skills::walk::Hidden::Include).files;
     files.retain(|f| !f.file_name().is_some_and(|n| n == "SOURCES.md"));
     files.sort();
-    assert!(!files.is_empty(), "no corpus files under {}", corpus.display());
+    assert!(
+        !files.is_empty(),
+        "no corpus files under {}",
+        corpus.display()
+    );
     let work = tempfile::tempdir().unwrap();
     let mut rng = Rng(seed | 1);
     let mut problems = Vec::new();

@@ -94,11 +94,20 @@ fn run(data: &Path, skills_dir: &Path, skill: &str, args: &Value) -> Value {
 /// Every call that surfaces the corpus, one or more per bundled skill.
 fn calls() -> Vec<(&'static str, Value)> {
     let mut calls = vec![
-        ("search-conversations", json!({"term": "zebrafish", "limit": 50})),
+        (
+            "search-conversations",
+            json!({"term": "zebrafish", "limit": 50}),
+        ),
         ("conversations-by-date", json!({"date": "2026-03-01"})),
         ("brain-stats", json!({})),
-        ("memo-search", json!({"query": "zebrafish", "mode": "bm25", "limit": 50})),
-        ("memo-search", json!({"query": "zebrafish", "mode": "exact", "limit": 50})),
+        (
+            "memo-search",
+            json!({"query": "zebrafish", "mode": "bm25", "limit": 50}),
+        ),
+        (
+            "memo-search",
+            json!({"query": "zebrafish", "mode": "exact", "limit": 50}),
+        ),
     ];
     for d in DETECTORS {
         calls.push((
@@ -152,7 +161,10 @@ fn bundled_skills_return_no_secret_of_any_documented_kind() {
         .map(|d| d.id)
         .filter(|id| !seen_markers.contains(id))
         .collect();
-    assert!(missing.is_empty(), "detectors that never fired: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "detectors that never fired: {missing:?}"
+    );
 }
 
 /// The store keeps the raw text: redaction happens at output, nothing is lost.
@@ -190,7 +202,10 @@ fn skill_that_opts_out_returns_raw_text() {
     let doc = fs_err::read_to_string(dst.join("SKILL.md")).unwrap();
     let doc = doc.replacen("writes: []", "writes: []\nredact-secrets: false", 1);
     fs_err::write(dst.join("SKILL.md"), doc).unwrap();
-    let (_, _, secret) = examples().into_iter().find(|e| e.0 == "github-token").unwrap();
+    let (_, _, secret) = examples()
+        .into_iter()
+        .find(|e| e.0 == "github-token")
+        .unwrap();
     let out = run(
         &data,
         &skills_dir,

@@ -103,8 +103,10 @@ fn serve_holds_no_duckdb_lock_between_calls() {
         writeln!(stdin, "{msg}").unwrap();
         stdin.flush().unwrap();
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+    );
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
     assert_eq!(next()["id"], 1);
@@ -129,7 +131,10 @@ fn serve_holds_no_duckdb_lock_between_calls() {
     }
     let second = data.path().join("second.jsonl");
     transcript(&second, "c2", 4, "giraffe");
-    let o = skills(data.path(), &["ingest", "--quiet", second.to_str().unwrap()]);
+    let o = skills(
+        data.path(),
+        &["ingest", "--quiet", second.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         !stderr(&o).contains("waiting"),
@@ -248,7 +253,15 @@ fn hot_journal_left_by_a_crash_is_rolled_back_and_search_works() {
 
     let o = skills(
         &crashed,
-        &["run", "memo-search", "--json", "--arg", "query=pagination", "--arg", "mode=bm25"],
+        &[
+            "run",
+            "memo-search",
+            "--json",
+            "--arg",
+            "query=pagination",
+            "--arg",
+            "mode=bm25",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let out: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -330,7 +343,12 @@ fn ingest_with_a_file_that_fails_exits_1() {
     fs_err::write(&bad, "{\"mapping\": [1, 2").unwrap();
     let o = skills(
         &dir.path().join("data"),
-        &["ingest", "--quiet", good.to_str().unwrap(), bad.to_str().unwrap()],
+        &[
+            "ingest",
+            "--quiet",
+            good.to_str().unwrap(),
+            bad.to_str().unwrap(),
+        ],
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));

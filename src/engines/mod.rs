@@ -298,7 +298,10 @@ impl Context {
     /// from `$SKILLS_MODEL_DIR` — tests and conformance runs.
     #[must_use]
     pub fn with_embedder(self, embedder: Option<Arc<Embedder>>) -> Self {
-        let _ = self.shared.embedder.set(embedder.ok_or(EmbedError::Disabled));
+        let _ = self
+            .shared
+            .embedder
+            .set(embedder.ok_or(EmbedError::Disabled));
         self
     }
 

@@ -280,12 +280,13 @@ impl Host {
                 map.insert("redacted".into(), Value::from(redacted));
             }
         }
-        let mut text = render::render(&self.env, &skill.template, &data, &args).map_err(
-            |source| CallError::Render {
-                skill: skill.name().to_owned(),
-                source,
-            },
-        )?;
+        let mut text =
+            render::render(&self.env, &skill.template, &data, &args).map_err(|source| {
+                CallError::Render {
+                    skill: skill.name().to_owned(),
+                    source,
+                }
+            })?;
         if let Some(r) = redactor {
             let out = r.redact(&text);
             if out.count > 0 {

@@ -828,10 +828,12 @@ fn diff_snapshots(
             Some(_) => {}
         }
     }
-    after
-        .keys()
-        .find(|p| !before.contains_key(*p))
-        .map(|p| format!("`{}` appeared: a skill with `writes: []` wrote beside a store", p.display()))
+    after.keys().find(|p| !before.contains_key(*p)).map(|p| {
+        format!(
+            "`{}` appeared: a skill with `writes: []` wrote beside a store",
+            p.display()
+        )
+    })
 }
 
 /// Reads and validates a binding file; `None` when it does not exist.
