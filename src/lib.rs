@@ -14,6 +14,7 @@ pub mod embed;
 pub mod engines;
 pub mod ingest;
 pub mod model;
+pub mod redact;
 pub mod runtime;
 pub mod search;
 pub mod stores;

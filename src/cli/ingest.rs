@@ -24,11 +24,17 @@ pub struct Args {
     /// messages instead of setting it aside.
     #[arg(long)]
     keep_injected: bool,
+    /// Replace secrets (API keys, tokens, private keys, passwords) in message text
+    /// with `[REDACTED:<detector>]` before storing. Without it the store keeps raw
+    /// text and skills redact their output.
+    #[arg(long)]
+    redact: bool,
 }
 
 /// Imports `paths` (else every tool's default location) and prints the summary (under
-/// `--json` the summary object plus `store`). [`Outcome::Failed`] when faults were
-/// all there was: per-record faults do not fail a run that imported something.
+/// `--json` the summary object plus `store`). [`Outcome::Failed`] when a file could
+/// not be imported or stored, or the store could not be closed (see
+/// [`failed_files`]); per-record faults inside an imported file do not fail the run.
 ///
 /// # Errors
 /// [`UsageError`] when no path is given and no default location holds transcripts;
@@ -47,6 +53,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     };
     let options = IngestOptions {
         keep_injected: args.keep_injected,
+        redact: args.redact,
     };
     let store_path = session.store_paths()?.conversations;
     let store = ConversationStore::open_rw(&store_path)?;
@@ -64,10 +71,14 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let index = store.close();
     bar.finish_and_clear();
     let printer = &mut session.printer;
+    // A failed close (checkpoint or index write: a full disk) fails the run; the
+    // rows committed before it are intact.
+    let mut close_failed = false;
     let index = match index {
         Ok(report) => report,
         Err(e) => {
-            printer.warning(format_args!("the search index was not updated ({e}); searches answer from DuckDB until the next ingest"));
+            close_failed = true;
+            printer.error(format_args!("the store was not closed cleanly ({e}); the files imported before it are stored, searches answer from DuckDB until the next ingest"));
             None
         }
     };
@@ -95,12 +106,20 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             ))?;
         }
     }
-    let imported_nothing = summary.files_imported + summary.files_unchanged == 0;
-    Ok(if imported_nothing && !summary.faults.is_empty() {
+    Ok(if close_failed || failed_files(&summary) > 0 {
         Outcome::Failed
     } else {
         Outcome::Success
     })
+}
+
+/// Files seen that were neither imported nor unchanged: unreadable, of no known
+/// format when given by path, or not stored (a write failed, e.g. a full disk). Any
+/// makes the run fail (exit 1); faults in single records of an imported file do not.
+fn failed_files(summary: &skills::ingest::IngestSummary) -> usize {
+    summary
+        .files_seen
+        .saturating_sub(summary.files_imported + summary.files_unchanged)
 }
 
 /// A spinner with files and messages counted, or a hidden bar.

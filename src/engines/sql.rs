@@ -163,6 +163,14 @@ impl Engine for SqlQuery {
         "sql"
     }
 
+    /// Reads the store named by `engine-options.store`, writes nothing.
+    fn effects(&self) -> super::Effects {
+        super::Effects::reads(&[match self.store {
+            StoreKind::Conversations => crate::stores::Store::Conversations,
+            StoreKind::Memories => crate::stores::Store::Memories,
+        }])
+    }
+
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
         let (sql, values) = self.prepare(args)?;
         let sql = sql.trim().trim_end_matches(';').trim_end();
@@ -174,7 +182,10 @@ impl Engine for SqlQuery {
         }
         let (columns, rows, truncated) = match self.store {
             StoreKind::Conversations => self.run_duckdb(sql, &values, ctx)?,
-            StoreKind::Memories => self.run_sqlite(sql, &values, &ctx.paths().memories)?,
+            StoreKind::Memories => {
+                ctx.may_read(crate::stores::Store::Memories)?;
+                self.run_sqlite(sql, &values, &ctx.paths().memories)?
+            }
         };
         Ok(json!({"columns": columns, "count": rows.len(), "truncated": truncated, "rows": rows}))
     }

@@ -724,6 +724,46 @@ pub fn query_connection(path: &Path) -> Result<Connection, StoreError> {
     read_only_connection(path, None)
 }
 
+/// Rolls back a hot journal that an interrupted write left beside the memories file
+/// (`memories.sqlite-journal` after a `kill -9` or a full disk during an import), so
+/// read-only connections can read again: SQLite refuses to read a database with a hot
+/// journal through a read-only handle ("attempt to write a readonly database"). A
+/// writable connection that reads one page does SQLite's own recovery (the journal is
+/// played back only when no live writer holds it; a running import is waited for up
+/// to 5 s, not disturbed). Nothing happens when there is no journal, so a healthy
+/// store costs one `stat`.
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the journal cannot be rolled back (e.g. the file is
+/// not writable for this user), naming the file.
+pub fn recover_hot_journal(path: &Path) -> Result<(), StoreError> {
+    let mut journal = path.as_os_str().to_owned();
+    journal.push("-journal");
+    let journal = Path::new(&journal);
+    match std::fs::metadata(journal) {
+        Ok(meta) if meta.len() > 0 && path.exists() => {}
+        _ => return Ok(()),
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| sqlite_error(path, e))?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+        .map_err(|e| {
+            sqlite_error(
+                path,
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                    Some(format!(
+                        "`{}` is a hot journal left by an interrupted write and could not be rolled back: {e}",
+                        journal.display()
+                    )),
+                ),
+            )
+        })?;
+    Ok(())
+}
+
 /// The one read-only opener of the memories file ([`query_connection`] and
 /// [`MemoryStore::open_ro`] both come here, so hardening it covers every reader):
 /// opens `path` with the read-only flag, runs `temp_setup` (statements that may only
@@ -735,8 +775,12 @@ fn read_only_connection(path: &Path, temp_setup: Option<&str>) -> Result<Connect
             path: path.to_path_buf(),
         });
     }
+    recover_hot_journal(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+    // A writer committing holds the file for milliseconds: wait rather than fail.
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| sqlite_error(path, e))?;
     if let Some(setup) = temp_setup {
         conn.execute_batch(setup)
             .map_err(|e| sqlite_error(path, e))?;

@@ -336,7 +336,7 @@ mod breakage {
             .unwrap();
         let stdout = String::from_utf8(out.stdout).unwrap();
         if out.status.code() != Some(1)
-            || stdout.lines().last() != Some("9 passed, 1 failed, 0 excluded")
+            || stdout.lines().last() != Some("10 passed, 1 failed, 0 excluded")
         {
             return Err(format!("exit {:?}, stdout:\n{stdout}", out.status.code()).into());
         }

@@ -295,6 +295,11 @@ impl Engine for MemoSearch {
         "memo_search"
     }
 
+    /// Reads the memories store.
+    fn effects(&self) -> super::Effects {
+        super::Effects::reads(&[crate::stores::Store::Memories])
+    }
+
     /// Output shape: `{"hits": [{"id", "title", "type", "tags": [str], "created",
     /// "updated" (UTC `YYYY-MM-DDTHH:MM:SSZ`), "body", "body_truncated"?: true,
     /// "score": number, "files_read": [str], "files_modified": [str], "explain"?: {..}}],
