@@ -7,6 +7,7 @@
 
 pub mod memo_search;
 pub mod search_conversations;
+pub mod semantic_search;
 pub mod sql;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 use crate::embed::{EmbedError, Embedder};
+use crate::stores::conversations::embeddings::{self, Embeddings};
 use crate::stores::conversations::index::{self, Unavailable};
 use crate::stores::conversations::ConversationStore;
 use crate::stores::memories::MemoryStore;
@@ -92,6 +94,8 @@ pub struct Context {
     now: Option<chrono::DateTime<chrono::Utc>>,
     /// The conversations search index, reopened when it or the store changes.
     index: index::Cache,
+    /// The conversations' L1 embeddings, reopened when they or the store change.
+    embeddings: embeddings::Cache,
     /// False: every search answers from DuckDB (`SKILLS_SEARCH_INDEX=off`, tests).
     use_index: bool,
 }
@@ -106,6 +110,7 @@ impl Context {
             embedder: OnceLock::new(),
             now: None,
             index: index::Cache::default(),
+            embeddings: embeddings::Cache::default(),
             use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
         }
     }
@@ -133,6 +138,16 @@ impl Context {
             return Err(Unavailable::Missing);
         }
         self.index.get(&self.paths.conversations)
+    }
+
+    /// The conversations' L1 embeddings (written by `skills ingest`), when they match
+    /// the store.
+    ///
+    /// # Errors
+    /// [`Unavailable`]: `Missing` when never embedded (`skills ingest --no-embed`, no
+    /// model at ingest), `Stale` when the store changed since.
+    pub fn conversation_embeddings(&self) -> Result<Arc<Embeddings>, Unavailable> {
+        self.embeddings.get(&self.paths.conversations)
     }
 
     /// Fixes the clock (for natural-language dates) — tests and conformance runs.
@@ -263,6 +278,7 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
     vec![
         Arc::new(search_conversations::SearchConversations),
         Arc::new(memo_search::MemoSearch),
+        Arc::new(semantic_search::SemanticSearch),
         Arc::new(sql::Sql),
     ]
 }
