@@ -158,7 +158,7 @@ fn main() -> Result<()> {
     };
     let data: Vec<Value> = serde_json::from_slice(&std::fs::read(&file)?)?;
     let units: Vec<UnitSpec> = std::env::var("BENCH_UNITS")
-        .unwrap_or_else(|_| "1:1:0,3:1:0,3:2:0,3:3:0,5:3:0,3:2:1".into())
+        .unwrap_or_else(|_| "1:1:0,3:2:0,3:3:0,5:3:0,3:2:1".into())
         .split(',')
         .filter_map(|u| {
             let p: Vec<u32> = u.split(':').filter_map(|x| x.parse().ok()).collect();
