@@ -511,7 +511,10 @@ mod tests {
     #[test]
     fn every_literal_hit_survives_fusion() {
         let semantic: Vec<Row> = (0..5)
-            .map(|i| sem(&format!("m{i}"), &[&format!("m{i}")]))
+            .map(|i| {
+                let id = format!("m{i}");
+                sem(&id, &[id.as_str()])
+            })
             .collect();
         let literal = vec![hit("x1"), hit("x2")];
         let fused = fuse(semantic, literal, 3);
