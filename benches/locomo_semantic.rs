@@ -86,7 +86,11 @@ fn convert(sample: &Value, out: &Path) -> Result<Vec<Question>> {
             if let Some(c) = t.get("blip_caption").and_then(Value::as_str) {
                 text.push_str(&format!(" [shares a photo: {c}]"));
             }
-            let role = if t["speaker"].as_str() == Some(a) { "user" } else { "assistant" };
+            let role = if t["speaker"].as_str() == Some(a) {
+                "user"
+            } else {
+                "assistant"
+            };
             let at = start + chrono::Duration::seconds(i as i64 * 30);
             let (s, k) = parse_dia(dia).unwrap_or((n, i as u32 + 1));
             writeln!(
@@ -180,28 +184,46 @@ fn main() -> Result<()> {
     }
     let questions: usize = converted.iter().map(|c| c.2.len()).sum();
     println!("## semantic-search on LoCoMo (dev half: {} conversations, {questions} questions with evidence)\n", converted.len());
-    println!("model `{}`; per-conversation haystack; k = 5 / 15\n", embedder.name());
+    println!(
+        "model `{}`; per-conversation haystack; k = 5 / 15\n",
+        embedder.name()
+    );
     let mut rows = Vec::new();
     for unit in &units {
         let mut tallies: HashMap<&str, Tally> = HashMap::new();
         for (id, path, qs) in &converted {
-            let dir = tmp.path().join(format!("{id}-{}-{}-{}", unit.window, unit.stride, unit.title));
+            let dir = tmp.path().join(format!(
+                "{id}-{}-{}-{}",
+                unit.window, unit.stride, unit.title
+            ));
             let paths = StorePaths::in_dir(&dir);
             let mut store = ConversationStore::open_rw(&paths.conversations)?;
             store.embed_with(embedder.clone(), *unit)?;
             let summary = skills::ingest::ingest_paths(&store, &[path.clone()], &mut |_, _| {});
             anyhow::ensure!(summary.faults.is_empty(), "faults: {:?}", summary.faults);
             let closed = store.close_with(&mut |_, _| {})?;
-            closed.embeddings.context("no embeddings")?.map_err(anyhow::Error::msg)?;
-            let host = Host::load(&skills_dir, Context::new(paths).with_embedder(Some(embedder.clone())));
+            closed
+                .embeddings
+                .context("no embeddings")?
+                .map_err(anyhow::Error::msg)?;
+            let host = Host::load(
+                &skills_dir,
+                Context::new(paths).with_embedder(Some(embedder.clone())),
+            );
             for mode in ["semantic", "hybrid"] {
                 let t = tallies.entry(mode).or_default();
                 for q in qs {
                     let out = host
-                        .call("semantic-search", json!({"query": q.query, "limit": 50, "mode": mode}))
+                        .call(
+                            "semantic-search",
+                            json!({"query": q.query, "limit": 50, "mode": mode}),
+                        )
                         .map_err(|e| anyhow::anyhow!("{e}"))?;
                     let rows = out.data["rows"].as_array().cloned().unwrap_or_default();
-                    let shown: Vec<&str> = rows.iter().map(|r| r["message_id"].as_str().unwrap_or("")).collect();
+                    let shown: Vec<&str> = rows
+                        .iter()
+                        .map(|r| r["message_id"].as_str().unwrap_or(""))
+                        .collect();
                     t.n += 1;
                     let first = shown.iter().position(|m| q.turns.contains(*m));
                     t.turn5 += usize::from(first.is_some_and(|p| p < 5));
@@ -211,7 +233,10 @@ fn main() -> Result<()> {
                     }
                     // Window hit: an evidence turn between a top-5 row's first and last ids.
                     let in_window = rows.iter().take(5).any(|r| {
-                        let (a, b) = (r["first_message_id"].as_str().unwrap_or(""), r["last_message_id"].as_str().unwrap_or(""));
+                        let (a, b) = (
+                            r["first_message_id"].as_str().unwrap_or(""),
+                            r["last_message_id"].as_str().unwrap_or(""),
+                        );
                         q.turns.iter().any(|e| within(e, a, b))
                     });
                     t.window5 += usize::from(in_window);
@@ -232,7 +257,12 @@ fn main() -> Result<()> {
             let t = &tallies[mode];
             let pct = |x: usize| format!("{:.1} %", 100.0 * x as f64 / t.n.max(1) as f64);
             rows.push(vec![
-                format!("window {} stride {}{}", unit.window, unit.stride, if unit.title { " + title" } else { "" }),
+                format!(
+                    "window {} stride {}{}",
+                    unit.window,
+                    unit.stride,
+                    if unit.title { " + title" } else { "" }
+                ),
                 mode.to_owned(),
                 pct(t.turn5),
                 pct(t.turn15),
@@ -244,7 +274,16 @@ fn main() -> Result<()> {
         }
     }
     common::table(
-        &["unit", "mode", "turn R@5", "turn R@15", "window R@5", "session R@5", "session R@15", "turn MRR"],
+        &[
+            "unit",
+            "mode",
+            "turn R@5",
+            "turn R@15",
+            "window R@5",
+            "session R@5",
+            "session R@15",
+            "turn MRR",
+        ],
         &rows,
     );
     Ok(())

@@ -25,7 +25,10 @@ use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
 const QUERIES: &[(&str, &str)] = &[
-    ("semantic", "how do we handle serde errors in the tokio runtime"),
+    (
+        "semantic",
+        "how do we handle serde errors in the tokio runtime",
+    ),
     ("semantic, role=user", "why does the build fail to link"),
     ("hybrid", "serde"),
 ];
@@ -47,7 +50,10 @@ fn main() -> Result<()> {
     let dir = common::bench_dir().join(format!("semantic-{n}-{seed:x}"));
     let paths = StorePaths::in_dir(&dir);
     let done = dir.join("complete");
-    println!("## semantic_search at {n} messages\n\n{}\n", common::machine());
+    println!(
+        "## semantic_search at {n} messages\n\n{}\n",
+        common::machine()
+    );
     if !done.exists() {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
@@ -89,7 +95,10 @@ fn main() -> Result<()> {
         dim + 12,
     );
     let skills_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
-    let host = Host::load(&skills_dir, Context::new(paths.clone()).with_embedder(Some(embedder.clone())));
+    let host = Host::load(
+        &skills_dir,
+        Context::new(paths.clone()).with_embedder(Some(embedder.clone())),
+    );
     let mut rows = Vec::new();
     for (label, q) in QUERIES {
         let mut args = json!({"query": q, "limit": 15});
@@ -101,19 +110,34 @@ fn main() -> Result<()> {
         }
         let _ = host.call("semantic-search", args.clone());
         let (stats, out) = measure(runs, Duration::from_secs(60), || {
-            host.call("semantic-search", args.clone()).map(|o| o.data["count"].clone())
+            host.call("semantic-search", args.clone())
+                .map(|o| o.data["count"].clone())
         });
         rows.push(vec![
             (*label).to_owned(),
             format!("`{q}`"),
             fmt_dur(stats.median),
             fmt_dur(stats.p95),
-            format!("{}", out.map(|c| c.to_string()).unwrap_or_else(|e| e.to_string())),
+            format!(
+                "{}",
+                out.map(|c| c.to_string()).unwrap_or_else(|e| e.to_string())
+            ),
         ]);
     }
-    let (qe, _) = measure(runs, Duration::from_secs(10), || embedder.embed(QUERIES[0].1));
-    rows.push(vec!["query embedding alone".into(), String::new(), fmt_dur(qe.median), fmt_dur(qe.p95), String::new()]);
-    common::table(&["case (Host::call, limit 15)", "query", "p50", "p95", "rows"], &rows);
+    let (qe, _) = measure(runs, Duration::from_secs(10), || {
+        embedder.embed(QUERIES[0].1)
+    });
+    rows.push(vec![
+        "query embedding alone".into(),
+        String::new(),
+        fmt_dur(qe.median),
+        fmt_dur(qe.p95),
+        String::new(),
+    ]);
+    common::table(
+        &["case (Host::call, limit 15)", "query", "p50", "p95", "rows"],
+        &rows,
+    );
     let bin = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
@@ -123,9 +147,16 @@ fn main() -> Result<()> {
         for _ in 0..5 {
             let t = Instant::now();
             let ok = std::process::Command::new(&bin)
-                .arg("--skills-dir").arg(&skills_dir)
-                .arg("--data-dir").arg(&dir)
-                .args(["run", "semantic-search", "--arg", &format!("query={}", QUERIES[0].1)])
+                .arg("--skills-dir")
+                .arg(&skills_dir)
+                .arg("--data-dir")
+                .arg(&dir)
+                .args([
+                    "run",
+                    "semantic-search",
+                    "--arg",
+                    &format!("query={}", QUERIES[0].1),
+                ])
                 .output()?
                 .status
                 .success();
@@ -133,7 +164,11 @@ fn main() -> Result<()> {
             anyhow::ensure!(ok, "skills run failed");
         }
         let s = common::Stats::of(times);
-        println!("\none-shot `skills run semantic-search` process: p50 {}, max {}\n", fmt_dur(s.median), fmt_dur(s.p95));
+        println!(
+            "\none-shot `skills run semantic-search` process: p50 {}, max {}\n",
+            fmt_dur(s.median),
+            fmt_dur(s.p95)
+        );
     }
     Ok(())
 }

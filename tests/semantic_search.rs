@@ -87,7 +87,11 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
     assert_eq!(again["embeddings"]["units"], e["units"]);
 
     // A paraphrase finds the rpath answer.
-    let found = search(&data, "executable cannot locate dynamic lib", &["--arg", "limit=3"]);
+    let found = search(
+        &data,
+        "executable cannot locate dynamic lib",
+        &["--arg", "limit=3"],
+    );
     let previews: Vec<&str> = found["rows"]
         .as_array()
         .unwrap()
@@ -102,7 +106,10 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
         .find(|p| p.to_string_lossy().contains("c3d4e5f6"))
         .expect("notes session");
     let conv_msgs = 2;
-    let mut f = std::fs::OpenOptions::new().append(true).open(&session).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&session)
+        .unwrap();
     writeln!(
         f,
         r#"{{"type":"user","uuid":"b0000002-9999-4000-8000-000000000001","sessionId":"c3d4e5f6-1a2b-4c3d-8e4f-5a6b7c8d9e0f","timestamp":"2026-07-04T09:00:00Z","message":{{"role":"user","content":"Please water the zucchini plants in the greenhouse"}}}}"#
@@ -116,7 +123,11 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
         "{}",
         third["embeddings"]
     );
-    let garden = search(&data, "gardening chores for vegetables", &["--arg", "limit=1"]);
+    let garden = search(
+        &data,
+        "gardening chores for vegetables",
+        &["--arg", "limit=1"],
+    );
     assert_eq!(
         garden["rows"][0]["message_id"], "b0000002-9999-4000-8000-000000000001",
         "{garden}"
@@ -132,14 +143,23 @@ fn without_embeddings_the_skill_says_to_run_ingest() {
     let data = tmp.path().join("data");
     let out = ingest_json(&data, &[&fixtures()], &["--no-embed"]);
     assert!(out.get("embeddings").is_none(), "{out}");
-    let (ok, _, err) = skills(&data, &["run", "semantic-search", "--arg", "query=deadline"]);
+    let (ok, _, err) = skills(
+        &data,
+        &["run", "semantic-search", "--arg", "query=deadline"],
+    );
     assert!(!ok);
-    assert!(err.contains("embeddings unavailable — run `skills ingest`"), "{err}");
+    assert!(
+        err.contains("embeddings unavailable — run `skills ingest`"),
+        "{err}"
+    );
     // A later ingest without the flag embeds everything.
     let again = ingest_json(&data, &[&fixtures()], &[]);
     assert_eq!(again["embeddings"]["messages_embedded"], 16, "{again}");
     assert_eq!(again["embeddings"]["rebuilt"], true);
-    let (ok, _, err) = skills(&data, &["run", "semantic-search", "--arg", "query=deadline"]);
+    let (ok, _, err) = skills(
+        &data,
+        &["run", "semantic-search", "--arg", "query=deadline"],
+    );
     assert!(ok, "{err}");
 }
 
