@@ -142,6 +142,20 @@ impl Embedder {
             .map(|v| crate::search::vectors::normalized(v))
             .collect()
     }
+
+    /// Embeds every text of `texts`, each exactly as [`Embedder::embed`] would (the
+    /// work spread over the machine's cores): `texts.len() × dim` values, the vector
+    /// of `texts[i]` at `i × dim`.
+    pub fn embed_batch(&self, texts: &[String]) -> Vec<f32> {
+        let mut flat = self.model.encode_flat_with_args(texts, Some(MAX_TOKENS));
+        if self.dim > 0 {
+            for row in flat.chunks_exact_mut(self.dim) {
+                let unit = crate::search::vectors::normalized(row);
+                row.copy_from_slice(&unit);
+            }
+        }
+        flat
+    }
 }
 
 /// Splits `text` into chunks of at most [`CHUNK_WORDS`] words for embedding: lines

@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use skills::ingest::IngestOptions;
+use skills::stores::conversations::embeddings::UnitSpec;
 use skills::stores::conversations::ConversationStore;
 
 use super::{Outcome, Session, UsageError};
@@ -29,6 +30,11 @@ pub struct Args {
     /// text and skills redact their output.
     #[arg(long)]
     redact: bool,
+    /// Skip the L1 embeddings semantic-search reads (faster; semantic-search then
+    /// says "embeddings unavailable — run `skills ingest`" until an ingest without
+    /// this flag embeds the store).
+    #[arg(long)]
+    no_embed: bool,
 }
 
 /// Imports `paths` (else every tool's default location) and prints the summary (under
@@ -56,8 +62,20 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         redact: args.redact,
     };
     let store_path = session.store_paths()?.conversations;
-    let store = ConversationStore::open_rw(&store_path)?;
+    let mut store = ConversationStore::open_rw(&store_path)?;
     let json = session.json();
+    let mut embed_note = None;
+    if !args.no_embed {
+        let model = if std::env::var("SKILLS_EMBEDDER").as_deref() == Ok("none") {
+            Err(skills::embed::EmbedError::Disabled)
+        } else {
+            skills::embed::Embedder::load_default()
+        };
+        match model {
+            Ok(model) => store.embed_with(std::sync::Arc::new(model), UnitSpec::DEFAULT)?,
+            Err(e) => embed_note = Some(format!("embeddings not updated: {e}")),
+        }
+    }
     let bar = progress_bar(args.quiet || json);
     let mut messages = 0usize;
     let mut added = 0usize;
@@ -68,20 +86,37 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         bar.set_message(format!("{messages} messages ({added} new)"));
     });
     bar.set_message("updating the search index");
-    let index = store.close();
+    let closed = store.close_with(&mut |done, total| {
+        bar.set_message(format!("embedding messages: {done}/{total}"));
+    });
     bar.finish_and_clear();
     let printer = &mut session.printer;
-    // A failed close (checkpoint or index write: a full disk) fails the run; the
-    // rows committed before it are intact.
+    // A failed close (checkpoint, index or embeddings write: a full disk) fails the
+    // run; the rows committed before it are intact.
     let mut close_failed = false;
-    let index = match index {
-        Ok(report) => report,
+    let (index, embedded) = match closed {
+        Ok(report) => (report.index, report.embeddings),
         Err(e) => {
             close_failed = true;
             printer.error(format_args!("the store was not closed cleanly ({e}); the files imported before it are stored, searches answer from DuckDB until the next ingest"));
-            None
+            (None, None)
         }
     };
+    let embedded = match embedded {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            printer.warning(format_args!(
+                "the embeddings were not updated ({e}); semantic-search says so until the next ingest"
+            ));
+            None
+        }
+        None => None,
+    };
+    if let Some(note) = &embed_note {
+        if !json {
+            printer.note(format_args!("{note}"));
+        }
+    }
     if options.keep_injected && summary.files_unchanged > 0 && !json {
         printer.note(format_args!(
             "--keep-injected applies to files read in this run; the {} unchanged files keep their earlier classification (to apply it to everything, ingest into a new --data-dir)",
@@ -92,6 +127,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         let mut value = serde_json::to_value(&summary)?;
         value["store"] = json!(store_path);
         value["index"] = serde_json::to_value(&index)?;
+        if !args.no_embed {
+            value["embeddings"] = serde_json::to_value(&embedded)?;
+        }
         printer.print_json(&value)?;
     } else {
         printer.text(&summary)?;
@@ -103,6 +141,17 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                 ix.rows,
                 ix.segments,
                 ix.bytes as f64 / 1e6
+            ))?;
+        }
+        if let Some(e) = &embedded {
+            let how = if e.rebuilt { "rebuilt" } else { "updated" };
+            printer.line(format_args!(
+                "embeddings: {how}, {} messages embedded, {} units in {} segments ({:.1} MB, {})",
+                e.messages_embedded,
+                e.units,
+                e.segments,
+                e.bytes as f64 / 1e6,
+                e.model
             ))?;
         }
     }

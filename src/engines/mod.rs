@@ -7,6 +7,7 @@
 
 pub mod memo_search;
 pub mod search_conversations;
+pub mod semantic_search;
 pub mod sql;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::embed::{EmbedError, Embedder};
+use crate::stores::conversations::embeddings::{self, Embeddings};
 use crate::stores::conversations::index::{self, Unavailable};
 use crate::stores::conversations::ConversationStore;
 use crate::stores::memories::MemoryStore;
@@ -130,6 +132,8 @@ struct Shared {
     embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
     /// The conversations search index, reopened when it or the store changes.
     index: index::Cache,
+    /// The conversations' L1 embeddings, reopened when they or the store change.
+    embeddings: embeddings::Cache,
 }
 
 /// The stores one call may open, from its document's `reads` and `writes`.
@@ -200,6 +204,7 @@ impl Context {
                 memories: OnceLock::new(),
                 embedder: OnceLock::new(),
                 index: index::Cache::default(),
+                embeddings: embeddings::Cache::default(),
             }),
             now: None,
             use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
@@ -257,6 +262,19 @@ impl Context {
             return Err(Unavailable::Missing);
         }
         self.shared.index.get(&self.shared.paths.conversations)
+    }
+
+    /// The conversations' L1 embeddings (written by `skills ingest`), when they match
+    /// the store.
+    ///
+    /// # Errors
+    /// [`Unavailable`]: `Missing` when never embedded (`skills ingest --no-embed`, no
+    /// model at ingest), `Stale` when the store changed since.
+    pub fn conversation_embeddings(&self) -> Result<Arc<Embeddings>, Unavailable> {
+        if !self.access.reads(Store::Conversations) {
+            return Err(Unavailable::Missing);
+        }
+        self.shared.embeddings.get(&self.shared.paths.conversations)
     }
 
     /// Fixes the clock (for natural-language dates) — tests and conformance runs.
@@ -358,6 +376,7 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
     vec![
         Arc::new(search_conversations::SearchConversations),
         Arc::new(memo_search::MemoSearch),
+        Arc::new(semantic_search::SemanticSearch),
         Arc::new(sql::Sql),
     ]
 }
