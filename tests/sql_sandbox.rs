@@ -220,7 +220,6 @@ const DUCKDB_HOSTILE: &[(&str, &str)] = &[
     ("pragma", "PRAGMA enable_profiling"),
     // Several statements without the wrapper trick.
     ("two_selects", "SELECT 1; SELECT content FROM read_text('{dir}/secret.txt')"),
-    ("comment_hides_paren", "SELECT 1 AS a -- ) AS q; COPY (SELECT 1) TO '{out}/y.txt'\n"),
 ];
 
 /// Hostile SQLite queries (memories store).
@@ -248,7 +247,12 @@ fn hostile_queries_read_write_and_connect_nothing() {
     }
     let before = sandbox.files();
     let host = sandbox.host();
-    assert!(host.diagnostics().is_empty(), "{:#?}", host.diagnostics());
+    assert_eq!(
+        host.skills().len(),
+        DUCKDB_HOSTILE.len() + SQLITE_HOSTILE.len(),
+        "{:#?}",
+        host.diagnostics()
+    );
     let sockets = socket_count();
     let mut failures = Vec::new();
     for (name, _) in DUCKDB_HOSTILE.iter().chain(SQLITE_HOSTILE) {

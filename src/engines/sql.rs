@@ -176,6 +176,15 @@ impl Engine for SqlQuery {
         let (sql, values) = self.prepare(args)?;
         let sql = sql.trim().trim_end_matches(';').trim_end();
         sandbox::require_select(sql).map_err(refused)?;
+        if self.store == StoreKind::Conversations {
+            // The query alone first, for the clearer count; text that only parses
+            // inside the wrapper is counted again, wrapped, before it is prepared.
+            if let Ok(count) = sandbox::statement_count(sql) {
+                if count != 1 {
+                    return Err(refused(sandbox::SandboxError::StatementCount { count }));
+                }
+            }
+        }
         let (columns, rows, truncated) = match self.store {
             StoreKind::Conversations => self.run_duckdb(sql, &values, ctx)?,
             StoreKind::Memories => self.run_sqlite(sql, &values, &ctx.paths().memories)?,

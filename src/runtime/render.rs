@@ -69,7 +69,7 @@ pub fn render(
         cap: MAX_OUTPUT_BYTES,
         overflowed: false,
     };
-    let result = template.render_to_write(
+    let result = template.render_captured_to(
         minijinja::context! { data => data, args => args },
         &mut out,
     );
@@ -82,7 +82,7 @@ pub fn render(
                 "template `{name}` exceeded its render budget of {RENDER_FUEL} instructions (loops too large for one call)"
             )),
             minijinja::ErrorKind::WriteFailure if out.overflowed => budget(format!(
-                "template `{name}` exceeded its output cap of {MAX_OUTPUT_BYTES} bytes"
+                "template `{name}` exceeded its render budget: output cap of {MAX_OUTPUT_BYTES} bytes"
             )),
             _ => e,
         });
@@ -128,12 +128,12 @@ mod tests {
         let mut env = environment();
         env.add_template(
             "t",
-            "{% for a in range(100000) %}{% for b in range(100000) %}{{ b }}{% endfor %}{% endfor %}",
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
         )
         .unwrap();
         let start = std::time::Instant::now();
         let err = render(&env, "t", &Value::Null, &Value::Null).unwrap_err();
-        assert!(err.to_string().contains("render budget"), "{err}");
+        assert!(err.to_string().contains("render budget of"), "{err}");
         assert!(start.elapsed() < std::time::Duration::from_secs(20));
     }
 

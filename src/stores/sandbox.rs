@@ -134,9 +134,10 @@ pub enum PrepareError {
 
 /// Classifies a database error message: `Some` when it is the sandbox refusing an
 /// access outside the store (DuckDB's "Permission Error", a locked setting, a
-/// disabled extension load, SQLite's read-only or attach refusals).
+/// disabled extension load, SQLite's "not authorized" for `load_extension`).
 pub fn refusal(message: &str) -> Option<SandboxError> {
-    const MARKERS: [&str; 7] = [
+    const MARKERS: [&str; 8] = [
+        "not authorized",
         "Permission Error",
         "disabled by configuration",
         "enable_external_access",
