@@ -170,12 +170,12 @@ fn mutated_skill_folders_load_with_every_fault_reported() {
         }
         std::fs::write(target.join("SKILL.md"), mutate(&mut rng, text)).unwrap();
         let start = Instant::now();
-        let host = std::panic::catch_unwind(|| {
+        let host = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             Host::load(
                 target.parent().unwrap(),
                 Context::new(StorePaths::in_dir(dir.path().join("data"))),
             )
-        })
+        }))
         .unwrap_or_else(|_| panic!("case {case} (seed {}) panicked", seed()));
         assert!(start.elapsed() < Duration::from_secs(5), "case {case}");
         // Either the skill loaded, or at least one diagnostic names its file.
@@ -247,7 +247,7 @@ fn random_arguments_are_accepted_or_each_fault_named() {
         };
         let start = Instant::now();
         let validator = jsonschema::draft202012::new(schema).unwrap();
-        let outcome = std::panic::catch_unwind(|| args::check(schema, &validator, value.clone()))
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| args::check(schema, &validator, value.clone())))
             .unwrap_or_else(|_| panic!("case {case} (seed {}) panicked on {value}", seed()));
         assert!(start.elapsed() < Duration::from_secs(2), "case {case}");
         match outcome {
