@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod confine;
 pub mod embed;
 pub mod engines;
 pub mod ingest;

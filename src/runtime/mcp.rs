@@ -402,7 +402,7 @@ fn skill_files(skill: &Skill) -> Vec<SkillFile> {
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
-                .filter(|e| e.path().is_file())
+                .filter(|e| crate::confine::is_file_inside(skill.dir(), &e.path()))
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter(|n| n != "SKILL.md" && !n.starts_with('.'))
                 .collect()
@@ -507,7 +507,17 @@ impl ServerHandler for SkillServer {
             ));
         };
         let path = file.path.clone();
-        let text = tokio::task::spawn_blocking(move || fs_err::read_to_string(path))
+        let text = tokio::task::spawn_blocking(move || {
+            // Checked again at read time: a link may have been swapped in since start.
+            let folder = path.parent().unwrap_or_else(|| std::path::Path::new("."));
+            if !crate::confine::is_file_inside(folder, &path) {
+                return Err(std::io::Error::other(format!(
+                    "`{}` is no longer a file inside its skill folder",
+                    path.display()
+                )));
+            }
+            fs_err::read_to_string(path)
+        })
             .await
             .map_err(|e| {
                 ErrorData::internal_error(format!("reading `{}` stopped: {e}", request.uri), None)
@@ -520,20 +530,38 @@ impl ServerHandler for SkillServer {
 
 /// Serves `host` over stdio until the client closes stdin.
 ///
+/// Lines pass through [`super::jsonrpc_gate`] first: any line that is not a valid
+/// JSON-RPC message is answered there (never dropped). When stdin closes, calls still
+/// running get [`STDIN_CLOSE_GRACE`] to answer, then the server stops without them.
+///
 /// # Errors
 /// [`ServeError::Stdio`] when the handshake fails or the session ends with an error.
 pub async fn serve_stdio(host: Arc<Host>) -> Result<(), ServeError> {
     let server = SkillServer::new(host);
+    let (gate, transport) =
+        super::jsonrpc_gate::Gate::start(tokio::io::stdin(), tokio::io::stdout());
     let running = server
-        .serve(rmcp::transport::stdio_pipes())
+        .serve(transport)
         .await
         .map_err(|e| ServeError::Stdio(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        ended = &mut waiting => {
+            ended.map_err(|e| ServeError::Stdio(e.to_string()))?;
+        }
+        () = async {
+            gate.closed.cancelled().await;
+            tokio::time::sleep(STDIN_CLOSE_GRACE).await;
+        } => {
+            eprintln!("skills: stdin closed; stopping with a call still running");
+        }
+    }
     Ok(())
 }
+
+/// How long calls still running may take to answer once stdin has closed.
+pub const STDIN_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Options of [`serve_http`].
 #[derive(Debug, Clone, Copy)]
@@ -587,8 +615,11 @@ pub async fn serve_http(
                 "https://[::1]:*",
             ])
     };
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(super::http_guard::SESSION_IDLE);
+    let sessions = Arc::new(sessions);
     let service: StreamableHttpService<SkillServer, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::default(), config);
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), config);
     on_listen(bound);
     loop {
         let (stream, _peer) = tokio::select! {
@@ -603,14 +634,25 @@ pub async fn serve_http(
         };
         let service = service.clone();
         let shutdown = shutdown.clone();
+        let sessions = Arc::clone(&sessions);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let mut service = service.clone();
+                let sessions = Arc::clone(&sessions);
                 async move {
                     if request.uri().path() != HTTP_PATH {
                         return Ok::<_, Infallible>(not_found());
                     }
-                    tower_service::Service::call(&mut service, request).await
+                    if let Some(refused) = super::http_guard::duplicate_headers(request.headers()) {
+                        return Ok(refused);
+                    }
+                    if super::http_guard::opens_session(&request)
+                        && sessions.sessions.read().await.len() >= super::http_guard::MAX_SESSIONS
+                    {
+                        return Ok(super::http_guard::too_many_sessions());
+                    }
+                    let response = tower_service::Service::call(&mut service, request).await?;
+                    Ok(super::http_guard::as_jsonrpc(response).await)
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new()

@@ -259,8 +259,13 @@ pub fn bind(
         .template
         .clone()
         .unwrap_or_else(|| "template.md.j2".to_owned());
-    let template_path = path.with_file_name(&template_file);
-    let template_src = match fs_err::read_to_string(&template_path) {
+    let template_src = match crate::confine::inside(
+        path.parent().unwrap_or_else(|| Path::new(".")),
+        &template_file,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|p| fs_err::read_to_string(p).map_err(|e| e.to_string()))
+    {
         Ok(s) => Some(s),
         Err(e) => {
             diags.push(Diagnostic::new(

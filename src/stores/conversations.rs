@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use chrono::{Datelike, Timelike};
-use duckdb::{params, AccessMode, Config, Connection};
+use duckdb::{params, Connection};
 
 use super::StoreError;
 use crate::model::Message;
@@ -303,7 +303,9 @@ impl ConversationStore {
         })
     }
 
-    /// Opens an existing store read-only. Waits up to 10 s while another process
+    /// Opens an existing store read-only, sandboxed for skill SQL
+    /// ([`super::sandbox::duckdb_config`]: no files, network, extensions or settings
+    /// beyond this one file). Waits up to 10 s while another process
     /// writes it (`skills ingest`). Engines open it per call and drop it afterwards, so
     /// a long-running `skills serve` never keeps `skills ingest` out and always sees
     /// the latest import.
@@ -318,9 +320,10 @@ impl ConversationStore {
                 path: path.to_path_buf(),
             });
         }
+        // Readers run SQL from skill folders: the sandbox's configuration (external
+        // access off, configuration locked) is applied as the file is opened.
         let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
-            let config = Config::default().access_mode(AccessMode::ReadOnly)?;
-            Connection::open_with_flags(path, config)
+            Connection::open_with_flags(path, super::sandbox::duckdb_config()?)
         })?;
         Ok(Self {
             path: path.to_path_buf(),

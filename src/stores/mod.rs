@@ -3,6 +3,7 @@
 
 pub mod conversations;
 pub mod memories;
+pub mod sandbox;
 pub mod sql_value;
 
 use std::path::PathBuf;

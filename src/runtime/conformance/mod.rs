@@ -846,6 +846,8 @@ fn read_binding(path: &Path) -> Option<Result<Binding, String>> {
 
 fn parse_binding(path: &Path) -> Result<Binding, String> {
     let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
+    crate::runtime::yaml_depth::check(&text)
+        .map_err(|deep| format!("`{}`: invalid YAML: {deep}", path.display()))?;
     let value: Value = yaml_serde::from_str(&text)
         .map_err(|e| format!("`{}`: invalid YAML: {e}", path.display()))?;
     let schema: Value =
