@@ -36,7 +36,7 @@ impl Folder {
         fs_err::create_dir_all(&d).unwrap();
         fs_err::write(
             d.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: test\nengine: sql\n{extra}input-schema:\n  type: object\n  properties:\n    term: {{type: string, default: x}}\n---\n# {name}\n"),
+            format!("---\nname: {name}\ndescription: test\nengine: sql\nreads: [conversations]\n{extra}input-schema:\n  type: object\n  properties:\n    term: {{type: string, default: x}}\n---\n# {name}\n"),
         )
         .unwrap();
         fs_err::write(d.join("template.md.j2"), template).unwrap();
@@ -71,7 +71,13 @@ fn engine_options_query_etc_passwd_is_refused_without_leaking_its_first_word() {
     );
     let host = f.host();
     assert!(host.skills().is_empty());
-    let text: Vec<String> = host.diagnostics().iter().map(ToString::to_string).collect();
+    // The two documents' diagnostics (not the notes on engines no document binds).
+    let text: Vec<String> = host
+        .diagnostics()
+        .iter()
+        .map(ToString::to_string)
+        .filter(|d| d.contains("SKILL.md"))
+        .collect();
     assert_eq!(text.len(), 2, "{text:#?}");
     for d in &text {
         assert!(d.contains("outside the skill folder"), "{d}");

@@ -103,10 +103,13 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
     assert!(child.wait().unwrap().success());
     // initialize, then one answer per bad line, then -32602 and the ping.
     assert_eq!(seen.len(), 1 + bad_lines.len() + 2, "{seen:#?}");
-    for (i, (_, code)) in bad_lines.iter().enumerate() {
+    for (i, (line, code)) in bad_lines.iter().enumerate() {
         let answer = &seen[1 + i];
         assert_eq!(answer["error"]["code"], *code, "line {i}: {answer}");
-        assert_eq!(answer["id"], Value::Null, "line {i}: {answer}");
+        // JSON-RPC 2.0: the id is null unless it could be read from the request (the
+        // well-formed object with the wrong `jsonrpc` version keeps its id).
+        let id = if line.starts_with(r#"{"jsonrpc":"1.0""#) { json!(1) } else { Value::Null };
+        assert_eq!(answer["id"], id, "line {i}: {answer}");
     }
     let params = &seen[1 + bad_lines.len()];
     assert_eq!(params["error"]["code"], -32602, "{params}");
@@ -125,7 +128,7 @@ fn stdio_server_exits_promptly_when_stdin_closes_during_a_busy_call() {
     fs_err::create_dir_all(&d).unwrap();
     fs_err::write(
         d.join("SKILL.md"),
-        "---\nname: slow\ndescription: a query that runs for a minute\nengine: sql\nengine-options: {store: conversations, timeout-ms: 60000}\ninput-schema:\n  type: object\n  properties: {}\n---\n# slow\n",
+        "---\nname: slow\ndescription: a query that runs for a minute\nengine: sql\nreads: [conversations]\nengine-options: {store: conversations, timeout-ms: 60000}\ninput-schema:\n  type: object\n  properties: {}\n---\n# slow\n",
     )
     .unwrap();
     fs_err::write(d.join("query.sql"), "SELECT count(*) AS n FROM range(1000000000000) a").unwrap();
@@ -260,7 +263,7 @@ fn http_duplicate_host_or_origin_headers_are_refused() {
     let two_hosts = format!("{JSON_HEADERS}Host: evil.example\r\n");
     let (status, _, body) = server.raw(&two_hosts, &init);
     assert_eq!(status, 400, "{body}");
-    assert!(body.contains("-32600") && body.contains("Host"), "{body}");
+    assert!(body.contains("-32600") && body.to_lowercase().contains("host"), "{body}");
     let two_origins = format!("{JSON_HEADERS}Origin: http://localhost:1\r\nOrigin: http://evil.example\r\n");
     let (status, _, body) = server.raw(&two_origins, &init);
     assert_eq!(status, 400, "{body}");

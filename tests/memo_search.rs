@@ -539,7 +539,8 @@ fn explain_adds_leg_ranks_and_trace() {
         .iter()
         .map(|s| s["stage"].as_str().unwrap())
         .collect();
-    assert_eq!(stages, vec!["parse", "leg", "leg", "fuse", "output"]);
+    // Without a model, hybrid has one leg (bm25); `exact` is not a hybrid leg.
+    assert_eq!(stages, vec!["parse", "leg", "fuse", "output"]);
     let plain = fx.run(json!({"query": "defensive fallbacks"}));
     assert!(plain.get("trace").is_none());
     assert!(plain["hits"][0].get("explain").is_none());
@@ -694,20 +695,20 @@ fn model_vec_mode_is_semantic_with_cosine_scores() {
 }
 
 #[test]
-fn model_hybrid_fuses_three_legs() {
+fn model_hybrid_fuses_vec_and_bm25() {
     let Some(fx) = with_model() else { return };
     let out = fx.run(json!({"query": "defensive fallbacks", "explain": true}));
     assert!(!note(&out).contains("embedding unavailable"));
     assert_eq!(titles(&out)[0], "No defensive fallbacks");
     let legs = out["hits"][0]["explain"]["legs"].as_object().unwrap();
-    assert!(legs.contains_key("vec") && legs.contains_key("bm25") && legs.contains_key("exact"));
+    assert!(legs.contains_key("vec") && legs.contains_key("bm25") && !legs.contains_key("exact"));
     let stages: Vec<&str> = out["trace"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["stage"].as_str().unwrap())
         .collect();
-    assert_eq!(stages, vec!["parse", "leg", "leg", "leg", "fuse", "output"]);
+    assert_eq!(stages, vec!["parse", "leg", "leg", "fuse", "output"]);
     // Filters still apply to the vec leg.
     let out = fx.run(json!({"query": "storage", "type": "bug"}));
     assert!(out["hits"]

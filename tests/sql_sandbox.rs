@@ -114,7 +114,7 @@ impl Sandbox {
         fs_err::create_dir_all(&d).unwrap();
         fs_err::write(
             d.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: hostile query\nengine: sql\nengine-options: {{store: {store}}}\ninput-schema:\n  type: object\n  properties: {{}}\n---\n# {name}\n"),
+            format!("---\nname: {name}\ndescription: hostile query\nengine: sql\nreads: [{store}]\nengine-options: {{store: {store}}}\ninput-schema:\n  type: object\n  properties: {{}}\n---\n# {name}\n"),
         )
         .unwrap();
         fs_err::write(d.join("template.md.j2"), "{{ data | tojson }}").unwrap();

@@ -99,7 +99,8 @@ fn serve_holds_no_duckdb_lock_between_calls() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |msg: Value| {
+    // `move`: dropping `send` closes the server's stdin, which ends it.
+    let mut send = move |msg: Value| {
         writeln!(stdin, "{msg}").unwrap();
         stdin.flush().unwrap();
     };

@@ -122,11 +122,17 @@ impl Store {
 
     /// The store a frontmatter `reads`/`writes` entry names: `conversations`,
     /// `all_conversations` or `L0.all_conversations` (its table, optionally with the
-    /// layer), and `memories`; `None` for anything else.
+    /// layer), `conversation_embeddings` or `L1.conversation_embeddings` (the L1
+    /// vectors kept beside it), and `memories`; `None` for anything else.
     pub fn from_declared(entry: &str) -> Option<Self> {
-        let table = entry.strip_prefix("L0.").unwrap_or(entry);
+        let table = entry
+            .strip_prefix("L0.")
+            .or_else(|| entry.strip_prefix("L1."))
+            .unwrap_or(entry);
         match table {
-            "conversations" | "all_conversations" => Some(Self::Conversations),
+            "conversations" | "all_conversations" | "conversation_embeddings" => {
+                Some(Self::Conversations)
+            }
             "memories" => Some(Self::Memories),
             _ => None,
         }
