@@ -109,8 +109,7 @@ mod tests {
             let err = inside(&folder, "link.sql").unwrap_err();
             assert!(matches!(err, ConfineError::Outside { .. }), "{err}");
             assert!(!is_file_inside(&folder, &folder.join("link.sql")));
-            std::os::unix::fs::symlink(folder.join("query.sql"), folder.join("inner.sql"))
-                .unwrap();
+            std::os::unix::fs::symlink(folder.join("query.sql"), folder.join("inner.sql")).unwrap();
             assert!(inside(&folder, "inner.sql").is_ok());
         }
         assert!(matches!(

@@ -109,7 +109,10 @@ fn html_links_resolve_and_pages_carry_the_documents() {
         "{page}"
     );
     // The pair is linked: semantic-search has its own page.
-    assert!(page.contains("- Fuzzy matching (that's [semantic-search](semantic-search.md)'s job)"), "{page}");
+    assert!(
+        page.contains("- Fuzzy matching (that's [semantic-search](semantic-search.md)'s job)"),
+        "{page}"
+    );
     assert!(page.contains("| Every row has conv_id (L2 consumers need it for citations) |"));
     assert!(page.contains("\"name\": \"search_conversations\""));
     let page = std::fs::read_to_string(tmp.path().join("memo-search.md")).unwrap();

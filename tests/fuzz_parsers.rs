@@ -65,8 +65,32 @@ fn bundled_docs() -> Vec<(PathBuf, String)> {
 }
 
 const SNIPPETS: &[&str] = &[
-    "---\n", "\n", ":", "- ", "[", "]", "{", "}", "'", "\"", "\0", "#", "&a ", "*a", "!!str ",
-    "|\n", ">\n", "\t", "\u{feff}", "\u{d7ff}", "🦀", "- [ ] ", "## ", "```\n", "\\", "%YAML 1.2\n",
+    "---\n",
+    "\n",
+    ":",
+    "- ",
+    "[",
+    "]",
+    "{",
+    "}",
+    "'",
+    "\"",
+    "\0",
+    "#",
+    "&a ",
+    "*a",
+    "!!str ",
+    "|\n",
+    ">\n",
+    "\t",
+    "\u{feff}",
+    "\u{d7ff}",
+    "🦀",
+    "- [ ] ",
+    "## ",
+    "```\n",
+    "\\",
+    "%YAML 1.2\n",
 ];
 
 fn mutate(rng: &mut Rng, text: &str) -> String {
@@ -146,7 +170,10 @@ fn mutated_documents_parse_or_report_with_the_file_named() {
             }
         }
     }
-    assert!(parsed > 0 && reported > 0, "parsed {parsed}, reported {reported}");
+    assert!(
+        parsed > 0 && reported > 0,
+        "parsed {parsed}, reported {reported}"
+    );
 }
 
 #[test]
@@ -201,7 +228,11 @@ fn random_value(rng: &mut Rng, depth: usize) -> Value {
             json!(s)
         }
         5 => json!("y".repeat(rng.below(100_000))),
-        6 => Value::Array((0..rng.below(4)).map(|_| random_value(rng, depth + 1)).collect()),
+        6 => Value::Array(
+            (0..rng.below(4))
+                .map(|_| random_value(rng, depth + 1))
+                .collect(),
+        ),
         _ => {
             let mut m = Map::new();
             for i in 0..rng.below(4) {
@@ -247,8 +278,10 @@ fn random_arguments_are_accepted_or_each_fault_named() {
         };
         let start = Instant::now();
         let validator = jsonschema::draft202012::new(schema).unwrap();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| args::check(schema, &validator, value.clone())))
-            .unwrap_or_else(|_| panic!("case {case} (seed {}) panicked on {value}", seed()));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            args::check(schema, &validator, value.clone())
+        }))
+        .unwrap_or_else(|_| panic!("case {case} (seed {}) panicked on {value}", seed()));
         assert!(start.elapsed() < Duration::from_secs(2), "case {case}");
         match outcome {
             Ok(checked) => assert!(validator.is_valid(&checked), "case {case}: {checked}"),
@@ -256,7 +289,10 @@ fn random_arguments_are_accepted_or_each_fault_named() {
                 assert!(!errors.is_empty(), "case {case}");
                 for e in &errors {
                     assert!(!e.reason.is_empty(), "case {case}: {e:?}");
-                    assert!(e.reason.len() < 1000, "case {case}: reason echoes the value");
+                    assert!(
+                        e.reason.len() < 1000,
+                        "case {case}: reason echoes the value"
+                    );
                 }
             }
         }

@@ -98,37 +98,64 @@ fn symlinks_leave_the_skill_folder_neither_as_query_template_nor_resource() {
         "x",
     );
     std::os::unix::fs::symlink(&outside, d.join("link.sql")).unwrap();
-    let t = f.add("linked-template", "engine-options: {store: conversations}\ntemplate: t.j2\n", "SELECT 1", "x");
+    let t = f.add(
+        "linked-template",
+        "engine-options: {store: conversations}\ntemplate: t.j2\n",
+        "SELECT 1",
+        "x",
+    );
     std::os::unix::fs::symlink(&outside, t.join("t.j2")).unwrap();
     let host = f.host();
     assert!(host.skills().is_empty(), "{:?}", host.diagnostics());
-    for d in host.diagnostics() {
+    // The documents' diagnostics (not the notes on engines no document binds).
+    for d in host
+        .diagnostics()
+        .iter()
+        .filter(|d| d.file.ends_with("SKILL.md"))
+    {
         let text = d.to_string();
         assert!(text.contains("outside the skill folder"), "{text}");
         assert!(!text.contains("leaked-content"), "{text}");
     }
     // As a resource: the link inside a valid skill's folder is not served.
-    let ok = f.add("ok", "engine-options: {store: conversations}\n", "SELECT 1 AS n", "{{ data.count }}");
+    let ok = f.add(
+        "ok",
+        "engine-options: {store: conversations}\n",
+        "SELECT 1 AS n",
+        "{{ data.count }}",
+    );
     std::os::unix::fs::symlink(&outside, ok.join("notes.md")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", ok.join("passwd.md")).unwrap();
     fs_err::write(ok.join("real.md"), "inside").unwrap();
     let host = f.host();
     let server = skills::runtime::mcp::SkillServer::new(std::sync::Arc::new(host));
-    let uris = tokio::runtime::Runtime::new().unwrap().block_on(async move {
-        use rmcp::ServiceExt;
-        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(async move { server.serve(server_io).await.unwrap().waiting().await });
-        let client = ().serve(client_io).await.unwrap();
-        let listed = client.list_all_resources().await.unwrap();
-        let read = client
-            .read_resource(rmcp::model::ReadResourceRequestParams::new("skill://ok/notes.md"))
-            .await;
-        assert!(read.is_err(), "the linked file was served: {read:?}");
-        client.cancel().await.unwrap();
-        listed.into_iter().map(|r| r.uri.clone()).collect::<Vec<_>>()
-    });
+    let uris = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async move {
+            use rmcp::ServiceExt;
+            let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(async move { server.serve(server_io).await.unwrap().waiting().await });
+            let client = ().serve(client_io).await.unwrap();
+            let listed = client.list_all_resources().await.unwrap();
+            let read = client
+                .read_resource(rmcp::model::ReadResourceRequestParams::new(
+                    "skill://ok/notes.md",
+                ))
+                .await;
+            assert!(read.is_err(), "the linked file was served: {read:?}");
+            client.cancel().await.unwrap();
+            listed
+                .into_iter()
+                .map(|r| r.uri.clone())
+                .collect::<Vec<_>>()
+        });
     assert!(uris.contains(&"skill://ok/real.md".to_owned()), "{uris:?}");
-    assert!(!uris.iter().any(|u| u.ends_with("notes.md") || u.ends_with("passwd.md")), "{uris:?}");
+    assert!(
+        !uris
+            .iter()
+            .any(|u| u.ends_with("notes.md") || u.ends_with("passwd.md")),
+        "{uris:?}"
+    );
 }
 
 #[test]
@@ -145,7 +172,11 @@ fn template_with_nested_range_loops_fails_with_the_render_budget() {
     let err = host.call("loops", json!({})).unwrap_err();
     assert!(matches!(err, CallError::Render { .. }), "{err}");
     assert!(format!("{err:#}").contains("render budget"), "{err:#}");
-    assert!(start.elapsed() < Duration::from_secs(20), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -175,7 +206,12 @@ fn deeply_nested_yaml_document_is_rejected_in_milliseconds_with_the_file_named()
 #[test]
 fn nul_inside_term_is_refused_not_dropped() {
     let f = Folder::new();
-    f.add("plain", "engine-options: {store: conversations}\n", "SELECT $term AS t", "{{ data.rows[0].t }}");
+    f.add(
+        "plain",
+        "engine-options: {store: conversations}\n",
+        "SELECT $term AS t",
+        "{{ data.rows[0].t }}",
+    );
     let host = f.host();
     match host.call("plain", json!({"term": "a\u{0}b"})) {
         Err(CallError::InvalidArguments { errors, .. }) => {
@@ -184,7 +220,10 @@ fn nul_inside_term_is_refused_not_dropped() {
         }
         other => panic!("expected an argument error, got {other:?}"),
     }
-    assert_eq!(host.call("plain", json!({"term": "ab"})).unwrap().text, "ab");
+    assert_eq!(
+        host.call("plain", json!({"term": "ab"})).unwrap().text,
+        "ab"
+    );
 }
 
 #[test]
@@ -218,7 +257,12 @@ fn every_bundled_free_text_argument_declares_max_length() {
         let props = skill.meta.input_schema["properties"].as_object().unwrap();
         for (name, prop) in props {
             let free_text = prop["type"] == "string" && prop.get("enum").is_none();
-            if free_text && prop.get("maxLength").and_then(serde_json::Value::as_u64).is_none() {
+            if free_text
+                && prop
+                    .get("maxLength")
+                    .and_then(serde_json::Value::as_u64)
+                    .is_none()
+            {
                 missing.push(format!("{}.{name}", skill.name()));
             }
         }

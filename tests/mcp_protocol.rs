@@ -56,7 +56,9 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
     let stderr = child.stderr.take().unwrap();
     let log = std::thread::spawn(move || {
         let mut text = String::new();
-        std::io::BufReader::new(stderr).read_to_string(&mut text).unwrap();
+        std::io::BufReader::new(stderr)
+            .read_to_string(&mut text)
+            .unwrap();
         text
     });
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
@@ -79,8 +81,14 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
     );
     let bad_lines: Vec<(String, i64)> = vec![
         ("this is not json".into(), -32700),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\ud800"}}"#.into(), -32700),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":1e400}}"#.into(), -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\ud800"}}"#.into(),
+            -32700,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":1e400}}"#.into(),
+            -32700,
+        ),
         (deep, -32700),
         (huge, -32600),
         ("[]".into(), -32600),
@@ -96,7 +104,12 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 5}})
     )
     .unwrap();
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+    )
+    .unwrap();
     stdin.flush().unwrap();
     drop(stdin);
     let seen = lines.join().unwrap();
@@ -108,7 +121,11 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
         assert_eq!(answer["error"]["code"], *code, "line {i}: {answer}");
         // JSON-RPC 2.0: the id is null unless it could be read from the request (the
         // well-formed object with the wrong `jsonrpc` version keeps its id).
-        let id = if line.starts_with(r#"{"jsonrpc":"1.0""#) { json!(1) } else { Value::Null };
+        let id = if line.starts_with(r#"{"jsonrpc":"1.0""#) {
+            json!(1)
+        } else {
+            Value::Null
+        };
         assert_eq!(answer["id"], id, "line {i}: {answer}");
     }
     let params = &seen[1 + bad_lines.len()];
@@ -131,7 +148,11 @@ fn stdio_server_exits_promptly_when_stdin_closes_during_a_busy_call() {
         "---\nname: slow\ndescription: a query that runs for a minute\nengine: sql\nreads: [conversations]\nengine-options: {store: conversations, timeout-ms: 60000}\ninput-schema:\n  type: object\n  properties: {}\n---\n# slow\n",
     )
     .unwrap();
-    fs_err::write(d.join("query.sql"), "SELECT count(*) AS n FROM range(1000000000000) a").unwrap();
+    fs_err::write(
+        d.join("query.sql"),
+        "SELECT count(*) AS n FROM range(1000000000000) a",
+    )
+    .unwrap();
     fs_err::write(d.join("template.md.j2"), "{{ data.count }}").unwrap();
     let mut child = spawn_stdio(skills.path(), data.path());
     let mut stdin = child.stdin.take().unwrap();
@@ -160,7 +181,10 @@ fn stdio_server_exits_promptly_when_stdin_closes_during_a_busy_call() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let took = closed.elapsed();
-    assert!(took < Duration::from_secs(3), "exited {took:?} after stdin closed");
+    assert!(
+        took < Duration::from_secs(3),
+        "exited {took:?} after stdin closed"
+    );
 }
 
 /// A running `skills serve --http 127.0.0.1:0`, killed on drop.
@@ -219,7 +243,11 @@ impl HttpServer {
             .unwrap_or(0);
         let content_type = response
             .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type:").map(|v| v.trim().to_owned()))
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-type:")
+                    .map(|v| v.trim().to_owned())
+            })
             .unwrap_or_default();
         let body = response
             .split_once("\r\n\r\n")
@@ -242,13 +270,23 @@ const JSON_HEADERS: &str =
 #[test]
 fn http_bodies_that_fail_to_parse_get_json_rpc_errors_not_plain_text() {
     let server = HttpServer::start();
-    for body in ["not json at all", r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":1e400}}"#] {
+    for body in [
+        "not json at all",
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":1e400}}"#,
+    ] {
         let (status, content_type, text) = server.raw(JSON_HEADERS, body);
         assert!((400..500).contains(&status), "{status} {text}");
-        assert!(content_type.starts_with("application/json"), "{content_type}: {text}");
-        let value: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert!(
+            content_type.starts_with("application/json"),
+            "{content_type}: {text}"
+        );
+        let value: Value =
+            serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
         assert_eq!(value["id"], Value::Null, "{value}");
-        assert!(value["error"]["code"].as_i64().unwrap() <= -32600, "{value}");
+        assert!(
+            value["error"]["code"].as_i64().unwrap() <= -32600,
+            "{value}"
+        );
     }
 }
 
@@ -263,8 +301,12 @@ fn http_duplicate_host_or_origin_headers_are_refused() {
     let two_hosts = format!("{JSON_HEADERS}Host: evil.example\r\n");
     let (status, _, body) = server.raw(&two_hosts, &init);
     assert_eq!(status, 400, "{body}");
-    assert!(body.contains("-32600") && body.to_lowercase().contains("host"), "{body}");
-    let two_origins = format!("{JSON_HEADERS}Origin: http://localhost:1\r\nOrigin: http://evil.example\r\n");
+    assert!(
+        body.contains("-32600") && body.to_lowercase().contains("host"),
+        "{body}"
+    );
+    let two_origins =
+        format!("{JSON_HEADERS}Origin: http://localhost:1\r\nOrigin: http://evil.example\r\n");
     let (status, _, body) = server.raw(&two_origins, &init);
     assert_eq!(status, 400, "{body}");
 }

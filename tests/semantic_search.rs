@@ -92,7 +92,7 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
         "executable cannot locate dynamic lib",
         &["--arg", "limit=3"],
     );
-    let previews: Vec<&str> = found["rows"]
+    let previews: Vec<&str> = found["data"]["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -129,7 +129,7 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
         &["--arg", "limit=1"],
     );
     assert_eq!(
-        garden["rows"][0]["message_id"], "b0000002-9999-4000-8000-000000000001",
+        garden["data"]["rows"][0]["message_id"], "b0000002-9999-4000-8000-000000000001",
         "{garden}"
     );
 }

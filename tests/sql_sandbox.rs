@@ -85,7 +85,11 @@ impl Sandbox {
         fs_err::create_dir_all(outside.join("out")).unwrap();
         fs_err::write(outside.join("secret.txt"), format!("{SECRET}\n")).unwrap();
         fs_err::write(outside.join("secret.csv"), format!("a\n{SECRET}\n")).unwrap();
-        fs_err::write(outside.join("secret.json"), format!("{{\"a\": \"{SECRET}\"}}")).unwrap();
+        fs_err::write(
+            outside.join("secret.json"),
+            format!("{{\"a\": \"{SECRET}\"}}"),
+        )
+        .unwrap();
         let other = ConversationStore::open_rw(&outside.join("other.duckdb")).unwrap();
         other.insert(&[message("z", 0, SECRET)]).unwrap();
         other.close().unwrap();
@@ -225,13 +229,22 @@ const DUCKDB_HOSTILE: &[(&str, &str)] = &[
 /// Hostile SQLite queries (memories store).
 const SQLITE_HOSTILE: &[(&str, &str)] = &[
     ("sqlite_attach", "ATTACH '{out}/x.sqlite' AS x"),
-    ("sqlite_attach_then_write", "SELECT 1; ATTACH '{out}/x.sqlite' AS x"),
+    (
+        "sqlite_attach_then_write",
+        "SELECT 1; ATTACH '{out}/x.sqlite' AS x",
+    ),
     ("sqlite_two_statements", "SELECT 1; DELETE FROM memories"),
     ("sqlite_vacuum_into", "VACUUM INTO '{out}/copy.sqlite'"),
-    ("sqlite_cte_write", "WITH x AS (SELECT 1) DELETE FROM memories"),
+    (
+        "sqlite_cte_write",
+        "WITH x AS (SELECT 1) DELETE FROM memories",
+    ),
     ("sqlite_pragma", "PRAGMA query_only = 0"),
     ("sqlite_insert", "INSERT INTO memories(id) VALUES ('x')"),
-    ("sqlite_load_extension", "SELECT load_extension('{dir}/evil')"),
+    (
+        "sqlite_load_extension",
+        "SELECT load_extension('{dir}/evil')",
+    ),
 ];
 
 #[test]
@@ -271,12 +284,22 @@ fn hostile_queries_read_write_and_connect_nothing() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(sandbox.files(), before, "a file was written or changed");
-    assert!(listener.accept().is_err(), "a query connected to the listener");
+    assert!(
+        listener.accept().is_err(),
+        "a query connected to the listener"
+    );
     assert_eq!(socket_count(), sockets, "a socket was left open");
     // The store is still readable through the same sandboxed connection.
-    sandbox.add_skill("plain", "conversations", "SELECT count(*) AS n FROM all_conversations");
+    sandbox.add_skill(
+        "plain",
+        "conversations",
+        "SELECT count(*) AS n FROM all_conversations",
+    );
     let host = sandbox.host();
-    assert_eq!(host.call("plain", json!({})).unwrap().data["rows"][0]["n"], 2);
+    assert_eq!(
+        host.call("plain", json!({})).unwrap().data["rows"][0]["n"],
+        2
+    );
 }
 
 #[test]
@@ -289,7 +312,10 @@ fn closing_the_wrappers_parenthesis_runs_no_extra_statement() {
     );
     let err = sandbox.host().call("escape", json!({})).unwrap_err();
     let message = format!("{err:#}");
-    assert!(message.contains("sandbox rule `one statement`"), "{message}");
+    assert!(
+        message.contains("sandbox rule `one statement`"),
+        "{message}"
+    );
     assert!(message.contains("found 3 statements"), "{message}");
     assert!(!sandbox.outside().join("out/x.txt").exists());
 }
@@ -297,9 +323,19 @@ fn closing_the_wrappers_parenthesis_runs_no_extra_statement() {
 #[test]
 fn read_text_of_an_outside_file_names_the_external_access_rule() {
     let sandbox = Sandbox::new(9);
-    sandbox.add_skill("reader", "conversations", "SELECT content FROM read_text('{dir}/secret.txt')");
-    let message = format!("{:#}", sandbox.host().call("reader", json!({})).unwrap_err());
-    assert!(message.contains("sandbox rule `no external access`"), "{message}");
+    sandbox.add_skill(
+        "reader",
+        "conversations",
+        "SELECT content FROM read_text('{dir}/secret.txt')",
+    );
+    let message = format!(
+        "{:#}",
+        sandbox.host().call("reader", json!({})).unwrap_err()
+    );
+    assert!(
+        message.contains("sandbox rule `no external access`"),
+        "{message}"
+    );
     assert!(!message.contains(SECRET), "{message}");
 }
 
@@ -310,9 +346,15 @@ fn sqlite_memories_queries_keep_holding() {
     sandbox.add_skill("attach", "memories", "ATTACH '{out}/x.sqlite' AS x");
     sandbox.add_skill("multi", "memories", "SELECT 1; DELETE FROM memories");
     let host = sandbox.host();
-    assert_eq!(host.call("ok", json!({})).unwrap().data["rows"][0]["id"], "m1");
+    assert_eq!(
+        host.call("ok", json!({})).unwrap().data["rows"][0]["id"],
+        "m1"
+    );
     let attach = format!("{:#}", host.call("attach", json!({})).unwrap_err());
-    assert!(attach.contains("sandbox rule `read-only select`"), "{attach}");
+    assert!(
+        attach.contains("sandbox rule `read-only select`"),
+        "{attach}"
+    );
     let multi = format!("{:#}", host.call("multi", json!({})).unwrap_err());
     assert!(multi.contains("sandbox rule `one statement`"), "{multi}");
     assert!(!sandbox.outside().join("out/x.sqlite").exists());
@@ -323,7 +365,11 @@ fn sqlite_memories_queries_keep_holding() {
 #[test]
 fn verify_reference_sql_cannot_write_files() {
     let sandbox = Sandbox::new(9);
-    sandbox.add_skill("plain", "conversations", "SELECT count(*) AS n FROM all_conversations");
+    sandbox.add_skill(
+        "plain",
+        "conversations",
+        "SELECT count(*) AS n FROM all_conversations",
+    );
     let host = sandbox.host();
     let skill = host.get("plain").unwrap();
     let skills_dir = sandbox.root.path().join("skills");
@@ -356,7 +402,11 @@ fn verify_reference_sql_cannot_write_files() {
     }
     assert_eq!(sandbox.files(), before);
     let rows = probe
-        .query(StoreName::Conversations, "SELECT count(*) FROM all_conversations", &[])
+        .query(
+            StoreName::Conversations,
+            "SELECT count(*) FROM all_conversations",
+            &[],
+        )
         .unwrap();
     assert_eq!(rows, vec![vec![json!(2)]]);
 }

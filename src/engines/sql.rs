@@ -279,11 +279,9 @@ impl SqlQuery {
         })();
         let timed_out = watchdog.stop();
         let (columns, rows) = result.map_err(|e| match e {
-            rusqlite::Error::InvalidQuery => {
-                refused(sandbox::SandboxError::NotSelect {
-                    keyword: sandbox::first_keyword(sql),
-                })
-            }
+            rusqlite::Error::InvalidQuery => refused(sandbox::SandboxError::NotSelect {
+                keyword: sandbox::first_keyword(sql),
+            }),
             rusqlite::Error::MultipleStatement => refused(sandbox::SandboxError::SeveralStatements),
             e => query_error(&e.to_string(), timed_out, self.timeout),
         })?;
@@ -438,5 +436,4 @@ mod tests {
         assert_eq!(names, ["role", "role_2"]);
         assert_eq!(placeholders("x::VARCHAR, $1").1, Vec::<String>::new());
     }
-
 }

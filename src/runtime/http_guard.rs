@@ -96,7 +96,11 @@ pub async fn as_jsonrpc(response: Response) -> Response {
     let text = text.trim();
     let not_json = status == hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE
         && (text.contains("Deserialize") || text.contains("parse") || text.contains("JSON"));
-    let code = if not_json { PARSE_ERROR } else { INVALID_REQUEST };
+    let code = if not_json {
+        PARSE_ERROR
+    } else {
+        INVALID_REQUEST
+    };
     jsonrpc_error(status, code, text)
 }
 
@@ -114,19 +118,27 @@ mod tests {
         assert_eq!(response.status(), hyper::StatusCode::BAD_REQUEST);
         let mut headers = hyper::HeaderMap::new();
         headers.append(hyper::header::ORIGIN, "http://localhost:1".parse().unwrap());
-        headers.append(hyper::header::ORIGIN, "http://evil.example".parse().unwrap());
+        headers.append(
+            hyper::header::ORIGIN,
+            "http://evil.example".parse().unwrap(),
+        );
         assert!(duplicate_headers(&headers).is_some());
     }
 
     #[tokio::test]
     async fn plain_text_client_errors_become_json_rpc() {
         let mut plain = hyper::Response::new(
-            Full::new(Bytes::from("Unsupported Media Type: Deserialize error: expected value"))
-                .boxed(),
+            Full::new(Bytes::from(
+                "Unsupported Media Type: Deserialize error: expected value",
+            ))
+            .boxed(),
         );
         *plain.status_mut() = hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE;
         let rewritten = as_jsonrpc(plain).await;
-        assert_eq!(rewritten.status(), hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(
+            rewritten.status(),
+            hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE
+        );
         let body = rewritten.into_body().collect().await.unwrap().to_bytes();
         let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(value["error"]["code"], PARSE_ERROR);

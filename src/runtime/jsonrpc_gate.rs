@@ -110,7 +110,11 @@ pub fn judge(line: &[u8]) -> Verdict {
     let id_ok = matches!(id, Some(Value::String(_)))
         || id.and_then(Value::as_i64).is_some()
         || id.and_then(Value::as_u64).is_some();
-    let answer_id = if id_ok { id.cloned().unwrap_or(Value::Null) } else { Value::Null };
+    let answer_id = if id_ok {
+        id.cloned().unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return answer(
             answer_id,

@@ -518,11 +518,11 @@ impl ServerHandler for SkillServer {
             }
             fs_err::read_to_string(path)
         })
-            .await
-            .map_err(|e| {
-                ErrorData::internal_error(format!("reading `{}` stopped: {e}", request.uri), None)
-            })?
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        .await
+        .map_err(|e| {
+            ErrorData::internal_error(format!("reading `{}` stopped: {e}", request.uri), None)
+        })?
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let contents = ResourceContents::text(text, request.uri).with_mime_type(file.mime_type);
         Ok(ReadResourceResult::new(vec![contents]).into())
     }

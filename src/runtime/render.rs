@@ -69,14 +69,11 @@ pub fn render(
         cap: MAX_OUTPUT_BYTES,
         overflowed: false,
     };
-    let result = template.render_captured_to(
-        minijinja::context! { data => data, args => args },
-        &mut out,
-    );
+    let result =
+        template.render_captured_to(minijinja::context! { data => data, args => args }, &mut out);
     if let Err(e) = result {
-        let budget = |what: String| {
-            minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, what)
-        };
+        let budget =
+            |what: String| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, what);
         return Err(match e.kind() {
             minijinja::ErrorKind::OutOfFuel => budget(format!(
                 "template `{name}` exceeded its render budget of {RENDER_FUEL} instructions (loops too large for one call)"

@@ -53,10 +53,7 @@ pub fn check(text: &str) -> Result<(), TooDeep> {
             indents.push(indent);
             // `- - - x` and `? ` open one level each on the same line.
             let mut rest = content;
-            while let Some(after) = rest
-                .strip_prefix("- ")
-                .or_else(|| rest.strip_prefix("? "))
-            {
+            while let Some(after) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("? ")) {
                 block += 1;
                 rest = after.trim_start_matches(' ');
             }
@@ -105,7 +102,11 @@ mod tests {
 
     #[test]
     fn deep_flow_and_block_nesting_are_refused_with_the_line() {
-        let deep = format!("name: x\nk: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let deep = format!(
+            "name: x\nk: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
         let start = std::time::Instant::now();
         assert_eq!(check(&deep), Err(TooDeep { line: 2 }));
         assert!(start.elapsed() < std::time::Duration::from_millis(500));

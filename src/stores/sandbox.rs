@@ -58,7 +58,9 @@ pub enum SandboxError {
         count: usize,
     },
     /// SQLite found a second statement after the first.
-    #[error("skill SQL breaks the sandbox rule `one statement`: SQLite found more than one statement")]
+    #[error(
+        "skill SQL breaks the sandbox rule `one statement`: SQLite found more than one statement"
+    )]
     SeveralStatements,
     /// The statement does not start with a reading keyword.
     #[error("skill SQL breaks the sandbox rule `read-only select`: the query starts with `{keyword}`; skill queries must be one read-only SELECT")]
@@ -162,7 +164,9 @@ pub fn refusal(message: &str) -> Option<SandboxError> {
 pub fn statement_count(sql: &str) -> Result<usize, SandboxError> {
     let text = CString::new(sql)
         .map_err(|_| SandboxError::Parse("the SQL text contains a NUL byte".to_owned()))?;
-    let parser = PARSER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let parser = PARSER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let parser = match &*parser {
         Ok(p) => p,
         Err(e) => return Err(SandboxError::Parse(e.clone())),
@@ -276,8 +280,10 @@ mod tests {
         assert_eq!(statement_count("SELECT ';' AS x; -- ;\n").unwrap(), 1);
         assert_eq!(statement_count("SELECT 1; SELECT 2").unwrap(), 2);
         assert_eq!(
-            statement_count("SELECT * FROM (SELECT 1 AS a) AS q; COPY (SELECT 1) TO 'x.csv'; SELECT 1")
-                .unwrap(),
+            statement_count(
+                "SELECT * FROM (SELECT 1 AS a) AS q; COPY (SELECT 1) TO 'x.csv'; SELECT 1"
+            )
+            .unwrap(),
             3
         );
         assert!(matches!(
@@ -311,7 +317,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(refusal(&err).is_some(), "{err}");
-        let err = conn.execute_batch("SET enable_external_access = true").unwrap_err();
+        let err = conn
+            .execute_batch("SET enable_external_access = true")
+            .unwrap_err();
         assert!(refusal(&err.to_string()).is_some(), "{err}");
     }
 }
