@@ -14,8 +14,12 @@ use std::path::{Path, PathBuf};
 
 use model2vec_rs::model::StaticModel;
 
-/// Longest input, in tokens, an embedding reads (longer text is cut).
+/// Longest input, in tokens, an embedding reads (longer text is cut); see
+/// [`Embedder::embed_chunks`] for text of any length.
 pub const MAX_TOKENS: usize = 512;
+
+/// Most words in one chunk of [`chunks`] (a word is a run of non-whitespace).
+pub const CHUNK_WORDS: usize = 96;
 
 /// Why no embedder could be loaded.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -126,11 +130,101 @@ impl Embedder {
         let v = out.pop().unwrap_or_else(|| vec![0.0; self.dim]);
         crate::search::vectors::normalized(&v)
     }
+
+    /// Embeds text of any length as one unit vector per chunk ([`chunks`]), so words
+    /// past [`MAX_TOKENS`] still count and a long text's topics are not averaged
+    /// into one vector. At least one vector; each `dim` long.
+    pub fn embed_chunks(&self, text: &str) -> Vec<Vec<f32>> {
+        let pieces = chunks(text);
+        let mut out = self.model.encode_with_args(&pieces, Some(MAX_TOKENS), 64);
+        out.resize_with(pieces.len(), || vec![0.0; self.dim]);
+        out.iter()
+            .map(|v| crate::search::vectors::normalized(v))
+            .collect()
+    }
+
+    /// Embeds every text of `texts`, each exactly as [`Embedder::embed`] would (the
+    /// work spread over the machine's cores): `texts.len() × dim` values, the vector
+    /// of `texts[i]` at `i × dim`.
+    pub fn embed_batch(&self, texts: &[String]) -> Vec<f32> {
+        let mut flat = self.model.encode_flat_with_args(texts, Some(MAX_TOKENS));
+        if self.dim > 0 {
+            for row in flat.chunks_exact_mut(self.dim) {
+                let unit = crate::search::vectors::normalized(row);
+                row.copy_from_slice(&unit);
+            }
+        }
+        flat
+    }
+}
+
+/// Splits `text` into chunks of at most [`CHUNK_WORDS`] words for embedding: lines
+/// (paragraphs, turns of a dialogue) are packed whole, in order, into a chunk until
+/// the next would not fit; a line longer than a chunk is cut between words. Every
+/// word is in exactly one chunk; blank lines are dropped; an empty text gives one
+/// empty chunk.
+pub fn chunks(text: &str) -> Vec<String> {
+    let chunk_words = CHUNK_WORDS;
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut cur_words = 0;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.is_empty() {
+            continue;
+        }
+        if cur_words > 0 && cur_words + words.len() > chunk_words {
+            out.push(std::mem::take(&mut cur));
+            cur_words = 0;
+        }
+        for piece in words.chunks(chunk_words) {
+            if cur_words > 0 && cur_words + piece.len() > chunk_words {
+                out.push(std::mem::take(&mut cur));
+                cur_words = 0;
+            }
+            if !cur.is_empty() {
+                cur.push('\n');
+            }
+            cur.push_str(&piece.join(" "));
+            cur_words += piece.len();
+        }
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_pack_lines_and_keep_every_word() {
+        assert_eq!(chunks(""), vec![String::new()]);
+        assert_eq!(chunks("a b\n\nc"), vec!["a b\nc".to_owned()]);
+        let line = |i: usize| {
+            (0..40)
+                .map(|w| format!("w{i}x{w}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let text = (0..5).map(line).collect::<Vec<_>>().join("\n");
+        let got = chunks(&text);
+        // 40-word lines: two per 96-word chunk.
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], format!("{}\n{}", line(0), line(1)));
+        let long = (0..250)
+            .map(|w| format!("x{w}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let got = chunks(&long);
+        assert_eq!(
+            got.iter().map(|c| c.split(' ').count()).collect::<Vec<_>>(),
+            vec![96, 96, 58]
+        );
+        assert_eq!(got.join(" "), long);
+    }
 
     #[test]
     fn missing_model_is_not_found() {

@@ -10,10 +10,12 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod confine;
 pub mod embed;
 pub mod engines;
 pub mod ingest;
 pub mod model;
+pub mod redact;
 pub mod runtime;
 pub mod search;
 pub mod stores;

@@ -341,7 +341,7 @@ fn new_sql_skill_validates_and_verifies_as_generated() {
     assert!(
         stdout(&o)
             .trim_end()
-            .ends_with("4 passed, 0 failed, 0 excluded"),
+            .ends_with("5 passed, 0 failed, 0 excluded"),
         "{}",
         stdout(&o)
     );

@@ -108,11 +108,15 @@ fn html_links_resolve_and_pages_carry_the_documents() {
         ),
         "{page}"
     );
-    assert!(page.contains("- Fuzzy matching (that's semantic-search's job)"));
+    // The pair is linked: semantic-search has its own page.
+    assert!(
+        page.contains("- Fuzzy matching (that's [semantic-search](semantic-search.md)'s job)"),
+        "{page}"
+    );
     assert!(page.contains("| Every row has conv_id (L2 consumers need it for citations) |"));
     assert!(page.contains("\"name\": \"search_conversations\""));
     let page = std::fs::read_to_string(tmp.path().join("memo-search.md")).unwrap();
-    assert!(page.contains("| `query` | string | yes |  |  | Search text; empty or whitespace-only returns no hits. |"), "{page}");
+    assert!(page.contains("| `query` | string | yes |  | length ≤ 2000 | Search text; empty or whitespace-only returns no hits. |"), "{page}");
     assert!(
         page.contains("| `mode` | string | no | `\"hybrid\"` |"),
         "{page}"

@@ -174,7 +174,7 @@ fn engine_without_document_is_reported() {
 fn invalid_input_schema_and_bad_template_are_reported() {
     let tmp = copy_skills();
     let bad_schema = add_doc(tmp.path(), "bad-schema", "---\nname: bad-schema\ndescription: x\nengine: search_conversations\ninput-schema:\n  type: object\n  properties:\n    limit: {type: integer, minimum: \"one\"}\n---\n");
-    let bad_tpl = add_doc(tmp.path(), "bad-template", "---\nname: bad-template\ndescription: x\nengine: search_conversations\nallowed-tools: mcp__x__bad_template\ninput-schema: {type: object, properties: {}}\n---\n");
+    let bad_tpl = add_doc(tmp.path(), "bad-template", "---\nname: bad-template\ndescription: x\nengine: search_conversations\nreads: [conversations]\nallowed-tools: mcp__x__bad_template\ninput-schema: {type: object, properties: {}}\n---\n");
     std::fs::write(bad_tpl.with_file_name("template.md.j2"), "{% for %}").unwrap();
     let host = load(tmp.path());
     let d = host

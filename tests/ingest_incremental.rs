@@ -136,6 +136,7 @@ fn injected_text_is_set_aside_and_searchable_without_role() {
             &paths,
             IngestOptions {
                 keep_injected: true,
+                ..IngestOptions::default()
             },
         );
         assert_eq!(summary.messages_injected, 0);

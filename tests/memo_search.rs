@@ -259,7 +259,7 @@ fn empty_and_whitespace_queries_return_no_hits() {
 }
 
 #[test]
-fn bm25_falls_back_to_or_but_exact_does_not() {
+fn bm25_ranks_the_disjunction_but_exact_is_strict_and() {
     let Some(fx) = lexical() else { return };
     let out = fx.run(json!({"query": "sqlite zebracornish", "mode": "bm25", "explain": true}));
     assert!(out["count"].as_u64().unwrap() > 0);
@@ -269,20 +269,25 @@ fn bm25_falls_back_to_or_but_exact_does_not() {
         .iter()
         .filter(|s| s["stage"] == "leg")
         .collect();
-    assert_eq!(legs[0]["fallback"], "or");
+    assert_eq!(legs[0]["fts_query"], "\"sqlite\" OR \"zebracornish\"");
     let out = fx.run(json!({"query": "sqlite zebracornish", "mode": "exact"}));
     assert_eq!(out["count"], 0);
-    // AND first: every bm25 hit for two common words contains both.
+    // Memories holding both words rank above those holding one (the BM25 sum), and
+    // those holding one are still returned.
     let out =
         fx.run(json!({"query": "python virtual", "mode": "bm25", "body_chars": -1, "limit": 50}));
-    for h in out["hits"].as_array().unwrap() {
-        let text = format!("{} {} {}", h["title"], h["tags"], h["body"]).to_lowercase();
-        assert!(
-            text.contains("python") && text.contains("virtual"),
-            "{}",
-            h["title"]
-        );
-    }
+    let both: Vec<bool> = out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let text = format!("{} {} {}", h["title"], h["tags"], h["body"]).to_lowercase();
+            text.contains("python") && text.contains("virtual")
+        })
+        .collect();
+    assert!(both.first() == Some(&true), "{both:?}");
+    let exact = fx.run(json!({"query": "python virtual", "mode": "exact", "limit": 50}));
+    assert!(exact["count"].as_u64() <= out["count"].as_u64());
 }
 
 #[test]
@@ -353,8 +358,8 @@ fn vec_without_model_is_a_clear_error_and_hybrid_notes_it() {
     assert_eq!(titles(&out)[0], "No defensive fallbacks");
     let score = out["hits"][0]["score"].as_f64().unwrap();
     assert!(
-        score > 0.0 && score <= 3.0 / 61.0 + 1e-9,
-        "RRF score {score}"
+        score > 0.0 && score <= 1.0 + 1e-9,
+        "bm25-only hybrid score {score}"
     );
 }
 
@@ -526,14 +531,16 @@ fn explain_adds_leg_ranks_and_trace() {
     let out = fx.run(json!({"query": "defensive fallbacks", "explain": true}));
     let hit = &out["hits"][0];
     assert_eq!(hit["explain"]["legs"]["bm25"]["rank"], 1);
-    assert_eq!(hit["explain"]["rrf"]["k"], 60.0);
+    assert_eq!(hit["explain"]["legs"]["bm25"]["weight"], 1.0);
+    assert_eq!(hit["explain"]["fusion"]["method"], "normalised");
     let stages: Vec<&str> = out["trace"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["stage"].as_str().unwrap())
         .collect();
-    assert_eq!(stages, vec!["parse", "leg", "leg", "fuse", "output"]);
+    // Without a model, hybrid has one leg (bm25); `exact` is not a hybrid leg.
+    assert_eq!(stages, vec!["parse", "leg", "fuse", "output"]);
     let plain = fx.run(json!({"query": "defensive fallbacks"}));
     assert!(plain.get("trace").is_none());
     assert!(plain["hits"][0].get("explain").is_none());
@@ -688,20 +695,20 @@ fn model_vec_mode_is_semantic_with_cosine_scores() {
 }
 
 #[test]
-fn model_hybrid_fuses_three_legs() {
+fn model_hybrid_fuses_vec_and_bm25() {
     let Some(fx) = with_model() else { return };
     let out = fx.run(json!({"query": "defensive fallbacks", "explain": true}));
     assert!(!note(&out).contains("embedding unavailable"));
     assert_eq!(titles(&out)[0], "No defensive fallbacks");
     let legs = out["hits"][0]["explain"]["legs"].as_object().unwrap();
-    assert!(legs.contains_key("vec") && legs.contains_key("bm25") && legs.contains_key("exact"));
+    assert!(legs.contains_key("vec") && legs.contains_key("bm25") && !legs.contains_key("exact"));
     let stages: Vec<&str> = out["trace"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["stage"].as_str().unwrap())
         .collect();
-    assert_eq!(stages, vec!["parse", "leg", "leg", "leg", "fuse", "output"]);
+    assert_eq!(stages, vec!["parse", "leg", "leg", "fuse", "output"]);
     // Filters still apply to the vec leg.
     let out = fx.run(json!({"query": "storage", "type": "bug"}));
     assert!(out["hits"]

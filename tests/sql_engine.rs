@@ -88,7 +88,7 @@ impl Fixture {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(
             d.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: test\nengine: sql\nengine-options: {options}\ninput-schema:\n  type: object\n  properties:\n    id: {{type: string, default: x}}\n---\n# {name}\n"),
+            format!("---\nname: {name}\ndescription: test\nengine: sql\nreads: [conversations, memories]\nengine-options: {options}\ninput-schema:\n  type: object\n  properties:\n    id: {{type: string, default: x}}\n---\n# {name}\n"),
         )
         .unwrap();
         std::fs::write(d.join("template.md.j2"), "{{ data.count }}").unwrap();

@@ -1,4 +1,5 @@
-//! Benchmark support: a deterministic corpus generator ([`gen`]).
+//! Benchmark support: a deterministic corpus generator ([`gen`]) and the LoCoMo
+//! benchmark's loader ([`locomo`]) for quality harnesses.
 //!
 //! Nothing here is used by the runtime, the engines or the CLI: the `benches/` runners
 //! and the tests are the only callers. This module may read and write stores through
@@ -6,3 +7,4 @@
 //! engines answer a call.
 
 pub mod gen;
+pub mod locomo;

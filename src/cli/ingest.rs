@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use skills::ingest::IngestOptions;
+use skills::stores::conversations::embeddings::UnitSpec;
 use skills::stores::conversations::ConversationStore;
 
 use super::{Outcome, Session, UsageError};
@@ -24,11 +25,22 @@ pub struct Args {
     /// messages instead of setting it aside.
     #[arg(long)]
     keep_injected: bool,
+    /// Replace secrets (API keys, tokens, private keys, passwords) in message text
+    /// with `[REDACTED:<detector>]` before storing. Without it the store keeps raw
+    /// text and skills redact their output.
+    #[arg(long)]
+    redact: bool,
+    /// Skip the L1 embeddings semantic-search reads (faster; semantic-search then
+    /// says "embeddings unavailable — run `skills ingest`" until an ingest without
+    /// this flag embeds the store).
+    #[arg(long)]
+    no_embed: bool,
 }
 
 /// Imports `paths` (else every tool's default location) and prints the summary (under
-/// `--json` the summary object plus `store`). [`Outcome::Failed`] when faults were
-/// all there was: per-record faults do not fail a run that imported something.
+/// `--json` the summary object plus `store`). [`Outcome::Failed`] when a file could
+/// not be imported or stored, or the store could not be closed (see
+/// [`failed_files`]); per-record faults inside an imported file do not fail the run.
 ///
 /// # Errors
 /// [`UsageError`] when no path is given and no default location holds transcripts;
@@ -47,10 +59,23 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     };
     let options = IngestOptions {
         keep_injected: args.keep_injected,
+        redact: args.redact,
     };
     let store_path = session.store_paths()?.conversations;
-    let store = ConversationStore::open_rw(&store_path)?;
+    let mut store = ConversationStore::open_rw(&store_path)?;
     let json = session.json();
+    let mut embed_note = None;
+    if !args.no_embed {
+        let model = if std::env::var("SKILLS_EMBEDDER").as_deref() == Ok("none") {
+            Err(skills::embed::EmbedError::Disabled)
+        } else {
+            skills::embed::Embedder::load_default()
+        };
+        match model {
+            Ok(model) => store.embed_with(std::sync::Arc::new(model), UnitSpec::DEFAULT)?,
+            Err(e) => embed_note = Some(format!("embeddings not updated: {e}")),
+        }
+    }
     let bar = progress_bar(args.quiet || json);
     let mut messages = 0usize;
     let mut added = 0usize;
@@ -61,16 +86,37 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         bar.set_message(format!("{messages} messages ({added} new)"));
     });
     bar.set_message("updating the search index");
-    let index = store.close();
+    let closed = store.close_with(&mut |done, total| {
+        bar.set_message(format!("embedding messages: {done}/{total}"));
+    });
     bar.finish_and_clear();
     let printer = &mut session.printer;
-    let index = match index {
-        Ok(report) => report,
+    // A failed close (checkpoint, index or embeddings write: a full disk) fails the
+    // run; the rows committed before it are intact.
+    let mut close_failed = false;
+    let (index, embedded) = match closed {
+        Ok(report) => (report.index, report.embeddings),
         Err(e) => {
-            printer.warning(format_args!("the search index was not updated ({e}); searches answer from DuckDB until the next ingest"));
-            None
+            close_failed = true;
+            printer.error(format_args!("the store was not closed cleanly ({e}); the files imported before it are stored, searches answer from DuckDB until the next ingest"));
+            (None, None)
         }
     };
+    let embedded = match embedded {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            printer.warning(format_args!(
+                "the embeddings were not updated ({e}); semantic-search says so until the next ingest"
+            ));
+            None
+        }
+        None => None,
+    };
+    if let Some(note) = &embed_note {
+        if !json {
+            printer.note(format_args!("{note}"));
+        }
+    }
     if options.keep_injected && summary.files_unchanged > 0 && !json {
         printer.note(format_args!(
             "--keep-injected applies to files read in this run; the {} unchanged files keep their earlier classification (to apply it to everything, ingest into a new --data-dir)",
@@ -81,6 +127,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         let mut value = serde_json::to_value(&summary)?;
         value["store"] = json!(store_path);
         value["index"] = serde_json::to_value(&index)?;
+        if !args.no_embed {
+            value["embeddings"] = serde_json::to_value(&embedded)?;
+        }
         printer.print_json(&value)?;
     } else {
         printer.text(&summary)?;
@@ -94,13 +143,32 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                 ix.bytes as f64 / 1e6
             ))?;
         }
+        if let Some(e) = &embedded {
+            let how = if e.rebuilt { "rebuilt" } else { "updated" };
+            printer.line(format_args!(
+                "embeddings: {how}, {} messages embedded, {} units in {} segments ({:.1} MB, {})",
+                e.messages_embedded,
+                e.units,
+                e.segments,
+                e.bytes as f64 / 1e6,
+                e.model
+            ))?;
+        }
     }
-    let imported_nothing = summary.files_imported + summary.files_unchanged == 0;
-    Ok(if imported_nothing && !summary.faults.is_empty() {
+    Ok(if close_failed || failed_files(&summary) > 0 {
         Outcome::Failed
     } else {
         Outcome::Success
     })
+}
+
+/// Files seen that were neither imported nor unchanged: unreadable, of no known
+/// format when given by path, or not stored (a write failed, e.g. a full disk). Any
+/// makes the run fail (exit 1); faults in single records of an imported file do not.
+fn failed_files(summary: &skills::ingest::IngestSummary) -> usize {
+    summary
+        .files_seen
+        .saturating_sub(summary.files_imported + summary.files_unchanged)
 }
 
 /// A spinner with files and messages counted, or a hidden bar.

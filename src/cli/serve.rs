@@ -67,7 +67,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         .enable_all()
         .build()?;
     let (http, allow_remote) = (args.http, args.allow_remote);
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let tools = catalog.current().tools.len();
         let Some(addr) = http else {
             Printer::log(format_args!("skills: serving {tools} tools over stdio"));
@@ -88,6 +88,10 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         })
         .await
         .map_err(anyhow::Error::from)
-    })?;
+    });
+    // A call still running (a slow query after stdin closed) must not keep the
+    // process alive: its blocking thread is abandoned.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    served?;
     Ok(Outcome::Success)
 }

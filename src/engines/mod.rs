@@ -7,18 +7,20 @@
 
 pub mod memo_search;
 pub mod search_conversations;
+pub mod semantic_search;
 pub mod sql;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use crate::embed::{EmbedError, Embedder};
+use crate::stores::conversations::embeddings::{self, Embeddings};
 use crate::stores::conversations::index::{self, Unavailable};
 use crate::stores::conversations::ConversationStore;
 use crate::stores::memories::MemoryStore;
-use crate::stores::{StoreError, StorePaths};
+use crate::stores::{Store, StoreError, StorePaths};
 
 /// A retrieval engine.
 ///
@@ -46,6 +48,32 @@ pub trait Engine: Send + Sync {
     /// # Errors
     /// [`EngineError`] for store failures or argument values the schema cannot express.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError>;
+
+    /// The stores this engine's calls open (a bound engine: for its document), checked
+    /// when a document binds against its `reads` and `writes`. The default, nothing,
+    /// leaves only the per-call check of [`Context::scoped`].
+    fn effects(&self) -> Effects {
+        Effects::default()
+    }
+}
+
+/// The stores an engine reads and writes ([`Engine::effects`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Stores read.
+    pub reads: Vec<Store>,
+    /// Stores written.
+    pub writes: Vec<Store>,
+}
+
+impl Effects {
+    /// Reads `stores`, writes nothing.
+    pub fn reads(stores: &[Store]) -> Self {
+        Self {
+            reads: stores.to_vec(),
+            writes: Vec::new(),
+        }
+    }
 }
 
 /// What a document gives its engine when it binds: the skill folder, the frontmatter's
@@ -82,32 +110,133 @@ pub enum EngineError {
     Unavailable(String),
 }
 
-/// What engines read: the stores, opened lazily and shared across calls.
+/// What engines read: the stores, the clock and the embedding model.
+///
+/// One context is shared by every call of a host; [`Context::scoped`] gives each call
+/// a view limited to the stores its document declares ([`Access`]): a store missing
+/// from `reads` cannot be opened, and a skill whose `writes` is empty only ever gets
+/// read-only handles (DuckDB `access_mode=READ_ONLY`, SQLite's read-only open flag
+/// plus `PRAGMA query_only`).
 pub struct Context {
-    paths: StorePaths,
-    /// The conversations store while calls use it (see [`Context::conversations`]).
-    conversations: Arc<Mutex<Held>>,
-    memories: OnceLock<Arc<MemoryStore>>,
-    embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
+    shared: Arc<Shared>,
     now: Option<chrono::DateTime<chrono::Utc>>,
-    /// The conversations search index, reopened when it or the store changes.
-    index: index::Cache,
     /// False: every search answers from DuckDB (`SKILLS_SEARCH_INDEX=off`, tests).
     use_index: bool,
+    access: Access,
+}
+
+/// What the calls of one host share: store locations and what is cached across calls.
+struct Shared {
+    paths: StorePaths,
+    memories: OnceLock<Arc<MemoryStore>>,
+    embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
+    /// The conversations search index, reopened when it or the store changes.
+    index: index::Cache,
+    /// The conversations' L1 embeddings, reopened when they or the store change.
+    embeddings: embeddings::Cache,
+}
+
+/// The stores one call may open, from its document's `reads` and `writes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// Skill the access is for (`None`: unrestricted, e.g. tests and benchmarks).
+    skill: Option<String>,
+    reads: Vec<Store>,
+    writes: Vec<Store>,
+}
+
+impl Access {
+    /// Every store readable, none writable through the context: what a context that
+    /// was never scoped gives (tests, benchmarks, the conformance runner's lookups).
+    pub fn unrestricted() -> Self {
+        Self {
+            skill: None,
+            reads: vec![Store::Conversations, Store::Memories],
+            writes: Vec::new(),
+        }
+    }
+
+    /// The access skill `skill` declares: `reads` and `writes` as stores (a store
+    /// written is also read).
+    pub fn declared(skill: &str, reads: &[Store], writes: &[Store]) -> Self {
+        let mut all = reads.to_vec();
+        all.extend(writes.iter().copied().filter(|w| !reads.contains(w)));
+        Self {
+            skill: Some(skill.to_owned()),
+            reads: all,
+            writes: writes.to_vec(),
+        }
+    }
+
+    /// True when `store` may be read.
+    pub fn reads(&self, store: Store) -> bool {
+        self.reads.contains(&store)
+    }
+
+    /// True when `store` may be written.
+    pub fn writes(&self, store: Store) -> bool {
+        self.writes.contains(&store)
+    }
+
+    fn check(&self, store: Store, write: bool) -> Result<(), StoreError> {
+        let allowed = if write {
+            self.writes(store)
+        } else {
+            self.reads(store)
+        };
+        if allowed {
+            return Ok(());
+        }
+        Err(StoreError::Undeclared {
+            skill: self.skill.clone().unwrap_or_else(|| "this context".into()),
+            store,
+            field: if write { "writes" } else { "reads" },
+        })
+    }
 }
 
 impl Context {
     /// A context over the stores at `paths`.
     pub fn new(paths: StorePaths) -> Self {
         Self {
-            paths,
-            conversations: Arc::new(Mutex::new(Held::default())),
-            memories: OnceLock::new(),
-            embedder: OnceLock::new(),
+            shared: Arc::new(Shared {
+                paths,
+                memories: OnceLock::new(),
+                embedder: OnceLock::new(),
+                index: index::Cache::default(),
+                embeddings: embeddings::Cache::default(),
+            }),
             now: None,
-            index: index::Cache::default(),
             use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
+            access: Access::unrestricted(),
         }
+    }
+
+    /// The same stores, caches, clock and model, limited to `access` — what
+    /// [`crate::runtime::Host::call`] hands each engine call.
+    #[must_use]
+    pub fn scoped(&self, access: Access) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            now: self.now,
+            use_index: self.use_index,
+            access,
+        }
+    }
+
+    /// The stores this context may open.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// `Ok` when the call may read `store` — for engines that open a store's file
+    /// themselves through a read-only opener (`sql` on memories uses
+    /// [`crate::stores::memories::query_connection`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Undeclared`] when the skill's `reads` does not name it.
+    pub fn may_read(&self, store: Store) -> Result<(), StoreError> {
+        self.access.check(store, false)
     }
 
     /// Turns the conversations search index on or off (off: DuckDB answers every
@@ -127,12 +256,25 @@ impl Context {
     ///
     /// # Errors
     /// [`Unavailable`] saying why the caller must answer from DuckDB (`Missing` also
-    /// when the index is turned off).
+    /// when the index is turned off or the store is not declared in `reads`).
     pub fn conversations_index(&self) -> Result<Arc<index::Index>, Unavailable> {
-        if !self.use_index {
+        if !self.use_index || !self.access.reads(Store::Conversations) {
             return Err(Unavailable::Missing);
         }
-        self.index.get(&self.paths.conversations)
+        self.shared.index.get(&self.shared.paths.conversations)
+    }
+
+    /// The conversations' L1 embeddings (written by `skills ingest`), when they match
+    /// the store.
+    ///
+    /// # Errors
+    /// [`Unavailable`]: `Missing` when never embedded (`skills ingest --no-embed`, no
+    /// model at ingest), `Stale` when the store changed since.
+    pub fn conversation_embeddings(&self) -> Result<Arc<Embeddings>, Unavailable> {
+        if !self.access.reads(Store::Conversations) {
+            return Err(Unavailable::Missing);
+        }
+        self.shared.embeddings.get(&self.shared.paths.conversations)
     }
 
     /// Fixes the clock (for natural-language dates) — tests and conformance runs.
@@ -149,50 +291,66 @@ impl Context {
 
     /// Store locations.
     pub fn paths(&self) -> &StorePaths {
-        &self.paths
+        &self.shared.paths
     }
 
-    /// The conversations store, opened read-only on first use and shared by the calls
-    /// that follow; closed once no call has used it for [`STORE_IDLE`] (a background
-    /// thread watches). Not kept open longer: DuckDB lets one process write the file or
-    /// others read it, so a store held by an idle `skills serve` would keep `skills
-    /// ingest` out (which waits up to 30 s for the lock) — and while it is held, no
-    /// ingest can have written anything it does not see.
+    /// The conversations store, opened read-only for the caller alone: each call
+    /// opens it and the handle closes when the last clone is dropped, so nothing is
+    /// held between calls. DuckDB lets one process write a file or several read it:
+    /// a store kept open by an idle `skills serve` would keep `skills ingest` out, and
+    /// a fresh open always sees the latest import. A read-only open leaves the file
+    /// (and so the search index's stamp of it) untouched.
     ///
     /// # Errors
+    /// [`StoreError::Undeclared`] when the skill's `reads` does not name the store,
     /// [`StoreError::Missing`] when nothing was ingested yet, [`StoreError::Locked`]
     /// while an ingest keeps writing, or a DuckDB error.
     pub fn conversations(&self) -> Result<Arc<ConversationStore>, StoreError> {
-        let mut held = lock(&self.conversations);
-        held.last_used = std::time::Instant::now();
-        if let Some(store) = &held.store {
-            return Ok(store.clone());
-        }
-        let store = Arc::new(ConversationStore::open_ro(&self.paths.conversations)?);
-        held.store = Some(store.clone());
-        let watched = Arc::downgrade(&self.conversations);
-        std::thread::spawn(move || close_when_idle(&watched));
-        Ok(store)
+        self.access.check(Store::Conversations, false)?;
+        Ok(Arc::new(ConversationStore::open_ro(
+            &self.shared.paths.conversations,
+        )?))
     }
 
     /// Fixes the embedding model (`None`: no model) instead of loading the default one
     /// from `$SKILLS_MODEL_DIR` — tests and conformance runs.
     #[must_use]
     pub fn with_embedder(self, embedder: Option<Arc<Embedder>>) -> Self {
-        let _ = self.embedder.set(embedder.ok_or(EmbedError::Disabled));
+        let _ = self
+            .shared
+            .embedder
+            .set(embedder.ok_or(EmbedError::Disabled));
         self
     }
 
-    /// The memories store, opened read-only on first use.
+    /// The memories store, opened read-only on first use and shared by later calls
+    /// (SQLite holds no lock between statements). A hot journal left by an
+    /// interrupted write (`memories.sqlite-journal` after a crash or a full disk) is
+    /// rolled back first, so reads work without anyone running a write.
     ///
     /// # Errors
+    /// [`StoreError::Undeclared`] when the skill's `reads` does not name the store,
     /// [`StoreError::Missing`] when nothing was imported yet, or a SQLite error.
     pub fn memories(&self) -> Result<Arc<MemoryStore>, StoreError> {
-        if let Some(store) = self.memories.get() {
+        self.access.check(Store::Memories, false)?;
+        let path = &self.shared.paths.memories;
+        crate::stores::memories::recover_hot_journal(path)?;
+        if let Some(store) = self.shared.memories.get() {
             return Ok(store.clone());
         }
-        let store = Arc::new(MemoryStore::open_ro(&self.paths.memories)?);
-        Ok(self.memories.get_or_init(|| store).clone())
+        let store = Arc::new(MemoryStore::open_ro(path)?);
+        Ok(self.shared.memories.get_or_init(|| store).clone())
+    }
+
+    /// The memories store opened writable (created when missing), for a skill whose
+    /// `writes` names `memories`; a new handle per call.
+    ///
+    /// # Errors
+    /// [`StoreError::Undeclared`] when `writes` does not name the store, or a SQLite
+    /// error.
+    pub fn memories_writable(&self) -> Result<MemoryStore, StoreError> {
+        self.access.check(Store::Memories, true)?;
+        MemoryStore::open_rw(&self.shared.paths.memories)
     }
 
     /// The embedding model, loaded on first use from [`Embedder::default_dir`] (or
@@ -201,60 +359,15 @@ impl Context {
     /// # Errors
     /// [`EmbedError`] saying why no model is available.
     pub fn embedder(&self) -> Result<Arc<Embedder>, EmbedError> {
-        self.embedder
+        self.shared
+            .embedder
             .get_or_init(|| Embedder::load_default().map(Arc::new))
             .clone()
     }
 
     /// Path of the memories store.
     pub fn memories_path(&self) -> PathBuf {
-        self.paths.memories.clone()
-    }
-}
-
-/// How long the conversations store stays open after the last call used it.
-pub const STORE_IDLE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// A store kept open by [`Context::conversations`] and when it was last handed out.
-struct Held {
-    store: Option<Arc<ConversationStore>>,
-    last_used: std::time::Instant,
-}
-
-impl Default for Held {
-    fn default() -> Self {
-        Self {
-            store: None,
-            last_used: std::time::Instant::now(),
-        }
-    }
-}
-
-fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
-    held.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Drops the held store once it has been idle for [`STORE_IDLE`] and no call still
-/// holds it; ends then, or when the context is gone.
-fn close_when_idle(watched: &std::sync::Weak<Mutex<Held>>) {
-    loop {
-        std::thread::sleep(STORE_IDLE / 4);
-        let Some(held) = watched.upgrade() else {
-            return;
-        };
-        let mut held = lock(&held);
-        let in_use = held
-            .store
-            .as_ref()
-            .is_some_and(|s| Arc::strong_count(s) > 1);
-        if held.store.is_none() {
-            return;
-        }
-        if !in_use && held.last_used.elapsed() >= STORE_IDLE {
-            held.store = None;
-            return;
-        }
+        self.shared.paths.memories.clone()
     }
 }
 
@@ -263,6 +376,7 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
     vec![
         Arc::new(search_conversations::SearchConversations),
         Arc::new(memo_search::MemoSearch),
+        Arc::new(semantic_search::SemanticSearch),
         Arc::new(sql::Sql),
     ]
 }

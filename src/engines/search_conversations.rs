@@ -31,6 +31,11 @@ impl Engine for SearchConversations {
         "search_conversations"
     }
 
+    /// Reads the conversations store (its search index, else DuckDB).
+    fn effects(&self) -> super::Effects {
+        super::Effects::reads(&[crate::stores::Store::Conversations])
+    }
+
     /// Output shape:
     /// `{"term": str, "role": str|null, "limit": int, "mode": "keyword"|"questions",
     ///   "count": int, "rows": [{"date": "YYYY-MM-DD", "created": "YYYY-MM-DDTHH:MM:SS[.ffffff]Z",

@@ -6,10 +6,14 @@
 //! placeholders become positional `?` bindings, and `{{ … }}` output expressions are
 //! refused when the skill is bound, so no argument text can reach the SQL text.
 //!
-//! Read-only by construction: DuckDB is opened read-only and the query is wrapped as a
-//! sub-query (`SELECT to_json(q) FROM (<query>) q LIMIT n`), so only a `SELECT` can run;
-//! SQLite is opened read-only with `PRAGMA query_only`. A watchdog interrupts a query
-//! that runs past `timeout-ms`, and at most `max-rows` rows are returned.
+//! Sandboxed ([`crate::stores::sandbox`]): the query must be one read-only `SELECT`,
+//! counted by the database's own parser after it is wrapped as a sub-query
+//! (`SELECT to_json(q) FROM (<query>) q LIMIT n`), so closing the wrapper's
+//! parenthesis to append statements is refused before anything runs; DuckDB is opened
+//! read-only with external access disabled and its configuration locked, SQLite
+//! read-only with `PRAGMA query_only`. Refusals name the rule broken. A watchdog
+//! interrupts a query that runs past `timeout-ms`, and at most `max-rows` rows are
+//! returned.
 //!
 //! Frontmatter (`engine-options`): `store` (`conversations` → DuckDB table
 //! `all_conversations`, `memories` → SQLite), `query` (file name, default `query.sql`),
@@ -26,10 +30,13 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::{Binding, Context, Engine, EngineError};
-use crate::stores::sql_value;
+use crate::stores::{sandbox, sql_value};
 
 const DEFAULT_MAX_ROWS: u64 = 1000;
 const DEFAULT_TIMEOUT_MS: u64 = 5000;
+/// minijinja instructions one query render may execute (a query's `{% if %}` blocks
+/// need tens).
+const QUERY_FUEL: u64 = 1_000_000;
 
 /// The unbound engine registered under `sql`; [`Engine::bind`] makes one
 /// [`SqlQuery`] per skill.
@@ -93,7 +100,8 @@ impl SqlQuery {
             .get("query")
             .and_then(Value::as_str)
             .unwrap_or("query.sql");
-        let path = binding.skill_dir.join(file);
+        let path =
+            crate::confine::inside(binding.skill_dir, file).map_err(|e| format!("`query`: {e}"))?;
         let source = fs_err::read_to_string(&path).map_err(|e| format!("`query`: {e}"))?;
         if let Some(pos) = source.find("{{") {
             let line = source[..pos].matches('\n').count() + 1;
@@ -103,6 +111,7 @@ impl SqlQuery {
         }
         let mut env = minijinja::Environment::new();
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.set_fuel(Some(QUERY_FUEL));
         env.add_template_owned("query", source.clone())
             .map_err(|e| format!("`{file}`: {e}"))?;
         let arg_names: Vec<String> = binding
@@ -163,18 +172,33 @@ impl Engine for SqlQuery {
         "sql"
     }
 
+    /// Reads the store named by `engine-options.store`, writes nothing.
+    fn effects(&self) -> super::Effects {
+        super::Effects::reads(&[match self.store {
+            StoreKind::Conversations => crate::stores::Store::Conversations,
+            StoreKind::Memories => crate::stores::Store::Memories,
+        }])
+    }
+
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
         let (sql, values) = self.prepare(args)?;
         let sql = sql.trim().trim_end_matches(';').trim_end();
-        let first = first_keyword(sql);
-        if !["select", "with", "from", "values", "table"].contains(&first.as_str()) {
-            return Err(EngineError::Query(format!(
-                "the query starts with `{first}`: skill queries must be one read-only SELECT"
-            )));
+        sandbox::require_select(sql).map_err(refused)?;
+        if self.store == StoreKind::Conversations {
+            // The query alone first, for the clearer count; text that only parses
+            // inside the wrapper is counted again, wrapped, before it is prepared.
+            if let Ok(count) = sandbox::statement_count(sql) {
+                if count != 1 {
+                    return Err(refused(sandbox::SandboxError::StatementCount { count }));
+                }
+            }
         }
         let (columns, rows, truncated) = match self.store {
             StoreKind::Conversations => self.run_duckdb(sql, &values, ctx)?,
-            StoreKind::Memories => self.run_sqlite(sql, &values, &ctx.paths().memories)?,
+            StoreKind::Memories => {
+                ctx.may_read(crate::stores::Store::Memories)?;
+                self.run_sqlite(sql, &values, &ctx.paths().memories)?
+            }
         };
         Ok(json!({"columns": columns, "count": rows.len(), "truncated": truncated, "rows": rows}))
     }
@@ -196,12 +220,21 @@ impl SqlQuery {
         let handle = conn.interrupt_handle();
         let watchdog = Watchdog::start(self.timeout, move || handle.interrupt());
         let result = (|| {
-            let mut stmt = conn.prepare(&wrapped)?;
-            let texts = stmt.query_map(refs.as_slice(), |r| r.get::<_, String>(0))?;
-            texts.collect::<Result<Vec<String>, _>>()
+            // Counted on the wrapped text: a query that closes the wrapper's
+            // parenthesis makes it several statements, and is refused here.
+            let mut stmt = sandbox::prepare_duckdb(&conn, &wrapped)?;
+            let texts = stmt
+                .query_map(refs.as_slice(), |r| r.get::<_, String>(0))
+                .map_err(sandbox::PrepareError::Db)?;
+            texts
+                .collect::<Result<Vec<String>, _>>()
+                .map_err(sandbox::PrepareError::Db)
         })();
         let timed_out = watchdog.stop();
-        let texts = result.map_err(|e| query_error(&e.to_string(), timed_out, self.timeout))?;
+        let texts = result.map_err(|e| match e {
+            sandbox::PrepareError::Sandbox(e) => refused(e),
+            sandbox::PrepareError::Db(e) => query_error(&e.to_string(), timed_out, self.timeout),
+        })?;
         let mut rows = Vec::with_capacity(texts.len());
         for t in texts {
             rows.push(
@@ -246,9 +279,10 @@ impl SqlQuery {
         })();
         let timed_out = watchdog.stop();
         let (columns, rows) = result.map_err(|e| match e {
-            rusqlite::Error::InvalidQuery => {
-                EngineError::Query("the query writes; skill queries must be read-only".into())
-            }
+            rusqlite::Error::InvalidQuery => refused(sandbox::SandboxError::NotSelect {
+                keyword: sandbox::first_keyword(sql),
+            }),
+            rusqlite::Error::MultipleStatement => refused(sandbox::SandboxError::SeveralStatements),
             e => query_error(&e.to_string(), timed_out, self.timeout),
         })?;
         Ok(self.cap(columns, rows))
@@ -262,7 +296,14 @@ impl SqlQuery {
     }
 }
 
+fn refused(e: sandbox::SandboxError) -> EngineError {
+    EngineError::Query(e.to_string())
+}
+
 fn query_error(message: &str, timed_out: bool, timeout: Duration) -> EngineError {
+    if let Some(refusal) = sandbox::refusal(message) {
+        return refused(refusal);
+    }
     if timed_out {
         EngineError::Query(format!(
             "query interrupted after {} ms (`timeout-ms`)",
@@ -277,25 +318,6 @@ fn query_error(message: &str, timed_out: bool, timeout: Duration) -> EngineError
     }
 }
 
-/// The first SQL keyword, lowercased, after comments and whitespace.
-fn first_keyword(sql: &str) -> String {
-    let mut rest = sql;
-    loop {
-        rest = rest.trim_start();
-        if let Some(after) = rest.strip_prefix("--") {
-            rest = after.split_once('\n').map_or("", |(_, r)| r);
-        } else if let Some(after) = rest.strip_prefix("/*") {
-            rest = after.split_once("*/").map_or("", |(_, r)| r);
-        } else {
-            break;
-        }
-    }
-    rest.split(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
-
 /// Column names of an empty result, asked of DuckDB by describing the query.
 fn duck_columns(
     conn: &duckdb::Connection,
@@ -303,12 +325,12 @@ fn duck_columns(
     params: &[&dyn duckdb::ToSql],
 ) -> Vec<String> {
     let described = format!("SELECT * FROM ({sql}\n) AS q LIMIT 0");
-    conn.prepare(&described)
-        .and_then(|mut stmt| {
-            let _ = stmt.query(params)?;
-            Ok(stmt.column_names())
-        })
-        .unwrap_or_default()
+    let Ok(mut stmt) = sandbox::prepare_duckdb(conn, &described) else {
+        return Vec::new();
+    };
+    stmt.query(params)
+        .map(|_| ())
+        .map_or_else(|_| Vec::new(), |()| stmt.column_names())
 }
 
 /// Replaces `$name` placeholders outside string literals, quoted identifiers and
@@ -413,12 +435,5 @@ mod tests {
         );
         assert_eq!(names, ["role", "role_2"]);
         assert_eq!(placeholders("x::VARCHAR, $1").1, Vec::<String>::new());
-    }
-
-    #[test]
-    fn first_keyword_skips_comments() {
-        assert_eq!(first_keyword("-- c\n /* x */ SELECT 1"), "select");
-        assert_eq!(first_keyword("  insert into t values (1)"), "insert");
-        assert_eq!(first_keyword(""), "");
     }
 }

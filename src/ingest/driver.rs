@@ -31,6 +31,8 @@ pub struct FileSummary {
     pub injected: usize,
     /// Records skipped as not messages (tool calls, snapshots, system…).
     pub skipped: usize,
+    /// Secrets replaced before storing (only with [`IngestOptions::redact`]).
+    pub redacted: usize,
     /// Faults found in it (malformed lines, dangling references, or one fault for a
     /// file that could not be imported at all).
     pub faults: usize,
@@ -59,7 +61,7 @@ pub struct SourceCounts {
 
 /// Totals of one [`ingest_paths`] run. Serialises to
 /// `{"files_seen", "files_imported", "files_unchanged", "files_resumed",
-/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "faults": [{"path", "line", "reason"}],
+/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "secrets_redacted", "faults": [{"path", "line", "reason"}],
 /// "sources": {"<source>": {"files", "parsed", "added", "injected", "skipped"}}}`.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct IngestSummary {
@@ -90,6 +92,8 @@ pub struct IngestSummary {
     pub messages_injected: usize,
     /// Records skipped as not messages.
     pub skipped: usize,
+    /// Secrets replaced before storing (`skills ingest --redact`; 0 without it).
+    pub secrets_redacted: usize,
     /// Every fault, in file order.
     pub faults: Vec<Fault>,
     /// Totals per `source` value (`claude-code`, `chatgpt`…), sorted by name.
@@ -121,6 +125,13 @@ impl std::fmt::Display for IngestSummary {
                 f,
                 "  {} files unchanged since the last import, {} read from where it stopped",
                 self.files_unchanged, self.files_resumed
+            )?;
+        }
+        if self.secrets_redacted > 0 {
+            writeln!(
+                f,
+                "  {} secrets redacted before storing",
+                self.secrets_redacted
             )?;
         }
         if self.files_reimported > 0 {
@@ -157,6 +168,10 @@ pub struct IngestOptions {
     /// Store injected harness text as ordinary messages (`is_injected` false) instead
     /// of setting it aside (`skills ingest --keep-injected`).
     pub keep_injected: bool,
+    /// Replace secrets in message text and titles with `[REDACTED:<detector>]` before
+    /// storing ([`crate::redact`]; `skills ingest --redact`). Without it the store keeps
+    /// raw text and skills redact their output.
+    pub redact: bool,
 }
 
 /// [`ingest_paths_with`] with default [`IngestOptions`].
@@ -305,6 +320,7 @@ impl Storer<'_> {
             self.summary.messages_parsed += r.summary.parsed;
             self.summary.messages_injected += r.summary.injected;
             self.summary.skipped += r.summary.skipped;
+            self.summary.secrets_redacted += r.summary.redacted;
             self.summary.files_resumed += usize::from(r.summary.resumed);
         }
         self.batch.push(entry, faults);
@@ -791,6 +807,24 @@ fn prepare(
     if options.keep_injected {
         for m in &mut import.messages {
             m.is_injected = false;
+        }
+    }
+    if options.redact {
+        if let Some(r) = crate::redact::Redactor::global() {
+            for m in &mut import.messages {
+                let out = r.redact(&m.content);
+                if out.count > 0 {
+                    fs.redacted += out.count;
+                    m.content = out.text.into_owned();
+                }
+                if let Some(title) = &m.conversation_title {
+                    let out = r.redact(title);
+                    if out.count > 0 {
+                        fs.redacted += out.count;
+                        m.conversation_title = Some(out.text.into_owned());
+                    }
+                }
+            }
         }
     }
     fs.resumed = resume.is_some();

@@ -21,6 +21,7 @@
 //!
 //! Kept in one file (793 lines): the memory formats share one frontmatter and date reader.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -158,9 +159,11 @@ pub fn add_memory_with(
     let memory = memory_from_input(input, now).ok_or(AddMemoryError::Empty)?;
     store.upsert(&memory)?;
     if let Some(embedder) = embedder {
-        store.set_embedding(
-            &memory.id,
-            &embedder.embed(&memory.embedding_text()),
+        store.set_embeddings(
+            &[(
+                memory.id.clone(),
+                embedder.embed_chunks(&memory.embedding_text()),
+            )],
             embedder.name(),
         )?;
     }
@@ -194,20 +197,21 @@ pub fn import_paths_with(
     embedder: Option<&Embedder>,
 ) -> Result<ImportSummary, StoreError> {
     let mut summary = ImportSummary::default();
+    let mut seen = HashMap::new();
     for path in paths {
         if path.is_dir() {
             let mut files = Vec::new();
             walk(path, &mut files, &mut summary);
             for file in files {
                 if is_memory_file(&file) {
-                    import_file(store, &file, &mut summary)?;
+                    import_file(store, &file, &mut summary, &mut seen)?;
                 } else {
                     summary.files_skipped += 1;
                 }
             }
         } else if path.is_file() {
             if is_memory_file(path) {
-                import_file(store, path, &mut summary)?;
+                import_file(store, path, &mut summary, &mut seen)?;
             } else {
                 summary.faults.push(Fault::new(
                     path,
@@ -222,12 +226,30 @@ pub fn import_paths_with(
         }
     }
     if let Some(embedder) = embedder {
-        for (id, text) in store.missing_embeddings(embedder.name())? {
-            store.set_embedding(&id, &embedder.embed(&text), embedder.name())?;
-            summary.embedded += 1;
-        }
+        summary.embedded += embed_missing(store, embedder)?;
     }
     Ok(summary)
+}
+
+/// Memories embedded and stored per transaction by [`embed_missing`].
+const EMBED_BATCH: usize = 1024;
+
+/// Embeds every memory of `store` lacking an embedding from `embedder`'s model (one
+/// vector per chunk, [`Embedder::embed_chunks`]) and stores them in transactions of
+/// [`EMBED_BATCH`]. Returns how many were embedded.
+///
+/// # Errors
+/// Store failures.
+pub fn embed_missing(store: &MemoryStore, embedder: &Embedder) -> Result<usize, StoreError> {
+    let missing = store.missing_embeddings(embedder.name())?;
+    for batch in missing.chunks(EMBED_BATCH) {
+        let vectors: Vec<(String, Vec<Vec<f32>>)> = batch
+            .iter()
+            .map(|(id, text)| (id.clone(), embedder.embed_chunks(text)))
+            .collect();
+        store.set_embeddings(&vectors, embedder.name())?;
+    }
+    Ok(missing.len())
 }
 
 /// The non-hidden regular files below `dir` ([`crate::walk`]'s rules); an unreadable
@@ -255,10 +277,18 @@ pub fn is_memory_file(path: &Path) -> bool {
     matches!(extension(path).as_str(), "md" | "markdown" | "jsonl" | "af")
 }
 
+/// The line number in an origin ending in `#L<n>` (JSONL memories).
+fn line_of(origin: Option<&str>) -> Option<usize> {
+    origin?.rsplit_once("#L")?.1.parse().ok()
+}
+
+/// Imports one file; `seen` maps the ids imported so far in this run to where they
+/// came from.
 fn import_file(
     store: &MemoryStore,
     path: &Path,
     summary: &mut ImportSummary,
+    seen: &mut HashMap<String, String>,
 ) -> Result<(), StoreError> {
     summary.files += 1;
     let bytes = match fs_err::read(path) {
@@ -299,8 +329,29 @@ fn import_file(
             }
         }
     };
+    // One transaction per file; an id met earlier in this import is a fault (the
+    // first memory with it is kept), so no memory silently replaces another.
+    let mut fresh = Vec::with_capacity(parsed.len());
     for memory in parsed {
-        let outcome = store.upsert(&memory)?;
+        match seen.get(&memory.id) {
+            Some(first) => summary.faults.push(Fault::new(
+                path,
+                line_of(memory.origin.as_deref()),
+                format!(
+                    "duplicate id `{}` (first in `{first}`): this memory was not imported",
+                    memory.id
+                ),
+            )),
+            None => {
+                seen.insert(
+                    memory.id.clone(),
+                    memory.origin.clone().unwrap_or_else(|| origin.clone()),
+                );
+                fresh.push(memory);
+            }
+        }
+    }
+    for outcome in store.upsert_many(&fresh)? {
         summary.count(outcome);
     }
     Ok(())
@@ -772,6 +823,55 @@ mod tests {
             faults.iter().map(|f| f.line).collect::<Vec<_>>(),
             vec![Some(2), Some(3), Some(4)]
         );
+    }
+
+    /// Issue 19.6: NUL bytes survive, duplicate ids are reported and the first kept,
+    /// and a second import of the same files changes nothing and says so.
+    #[test]
+    fn import_fidelity_nul_duplicates_and_reimport() {
+        let dir = tempfile::tempdir().unwrap();
+        let jsonl = dir.path().join("m.jsonl");
+        std::fs::write(
+            &jsonl,
+            concat!(
+                "{\"id\":\"n\",\"title\":\"nul\",\"body\":\"before\\u0000after the nul\"}\n",
+                "{\"id\":\"d\",\"title\":\"first\",\"body\":\"one\"}\n",
+                "{\"id\":\"d\",\"title\":\"second\",\"body\":\"two\"}\n",
+            ),
+        )
+        .unwrap();
+        let md = dir.path().join("note.md");
+        std::fs::write(&md, "---\nid: d\ntitle: third\n---\nthree\n").unwrap();
+        let store = MemoryStore::open_in_memory().unwrap();
+        let paths = [jsonl.clone(), md.clone()];
+        let first = import_paths_with(&store, &paths, None).unwrap();
+        assert_eq!((first.inserted, first.updated), (2, 0), "{first}");
+        let dups: Vec<&Fault> = first
+            .faults
+            .iter()
+            .filter(|f| f.reason.contains("duplicate id `d`"))
+            .collect();
+        assert_eq!(dups.len(), 2, "{first}");
+        assert_eq!(dups[0].line, Some(3));
+        assert!(dups[1].path.ends_with("note.md"));
+        let nul = store.get("n").unwrap().unwrap();
+        assert_eq!(nul.body, "before\0after the nul");
+        assert_eq!(store.get("d").unwrap().unwrap().title, "first");
+        let again = import_paths_with(&store, &paths, None).unwrap();
+        assert_eq!(
+            (again.inserted, again.updated, again.unchanged),
+            (0, 0, 2),
+            "{again}"
+        );
+        let hits: i64 = store
+            .lock()
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'after'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(hits, 1, "the text after the NUL is indexed");
     }
 
     #[test]

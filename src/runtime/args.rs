@@ -1,5 +1,10 @@
 //! Call arguments: coercion of CLI `key=value` strings, defaults, and validation
 //! against a skill's input schema (JSON Schema 2020-12).
+//!
+//! Host-wide bounds apply whatever a schema says: a string argument (at any depth) may
+//! hold at most [`MAX_STRING_CHARS`] characters and no NUL (U+0000) — a NUL would be
+//! cut or dropped by the C libraries below, so it is refused instead. Schemas declare
+//! tighter `maxLength`s (every bundled free-text argument has one, so clients see it).
 
 use serde_json::{Map, Value};
 
@@ -22,6 +27,12 @@ impl std::fmt::Display for ArgError {
         }
     }
 }
+
+/// Longest string argument accepted, in characters, whatever the schema says.
+pub const MAX_STRING_CHARS: usize = 65_536;
+
+/// Longest reason quoted from the schema validator (it may echo the value).
+const MAX_REASON_CHARS: usize = 300;
 
 /// Validates `args` against `schema` (compiled as `validator`), filling defaults first.
 ///
@@ -66,6 +77,13 @@ pub fn check(
         }
     }
     let args = Value::Object(map);
+    let before = errors.len();
+    bounded_strings(&args, &mut String::new(), &mut errors);
+    if errors.len() > before {
+        // A string too long for the host is not handed to the validator (which would
+        // quote it).
+        return Err(errors);
+    }
     for error in validator.iter_errors(&args) {
         let pointer = error.instance_path().to_string();
         let argument = pointer
@@ -104,7 +122,57 @@ fn describe(reason: &str, _schema: &Value) -> String {
     if let Some(name) = required_name(reason) {
         return format!("missing required argument `{name}`");
     }
+    if let Some((_, limit)) = reason.rsplit_once(" is longer than ") {
+        return format!("is longer than {limit} (`maxLength`)");
+    }
+    if reason.chars().count() > MAX_REASON_CHARS {
+        let cut: String = reason.chars().take(MAX_REASON_CHARS).collect();
+        return format!("{cut}…");
+    }
     reason.to_owned()
+}
+
+/// Reports every string in `value` (pointer `at`) longer than [`MAX_STRING_CHARS`] or
+/// holding a NUL.
+fn bounded_strings(value: &Value, at: &mut String, errors: &mut Vec<ArgError>) {
+    match value {
+        Value::String(s) => {
+            let argument = at.trim_start_matches('/').to_owned();
+            if s.contains('\0') {
+                errors.push(ArgError {
+                    argument,
+                    reason: "contains a NUL character (U+0000), which arguments may not hold"
+                        .into(),
+                });
+            } else if s.len() > MAX_STRING_CHARS && s.chars().count() > MAX_STRING_CHARS {
+                errors.push(ArgError {
+                    argument,
+                    reason: format!(
+                        "is {} characters long; arguments hold at most {MAX_STRING_CHARS}",
+                        s.chars().count()
+                    ),
+                });
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = at.len();
+                at.push_str(&format!("/{i}"));
+                bounded_strings(item, at, errors);
+                at.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = at.len();
+                at.push('/');
+                at.push_str(key);
+                bounded_strings(item, at, errors);
+                at.truncate(len);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Turns CLI `key=value` pairs into a JSON object, typing each value by the schema's
@@ -202,6 +270,25 @@ mod tests {
         let s = schema();
         let v = jsonschema::validator_for(&s).unwrap();
         check(&s, &v, args)
+    }
+
+    #[test]
+    fn nul_in_a_string_argument_is_refused_not_dropped() {
+        let errs = run(json!({"term": "a\u{0}b"})).unwrap_err();
+        assert_eq!(errs[0].argument, "term");
+        assert!(errs[0].reason.contains("NUL"), "{}", errs[0].reason);
+    }
+
+    #[test]
+    fn long_strings_are_refused_without_being_echoed() {
+        let long = "x".repeat(MAX_STRING_CHARS + 1);
+        let errs = run(json!({"term": long})).unwrap_err();
+        assert_eq!(errs[0].argument, "term");
+        assert!(errs[0].reason.len() < 200, "{}", errs[0].reason);
+        let s = json!({"type": "object", "properties": {"q": {"type": "string", "maxLength": 5}}});
+        let v = jsonschema::validator_for(&s).unwrap();
+        let errs = check(&s, &v, json!({"q": "abcdefghij-secret"})).unwrap_err();
+        assert_eq!(errs[0].reason, "is longer than 5 characters (`maxLength`)");
     }
 
     #[test]

@@ -152,6 +152,15 @@ impl SkillDoc {
             ));
         };
         let frontmatter_src = &text[fm_start..fm_stop];
+        if let Err(deep) = super::yaml_depth::check(frontmatter_src) {
+            // Lines of the frontmatter start at the document's line 2.
+            return Err(Diagnostic::new(
+                path,
+                "",
+                Some(deep.line + 1),
+                format!("invalid YAML frontmatter: {deep}"),
+            ));
+        }
         let frontmatter: Value = yaml_serde::from_str(frontmatter_src).map_err(|e| {
             let line = e.location().map(|l| l.line() + 1);
             Diagnostic::new(path, "", line, format!("invalid YAML frontmatter: {e}"))

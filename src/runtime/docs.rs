@@ -41,7 +41,7 @@ pub enum DocsError {
 /// The machine-readable docs of every skill: `{"skills": [{…, when_to_invoke,
 /// parameters: [{name, type, required, default, bounds, description}],
 /// output_contract, does_not_do, checklist: [{text, status, detail}], verification:
-/// {passed, failed, total}, tool}]}`, where `…` are the [`skill_summary`] fields and
+/// {passed, failed, total}, tool}]}` (`total` counts the checklist items plus the host's read-only entry), where `…` are the [`skill_summary`] fields and
 /// `tool` is the MCP tool definition exactly as `tools/list` serves it.
 ///
 /// `tool_of` gives a skill's MCP tool definition; `status_of` its checklist results.
@@ -75,7 +75,7 @@ pub fn docs_data(
                 "output_contract": section(section_names::OUTPUT_CONTRACT),
                 "does_not_do": items(section_names::DOES_NOT_DO).iter().map(|t| link_skills(t, &names, s.name())).collect::<Vec<_>>(),
                 "checklist": checklist,
-                "verification": {"passed": passed, "failed": failed, "total": s.doc.checklist().len()},
+                "verification": {"passed": passed, "failed": failed, "total": checklist.len()},
                 "tool": tool_of(s),
             });
             if let (Some(page), Value::Object(details)) = (page.as_object_mut(), details) {

@@ -23,6 +23,15 @@ pub struct CallOutput {
     pub data: Value,
     /// `data` rendered through the skill's template (markdown).
     pub text: String,
+    /// Secrets replaced in `data` (also recorded there as `redacted` when > 0) and in
+    /// `text` by [`crate::redact`]; 0 when none, or the skill opts out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub redacted: usize,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Why a call failed.
@@ -251,24 +260,48 @@ impl Host {
                     errors,
                 }
             })?;
-        let data = skill
+        // The engine sees only the stores the document declares (read-only ones when
+        // `writes` is empty).
+        let ctx = self.ctx.scoped(skill.access.clone());
+        let mut data = skill
             .engine
-            .call(&args, &self.ctx)
+            .call(&args, &ctx)
             .map_err(|source| CallError::Engine {
                 skill: skill.name().to_owned(),
                 source,
             })?;
-        let text = render::render(&self.env, &skill.template, &data, &args).map_err(|source| {
-            CallError::Render {
-                skill: skill.name().to_owned(),
-                source,
+        // Secrets go before rendering, so the template only sees redacted values; the
+        // rendered text is scanned too (arguments it echoes, text it builds).
+        let redactor = skill
+            .redacts_secrets()
+            .then(crate::redact::Redactor::global)
+            .flatten();
+        let mut redacted = redactor.map_or(0, |r| r.redact_json(&mut data));
+        if redacted > 0 {
+            if let Value::Object(map) = &mut data {
+                map.insert("redacted".into(), Value::from(redacted));
             }
-        })?;
+        }
+        let mut text =
+            render::render(&self.env, &skill.template, &data, &args).map_err(|source| {
+                CallError::Render {
+                    skill: skill.name().to_owned(),
+                    source,
+                }
+            })?;
+        if let Some(r) = redactor {
+            let out = r.redact(&text);
+            if out.count > 0 {
+                redacted += out.count;
+                text = out.text.into_owned();
+            }
+        }
         Ok(CallOutput {
             skill: skill.name().to_owned(),
             args,
             data,
             text,
+            redacted,
         })
     }
 }

@@ -410,21 +410,39 @@ impl ServerHandler for SkillServer {
 /// before `initialize` (for example after only `server/discover`) ends the session
 /// normally.
 ///
+/// Lines pass through [`super::jsonrpc_gate`] first: any line that is not a valid
+/// JSON-RPC message is answered there (never dropped). When stdin closes, calls still
+/// running get [`STDIN_CLOSE_GRACE`] to answer, then the server stops without them.
+///
 /// # Errors
 /// [`ServeError::Stdio`] when the handshake fails or the session ends with an error.
 pub async fn serve_stdio(catalog: Arc<Catalog>) -> Result<(), ServeError> {
     let server = SkillServer::with_catalog(catalog);
-    let running = match server.serve(rmcp::transport::stdio_pipes()).await {
+    let (gate, transport) =
+        super::jsonrpc_gate::Gate::start(tokio::io::stdin(), tokio::io::stdout());
+    let running = match server.serve(transport).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(ServeError::Stdio(e.to_string())),
     };
-    running
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        ended = &mut waiting => {
+            ended.map_err(|e| ServeError::Stdio(e.to_string()))?;
+        }
+        () = async {
+            gate.closed.cancelled().await;
+            tokio::time::sleep(STDIN_CLOSE_GRACE).await;
+        } => {
+            eprintln!("skills: stdin closed; stopping with a call still running");
+        }
+    }
     Ok(())
 }
+
+/// How long calls still running may take to answer once stdin has closed.
+pub const STDIN_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Options of [`serve_http`].
 #[derive(Debug, Clone, Copy)]
@@ -478,8 +496,11 @@ pub async fn serve_http(
                 "https://[::1]:*",
             ])
     };
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(super::http_guard::SESSION_IDLE);
+    let sessions = Arc::new(sessions);
     let service: StreamableHttpService<SkillServer, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::default(), config);
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), config);
     on_listen(bound);
     loop {
         let (stream, _peer) = tokio::select! {
@@ -494,14 +515,25 @@ pub async fn serve_http(
         };
         let service = service.clone();
         let shutdown = shutdown.clone();
+        let sessions = Arc::clone(&sessions);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let mut service = service.clone();
+                let sessions = Arc::clone(&sessions);
                 async move {
                     if request.uri().path() != HTTP_PATH {
                         return Ok::<_, Infallible>(not_found());
                     }
-                    tower_service::Service::call(&mut service, request).await
+                    if let Some(refused) = super::http_guard::duplicate_headers(request.headers()) {
+                        return Ok(refused);
+                    }
+                    if super::http_guard::opens_session(&request)
+                        && sessions.sessions.read().await.len() >= super::http_guard::MAX_SESSIONS
+                    {
+                        return Ok(super::http_guard::too_many_sessions());
+                    }
+                    let response = tower_service::Service::call(&mut service, request).await?;
+                    Ok(super::http_guard::as_jsonrpc(response).await)
                 }
             });
             let connection = hyper::server::conn::http1::Builder::new()

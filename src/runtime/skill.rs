@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::doc::{Diagnostic, SkillDoc};
-use crate::engines::{Binding, Engine};
+use crate::engines::{Access, Binding, Engine};
+use crate::stores::Store;
 
 /// The frontmatter schema every document is validated against.
 pub const SKILL_SCHEMA: &str = include_str!("../../schemas/skill.schema.json");
@@ -43,6 +44,10 @@ pub struct Frontmatter {
     /// MCP annotations.
     #[serde(default)]
     pub annotations: Annotations,
+    /// `false` turns off secret redaction of this skill's output (default on; see
+    /// [`crate::redact`]).
+    #[serde(default)]
+    pub redact_secrets: Option<bool>,
     /// Engine-specific settings (e.g. `store` and `query` for `sql`).
     #[serde(default)]
     pub engine_options: Option<Value>,
@@ -78,6 +83,8 @@ pub struct Skill {
     pub validator: jsonschema::Validator,
     /// Template name in the host's template environment.
     pub template: String,
+    /// The stores its calls may open, from `reads` and `writes`.
+    pub access: Access,
 }
 
 impl Skill {
@@ -108,6 +115,11 @@ impl Skill {
             self.meta.determinism.as_deref(),
             Some("pure-function" | "deterministic")
         )
+    }
+
+    /// True unless the document sets `redact-secrets: false`.
+    pub fn redacts_secrets(&self) -> bool {
+        self.meta.redact_secrets != Some(false)
     }
 
     /// True when the skill writes nothing.
@@ -246,12 +258,18 @@ pub fn bind(
             ),
         ));
     }
+    let access = declared_access(&doc, &meta, engine.as_deref(), &mut diags);
     let template_file = meta
         .template
         .clone()
         .unwrap_or_else(|| "template.md.j2".to_owned());
-    let template_path = path.with_file_name(&template_file);
-    let template_src = match fs_err::read_to_string(&template_path) {
+    let template_src = match crate::confine::inside(
+        path.parent().unwrap_or_else(|| Path::new(".")),
+        &template_file,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|p| fs_err::read_to_string(p).map_err(|e| e.to_string()))
+    {
         Ok(s) => Some(s),
         Err(e) => {
             diags.push(Diagnostic::new(
@@ -273,12 +291,72 @@ pub fn bind(
                     engine,
                     validator,
                     template,
+                    access,
                 },
                 src,
             ))
         }
         _ => Err(diags),
     }
+}
+
+/// The stores `reads` and `writes` name, as the [`Access`] of the skill's calls.
+/// Diagnostics: an entry that names no store (`/reads/<i>`), and a store the bound
+/// engine opens ([`Engine::effects`]) that the document does not declare.
+fn declared_access(
+    doc: &SkillDoc,
+    meta: &Frontmatter,
+    engine: Option<&dyn Engine>,
+    diags: &mut Vec<Diagnostic>,
+) -> Access {
+    let mut stores = |field: &str, entries: &[String]| -> Vec<Store> {
+        let mut out = Vec::new();
+        for (i, entry) in entries.iter().enumerate() {
+            match Store::from_declared(entry) {
+                Some(store) if !out.contains(&store) => out.push(store),
+                Some(_) => {}
+                None => diags.push(Diagnostic::new(
+                    &doc.path,
+                    format!("/{field}/{i}"),
+                    doc.field_line(field),
+                    format!(
+                        "`{entry}` names no store; expected `conversations` (or its table \
+                         `L0.all_conversations`) or `memories`"
+                    ),
+                )),
+            }
+        }
+        out
+    };
+    let reads = stores("reads", &meta.reads);
+    let writes = stores("writes", &meta.writes);
+    let access = Access::declared(&meta.name, &reads, &writes);
+    if let Some(engine) = engine {
+        let effects = engine.effects();
+        for store in effects.reads.iter().filter(|s| !access.reads(**s)) {
+            diags.push(Diagnostic::new(
+                &doc.path,
+                "/reads",
+                doc.field_line("reads").or_else(|| doc.field_line("engine")),
+                format!(
+                    "engine `{}` reads store `{store}`, which `reads` does not declare; add `{store}` to `reads`",
+                    engine.name()
+                ),
+            ));
+        }
+        for store in effects.writes.iter().filter(|s| !access.writes(**s)) {
+            diags.push(Diagnostic::new(
+                &doc.path,
+                "/writes",
+                doc.field_line("writes").or_else(|| doc.field_line("engine")),
+                format!(
+                    "engine `{}` writes store `{store}`, which `writes` does not declare; add `{store}` to `writes`",
+                    engine.name()
+                ),
+            ));
+        }
+    }
+    access
 }
 
 /// For "\"engine\" is a required property" → `engine`.

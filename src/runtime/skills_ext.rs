@@ -275,6 +275,10 @@ fn read_skill(skill: &Skill) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut files = Vec::with_capacity(walked.files.len());
     let mut total = 0u64;
     for path in &walked.files {
+        // A link that leaves the folder is never served (README, "Security").
+        if !crate::confine::is_file_inside(dir, path) {
+            continue;
+        }
         let rel = relative(dir, path)?;
         let bytes = fs_err::read(path).map_err(|e| e.to_string())?;
         total += bytes.len() as u64;

@@ -4,11 +4,12 @@
 use super::vocabulary::{signature, Vocabulary};
 
 /// Largest distance at which `token` (already folded) matches a term: 0 for tokens of
-/// at most 2 characters, 1 up to 7 characters, 2 from 8 characters.
+/// at most 3 characters (short words are mostly function words, and one edit turns
+/// them into unrelated words: "did" → "kid"), 1 up to 7 characters, 2 from 8.
 pub fn max_distance(token: &str) -> usize {
     match token.chars().count() {
-        0..=2 => 0,
-        3..=7 => 1,
+        0..=3 => 0,
+        4..=7 => 1,
         _ => 2,
     }
 }
@@ -152,6 +153,8 @@ mod tests {
     #[test]
     fn thresholds() {
         assert_eq!(max_distance("go"), 0);
+        assert_eq!(max_distance("did"), 0);
+        assert_eq!(max_distance("rust"), 1);
         assert_eq!(max_distance("sqlite"), 1);
         assert_eq!(max_distance("configuration"), 2);
     }

@@ -79,33 +79,15 @@ impl Quantized {
     /// Appends the next slot's vector `v` (`dim` values). False when it cannot be
     /// bounded (wrong length, a value not finite): the copy must then not be used.
     pub fn push(&mut self, v: &[f32]) -> bool {
-        if v.len() != self.dim || v.iter().any(|x| !x.is_finite()) {
+        if v.len() != self.dim {
             return false;
         }
-        let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-        let s = max / 127.0;
-        let (mut residual, mut hat, mut norm) = (0.0f64, 0.0f64, 0.0f64);
-        for &x in v {
-            #[allow(clippy::cast_possible_truncation)] // clamped to −127..=127
-            let c = if s > 0.0 {
-                (x / s).round().clamp(-127.0, 127.0) as i8
-            } else {
-                0
-            };
-            let back = f64::from(s) * f64::from(c);
-            residual += (f64::from(x) - back).powi(2);
-            hat += back * back;
-            norm += f64::from(x).powi(2);
-            self.codes.push(c);
-        }
-        self.scale.push(s);
-        // `up` leaves room for the rounding of `as f32` too.
-        #[allow(clippy::cast_possible_truncation)]
-        {
-            self.err_row
-                .push(up(up(residual.sqrt()) + F32_SUM_ROUNDING * up(norm.sqrt())) as f32);
-            self.err_query.push(up(hat.sqrt()) as f32);
-        }
+        let Some(e) = encode(v, &mut self.codes) else {
+            return false;
+        };
+        self.scale.push(e.scale);
+        self.err_row.push(e.err_row);
+        self.err_query.push(e.err_query);
         true
     }
 
@@ -115,6 +97,71 @@ impl Quantized {
         self.scale.shrink_to_fit();
         self.err_row.shrink_to_fit();
         self.err_query.shrink_to_fit();
+    }
+
+    /// The copy as a borrowed [`View`] (what [`View::scan`] and the top-n search read).
+    pub fn view(&self) -> View<'_> {
+        View {
+            dim: self.dim,
+            codes: &self.codes,
+            scale: &self.scale,
+            err_row: &self.err_row,
+            err_query: &self.err_query,
+        }
+    }
+
+    /// The query `q` quantized ([`View::query`]).
+    pub fn query(&self, q: &[f32]) -> Option<Query> {
+        self.view().query(q)
+    }
+
+    /// [`View::scan`] over this copy.
+    pub fn scan(&self, q: &Query, keep: impl FnMut(usize) -> bool, f: impl FnMut(usize, f64, f64)) {
+        self.view().scan(q, keep, f);
+    }
+
+    /// [`View::interval`] of slot `slot`.
+    pub fn interval(&self, q: &Query, slot: usize) -> (f64, f64) {
+        self.view().interval(q, slot)
+    }
+
+    /// Heap bytes held (for reports).
+    pub fn heap_bytes(&self) -> usize {
+        self.codes.capacity()
+            + 4 * (self.scale.capacity() + self.err_row.capacity() + self.err_query.capacity())
+    }
+}
+
+/// 8-bit codes and error factors of consecutive slots, borrowed — from a
+/// [`Quantized`] in memory or from a memory-mapped file written with [`encode`]
+/// (the conversations store's embeddings). Slices must hold `dim` codes and one
+/// scale and two error factors per slot.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    /// Values per vector.
+    pub dim: usize,
+    /// `dim` codes per slot, slot after slot.
+    pub codes: &'a [i8],
+    /// Per slot: the scale `s`.
+    pub scale: &'a [f32],
+    /// Per slot: `‖v − v̂‖ + F32_SUM_ROUNDING · ‖v‖`, rounded up.
+    pub err_row: &'a [f32],
+    /// Per slot: `‖v̂‖`, rounded up.
+    pub err_query: &'a [f32],
+}
+
+impl View<'_> {
+    /// Number of slots (the shortest of the four slices, in slots).
+    pub fn len(&self) -> usize {
+        (self.codes.len() / self.dim.max(1))
+            .min(self.scale.len())
+            .min(self.err_row.len())
+            .min(self.err_query.len())
+    }
+
+    /// True when no slot is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The query `q` (length `dim`) quantized; `None` for a zero or non-finite one.
@@ -180,7 +227,7 @@ impl Quantized {
         mut keep: impl FnMut(usize) -> bool,
         mut f: impl FnMut(usize, f64, f64),
     ) {
-        for slot in 0..self.scale.len() {
+        for slot in 0..self.len() {
             self.touch(slot + PREFETCH_AHEAD);
             if keep(slot) {
                 let (low, high) = self.interval(q, slot);
@@ -218,12 +265,50 @@ impl Quantized {
             }
         }
     }
+}
 
-    /// Heap bytes held (for reports).
-    pub fn heap_bytes(&self) -> usize {
-        self.codes.capacity()
-            + 4 * (self.scale.capacity() + self.err_row.capacity() + self.err_query.capacity())
+/// The 8-bit code of one vector: its scale and error factors (the codes themselves are
+/// appended to the caller's buffer by [`encode`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Encoded {
+    /// `s = max |v_d| / 127`.
+    pub scale: f32,
+    /// `‖v − v̂‖ + F32_SUM_ROUNDING · ‖v‖`, rounded up.
+    pub err_row: f32,
+    /// `‖v̂‖`, rounded up.
+    pub err_query: f32,
+}
+
+/// Appends the `v.len()` codes of `v` to `codes` and returns its scale and error
+/// factors; `None` (nothing appended) when `v` is empty, longer than [`MAX_DIM`] or
+/// holds a value that is not finite.
+pub fn encode(v: &[f32], codes: &mut Vec<i8>) -> Option<Encoded> {
+    if v.is_empty() || v.len() > MAX_DIM || v.iter().any(|x| !x.is_finite()) {
+        return None;
     }
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let s = max / 127.0;
+    let (mut residual, mut hat, mut norm) = (0.0f64, 0.0f64, 0.0f64);
+    for &x in v {
+        #[allow(clippy::cast_possible_truncation)] // clamped to −127..=127
+        let c = if s > 0.0 {
+            (x / s).round().clamp(-127.0, 127.0) as i8
+        } else {
+            0
+        };
+        let back = f64::from(s) * f64::from(c);
+        residual += (f64::from(x) - back).powi(2);
+        hat += back * back;
+        norm += f64::from(x).powi(2);
+        codes.push(c);
+    }
+    // `up` leaves room for the rounding of `as f32` too.
+    #[allow(clippy::cast_possible_truncation)]
+    Some(Encoded {
+        scale: s,
+        err_row: up(up(residual.sqrt()) + F32_SUM_ROUNDING * up(norm.sqrt())) as f32,
+        err_query: up(hat.sqrt()) as f32,
+    })
 }
 
 #[cfg(test)]

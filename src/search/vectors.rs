@@ -5,7 +5,7 @@
 //! Rows are numbered by the caller (an index into its own row list); the matrix only
 //! stores which row each of its slots holds.
 
-use super::quantized::Quantized;
+use super::quantized::{Quantized, View};
 
 /// Rows per block of the vector matrix: a block holds its rows' vectors dimension by
 /// dimension, so one pass over a block computes this many dot products side by side.
@@ -158,8 +158,7 @@ impl VectorMatrix {
     }
 
     /// The pruned exact pass of [`VectorMatrix::for_each_top_dot`] over the matrix
-    /// slots: `(rows kept, (row, exact dot) of those that can be in the top n)`;
-    /// `None` when pruning cannot be proven.
+    /// slots ([`top_dots`]), with slots mapped to rows.
     fn top_dots(
         &self,
         q: &[f32],
@@ -167,74 +166,20 @@ impl VectorMatrix {
         keep: &impl Fn(usize) -> bool,
     ) -> Option<(usize, Vec<(usize, f32)>)> {
         let quant = self.quantized.as_ref()?;
-        let query = quant.query(q)?;
-        if n == 0 {
-            return None;
-        }
-        // `lows`: the largest lower ends so far, cut back to the n largest when it
-        // doubles, so `theta`, their n-th largest, only grows. `candidates`: (upper
-        // end, slot) of the slots whose upper end reached `theta` when seen.
-        let mut lows: Vec<f64> = Vec::with_capacity(2 * n);
-        let mut theta = f64::NEG_INFINITY;
-        let mut candidates: Vec<(f64, u32)> = Vec::new();
-        let mut kept = 0;
-        let keep_slot = |slot: usize| keep(self.slots[slot] as usize);
-        quant.scan(&query, keep_slot, |slot, low, high| {
-            kept += 1;
-            if high >= theta {
-                candidates.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
-            }
-            if low > theta {
-                lows.push(low);
-                if lows.len() == 2 * n {
-                    theta = nth_largest(&mut lows, n);
-                }
-            }
-        });
-        // The n-th largest lower end of all: every slot whose upper end is below it
-        // has n slots surely above it.
-        let theta = if lows.len() >= n {
-            nth_largest(&mut lows, n)
-        } else {
-            f64::NEG_INFINITY
-        };
-        candidates.retain(|c| c.0 >= theta);
-        candidates.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
-        let complete = candidates.len() == kept;
-        // Exact values, highest upper end first; `best` holds the n largest so far.
-        let mut best: std::collections::BinaryHeap<std::cmp::Reverse<i64>> =
-            std::collections::BinaryHeap::with_capacity(n + 1);
-        let mut exact = Vec::new();
-        let mut stopped = false;
-        for (high, slot) in candidates {
-            if best.len() == n {
-                let nth = best.peek().map_or(f64::NAN, |k| from_total_key(k.0));
-                if high < nth && nth > 0.0 && nth <= 1.0 {
-                    stopped = true;
-                    break;
-                }
-            }
-            let slot = slot as usize;
-            let dot = self.exact_dot(q, slot);
-            exact.push((self.slots[slot] as usize, dot));
-            best.push(std::cmp::Reverse(total_key(f64::from(dot))));
-            if best.len() > n {
-                best.pop();
-            }
-        }
-        if !stopped && !complete {
-            // Every candidate was computed; the slots below `theta` stay out only if
-            // the n-th best exact value (≥ theta) is in (0, 1].
-            let nth = if best.len() == n {
-                best.peek().map_or(f64::NAN, |k| from_total_key(k.0))
-            } else {
-                f64::NAN
-            };
-            if !(nth > 0.0 && nth <= 1.0) {
-                return None;
-            }
-        }
-        Some((kept, exact))
+        let (kept, exact) = top_dots(
+            &quant.view(),
+            q,
+            n,
+            |slot| keep(self.slots[slot] as usize),
+            |slot| self.exact_dot(q, slot),
+        )?;
+        Some((
+            kept,
+            exact
+                .into_iter()
+                .map(|(slot, dot)| (self.slots[slot] as usize, dot))
+                .collect(),
+        ))
     }
 
     /// Slot `slot`'s dot product with `q` (of length `dim`), summed exactly as one lane
@@ -295,6 +240,88 @@ impl VectorMatrix {
             }
         }
     }
+}
+
+/// The exact dot products that can be among the `n` largest, found through an 8-bit
+/// copy: `(slots kept, (slot, exact dot) of every slot that can be in the top n)`, or
+/// `None` when pruning cannot be proven (zero query, no `n`, the n-th best exact value
+/// outside (0, 1]; the caller then computes every exact value). `keep(slot)` is the
+/// row mask; `exact(slot)` the exact dot product the bounds of `quant` hold (see
+/// [`VectorMatrix::for_each_top_dot`] for the method).
+pub fn top_dots(
+    quant: &View<'_>,
+    q: &[f32],
+    n: usize,
+    keep: impl Fn(usize) -> bool,
+    exact: impl Fn(usize) -> f32,
+) -> Option<(usize, Vec<(usize, f32)>)> {
+    let query = quant.query(q)?;
+    if n == 0 {
+        return None;
+    }
+    // `lows`: the largest lower ends so far, cut back to the n largest when it
+    // doubles, so `theta`, their n-th largest, only grows. `candidates`: (upper
+    // end, slot) of the slots whose upper end reached `theta` when seen.
+    let mut lows: Vec<f64> = Vec::with_capacity(2 * n);
+    let mut theta = f64::NEG_INFINITY;
+    let mut candidates: Vec<(f64, u32)> = Vec::new();
+    let mut kept = 0;
+    quant.scan(&query, keep, |slot, low, high| {
+        kept += 1;
+        if high >= theta {
+            candidates.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
+        }
+        if low > theta {
+            lows.push(low);
+            if lows.len() == 2 * n {
+                theta = nth_largest(&mut lows, n);
+            }
+        }
+    });
+    // The n-th largest lower end of all: every slot whose upper end is below it
+    // has n slots surely above it.
+    let theta = if lows.len() >= n {
+        nth_largest(&mut lows, n)
+    } else {
+        f64::NEG_INFINITY
+    };
+    candidates.retain(|c| c.0 >= theta);
+    candidates.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    let complete = candidates.len() == kept;
+    // Exact values, highest upper end first; `best` holds the n largest so far.
+    let mut best: std::collections::BinaryHeap<std::cmp::Reverse<i64>> =
+        std::collections::BinaryHeap::with_capacity(n + 1);
+    let mut found = Vec::new();
+    let mut stopped = false;
+    for (high, slot) in candidates {
+        if best.len() == n {
+            let nth = best.peek().map_or(f64::NAN, |k| from_total_key(k.0));
+            if high < nth && nth > 0.0 && nth <= 1.0 {
+                stopped = true;
+                break;
+            }
+        }
+        let slot = slot as usize;
+        let dot = exact(slot);
+        found.push((slot, dot));
+        best.push(std::cmp::Reverse(total_key(f64::from(dot))));
+        if best.len() > n {
+            best.pop();
+        }
+    }
+    if !stopped && !complete {
+        // Every candidate was computed; the slots below `theta` stay out only if
+        // the n-th best exact value (≥ theta) is in (0, 1].
+        let nth = if best.len() == n {
+            best.peek().map_or(f64::NAN, |k| from_total_key(k.0))
+        } else {
+            f64::NAN
+        };
+        if !(nth > 0.0 && nth <= 1.0) {
+            return None;
+        }
+    }
+    Some((kept, found))
 }
 
 /// An `i64` ordered as `f64::total_cmp` orders `x`.

@@ -20,14 +20,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use chrono::{Datelike, Timelike};
-use duckdb::{params, AccessMode, Config, Connection};
+use duckdb::{params, Connection};
 
 use super::StoreError;
 use crate::model::Message;
 
+pub mod embeddings;
 pub mod index;
 pub mod segment;
 
+use std::sync::Arc;
+
+use crate::embed::Embedder;
+use embeddings::{EmbedReport, UnitSpec};
 use index::{Touched, UpdateReport};
 
 /// Column list of `all_conversations`, in table order.
@@ -238,6 +243,22 @@ pub struct ConversationStore {
     index: Option<index::Writer>,
     /// Conversations written through this handle, for the index update at close.
     touched: Mutex<Touched>,
+    /// The embeddings manifest found at a writable open (before DuckDB opened).
+    embed_base: Option<embeddings::Base>,
+    /// The embeddings writer, once [`ConversationStore::embed_with`] asked for one.
+    embed: Option<embeddings::Writer>,
+}
+
+/// What [`ConversationStore::close_with`] did.
+#[derive(Debug, Default)]
+pub struct CloseReport {
+    /// The search index update (`None` for read-only and in-memory stores).
+    pub index: Option<UpdateReport>,
+    /// The embeddings update: `None` when none was asked for
+    /// ([`ConversationStore::embed_with`]), else what it did or why it failed (the
+    /// rows and the index are intact either way; semantic-search then says the
+    /// embeddings are stale).
+    pub embeddings: Option<Result<EmbedReport, String>>,
 }
 
 /// Counts returned by [`ConversationStore::insert`].
@@ -267,6 +288,7 @@ impl ConversationStore {
         // last writer left it, before this open changes anything.
         let index = index::Writer::begin(path)
             .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
+        let embed_base = Some(embeddings::Base::read(path));
         let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(path, e))?;
@@ -276,10 +298,14 @@ impl ConversationStore {
             marks_injected: std::sync::OnceLock::new(),
             index: Some(index),
             touched: Mutex::default(),
+            embed_base,
+            embed: None,
         })
     }
 
-    /// Opens an existing store read-only. Waits up to 10 s while another process
+    /// Opens an existing store read-only, sandboxed for skill SQL
+    /// ([`super::sandbox::duckdb_config`]: no files, network, extensions or settings
+    /// beyond this one file). Waits up to 10 s while another process
     /// writes it (`skills ingest`). Engines open it per call and drop it afterwards, so
     /// a long-running `skills serve` never keeps `skills ingest` out and always sees
     /// the latest import.
@@ -294,9 +320,10 @@ impl ConversationStore {
                 path: path.to_path_buf(),
             });
         }
+        // Readers run SQL from skill folders: the sandbox's configuration (external
+        // access off, configuration locked) is applied as the file is opened.
         let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
-            let config = Config::default().access_mode(AccessMode::ReadOnly)?;
-            Connection::open_with_flags(path, config)
+            Connection::open_with_flags(path, super::sandbox::duckdb_config()?)
         })?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -304,6 +331,8 @@ impl ConversationStore {
             marks_injected: std::sync::OnceLock::new(),
             index: None,
             touched: Mutex::default(),
+            embed_base: None,
+            embed: None,
         })
     }
 
@@ -322,6 +351,8 @@ impl ConversationStore {
             marks_injected: std::sync::OnceLock::new(),
             index: None,
             touched: Mutex::default(),
+            embed_base: None,
+            embed: None,
         })
     }
 
@@ -973,6 +1004,26 @@ impl ConversationStore {
         }
     }
 
+    /// Asks [`ConversationStore::close_with`] to bring the L1 embeddings
+    /// ([`embeddings`]) up to date too, with `embedder`, units cut as `unit`. A no-op
+    /// for read-only and in-memory stores.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when the embeddings folder cannot be created.
+    pub fn embed_with(
+        &mut self,
+        embedder: Arc<Embedder>,
+        unit: UnitSpec,
+    ) -> Result<(), StoreError> {
+        if let Some(base) = self.embed_base.clone() {
+            self.embed = Some(
+                embeddings::Writer::begin(&self.path, base, embedder, unit)
+                    .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?,
+            );
+        }
+        Ok(())
+    }
+
     /// Closes the store. A writable file store first brings its search index up to
     /// date with what this handle wrote ([`index`]), checkpoints and closes the
     /// database, then publishes the index. Dropping the store instead leaves the
@@ -984,18 +1035,32 @@ impl ConversationStore {
     /// [`StoreError::DuckDb`] when the checkpoint fails; an index that cannot be
     /// written is [`StoreError::Io`] — the stored rows are intact either way.
     pub fn close(self) -> Result<Option<UpdateReport>, StoreError> {
+        self.close_with(&mut |_, _| {}).map(|r| r.index)
+    }
+
+    /// [`ConversationStore::close`], also bringing the embeddings up to date when
+    /// [`ConversationStore::embed_with`] asked for it (new and rewritten conversations
+    /// only, unless the model, the unit or the store changed), calling `progress`
+    /// with (messages embedded, messages to embed). The embeddings are published
+    /// with the index, after the database is closed.
+    ///
+    /// # Errors
+    /// As [`ConversationStore::close`]; an embeddings failure is reported in
+    /// [`CloseReport::embeddings`] instead.
+    pub fn close_with(self, progress: embeddings::Progress<'_>) -> Result<CloseReport, StoreError> {
         let Self {
             path,
             conn,
             index,
             touched,
+            embed,
             ..
         } = self;
         let conn = conn
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(writer) = index else {
-            return Ok(None);
+            return Ok(CloseReport::default());
         };
         let touched = touched
             .into_inner()
@@ -1003,13 +1068,25 @@ impl ConversationStore {
         let (manifest, report) = writer
             .update(&conn, &touched)
             .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
+        let embedded = embed.map(|w| {
+            let done = w.update(&conn, &touched, progress);
+            (w, done)
+        });
         conn.execute_batch("CHECKPOINT")
             .map_err(|e| duck(&path, e))?;
         conn.close().map_err(|(_, e)| duck(&path, e))?;
         writer
             .publish(manifest)
             .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
-        Ok(Some(report))
+        let embeddings = embedded.map(|(w, done)| {
+            let (m, r) = done.map_err(|e| e.to_string())?;
+            w.publish(m).map_err(|e| e.to_string())?;
+            Ok(r)
+        });
+        Ok(CloseReport {
+            index: Some(report),
+            embeddings,
+        })
     }
 
     /// Number of stored messages.
@@ -1031,7 +1108,9 @@ const WRITE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 const READ_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Runs `open` until it succeeds, fails for another reason than a file lock held by
-/// another process, or `wait` has passed (then [`StoreError::Locked`]).
+/// another process, or `wait` has passed (then [`StoreError::Locked`]). When it has
+/// to wait longer than [`WAIT_NOTE_AFTER`], it says once on stderr which process
+/// holds the file (DuckDB's lock error names its program and PID).
 fn wait_for_lock(
     path: &Path,
     wait: std::time::Duration,
@@ -1039,16 +1118,28 @@ fn wait_for_lock(
 ) -> Result<Connection, StoreError> {
     let start = std::time::Instant::now();
     let mut pause = std::time::Duration::from_millis(10);
+    let mut said = false;
     loop {
         match open() {
             Ok(conn) => return Ok(conn),
             Err(e) if e.to_string().contains("Could not set lock on file") => {
+                let detail = e.to_string();
                 if start.elapsed() >= wait {
                     return Err(StoreError::Locked {
                         path: path.to_path_buf(),
                         waited_secs: wait.as_secs(),
-                        detail: e.to_string(),
+                        holder: lock_holder(&detail),
+                        detail,
                     });
+                }
+                if !said && start.elapsed() >= WAIT_NOTE_AFTER {
+                    said = true;
+                    eprintln!(
+                        "note: waiting up to {} s for `{}`: it is held by {}",
+                        wait.as_secs(),
+                        path.display(),
+                        lock_holder(&detail)
+                    );
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(std::time::Duration::from_millis(250));
@@ -1056,6 +1147,25 @@ fn wait_for_lock(
             Err(e) => return Err(duck(path, e)),
         }
     }
+}
+
+/// How long [`wait_for_lock`] waits before saying who holds the file.
+const WAIT_NOTE_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The process named by DuckDB's lock error (`… Conflicting lock is held in
+/// /usr/bin/skills (PID 1234) by user me. See also …` → `/usr/bin/skills (PID 1234)
+/// by user me`), or "another process" when the message has no such part.
+pub fn lock_holder(detail: &str) -> String {
+    const HELD: &str = "lock is held in ";
+    let Some(at) = detail.find(HELD) else {
+        return "another process".into();
+    };
+    let rest = &detail[at + HELD.len()..];
+    let end = rest
+        .find(". See")
+        .or_else(|| rest.find('\n'))
+        .unwrap_or(rest.len());
+    rest[..end].trim_end_matches('.').trim().to_owned()
 }
 
 fn duck(path: &Path, source: duckdb::Error) -> StoreError {

@@ -218,8 +218,8 @@ impl MemoryStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The in-memory [`SearchIndex`] of this store for embeddings from `model` (none
-    /// when `None`), built on first use and kept until the file changes (another
+    /// The in-memory [`SearchIndex`] of this store for embeddings from `model` (name
+    /// and dimension; none when `None`), built on first use and kept until the file changes (another
     /// connection committed, per `PRAGMA data_version`, or this one wrote). `conn` is
     /// this store's connection, already locked by the caller. Only reads.
     ///
@@ -228,7 +228,7 @@ impl MemoryStore {
     pub fn search_index(
         &self,
         conn: &Connection,
-        model: Option<&str>,
+        model: Option<(&str, usize)>,
     ) -> Result<Arc<SearchIndex>, rusqlite::Error> {
         let data_version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
         let version = (data_version, conn.total_changes());
@@ -237,7 +237,10 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(index) = slot.as_ref() {
-            if index.version == version && index.model.as_deref() == model {
+            if index.version == version
+                && index.model.as_deref() == model.map(|m| m.0)
+                && index.dim == model.map_or(0, |m| m.1)
+            {
                 return Ok(index.clone());
             }
         }
@@ -258,76 +261,25 @@ impl MemoryStore {
     /// # Errors
     /// [`StoreError::Sqlite`] on a write failure (for example a read-only store).
     pub fn upsert(&self, memory: &Memory) -> Result<Upsert, StoreError> {
-        let hash = content_hash(memory);
+        let outcomes = self.upsert_many(std::slice::from_ref(memory))?;
+        Ok(outcomes.first().copied().unwrap_or(Upsert::Unchanged))
+    }
+
+    /// [`MemoryStore::upsert`] of every memory of `memories`, in order, in one
+    /// transaction (all or none are written): the bulk path of imports. Returns one
+    /// outcome per memory.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a write failure; nothing is written then.
+    pub fn upsert_many(&self, memories: &[Memory]) -> Result<Vec<Upsert>, StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(|e| self.error(e))?;
-        let existing: Option<(i64, String)> = tx
-            .query_row(
-                "SELECT rowid, content_hash FROM memories WHERE id = ?1",
-                [&memory.id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| self.error(e))?;
-        let json = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
-        let (outcome, rowid) = match existing {
-            Some((_, old)) if old == hash => (Upsert::Unchanged, None),
-            Some((rowid, _)) => {
-                tx.execute(
-                    "UPDATE memories SET title=?2, type=?3, tags=?4, created=?5, updated=?6, body=?7, \
-                     files_read=?8, files_modified=?9, origin=?10, content_hash=?11, embedding=NULL, \
-                     embedding_model=NULL WHERE rowid=?1",
-                    params![
-                        rowid,
-                        memory.title,
-                        memory.kind,
-                        json(&memory.tags),
-                        format_time(&memory.created),
-                        format_time(&memory.updated),
-                        memory.body,
-                        json(&memory.files_read),
-                        json(&memory.files_modified),
-                        memory.origin,
-                        hash
-                    ],
-                )
-                .map_err(|e| self.error(e))?;
-                tx.execute("DELETE FROM memories_fts WHERE rowid = ?1", [rowid])
-                    .map_err(|e| self.error(e))?;
-                (Upsert::Updated, Some(rowid))
-            }
-            None => {
-                tx.execute(
-                    "INSERT INTO memories(id, title, type, tags, created, updated, body, files_read, \
-                     files_modified, origin, content_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    params![
-                        memory.id,
-                        memory.title,
-                        memory.kind,
-                        json(&memory.tags),
-                        format_time(&memory.created),
-                        format_time(&memory.updated),
-                        memory.body,
-                        json(&memory.files_read),
-                        json(&memory.files_modified),
-                        memory.origin,
-                        hash
-                    ],
-                )
-                .map_err(|e| self.error(e))?;
-                (Upsert::Inserted, Some(tx.last_insert_rowid()))
-            }
-        };
-        // New and changed memories get their full-text row (re)written the same way.
-        if let Some(rowid) = rowid {
-            tx.execute(
-                "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
-                params![rowid, memory.title, memory.tags.join(" "), memory.body],
-            )
-            .map_err(|e| self.error(e))?;
+        let mut out = Vec::with_capacity(memories.len());
+        for memory in memories {
+            out.push(upsert_in(&tx, memory).map_err(|e| self.error(e))?);
         }
         tx.commit().map_err(|e| self.error(e))?;
-        Ok(outcome)
+        Ok(out)
     }
 
     /// Stores `vector` (L2-normalised here) as the embedding of memory `id`, produced by
@@ -336,15 +288,44 @@ impl MemoryStore {
     /// # Errors
     /// [`StoreError::Sqlite`] on a write failure.
     pub fn set_embedding(&self, id: &str, vector: &[f32], model: &str) -> Result<bool, StoreError> {
-        let blob = encode_vector(&normalized(vector));
-        let n = self
-            .lock()
-            .execute(
-                "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1",
-                params![id, blob, model],
-            )
-            .map_err(|e| self.error(e))?;
-        Ok(n > 0)
+        let done = self.set_embeddings(&[(id.to_owned(), vec![vector.to_vec()])], model)?;
+        Ok(done == 1)
+    }
+
+    /// Stores each `(id, chunk vectors)` of `items` (every vector L2-normalised here,
+    /// all `dim` long) as that memory's embedding from `model`, in one transaction:
+    /// the blob is the chunks' vectors one after the other, which
+    /// [`MemoryStore::search_index`] splits again by the model's dimension. Returns
+    /// how many ids named a memory.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a write failure; nothing is written then.
+    pub fn set_embeddings(
+        &self,
+        items: &[(String, Vec<Vec<f32>>)],
+        model: &str,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let mut done = 0;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1",
+                )
+                .map_err(|e| self.error(e))?;
+            for (id, vectors) in items {
+                let blob: Vec<u8> = vectors
+                    .iter()
+                    .flat_map(|v| encode_vector(&normalized(v)))
+                    .collect();
+                done += stmt
+                    .execute(params![id, blob, model])
+                    .map_err(|e| self.error(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok(done)
     }
 
     /// Ids and embedding texts of memories lacking an embedding from `model`.
@@ -449,10 +430,15 @@ impl MemoryStore {
 #[derive(Debug)]
 pub struct SearchIndex {
     model: Option<String>,
+    /// The model's dimension (0 without a model).
+    dim: usize,
     version: (i64, u64),
     rows: Vec<RowMeta>,
-    /// Embeddings from `model`, by index into `rows`.
+    /// Embeddings from `model`, one or more chunk vectors per row, by index into
+    /// `rows`.
     vectors: VectorMatrix,
+    /// Rows holding at least one vector.
+    embedded_rows: usize,
     /// Metadata laid out for filters, built on first use.
     filter_columns: OnceLock<FilterColumns>,
     /// Terms of `memories_vocab`, read on first use.
@@ -465,9 +451,12 @@ pub struct SearchIndex {
 impl SearchIndex {
     fn load(
         conn: &Connection,
-        model: Option<&str>,
+        model: Option<(&str, usize)>,
         version: (i64, u64),
     ) -> Result<Self, rusqlite::Error> {
+        let dim = model.map_or(0, |m| m.1);
+        let model = model.map(|m| m.0);
+        let mut embedded_rows = 0;
         let mut stmt = conn.prepare(
             "SELECT rowid, id, type, updated, files_read, files_modified, \
              CASE WHEN embedding IS NOT NULL AND embedding_model = ?1 THEN embedding END \
@@ -491,7 +480,16 @@ impl SearchIndex {
                     blob.chunks_exact(4)
                         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
                 );
-                vectors.push(i, &vector);
+                // One vector per chunk; a blob that is not whole vectors of the
+                // model's dimension is kept as one (and scores as an odd vector).
+                if dim > 0 && !vector.is_empty() && vector.len() % dim == 0 {
+                    for chunk in vector.chunks_exact(dim) {
+                        vectors.push(i, chunk);
+                    }
+                } else {
+                    vectors.push(i, &vector);
+                }
+                embedded_rows += 1;
             }
             rows.push(RowMeta {
                 rowid: r.get(0)?,
@@ -503,9 +501,11 @@ impl SearchIndex {
         }
         Ok(Self {
             model: model.map(str::to_owned),
+            dim,
             version,
             rows,
             vectors: vectors.finish(),
+            embedded_rows,
             filter_columns: OnceLock::new(),
             vocab: OnceLock::new(),
             fts: OnceLock::new(),
@@ -587,6 +587,12 @@ impl SearchIndex {
 
     /// Number of memories holding an embedding from the index's model.
     pub fn embedded(&self) -> usize {
+        self.embedded_rows
+    }
+
+    /// Number of chunk vectors held (≥ [`SearchIndex::embedded`]: a long memory has
+    /// one per chunk).
+    pub fn chunk_vectors(&self) -> usize {
         self.vectors.len()
     }
 
@@ -610,6 +616,75 @@ impl SearchIndex {
     pub fn for_each_dot(&self, q: &[f32], keep: impl Fn(usize) -> bool, f: impl FnMut(usize, f32)) {
         self.vectors.for_each_dot(q, keep, f);
     }
+}
+
+/// One memory's upsert inside the caller's transaction `tx` (see
+/// [`MemoryStore::upsert`]).
+fn upsert_in(tx: &rusqlite::Transaction<'_>, memory: &Memory) -> Result<Upsert, rusqlite::Error> {
+    let hash = content_hash(memory);
+    let existing: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT rowid, content_hash FROM memories WHERE id = ?1",
+            [&memory.id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let json = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
+    let (outcome, rowid) = match existing {
+        Some((_, old)) if old == hash => (Upsert::Unchanged, None),
+        Some((rowid, _)) => {
+            tx.execute(
+                    "UPDATE memories SET title=?2, type=?3, tags=?4, created=?5, updated=?6, body=?7, \
+                     files_read=?8, files_modified=?9, origin=?10, content_hash=?11, embedding=NULL, \
+                     embedding_model=NULL WHERE rowid=?1",
+                    params![
+                        rowid,
+                        memory.title,
+                        memory.kind,
+                        json(&memory.tags),
+                        format_time(&memory.created),
+                        format_time(&memory.updated),
+                        memory.body,
+                        json(&memory.files_read),
+                        json(&memory.files_modified),
+                        memory.origin,
+                        hash
+                    ],
+                )
+                ?;
+            tx.execute("DELETE FROM memories_fts WHERE rowid = ?1", [rowid])?;
+            (Upsert::Updated, Some(rowid))
+        }
+        None => {
+            tx.execute(
+                    "INSERT INTO memories(id, title, type, tags, created, updated, body, files_read, \
+                     files_modified, origin, content_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    params![
+                        memory.id,
+                        memory.title,
+                        memory.kind,
+                        json(&memory.tags),
+                        format_time(&memory.created),
+                        format_time(&memory.updated),
+                        memory.body,
+                        json(&memory.files_read),
+                        json(&memory.files_modified),
+                        memory.origin,
+                        hash
+                    ],
+                )
+                ?;
+            (Upsert::Inserted, Some(tx.last_insert_rowid()))
+        }
+    };
+    // New and changed memories get their full-text row (re)written the same way.
+    if let Some(rowid) = rowid {
+        tx.execute(
+            "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
+            params![rowid, memory.title, memory.tags.join(" "), memory.body],
+        )?;
+    }
+    Ok(outcome)
 }
 
 /// Parses a JSON array of strings as stored in `tags`/`files_*`; anything else is empty.
@@ -649,6 +724,46 @@ pub fn query_connection(path: &Path) -> Result<Connection, StoreError> {
     read_only_connection(path, None)
 }
 
+/// Rolls back a hot journal that an interrupted write left beside the memories file
+/// (`memories.sqlite-journal` after a `kill -9` or a full disk during an import), so
+/// read-only connections can read again: SQLite refuses to read a database with a hot
+/// journal through a read-only handle ("attempt to write a readonly database"). A
+/// writable connection that reads one page does SQLite's own recovery (the journal is
+/// played back only when no live writer holds it; a running import is waited for up
+/// to 5 s, not disturbed). Nothing happens when there is no journal, so a healthy
+/// store costs one `stat`.
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the journal cannot be rolled back (e.g. the file is
+/// not writable for this user), naming the file.
+pub fn recover_hot_journal(path: &Path) -> Result<(), StoreError> {
+    let mut journal = path.as_os_str().to_owned();
+    journal.push("-journal");
+    let journal = Path::new(&journal);
+    match std::fs::metadata(journal) {
+        Ok(meta) if meta.len() > 0 && path.exists() => {}
+        _ => return Ok(()),
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| sqlite_error(path, e))?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+        .map_err(|e| {
+            sqlite_error(
+                path,
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                    Some(format!(
+                        "`{}` is a hot journal left by an interrupted write and could not be rolled back: {e}",
+                        journal.display()
+                    )),
+                ),
+            )
+        })?;
+    Ok(())
+}
+
 /// The one read-only opener of the memories file ([`query_connection`] and
 /// [`MemoryStore::open_ro`] both come here, so hardening it covers every reader):
 /// opens `path` with the read-only flag, runs `temp_setup` (statements that may only
@@ -660,8 +775,12 @@ fn read_only_connection(path: &Path, temp_setup: Option<&str>) -> Result<Connect
             path: path.to_path_buf(),
         });
     }
+    recover_hot_journal(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(path, e))?;
+    // A writer committing holds the file for milliseconds: wait rather than fail.
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| sqlite_error(path, e))?;
     if let Some(setup) = temp_setup {
         conn.execute_batch(setup)
             .map_err(|e| sqlite_error(path, e))?;
@@ -773,7 +892,7 @@ mod tests {
             store.set_embedding(&id, &noise(i, dim), "m").unwrap();
         }
         let conn = store.lock();
-        let index = store.search_index(&conn, Some("m")).unwrap();
+        let index = store.search_index(&conn, Some(("m", dim))).unwrap();
         let q = normalized(&noise(99_999, dim));
         for keep_every in [1, 3] {
             let keep = |i: usize| i.is_multiple_of(keep_every);

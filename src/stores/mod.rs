@@ -3,6 +3,7 @@
 
 pub mod conversations;
 pub mod memories;
+pub mod sandbox;
 pub mod sql_value;
 
 use std::path::PathBuf;
@@ -33,7 +34,7 @@ pub enum StoreError {
     /// DuckDB lets one process write a file or several read it, never both:
     /// `skills ingest` holds it while it imports, a search for one call.
     #[error(
-        "conversations store `{path}` is in use by another process (waited {waited_secs} s): \
+        "conversations store `{path}` is held by {holder} (waited {waited_secs} s): \
          a `skills ingest` still running? Try again when it ends. ({detail})"
     )]
     Locked {
@@ -41,6 +42,8 @@ pub enum StoreError {
         path: PathBuf,
         /// Seconds waited for the lock.
         waited_secs: u64,
+        /// The process holding it, as DuckDB names it (program, PID, user).
+        holder: String,
         /// DuckDB's message (names the process holding the lock).
         detail: String,
     },
@@ -52,9 +55,42 @@ pub enum StoreError {
         /// Database file.
         path: PathBuf,
     },
+    /// A skill asked for a store its document does not declare (`reads`, or
+    /// `writes` for a writable handle).
+    #[error(
+        "skill `{skill}` may not {verb} store `{store}`: its `{field}` does not name it{hint}",
+        verb = verb_of(.field),
+        hint = hint_of(.field)
+    )]
+    Undeclared {
+        /// The skill.
+        skill: String,
+        /// The store asked for.
+        store: Store,
+        /// The frontmatter field that would have to name it: `reads` or `writes`.
+        field: &'static str,
+    },
     /// Filesystem error (creating the data directory…).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// "read" or "write", for [`StoreError::Undeclared`]'s field `reads` or `writes`.
+fn verb_of(field: &str) -> &'static str {
+    if field == "writes" {
+        "write"
+    } else {
+        "read"
+    }
+}
+
+/// The hint of [`StoreError::Undeclared`].
+fn hint_of(field: &str) -> &'static str {
+    if field == "writes" {
+        " (a skill with `writes: []` gets read-only stores)"
+    } else {
+        ""
+    }
 }
 
 /// One of the stores.
@@ -66,7 +102,42 @@ pub enum Store {
     Memories,
 }
 
+impl std::fmt::Display for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Store {
+    /// Every store.
+    pub const ALL: [Store; 2] = [Store::Conversations, Store::Memories];
+
+    /// The store's name in documents: `conversations` or `memories`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Conversations => "conversations",
+            Self::Memories => "memories",
+        }
+    }
+
+    /// The store a frontmatter `reads`/`writes` entry names: `conversations`,
+    /// `all_conversations` or `L0.all_conversations` (its table, optionally with the
+    /// layer), `conversation_embeddings` or `L1.conversation_embeddings` (the L1
+    /// vectors kept beside it), and `memories`; `None` for anything else.
+    pub fn from_declared(entry: &str) -> Option<Self> {
+        let table = entry
+            .strip_prefix("L0.")
+            .or_else(|| entry.strip_prefix("L1."))
+            .unwrap_or(entry);
+        match table {
+            "conversations" | "all_conversations" | "conversation_embeddings" => {
+                Some(Self::Conversations)
+            }
+            "memories" => Some(Self::Memories),
+            _ => None,
+        }
+    }
+
     /// The command that creates this store from the user's files.
     pub fn import_command(self) -> &'static str {
         match self {

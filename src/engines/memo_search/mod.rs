@@ -1,17 +1,23 @@
 //! Engine `memo_search`: ranked retrieval over durable memories (SQLite + FTS5 +
 //! static embeddings) in five modes.
 //!
-//! - `bm25`: the query's word tokens (as FTS5's `unicode61 remove_diacritics 2`
-//!   tokenizer cuts them), each quoted so user text is never FTS5 syntax, joined with
-//!   AND; OR only when AND finds nothing. Column weights title 5, tags 3, body 1.
-//! - `exact`: strict AND, no fallback, weights title 10, tags 8, body 1.
+//! - `bm25`: BM25 over the disjunction of the query's word tokens (as FTS5's
+//!   `unicode61 remove_diacritics 2` tokenizer cuts them, each quoted so user text is
+//!   never FTS5 syntax, joined with OR): every memory holding any word is ranked;
+//!   [`STOP_WORDS`] are left out while another word remains. Column weights title 5,
+//!   tags 3, body 1.
+//! - `exact`: strict AND of every token (stop words included), weights title 10,
+//!   tags 8, body 1.
 //! - `fuzzy`: each token also matches indexed terms within optimal-string-alignment
-//!   distance 1 (2 from 8 characters; none up to 2 characters), found in the FTS5
-//!   vocabulary; AND of token groups, OR fallback; weights 5/3/1.
-//! - `vec`: cosine similarity between the query's embedding and stored unit vectors.
-//! - `hybrid` (default and any unrecognised mode): Reciprocal Rank Fusion (k = 60) of
-//!   the vec, bm25 and exact legs, each taking max(2·limit, 20) candidates. Filters run
-//!   inside every leg, before its cut, so they can never starve the result.
+//!   distance 1 (2 from 8 characters; none up to 3 characters, none for stop words),
+//!   found in the FTS5 vocabulary; OR of the groups; weights 5/3/1.
+//! - `vec`: cosine similarity between the query's embedding and stored unit vectors,
+//!   one per chunk of a memory (long memories are embedded in chunks); a memory scores
+//!   by its best chunk.
+//! - `hybrid` (default and any unrecognised mode): score-normalised fusion of the bm25
+//!   and vec legs (each leg's score over its best, weighted bm25 1 and vec 0.3,
+//!   summed), each leg taking max(2·limit, 20) candidates. Filters run inside every
+//!   leg, before its cut, so they can never starve the result.
 //!
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
@@ -26,7 +32,8 @@
 //! ([`FilterColumns`](crate::search::filter_columns::FilterColumns)).
 //!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
-//! the cosine clamped to [0, 1]; hybrid gives Σ 1/(60 + rank) over legs, in (0, 3/61].
+//! the cosine clamped to [0, 1]; hybrid gives Σ weight · score / leg's best score, in
+//! (0, 1.3].
 //! Ties break on newer `updated`, then smaller id, so one input always gives one order.
 //!
 //! The engine only reads: the store is opened read-only and nothing (not even access
@@ -60,8 +67,10 @@ pub const DEFAULT_LIMIT: i64 = 10;
 pub const MAX_LIMIT: i64 = 500;
 /// Default `body_chars`.
 pub const DEFAULT_BODY_CHARS: i64 = 280;
-/// Reciprocal Rank Fusion constant.
-pub const RRF_K: f64 = 60.0;
+/// Hybrid's weight of the bm25 leg (see `Fusion`).
+pub const BM25_WEIGHT: f64 = 1.0;
+/// Hybrid's weight of the vec leg (see `Fusion`).
+pub const VEC_WEIGHT: f64 = 0.3;
 /// Most distinct query words searched (FTS5 expressions stay small).
 pub const MAX_TOKENS: usize = 64;
 /// Most vocabulary terms one fuzzy token expands to (closest first).
@@ -70,11 +79,11 @@ pub const MAX_EXPANSIONS: usize = 32;
 /// Retrieval mode (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// RRF of vec, bm25 and exact.
+    /// Score-normalised fusion of bm25 and vec.
     Hybrid,
     /// Embedding cosine only.
     Vec,
-    /// FTS5 BM25, AND then OR.
+    /// FTS5 BM25 over the disjunction of the query's words.
     Bm25,
     /// FTS5 strict AND with a strong title/tag boost.
     Exact,
@@ -286,6 +295,11 @@ impl Engine for MemoSearch {
         "memo_search"
     }
 
+    /// Reads the memories store.
+    fn effects(&self) -> super::Effects {
+        super::Effects::reads(&[crate::stores::Store::Memories])
+    }
+
     /// Output shape: `{"hits": [{"id", "title", "type", "tags": [str], "created",
     /// "updated" (UTC `YYYY-MM-DDTHH:MM:SSZ`), "body", "body_truncated"?: true,
     /// "score": number, "files_read": [str], "files_modified": [str], "explain"?: {..}}],
@@ -361,14 +375,18 @@ pub fn search(
         if req.explain {
             let mut legs_json = Map::new();
             for (name, rank, score) in &f.legs {
-                legs_json.insert(
-                    (*name).into(),
-                    json!({"rank": rank, "score": round6(*score)}),
-                );
+                let mut leg = json!({"rank": rank, "score": round6(*score)});
+                if req.mode == Mode::Hybrid {
+                    leg["weight"] = json!(Fusion::current().weight(name));
+                    if let Some(n) = f.normalised.iter().find(|n| n.0 == *name) {
+                        leg["normalised"] = json!(round6(n.1));
+                    }
+                }
+                legs_json.insert((*name).into(), leg);
             }
             let mut explain = json!({"legs": legs_json});
             if req.mode == Mode::Hybrid {
-                explain["rrf"] = json!({"k": RRF_K, "score": round6(f.score)});
+                explain["fusion"] = json!({"method": "normalised", "score": round6(f.score)});
             }
             hit.insert("explain".into(), explain);
         }
@@ -409,7 +427,7 @@ fn rank(
         });
     }
     let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
-    let model = embedder.as_ref().ok().map(|e| e.name());
+    let model = embedder.as_ref().ok().map(|e| (e.name(), e.dim()));
     let index = store.search_index(conn, model).map_err(map_err)?;
     let leg = Leg {
         conn,
@@ -450,17 +468,20 @@ fn rank(
             let n = (2 * req.limit).max(20);
             let mask = leg.filter.mask(leg.index);
             match embedder {
-                Ok(embedder) => match vec_leg(leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace) {
+                Ok(embedder) => match vec_leg(
+                    leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace,
+                ) {
                     Some(ranked) => legs.push(("vec", ranked)),
                     None => notes.push(format!(
-                        "no stored embeddings from model `{}`: hybrid used its bm25 and exact legs only",
+                        "no stored embeddings from model `{}`: hybrid used its bm25 leg only",
                         embedder.name()
                     )),
                 },
-                Err(why) => notes.push(format!("embedding unavailable ({why}): hybrid used its bm25 and exact legs only")),
+                Err(why) => notes.push(format!(
+                    "embedding unavailable ({why}): hybrid used its bm25 leg only"
+                )),
             }
             legs.push(("bm25", leg.bm25(&tokens, n, &mut trace).map_err(map_err)?));
-            legs.push(("exact", leg.exact(&tokens, n, &mut trace).map_err(map_err)?));
         }
     }
     let fused = fuse(req.mode, &legs, req.limit, &mut trace);
@@ -651,6 +672,137 @@ fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
     Ok(terms)
 }
 
+/// English function words left out of the `bm25` and `fuzzy` legs' queries (and never
+/// expanded by `fuzzy`) while the query has at least one other word; sorted. Words
+/// that are also names or content words (`may`, `will`, `us`, `it`, `can`) are not
+/// in the list, so proper-noun and exact-phrase questions keep them.
+pub const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "after",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "both",
+    "but",
+    "by",
+    "could",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "during",
+    "each",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "its",
+    "itself",
+    "ll",
+    "m",
+    "me",
+    "my",
+    "myself",
+    "of",
+    "on",
+    "or",
+    "our",
+    "ours",
+    "ourselves",
+    "re",
+    "s",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "too",
+    "ve",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+];
+
+/// Whether a folded token is one of [`STOP_WORDS`].
+pub fn is_stop_word(token: &str) -> bool {
+    STOP_WORDS.binary_search(&token).is_ok()
+}
+
+/// `tokens` without [`STOP_WORDS`]; all of them when every one is a stop word (so a
+/// query such as "The Who" is still searched).
+fn content_tokens(tokens: &[String]) -> Vec<String> {
+    let kept: Vec<String> = tokens
+        .iter()
+        .filter(|t| !is_stop_word(t))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        tokens.to_vec()
+    } else {
+        kept
+    }
+}
+
 fn quote(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
@@ -708,8 +860,8 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let query = TermQuery::tokens(tokens);
-        self.and_then_or("bm25", &query, [5, 3, 1], true, n, trace)
+        let query = TermQuery::tokens(&content_tokens(tokens));
+        self.any_term("bm25", &query, [5, 3, 1], n, trace)
     }
 
     fn exact(
@@ -719,7 +871,7 @@ impl Leg<'_> {
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
         let query = TermQuery::tokens(tokens);
-        self.and_then_or("exact", &query, [10, 8, 1], false, n, trace)
+        self.all_terms("exact", &query, [10, 8, 1], n, trace)
     }
 
     fn fuzzy(
@@ -731,8 +883,12 @@ impl Leg<'_> {
         let vocab = self.index.vocab(self.conn)?;
         let mut groups = Vec::new();
         let mut expansions = Map::new();
-        for token in tokens {
-            let max = fuzzy::max_distance(token);
+        for token in &content_tokens(tokens) {
+            let max = if is_stop_word(token) {
+                0
+            } else {
+                fuzzy::max_distance(token)
+            };
             let mut near = fuzzy::near(vocab, token, max);
             near.sort_unstable();
             near.truncate(MAX_EXPANSIONS);
@@ -748,22 +904,43 @@ impl Leg<'_> {
             groups,
             parenthesized: true,
         };
-        self.and_then_or("fuzzy", &query, [5, 3, 1], true, n, trace)
+        self.any_term("fuzzy", &query, [5, 3, 1], n, trace)
     }
 
-    /// The AND of `query`'s groups; with `or_fallback`, their OR when the AND finds
-    /// nothing (after filters) and there is more than one group.
-    fn and_then_or(
+    /// BM25 over the disjunction of `query`'s groups: every row matching any term,
+    /// ranked by `bm25()` alone (rows matching more terms score higher through the
+    /// sum; nothing is filtered on AND-ness).
+    fn any_term(
         &self,
         leg: &str,
         query: &TermQuery,
         weights: [u32; 3],
-        or_fallback: bool,
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        // In memory, the AND and the OR query share their phrases: same phrases in
-        // the same order, so a row gets the same bm25() in both.
+        let matches = match self.scorer {
+            Scorer::Fast => self
+                .index
+                .fts(self.conn)?
+                .map(|fts| fts.query(&query.groups, weights)),
+            Scorer::Reference => None,
+        };
+        let or = query.expr(false);
+        let ranked = self.top(&or, false, matches.as_ref(), weights, n)?;
+        trace
+            .push(json!({"stage": "leg", "leg": leg, "fts_query": or, "candidates": ranked.len()}));
+        Ok(ranked)
+    }
+
+    /// The strict AND of `query`'s groups (no fallback).
+    fn all_terms(
+        &self,
+        leg: &str,
+        query: &TermQuery,
+        weights: [u32; 3],
+        n: usize,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
         let matches = match self.scorer {
             Scorer::Fast => self
                 .index
@@ -773,13 +950,9 @@ impl Leg<'_> {
         };
         let and = query.expr(true);
         let ranked = self.top(&and, true, matches.as_ref(), weights, n)?;
-        if !ranked.is_empty() || !or_fallback || query.groups.len() < 2 {
-            trace.push(json!({"stage": "leg", "leg": leg, "fts_query": and, "fallback": null, "candidates": ranked.len()}));
-            return Ok(ranked);
-        }
-        let or = query.expr(false);
-        let ranked = self.top(&or, false, matches.as_ref(), weights, n)?;
-        trace.push(json!({"stage": "leg", "leg": leg, "fts_query": or, "fallback": "or", "candidates": ranked.len()}));
+        trace.push(
+            json!({"stage": "leg", "leg": leg, "fts_query": and, "candidates": ranked.len()}),
+        );
         Ok(ranked)
     }
 
@@ -872,20 +1045,36 @@ fn vec_leg(
             .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
     });
     let keep = |i: usize| mask.is_none_or(|m| m[i]);
-    let score = |i: usize, dot: f32| (f64::from(dot).clamp(0.0, 1.0), i);
+    // A memory scores by its best chunk. The top `n + extra` chunks hold at least `n`
+    // distinct memories (at most `extra` chunks are a memory's second or later one),
+    // and a memory none of whose chunks is among them is below `n` that are.
+    let extra = index.chunk_vectors() - any;
+    let mut best: HashMap<usize, f32> = HashMap::new();
+    let mut chunk = |i: usize, dot: f32| {
+        best.entry(i)
+            .and_modify(|b| {
+                if dot.total_cmp(b) == Ordering::Greater {
+                    *b = dot;
+                }
+            })
+            .or_insert(dot);
+    };
     let scanned = match scorer {
-        // Only rows that can reach the top n are scored (exactly); `scanned` still
-        // counts every embedded row the filters keep.
-        Scorer::Fast => index.for_each_top_dot(&q, n, keep, |i, dot| scored.push(score(i, dot))),
+        // Only chunks that can reach the top are scored (exactly); `scanned` still
+        // counts every chunk vector of the rows the filters keep.
+        Scorer::Fast => index.for_each_top_dot(&q, n.saturating_add(extra), keep, &mut chunk),
         Scorer::Reference => {
             let mut scanned = 0;
             index.for_each_dot(&q, keep, |i, dot| {
                 scanned += 1;
-                scored.push(score(i, dot));
+                chunk(i, dot);
             });
             scanned
         }
     };
+    for (i, dot) in best {
+        scored.push((f64::from(dot).clamp(0.0, 1.0), i));
+    }
     let scored = scored.into_sorted();
     trace.push(json!({
         "stage": "leg", "leg": "vec", "model": model, "embedded": any, "scanned": scanned,
@@ -899,11 +1088,35 @@ fn vec_leg(
     )
 }
 
+/// Hybrid's fusion: each leg's scores divided by that leg's best score (so every
+/// leg's top candidate counts 1), weighted, summed per memory. Weights chosen on the
+/// LoCoMo dev half (`cargo bench --bench quality`, docs/performance.md "Retrieval
+/// quality"): bm25 1, vec 0.3; `exact` is not a hybrid leg (it is almost always empty
+/// on natural-language questions, and when not it counts bm25's all-word matches twice).
+#[derive(Debug, Clone, Copy)]
+struct Fusion;
+
+impl Fusion {
+    fn current() -> Self {
+        Self
+    }
+
+    fn weight(self, leg: &str) -> f64 {
+        match leg {
+            "vec" => VEC_WEIGHT,
+            "bm25" => BM25_WEIGHT,
+            _ => 0.0,
+        }
+    }
+}
+
 /// One fused hit: rowid, final score and its `(leg, rank, leg score)` provenance.
 struct Fused {
     rowid: i64,
     score: f64,
     legs: Vec<(&'static str, usize, f64)>,
+    /// Hybrid: each leg's score over that leg's best.
+    normalised: Vec<(&'static str, f64)>,
 }
 
 fn fuse(
@@ -912,6 +1125,7 @@ fn fuse(
     limit: usize,
     trace: &mut Vec<Value>,
 ) -> Vec<Fused> {
+    let fusion = Fusion::current();
     let mut by_row: HashMap<i64, Fused> = HashMap::new();
     let mut order: Vec<i64> = Vec::new();
     for (name, ranked) in legs {
@@ -922,13 +1136,15 @@ fn fuse(
                     rowid: *rowid,
                     score: 0.0,
                     legs: Vec::new(),
+                    normalised: Vec::new(),
                 }
             });
             entry.legs.push((name, i + 1, *score));
+            if mode == Mode::Hybrid {
+                entry.normalised.push((name, normalised(ranked, *score)));
+            }
             entry.score += if mode == Mode::Hybrid {
-                #[allow(clippy::cast_precision_loss)]
-                let rank = (i + 1) as f64;
-                1.0 / (RRF_K + rank)
+                fusion.weight(name) * normalised(ranked, *score)
             } else {
                 *score
             };
@@ -953,10 +1169,21 @@ fn fuse(
                 .then_with(|| best_rank(a).cmp(&best_rank(b)))
                 .then_with(|| first_seen.get(&a.rowid).cmp(&first_seen.get(&b.rowid)))
         });
-        trace.push(json!({"stage": "fuse", "method": "rrf", "k": RRF_K, "candidates": candidates}));
+        trace.push(json!({"stage": "fuse", "method": "normalised", "weights": {"vec": VEC_WEIGHT, "bm25": BM25_WEIGHT}, "candidates": candidates}));
     }
     fused.truncate(limit);
     fused
+}
+
+/// `score` over the best score of its leg `ranked` (in [0, 1]; 0 when the best is not
+/// positive).
+fn normalised(ranked: &Ranked, score: f64) -> f64 {
+    let top = ranked.first().map_or(0.0, |f| f.1);
+    if top > 0.0 {
+        score / top
+    } else {
+        0.0
+    }
 }
 
 fn best_rank(f: &Fused) -> usize {

@@ -46,11 +46,27 @@ pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, St
         .collect();
     let mut imported = 0;
     if !transcripts.is_empty() {
-        let store = ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
+        let mut store =
+            ConversationStore::open_rw(&paths.conversations).map_err(|e| e.to_string())?;
+        // With the local model present the L1 embeddings are written as `skills
+        // ingest` writes them (semantic-search's cases need them).
+        if let Ok(model) = crate::embed::Embedder::load_default() {
+            store
+                .embed_with(
+                    std::sync::Arc::new(model),
+                    crate::stores::conversations::embeddings::UnitSpec::DEFAULT,
+                )
+                .map_err(|e| e.to_string())?;
+        }
         let summary =
             crate::ingest::ingest_paths(&store, &[corpus_dir.to_path_buf()], &mut |_, _| {});
         // Closing publishes the search index, so checks exercise the engine's index path.
-        store.close().map_err(|e| e.to_string())?;
+        let closed = store
+            .close_with(&mut |_, _| {})
+            .map_err(|e| e.to_string())?;
+        if let Some(Err(e)) = closed.embeddings {
+            return Err(format!("embeddings: {e}"));
+        }
         if let Some(fault) = summary.faults.first() {
             return Err(format!("fixture import fault: {fault}"));
         }

@@ -155,7 +155,16 @@ enum Subject {
     Drift(String),
     /// The binding file is unusable.
     Invalid(String),
+    /// The host's own check of a read-only skill (`writes: []`): every store is
+    /// byte-identical after all of its cases ([`READ_ONLY_ITEM`]).
+    ReadOnly,
 }
+
+/// The text of the entry [`Verifier`] adds for every read-only skill with a binding:
+/// not a checklist item of the document but the host's check that the declared
+/// effects hold.
+pub const READ_ONLY_ITEM: &str =
+    "writes: [] holds: every store file is byte-identical after all of the binding's cases (host check)";
 
 /// One planned unit of verification: a checklist item of a skill (or a binding
 /// problem). The `cargo test` harness makes one trial of each.
@@ -321,6 +330,7 @@ pub struct Verifier {
     corpora: Mutex<BTreeMap<String, Arc<Result<StorePaths, String>>>>,
     hosts: Mutex<BTreeMap<HostKey, Arc<Result<CorpusHost, String>>>>,
     embedder: std::sync::OnceLock<Result<Arc<Embedder>, String>>,
+    engines: Vec<Arc<dyn crate::engines::Engine>>,
     tmp: tempfile::TempDir,
 }
 
@@ -333,12 +343,25 @@ impl Verifier {
     /// # Errors
     /// [`VerifyError::Io`] when the temporary data folder cannot be created.
     pub fn new(options: Options) -> Result<Self, VerifyError> {
+        Self::with_engines(options, crate::engines::registry())
+    }
+
+    /// Like [`Verifier::new`] with an explicit engine list (tests of the host's own
+    /// checks, with engines that misbehave on purpose).
+    ///
+    /// # Errors
+    /// [`VerifyError::Io`] when the temporary data folder cannot be created.
+    pub fn with_engines(
+        options: Options,
+        engines: Vec<Arc<dyn crate::engines::Engine>>,
+    ) -> Result<Self, VerifyError> {
         let tmp = tempfile::Builder::new()
             .prefix("skills-verify-data-")
             .tempdir()?;
-        let plan = Host::load(
+        let plan = Host::load_with(
             &options.skills_dir,
             Context::new(StorePaths::in_dir(tmp.path().join("_plan"))),
+            &engines,
         );
         let bindings = plan
             .skills()
@@ -357,6 +380,7 @@ impl Verifier {
             corpora: Mutex::new(BTreeMap::new()),
             hosts: Mutex::new(BTreeMap::new()),
             embedder: std::sync::OnceLock::new(),
+            engines,
             tmp,
         })
     }
@@ -468,6 +492,9 @@ impl Verifier {
                             format!("binding text matches no checklist item (drift){closest}");
                         out.push(entry(b.item.clone(), None, Subject::Drift(why)));
                     }
+                    if skill.is_read_only() {
+                        out.push(entry(READ_ONLY_ITEM.to_owned(), None, Subject::ReadOnly));
+                    }
                 }
             }
         }
@@ -508,6 +535,20 @@ impl Verifier {
             },
             (Subject::Unbound(why) | Subject::Drift(why) | Subject::Invalid(why), _) => {
                 report.reason = Some(why.clone());
+                return report;
+            }
+            (Subject::ReadOnly, Some(Ok(b))) => {
+                let outcome = self.run_read_only(&entry.skill, b);
+                report.status = if outcome.failure.is_none() {
+                    Status::Pass
+                } else {
+                    Status::Fail
+                };
+                report.checks.push(outcome);
+                return report;
+            }
+            (Subject::ReadOnly, _) => {
+                report.reason = Some("binding not loaded".into());
                 return report;
             }
             (Subject::BoundTwice(n), _) => {
@@ -588,6 +629,59 @@ impl Verifier {
             report.push(self.run(&entry));
         }
         Ok(report)
+    }
+
+    /// Runs every case of `binding` (each distinct arguments-and-corpus once, in
+    /// binding order) and compares every file of the stores they used, index folder
+    /// included, before and after: a read-only skill must leave them byte-identical.
+    /// Calls that fail (argument-error cases) still count: a refused call must not
+    /// write either.
+    fn run_read_only(&self, skill: &str, binding: &Binding) -> CheckOutcome {
+        let mut runs: Vec<(HostKey, Value)> = Vec::new();
+        for item in binding.items.iter().filter(|i| i.excluded.is_none()) {
+            for use_ in &item.checks {
+                for case in use_.cases.as_ref().unwrap_or(&item.cases) {
+                    let key = (
+                        case.corpus.clone().or_else(|| binding.corpus.clone()),
+                        case.now.clone().or_else(|| binding.now.clone()),
+                        case.embedder,
+                    );
+                    if !runs.iter().any(|(k, a)| k == &key && a == &case.args) {
+                        runs.push((key, case.args.clone()));
+                    }
+                }
+            }
+        }
+        let outcome = |failure: Option<String>| CheckOutcome {
+            check: "read_only_stores".into(),
+            args: Value::from(runs.len()),
+            corpus: binding.corpus.clone(),
+            embedder: EmbedderChoice::Auto,
+            failure,
+        };
+        // Build every host first: building a corpus writes its stores.
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for (key, _) in &runs {
+            match self.host_for(key).as_ref() {
+                Ok(built) if !dirs.contains(&built.data_dir) => dirs.push(built.data_dir.clone()),
+                Ok(_) => {}
+                Err(e) => return outcome(Some(e.clone())),
+            }
+        }
+        let before = match snapshot(&dirs) {
+            Ok(s) => s,
+            Err(e) => return outcome(Some(e)),
+        };
+        for (key, args) in &runs {
+            if let Ok(built) = self.host_for(key).as_ref() {
+                let _ = built.host.call(skill, args.clone());
+            }
+        }
+        let after = match snapshot(&dirs) {
+            Ok(s) => s,
+            Err(e) => return outcome(Some(e)),
+        };
+        outcome(diff_snapshots(&before, &after))
     }
 
     fn run_case(
@@ -671,7 +765,7 @@ impl Verifier {
                 ctx = ctx.with_embedder(Some(model));
             }
         }
-        let host = Host::load(&self.options.skills_dir, ctx);
+        let host = Host::load_with(&self.options.skills_dir, ctx, &self.engines);
         Ok(CorpusHost { host, data_dir })
     }
 
@@ -697,6 +791,51 @@ impl Verifier {
     }
 }
 
+/// Every file under `dirs` (recursively) with its size and SHA-256.
+fn snapshot(dirs: &[PathBuf]) -> Result<BTreeMap<PathBuf, String>, String> {
+    use sha2::{Digest, Sha256};
+    let mut out = BTreeMap::new();
+    let mut pending: Vec<PathBuf> = dirs.to_vec();
+    while let Some(dir) = pending.pop() {
+        for entry in fs_err::read_dir(&dir).map_err(|e| e.to_string())? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let bytes = fs_err::read(&path).map_err(|e| e.to_string())?;
+            let digest = hex::encode(Sha256::digest(&bytes));
+            out.insert(path, format!("{} bytes, sha256 {digest}", bytes.len()));
+        }
+    }
+    Ok(out)
+}
+
+/// The first difference between two [`snapshot`]s, `None` when identical.
+fn diff_snapshots(
+    before: &BTreeMap<PathBuf, String>,
+    after: &BTreeMap<PathBuf, String>,
+) -> Option<String> {
+    for (path, was) in before {
+        match after.get(path) {
+            None => return Some(format!("`{}` disappeared", path.display())),
+            Some(now) if now != was => {
+                return Some(format!(
+                    "`{}` changed (was {was}, now {now}): a skill with `writes: []` wrote a store",
+                    path.display()
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    after.keys().find(|p| !before.contains_key(*p)).map(|p| {
+        format!(
+            "`{}` appeared: a skill with `writes: []` wrote beside a store",
+            p.display()
+        )
+    })
+}
+
 /// Reads and validates a binding file; `None` when it does not exist.
 fn read_binding(path: &Path) -> Option<Result<Binding, String>> {
     if !path.exists() {
@@ -707,6 +846,8 @@ fn read_binding(path: &Path) -> Option<Result<Binding, String>> {
 
 fn parse_binding(path: &Path) -> Result<Binding, String> {
     let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
+    crate::runtime::yaml_depth::check(&text)
+        .map_err(|deep| format!("`{}`: invalid YAML: {deep}", path.display()))?;
     let value: Value = yaml_serde::from_str(&text)
         .map_err(|e| format!("`{}`: invalid YAML: {e}", path.display()))?;
     let schema: Value =

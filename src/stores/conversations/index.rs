@@ -263,7 +263,7 @@ impl Live {
     }
 }
 
-fn read_tombstones(path: &Path, rows: usize) -> Result<Vec<u64>, String> {
+pub(super) fn read_tombstones(path: &Path, rows: usize) -> Result<Vec<u64>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if bytes.len() != rows.div_ceil(64) * 8 {
         return Err(format!(
@@ -414,6 +414,50 @@ impl Index {
                 })
             })
             .collect()
+    }
+}
+
+impl Index {
+    /// The live row with key (`created_us`, `source`, `conversation_id`,
+    /// `message_id`), found by binary search in each segment (rows are in key order):
+    /// its [`Hit`] and its folded text (`content` lowercased as DuckDB does).
+    /// `None` when no live row has that key.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn lookup(
+        &self,
+        created_us: i64,
+        source: &str,
+        conversation_id: &str,
+        message_id: &str,
+    ) -> Result<Option<(Hit, String)>, Corrupt> {
+        let key = (created_us, source, conversation_id, message_id);
+        for live in &self.segments {
+            let seg = &live.seg;
+            let (mut lo, mut hi) = (0, seg.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if order(seg.key(mid)?, key) == std::cmp::Ordering::Less {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            if lo < seg.len() && seg.key(lo)? == key && !live.is_dead(lo) {
+                let text = String::from_utf8_lossy(seg.texts().row(lo)?).into_owned();
+                let hit = Hit {
+                    created_us,
+                    source: source.to_owned(),
+                    role: seg.role(lo)?.to_owned(),
+                    conversation_id: conversation_id.to_owned(),
+                    message_id: message_id.to_owned(),
+                    preview: seg.preview(lo)?,
+                };
+                return Ok(Some((hit, text)));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -830,13 +874,13 @@ impl Writer {
     }
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
+pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
     let mut f = std::fs::File::create(path).map_err(io(path))?;
     f.write_all(bytes).map_err(io(path))?;
     f.sync_all().map_err(io(path))
 }
 
-fn sync_dir(dir: &Path) -> Result<(), IndexError> {
+pub(super) fn sync_dir(dir: &Path) -> Result<(), IndexError> {
     #[cfg(unix)]
     {
         let d = std::fs::File::open(dir).map_err(io(dir))?;
@@ -933,7 +977,7 @@ fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, IndexError> {
     })
 }
 
-fn str_ref<'r>(row: &'r duckdb::Row<'_>, i: usize) -> Result<&'r str, duckdb::Error> {
+pub(super) fn str_ref<'r>(row: &'r duckdb::Row<'_>, i: usize) -> Result<&'r str, duckdb::Error> {
     match row.get_ref(i)? {
         duckdb::types::ValueRef::Text(b) => std::str::from_utf8(b).map_err(|e| {
             duckdb::Error::FromSqlConversionFailure(i, duckdb::types::Type::Text, Box::new(e))

@@ -14,7 +14,7 @@ use super::params::{string_enum_schema, Direction, Ident, Name, OneOrMany, Point
 use super::util::{compare, field, first_difference, key_label, key_of, output_rows, rows, show};
 use super::{Probe, TypedCheck};
 use crate::runtime::Host;
-use crate::stores::{sql_value, StoreError};
+use crate::stores::{sandbox, sql_value, StoreError};
 
 impl Probe<'_> {
     /// The file of `store`.
@@ -597,8 +597,16 @@ fn store_files(path: &Path) -> Result<Vec<(String, String)>, String> {
 fn query_duckdb(host: &Host, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {
     let store = host.context().conversations().map_err(|e| e.to_string())?;
     let conn = store.connection().map_err(|e| e.to_string())?;
-    let sql_error = |e: duckdb::Error| format!("SQL `{sql}`: {e}");
-    let mut stmt = conn.prepare(sql).map_err(sql_error)?;
+    let refused = |e: sandbox::SandboxError| format!("SQL `{sql}`: {e}");
+    sandbox::require_select(sql).map_err(refused)?;
+    let sql_error = |e: duckdb::Error| match sandbox::refusal(&e.to_string()) {
+        Some(r) => refused(r),
+        None => format!("SQL `{sql}`: {e}"),
+    };
+    let mut stmt = sandbox::prepare_duckdb(&conn, sql).map_err(|e| match e {
+        sandbox::PrepareError::Sandbox(e) => refused(e),
+        sandbox::PrepareError::Db(e) => sql_error(e),
+    })?;
     let bound: Vec<duckdb::types::Value> = params.iter().map(sql_value::to_duckdb).collect();
     let mut rows = stmt
         .query(duckdb::params_from_iter(bound))
@@ -627,8 +635,18 @@ fn query_sqlite(path: &Path, sql: &str, params: &[Value]) -> Result<Vec<Vec<Valu
         StoreError::Sqlite { source, .. } => format!("`{}`: {source}", path.display()),
         other => format!("`{}`: {other}", path.display()),
     })?;
-    let sql_error = |e: rusqlite::Error| format!("SQL `{sql}`: {e}");
+    let refused = |e: sandbox::SandboxError| format!("SQL `{sql}`: {e}");
+    sandbox::require_select(sql).map_err(refused)?;
+    let sql_error = |e: rusqlite::Error| match e {
+        rusqlite::Error::MultipleStatement => refused(sandbox::SandboxError::SeveralStatements),
+        e => format!("SQL `{sql}`: {e}"),
+    };
     let mut stmt = conn.prepare(sql).map_err(sql_error)?;
+    if !stmt.readonly() {
+        return Err(refused(sandbox::SandboxError::NotSelect {
+            keyword: sandbox::first_keyword(sql),
+        }));
+    }
     let n = stmt.column_count();
     let bound: Vec<rusqlite::types::Value> = params.iter().map(sql_value::to_sqlite).collect();
     let rows = stmt

@@ -1,0 +1,456 @@
+//! Retrieval quality of `memo-search` on LoCoMo (dev half): R@1/5/10 and MRR per
+//! unit (session, turn), haystack (per-conversation, pooled), mode and LoCoMo
+//! category, with a plain BM25 baseline computed on the same units.
+//!
+//! Run: `cargo bench --bench quality` (or `scripts/quality`). Reads
+//! `$SKILLS_CORPUS_DIR/locomo/locomo-dev.json`, else `../shared/corpus/locomo/…`
+//! (skipped, saying so, when absent). Each unit set is written as JSON Lines and
+//! imported by the real memory importer (`import_paths_with`, embeddings included)
+//! into fresh stores under `$BENCH_DIR/quality` (default
+//! `$CARGO_TARGET_DIR/bench-data/quality`); every question goes through
+//! [`Host::call`] with `limit` 10.
+//!
+//! Environment: `QUALITY_MODES` (comma-separated, default all five), `QUALITY_UNITS`
+//! (`session,turn`), `QUALITY_HAYSTACKS` (`conversation,pooled`), `QUALITY_MISSES`
+//! (print up to N questions the default mode misses at 5 and plain BM25 finds).
+//! MRR is MRR@10 (a question with no relevant unit in the top 10 counts 0).
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context as _, Result};
+use serde_json::{json, Value};
+use skills::bench::locomo::{self, Question, Unit};
+use skills::embed::Embedder;
+use skills::engines::Context;
+use skills::ingest::memories::import_paths_with;
+use skills::runtime::host::Host;
+use skills::stores::memories::MemoryStore;
+use skills::stores::StorePaths;
+
+const K: usize = 10;
+const MODES: &str = "hybrid,vec,bm25,exact,fuzzy";
+const BASELINE: &str = "plain BM25";
+
+/// Where each question's first relevant unit came (1-based), `None` past the top 10.
+#[derive(Default)]
+struct Tally {
+    ranks: Vec<(u8, Option<usize>)>,
+}
+
+impl Tally {
+    fn push(&mut self, category: u8, rank: Option<usize>) {
+        self.ranks.push((category, rank));
+    }
+
+    fn of(&self, category: Option<u8>) -> Vec<Option<usize>> {
+        self.ranks
+            .iter()
+            .filter(|(c, _)| category.is_none_or(|x| x == *c))
+            .map(|(_, r)| *r)
+            .collect()
+    }
+
+    fn recall(&self, k: usize, category: Option<u8>) -> f64 {
+        let r = self.of(category);
+        r.iter().filter(|x| x.is_some_and(|x| x <= k)).count() as f64 / r.len().max(1) as f64
+    }
+
+    fn mrr(&self) -> f64 {
+        let r = self.of(None);
+        r.iter()
+            .map(|x| x.map_or(0.0, |x| 1.0 / x as f64))
+            .sum::<f64>()
+            / r.len().max(1) as f64
+    }
+}
+
+/// One haystack: a store and the questions that search it.
+struct Haystack {
+    name: &'static str,
+    host: Host,
+    /// `(conversation index, question)`.
+    questions: Vec<(usize, Question)>,
+    /// The units' text, by id, for the plain BM25 baseline.
+    docs: Vec<(String, String)>,
+}
+
+fn main() -> Result<()> {
+    if std::env::args().any(|a| a == "--list") {
+        return Ok(());
+    }
+    let Some(file) = locomo::corpus_file() else {
+        println!(
+            "## memo-search retrieval quality (LoCoMo)\n\nskipped: locomo/locomo-dev.json not found \
+             under $SKILLS_CORPUS_DIR or ../shared/corpus\n"
+        );
+        return Ok(());
+    };
+    let convs = locomo::load(&file)?;
+    let embedder = match Embedder::load_default() {
+        Ok(e) => Some(Arc::new(e)),
+        Err(e) => {
+            eprintln!("note: {e}: vec and hybrid's vec leg are not measured");
+            None
+        }
+    };
+    let list = |var: &str, default: &str| -> Vec<String> {
+        std::env::var(var)
+            .unwrap_or_else(|_| default.to_owned())
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let modes = list("QUALITY_MODES", MODES);
+    let units: Vec<Unit> = list("QUALITY_UNITS", "session,turn")
+        .iter()
+        .map(|u| match u.as_str() {
+            "turn" => Unit::Turn,
+            _ => Unit::Session,
+        })
+        .collect();
+    let haystacks = list("QUALITY_HAYSTACKS", "conversation,pooled");
+    let misses = common::env_usize("QUALITY_MISSES", 0);
+    let root = common::bench_dir().join("quality");
+    let _ = std::fs::remove_dir_all(&root);
+    let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+
+    let questions: usize = convs.iter().map(|c| c.questions.len()).sum();
+    let dropped: usize = convs.iter().map(|c| c.dropped_questions).sum();
+    println!("## memo-search retrieval quality (LoCoMo dev half)\n");
+    println!(
+        "{} conversations, {questions} questions with evidence ({dropped} without a valid evidence id left out); \
+         model `{}`; top {K} per call through `Host::call`.\n",
+        convs.len(),
+        embedder.as_ref().map_or("none", |e| e.name()),
+    );
+
+    let mut summary: Vec<Vec<String>> = Vec::new();
+    for unit in &units {
+        let unit = *unit;
+        // Source files, one per conversation, in the importer's JSON Lines format.
+        let src = root.join(unit.as_str()).join("src");
+        std::fs::create_dir_all(&src)?;
+        let mut files = Vec::new();
+        let mut texts: Vec<Vec<(String, String)>> = Vec::new();
+        for c in &convs {
+            let records = c.memory_records(unit);
+            let path = src.join(format!("{}.jsonl", c.id));
+            let lines: Vec<String> = records.iter().map(Value::to_string).collect();
+            std::fs::write(&path, lines.join("\n") + "\n")?;
+            files.push(path);
+            texts.push(
+                records
+                    .iter()
+                    .map(|r| {
+                        let text = format!(
+                            "{}\n{}",
+                            r["title"].as_str().unwrap_or(""),
+                            r["body"].as_str().unwrap_or("")
+                        );
+                        (r["id"].as_str().unwrap_or("").to_owned(), text)
+                    })
+                    .collect(),
+            );
+        }
+        let mut stacks: Vec<Haystack> = Vec::new();
+        let mut imported = 0usize;
+        let t = Instant::now();
+        if haystacks.iter().any(|h| h == "conversation") {
+            for (i, c) in convs.iter().enumerate() {
+                let dir = root.join(unit.as_str()).join(&c.id);
+                imported += import(&dir, std::slice::from_ref(&files[i]), embedder.as_deref())?;
+                stacks.push(Haystack {
+                    name: "conversation",
+                    host: host(&skills_dir, &dir, embedder.clone())?,
+                    questions: c.questions.iter().map(|q| (i, q.clone())).collect(),
+                    docs: texts[i].clone(),
+                });
+            }
+        }
+        if haystacks.iter().any(|h| h == "pooled") {
+            let dir = root.join(unit.as_str()).join("pooled");
+            imported += import(&dir, &files, embedder.as_deref())?;
+            stacks.push(Haystack {
+                name: "pooled",
+                host: host(&skills_dir, &dir, embedder.clone())?,
+                questions: convs
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, c)| c.questions.iter().map(move |q| (i, q.clone())))
+                    .collect(),
+                docs: texts.concat(),
+            });
+        }
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "{}: {imported} memories imported in {secs:.1} s ({:.0}/s, embeddings included)",
+            unit.as_str(),
+            imported as f64 / secs
+        );
+
+        for haystack in ["conversation", "pooled"] {
+            let stacks: Vec<&Haystack> = stacks.iter().filter(|s| s.name == haystack).collect();
+            if stacks.is_empty() {
+                continue;
+            }
+            let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+            let mut baseline_ranks: HashMap<(usize, String), Option<usize>> = HashMap::new();
+            let mut missed: Vec<String> = Vec::new();
+            for s in &stacks {
+                let bm25 = PlainBm25::new(&s.docs);
+                for (ci, q) in &s.questions {
+                    let relevant = convs[*ci].relevant(unit, q);
+                    let ranked = bm25.rank(&q.question, K);
+                    let r = first_relevant(&ranked, &relevant);
+                    tallies
+                        .entry(BASELINE.to_owned())
+                        .or_default()
+                        .push(q.category, r);
+                    baseline_ranks.insert((*ci, q.question.clone()), r);
+                }
+            }
+            for mode in &modes {
+                if mode == "vec" && embedder.is_none() {
+                    continue;
+                }
+                let tally = tallies.entry(mode.clone()).or_default();
+                for s in &stacks {
+                    for (ci, q) in &s.questions {
+                        let out = s
+                            .host
+                            .call(
+                                "memo-search",
+                                json!({"query": q.question, "mode": mode, "limit": K}),
+                            )
+                            .with_context(|| format!("{mode}: `{}`", q.question))?;
+                        let ids: Vec<String> = out.data["hits"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|h| h["id"].as_str().map(str::to_owned))
+                            .collect();
+                        let relevant = convs[*ci].relevant(unit, q);
+                        let r = first_relevant(&ids, &relevant);
+                        tally.push(q.category, r);
+                        if mode == "hybrid"
+                            && missed.len() < misses
+                            && r.is_none_or(|r| r > 5)
+                            && baseline_ranks
+                                .get(&(*ci, q.question.clone()))
+                                .copied()
+                                .flatten()
+                                .is_some_and(|b| b <= 5)
+                        {
+                            missed.push(format!(
+                                "- `{}` (cat {}, relevant {:?}, hybrid rank {r:?}): top 5 {:?}",
+                                q.question,
+                                q.category,
+                                relevant,
+                                &ids[..ids.len().min(5)]
+                            ));
+                        }
+                    }
+                }
+            }
+            print_tables(unit, haystack, &tallies, &modes);
+            for m in &missed {
+                println!("{m}");
+            }
+            if !missed.is_empty() {
+                println!();
+            }
+            if let Some(default) = tallies.get("hybrid") {
+                let best = tallies
+                    .iter()
+                    .filter(|(m, _)| m.as_str() != "hybrid" && m.as_str() != BASELINE)
+                    .max_by(|a, b| a.1.recall(5, None).total_cmp(&b.1.recall(5, None)));
+                if let Some((name, best)) = best {
+                    summary.push(vec![
+                        unit.as_str().to_owned(),
+                        haystack.to_owned(),
+                        format!("{:.3}", default.recall(5, None)),
+                        format!("{name} {:.3}", best.recall(5, None)),
+                        format!(
+                            "{:.3}",
+                            tallies.get(BASELINE).map_or(0.0, |b| b.recall(5, None))
+                        ),
+                    ]);
+                }
+            }
+        }
+    }
+    if !summary.is_empty() {
+        println!("### Default vs best single mode (R@5)\n");
+        common::table(
+            &[
+                "unit",
+                "haystack",
+                "default (hybrid)",
+                "best single mode",
+                BASELINE,
+            ],
+            &summary,
+        );
+    }
+    Ok(())
+}
+
+fn print_tables(unit: Unit, haystack: &str, tallies: &BTreeMap<String, Tally>, modes: &[String]) {
+    println!(
+        "### unit `{}`, {} haystack\n",
+        unit.as_str(),
+        if haystack == "pooled" {
+            "pooled"
+        } else {
+            "per-conversation"
+        }
+    );
+    let order: Vec<&String> = modes
+        .iter()
+        .chain(std::iter::once(&BASELINE.to_owned()))
+        .filter_map(|m| tallies.get_key_value(m).map(|(k, _)| k))
+        .collect();
+    let mut rows = Vec::new();
+    let mut cats: Vec<u8> = tallies
+        .values()
+        .next()
+        .map(|t| t.ranks.iter().map(|r| r.0).collect())
+        .unwrap_or_default();
+    cats.sort_unstable();
+    cats.dedup();
+    for m in &order {
+        let t = &tallies[*m];
+        let mut row = vec![
+            (*m).clone(),
+            format!("{:.3}", t.recall(1, None)),
+            format!("{:.3}", t.recall(5, None)),
+            format!("{:.3}", t.recall(10, None)),
+            format!("{:.3}", t.mrr()),
+        ];
+        for c in &cats {
+            row.push(format!("{:.3}", t.recall(5, Some(*c))));
+        }
+        rows.push(row);
+    }
+    let counts: Vec<String> = cats
+        .iter()
+        .map(|c| {
+            let n = tallies.values().next().map_or(0, |t| t.of(Some(*c)).len());
+            format!("R@5 cat {c} ({n})")
+        })
+        .collect();
+    let mut header: Vec<&str> = vec!["mode", "R@1", "R@5", "R@10", "MRR"];
+    header.extend(counts.iter().map(String::as_str));
+    common::table(&header, &rows);
+}
+
+fn first_relevant(ids: &[String], relevant: &[String]) -> Option<usize> {
+    ids.iter()
+        .position(|id| relevant.contains(id))
+        .map(|p| p + 1)
+}
+
+/// Imports `files` into a fresh store in `dir`; returns the memories stored.
+fn import(dir: &Path, files: &[PathBuf], embedder: Option<&Embedder>) -> Result<usize> {
+    std::fs::create_dir_all(dir)?;
+    let store = MemoryStore::open_rw(&StorePaths::in_dir(dir).memories)?;
+    let summary = import_paths_with(&store, files, embedder)?;
+    if !summary.faults.is_empty() {
+        bail!("import faults: {}", summary);
+    }
+    Ok(summary.memories)
+}
+
+fn host(skills_dir: &Path, dir: &Path, embedder: Option<Arc<Embedder>>) -> Result<Host> {
+    let host = Host::load(
+        skills_dir,
+        Context::new(StorePaths::in_dir(dir)).with_embedder(embedder),
+    );
+    if host.get("memo-search").is_none() {
+        bail!("skill `memo-search` did not load: {:?}", host.diagnostics());
+    }
+    Ok(host)
+}
+
+/// Plain BM25 (k1 1.2, b 0.75; idf `ln(1 + (N − n + 0.5)/(n + 0.5))`) over lowercase
+/// word tokens (maximal runs of alphanumeric characters), the baseline a user could
+/// write in an afternoon.
+struct PlainBm25<'a> {
+    ids: Vec<&'a str>,
+    /// Term frequencies per document.
+    tf: Vec<HashMap<String, u32>>,
+    len: Vec<f64>,
+    df: HashMap<String, u32>,
+    avgdl: f64,
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+impl<'a> PlainBm25<'a> {
+    fn new(docs: &'a [(String, String)]) -> Self {
+        let mut tf = Vec::new();
+        let mut len = Vec::new();
+        let mut df: HashMap<String, u32> = HashMap::new();
+        for (_, text) in docs {
+            let mut counts: HashMap<String, u32> = HashMap::new();
+            let w = words(text);
+            len.push(w.len() as f64);
+            for t in w {
+                *counts.entry(t).or_default() += 1;
+            }
+            for t in counts.keys() {
+                *df.entry(t.clone()).or_default() += 1;
+            }
+            tf.push(counts);
+        }
+        let avgdl = len.iter().sum::<f64>() / len.len().max(1) as f64;
+        Self {
+            ids: docs.iter().map(|(id, _)| id.as_str()).collect(),
+            tf,
+            len,
+            df,
+            avgdl,
+        }
+    }
+
+    fn rank(&self, query: &str, k: usize) -> Vec<String> {
+        let (k1, b) = (1.2, 0.75);
+        let n = self.ids.len() as f64;
+        let mut terms = words(query);
+        terms.sort();
+        terms.dedup();
+        let mut scored: Vec<(f64, usize)> = (0..self.ids.len())
+            .filter_map(|d| {
+                let mut s = 0.0;
+                for t in &terms {
+                    let Some(&f) = self.tf[d].get(t) else {
+                        continue;
+                    };
+                    let nt = f64::from(self.df[t]);
+                    let idf = (1.0 + (n - nt + 0.5) / (nt + 0.5)).ln();
+                    let f = f64::from(f);
+                    s += idf * f * (k1 + 1.0) / (f + k1 * (1.0 - b + b * self.len[d] / self.avgdl));
+                }
+                (s > 0.0).then_some((s, d))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored
+            .into_iter()
+            .take(k)
+            .map(|(_, d)| self.ids[d].to_owned())
+            .collect()
+    }
+}

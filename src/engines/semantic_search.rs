@@ -1,0 +1,544 @@
+//! Engine `semantic_search`: meaning-based recall over conversations, the L1 pair of
+//! `search_conversations`.
+//!
+//! The query is embedded with the local model ([`crate::embed`]) and compared with the
+//! store's L1 embeddings ([`crate::stores::conversations::embeddings`]: one 8-bit
+//! vector per window of consecutive messages, written by `skills ingest`). The 8-bit
+//! first pass bounds every score and only the few windows that can be in the top
+//! `limit` are scored exactly, so the ranking is the exact one over the stored
+//! vectors. Filters (`role`, `source`, `conversation_id`, `since`/`until`) are a row
+//! mask over the windows. Each window found is shown by its best message: the one of
+//! its messages (passing the filters) whose own embedding is closest to the query,
+//! read with its 200-character preview from the search index (DuckDB when the index
+//! is unavailable).
+//!
+//! `mode = "hybrid"` fuses that ranking with the exact `ILIKE` leg of
+//! search-conversations (same index path) by reciprocal rank fusion (RRF, k = 60),
+//! and keeps every literal hit of that leg in the result, so a message holding the
+//! query word for word is never lost.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::{Context, EngineError};
+use crate::stores::conversations::embeddings::{role, Filter, UnitHit, UnitSpec};
+use crate::stores::conversations::index::{Hit, Query, Unavailable};
+
+/// RRF's `k`: a row at rank r of a leg adds `1 / (k + r)` (r from 1).
+pub const RRF_K: f64 = 60.0;
+
+/// The message every call without stored embeddings fails with.
+pub const UNAVAILABLE: &str = "embeddings unavailable — run `skills ingest`";
+
+/// The engine (stateless; stores and model come from the [`Context`]).
+pub struct SemanticSearch;
+
+/// A time filter argument: RFC 3339 or `YYYY-MM-DD` (UTC; as `until`, a bare date
+/// takes in the whole day). µs since the epoch.
+fn time_arg(args: &Value, name: &str) -> Result<Option<i64>, EngineError> {
+    let Some(raw) = args.get(name).and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    let bad = || EngineError::Argument {
+        name: name.into(),
+        reason: format!("expected a UTC date `YYYY-MM-DD` or an RFC 3339 time, got `{raw}`"),
+    };
+    let t = raw.trim();
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        let day = if name == "until" {
+            d.succ_opt().ok_or_else(bad)?
+        } else {
+            d
+        };
+        let start = day.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc();
+        return Ok(Some(start.timestamp_micros()));
+    }
+    let at = crate::time::parse_timestamp(t).ok_or_else(bad)?;
+    // `until` with a time is exclusive of later messages, inclusive of that instant.
+    let us = at.timestamp_micros();
+    Ok(Some(if name == "until" { us + 1 } else { us }))
+}
+
+/// A result row before it is shaped as JSON.
+#[derive(Debug, Clone)]
+struct Row {
+    hit: Hit,
+    first: String,
+    last: String,
+    score: f64,
+    semantic: bool,
+    literal: bool,
+    /// Keys (`message_id`) of the window's messages.
+    window: Vec<String>,
+}
+
+impl super::Engine for SemanticSearch {
+    fn name(&self) -> &'static str {
+        "semantic_search"
+    }
+
+    /// Output shape: `{"query": str, "mode": "semantic"|"hybrid", "limit": int,
+    /// "count": int, "model": str, "unit": {"window", "stride", "title"},
+    /// "rows": [{"date": "YYYY-MM-DD", "created": "YYYY-MM-DDTHH:MM:SS.ffffffZ",
+    /// "source", "role", "conversation_id", "message_id", "first_message_id",
+    /// "last_message_id", "score": number, "match": "semantic"|"literal"|"both",
+    /// "preview"}]}`, best first. `score`: in `semantic` mode the cosine of the query
+    /// with the window's stored vector (higher is closer, ≤ 1); in `hybrid` the RRF sum.
+    fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        let query = args.get("query").and_then(Value::as_str).unwrap_or("");
+        if query.trim().is_empty() {
+            return Err(EngineError::Argument {
+                name: "query".into(),
+                reason: "expected a non-empty text".into(),
+            });
+        }
+        let limit = args.get("limit").and_then(Value::as_i64).unwrap_or(15);
+        if !(1..=500).contains(&limit) {
+            return Err(EngineError::Argument {
+                name: "limit".into(),
+                reason: format!("expected an integer in 1..=500, got {limit}"),
+            });
+        }
+        let limit = usize::try_from(limit).unwrap_or(15);
+        let hybrid = match args
+            .get("mode")
+            .and_then(Value::as_str)
+            .unwrap_or("semantic")
+        {
+            "semantic" => false,
+            "hybrid" => true,
+            other => {
+                return Err(EngineError::Argument {
+                    name: "mode".into(),
+                    reason: format!("expected `semantic` or `hybrid`, got `{other}`"),
+                })
+            }
+        };
+        let role_arg = args.get("role").and_then(Value::as_str);
+        let min_score = args.get("min_score").and_then(Value::as_f64);
+        #[allow(clippy::cast_possible_truncation)]
+        let min_score_f32 = min_score.map_or(f32::NEG_INFINITY, |m| m as f32);
+        let since = time_arg(args, "since")?;
+        let until = time_arg(args, "until")?;
+        let filter = Filter {
+            roles: role_arg.map_or(0, role::bit),
+            source: args.get("source").and_then(Value::as_str),
+            conversation_id: args.get("conversation_id").and_then(Value::as_str),
+            since_us: since,
+            until_us: until,
+        };
+        let embeddings = match ctx.conversation_embeddings() {
+            Ok(e) => e,
+            Err(Unavailable::Missing) => return Err(EngineError::Unavailable(UNAVAILABLE.into())),
+            Err(Unavailable::Stale) => {
+                return Err(EngineError::Unavailable(format!(
+                    "{UNAVAILABLE} (they are older than the store: another tool or an ingest with `--no-embed` wrote it since)"
+                )))
+            }
+            Err(Unavailable::Corrupt(why)) => {
+                return Err(EngineError::Unavailable(format!(
+                    "{UNAVAILABLE} (the stored embeddings are damaged: {why})"
+                )))
+            }
+        };
+        let embedder = ctx
+            .embedder()
+            .map_err(|e| EngineError::Unavailable(format!("embedding unavailable: {e}")))?;
+        if embedder.name() != embeddings.manifest().model
+            || embedder.dim() != embeddings.manifest().dim as usize
+        {
+            return Err(EngineError::Unavailable(format!(
+                "{UNAVAILABLE} (they were made by `{}`, the model loaded now is `{}`)",
+                embeddings.manifest().model,
+                embedder.name()
+            )));
+        }
+        let q = embedder.embed(query);
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let units = embeddings
+            .search(&q, limit, &filter, min_score_f32, threads)
+            .map_err(|_| EngineError::Query("the stored embeddings are damaged".into()))?;
+        let texts = Texts::fetch(ctx, &units)?;
+        let mut rows = Vec::with_capacity(units.len());
+        for u in &units {
+            if let Some(row) = best_message(u, &texts, &filter, role_arg, &q, &embedder) {
+                rows.push(row);
+            }
+        }
+        if hybrid {
+            let literal = literal_leg(ctx, query, limit, &filter, role_arg)?;
+            rows = fuse(rows, literal, limit);
+        }
+        let unit = embeddings.manifest().unit;
+        let out: Vec<Value> = rows.iter().map(row_json).collect();
+        Ok(json!({
+            "query": query,
+            "mode": if hybrid { "hybrid" } else { "semantic" },
+            "limit": limit,
+            "count": out.len(),
+            "model": embeddings.manifest().model,
+            "unit": unit_json(unit),
+            "rows": out,
+        }))
+    }
+}
+
+fn unit_json(u: UnitSpec) -> Value {
+    json!({"window": u.window, "stride": u.stride, "title": u.title})
+}
+
+fn row_json(r: &Row) -> Value {
+    let t = chrono::DateTime::from_timestamp_micros(r.hit.created_us).unwrap_or_default();
+    json!({
+        "date": t.format("%Y-%m-%d").to_string(),
+        "created": t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        "source": r.hit.source,
+        "role": r.hit.role,
+        "conversation_id": r.hit.conversation_id,
+        "message_id": r.hit.message_id,
+        "first_message_id": r.first,
+        "last_message_id": r.last,
+        "score": r.score,
+        "match": match (r.semantic, r.literal) {
+            (true, true) => "both",
+            (false, true) => "literal",
+            _ => "semantic",
+        },
+        "preview": r.hit.preview,
+    })
+}
+
+type Key = (String, String, String);
+
+/// The rows and folded texts of the found windows' messages.
+struct Texts(HashMap<Key, (Hit, String)>);
+
+impl Texts {
+    /// Reads the messages of `units` from the search index, or from DuckDB when the
+    /// index is unavailable (or lacks one of them).
+    fn fetch(ctx: &Context, units: &[UnitHit]) -> Result<Self, EngineError> {
+        let mut found = HashMap::new();
+        let mut missing: Vec<Key> = Vec::new();
+        let index = ctx.conversations_index().ok();
+        for u in units {
+            for m in &u.messages {
+                let key = (
+                    u.source.clone(),
+                    u.conversation_id.clone(),
+                    m.message_id.clone(),
+                );
+                let hit = index.as_ref().and_then(|ix| {
+                    ix.lookup(m.created_us, &u.source, &u.conversation_id, &m.message_id)
+                        .ok()
+                        .flatten()
+                });
+                match hit {
+                    Some(h) => {
+                        found.insert(key, h);
+                    }
+                    None => missing.push(key),
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let store = ctx.conversations()?;
+            let conn = store.connection()?;
+            for chunk in missing.chunks(300) {
+                let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+                let sql = format!(
+                    "SELECT epoch_us(created), source, role, conversation_id, message_id, \
+                     substr(content, 1, 200), lower(content) FROM all_conversations \
+                     WHERE (source, conversation_id, message_id) IN (SELECT * FROM (VALUES {values}))"
+                );
+                let params: Vec<&dyn duckdb::ToSql> = chunk
+                    .iter()
+                    .flat_map(|(s, c, m)| [s as &dyn duckdb::ToSql, c, m])
+                    .collect();
+                let mut stmt = conn.prepare(&sql).map_err(|e| store.error(e))?;
+                let rows = stmt
+                    .query_map(params.as_slice(), |r| {
+                        Ok((
+                            Hit {
+                                created_us: r.get(0)?,
+                                source: r.get(1)?,
+                                role: r.get(2)?,
+                                conversation_id: r.get(3)?,
+                                message_id: r.get(4)?,
+                                preview: r.get(5)?,
+                            },
+                            r.get::<_, String>(6)?,
+                        ))
+                    })
+                    .map_err(|e| store.error(e))?;
+                for row in rows {
+                    let (hit, text) = row.map_err(|e| store.error(e))?;
+                    let key = (
+                        hit.source.clone(),
+                        hit.conversation_id.clone(),
+                        hit.message_id.clone(),
+                    );
+                    found.insert(key, (hit, text));
+                }
+            }
+        }
+        Ok(Self(found))
+    }
+}
+
+/// The row showing window `u`: its message that passes the filters and whose own
+/// embedding is closest to the query (the first on ties); `None` when none passes.
+fn best_message(
+    u: &UnitHit,
+    texts: &Texts,
+    filter: &Filter<'_>,
+    role_arg: Option<&str>,
+    q: &[f32],
+    embedder: &crate::embed::Embedder,
+) -> Option<Row> {
+    let mut best: Option<(f32, &Hit)> = None;
+    for m in &u.messages {
+        if role_arg.is_some_and(|r| m.role != r)
+            || filter.since_us.is_some_and(|s| m.created_us < s)
+            || filter.until_us.is_some_and(|s| m.created_us >= s)
+        {
+            continue;
+        }
+        let key = (
+            u.source.clone(),
+            u.conversation_id.clone(),
+            m.message_id.clone(),
+        );
+        let Some((hit, text)) = texts.0.get(&key) else {
+            continue;
+        };
+        let score = if u.messages.len() == 1 {
+            0.0
+        } else {
+            crate::search::vectors::cosine(q, &embedder.embed(text))
+        };
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, hit));
+        }
+    }
+    let (_, hit) = best?;
+    Some(Row {
+        hit: hit.clone(),
+        first: u.messages.first()?.message_id.clone(),
+        last: u.messages.last()?.message_id.clone(),
+        score: f64::from(u.score),
+        semantic: true,
+        literal: false,
+        window: u.messages.iter().map(|m| m.message_id.clone()).collect(),
+    })
+}
+
+/// The exact `ILIKE` leg: search-conversations' rows for `query` as the term (its
+/// index path; DuckDB when the index is unavailable or other filters cut its rows),
+/// newest first, at most `limit`, with every filter applied.
+fn literal_leg(
+    ctx: &Context,
+    query: &str,
+    limit: usize,
+    filter: &Filter<'_>,
+    role_arg: Option<&str>,
+) -> Result<Vec<Hit>, EngineError> {
+    let passes = |h: &Hit| {
+        filter.source.is_none_or(|s| h.source == s)
+            && filter
+                .conversation_id
+                .is_none_or(|c| h.conversation_id == c)
+            && filter.since_us.is_none_or(|s| h.created_us >= s)
+            && filter.until_us.is_none_or(|s| h.created_us < s)
+    };
+    let extra = filter.source.is_some()
+        || filter.conversation_id.is_some()
+        || filter.since_us.is_some()
+        || filter.until_us.is_some();
+    if let Ok(index) = ctx.conversations_index() {
+        let fetch = if extra { 2000.max(limit) } else { limit };
+        let q = Query {
+            term: Some(query),
+            role: role_arg,
+            exclude_injected: true,
+            limit: fetch,
+        };
+        if let Ok(hits) = index.search(&q) {
+            // Fewer rows than asked: the leg is complete, so filtering them is exact.
+            if !extra || hits.len() < fetch {
+                return Ok(hits.into_iter().filter(passes).take(limit).collect());
+            }
+        }
+    }
+    let store = ctx.conversations()?;
+    let not_injected = if store.marks_injected()? {
+        " AND NOT is_injected"
+    } else {
+        ""
+    };
+    let mut sql = String::from(
+        "SELECT epoch_us(created), source, role, conversation_id, message_id, substr(content, 1, 200) \
+         FROM all_conversations WHERE content ILIKE '%' || ? || '%'",
+    );
+    let mut params: Vec<Box<dyn duckdb::ToSql>> = vec![Box::new(query.to_owned())];
+    if let Some(r) = role_arg {
+        sql.push_str(" AND role = ?");
+        params.push(Box::new(r.to_owned()));
+        if r == "user" {
+            sql.push_str(not_injected);
+        }
+    }
+    if let Some(s) = filter.source {
+        sql.push_str(" AND source = ?");
+        params.push(Box::new(s.to_owned()));
+    }
+    if let Some(c) = filter.conversation_id {
+        sql.push_str(" AND conversation_id = ?");
+        params.push(Box::new(c.to_owned()));
+    }
+    if let Some(s) = filter.since_us {
+        sql.push_str(" AND epoch_us(created) >= ?");
+        params.push(Box::new(s));
+    }
+    if let Some(u) = filter.until_us {
+        sql.push_str(" AND epoch_us(created) < ?");
+        params.push(Box::new(u));
+    }
+    sql.push_str(" ORDER BY created DESC, source ASC, conversation_id ASC, message_id ASC LIMIT ?");
+    params.push(Box::new(i64::try_from(limit).unwrap_or(500)));
+    let conn = store.connection()?;
+    let mut stmt = conn.prepare(&sql).map_err(|e| store.error(e))?;
+    let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(AsRef::as_ref).collect();
+    let rows = stmt
+        .query_map(refs.as_slice(), |r| {
+            Ok(Hit {
+                created_us: r.get(0)?,
+                source: r.get(1)?,
+                role: r.get(2)?,
+                conversation_id: r.get(3)?,
+                message_id: r.get(4)?,
+                preview: r.get(5)?,
+            })
+        })
+        .map_err(|e| store.error(e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| store.error(e))?;
+    Ok(rows)
+}
+
+/// RRF of the semantic rows and the literal hits; a literal hit inside a semantic
+/// window becomes that window's shown message. Every literal hit is kept: when the
+/// fused top `limit` would leave one out, it takes the place of the lowest
+/// semantic-only row. Best first (ties: the semantic order, then the literal order).
+fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, limit: usize) -> Vec<Row> {
+    #[allow(clippy::cast_precision_loss)]
+    let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f64);
+    let mut rows: Vec<Row> = semantic
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            r.score = rrf(i);
+            r
+        })
+        .collect();
+    for (i, hit) in literal.into_iter().enumerate() {
+        let within = rows.iter().position(|r| {
+            r.semantic
+                && r.hit.source == hit.source
+                && r.hit.conversation_id == hit.conversation_id
+                && r.window.contains(&hit.message_id)
+        });
+        match within {
+            Some(at) if !rows[at].literal => {
+                let r = &mut rows[at];
+                r.score += rrf(i);
+                r.literal = true;
+                r.hit = hit;
+            }
+            _ => rows.push(Row {
+                first: hit.message_id.clone(),
+                last: hit.message_id.clone(),
+                window: vec![hit.message_id.clone()],
+                hit,
+                score: rrf(i),
+                semantic: false,
+                literal: true,
+            }),
+        }
+    }
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| rows[b].score.total_cmp(&rows[a].score).then(a.cmp(&b)));
+    let mut chosen: Vec<usize> = order.iter().copied().take(limit).collect();
+    for &i in &order[chosen.len().min(order.len())..] {
+        if rows[i].literal {
+            // Replace the lowest chosen row that is not literal.
+            if let Some(pos) = chosen.iter().rposition(|&c| !rows[c].literal) {
+                chosen[pos] = i;
+            }
+        }
+    }
+    chosen.sort_by(|&a, &b| rows[b].score.total_cmp(&rows[a].score).then(a.cmp(&b)));
+    chosen.into_iter().map(|i| rows[i].clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(id: &str) -> Hit {
+        Hit {
+            created_us: 0,
+            source: "s".into(),
+            role: "user".into(),
+            conversation_id: "c".into(),
+            message_id: id.into(),
+            preview: id.into(),
+        }
+    }
+
+    fn sem(id: &str, window: &[&str]) -> Row {
+        Row {
+            hit: hit(id),
+            first: window[0].into(),
+            last: window[window.len() - 1].into(),
+            score: 0.5,
+            semantic: true,
+            literal: false,
+            window: window.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_literal_hit_survives_fusion() {
+        let semantic: Vec<Row> = (0..5)
+            .map(|i| {
+                let id = format!("m{i}");
+                sem(&id, &[id.as_str()])
+            })
+            .collect();
+        let literal = vec![hit("x1"), hit("x2")];
+        let fused = fuse(semantic, literal, 3);
+        assert_eq!(fused.len(), 3);
+        let ids: Vec<&str> = fused.iter().map(|r| r.hit.message_id.as_str()).collect();
+        assert!(ids.contains(&"x1") && ids.contains(&"x2"), "{ids:?}");
+        assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+
+    #[test]
+    fn a_literal_hit_inside_a_window_becomes_its_message() {
+        let fused = fuse(vec![sem("a", &["a", "b"])], vec![hit("b")], 5);
+        assert_eq!(fused.len(), 1);
+        assert_eq!(fused[0].hit.message_id, "b");
+        assert!(fused[0].semantic && fused[0].literal);
+    }
+
+    #[test]
+    fn bare_dates_take_the_whole_day() {
+        let args = json!({"since": "2026-07-01", "until": "2026-07-01"});
+        let since = time_arg(&args, "since").unwrap().unwrap();
+        let until = time_arg(&args, "until").unwrap().unwrap();
+        assert_eq!(until - since, 86_400_000_000);
+        let bad = time_arg(&json!({"since": "yesterday"}), "since").unwrap_err();
+        assert!(bad.to_string().contains("`since`"), "{bad}");
+    }
+}

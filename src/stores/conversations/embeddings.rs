@@ -1,0 +1,1378 @@
+//! The L1 embeddings of the conversations store (`L1.conversation_embeddings`): one
+//! vector per *unit* — a window of consecutive messages of one conversation — kept as
+//! 8-bit codes ([`crate::search::quantized`]) in immutable, memory-mapped files,
+//! written by `skills ingest` and read by semantic-search.
+//!
+//! ## Units
+//!
+//! The messages of a conversation (in `msg_index` order; injected and empty messages
+//! left out) are cut into windows of [`UnitSpec::window`] messages starting every
+//! [`UnitSpec::stride`] messages. A window's vector is the normalised mean of its
+//! messages' embeddings (each message embedded once, [`Embedder::embed_batch`]), plus
+//! the conversation title's embedding when [`UnitSpec::title`] is set. The stored
+//! vector is its 8-bit code `v̂ = s · c`; semantic-search's score is the exact `f32`
+//! dot product of the query with `v̂`, which the 8-bit first pass bounds
+//! ([`crate::search::vectors::top_dots`]), so the ranking over the stored vectors is
+//! exact.
+//!
+//! ## Files and freshness (as the search index, [`super::index`])
+//!
+//! `conversations.embeddings/` beside `conversations.duckdb` holds `MANIFEST` (JSON:
+//! model id and dimension, unit spec, segment files, their tombstone files, the
+//! DuckDB stamp) and the files it names. Writers run inside a writable store, under
+//! the search index's lock: at [`ConversationStore::close`](super::ConversationStore::close)
+//! the units of the conversations the session changed are masked by tombstones and
+//! re-embedded into one new segment; segments are merged (codes copied, nothing
+//! re-embedded) once there are more than [`MAX_SEGMENTS`] or more masked than live
+//! units. A manifest of another model, dimension or unit spec, or one older than the
+//! store, makes the writer re-embed everything. Readers trust the files only while the
+//! DuckDB stamp matches ([`Embeddings::open`]), so a model change or an ingest run
+//! with `--no-embed` is seen as stale instead of mixing vector spaces.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::index::{
+    read_tombstones, str_ref, sync_dir, write_synced, FileStamp, IndexError, StoreStamp, Touched,
+    Unavailable,
+};
+use crate::embed::Embedder;
+use crate::search::quantized::{self, View};
+use crate::search::scan::Corrupt;
+use crate::search::vectors;
+
+/// Name of the manifest file inside the embeddings folder.
+pub const MANIFEST: &str = "MANIFEST";
+/// Version of the manifest this code writes and reads.
+pub const MANIFEST_VERSION: u32 = 1;
+/// Segments kept before they are merged into one.
+pub const MAX_SEGMENTS: usize = 8;
+/// Messages embedded per batch while writing (bounds memory: ~1 KB per message).
+const BATCH_MESSAGES: usize = 16_384;
+
+const MAGIC: &[u8; 8] = b"SKILLSCV";
+const VERSION: u32 = 1;
+const BOM: u32 = 0x0102_0304;
+const HEADER: usize = 64;
+const SECTIONS: usize = 15;
+
+/// Role bits of a unit's role mask.
+pub mod role {
+    /// A message of role `user` (injected text is never embedded).
+    pub const USER: u8 = 1;
+    /// A message of role `assistant`.
+    pub const ASSISTANT: u8 = 2;
+    /// Any other role (`system`, `tool`…).
+    pub const OTHER: u8 = 4;
+
+    /// The bit of role name `r`.
+    pub fn bit(r: &str) -> u8 {
+        match r {
+            "user" => USER,
+            "assistant" => ASSISTANT,
+            _ => OTHER,
+        }
+    }
+
+    /// The role name of bit `b` (`other` for [`OTHER`]).
+    pub fn name(b: u8) -> &'static str {
+        match b {
+            USER => "user",
+            ASSISTANT => "assistant",
+            _ => "other",
+        }
+    }
+}
+
+/// The embeddings folder of the store at `db` (`conversations.duckdb` →
+/// `conversations.embeddings`).
+pub fn dir_of(db: &Path) -> PathBuf {
+    db.with_extension("embeddings")
+}
+
+/// How a conversation's messages become units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitSpec {
+    /// Messages per window (1: one unit per message).
+    pub window: u32,
+    /// Messages between the starts of two windows (`window`: windows do not overlap).
+    pub stride: u32,
+    /// Whether the conversation title's embedding is added to every window's.
+    pub title: bool,
+}
+
+impl UnitSpec {
+    /// The unit chosen by measurement on LoCoMo (docs/performance.md, "semantic-search").
+    pub const DEFAULT: Self = Self {
+        window: 3,
+        stride: 2,
+        title: false,
+    };
+
+    /// The windows of a conversation of `n` messages, as `[start, end)` ranges: one
+    /// every `stride` messages, the last ending at `n`.
+    pub fn windows(&self, n: usize) -> Vec<(usize, usize)> {
+        let (w, s) = (self.window.max(1) as usize, self.stride.max(1) as usize);
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < n {
+            let end = (start + w).min(n);
+            out.push((start, end));
+            if end == n {
+                break;
+            }
+            start += s;
+        }
+        out
+    }
+}
+
+/// One segment in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentEntry {
+    /// File name inside the folder.
+    pub file: String,
+    /// Units in the file.
+    pub units: u64,
+    /// Units not masked by the tombstones.
+    pub live: u64,
+    /// File length.
+    pub bytes: u64,
+    /// Tombstone file (a bit set over the units, little-endian `u64` words), if any.
+    pub tombstones: Option<String>,
+}
+
+/// The manifest: the model, the unit, the files and the store they were written for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_VERSION`].
+    pub version: u32,
+    /// Incremented by every publication.
+    pub generation: u64,
+    /// Next number for a new file name.
+    pub next_file: u64,
+    /// [`Embedder::name`] of the model that made every vector.
+    pub model: String,
+    /// Vector dimension.
+    pub dim: u32,
+    /// How units were cut.
+    pub unit: UnitSpec,
+    /// Segment files.
+    pub segments: Vec<SegmentEntry>,
+    /// Live units.
+    pub units: u64,
+    /// The DuckDB files the embeddings were published against.
+    pub store: StoreStamp,
+}
+
+impl Manifest {
+    /// Reads the manifest in `dir`.
+    ///
+    /// # Errors
+    /// [`Unavailable::Missing`] when there is none, [`Unavailable::Corrupt`] when it
+    /// cannot be read or is of another version.
+    pub fn read(dir: &Path) -> Result<Self, Unavailable> {
+        let path = dir.join(MANIFEST);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unavailable::Missing),
+            Err(e) => return Err(Unavailable::Corrupt(format!("{}: {e}", path.display()))),
+        };
+        let m: Self = serde_json::from_slice(&bytes)
+            .map_err(|e| Unavailable::Corrupt(format!("{}: {e}", path.display())))?;
+        if m.version != MANIFEST_VERSION {
+            return Err(Unavailable::Corrupt(format!(
+                "{}: version {} (expected {MANIFEST_VERSION})",
+                path.display(),
+                m.version
+            )));
+        }
+        Ok(m)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Segment files
+//
+// offset 0  magic "SKILLSCV" · u32 version · u32 byte-order mark · u64 units n ·
+//           u64 messages m · u32 dim · u32 sections (15) · reserved to 64
+//        64 section table: (offset u64, length u64) per section; sections 8-aligned
+//
+//  0 codes i8[n·dim]      1 scale f32[n]        2 err_row f32[n]   3 err_query f32[n]
+//  4 conversation u32[n]  5 unit→messages u64[n+1]                 6 role mask u8[n]
+//  7 first created i64[n] 8 last created i64[n]
+//  9 message created i64[m]  10 message role bit u8[m]
+// 11, 12 message ids: u64[m+1] offsets, bytes
+// 13, 14 conversations: u64[c+1] offsets, bytes ("source\0conversation_id")
+// ---------------------------------------------------------------------------------
+
+/// One message of a unit, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitMessage {
+    /// `message_id`.
+    pub message_id: String,
+    /// `created`, µs since the epoch.
+    pub created_us: i64,
+    /// `role` ([`role::name`] of its bit).
+    pub role: &'static str,
+}
+
+/// Builds one segment file.
+#[derive(Debug, Default)]
+struct Builder {
+    dim: usize,
+    codes: Vec<i8>,
+    scale: Vec<f32>,
+    err_row: Vec<f32>,
+    err_query: Vec<f32>,
+    conv: Vec<u32>,
+    unit_msgs: Vec<u64>,
+    roles: Vec<u8>,
+    first: Vec<i64>,
+    last: Vec<i64>,
+    msg_created: Vec<i64>,
+    msg_role: Vec<u8>,
+    msg_off: Vec<u64>,
+    msg_bytes: Vec<u8>,
+    conv_off: Vec<u64>,
+    conv_bytes: Vec<u8>,
+}
+
+impl Builder {
+    fn new(dim: usize) -> Self {
+        Self {
+            dim,
+            unit_msgs: vec![0],
+            msg_off: vec![0],
+            conv_off: vec![0],
+            ..Self::default()
+        }
+    }
+
+    fn units(&self) -> usize {
+        self.scale.len()
+    }
+
+    /// Starts a new conversation; returns its number in this segment.
+    fn conversation(&mut self, source: &str, conversation_id: &str) -> u32 {
+        self.conv_bytes.extend_from_slice(source.as_bytes());
+        self.conv_bytes.push(0);
+        self.conv_bytes
+            .extend_from_slice(conversation_id.as_bytes());
+        self.conv_off.push(self.conv_bytes.len() as u64);
+        u32::try_from(self.conv_off.len() - 2).unwrap_or(u32::MAX)
+    }
+
+    /// Adds a unit whose stored vector is `code` (scale and factors of [`quantized::encode`]).
+    fn push(
+        &mut self,
+        conv: u32,
+        codes: &[i8],
+        code: quantized::Encoded,
+        messages: &[(&str, i64, u8)],
+    ) {
+        self.codes.extend_from_slice(codes);
+        self.scale.push(code.scale);
+        self.err_row.push(code.err_row);
+        self.err_query.push(code.err_query);
+        self.conv.push(conv);
+        let mut mask = 0;
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        for &(id, created, r) in messages {
+            self.msg_bytes.extend_from_slice(id.as_bytes());
+            self.msg_off.push(self.msg_bytes.len() as u64);
+            self.msg_created.push(created);
+            self.msg_role.push(r);
+            mask |= r;
+            lo = lo.min(created);
+            hi = hi.max(created);
+        }
+        self.unit_msgs.push(self.msg_created.len() as u64);
+        self.roles.push(mask);
+        self.first.push(lo);
+        self.last.push(hi);
+    }
+
+    fn write(&self, path: &Path) -> Result<u64, IndexError> {
+        let sections: [&[u8]; SECTIONS] = [
+            bytemuck::cast_slice(&self.codes),
+            bytemuck::cast_slice(&self.scale),
+            bytemuck::cast_slice(&self.err_row),
+            bytemuck::cast_slice(&self.err_query),
+            bytemuck::cast_slice(&self.conv),
+            bytemuck::cast_slice(&self.unit_msgs),
+            &self.roles,
+            bytemuck::cast_slice(&self.first),
+            bytemuck::cast_slice(&self.last),
+            bytemuck::cast_slice(&self.msg_created),
+            &self.msg_role,
+            bytemuck::cast_slice(&self.msg_off),
+            &self.msg_bytes,
+            bytemuck::cast_slice(&self.conv_off),
+            &self.conv_bytes,
+        ];
+        let mut out = Vec::with_capacity(
+            HEADER + SECTIONS * 16 + sections.iter().map(|s| s.len() + 8).sum::<usize>(),
+        );
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&BOM.to_le_bytes());
+        out.extend_from_slice(&(self.units() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.msg_created.len() as u64).to_le_bytes());
+        out.extend_from_slice(&u32::try_from(self.dim).unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
+        out.resize(HEADER + SECTIONS * 16, 0);
+        for (i, s) in sections.iter().enumerate() {
+            while out.len() % 8 != 0 {
+                out.push(0);
+            }
+            let off = out.len() as u64;
+            out[HEADER + i * 16..HEADER + i * 16 + 8].copy_from_slice(&off.to_le_bytes());
+            out[HEADER + i * 16 + 8..HEADER + i * 16 + 16]
+                .copy_from_slice(&(s.len() as u64).to_le_bytes());
+            out.extend_from_slice(s);
+        }
+        write_synced(path, &out)?;
+        Ok(out.len() as u64)
+    }
+}
+
+/// A segment file, memory-mapped and checked for shape when opened.
+struct Segment {
+    map: memmap2::Mmap,
+    units: usize,
+    messages: usize,
+    dim: usize,
+    sections: [(usize, usize); SECTIONS],
+    /// Masked units (bit set), empty when none.
+    dead: Vec<u64>,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+impl Segment {
+    fn open(path: &Path, dead: Vec<u64>) -> Result<Self, String> {
+        let shown = path.display();
+        let file = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+        // SAFETY: segment files are written once under a fresh name, fsynced, published
+        // by renaming the manifest, and never modified afterwards (only unlinked, which
+        // leaves existing mappings valid), so the mapped bytes cannot change under us.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{shown}: {e}"))?;
+        let b: &[u8] = &map;
+        if b.len() < HEADER + SECTIONS * 16 || &b[..8] != MAGIC {
+            return Err(format!("{shown}: not an embeddings segment"));
+        }
+        if u32_at(b, 8) != VERSION || u32_at(b, 12) != BOM || cfg!(target_endian = "big") {
+            return Err(format!("{shown}: another format version or byte order"));
+        }
+        let units = usize::try_from(u64_at(b, 16)).map_err(|_| format!("{shown}: units"))?;
+        let messages = usize::try_from(u64_at(b, 24)).map_err(|_| format!("{shown}: messages"))?;
+        let dim = u32_at(b, 32) as usize;
+        if u32_at(b, 36) as usize != SECTIONS || !(1..=quantized::MAX_DIM).contains(&dim) {
+            return Err(format!("{shown}: section count or dimension"));
+        }
+        let mut sections = [(0usize, 0usize); SECTIONS];
+        for (i, s) in sections.iter_mut().enumerate() {
+            let off = u64_at(b, HEADER + i * 16);
+            let len = u64_at(b, HEADER + i * 16 + 8);
+            let end = off
+                .checked_add(len)
+                .ok_or_else(|| format!("{shown}: section {i}"))?;
+            if !off.is_multiple_of(8) || end > b.len() as u64 {
+                return Err(format!("{shown}: section {i} lies outside the file"));
+            }
+            *s = (off as usize, len as usize);
+        }
+        let expect = [
+            (0, units * dim),
+            (1, units * 4),
+            (2, units * 4),
+            (3, units * 4),
+            (4, units * 4),
+            (5, (units + 1) * 8),
+            (6, units),
+            (7, units * 8),
+            (8, units * 8),
+            (9, messages * 8),
+            (10, messages),
+            (11, (messages + 1) * 8),
+        ];
+        for (i, len) in expect {
+            if sections[i].1 != len {
+                return Err(format!(
+                    "{shown}: section {i} has {} bytes, expected {len}",
+                    sections[i].1
+                ));
+            }
+        }
+        if sections[13].1 < 8 || !sections[13].1.is_multiple_of(8) {
+            return Err(format!("{shown}: conversation table"));
+        }
+        if !dead.is_empty() && dead.len() != units.div_ceil(64) {
+            return Err(format!("{shown}: tombstones of another length"));
+        }
+        Ok(Self {
+            map,
+            units,
+            messages,
+            dim,
+            sections,
+            dead,
+        })
+    }
+
+    fn bytes(&self, i: usize) -> &[u8] {
+        let (off, len) = self.sections[i];
+        &self.map[off..off + len]
+    }
+
+    fn cast<T: bytemuck::Pod>(&self, i: usize) -> Result<&[T], Corrupt> {
+        bytemuck::try_cast_slice(self.bytes(i)).map_err(|_| Corrupt)
+    }
+
+    fn view(&self) -> Result<View<'_>, Corrupt> {
+        Ok(View {
+            dim: self.dim,
+            codes: self.cast(0)?,
+            scale: self.cast(1)?,
+            err_row: self.cast(2)?,
+            err_query: self.cast(3)?,
+        })
+    }
+
+    fn is_dead(&self, unit: usize) -> bool {
+        self.dead
+            .get(unit / 64)
+            .is_some_and(|w| w & (1 << (unit % 64)) != 0)
+    }
+
+    /// String `i` of the table in sections `off`, `off + 1`.
+    fn string(&self, off: usize, i: usize) -> Result<&str, Corrupt> {
+        let offsets: &[u64] = self.cast(off)?;
+        let bytes = self.bytes(off + 1);
+        let (a, b) = (
+            *offsets.get(i).ok_or(Corrupt)? as usize,
+            *offsets.get(i + 1).ok_or(Corrupt)? as usize,
+        );
+        let s = bytes.get(a..b).ok_or(Corrupt)?;
+        std::str::from_utf8(s).map_err(|_| Corrupt)
+    }
+
+    fn conversations(&self) -> usize {
+        self.sections[13].1 / 8 - 1
+    }
+
+    /// (`source`, `conversation_id`) of conversation `c`.
+    fn conversation(&self, c: usize) -> Result<(&str, &str), Corrupt> {
+        self.string(13, c)?.split_once('\0').ok_or(Corrupt)
+    }
+
+    /// The message range of unit `u`.
+    fn unit_range(&self, u: usize) -> Result<(usize, usize), Corrupt> {
+        let offs: &[u64] = self.cast(5)?;
+        let (a, b) = (
+            *offs.get(u).ok_or(Corrupt)? as usize,
+            *offs.get(u + 1).ok_or(Corrupt)? as usize,
+        );
+        if a > b || b > self.messages {
+            return Err(Corrupt);
+        }
+        Ok((a, b))
+    }
+
+    fn unit_messages(&self, u: usize) -> Result<Vec<UnitMessage>, Corrupt> {
+        let (a, b) = self.unit_range(u)?;
+        let created: &[i64] = self.cast(9)?;
+        let roles = self.bytes(10);
+        (a..b)
+            .map(|m| {
+                Ok(UnitMessage {
+                    message_id: self.string(11, m)?.to_owned(),
+                    created_us: *created.get(m).ok_or(Corrupt)?,
+                    role: role::name(*roles.get(m).ok_or(Corrupt)?),
+                })
+            })
+            .collect()
+    }
+
+    /// Unit `u`'s stored vector `v̂ = s · c`.
+    fn vector(&self, u: usize) -> Result<Vec<f32>, Corrupt> {
+        let view = self.view()?;
+        let codes = view
+            .codes
+            .get(u * self.dim..(u + 1) * self.dim)
+            .ok_or(Corrupt)?;
+        let s = *view.scale.get(u).ok_or(Corrupt)?;
+        Ok(codes.iter().map(|&c| s * f32::from(c)).collect())
+    }
+}
+
+/// Exact dot product of `q` with the stored vector of slot `slot` (`s · c`, summed in
+/// `f32` in dimension order).
+fn exact_dot(view: &View<'_>, q: &[f32], slot: usize) -> f32 {
+    let d = view.dim;
+    let (Some(codes), Some(&s)) = (
+        view.codes.get(slot * d..(slot + 1) * d),
+        view.scale.get(slot),
+    ) else {
+        return 0.0;
+    };
+    let mut acc = -0.0f32;
+    for (qd, &c) in q.iter().zip(codes) {
+        acc += qd * (s * f32::from(c));
+    }
+    acc
+}
+
+// ---------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------
+
+/// What a semantic search keeps: a row mask over units.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    /// Role bits a unit must hold one of (0: any).
+    pub roles: u8,
+    /// `source = ?`.
+    pub source: Option<&'a str>,
+    /// `conversation_id = ?`.
+    pub conversation_id: Option<&'a str>,
+    /// Some message at or after this time (µs).
+    pub since_us: Option<i64>,
+    /// Some message before this time (µs, exclusive).
+    pub until_us: Option<i64>,
+}
+
+/// One unit of a result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitHit {
+    /// Exact dot product of the query with the unit's stored vector (a cosine, up to
+    /// the 8-bit code's norm: within ~1e-2 of 1 for a unit vector).
+    pub score: f32,
+    /// `source`.
+    pub source: String,
+    /// `conversation_id`.
+    pub conversation_id: String,
+    /// The window's messages, in conversation order.
+    pub messages: Vec<UnitMessage>,
+}
+
+/// Opened embeddings: their segments, memory-mapped.
+pub struct Embeddings {
+    manifest: Manifest,
+    segments: Vec<Segment>,
+}
+
+impl std::fmt::Debug for Embeddings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embeddings")
+            .field("manifest", &self.manifest)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Embeddings {
+    /// Opens the embeddings of the store at `db` if they match the store as it is now.
+    /// Costs a manifest read, a few `stat`s and one `mmap` per segment.
+    ///
+    /// # Errors
+    /// [`Unavailable::Missing`] (never embedded: `--no-embed`, no model at ingest),
+    /// [`Unavailable::Stale`] (the store changed after they were written),
+    /// [`Unavailable::Corrupt`].
+    pub fn open(db: &Path) -> Result<Self, Unavailable> {
+        let dir = dir_of(db);
+        let manifest = Manifest::read(&dir)?;
+        if StoreStamp::of(db) != manifest.store {
+            return Err(Unavailable::Stale);
+        }
+        let mut segments = Vec::with_capacity(manifest.segments.len());
+        for e in &manifest.segments {
+            let dead = match &e.tombstones {
+                Some(t) => {
+                    read_tombstones(&dir.join(t), e.units as usize).map_err(Unavailable::Corrupt)?
+                }
+                None => Vec::new(),
+            };
+            let seg = Segment::open(&dir.join(&e.file), dead).map_err(Unavailable::Corrupt)?;
+            if seg.units as u64 != e.units || seg.dim != manifest.dim as usize {
+                return Err(Unavailable::Corrupt(format!(
+                    "{}: units or dimension differ from the manifest",
+                    e.file
+                )));
+            }
+            segments.push(seg);
+        }
+        Ok(Self { manifest, segments })
+    }
+
+    /// The manifest these embeddings were opened from.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The `n` units with the largest exact scores against the unit query vector `q`
+    /// among those `filter` keeps, best first (ties: segment, then unit order), with
+    /// `score ≥ min_score`. The 8-bit first pass runs on up to `threads` threads.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn search(
+        &self,
+        q: &[f32],
+        n: usize,
+        filter: &Filter<'_>,
+        min_score: f32,
+        threads: usize,
+    ) -> Result<Vec<UnitHit>, Corrupt> {
+        if n == 0 || q.len() != self.manifest.dim as usize {
+            return Ok(Vec::new());
+        }
+        // (score, segment, unit)
+        let mut best: Vec<(f32, usize, usize)> = Vec::new();
+        for (si, seg) in self.segments.iter().enumerate() {
+            let keep_conv = conversation_mask(seg, filter)?;
+            let view = seg.view()?;
+            let conv: &[u32] = seg.cast(4)?;
+            let roles = seg.bytes(6);
+            let (first, last): (&[i64], &[i64]) = (seg.cast(7)?, seg.cast(8)?);
+            let keep = |u: usize| {
+                !seg.is_dead(u)
+                    && keep_conv
+                        .as_ref()
+                        .is_none_or(|m| conv.get(u).is_some_and(|&c| m.contains(&c)))
+                    && (filter.roles == 0 || roles.get(u).is_some_and(|r| r & filter.roles != 0))
+                    && filter
+                        .since_us
+                        .is_none_or(|s| last.get(u).is_some_and(|&t| t >= s))
+                    && filter
+                        .until_us
+                        .is_none_or(|s| first.get(u).is_some_and(|&t| t < s))
+            };
+            for (unit, score) in top_in(&view, q, n, &keep, threads) {
+                if score >= min_score {
+                    best.push((score, si, unit));
+                }
+            }
+            best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            best.truncate(n);
+        }
+        best.into_iter()
+            .map(|(score, si, u)| {
+                let seg = &self.segments[si];
+                let c = *seg.cast::<u32>(4)?.get(u).ok_or(Corrupt)? as usize;
+                let (source, conversation_id) = seg.conversation(c)?;
+                Ok(UnitHit {
+                    score,
+                    source: source.to_owned(),
+                    conversation_id: conversation_id.to_owned(),
+                    messages: seg.unit_messages(u)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The conversation numbers of `seg` the source / conversation filters keep (`None`:
+/// all).
+fn conversation_mask(seg: &Segment, filter: &Filter<'_>) -> Result<Option<HashSet<u32>>, Corrupt> {
+    if filter.source.is_none() && filter.conversation_id.is_none() {
+        return Ok(None);
+    }
+    let mut keep = HashSet::new();
+    for c in 0..seg.conversations() {
+        let (s, id) = seg.conversation(c)?;
+        if filter.source.is_none_or(|f| f == s) && filter.conversation_id.is_none_or(|f| f == id) {
+            keep.insert(u32::try_from(c).unwrap_or(u32::MAX));
+        }
+    }
+    Ok(Some(keep))
+}
+
+/// The top `n` (unit, exact score) of one segment among the units `keep` accepts:
+/// the 8-bit pruned pass on up to `threads` slices of the segment at once (each slice
+/// exact on its own, so their merge is), or every exact value when pruning cannot be
+/// proven.
+fn top_in(
+    view: &View<'_>,
+    q: &[f32],
+    n: usize,
+    keep: &(impl Fn(usize) -> bool + Sync),
+    threads: usize,
+) -> Vec<(usize, f32)> {
+    let units = view.len();
+    let parts = threads.clamp(1, 8).min(units.div_ceil(65_536)).max(1);
+    let per = units.div_ceil(parts).max(1);
+    let slice = |p: usize| -> Vec<(usize, f32)> {
+        let (a, b) = (p * per, ((p + 1) * per).min(units));
+        let d = view.dim;
+        let part = View {
+            dim: d,
+            codes: &view.codes[a * d..b * d],
+            scale: &view.scale[a..b],
+            err_row: &view.err_row[a..b],
+            err_query: &view.err_query[a..b],
+        };
+        let keep_local = |s: usize| keep(a + s);
+        let found = vectors::top_dots(&part, q, n, keep_local, |s| exact_dot(&part, q, s))
+            .map(|(_, found)| found)
+            .unwrap_or_else(|| {
+                (0..part.len())
+                    .filter(|&s| keep(a + s))
+                    .map(|s| (s, exact_dot(&part, q, s)))
+                    .collect()
+            });
+        let mut found: Vec<(usize, f32)> = found.into_iter().map(|(s, d)| (a + s, d)).collect();
+        found.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        found.truncate(n);
+        found
+    };
+    let mut all: Vec<(usize, f32)> = if parts == 1 {
+        slice(0)
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..parts).map(|p| scope.spawn(move || slice(p))).collect();
+            let mut all = slice(0);
+            for h in handles {
+                all.extend(h.join().unwrap_or_default());
+            }
+            all
+        })
+    };
+    all.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    all.truncate(n);
+    all
+}
+
+/// Opened embeddings kept across calls of a long-running process: reopened only when
+/// the manifest or the store's files changed.
+#[derive(Debug, Default)]
+pub struct Cache {
+    held: Mutex<Option<(CacheKey, Arc<Embeddings>)>>,
+}
+
+type CacheKey = (PathBuf, Option<FileStamp>, StoreStamp);
+
+impl Cache {
+    /// The embeddings of the store at `db`, as [`Embeddings::open`] gives them.
+    ///
+    /// # Errors
+    /// [`Unavailable`].
+    pub fn get(&self, db: &Path) -> Result<Arc<Embeddings>, Unavailable> {
+        let key = (
+            db.to_path_buf(),
+            FileStamp::of(&dir_of(db).join(MANIFEST)),
+            StoreStamp::of(db),
+        );
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((k, e)) = held.as_ref() {
+            if *k == key {
+                return Ok(e.clone());
+            }
+        }
+        *held = None;
+        let e = Arc::new(Embeddings::open(db)?);
+        *held = Some((key, e.clone()));
+        Ok(e)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------
+
+/// What [`Writer::update`] did, for the ingest summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EmbedReport {
+    /// True when every unit was embedded again.
+    pub rebuilt: bool,
+    /// Why, when it was.
+    pub reason: Option<String>,
+    /// Messages embedded in this update.
+    pub messages_embedded: u64,
+    /// Units written into new segments (including merges).
+    pub units_written: u64,
+    /// Live units after the update.
+    pub units: u64,
+    /// Segments after the update.
+    pub segments: usize,
+    /// Bytes of all segment files.
+    pub bytes: u64,
+    /// [`Embedder::name`].
+    pub model: String,
+}
+
+/// Called with (messages embedded so far, messages to embed) while writing.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// The writer side, held by a writable store (under the search index's lock).
+pub struct Writer {
+    dir: PathBuf,
+    db: PathBuf,
+    embedder: Arc<Embedder>,
+    unit: UnitSpec,
+    /// The manifest when the store was opened, if it matched the store, model and unit.
+    base: Option<Manifest>,
+    base_reason: Option<String>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("dir", &self.dir)
+            .field("unit", &self.unit)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The embeddings manifest as a writable open found it, read before the database was
+/// opened (so its stamp is compared with the database as the last writer left it).
+#[derive(Debug, Clone)]
+pub struct Base(Result<Manifest, String>);
+
+impl Base {
+    /// Reads the manifest of the store at `db` and checks it against the store.
+    pub fn read(db: &Path) -> Self {
+        Self(match Manifest::read(&dir_of(db)) {
+            Ok(m) if m.store != StoreStamp::of(db) => {
+                Err("the embeddings are older than the store".to_owned())
+            }
+            Ok(m) => Ok(m),
+            Err(Unavailable::Missing) => Err("no embeddings yet".to_owned()),
+            Err(e) => Err(e.to_string()),
+        })
+    }
+}
+
+impl Writer {
+    /// A writer for the store at `db` over the manifest `base` found, embedding with
+    /// `embedder` into units cut as `unit`.
+    ///
+    /// # Errors
+    /// [`IndexError::Io`] when the folder cannot be created.
+    pub fn begin(
+        db: &Path,
+        base: Base,
+        embedder: Arc<Embedder>,
+        unit: UnitSpec,
+    ) -> Result<Self, IndexError> {
+        let dir = dir_of(db);
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let (base, base_reason) = match base.0 {
+            Err(why) => (None, Some(why)),
+            Ok(m) if m.model != embedder.name() || m.dim as usize != embedder.dim() => (
+                None,
+                Some(format!(
+                    "model changed: `{}` ({} dimensions) → `{}` ({})",
+                    m.model,
+                    m.dim,
+                    embedder.name(),
+                    embedder.dim()
+                )),
+            ),
+            Ok(m) if m.unit != unit => (None, Some("unit changed".to_owned())),
+            Ok(m) => (Some(m), None),
+        };
+        Ok(Self {
+            dir,
+            db: db.to_path_buf(),
+            embedder,
+            unit,
+            base,
+            base_reason,
+        })
+    }
+
+    fn first_free(&self, next: u64) -> u64 {
+        let taken = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let stem = name.to_string_lossy();
+                stem.split('.').next().and_then(|n| n.parse::<u64>().ok())
+            })
+            .max();
+        taken.map_or(next, |t| next.max(t + 1))
+    }
+
+    fn next_name(next: &mut u64, ext: &str) -> String {
+        let name = format!("{:08}.{ext}", *next);
+        *next += 1;
+        name
+    }
+
+    /// Brings the embeddings up to date with the table through `conn`, given the
+    /// conversations this session changed; returns the manifest to publish once the
+    /// database is closed ([`Writer::publish`]).
+    ///
+    /// # Errors
+    /// [`IndexError`] when the table cannot be read or a file cannot be written.
+    pub fn update(
+        &self,
+        conn: &duckdb::Connection,
+        touched: &Touched,
+        progress: Progress<'_>,
+    ) -> Result<(Manifest, EmbedReport), IndexError> {
+        let (base, only, reason) = match &self.base {
+            Some(m) => (Some(m.clone()), Some(touched), None),
+            None => (None, None, self.base_reason.clone()),
+        };
+        let mut next = self.first_free(base.as_ref().map_or(1, |m| m.next_file));
+        let mut entries: Vec<SegmentEntry> = Vec::new();
+        if let (Some(base), Some(touched)) = (&base, only) {
+            for e in &base.segments {
+                let mut e = e.clone();
+                if !touched.is_empty() {
+                    let dead = match &e.tombstones {
+                        Some(t) => read_tombstones(&self.dir.join(t), e.units as usize)
+                            .map_err(IndexError::Mismatch)?,
+                        None => vec![0u64; (e.units as usize).div_ceil(64)],
+                    };
+                    let seg = Segment::open(&self.dir.join(&e.file), dead)
+                        .map_err(IndexError::Mismatch)?;
+                    let mut dead = seg.dead.clone();
+                    let masked = mask(&seg, touched, &mut dead)?;
+                    if masked > 0 {
+                        let name = Self::next_name(&mut next, "del");
+                        write_synced(&self.dir.join(&name), bytemuck::cast_slice(&dead))?;
+                        e.tombstones = Some(name);
+                        e.live -= masked;
+                    }
+                }
+                if e.live > 0 {
+                    entries.push(e);
+                }
+            }
+        }
+        let mut embedded = 0;
+        let mut units_written = 0;
+        if only.is_none_or(|t| !t.is_empty()) {
+            let file = Self::next_name(&mut next, "vec");
+            let (units, messages, bytes) =
+                self.build_from_table(conn, only, &self.dir.join(&file), progress)?;
+            embedded = messages;
+            units_written += units;
+            if units > 0 {
+                entries.push(SegmentEntry {
+                    file,
+                    units,
+                    live: units,
+                    bytes,
+                    tombstones: None,
+                });
+            }
+        }
+        if entries.len() > MAX_SEGMENTS || entries.iter().any(|e| e.live * 2 < e.units) {
+            let file = Self::next_name(&mut next, "vec");
+            let (units, bytes) = self.merge(&entries, &self.dir.join(&file))?;
+            units_written += units;
+            entries = if units > 0 {
+                vec![SegmentEntry {
+                    file,
+                    units,
+                    live: units,
+                    bytes,
+                    tombstones: None,
+                }]
+            } else {
+                Vec::new()
+            };
+        }
+        let manifest = Manifest {
+            version: MANIFEST_VERSION,
+            generation: base.as_ref().map_or(1, |m| m.generation + 1),
+            next_file: next,
+            model: self.embedder.name().to_owned(),
+            dim: u32::try_from(self.embedder.dim()).unwrap_or(0),
+            unit: self.unit,
+            units: entries.iter().map(|e| e.live).sum(),
+            segments: entries,
+            store: StoreStamp {
+                db: None,
+                wal: None,
+            },
+        };
+        let report = EmbedReport {
+            rebuilt: base.is_none(),
+            reason,
+            messages_embedded: embedded,
+            units_written,
+            units: manifest.units,
+            segments: manifest.segments.len(),
+            bytes: manifest.segments.iter().map(|s| s.bytes).sum(),
+            model: manifest.model.clone(),
+        };
+        Ok((manifest, report))
+    }
+
+    /// Embeds the messages of the table (of the `only` conversations, when given) and
+    /// writes their units as a segment at `path`: (units, messages embedded, bytes).
+    fn build_from_table(
+        &self,
+        conn: &duckdb::Connection,
+        only: Option<&Touched>,
+        path: &Path,
+        progress: Progress<'_>,
+    ) -> Result<(u64, u64, u64), IndexError> {
+        let mut filter =
+            String::from(" WHERE is_injected IS NOT TRUE AND length(trim(content)) > 0");
+        if let Some(touched) = only {
+            conn.execute_batch(
+                "CREATE OR REPLACE TEMP TABLE embed_touched (source VARCHAR, conversation_id VARCHAR)",
+            )?;
+            let mut app = conn.appender("embed_touched")?;
+            for (s, c) in touched {
+                app.append_row(duckdb::params![s, c])?;
+            }
+            app.flush()?;
+            drop(app);
+            filter.push_str(
+                " AND (source, conversation_id) IN (SELECT source, conversation_id FROM embed_touched)",
+            );
+        }
+        let total: i64 = conn.query_row(
+            &format!("SELECT count(*) FROM all_conversations{filter}"),
+            [],
+            |r| r.get(0),
+        )?;
+        let total = u64::try_from(total).unwrap_or(0);
+        progress(0, total);
+        let sql = format!(
+            "SELECT source, conversation_id, message_id, role, epoch_us(created), content, \
+             coalesce(conversation_title, '') FROM all_conversations{filter} \
+             ORDER BY source, conversation_id, msg_index, created, message_id"
+        );
+        let mut builder = Builder::new(self.embedder.dim());
+        let mut batch = Batch::default();
+        let mut done = 0u64;
+        {
+            let mut stmt = conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let (source, conv) = (str_ref(r, 0)?, str_ref(r, 1)?);
+                let new_conv = batch
+                    .convs
+                    .last()
+                    .is_none_or(|c| c.source != source || c.conversation_id != conv);
+                if new_conv {
+                    if batch.texts.len() >= BATCH_MESSAGES {
+                        done += self.flush(&mut batch, &mut builder);
+                        progress(done, total);
+                    }
+                    let title = str_ref(r, 6)?;
+                    batch.convs.push(Conv {
+                        source: source.to_owned(),
+                        conversation_id: conv.to_owned(),
+                        title: (self.unit.title && !title.trim().is_empty()).then(|| {
+                            batch.texts.push(title.to_owned());
+                            batch.texts.len() - 1
+                        }),
+                        messages: Vec::new(),
+                    });
+                }
+                let created: i64 = r.get(4)?;
+                let content = str_ref(r, 5)?.to_owned();
+                let id = str_ref(r, 2)?.to_owned();
+                let bit = role::bit(str_ref(r, 3)?);
+                batch.texts.push(content);
+                let at = batch.texts.len() - 1;
+                if let Some(c) = batch.convs.last_mut() {
+                    c.messages.push((id, created, bit, at));
+                }
+            }
+        }
+        done += self.flush(&mut batch, &mut builder);
+        progress(done, total);
+        if only.is_some() {
+            conn.execute_batch("DROP TABLE IF EXISTS embed_touched")?;
+        }
+        let bytes = builder.write(path)?;
+        Ok((builder.units() as u64, done, bytes))
+    }
+
+    /// Embeds the batch's texts and adds its conversations' units; returns messages
+    /// embedded.
+    fn flush(&self, batch: &mut Batch, builder: &mut Builder) -> u64 {
+        let dim = self.embedder.dim();
+        let flat = self.embedder.embed_batch(&batch.texts);
+        let row = |i: usize| &flat[i * dim..(i + 1) * dim];
+        let mut embedded = 0;
+        let mut codes = Vec::with_capacity(dim);
+        for c in batch.convs.drain(..) {
+            embedded += c.messages.len() as u64;
+            let conv = builder.conversation(&c.source, &c.conversation_id);
+            for (a, b) in self.unit.windows(c.messages.len()) {
+                let mut sum = vec![0.0f32; dim];
+                for m in &c.messages[a..b] {
+                    for (s, x) in sum.iter_mut().zip(row(m.3)) {
+                        *s += x;
+                    }
+                }
+                if let Some(t) = c.title {
+                    for (s, x) in sum.iter_mut().zip(row(t)) {
+                        *s += x;
+                    }
+                }
+                let unit = vectors::normalized(&sum);
+                codes.clear();
+                let Some(first) = quantized::encode(&unit, &mut codes) else {
+                    continue;
+                };
+                // The stored vector is the code itself: encode v̂ = s · c again, so
+                // the error factors bound the dot products the search computes.
+                let stored: Vec<f32> = codes.iter().map(|&x| first.scale * f32::from(x)).collect();
+                codes.clear();
+                let Some(code) = quantized::encode(&stored, &mut codes) else {
+                    continue;
+                };
+                let msgs: Vec<(&str, i64, u8)> = c.messages[a..b]
+                    .iter()
+                    .map(|m| (m.0.as_str(), m.1, m.2))
+                    .collect();
+                builder.push(conv, &codes, code, &msgs);
+            }
+        }
+        batch.texts.clear();
+        embedded
+    }
+
+    /// Copies the live units of `parts` into one segment at `path`: (units, bytes).
+    fn merge(&self, parts: &[SegmentEntry], path: &Path) -> Result<(u64, u64), IndexError> {
+        let bad = |_| {
+            IndexError::Mismatch(format!(
+                "a segment merged into {} is damaged",
+                path.display()
+            ))
+        };
+        let mut builder = Builder::new(self.embedder.dim());
+        for e in parts {
+            let dead = match &e.tombstones {
+                Some(t) => read_tombstones(&self.dir.join(t), e.units as usize)
+                    .map_err(IndexError::Mismatch)?,
+                None => Vec::new(),
+            };
+            let seg = Segment::open(&self.dir.join(&e.file), dead).map_err(IndexError::Mismatch)?;
+            let view = seg.view().map_err(bad)?;
+            let conv: &[u32] = seg.cast(4).map_err(bad)?;
+            let mut renumber: HashMap<u32, u32> = HashMap::new();
+            for u in 0..seg.units {
+                if seg.is_dead(u) {
+                    continue;
+                }
+                let c = *conv.get(u).ok_or(Corrupt).map_err(bad)?;
+                let nc = match renumber.get(&c) {
+                    Some(&n) => n,
+                    None => {
+                        let (s, id) = seg.conversation(c as usize).map_err(bad)?;
+                        let n = builder.conversation(s, id);
+                        renumber.insert(c, n);
+                        n
+                    }
+                };
+                let d = seg.dim;
+                let codes = view
+                    .codes
+                    .get(u * d..(u + 1) * d)
+                    .ok_or(Corrupt)
+                    .map_err(bad)?;
+                let code = quantized::Encoded {
+                    scale: view.scale[u],
+                    err_row: view.err_row[u],
+                    err_query: view.err_query[u],
+                };
+                let msgs = seg.unit_messages(u).map_err(bad)?;
+                let msgs: Vec<(&str, i64, u8)> = msgs
+                    .iter()
+                    .map(|m| (m.message_id.as_str(), m.created_us, role::bit(m.role)))
+                    .collect();
+                builder.push(nc, codes, code, &msgs);
+            }
+        }
+        let bytes = builder.write(path)?;
+        Ok((builder.units() as u64, bytes))
+    }
+
+    /// Publishes `manifest` against the database as it is now (after it was
+    /// checkpointed and closed), then removes files no manifest names.
+    ///
+    /// # Errors
+    /// [`IndexError::Io`].
+    pub fn publish(self, mut manifest: Manifest) -> Result<(), IndexError> {
+        manifest.store = StoreStamp::of(&self.db);
+        let tmp = self.dir.join("MANIFEST.tmp");
+        let json = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
+        write_synced(&tmp, &json)?;
+        let dest = self.dir.join(MANIFEST);
+        std::fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
+        sync_dir(&self.dir)?;
+        let keep: HashSet<&str> = manifest
+            .segments
+            .iter()
+            .flat_map(|s| std::iter::once(s.file.as_str()).chain(s.tombstones.as_deref()))
+            .chain([MANIFEST])
+            .collect();
+        if let Ok(files) = std::fs::read_dir(&self.dir) {
+            for f in files.flatten() {
+                let name = f.file_name();
+                if !keep.contains(name.to_string_lossy().as_ref()) {
+                    let _ = std::fs::remove_file(f.path());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Messages waiting to be embedded, grouped by conversation.
+#[derive(Default)]
+struct Batch {
+    texts: Vec<String>,
+    convs: Vec<Conv>,
+}
+
+struct Conv {
+    source: String,
+    conversation_id: String,
+    title: Option<usize>,
+    /// (message id, created µs, role bit, index into the batch's texts)
+    messages: Vec<(String, i64, u8, usize)>,
+}
+
+/// Sets the tombstone bits of the units of `seg` whose conversation is in `touched`
+/// and that are not masked yet; returns how many.
+fn mask(seg: &Segment, touched: &Touched, dead: &mut [u64]) -> Result<u64, IndexError> {
+    let bad = |_| IndexError::Mismatch("an embeddings segment is damaged".into());
+    let mut wanted = HashSet::new();
+    for c in 0..seg.conversations() {
+        let (s, id) = seg.conversation(c).map_err(bad)?;
+        if touched.contains(&(s.to_owned(), id.to_owned())) {
+            wanted.insert(u32::try_from(c).unwrap_or(u32::MAX));
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(0);
+    }
+    let conv: &[u32] = seg.cast(4).map_err(bad)?;
+    let mut n = 0;
+    for (u, c) in conv.iter().enumerate() {
+        let (w, bit) = (u / 64, 1u64 << (u % 64));
+        if dead[w] & bit == 0 && wanted.contains(c) {
+            dead[w] |= bit;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// The stored vector of one unit, for tests: `(source, conversation_id, first message
+/// id, v̂)` of every live unit, in file order.
+///
+/// # Errors
+/// [`Unavailable`] as [`Embeddings::open`].
+pub fn stored_vectors(db: &Path) -> Result<Vec<(String, String, String, Vec<f32>)>, Unavailable> {
+    let e = Embeddings::open(db)?;
+    let bad = |_| Unavailable::Corrupt("damaged segment".into());
+    let mut out = Vec::new();
+    for seg in &e.segments {
+        let conv: &[u32] = seg.cast(4).map_err(bad)?;
+        for u in 0..seg.units {
+            if seg.is_dead(u) {
+                continue;
+            }
+            let (s, id) = seg.conversation(conv[u] as usize).map_err(bad)?;
+            let first = seg
+                .unit_messages(u)
+                .map_err(bad)?
+                .first()
+                .map(|m| m.message_id.clone())
+                .unwrap_or_default();
+            out.push((
+                s.to_owned(),
+                id.to_owned(),
+                first,
+                seg.vector(u).map_err(bad)?,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_cover_every_message_once_or_by_stride() {
+        let spec = |window, stride| UnitSpec {
+            window,
+            stride,
+            title: false,
+        };
+        assert_eq!(spec(1, 1).windows(3), vec![(0, 1), (1, 2), (2, 3)]);
+        assert_eq!(spec(3, 2).windows(6), vec![(0, 3), (2, 5), (4, 6)]);
+        assert_eq!(spec(3, 2).windows(5), vec![(0, 3), (2, 5)]);
+        assert_eq!(spec(4, 4).windows(2), vec![(0, 2)]);
+        assert!(spec(3, 2).windows(0).is_empty());
+    }
+
+    #[test]
+    fn a_segment_round_trips_and_search_finds_the_nearest_unit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dim = 8;
+        let mut b = Builder::new(dim);
+        let c = b.conversation("generic", "conv-1");
+        let vecs: Vec<Vec<f32>> = (0..5)
+            .map(|i| {
+                let mut v = vec![0.1f32; dim];
+                v[i] = 1.0;
+                vectors::normalized(&v)
+            })
+            .collect();
+        for (i, v) in vecs.iter().enumerate() {
+            let mut codes = Vec::new();
+            let code = quantized::encode(v, &mut codes).unwrap();
+            let id = format!("m{i}");
+            b.push(c, &codes, code, &[(id.as_str(), i as i64 * 10, role::USER)]);
+        }
+        let path = tmp.path().join("00000001.vec");
+        b.write(&path).unwrap();
+        let seg = Segment::open(&path, Vec::new()).unwrap();
+        assert_eq!(seg.units, 5);
+        assert_eq!(seg.conversation(0).unwrap(), ("generic", "conv-1"));
+        assert_eq!(seg.unit_messages(3).unwrap()[0].message_id, "m3");
+        let view = seg.view().unwrap();
+        let top = top_in(&view, &vecs[2], 2, &|_| true, 2);
+        assert_eq!(top[0].0, 2);
+        let top = top_in(&view, &vecs[2], 1, &|u| u != 2, 1);
+        assert_ne!(top[0].0, 2);
+        // A truncated file is refused, not read past its end.
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
+        assert!(Segment::open(&path, Vec::new()).is_err());
+    }
+}

@@ -1,0 +1,325 @@
+//! The sandbox for SQL that a skill folder supplies (the `sql` engine's query, the
+//! conformance checks' `rows_match_sql` and `store_predicate` SQL): what such SQL may
+//! do, and the one place the rules are enforced.
+//!
+//! Rules, each with the name an error quotes ([`Rule`]):
+//! - **one statement**: the text handed to the database is exactly one statement,
+//!   counted by DuckDB's own parser (`duckdb_extract_statements`) or, for SQLite, by
+//!   `sqlite3_prepare`'s tail. `duckdb::Connection::prepare` runs every statement
+//!   before the last, so the count is taken before anything is prepared.
+//! - **read-only select**: the statement reads (`SELECT`, `WITH`, `FROM`, `VALUES`,
+//!   `TABLE`); the store is opened read-only as well.
+//! - **no external access**: DuckDB connections are opened with
+//!   `enable_external_access = false` (no file readers or writers, `COPY`, `EXPORT`,
+//!   `ATTACH`, URLs), extension autoload and autoinstall off (no `INSTALL`/`LOAD`,
+//!   no download) and `lock_configuration = true` (no `SET`/`PRAGMA` can lift any of
+//!   it). The store file itself is opened before the lock and stays readable. SQLite
+//!   connections are opened read-only with `PRAGMA query_only` and no extension
+//!   loading.
+//!
+//! Stores call [`duckdb_config`] when they open a file for readers; engines and
+//! checks call [`prepare_duckdb`] instead of `Connection::prepare`.
+
+use std::ffi::{c_char, CStr, CString};
+use std::sync::Mutex;
+
+use duckdb::ffi;
+
+/// A rule of the sandbox, named in every refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Exactly one SQL statement.
+    OneStatement,
+    /// The statement only reads.
+    ReadOnlySelect,
+    /// No file, network, extension or configuration access.
+    NoExternalAccess,
+}
+
+impl Rule {
+    /// The rule's name as error messages quote it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OneStatement => "one statement",
+            Self::ReadOnlySelect => "read-only select",
+            Self::NoExternalAccess => "no external access",
+        }
+    }
+}
+
+/// SQL refused by the sandbox, or a failure while checking it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// The text holds `count` statements (0 or more than 1).
+    #[error("skill SQL breaks the sandbox rule `one statement`: DuckDB's parser found {count} statements")]
+    StatementCount {
+        /// Statements found.
+        count: usize,
+    },
+    /// SQLite found a second statement after the first.
+    #[error(
+        "skill SQL breaks the sandbox rule `one statement`: SQLite found more than one statement"
+    )]
+    SeveralStatements,
+    /// The statement does not start with a reading keyword.
+    #[error("skill SQL breaks the sandbox rule `read-only select`: the query starts with `{keyword}`; skill queries must be one read-only SELECT")]
+    NotSelect {
+        /// The first keyword, lowercased.
+        keyword: String,
+    },
+    /// The database refused an operation reaching outside the store.
+    #[error("skill SQL breaks the sandbox rule `no external access` (files, network, extensions and settings are disabled for skill SQL): {detail}")]
+    External {
+        /// The database's message.
+        detail: String,
+    },
+    /// DuckDB could not parse the text.
+    #[error("skill SQL does not parse: {0}")]
+    Parse(String),
+}
+
+impl SandboxError {
+    /// The rule broken (`None` for a parse error).
+    pub fn rule(&self) -> Option<Rule> {
+        match self {
+            Self::StatementCount { .. } | Self::SeveralStatements => Some(Rule::OneStatement),
+            Self::NotSelect { .. } => Some(Rule::ReadOnlySelect),
+            Self::External { .. } => Some(Rule::NoExternalAccess),
+            Self::Parse(_) => None,
+        }
+    }
+}
+
+/// The DuckDB configuration for connections that run skill SQL: read-only, external
+/// access disabled, extension autoload/autoinstall off, configuration locked.
+///
+/// # Errors
+/// A DuckDB error when an option is not known to the linked library.
+pub fn duckdb_config() -> duckdb::Result<duckdb::Config> {
+    duckdb::Config::default()
+        .access_mode(duckdb::AccessMode::ReadOnly)?
+        .enable_external_access(false)?
+        .enable_autoload_extension(false)?
+        .with("allow_community_extensions", "false")?
+        .with("lock_configuration", "true")
+}
+
+/// Prepares `sql` on `conn` after checking that it is one statement
+/// ([`statement_count`]): `Connection::prepare` would run the others.
+///
+/// # Errors
+/// [`PrepareError::Sandbox`] when the text is not exactly one statement;
+/// [`PrepareError::Db`] for DuckDB's own errors (a refused external access among them:
+/// [`refusal`] recognises it).
+pub fn prepare_duckdb<'c>(
+    conn: &'c duckdb::Connection,
+    sql: &str,
+) -> Result<duckdb::Statement<'c>, PrepareError> {
+    let count = statement_count(sql)?;
+    if count != 1 {
+        return Err(SandboxError::StatementCount { count }.into());
+    }
+    conn.prepare(sql).map_err(PrepareError::Db)
+}
+
+/// Why [`prepare_duckdb`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The sandbox refused the text.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// DuckDB failed.
+    #[error(transparent)]
+    Db(duckdb::Error),
+}
+
+/// Classifies a database error message: `Some` when it is the sandbox refusing an
+/// access outside the store (DuckDB's "Permission Error", a locked setting, a
+/// disabled extension load, SQLite's "not authorized" for `load_extension`).
+pub fn refusal(message: &str) -> Option<SandboxError> {
+    const MARKERS: [&str; 8] = [
+        "not authorized",
+        "Permission Error",
+        "disabled by configuration",
+        "enable_external_access",
+        "lock_configuration",
+        "configuration has been locked",
+        "autoload",
+        "Extension",
+    ];
+    MARKERS
+        .iter()
+        .any(|m| message.contains(m))
+        .then(|| SandboxError::External {
+            detail: message.to_owned(),
+        })
+}
+
+/// Number of statements in `sql` as DuckDB's parser splits it (comments and
+/// semicolons inside strings are handled as DuckDB handles them).
+///
+/// # Errors
+/// [`SandboxError::Parse`] when the text does not parse.
+pub fn statement_count(sql: &str) -> Result<usize, SandboxError> {
+    let text = CString::new(sql)
+        .map_err(|_| SandboxError::Parse("the SQL text contains a NUL byte".to_owned()))?;
+    let parser = PARSER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let parser = match &*parser {
+        Ok(p) => p,
+        Err(e) => return Err(SandboxError::Parse(e.clone())),
+    };
+    parser.count(&text)
+}
+
+/// An in-memory DuckDB connection used only to split SQL into statements.
+struct Parser {
+    db: ffi::duckdb_database,
+    con: ffi::duckdb_connection,
+}
+
+// SAFETY: the handles are only used while holding `PARSER`'s lock, one thread at a
+// time; DuckDB connections may move between threads.
+unsafe impl Send for Parser {}
+
+static PARSER: std::sync::LazyLock<Mutex<Result<Parser, String>>> =
+    std::sync::LazyLock::new(|| Mutex::new(Parser::open()));
+
+impl Parser {
+    fn open() -> Result<Self, String> {
+        let mut db: ffi::duckdb_database = std::ptr::null_mut();
+        let mut con: ffi::duckdb_connection = std::ptr::null_mut();
+        // SAFETY: a null path opens an in-memory database; out-pointers are valid.
+        unsafe {
+            if ffi::duckdb_open(std::ptr::null(), &raw mut db) != ffi::DuckDBSuccess {
+                return Err("cannot start DuckDB's parser".to_owned());
+            }
+            if ffi::duckdb_connect(db, &raw mut con) != ffi::DuckDBSuccess {
+                ffi::duckdb_close(&raw mut db);
+                return Err("cannot connect to DuckDB's parser".to_owned());
+            }
+        }
+        Ok(Self { db, con })
+    }
+
+    fn count(&self, sql: &CStr) -> Result<usize, SandboxError> {
+        let mut extracted: ffi::duckdb_extracted_statements = std::ptr::null_mut();
+        // SAFETY: `con` is open; `sql` is NUL-terminated; `extracted` is destroyed
+        // below whatever the outcome, as the C API requires.
+        unsafe {
+            let n = ffi::duckdb_extract_statements(self.con, sql.as_ptr(), &raw mut extracted);
+            let result = if n == 0 {
+                let err: *const c_char = ffi::duckdb_extract_statements_error(extracted);
+                if err.is_null() {
+                    Ok(0)
+                } else {
+                    Err(SandboxError::Parse(
+                        CStr::from_ptr(err).to_string_lossy().into_owned(),
+                    ))
+                }
+            } else {
+                Ok(usize::try_from(n).unwrap_or(usize::MAX))
+            };
+            ffi::duckdb_destroy_extracted(&raw mut extracted);
+            result
+        }
+    }
+}
+
+impl Drop for Parser {
+    fn drop(&mut self) {
+        // SAFETY: both handles were opened by `Parser::open` and are closed once.
+        unsafe {
+            ffi::duckdb_disconnect(&raw mut self.con);
+            ffi::duckdb_close(&raw mut self.db);
+        }
+    }
+}
+
+/// The first SQL keyword of `sql`, lowercased, after comments and whitespace.
+pub fn first_keyword(sql: &str) -> String {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.split_once('\n').map_or("", |(_, r)| r);
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+    }
+    rest.split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// Checks that `sql` starts with a reading keyword (rule `read-only select`).
+///
+/// # Errors
+/// [`SandboxError::NotSelect`] naming the keyword found.
+pub fn require_select(sql: &str) -> Result<(), SandboxError> {
+    let first = first_keyword(sql);
+    if ["select", "with", "from", "values", "table"].contains(&first.as_str()) {
+        Ok(())
+    } else {
+        Err(SandboxError::NotSelect { keyword: first })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_counted_by_duckdb() {
+        assert_eq!(statement_count("SELECT 1").unwrap(), 1);
+        assert_eq!(statement_count("SELECT ';' AS x; -- ;\n").unwrap(), 1);
+        assert_eq!(statement_count("SELECT 1; SELECT 2").unwrap(), 2);
+        assert_eq!(
+            statement_count(
+                "SELECT * FROM (SELECT 1 AS a) AS q; COPY (SELECT 1) TO 'x.csv'; SELECT 1"
+            )
+            .unwrap(),
+            3
+        );
+        assert!(matches!(
+            statement_count("SELECT FROM WHERE ((("),
+            Err(SandboxError::Parse(_))
+        ));
+    }
+
+    #[test]
+    fn first_keyword_skips_comments() {
+        assert_eq!(first_keyword("-- c\n /* x */ SELECT 1"), "select");
+        assert_eq!(first_keyword("  insert into t values (1)"), "insert");
+        assert_eq!(first_keyword(""), "");
+    }
+
+    #[test]
+    fn config_opens_in_memory_and_refuses_files() {
+        let conn = duckdb::Connection::open_in_memory_with_flags(
+            duckdb_config()
+                .unwrap()
+                .access_mode(duckdb::AccessMode::Automatic)
+                .unwrap(),
+        )
+        .unwrap();
+        let n: i64 = conn.query_row("SELECT 41 + 1", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 42);
+        let err = conn
+            .query_row("SELECT content FROM read_text('/etc/hostname')", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(refusal(&err).is_some(), "{err}");
+        let err = conn
+            .execute_batch("SET enable_external_access = true")
+            .unwrap_err();
+        assert!(refusal(&err.to_string()).is_some(), "{err}");
+    }
+}

@@ -1,0 +1,252 @@
+//! Secrets redacted at output (issue 19, part 7): a corpus holding one fake secret of
+//! every documented kind — built at run time by `skills::redact::examples`, so no
+//! secret-shaped literal sits in the repository — is imported as transcripts and as
+//! memories; no bundled skill returns any of them, `--json` counts the redactions, the
+//! store keeps the raw text, a skill can opt out, and `skills ingest --redact` removes
+//! them before storing.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+use skills::redact::{examples, DETECTORS};
+
+fn repo_skills() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
+}
+
+fn skills(data: &Path, skills_dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(args)
+        .env("SKILLS_DATA_DIR", data)
+        .env("SKILLS_DIR", skills_dir)
+        .env("SKILLS_EMBEDDER", "none")
+        .output()
+        .unwrap()
+}
+
+/// Writes the corpus: one conversation per secret (`conv-<detector>`, the text and a
+/// marker word), and one memory per secret.
+fn corpus(dir: &Path) -> (PathBuf, PathBuf) {
+    let transcript = dir.join("secrets.jsonl");
+    let memories = dir.join("memories.jsonl");
+    let mut t = String::new();
+    let mut m = String::new();
+    for (i, (id, text, _)) in examples().into_iter().enumerate() {
+        let line = json!({
+            "role": "user",
+            "content": format!("pasted zebrafish {text}"),
+            "timestamp": format!("2026-03-01T10:{i:02}:00Z"),
+            "conversation_id": format!("conv-{id}"),
+            "id": format!("msg-{id}"),
+        });
+        t.push_str(&format!("{line}\n"));
+        let mem = json!({
+            "id": format!("mem-{id}"),
+            "title": format!("Zebrafish credentials {id}"),
+            "type": "fact",
+            "tags": ["zebrafish"],
+            "created": "2026-05-01T10:00:00Z",
+            "updated": "2026-05-01T10:00:00Z",
+            "body": format!("zebrafish setup note: {text}"),
+        });
+        m.push_str(&format!("{mem}\n"));
+    }
+    fs_err::write(&transcript, t).unwrap();
+    fs_err::write(&memories, m).unwrap();
+    (transcript, memories)
+}
+
+fn imported(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (transcript, memories) = corpus(dir.path());
+    let data = dir.path().join("data");
+    let mut args = vec!["ingest", "--quiet"];
+    args.extend_from_slice(extra);
+    args.push(transcript.to_str().unwrap());
+    let o = skills(&data, &repo_skills(), &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = skills(
+        &data,
+        &repo_skills(),
+        &["memo", "import", memories.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, data)
+}
+
+/// `skills run NAME --json --args-json ARGS` → the whole call output.
+fn run(data: &Path, skills_dir: &Path, skill: &str, args: &Value) -> Value {
+    let o = skills(
+        data,
+        skills_dir,
+        &["run", skill, "--json", "--args-json", &args.to_string()],
+    );
+    assert!(
+        o.status.success(),
+        "{skill} {args}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Every call that surfaces the corpus, one or more per bundled skill.
+fn calls() -> Vec<(&'static str, Value)> {
+    let mut calls = vec![
+        (
+            "search-conversations",
+            json!({"term": "zebrafish", "limit": 50}),
+        ),
+        ("conversations-by-date", json!({"date": "2026-03-01"})),
+        ("brain-stats", json!({})),
+        (
+            "memo-search",
+            json!({"query": "zebrafish", "mode": "bm25", "limit": 50}),
+        ),
+        (
+            "memo-search",
+            json!({"query": "zebrafish", "mode": "exact", "limit": 50}),
+        ),
+    ];
+    for d in DETECTORS {
+        calls.push((
+            "get-conversation",
+            json!({"conversation_id": format!("conv-{}", d.id)}),
+        ));
+    }
+    calls
+}
+
+/// Issue 19 "every skill returns them verbatim to whichever agent asks": no call of any
+/// bundled skill returns one of the secrets, in its text or its structured data; each
+/// secret is replaced by its detector's marker, and `--json` counts the redactions.
+#[test]
+fn bundled_skills_return_no_secret_of_any_documented_kind() {
+    let (_dir, data) = imported(&[]);
+    let secrets = examples();
+    let mut seen_markers = std::collections::BTreeSet::new();
+    let mut skills_called = std::collections::BTreeSet::new();
+    for (skill, args) in calls() {
+        let out = run(&data, &repo_skills(), skill, &args);
+        skills_called.insert(skill);
+        let whole = out.to_string();
+        for (id, _, secret) in &secrets {
+            // JSON escapes newlines (the private key): compare the escaped form too.
+            let escaped = serde_json::to_string(secret).unwrap();
+            let escaped = escaped.trim_matches('"');
+            assert!(
+                !whole.contains(escaped),
+                "`{skill}` {args} returned the {id} secret: {whole}"
+            );
+        }
+        for d in DETECTORS {
+            if whole.contains(&format!("[REDACTED:{}]", d.id)) {
+                seen_markers.insert(d.id);
+            }
+        }
+        let found = whole.contains("[REDACTED:");
+        if found {
+            let n = out["redacted"].as_u64().unwrap_or(0);
+            assert!(n > 0, "`{skill}`: markers but no count: {whole}");
+            assert!(
+                out["data"]["redacted"].as_u64().unwrap_or(0) > 0,
+                "`{skill}`: the structured result does not say how many were redacted"
+            );
+        }
+    }
+    assert_eq!(skills_called.len(), 5, "every bundled skill is exercised");
+    let missing: Vec<&str> = DETECTORS
+        .iter()
+        .map(|d| d.id)
+        .filter(|id| !seen_markers.contains(id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "detectors that never fired: {missing:?}"
+    );
+}
+
+/// The store keeps the raw text: redaction happens at output, nothing is lost.
+#[test]
+fn store_keeps_raw_text() {
+    let (_dir, data) = imported(&[]);
+    let store = skills::stores::conversations::ConversationStore::open_ro(
+        &data.join("conversations.duckdb"),
+    )
+    .unwrap();
+    let conn = store.connection().unwrap();
+    for (id, _, secret) in examples() {
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM all_conversations WHERE contains(content, ?)",
+                [secret.as_str()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 1, "{id} is not stored raw");
+    }
+}
+
+/// A document with `redact-secrets: false` gets its output verbatim.
+#[test]
+fn skill_that_opts_out_returns_raw_text() {
+    let (dir, data) = imported(&[]);
+    let skills_dir = dir.path().join("skills");
+    let dst = skills_dir.join("get-conversation");
+    fs_err::create_dir_all(&dst).unwrap();
+    for e in fs_err::read_dir(repo_skills().join("get-conversation")).unwrap() {
+        let p = e.unwrap().path();
+        fs_err::copy(&p, dst.join(p.file_name().unwrap())).unwrap();
+    }
+    let doc = fs_err::read_to_string(dst.join("SKILL.md")).unwrap();
+    let doc = doc.replacen("writes: []", "writes: []\nredact-secrets: false", 1);
+    fs_err::write(dst.join("SKILL.md"), doc).unwrap();
+    let (_, _, secret) = examples()
+        .into_iter()
+        .find(|e| e.0 == "github-token")
+        .unwrap();
+    let out = run(
+        &data,
+        &skills_dir,
+        "get-conversation",
+        &json!({"conversation_id": "conv-github-token"}),
+    );
+    assert!(out.to_string().contains(&secret), "{out}");
+    assert!(out.get("redacted").is_none());
+}
+
+/// `skills ingest --redact` replaces the secrets before storing and says how many.
+#[test]
+fn ingest_redact_removes_secrets_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (transcript, _) = corpus(dir.path());
+    let data = dir.path().join("data");
+    let o = skills(
+        &data,
+        &repo_skills(),
+        &["ingest", "--json", "--redact", transcript.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        summary["secrets_redacted"].as_u64(),
+        Some(DETECTORS.len() as u64),
+        "{summary}"
+    );
+    let store = skills::stores::conversations::ConversationStore::open_ro(
+        &data.join("conversations.duckdb"),
+    )
+    .unwrap();
+    let conn = store.connection().unwrap();
+    for (id, _, secret) in examples() {
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM all_conversations WHERE contains(content, ?)",
+                [secret.as_str()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 0, "{id} was stored despite --redact");
+    }
+}
