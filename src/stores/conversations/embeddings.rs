@@ -36,8 +36,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::index::{
-    read_tombstones, str_ref, sync_dir, write_synced, FileStamp, IndexError, StoreStamp, Touched,
-    Unavailable,
+    first_free, next_name, read_tombstones, str_ref, sync_dir, write_synced, FileStamp, IndexError,
+    StoreStamp, Touched, Unavailable,
 };
 use crate::embed::Embedder;
 use crate::search::quantized::{self, View};
@@ -906,26 +906,6 @@ impl Writer {
         })
     }
 
-    fn first_free(&self, next: u64) -> u64 {
-        let taken = std::fs::read_dir(&self.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name();
-                let stem = name.to_string_lossy();
-                stem.split('.').next().and_then(|n| n.parse::<u64>().ok())
-            })
-            .max();
-        taken.map_or(next, |t| next.max(t + 1))
-    }
-
-    fn next_name(next: &mut u64, ext: &str) -> String {
-        let name = format!("{:08}.{ext}", *next);
-        *next += 1;
-        name
-    }
-
     /// Brings the embeddings up to date with the table through `conn`, given the
     /// conversations this session changed; returns the manifest to publish once the
     /// database is closed ([`Writer::publish`]).
@@ -942,7 +922,7 @@ impl Writer {
             Some(m) => (Some(m.clone()), Some(touched), None),
             None => (None, None, self.base_reason.clone()),
         };
-        let mut next = self.first_free(base.as_ref().map_or(1, |m| m.next_file));
+        let mut next = first_free(&self.dir, base.as_ref().map_or(1, |m| m.next_file));
         let mut entries: Vec<SegmentEntry> = Vec::new();
         if let (Some(base), Some(touched)) = (&base, only) {
             for e in &base.segments {
@@ -958,7 +938,7 @@ impl Writer {
                     let mut dead = seg.dead.clone();
                     let masked = mask(&seg, touched, &mut dead)?;
                     if masked > 0 {
-                        let name = Self::next_name(&mut next, "del");
+                        let name = next_name(&mut next, "del");
                         write_synced(&self.dir.join(&name), bytemuck::cast_slice(&dead))?;
                         e.tombstones = Some(name);
                         e.live -= masked;
@@ -972,7 +952,7 @@ impl Writer {
         let mut embedded = 0;
         let mut units_written = 0;
         if only.is_none_or(|t| !t.is_empty()) {
-            let file = Self::next_name(&mut next, "vec");
+            let file = next_name(&mut next, "vec");
             let (units, messages, bytes) =
                 self.build_from_table(conn, only, &self.dir.join(&file), progress)?;
             embedded = messages;
@@ -988,7 +968,7 @@ impl Writer {
             }
         }
         if entries.len() > MAX_SEGMENTS || entries.iter().any(|e| e.live * 2 < e.units) {
-            let file = Self::next_name(&mut next, "vec");
+            let file = next_name(&mut next, "vec");
             let (units, bytes) = self.merge(&entries, &self.dir.join(&file))?;
             units_written += units;
             entries = if units > 0 {

@@ -635,28 +635,6 @@ impl Writer {
         })
     }
 
-    /// The first file number above every numbered file in the folder: a new file
-    /// never reuses a name, so a file some reader still maps is never truncated.
-    fn first_free(&self, next: u64) -> u64 {
-        let taken = std::fs::read_dir(&self.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name();
-                let stem = name.to_string_lossy();
-                stem.split('.').next().and_then(|n| n.parse::<u64>().ok())
-            })
-            .max();
-        taken.map_or(next, |t| next.max(t + 1))
-    }
-
-    fn next_name(next: &mut u64, ext: &str) -> String {
-        let name = format!("{:08}.{ext}", *next);
-        *next += 1;
-        name
-    }
-
     /// Brings the index up to date with the table through `conn`, given the
     /// conversations this session changed; returns the manifest to publish once the
     /// database is closed ([`Writer::publish`]).
@@ -695,8 +673,8 @@ impl Writer {
         why: Option<String>,
     ) -> Result<(Manifest, UpdateReport), IndexError> {
         let next = self.base.as_ref().map_or(1, |m| m.next_file);
-        let mut next = self.first_free(next);
-        let file = Self::next_name(&mut next, "seg");
+        let mut next = first_free(&self.dir, next);
+        let file = next_name(&mut next, "seg");
         let written = build_from_table(conn, None, &self.dir.join(&file))?;
         let entry = SegmentEntry::fresh(file, &written);
         let segments = if written.rows > 0 {
@@ -760,7 +738,7 @@ impl Writer {
         base: Manifest,
         touched: &Touched,
     ) -> Result<(Manifest, UpdateReport), IndexError> {
-        let mut next = self.first_free(base.next_file);
+        let mut next = first_free(&self.dir, base.next_file);
         let mut entries: Vec<SegmentEntry> = Vec::new();
         let mut rows_written = 0;
         // Mask the touched conversations' rows in the segments that hold them.
@@ -775,7 +753,7 @@ impl Writer {
                 };
                 let masked = mask(&seg, touched, &mut dead)?;
                 if masked.rows > 0 {
-                    let name = Self::next_name(&mut next, "del");
+                    let name = next_name(&mut next, "del");
                     write_synced(&self.dir.join(&name), bytemuck::cast_slice(&dead))?;
                     e.tombstones = Some(name);
                     e.live -= masked.rows;
@@ -789,7 +767,7 @@ impl Writer {
             }
         }
         if !touched.is_empty() {
-            let file = Self::next_name(&mut next, "seg");
+            let file = next_name(&mut next, "seg");
             let written = build_from_table(conn, Some(touched), &self.dir.join(&file))?;
             rows_written += written.rows;
             if written.rows > 0 {
@@ -834,7 +812,7 @@ impl Writer {
                 return Ok(written_rows);
             }
             let parts: Vec<SegmentEntry> = group.iter().rev().map(|&i| entries.remove(i)).collect();
-            let file = Self::next_name(next, "seg");
+            let file = next_name(next, "seg");
             let merged = merge(&self.dir, &parts, &self.dir.join(&file))?;
             written_rows += merged.rows;
             if merged.rows > 0 {
@@ -872,6 +850,30 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// The first file number at or above `next` and above every numbered file in `dir`
+/// (`<number>.<ext>`): a new file never reuses a name, so a file some reader still
+/// maps is never truncated. Shared by the search index and the L1 embeddings.
+pub(super) fn first_free(dir: &Path, next: u64) -> u64 {
+    let taken = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let stem = name.to_string_lossy();
+            stem.split('.').next().and_then(|n| n.parse::<u64>().ok())
+        })
+        .max();
+    taken.map_or(next, |t| next.max(t + 1))
+}
+
+/// The file name `<next, 8 digits>.<ext>`, advancing `next`.
+pub(super) fn next_name(next: &mut u64, ext: &str) -> String {
+    let name = format!("{:08}.{ext}", *next);
+    *next += 1;
+    name
 }
 
 pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
