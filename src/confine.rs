@@ -79,7 +79,9 @@ pub fn inside(folder: &Path, name: &str) -> Result<PathBuf, ConfineError> {
 /// True when `path` (an entry of `folder`) resolves to a regular file inside
 /// `folder` — the test for files served as resources.
 pub fn is_file_inside(folder: &Path, path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+    // The path relative to the folder, so `references/x.md` is checked as itself and
+    // not as `x.md` at the top.
+    let Some(name) = path.strip_prefix(folder).ok().and_then(|r| r.to_str()) else {
         return false;
     };
     inside(folder, name).is_ok_and(|p| p.is_file())
@@ -88,6 +90,21 @@ pub fn is_file_inside(folder: &Path, path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_in_subfolders_are_inside() {
+        let outer = tempfile::tempdir().unwrap();
+        let folder = outer.path().join("skill");
+        fs_err::create_dir_all(folder.join("references")).unwrap();
+        fs_err::write(folder.join("references/REFERENCE.md"), "x").unwrap();
+        assert!(is_file_inside(
+            &folder,
+            &folder.join("references/REFERENCE.md")
+        ));
+        assert!(!is_file_inside(&folder, &folder.join("references")));
+        assert!(!is_file_inside(&folder, &folder.join("REFERENCE.md")));
+        assert!(!is_file_inside(&folder, &outer.path().join("skill")));
+    }
 
     #[test]
     fn absolute_parent_and_linked_paths_are_refused() {
