@@ -7,7 +7,8 @@
 //! - google-genai's MCP converter over every served tool;
 //! - `skills-ref validate` over `skills export --agent-skills` output (and its
 //!   rejection of the bundled documents);
-//! - the official conformance suite's `sep-2640-*` server scenarios.
+//! - the official conformance suite: its `sep-2640-*` server scenarios pass, and the
+//!   rest of its active server suite fails only where `conformance-baseline.yml` says.
 //!
 //! Each test skips, saying why, when its client is not installed (CI installs them).
 #![allow(clippy::unwrap_used)]
@@ -221,6 +222,77 @@ fn skills_ref_accepts_every_exported_skill() {
     }
 }
 
+/// Starts `skills serve --http 127.0.0.1:0` over `skills_dir`; returns the child and
+/// the URL it prints on stderr.
+fn serve_http(skills_dir: &Path, data: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut server = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["--skills-dir", skills_dir.to_str().unwrap()])
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("SKILLS_DATA_DIR", data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = server.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .map(str::to_owned)
+        })
+        .unwrap();
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, url)
+}
+
+/// The suite's whole active server suite, in the default era and in 2026-07-28,
+/// against the bundled skills: every failure must be one the baseline
+/// (`tests/clients/conformance-baseline.yml`, each entry with its reason) expects, and
+/// no baseline entry may have started passing.
+#[test]
+fn conformance_suite_other_scenarios_match_the_baseline() {
+    let (Some(node), Some(suite)) = (node(), node_module("@modelcontextprotocol/conformance"))
+    else {
+        return skip("@modelcontextprotocol/conformance 0.2.0-alpha.12");
+    };
+    let data = tempfile::tempdir().unwrap();
+    let (mut server, url) = serve_http(&repo().join("skills"), data.path());
+    let baseline = repo().join("tests/clients/conformance-baseline.yml");
+    let mut failed = Vec::new();
+    for era in [None, Some("2026-07-28")] {
+        let mut cmd = Command::new(&node);
+        cmd.arg(suite.join("dist/index.js"))
+            .args(["server", "--url", &url, "--expected-failures"])
+            .arg(&baseline)
+            .arg("-o")
+            .arg(data.path().join("results"));
+        if let Some(era) = era {
+            cmd.args(["--spec-version", era]);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let summary = text.find("=== SUMMARY").map_or(&text[..], |i| &text[i..]);
+        eprintln!(
+            "== era {era:?}\n{summary}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !out.status.success() {
+            failed.push(era.unwrap_or("default"));
+        }
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(
+        failed.is_empty(),
+        "unexpected failures or stale baseline entries in eras {failed:?} (see the summary above)"
+    );
+}
+
 /// The conformance suite's SEP-2640 server scenarios against `skills serve --http`,
 /// over the exported folder: `sep-2640-directory-read-subdir-mimetype` needs a skill
 /// with a subfolder, which the bundled skills lack and the export has (`references/`).
@@ -239,31 +311,7 @@ fn conformance_suite_sep_2640_scenarios_pass() {
         .output()
         .unwrap();
     assert!(export.status.success());
-    let mut server = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["--skills-dir", exported.to_str().unwrap()])
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("SKILLS_DATA_DIR", data.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = {
-        use std::io::BufRead;
-        let stderr = server.stderr.take().unwrap();
-        let mut lines = std::io::BufReader::new(stderr).lines();
-        let url = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| {
-                l.split_whitespace()
-                    .find(|w| w.starts_with("http://"))
-                    .map(str::to_owned)
-            })
-            .unwrap();
-        std::thread::spawn(move || lines.for_each(drop));
-        url
-    };
+    let (mut server, url) = serve_http(&exported, data.path());
     let mut failures = Vec::new();
     for scenario in [
         "sep-2640-skills-enumeration",
