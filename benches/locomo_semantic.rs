@@ -199,7 +199,8 @@ fn main() -> Result<()> {
             let paths = StorePaths::in_dir(&dir);
             let mut store = ConversationStore::open_rw(&paths.conversations)?;
             store.embed_with(embedder.clone(), *unit)?;
-            let summary = skills::ingest::ingest_paths(&store, &[path.clone()], &mut |_, _| {});
+            let summary =
+                skills::ingest::ingest_paths(&store, std::slice::from_ref(path), &mut |_, _| {});
             anyhow::ensure!(summary.faults.is_empty(), "faults: {:?}", summary.faults);
             let closed = store.close_with(&mut |_, _| {})?;
             closed

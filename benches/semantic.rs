@@ -112,6 +112,7 @@ fn main() -> Result<()> {
         let (stats, out) = measure(runs, Duration::from_secs(60), || {
             host.call("semantic-search", args.clone())
                 .map(|o| o.data["count"].clone())
+                .map_err(|e| e.to_string())
         });
         rows.push(vec![
             (*label).to_owned(),

@@ -317,9 +317,11 @@ pub fn examples() -> Vec<(&'static str, String, String)> {
     let anthropic = format!("{}{}{}", "sk-an", "t-api03-", rep("Ab3dE", 18));
     let openai = format!("{}{}{}", "sk-pr", "oj-", b64(40));
     let jwt = format!(
-        "{}.{}.{}",
-        format!("{}{}", "eyJhbGciOiJIUzI1NiIs", "InR5cCI6IkpXVCJ9"),
-        format!("{}{}", "eyJzdWIiOiIxMjM0NTY3", "ODkwIiwibmFtZSI6IkphbmUifQ"),
+        "{}{}.{}{}.{}",
+        "eyJhbGciOiJIUzI1NiIs",
+        "InR5cCI6IkpXVCJ9",
+        "eyJzdWIiOiIxMjM0NTY3",
+        "ODkwIiwibmFtZSI6IkphbmUifQ",
         b64(43)
     );
     let url_password = "s3cr3tP4ss".to_owned();

@@ -145,7 +145,7 @@ fn import_transcript(path: PathBuf) -> Vec<Fault> {
 
 fn import_memories(path: PathBuf) -> Vec<Fault> {
     let store = MemoryStore::open_in_memory().unwrap();
-    match skills::ingest::memories::import_paths_with(&store, &[path.clone()], None) {
+    match skills::ingest::memories::import_paths_with(&store, std::slice::from_ref(&path), None) {
         Ok(summary) => summary.faults,
         Err(e) => vec![Fault::new(&path, None, format!("store error: {e}"))],
     }
@@ -173,7 +173,7 @@ fn importers_survive_mutated_corpus_files() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2);
     let mut files = skills::walk::files_below(&corpus, skills::walk::Hidden::Include).files;
-    files.retain(|f| !f.file_name().is_some_and(|n| n == "SOURCES.md"));
+    files.retain(|f| f.file_name().is_none_or(|n| n != "SOURCES.md"));
     files.sort();
     assert!(
         !files.is_empty(),

@@ -4,6 +4,7 @@
 //! run semantic-search` reads them, `--no-embed` makes the skill say "embeddings
 //! unavailable — run `skills ingest`". Skipped with a note when the embedding model is
 //! absent (`scripts/fetch-model`).
+#![allow(clippy::unwrap_used)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

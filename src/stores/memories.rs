@@ -482,7 +482,7 @@ impl SearchIndex {
                 );
                 // One vector per chunk; a blob that is not whole vectors of the
                 // model's dimension is kept as one (and scores as an odd vector).
-                if dim > 0 && !vector.is_empty() && vector.len() % dim == 0 {
+                if dim > 0 && !vector.is_empty() && vector.len().is_multiple_of(dim) {
                     for chunk in vector.chunks_exact(dim) {
                         vectors.push(i, chunk);
                     }

@@ -1269,22 +1269,25 @@ fn mask(seg: &Segment, touched: &Touched, dead: &mut [u64]) -> Result<u64, Index
     Ok(n)
 }
 
-/// The stored vector of one unit, for tests: `(source, conversation_id, first message
-/// id, v̂)` of every live unit, in file order.
+/// One stored unit as [`stored_vectors`] returns it: `(source, conversation_id, first
+/// message id, v̂)`.
+pub type StoredVector = (String, String, String, Vec<f32>);
+
+/// The stored vector of every live unit, for tests, in file order.
 ///
 /// # Errors
 /// [`Unavailable`] as [`Embeddings::open`].
-pub fn stored_vectors(db: &Path) -> Result<Vec<(String, String, String, Vec<f32>)>, Unavailable> {
+pub fn stored_vectors(db: &Path) -> Result<Vec<StoredVector>, Unavailable> {
     let e = Embeddings::open(db)?;
     let bad = |_| Unavailable::Corrupt("damaged segment".into());
     let mut out = Vec::new();
     for seg in &e.segments {
         let conv: &[u32] = seg.cast(4).map_err(bad)?;
-        for u in 0..seg.units {
+        for (u, &c) in conv.iter().enumerate().take(seg.units) {
             if seg.is_dead(u) {
                 continue;
             }
-            let (s, id) = seg.conversation(conv[u] as usize).map_err(bad)?;
+            let (s, id) = seg.conversation(c as usize).map_err(bad)?;
             let first = seg
                 .unit_messages(u)
                 .map_err(bad)?
