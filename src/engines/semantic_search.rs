@@ -15,7 +15,11 @@
 //! `mode = "hybrid"` fuses that ranking with the exact `ILIKE` leg of
 //! search-conversations (same index path) by reciprocal rank fusion (RRF, k = 60),
 //! and keeps every literal hit of that leg in the result, so a message holding the
-//! query word for word is never lost.
+//! query word for word is never lost. A third leg, the query's words
+//! ([`keyword_leg`]), ranks messages by the summed BM25 idf of the query words each
+//! contains (`ILIKE` per word on the same index path): a question rarely appears word
+//! for word, but its rare words do, and that leg is what lifts hybrid above semantic
+//! on LoCoMo (docs/performance.md, "semantic_search").
 
 use std::collections::HashMap;
 
@@ -69,6 +73,8 @@ struct Row {
     score: f64,
     semantic: bool,
     literal: bool,
+    /// Found by the query-words leg ([`keyword_leg`]).
+    keyword: bool,
     /// Keys (`message_id`) of the window's messages.
     window: Vec<String>,
 }
@@ -168,7 +174,8 @@ impl super::Engine for SemanticSearch {
         }
         if hybrid {
             let literal = literal_leg(ctx, query, limit, &filter, role_arg)?;
-            rows = fuse(rows, literal, limit);
+            let keyword = keyword_leg(ctx, query, limit, &filter, role_arg);
+            rows = fuse(rows, literal, keyword, limit);
         }
         let unit = embeddings.manifest().unit;
         let out: Vec<Value> = rows.iter().map(row_json).collect();
@@ -200,9 +207,10 @@ fn row_json(r: &Row) -> Value {
         "first_message_id": r.first,
         "last_message_id": r.last,
         "score": r.score,
-        "match": match (r.semantic, r.literal) {
-            (true, true) => "both",
-            (false, true) => "literal",
+        "match": match (r.semantic, r.literal, r.keyword) {
+            (true, true, _) | (true, false, true) => "both",
+            (false, true, _) => "literal",
+            (false, false, true) => "keyword",
             _ => "semantic",
         },
         "preview": r.hit.preview,
@@ -329,6 +337,7 @@ fn best_message(
         score: f64::from(u.score),
         semantic: true,
         literal: false,
+        keyword: false,
         window: u.messages.iter().map(|m| m.message_id.clone()).collect(),
     })
 }
@@ -426,11 +435,108 @@ fn literal_leg(
     Ok(rows)
 }
 
-/// RRF of the semantic rows and the literal hits; a literal hit inside a semantic
+/// Words of a query the keyword leg looks for: runs of letters and digits, lowercased,
+/// at least 3 characters, not a stop word (memo-search's list), each once, at most
+/// [`KEYWORD_WORDS`] of them in query order.
+fn query_words(query: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in query
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+    {
+        if w.chars().count() >= 3 && !super::memo_search::is_stop_word(&w) && !words.contains(&w) {
+            words.push(w);
+        }
+        if words.len() == KEYWORD_WORDS {
+            break;
+        }
+    }
+    words
+}
+
+/// At most this many query words are searched by the keyword leg.
+pub const KEYWORD_WORDS: usize = 8;
+
+/// Messages read per query word by the keyword leg (newest first). A word with more
+/// matches counts as having this many (its idf is low anyway).
+pub const KEYWORD_HITS: usize = 1000;
+
+/// The query-words leg: for each of [`query_words`], the messages whose text contains
+/// it (`ILIKE '%' || word || '%'`, the search index's path, newest first, at most
+/// [`KEYWORD_HITS`]), each message scored by the sum over the words it contains of
+/// BM25's idf `ln(1 + (N − df + 0.5) / (df + 0.5))` (N the indexed messages, df the
+/// word's matches). Best first (ties: newest first), at most `4 × limit`, filters
+/// applied. Empty when the search index is unavailable: this leg only refines the
+/// ranking, the literal leg and the semantic leg still answer.
+fn keyword_leg(
+    ctx: &Context,
+    query: &str,
+    limit: usize,
+    filter: &Filter<'_>,
+    role_arg: Option<&str>,
+) -> Vec<Hit> {
+    let words = query_words(query);
+    let Ok(index) = ctx.conversations_index() else {
+        return Vec::new();
+    };
+    if words.is_empty() {
+        return Vec::new();
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = index.rows() as f64;
+    let mut scored: HashMap<Key, (f64, Hit)> = HashMap::new();
+    for w in &words {
+        let q = Query {
+            term: Some(w),
+            role: role_arg,
+            exclude_injected: true,
+            limit: KEYWORD_HITS,
+        };
+        let Ok(hits) = index.search(&q) else {
+            return Vec::new();
+        };
+        #[allow(clippy::cast_precision_loss)]
+        let df = hits.len() as f64;
+        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        for h in hits {
+            if filter.source.is_some_and(|s| h.source != s)
+                || filter
+                    .conversation_id
+                    .is_some_and(|c| h.conversation_id != c)
+                || filter.since_us.is_some_and(|s| h.created_us < s)
+                || filter.until_us.is_some_and(|s| h.created_us >= s)
+            {
+                continue;
+            }
+            let key = (
+                h.source.clone(),
+                h.conversation_id.clone(),
+                h.message_id.clone(),
+            );
+            scored.entry(key).or_insert((0.0, h)).0 += idf;
+        }
+    }
+    let mut ranked: Vec<(f64, Hit)> = scored.into_values().collect();
+    ranked.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(b.1.created_us.cmp(&a.1.created_us))
+            .then_with(|| {
+                (&a.1.source, &a.1.conversation_id, &a.1.message_id).cmp(&(
+                    &b.1.source,
+                    &b.1.conversation_id,
+                    &b.1.message_id,
+                ))
+            })
+    });
+    ranked.truncate(4 * limit);
+    ranked.into_iter().map(|(_, h)| h).collect()
+}
+
+/// RRF of the semantic rows, the literal hits and the keyword hits; a literal hit inside a semantic
 /// window becomes that window's shown message. Every literal hit is kept: when the
 /// fused top `limit` would leave one out, it takes the place of the lowest
 /// semantic-only row. Best first (ties: the semantic order, then the literal order).
-fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, limit: usize) -> Vec<Row> {
+fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, keyword: Vec<Hit>, limit: usize) -> Vec<Row> {
     #[allow(clippy::cast_precision_loss)]
     let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f64);
     let mut rows: Vec<Row> = semantic
@@ -463,6 +569,33 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, limit: usize) -> Vec<Row> {
                 score: rrf(i),
                 semantic: false,
                 literal: true,
+                keyword: false,
+            }),
+        }
+    }
+    // The keyword leg adds its RRF share to the row holding its message (a semantic
+    // window containing it, or the literal row of it), else a row of its own.
+    for (i, hit) in keyword.into_iter().enumerate() {
+        let within = rows.iter().position(|r| {
+            r.hit.source == hit.source
+                && r.hit.conversation_id == hit.conversation_id
+                && (r.window.contains(&hit.message_id) || r.hit.message_id == hit.message_id)
+        });
+        match within {
+            Some(at) if !rows[at].keyword => {
+                rows[at].score += rrf(i);
+                rows[at].keyword = true;
+            }
+            Some(_) => {}
+            None => rows.push(Row {
+                first: hit.message_id.clone(),
+                last: hit.message_id.clone(),
+                window: vec![hit.message_id.clone()],
+                hit,
+                score: rrf(i),
+                semantic: false,
+                literal: false,
+                keyword: true,
             }),
         }
     }
@@ -504,6 +637,7 @@ mod tests {
             score: 0.5,
             semantic: true,
             literal: false,
+            keyword: false,
             window: window.iter().map(|s| (*s).to_owned()).collect(),
         }
     }
@@ -517,7 +651,7 @@ mod tests {
             })
             .collect();
         let literal = vec![hit("x1"), hit("x2")];
-        let fused = fuse(semantic, literal, 3);
+        let fused = fuse(semantic, literal, Vec::new(), 3);
         assert_eq!(fused.len(), 3);
         let ids: Vec<&str> = fused.iter().map(|r| r.hit.message_id.as_str()).collect();
         assert!(ids.contains(&"x1") && ids.contains(&"x2"), "{ids:?}");
@@ -526,7 +660,7 @@ mod tests {
 
     #[test]
     fn a_literal_hit_inside_a_window_becomes_its_message() {
-        let fused = fuse(vec![sem("a", &["a", "b"])], vec![hit("b")], 5);
+        let fused = fuse(vec![sem("a", &["a", "b"])], vec![hit("b")], Vec::new(), 5);
         assert_eq!(fused.len(), 1);
         assert_eq!(fused[0].hit.message_id, "b");
         assert!(fused[0].semantic && fused[0].literal);
@@ -540,5 +674,30 @@ mod tests {
         assert_eq!(until - since, 86_400_000_000);
         let bad = time_arg(&json!({"since": "yesterday"}), "since").unwrap_err();
         assert!(bad.to_string().contains("`since`"), "{bad}");
+    }
+
+    #[test]
+    fn query_words_drop_stop_words_short_words_and_repeats() {
+        assert_eq!(
+            query_words("What did Caroline research about adoption? Caroline's adoption!"),
+            ["caroline", "research", "adoption"]
+        );
+        assert!(query_words("is it on?").is_empty());
+        assert_eq!(query_words(&"word ".repeat(3)).len(), 1);
+        let many: String = (0..20).map(|i| format!("term{i} ")).collect();
+        assert_eq!(query_words(&many).len(), KEYWORD_WORDS);
+    }
+
+    #[test]
+    fn keyword_hits_add_to_their_window_and_rank_a_word_match_above_a_weaker_window() {
+        // Two semantic windows; the keyword leg's best hit lies in the second one.
+        let semantic = vec![sem("a", &["a"]), sem("b", &["b", "c"])];
+        let fused = fuse(semantic, Vec::new(), vec![hit("c"), hit("z")], 5);
+        let ids: Vec<&str> = fused.iter().map(|r| r.hit.message_id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "z"], "window b gains the keyword share");
+        assert!(fused[0].semantic && fused[0].keyword && !fused[0].literal);
+        assert_eq!(row_json(&fused[0])["match"], "both");
+        assert_eq!(row_json(&fused[2])["match"], "keyword");
+        assert_eq!(row_json(&fused[1])["match"], "semantic");
     }
 }

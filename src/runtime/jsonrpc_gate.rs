@@ -269,6 +269,9 @@ async fn read_line<R: AsyncBufRead + Unpin>(
 pub struct Gate {
     /// Cancelled when the client's input ends (EOF or a read error).
     pub closed: CancellationToken,
+    /// The task copying rmcp's output to the client; it ends once rmcp's side of the
+    /// transport is dropped and everything rmcp wrote has been written.
+    relay: tokio::task::JoinHandle<()>,
 }
 
 /// The output stream shared by rmcp and the gate.
@@ -299,7 +302,7 @@ impl Gate {
         let out: Shared<W> = Arc::new(Mutex::new(output));
         let closed = CancellationToken::new();
         let relay_out = Arc::clone(&out);
-        tokio::spawn(async move {
+        let relay = tokio::spawn(async move {
             let mut lines = BufReader::new(from_rmcp);
             let mut line = Vec::new();
             loop {
@@ -355,7 +358,15 @@ impl Gate {
             let _ = to_rmcp.shutdown().await;
             on_close.cancel();
         });
-        (Self { closed }, (rmcp_reads, rmcp_writes))
+        (Self { closed, relay }, (rmcp_reads, rmcp_writes))
+    }
+
+    /// Waits, at most `limit`, until every line rmcp wrote has reached the client —
+    /// for the end of a session, so a reply written just before rmcp let go of the
+    /// transport (say to `server/discover` from a client that then closed) is not
+    /// lost when the process exits.
+    pub async fn drain(self, limit: std::time::Duration) {
+        let _ = tokio::time::timeout(limit, self.relay).await;
     }
 }
 

@@ -422,17 +422,22 @@ pub async fn serve_stdio(catalog: Arc<Catalog>) -> Result<(), ServeError> {
         super::jsonrpc_gate::Gate::start(tokio::io::stdin(), tokio::io::stdout());
     let running = match server.serve(transport).await {
         Ok(running) => running,
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            gate.drain(STDIN_CLOSE_GRACE).await;
+            return Ok(());
+        }
         Err(e) => return Err(ServeError::Stdio(e.to_string())),
     };
+    let closed = gate.closed.clone();
     let waiting = running.waiting();
     tokio::pin!(waiting);
     tokio::select! {
         ended = &mut waiting => {
             ended.map_err(|e| ServeError::Stdio(e.to_string()))?;
+            gate.drain(STDIN_CLOSE_GRACE).await;
         }
         () = async {
-            gate.closed.cancelled().await;
+            closed.cancelled().await;
             tokio::time::sleep(STDIN_CLOSE_GRACE).await;
         } => {
             eprintln!("skills: stdin closed; stopping with a call still running");

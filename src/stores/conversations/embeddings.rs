@@ -107,8 +107,8 @@ pub struct UnitSpec {
 impl UnitSpec {
     /// The unit chosen by measurement on LoCoMo (docs/performance.md, "semantic-search").
     pub const DEFAULT: Self = Self {
-        window: 3,
-        stride: 2,
+        window: 1,
+        stride: 1,
         title: false,
     };
 
