@@ -445,6 +445,9 @@ fn split_frontmatter(text: &str) -> Result<(Option<Value>, &str), String> {
             if yaml.trim().is_empty() {
                 return Ok((Some(Value::Object(serde_json::Map::new())), body));
             }
+            // Nesting is bounded before parsing: the parser recurses per level.
+            crate::runtime::yaml_depth::check(yaml)
+                .map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
             let value: yaml_serde::Value =
                 yaml_serde::from_str(yaml).map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
             let json = serde_json::to_value(value)
@@ -789,6 +792,10 @@ mod tests {
         assert!(parse_markdown("---\ntitle: [unclosed\n---\nx", "/b.md", t0()).is_err());
         assert!(parse_markdown("---\ntitle: x\n", "/c.md", t0()).is_err());
         assert!(parse_markdown("---\n- a\n- b\n---\nx", "/d.md", t0()).is_err());
+        // Nesting far past the bound is refused by line, before the parser recurses.
+        let deep = format!("---\ntitle: {}{}\n---\nx", "[".repeat(10_000), "]".repeat(10_000));
+        let err = parse_markdown(&deep, "/deep.md", t0()).unwrap_err();
+        assert!(err.contains("invalid YAML frontmatter") && err.contains("line"), "{err}");
     }
 
     #[test]
