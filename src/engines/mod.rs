@@ -269,6 +269,29 @@ impl Context {
         }
     }
 
+    /// A context over the stores at `paths` with this one's clock, search-index
+    /// setting and embedding model (when already chosen) and fresh caches — for runs
+    /// on a private copy of the stores (conformance cases of skills that write).
+    #[must_use]
+    pub fn relocated(&self, paths: StorePaths) -> Self {
+        let embedder = OnceLock::new();
+        if let Some(chosen) = self.shared.embedder.get() {
+            let _ = embedder.set(chosen.clone());
+        }
+        Self {
+            shared: Arc::new(Shared {
+                paths,
+                memories: OnceLock::new(),
+                embedder,
+                index: index::Cache::default(),
+                embeddings: embeddings::Cache::default(),
+            }),
+            now: self.now,
+            use_index: self.use_index,
+            access: Access::unrestricted(),
+        }
+    }
+
     /// The stores this context may open.
     pub fn access(&self) -> &Access {
         &self.access

@@ -100,6 +100,7 @@ pub struct Host {
     diagnostics: Vec<Diagnostic>,
     env: minijinja::Environment<'static>,
     ctx: Context,
+    engines: Vec<Arc<dyn Engine>>,
 }
 
 impl Host {
@@ -117,6 +118,7 @@ impl Host {
             diagnostics: Vec::new(),
             env: render::environment(),
             ctx,
+            engines: engines.to_vec(),
         };
         let validator = serde_json::from_str::<Value>(skill::SKILL_SCHEMA)
             .map_err(|e| e.to_string())
@@ -299,6 +301,12 @@ impl Host {
             }
         }
         None
+    }
+
+    /// The same skills folder and engines loaded again over the stores at `paths`,
+    /// with this host's clock and model ([`Context::relocated`]).
+    pub fn relocated(&self, paths: crate::stores::StorePaths) -> Self {
+        Self::load_with(&self.dir, self.ctx.relocated(paths), &self.engines)
     }
 
     /// The skills folder.
