@@ -23,8 +23,8 @@ use crate::stores::StorePaths;
 /// `scenario`.
 pub struct Scenario;
 
-/// One expectation on a call's structured output: exactly one of `equals`,
-/// `contains`, `absent`, `at_most`, `row_with` and `no_row_with`.
+/// One expectation on a call's structured output: any of `equals`, `contains`,
+/// `at_most`, `row_with`, `no_row_with` and `expression` (all must hold), or `absent`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
@@ -51,6 +51,10 @@ pub struct Expect {
     /// No row of the array at `pointer` has these fields with these values.
     #[serde(default)]
     pub no_row_with: Option<Map<String, Value>>,
+    /// A minijinja expression that must be true; it sees `value` (the value at
+    /// `pointer`), `data` (the whole output) and the outputs so far.
+    #[serde(default)]
+    pub expression: Option<Name>,
 }
 
 /// One call after the case's.
@@ -92,7 +96,7 @@ pub struct ScenarioParams {
 
 impl TypedCheck for Scenario {
     const ID: &'static str = "scenario";
-    const SUMMARY: &'static str = "on a private copy of the case's stores: the case's call (output `case`) then each step's call (any skill; string arguments are templates over earlier outputs), each output meeting its `expect` list (`equals`, `contains`, `absent`, `at_most`, `row_with`, `no_row_with`), a step with `fails_with` failing with those strings, one with `store_unchanged` leaving every store file byte-identical";
+    const SUMMARY: &'static str = "on a private copy of the case's stores: the case's call (output `case`) then each step's call (any skill; string arguments are templates over earlier outputs), each output meeting its `expect` list (`equals`, `contains`, `absent`, `at_most`, `row_with`, `no_row_with`, `expression`), a step with `fails_with` failing with those strings, one with `store_unchanged` leaving every store file byte-identical";
     type Params = ScenarioParams;
 
     fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
@@ -286,6 +290,21 @@ fn check(e: &Expect, data: &Value, vars: &Map<String, Value>) -> Result<(), Stri
                 show(&expand(&Value::Object(fields.clone()), vars)?),
                 show(value)
             ));
+        }
+    }
+    if let Some(expr) = &e.expression {
+        let mut scope = vars.clone();
+        scope.insert("value".into(), value.clone());
+        scope.insert("data".into(), data.clone());
+        let env = crate::runtime::render::environment();
+        let compiled = env
+            .compile_expression(expr)
+            .map_err(|err| format!("`expression` does not parse: {err}"))?;
+        let out = compiled
+            .eval(minijinja::Value::from_serialize(&scope))
+            .map_err(|err| format!("`expression` {:?} failed: {err:#}", &**expr))?;
+        if !out.is_true() {
+            return Err(format!("`expression` {:?} is false for `{pointer}` = {}", &**expr, show(value)));
         }
     }
     if let Some(fields) = &e.no_row_with {
