@@ -306,7 +306,9 @@ fn new_compose_skill_validates_and_verifies_as_generated() {
     let skills_dir = tmp.path().join("skills");
     // The composition calls memo-search and search-conversations: bundled skills.
     for name in ["memo-search", "search-conversations"] {
-        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills").join(name);
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("skills")
+            .join(name);
         let to = skills_dir.join(name);
         std::fs::create_dir_all(&to).unwrap();
         for entry in std::fs::read_dir(from).unwrap() {
@@ -330,7 +332,12 @@ fn new_compose_skill_validates_and_verifies_as_generated() {
     let o = run(&["validate"]);
     assert!(stdout(&o).contains("ok      my-recall"), "{}", stdout(&o));
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
-    let o = run(&["verify", "my-recall", "--fixtures-dir", fixtures.to_str().unwrap()]);
+    let o = run(&[
+        "verify",
+        "my-recall",
+        "--fixtures-dir",
+        fixtures.to_str().unwrap(),
+    ]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -345,7 +352,10 @@ fn new_compose_skill_validates_and_verifies_as_generated() {
         "{}",
         stdout(&o)
     );
-    assert_eq!(run(&["new", "other", "--engine", "nope"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["new", "other", "--engine", "nope"]).status.code(),
+        Some(2)
+    );
 }
 
 #[test]

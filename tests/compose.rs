@@ -45,7 +45,10 @@ fn composed(dir: &Path, name: &str, reads: &str, writes: &str, calls: &[&str]) {
 }
 
 fn load(dir: &Path, data: &Path) -> Host {
-    Host::load(dir, Context::new(StorePaths::in_dir(data)).with_embedder(None))
+    Host::load(
+        dir,
+        Context::new(StorePaths::in_dir(data)).with_embedder(None),
+    )
 }
 
 fn diagnostics(host: &Host) -> String {
@@ -62,12 +65,21 @@ fn a_composition_calling_itself_or_a_cycle_is_refused_at_load() {
     let skills = tmp.path().join("skills");
     copy_skill(&skills, "memo-search");
     composed(&skills, "self-call", "[memories]", "[]", &["self-call"]);
-    composed(&skills, "ping", "[memories]", "[]", &["pong", "memo-search"]);
+    composed(
+        &skills,
+        "ping",
+        "[memories]",
+        "[]",
+        &["pong", "memo-search"],
+    );
     composed(&skills, "pong", "[memories]", "[]", &["ping"]);
     composed(&skills, "fine", "[memories]", "[]", &["memo-search"]);
     let host = load(&skills, &tmp.path().join("data"));
     let diags = diagnostics(&host);
-    assert!(diags.contains("skill `self-call` cannot call itself"), "{diags}");
+    assert!(
+        diags.contains("skill `self-call` cannot call itself"),
+        "{diags}"
+    );
     assert!(diags.contains("/engine-options"), "{diags}");
     assert!(
         diags.contains("calls form a cycle: ping → pong → ping")
@@ -91,9 +103,14 @@ fn unknown_sources_undeclared_reads_and_writers_are_refused_at_load() {
     composed(&skills, "writer", "[memories]", "[]", &["memo-save"]);
     let host = load(&skills, &tmp.path().join("data"));
     let diags = diagnostics(&host);
-    assert!(diags.contains("calls skill `no-such-skill`, which is not loaded"), "{diags}");
     assert!(
-        diags.contains("calls `memo-search`, which reads store `memories`; add `memories` to `reads`"),
+        diags.contains("calls skill `no-such-skill`, which is not loaded"),
+        "{diags}"
+    );
+    assert!(
+        diags.contains(
+            "calls `memo-search`, which reads store `memories`; add `memories` to `reads`"
+        ),
         "{diags}"
     );
     assert!(
@@ -113,18 +130,41 @@ fn a_composed_call_goes_through_the_host_and_skips_missing_stores() {
     copy_skill(&skills, "memo-save");
     composed(&skills, "fine", "[memories]", "[]", &["memo-search"]);
     let host = load(&skills, &tmp.path().join("data"));
-    assert!(host.diagnostics().is_empty() || !diagnostics(&host).contains("fine"), "{}", diagnostics(&host));
+    assert!(
+        host.diagnostics().is_empty() || !diagnostics(&host).contains("fine"),
+        "{}",
+        diagnostics(&host)
+    );
     let out = host.call("fine", json!({"question": "okapi"})).unwrap();
     assert_eq!(out.data["count"], 0);
-    assert!(out.data["notes"][0].as_str().unwrap().contains("`memo-search` skipped"), "{}", out.data);
+    assert!(
+        out.data["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("`memo-search` skipped"),
+        "{}",
+        out.data
+    );
     // Once the store exists the source's hits come back as cited entries.
-    host.call("memo-save", json!({"body": "Okapi live in the Ituri rainforest."}))
+    host.call(
+        "memo-save",
+        json!({"body": "Okapi live in the Ituri rainforest."}),
+    )
+    .unwrap();
+    let out = host
+        .call("fine", json!({"question": "okapi", "max_tokens": 100}))
         .unwrap();
-    let out = host.call("fine", json!({"question": "okapi", "max_tokens": 100})).unwrap();
     assert_eq!(out.data["count"], 1);
-    assert!(out.data["pack"].as_str().unwrap().starts_with("- [m-"), "{}", out.data);
+    assert!(
+        out.data["pack"].as_str().unwrap().starts_with("- [m-"),
+        "{}",
+        out.data
+    );
     assert!(out.data["tokens"].as_u64().unwrap() <= 100);
     // The composed skill's own arguments are validated first.
-    let err = host.call("fine", json!({"question": 3})).unwrap_err().to_string();
+    let err = host
+        .call("fine", json!({"question": 3}))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("`question`"), "{err}");
 }

@@ -100,7 +100,10 @@ async fn save_then_recall(embedder_none: bool) {
     assert_eq!(before.is_error, Some(true), "{}", text(&before));
     let empty = data(&call(&client, "recall", json!({"question": "okapi"})).await);
     assert_eq!(empty["count"], 0);
-    assert!(empty["notes"].to_string().contains("`memo-search` skipped"), "{empty}");
+    assert!(
+        empty["notes"].to_string().contains("`memo-search` skipped"),
+        "{empty}"
+    );
 
     let memo = json!({"title": "Okapi habitat", "body": "Okapi live in the Ituri rainforest.", "type": "fact", "tags": ["zoo"], "files_read": ["notes/okapi.md"]});
     let saved = data(&call(&client, "memo_save", memo.clone()).await);
@@ -110,16 +113,25 @@ async fn save_then_recall(embedder_none: bool) {
 
     // The same session finds it (the server's index reloads after the write).
     let found = call(&client, "memo_search", json!({"query": "okapi rainforest"})).await;
-    assert_eq!(hit_ids(&found), [id.clone()]);
-    let by_file = call(&client, "memo_search", json!({"query": "okapi", "file": "okapi.md"})).await;
-    assert_eq!(hit_ids(&by_file), [id.clone()]);
+    assert_eq!(hit_ids(&found), std::slice::from_ref(&id));
+    let by_file = call(
+        &client,
+        "memo_search",
+        json!({"query": "okapi", "file": "okapi.md"}),
+    )
+    .await;
+    assert_eq!(hit_ids(&by_file), std::slice::from_ref(&id));
 
     // Saving again changes nothing.
     let again = call(&client, "memo_save", memo.clone()).await;
     let again_data = data(&again);
     assert_eq!(again_data["created"], false);
     assert_eq!(again_data["status"], "already stored");
-    assert!(text(&again).starts_with("Already stored"), "{}", text(&again));
+    assert!(
+        text(&again).starts_with("Already stored"),
+        "{}",
+        text(&again)
+    );
 
     // A newer memory supersedes it: the default ranking shows only the newer one.
     let newer = data(
@@ -133,7 +145,7 @@ async fn save_then_recall(embedder_none: bool) {
     let new_id = newer["id"].as_str().unwrap().to_owned();
     assert_eq!(newer["superseded"], json!([id]));
     let ranked = call(&client, "memo_search", json!({"query": "okapi rainforest"})).await;
-    assert_eq!(hit_ids(&ranked), [new_id.clone()]);
+    assert_eq!(hit_ids(&ranked), std::slice::from_ref(&new_id));
     let all = call(
         &client,
         "memo_search",
@@ -143,15 +155,27 @@ async fn save_then_recall(embedder_none: bool) {
     assert_eq!(hit_ids(&all).len(), 2);
 
     // recall: one cited pack, the newer memory first, the older one noted.
-    let pack = call(&client, "recall", json!({"question": "where do okapi live", "max_tokens": 200})).await;
+    let pack = call(
+        &client,
+        "recall",
+        json!({"question": "where do okapi live", "max_tokens": 200}),
+    )
+    .await;
     let pack_data = data(&pack);
     let items = pack_data["items"].as_array().unwrap();
     assert_eq!(items[0]["id"], json!(new_id));
-    assert!(items[0]["citation"].as_str().unwrap().starts_with(&format!("[memory {new_id} · ")));
+    assert!(items[0]["citation"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("[memory {new_id} · ")));
     let old = items.iter().find(|i| i["id"] == json!(id)).unwrap();
     assert_eq!(old["note"], json!(format!("superseded by {new_id}")));
     assert!(pack_data["tokens"].as_u64().unwrap() <= 200);
-    assert!(text(&pack).contains(&format!("[memory {new_id} · ")), "{}", text(&pack));
+    assert!(
+        text(&pack).contains(&format!("[memory {new_id} · ")),
+        "{}",
+        text(&pack)
+    );
 
     // Refused: a body over the documented size, naming the field; nothing saved.
     let huge = call(&client, "memo_save", json!({"body": "x".repeat(65_537)})).await;
@@ -161,7 +185,12 @@ async fn save_then_recall(embedder_none: bool) {
 
     // After a restart the memories are still there.
     let client = serve(tmp.path(), embedder_none).await;
-    let after = call(&client, "memo_search", json!({"query": "okapi rainforest", "include_superseded": true})).await;
+    let after = call(
+        &client,
+        "memo_search",
+        json!({"query": "okapi rainforest", "include_superseded": true}),
+    )
+    .await;
     assert_eq!(hit_ids(&after).len(), 2);
     client.cancel().await.unwrap();
 }

@@ -256,7 +256,9 @@ impl Template {
                     serde_json::to_value(&out).map_err(|e| e.to_string())?
                 }
             }
-            Self::Text(src) => Value::String(env.render_str(src, ctx).map_err(|e| format!("{e:#}"))?),
+            Self::Text(src) => {
+                Value::String(env.render_str(src, ctx).map_err(|e| format!("{e:#}"))?)
+            }
             Self::Array(items) => Value::Array(
                 items
                     .iter()
@@ -354,9 +356,7 @@ impl Engine for Compose {
             }
             for required in ["citation", "text"] {
                 if !s.item.contains_key(required) {
-                    return Err(format!(
-                        "engine `compose`: `{at}/item` needs `{required}`"
-                    ));
+                    return Err(format!("engine `compose`: `{at}/item` needs `{required}`"));
                 }
             }
             let rows = s.rows.clone().unwrap_or_else(|| "/rows".into());
@@ -498,7 +498,12 @@ impl Engine for Composed {
     /// int, "dropped": int, "items": [{"rank", "source", "sources": [label], "citation",
     /// "text", "score", "tokens", "id"?, "title"?, "date"?, "age_days"?, "note"?,
     /// "also"?: [citation], "cut"?: true}], "notes": [str]}`.
-    fn call_in(&self, args: &Value, ctx: &Context, skills: &dyn Skills) -> Result<Value, EngineError> {
+    fn call_in(
+        &self,
+        args: &Value,
+        ctx: &Context,
+        skills: &dyn Skills,
+    ) -> Result<Value, EngineError> {
         let mut vars = args.as_object().cloned().unwrap_or_default();
         vars.insert("args".into(), args.clone());
         let budget = args
@@ -512,7 +517,9 @@ impl Engine for Composed {
             let call_args = source
                 .args
                 .eval(&Value::Object(vars.clone()))
-                .map_err(|e| EngineError::Query(format!("source `{}`: arguments: {e}", source.label)))?;
+                .map_err(|e| {
+                    EngineError::Query(format!("source `{}`: arguments: {e}", source.label))
+                })?;
             let out = match skills.call_skill(&source.skill, call_args) {
                 Ok(out) => out,
                 Err(SkillCallError::Skipped(why)) => {
@@ -520,7 +527,10 @@ impl Engine for Composed {
                     continue;
                 }
                 Err(SkillCallError::Failed(why)) => {
-                    return Err(EngineError::Query(format!("source `{}`: {why}", source.skill)))
+                    return Err(EngineError::Query(format!(
+                        "source `{}`: {why}",
+                        source.skill
+                    )))
                 }
             };
             let Some(rows) = out.pointer(&source.rows).and_then(Value::as_array) else {
@@ -561,7 +571,11 @@ impl Engine for Composed {
         }
         let items = dedup(items);
         let mut ranked = items;
-        ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.order.cmp(&b.order)));
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.order.cmp(&b.order))
+        });
         let now = ctx.now();
         let mut pack = String::new();
         let mut out_items = Vec::new();
@@ -684,7 +698,11 @@ fn dedup(items: Vec<Item>) -> Vec<Item> {
             continue;
         }
         for j in 0..out.len() {
-            if j != i && !gone[j] && out[j].text("group").trim() == group && out[j].text("covers").is_empty() {
+            if j != i
+                && !gone[j]
+                && out[j].text("group").trim() == group
+                && out[j].text("covers").is_empty()
+            {
                 gone[j] = true;
                 let absorbed = out[j].clone();
                 out[i].absorb(absorbed);
@@ -749,7 +767,10 @@ mod tests {
         ]);
         assert_eq!(out.len(), 2);
         assert!((out[0].score - 1.2).abs() < 1e-9);
-        assert_eq!(out[0].also, vec!["[a · 1]".to_owned(), "[a · 1 again]".to_owned()]);
+        assert_eq!(
+            out[0].also,
+            vec!["[a · 1]".to_owned(), "[a · 1 again]".to_owned()]
+        );
         assert_eq!(out[1].text("citation"), "[b · 1]");
     }
 
@@ -757,21 +778,37 @@ mod tests {
     fn bind_refuses_self_calls_and_unknown_fields() {
         let dir = std::path::Path::new("/skills/recall");
         let schema = json!({"properties": {"max_tokens": {"type": "integer"}}});
-        let options = json!({"sources": [{"skill": "recall", "item": {"citation": "x", "text": "y"}}]});
+        let options =
+            json!({"sources": [{"skill": "recall", "item": {"citation": "x", "text": "y"}}]});
         let err = Compose
-            .bind(&Binding { skill_dir: dir, options: &options, input_schema: &schema })
+            .bind(&Binding {
+                skill_dir: dir,
+                options: &options,
+                input_schema: &schema,
+            })
             .err()
             .unwrap();
         assert!(err.contains("cannot call itself"), "{err}");
         let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y", "bogus": 1}}]});
         let err = Compose
-            .bind(&Binding { skill_dir: dir, options: &options, input_schema: &schema })
+            .bind(&Binding {
+                skill_dir: dir,
+                options: &options,
+                input_schema: &schema,
+            })
             .err()
             .unwrap();
-        assert!(err.contains("/engine-options/sources/0/item/bogus"), "{err}");
+        assert!(
+            err.contains("/engine-options/sources/0/item/bogus"),
+            "{err}"
+        );
         let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y"}}], "budget": {"arg": "nope"}});
         let err = Compose
-            .bind(&Binding { skill_dir: dir, options: &options, input_schema: &schema })
+            .bind(&Binding {
+                skill_dir: dir,
+                options: &options,
+                input_schema: &schema,
+            })
             .err()
             .unwrap();
         assert!(err.contains("`budget.arg` `nope`"), "{err}");

@@ -96,8 +96,8 @@ impl Engine for MemoSave {
                 )),
             ),
         };
-        let outcome = save_memory(&store, input, &links, embedder.as_deref(), ctx.now())
-            .map_err(|e| match e {
+        let outcome = save_memory(&store, input, &links, embedder.as_deref(), ctx.now()).map_err(
+            |e| match e {
                 AddMemoryError::Empty => EngineError::Argument {
                     name: "body".into(),
                     reason: "a memory needs a non-empty `title` or `body`".into(),
@@ -111,7 +111,8 @@ impl Engine for MemoSave {
                     reason: format!("memory `{id}` cannot supersede itself"),
                 },
                 AddMemoryError::Store(e) => EngineError::Store(e),
-            })?;
+            },
+        )?;
         let status = if outcome.created {
             "created"
         } else if outcome.changed {
@@ -170,13 +171,21 @@ mod tests {
         );
         let bad = json!({"body": "x", "supersedes": ["m-nope"]});
         let err = MemoSave.call(&bad, &ctx).unwrap_err().to_string();
-        assert!(err.contains("`supersedes`") && err.contains("m-nope"), "{err}");
+        assert!(
+            err.contains("`supersedes`") && err.contains("m-nope"),
+            "{err}"
+        );
         let newer = json!({"body": "We bundle duckdb now.", "supersedes": [first["id"]]});
         let out = MemoSave.call(&newer, &ctx).unwrap();
         assert_eq!(out["superseded"], json!([first["id"]]));
         let store = ctx.memories_writable().unwrap();
-        let links = store.links(&[first["id"].as_str().unwrap().to_owned()]).unwrap();
-        assert_eq!(links.values().next().unwrap().superseded_by, vec![out["id"].as_str().unwrap().to_owned()]);
+        let links = store
+            .links(&[first["id"].as_str().unwrap().to_owned()])
+            .unwrap();
+        assert_eq!(
+            links.values().next().unwrap().superseded_by,
+            vec![out["id"].as_str().unwrap().to_owned()]
+        );
     }
 
     #[test]
@@ -193,10 +202,15 @@ mod tests {
             .call(&json!({"body": huge}), &ctx)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("argument `body`") && err.contains("65536"), "{err}");
-        assert!(!tmp.path().join("memories.sqlite").exists() || {
-            let store = ctx.memories_writable().unwrap();
-            store.count().unwrap() == 0
-        });
+        assert!(
+            err.contains("argument `body`") && err.contains("65536"),
+            "{err}"
+        );
+        assert!(
+            !tmp.path().join("memories.sqlite").exists() || {
+                let store = ctx.memories_writable().unwrap();
+                store.count().unwrap() == 0
+            }
+        );
     }
 }

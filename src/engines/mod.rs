@@ -57,7 +57,12 @@ pub trait Engine: Send + Sync {
     ///
     /// # Errors
     /// As [`Engine::call`].
-    fn call_in(&self, args: &Value, ctx: &Context, skills: &dyn Skills) -> Result<Value, EngineError> {
+    fn call_in(
+        &self,
+        args: &Value,
+        ctx: &Context,
+        skills: &dyn Skills,
+    ) -> Result<Value, EngineError> {
         let _ = skills;
         self.call(args, ctx)
     }

@@ -246,8 +246,15 @@ pub fn save_memory(
         .iter()
         .map(|old| (crate::stores::memories::REL_SUPERSEDES, old.clone()))
         .collect();
-    if let Some(conv) = links.conversation_id.as_ref().filter(|c| !c.trim().is_empty()) {
-        pairs.push((crate::stores::memories::REL_CONVERSATION, conv.trim().to_owned()));
+    if let Some(conv) = links
+        .conversation_id
+        .as_ref()
+        .filter(|c| !c.trim().is_empty())
+    {
+        pairs.push((
+            crate::stores::memories::REL_CONVERSATION,
+            conv.trim().to_owned(),
+        ));
     }
     let before = store.links(std::slice::from_ref(&memory.id))?;
     let (outcome, added) = store.save(&memory, &pairs)?;

@@ -281,7 +281,8 @@ impl Host {
 
     /// A path of calls from `start` back to `start`, if any.
     fn cycle_from(&self, start: &str) -> Option<Vec<String>> {
-        let mut stack: Vec<(String, Vec<String>)> = vec![(start.to_owned(), vec![start.to_owned()])];
+        let mut stack: Vec<(String, Vec<String>)> =
+            vec![(start.to_owned(), vec![start.to_owned()])];
         let mut seen = std::collections::BTreeSet::new();
         while let Some((name, path)) = stack.pop() {
             let Some(skill) = self.skills.iter().find(|s| s.name() == name) else {

@@ -82,7 +82,10 @@ pub fn new_skill(
         vec![
             ("SKILL.md", env.render_str(COMPOSE_SKILL, &ctx)?),
             ("template.md.j2", COMPOSE_TEMPLATE.to_owned()),
-            ("conformance.yaml", env.render_str(COMPOSE_CONFORMANCE, &ctx)?),
+            (
+                "conformance.yaml",
+                env.render_str(COMPOSE_CONFORMANCE, &ctx)?,
+            ),
         ]
     } else {
         vec![

@@ -438,7 +438,10 @@ impl MemoryStore {
     ///
     /// # Errors
     /// [`StoreError::Sqlite`] on a read failure.
-    pub fn links(&self, ids: &[String]) -> Result<std::collections::HashMap<String, Links>, StoreError> {
+    pub fn links(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, Links>, StoreError> {
         links_of(&self.lock(), ids).map_err(|e| self.error(e))
     }
 
@@ -572,7 +575,10 @@ impl SearchIndex {
             });
         }
         let superseded_set = superseded_ids(conn)?;
-        let superseded: Vec<bool> = rows.iter().map(|m| superseded_set.contains(&m.id)).collect();
+        let superseded: Vec<bool> = rows
+            .iter()
+            .map(|m| superseded_set.contains(&m.id))
+            .collect();
         let superseded_rows = superseded.iter().filter(|s| **s).count();
         Ok(Self {
             model: model.map(str::to_owned),
@@ -846,9 +852,8 @@ fn superseded_ids(conn: &Connection) -> Result<std::collections::HashSet<String>
     if !has_links_table(conn)? {
         return Ok(std::collections::HashSet::new());
     }
-    let mut stmt = conn.prepare_cached(
-        "SELECT DISTINCT target FROM memory_links WHERE rel = 'supersedes'",
-    )?;
+    let mut stmt =
+        conn.prepare_cached("SELECT DISTINCT target FROM memory_links WHERE rel = 'supersedes'")?;
     let ids = stmt
         .query_map([], |r| r.get::<_, String>(0))?
         .collect::<Result<_, _>>()?;

@@ -714,7 +714,10 @@ impl Verifier {
         // cases never change what other skills' cases read.
         let (tmp, host) = checks::scenario::isolated(&probe)?;
         let Some(skill) = host.get(&probe.skill.meta.name) else {
-            return Err(format!("skill `{}` did not load over the private stores", probe.skill.name()));
+            return Err(format!(
+                "skill `{}` did not load over the private stores",
+                probe.skill.name()
+            ));
         };
         check.run(&Probe {
             host: &host,

@@ -212,8 +212,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> 
 }
 
 fn expand(value: &Value, vars: &Map<String, Value>) -> Result<Value, String> {
-    Template::parse(value, "")
-        .and_then(|t| t.eval(&Value::Object(vars.clone())))
+    Template::parse(value, "").and_then(|t| t.eval(&Value::Object(vars.clone())))
 }
 
 fn same(a: &Value, b: &Value) -> bool {
@@ -223,7 +222,11 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn row_matches(row: &Value, fields: &Map<String, Value>, vars: &Map<String, Value>) -> Result<bool, String> {
+fn row_matches(
+    row: &Value,
+    fields: &Map<String, Value>,
+    vars: &Map<String, Value>,
+) -> Result<bool, String> {
     for (k, v) in fields {
         let want = expand(v, vars)?;
         if !row.get(k).is_some_and(|got| same(got, &want)) {
@@ -255,7 +258,11 @@ fn check(e: &Expect, data: &Value, vars: &Map<String, Value>) -> Result<(), Stri
     if let Some(want) = &e.equals {
         let want = expand(want, vars)?;
         if !same(value, &want) {
-            return Err(format!("`{pointer}` is {}, expected {}", show(value), show(&want)));
+            return Err(format!(
+                "`{pointer}` is {}, expected {}",
+                show(value),
+                show(&want)
+            ));
         }
     }
     for needle in e.contains.iter().flatten() {
@@ -264,13 +271,22 @@ fn check(e: &Expect, data: &Value, vars: &Map<String, Value>) -> Result<(), Stri
             other => other.to_string(),
         };
         if !text.contains(&**needle) {
-            return Err(format!("`{pointer}` is {}, expected it to contain {:?}", show(value), &**needle));
+            return Err(format!(
+                "`{pointer}` is {}, expected it to contain {:?}",
+                show(value),
+                &**needle
+            ));
         }
     }
     if let Some(max) = e.at_most {
         match value.as_f64() {
             Some(n) if n <= max => {}
-            _ => return Err(format!("`{pointer}` is {}, expected a number ≤ {max}", show(value))),
+            _ => {
+                return Err(format!(
+                    "`{pointer}` is {}, expected a number ≤ {max}",
+                    show(value)
+                ))
+            }
         }
     }
     let rows = || {
@@ -304,7 +320,11 @@ fn check(e: &Expect, data: &Value, vars: &Map<String, Value>) -> Result<(), Stri
             .eval(minijinja::Value::from_serialize(&scope))
             .map_err(|err| format!("`expression` {:?} failed: {err:#}", &**expr))?;
         if !out.is_true() {
-            return Err(format!("`expression` {:?} is false for `{pointer}` = {}", &**expr, show(value)));
+            return Err(format!(
+                "`expression` {:?} is false for `{pointer}` = {}",
+                &**expr,
+                show(value)
+            ));
         }
     }
     if let Some(fields) = &e.no_row_with {
@@ -332,7 +352,9 @@ mod tests {
         assert!(check
             .validate(&json!({"then": [{"skill": "memo-search", "args": {"query": "x"}, "as": "s", "expect": [{"pointer": "/hits", "row_with": {"id": "{{ case.id }}"}}]}]}))
             .is_ok());
-        let err = check.validate(&json!({"then": [{"bogus": 1}]})).unwrap_err();
+        let err = check
+            .validate(&json!({"then": [{"bogus": 1}]}))
+            .unwrap_err();
         assert!(err.contains("bogus"), "{err}");
     }
 
@@ -341,11 +363,18 @@ mod tests {
         let vars = json!({"case": {"id": "m-1"}});
         let vars = vars.as_object().unwrap().clone();
         let data = json!({"hits": [{"id": "m-1", "n": 2}], "tokens": 10});
-        let e: super::Expect = serde_json::from_value(json!({"pointer": "/hits", "row_with": {"id": "{{ case.id }}"}})).unwrap();
+        let e: super::Expect = serde_json::from_value(
+            json!({"pointer": "/hits", "row_with": {"id": "{{ case.id }}"}}),
+        )
+        .unwrap();
         assert!(super::check(&e, &data, &vars).is_ok());
-        let e: super::Expect = serde_json::from_value(json!({"pointer": "/hits", "no_row_with": {"id": "{{ case.id }}"}})).unwrap();
+        let e: super::Expect = serde_json::from_value(
+            json!({"pointer": "/hits", "no_row_with": {"id": "{{ case.id }}"}}),
+        )
+        .unwrap();
         assert!(super::check(&e, &data, &vars).is_err());
-        let e: super::Expect = serde_json::from_value(json!({"pointer": "/tokens", "at_most": 9})).unwrap();
+        let e: super::Expect =
+            serde_json::from_value(json!({"pointer": "/tokens", "at_most": 9})).unwrap();
         assert!(super::check(&e, &data, &vars).is_err());
     }
 }
