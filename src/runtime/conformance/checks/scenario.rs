@@ -180,7 +180,11 @@ fn host_dir(host: &Host) -> std::path::PathBuf {
 }
 
 /// A host over a private copy of the probe's data folder (removed when the returned
-/// folder drops).
+/// folder drops). The memories store is copied; the conversations store's files
+/// (database, search index, embeddings) are hard-linked when no loaded skill may write
+/// them — a read-only DuckDB open changes nothing, and a link keeps the file's inode,
+/// size and time, so the index and the embeddings still match their stamp — and
+/// copied otherwise (or when linking fails).
 ///
 /// # Errors
 /// A copy failure, as text.
@@ -189,12 +193,32 @@ pub fn isolated(probe: &Probe<'_>) -> Result<(tempfile::TempDir, Host), String> 
         .prefix("skills-verify-private-")
         .tempdir()
         .map_err(|e| format!("cannot create a private data folder: {e}"))?;
-    copy_dir(probe.data_dir, tmp.path())?;
+    let link = !probe
+        .host
+        .skills()
+        .iter()
+        .any(|s| s.access.writes(crate::stores::Store::Conversations));
+    let memories = StorePaths::in_dir(probe.data_dir).memories;
+    let memories_name = memories
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    copy_dir(probe.data_dir, tmp.path(), &|path: &std::path::Path| {
+        link && !path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(&memories_name))
+    })?;
     let host = probe.host.relocated(StorePaths::in_dir(tmp.path()));
     Ok((tmp, host))
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
+/// Copies `from` into `to` recursively; files for which `link` is true are
+/// hard-linked instead (copied when linking fails).
+fn copy_dir(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    link: &dyn Fn(&std::path::Path) -> bool,
+) -> Result<(), String> {
     if !from.exists() {
         return Ok(());
     }
@@ -203,8 +227,8 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> 
         let target = to.join(path.file_name().unwrap_or_default());
         if path.is_dir() {
             fs_err::create_dir_all(&target).map_err(|e| e.to_string())?;
-            copy_dir(&path, &target)?;
-        } else {
+            copy_dir(&path, &target, link)?;
+        } else if !(link(&path) && std::fs::hard_link(&path, &target).is_ok()) {
             fs_err::copy(&path, &target).map_err(|e| e.to_string())?;
         }
     }
