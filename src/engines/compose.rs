@@ -578,6 +578,8 @@ impl Engine for Composed {
         });
         let now = ctx.now();
         let mut pack = String::new();
+        // Characters of `pack`, kept so each fit test is O(entry).
+        let mut pack_chars = 0usize;
         let mut out_items = Vec::new();
         let mut dropped = 0;
         for item in ranked {
@@ -587,53 +589,59 @@ impl Engine for Composed {
             }
             let age = age_days(item.text("date"), now);
             let sep = usize::from(!pack.is_empty());
-            let used = tokens(&pack);
-            let mut line = entry(&item, age, item.text("text"));
+            let fits = |line: &str| (pack_chars + sep + line.chars().count()).div_ceil(4) <= budget;
+            let full: Vec<char> = item
+                .text("text")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .collect();
+            let full_text: String = full.iter().collect();
+            let mut shown = full_text.clone();
+            let mut line = entry(&item, age, &shown);
             let mut cut = false;
-            if tokens(&format!("{pack}{}{line}", if sep == 1 { "\n" } else { "" })) > budget {
-                // Cut the text to what is left, if enough is.
-                let left = budget.saturating_sub(used);
-                let head = entry(&item, age, "");
-                let room_chars = (left * 4).saturating_sub(head.chars().count() + sep + 4);
-                if left < MIN_CUT_TOKENS || room_chars == 0 {
+            if !fits(&line) {
+                let left = budget.saturating_sub((pack_chars + sep).div_ceil(4));
+                // The longest cut text (plus `…`) that fits, by bisection: the entry's
+                // length grows with the text's.
+                let cut_text = |n: usize| {
+                    let head: String = full[..n].iter().collect();
+                    format!("{}…", head.trim_end())
+                };
+                let (mut lo, mut hi) = (0usize, full.len());
+                while lo < hi {
+                    let mid = (lo + hi).div_ceil(2);
+                    if fits(&entry(&item, age, &cut_text(mid))) {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                if left < MIN_CUT_TOKENS || lo == 0 {
                     dropped += 1;
                     continue;
                 }
-                let text: String = item
-                    .text("text")
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-                    .chars()
-                    .take(room_chars)
-                    .collect();
-                line = entry(&item, age, &format!("{}…", text.trim_end()));
+                shown = cut_text(lo);
+                line = entry(&item, age, &shown);
                 cut = true;
-                while tokens(&format!("{pack}{}{line}", if sep == 1 { "\n" } else { "" })) > budget
-                    && line.chars().count() > head.chars().count()
-                {
-                    let shorter: String = line.chars().take(line.chars().count() - 8).collect();
-                    line = format!("{shorter}…");
-                }
-                if tokens(&format!("{pack}{}{line}", if sep == 1 { "\n" } else { "" })) > budget {
-                    dropped += 1;
-                    continue;
-                }
             }
             if sep == 1 {
                 pack.push('\n');
             }
             pack.push_str(&line);
+            pack_chars += sep + line.chars().count();
             let mut obj = Map::new();
             obj.insert("rank".into(), json!(out_items.len() + 1));
             obj.insert("source".into(), json!(item.source));
             obj.insert("sources".into(), json!(item.sources));
-            for key in ["id", "title", "date", "note", "citation", "text"] {
+            for key in ["id", "title", "date", "note", "citation"] {
                 let v = item.text(key);
-                if !v.trim().is_empty() || key == "citation" || key == "text" {
+                if !v.trim().is_empty() || key == "citation" {
                     obj.insert(key.into(), json!(v));
                 }
             }
+            obj.insert("text".into(), json!(shown));
             if let Some(age) = age {
                 obj.insert("age_days".into(), json!(age));
             }
@@ -772,6 +780,102 @@ mod tests {
             vec!["[a · 1]".to_owned(), "[a · 1 again]".to_owned()]
         );
         assert_eq!(out[1].text("citation"), "[b · 1]");
+    }
+
+    /// Answers every call with the rows given for that skill.
+    struct Fake(Vec<(&'static str, Value)>);
+
+    impl Skills for Fake {
+        fn call_skill(&self, name: &str, _args: Value) -> Result<Value, SkillCallError> {
+            self.0
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| SkillCallError::Skipped(format!("store of `{name}` does not exist")))
+        }
+    }
+
+    fn bound(options: &Value) -> Arc<dyn Engine> {
+        let schema =
+            json!({"properties": {"q": {"type": "string"}, "max_tokens": {"type": "integer"}}});
+        Compose
+            .bind(&Binding {
+                skill_dir: std::path::Path::new("/skills/pack"),
+                options,
+                input_schema: &schema,
+            })
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_pack_fuses_cuts_to_the_budget_and_notes_skipped_sources() {
+        let engine = bound(&json!({"sources": [
+            {"skill": "a", "rows": "/hits", "item": {"citation": "[a {{ row.id }}]", "text": "{{ row.body }}", "key": "{{ row.id }}", "date": "2026-07-01"}},
+            {"skill": "b", "rows": "/hits", "weight": 2, "item": {"citation": "[b {{ row.id }}]", "text": "{{ row.body }}", "key": "{{ row.id }}"}},
+            {"skill": "c", "item": {"citation": "x", "text": "y"}}
+        ]}));
+        let long = "word ".repeat(400);
+        let fake = Fake(vec![
+            (
+                "a",
+                json!({"hits": [{"id": "1", "body": "one"}, {"id": "2", "body": long}]}),
+            ),
+            (
+                "b",
+                json!({"hits": [{"id": "2", "body": long}, {"id": "3", "body": "three"}]}),
+            ),
+        ]);
+        let now = chrono::DateTime::parse_from_rfc3339("2026-07-03T12:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let ctx = Context::new(crate::stores::StorePaths::in_dir("/nonexistent")).with_now(now);
+        for budget in [20u64, 60, 200, 5000] {
+            let out = engine
+                .call_in(&json!({"q": "x", "max_tokens": budget}), &ctx, &fake)
+                .unwrap();
+            let pack = out["pack"].as_str().unwrap();
+            assert!(tokens(pack) as u64 <= budget, "{budget}: {pack}");
+            assert_eq!(out["tokens"], json!(tokens(pack)));
+            let items = out["items"].as_array().unwrap();
+            // Item 2 is in both sources (2/61 + 1/62): first, and once.
+            assert_eq!(items[0]["id"], json!(null));
+            assert_eq!(items[0]["citation"], json!("[b 2]"));
+            assert_eq!(items[0]["also"], json!(["[a 2]"]));
+            assert_eq!(
+                items
+                    .iter()
+                    .filter(|i| i["citation"] == json!("[b 2]"))
+                    .count(),
+                1
+            );
+            if budget < 1000 {
+                assert_eq!(items[0]["cut"], json!(true), "{budget}");
+                assert!(items[0]["text"].as_str().unwrap().ends_with('…'));
+            } else {
+                assert!(items[0].get("cut").is_none());
+                assert_eq!(items.len(), 3);
+            }
+            assert!(
+                out["notes"][0].as_str().unwrap().contains("`c` skipped"),
+                "{out}"
+            );
+        }
+        let out = engine
+            .call_in(&json!({"q": "x", "max_tokens": 5000}), &ctx, &fake)
+            .unwrap();
+        let one = out["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["citation"] == json!("[a 1]"))
+            .unwrap()
+            .clone();
+        assert_eq!(one["age_days"], json!(2));
+        assert!(out["pack"]
+            .as_str()
+            .unwrap()
+            .contains("- [a 1] (2 days old) — one"));
     }
 
     #[test]

@@ -784,8 +784,7 @@ fn upsert_in(tx: &rusqlite::Transaction<'_>, memory: &Memory) -> Result<Upsert, 
 /// What `memory_links` says about one memory.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Links {
-    /// Ids of the memories that supersede this one (newest relation first is not
-    /// kept: sorted by id).
+    /// Ids of the memories that supersede this one, sorted.
     pub superseded_by: Vec<String>,
     /// Ids of the memories this one supersedes (sorted).
     pub supersedes: Vec<String>,
