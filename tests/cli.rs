@@ -301,6 +301,64 @@ fn searches_transcripts_imported_from_the_shared_corpus() {
 }
 
 #[test]
+fn new_compose_skill_validates_and_verifies_as_generated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills_dir = tmp.path().join("skills");
+    // The composition calls memo-search and search-conversations: bundled skills.
+    for name in ["memo-search", "search-conversations"] {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("skills")
+            .join(name);
+        let to = skills_dir.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_skills"))
+            .args(args)
+            .env("SKILLS_DIR", &skills_dir)
+            .env("SKILLS_DATA_DIR", tmp.path().join("data"))
+            .output()
+            .unwrap()
+    };
+    let o = run(&["new", "my-recall", "--engine", "compose"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["SKILL.md", "template.md.j2", "conformance.yaml"] {
+        assert!(skills_dir.join("my-recall").join(f).is_file(), "{f}");
+    }
+    let o = run(&["validate"]);
+    assert!(stdout(&o).contains("ok      my-recall"), "{}", stdout(&o));
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures");
+    let o = run(&[
+        "verify",
+        "my-recall",
+        "--fixtures-dir",
+        fixtures.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout(&o)
+            .trim_end()
+            .ends_with("4 passed, 0 failed, 0 excluded"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        run(&["new", "other", "--engine", "nope"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
 fn new_sql_skill_validates_and_verifies_as_generated() {
     let tmp = tempfile::tempdir().unwrap();
     let skills_dir = tmp.path().join("skills");

@@ -322,8 +322,9 @@ fn verify_fails_when_a_read_only_skills_engine_writes() {
     );
 }
 
-/// Every bundled skill is read-only and gets the host's read-only entry (the
-/// conformance suite runs those entries, one trial each).
+/// Every bundled read-only skill gets the host's read-only entry (the conformance
+/// suite runs those entries, one trial each); memo-save, the one bundled writer, gets
+/// none and declares `writes: ["memories"]`.
 #[test]
 fn every_bundled_read_only_skill_gets_the_read_only_entry() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -335,7 +336,16 @@ fn every_bundled_read_only_skill_gets_the_read_only_entry() {
     .unwrap();
     let entries = verifier.entries(&[]).unwrap();
     for skill in verifier.host().skills() {
-        assert!(skill.is_read_only());
+        let entry = entries
+            .iter()
+            .any(|e| e.skill == skill.name() && e.item == READ_ONLY_ITEM);
+        if skill.name() == "memo-save" {
+            assert!(!skill.is_read_only());
+            assert!(skill.access.writes(skills::stores::Store::Memories));
+            assert!(!entry, "a writing skill has no read-only entry");
+            continue;
+        }
+        assert!(skill.is_read_only(), "`{}`", skill.name());
         assert!(
             entries
                 .iter()

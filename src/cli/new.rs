@@ -12,7 +12,8 @@ use super::{Outcome, Session};
 pub struct Args {
     /// Skill name: lowercase letters, digits and hyphens (the folder name).
     name: String,
-    /// Engine of the new skill.
+    /// Engine of the new skill: `sql` (one query) or `compose` (a composition of other
+    /// skills).
     #[arg(long, default_value = "sql")]
     engine: String,
 }
@@ -31,8 +32,13 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         for f in &files {
             printer.line(format_args!("created {}", f.display()))?;
         }
+        let edit = if args.engine == "compose" {
+            "engine-options in SKILL.md"
+        } else {
+            "query.sql and SKILL.md"
+        };
         printer.line(format_args!(
-            "next: edit query.sql and SKILL.md, then `skills validate` and `skills verify {}`",
+            "next: edit {edit}, then `skills validate` and `skills verify {}`",
             args.name
         ))?;
     }

@@ -5,6 +5,8 @@
 //! nothing about MCP, the CLI or templates. All engines are registered in
 //! [`registry`], the one place that maps names to code.
 
+pub mod compose;
+pub mod memo_save;
 pub mod memo_search;
 pub mod search_conversations;
 pub mod semantic_search;
@@ -49,12 +51,60 @@ pub trait Engine: Send + Sync {
     /// [`EngineError`] for store failures or argument values the schema cannot express.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError>;
 
+    /// Runs one call with access to other skills through the host's call path
+    /// ([`Skills`]) — what composing engines ([`compose`]) implement. The default runs
+    /// [`Engine::call`]; the host always calls this one.
+    ///
+    /// # Errors
+    /// As [`Engine::call`].
+    fn call_in(
+        &self,
+        args: &Value,
+        ctx: &Context,
+        skills: &dyn Skills,
+    ) -> Result<Value, EngineError> {
+        let _ = skills;
+        self.call(args, ctx)
+    }
+
+    /// Skills this engine's calls run through [`Skills`] (a bound engine: for its
+    /// document); the host checks them when it loads (each loaded, no cycle, their
+    /// stores declared). The default: none.
+    fn calls(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The stores this engine's calls open (a bound engine: for its document), checked
     /// when a document binds against its `reads` and `writes`. The default, nothing,
     /// leaves only the per-call check of [`Context::scoped`].
     fn effects(&self) -> Effects {
         Effects::default()
     }
+}
+
+/// Other skills, as a composing engine reaches them: the host's one call path
+/// (argument validation, declared effects, redaction), implemented by
+/// [`crate::runtime::Host`].
+pub trait Skills {
+    /// Calls skill `name` with `args` and returns its structured output.
+    ///
+    /// # Errors
+    /// [`SkillCallError`]: skipped (its store does not exist yet, or a capability is
+    /// unavailable) or failed.
+    fn call_skill(&self, name: &str, args: Value) -> Result<Value, SkillCallError>;
+}
+
+/// Why a call through [`Skills`] gave no output.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillCallError {
+    /// The skill cannot answer here yet (its store does not exist, no embeddings…):
+    /// a composition skips it with a note.
+    #[error("{0}")]
+    Skipped(String),
+    /// Any other failure (bad arguments, store errors…).
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// The stores an engine reads and writes ([`Engine::effects`]).
@@ -224,6 +274,29 @@ impl Context {
         }
     }
 
+    /// A context over the stores at `paths` with this one's clock, search-index
+    /// setting and embedding model (when already chosen) and fresh caches — for runs
+    /// on a private copy of the stores (conformance cases of skills that write).
+    #[must_use]
+    pub fn relocated(&self, paths: StorePaths) -> Self {
+        let embedder = OnceLock::new();
+        if let Some(chosen) = self.shared.embedder.get() {
+            let _ = embedder.set(chosen.clone());
+        }
+        Self {
+            shared: Arc::new(Shared {
+                paths,
+                memories: OnceLock::new(),
+                embedder,
+                index: index::Cache::default(),
+                embeddings: embeddings::Cache::default(),
+            }),
+            now: self.now,
+            use_index: self.use_index,
+            access: Access::unrestricted(),
+        }
+    }
+
     /// The stores this context may open.
     pub fn access(&self) -> &Access {
         &self.access
@@ -376,7 +449,9 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
     vec![
         Arc::new(search_conversations::SearchConversations),
         Arc::new(memo_search::MemoSearch),
+        Arc::new(memo_save::MemoSave),
         Arc::new(semantic_search::SemanticSearch),
         Arc::new(sql::Sql),
+        Arc::new(compose::Compose),
     ]
 }

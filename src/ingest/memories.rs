@@ -64,16 +64,49 @@ pub struct MemoryInput {
     pub origin: Option<String>,
 }
 
-/// Why [`add_memory`] refused or failed.
+/// Why [`add_memory`] or [`save_memory`] refused or failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AddMemoryError {
     /// The input has neither a title nor a body.
     #[error("a memory needs a title or a body")]
     Empty,
+    /// A `supersedes` id names no stored memory.
+    #[error("`supersedes`: no memory has id `{0}`")]
+    UnknownSupersedes(String),
+    /// A memory cannot supersede itself.
+    #[error("`supersedes`: memory `{0}` cannot supersede itself")]
+    SupersedesItself(String),
     /// The store could not be written.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What [`save_memory`] adds beside the memory itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SaveLinks {
+    /// Ids of stored memories the new one replaces: they stay stored and are marked
+    /// superseded.
+    pub supersedes: Vec<String>,
+    /// The conversation the memory was saved from (a transcript's `conversation_id`).
+    pub conversation_id: Option<String>,
+}
+
+/// What [`save_memory`] did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SaveOutcome {
+    /// The memory's id (deterministic: from title and body unless given).
+    pub id: String,
+    /// True when no memory had this id before.
+    pub created: bool,
+    /// True when anything was written (a new or changed memory, or a new link).
+    pub changed: bool,
+    /// Ids this save newly marked superseded.
+    pub superseded: Vec<String>,
+    /// True when an embedding was computed and stored.
+    pub embedded: bool,
+    /// Creation time kept for the memory (UTC `YYYY-MM-DDTHH:MM:SSZ`).
+    pub stored_created: String,
 }
 
 /// What an import did. Serialises to JSON for `--json`; `Display` gives the
@@ -135,7 +168,8 @@ impl ImportSummary {
 }
 
 /// Adds (or updates, by id) one memory and embeds it when the default model
-/// ([`Embedder::load_default`]) is available. Returns the memory's id.
+/// ([`Embedder::load_default`]) is available. Returns the memory's id. Adding the same
+/// memory again changes nothing (see [`save_memory`]).
 ///
 /// # Errors
 /// [`AddMemoryError::Empty`] without title and body, [`AddMemoryError::Store`] when the
@@ -156,9 +190,86 @@ pub fn add_memory_with(
     embedder: Option<&Embedder>,
     now: DateTime<Utc>,
 ) -> Result<String, AddMemoryError> {
-    let memory = memory_from_input(input, now).ok_or(AddMemoryError::Empty)?;
-    store.upsert(&memory)?;
-    if let Some(embedder) = embedder {
+    save_memory(store, input, &SaveLinks::default(), embedder, now).map(|o| o.id)
+}
+
+/// Saves one memory — the one write path of `skills memo add` and the `memo-save`
+/// skill — with its links, in one transaction, then embeds it with `embedder` when it
+/// is new or changed.
+///
+/// Idempotent: when the id (from title and body unless `input.id` is set) is already
+/// stored with the same title, type, tags, body, files and origin, the stored times are
+/// kept and nothing is written unless a link is new. A changed memory keeps its stored
+/// `created` (unless `input.created` is set) and gets `updated = now`.
+///
+/// # Errors
+/// [`AddMemoryError::Empty`] without title and body; [`AddMemoryError::UnknownSupersedes`]
+/// / [`AddMemoryError::SupersedesItself`] for a bad `supersedes` id (nothing written);
+/// [`AddMemoryError::Store`] when the store cannot be read or written.
+pub fn save_memory(
+    store: &MemoryStore,
+    input: MemoryInput,
+    links: &SaveLinks,
+    embedder: Option<&Embedder>,
+    now: DateTime<Utc>,
+) -> Result<SaveOutcome, AddMemoryError> {
+    let explicit_created = input.created.is_some();
+    let explicit_updated = input.updated.is_some();
+    let mut memory = memory_from_input(input, now).ok_or(AddMemoryError::Empty)?;
+    for old in &links.supersedes {
+        if *old == memory.id {
+            return Err(AddMemoryError::SupersedesItself(old.clone()));
+        }
+        if !store.contains(old)? {
+            return Err(AddMemoryError::UnknownSupersedes(old.clone()));
+        }
+    }
+    if let Some(existing) = store.get(&memory.id)? {
+        let same = existing.title == memory.title
+            && existing.kind == memory.kind
+            && existing.tags == memory.tags
+            && existing.body == memory.body
+            && existing.files_read == memory.files_read
+            && existing.files_modified == memory.files_modified
+            && existing.origin == memory.origin;
+        if !explicit_created {
+            memory.created = existing.created;
+        }
+        if same && !explicit_updated {
+            memory.updated = existing.updated;
+        } else if !explicit_updated {
+            memory.updated = truncate_seconds(now).max(memory.created);
+        }
+    }
+    let mut pairs: Vec<(&str, String)> = links
+        .supersedes
+        .iter()
+        .map(|old| (crate::stores::memories::REL_SUPERSEDES, old.clone()))
+        .collect();
+    if let Some(conv) = links
+        .conversation_id
+        .as_ref()
+        .filter(|c| !c.trim().is_empty())
+    {
+        pairs.push((
+            crate::stores::memories::REL_CONVERSATION,
+            conv.trim().to_owned(),
+        ));
+    }
+    let before = store.links(std::slice::from_ref(&memory.id))?;
+    let (outcome, added) = store.save(&memory, &pairs)?;
+    let already: Vec<String> = before
+        .get(&memory.id)
+        .map(|l| l.supersedes.clone())
+        .unwrap_or_default();
+    let superseded: Vec<String> = links
+        .supersedes
+        .iter()
+        .filter(|id| !already.contains(id))
+        .cloned()
+        .collect();
+    let mut embedded = false;
+    if let (Some(embedder), true) = (embedder, outcome != Upsert::Unchanged) {
         store.set_embeddings(
             &[(
                 memory.id.clone(),
@@ -166,8 +277,16 @@ pub fn add_memory_with(
             )],
             embedder.name(),
         )?;
+        embedded = true;
     }
-    Ok(memory.id)
+    Ok(SaveOutcome {
+        id: memory.id,
+        created: outcome == Upsert::Inserted,
+        changed: outcome != Upsert::Unchanged || added > 0,
+        superseded,
+        embedded,
+        stored_created: crate::stores::memories::format_time(&memory.created),
+    })
 }
 
 /// Imports every memory file under `paths` (files or folders, walked recursively in

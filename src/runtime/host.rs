@@ -10,7 +10,12 @@ use super::args::{self, ArgError};
 use super::doc::{Diagnostic, SkillDoc};
 use super::render;
 use super::skill::{self, Skill};
-use crate::engines::{self, Context, Engine, EngineError};
+use crate::engines::{self, Context, Engine, EngineError, SkillCallError, Skills};
+use crate::stores::StoreError;
+
+/// Deepest nesting of calls through composed skills (cycles are refused when the host
+/// loads; this bounds what a misbehaving engine could do).
+pub const MAX_CALL_DEPTH: usize = 8;
 
 /// The result of one successful call.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -63,6 +68,12 @@ pub enum CallError {
         #[source]
         source: EngineError,
     },
+    /// Composed skills nested deeper than [`MAX_CALL_DEPTH`].
+    #[error("`{skill}`: calls nested deeper than {MAX_CALL_DEPTH} composed skills")]
+    TooDeep {
+        /// Skill name.
+        skill: String,
+    },
     /// The template could not render the engine output.
     #[error("`{skill}`: template failed: {source:#}")]
     Render {
@@ -89,6 +100,7 @@ pub struct Host {
     diagnostics: Vec<Diagnostic>,
     env: minijinja::Environment<'static>,
     ctx: Context,
+    engines: Vec<Arc<dyn Engine>>,
 }
 
 impl Host {
@@ -106,6 +118,7 @@ impl Host {
             diagnostics: Vec::new(),
             env: render::environment(),
             ctx,
+            engines: engines.to_vec(),
         };
         let validator = serde_json::from_str::<Value>(skill::SKILL_SCHEMA)
             .map_err(|e| e.to_string())
@@ -194,6 +207,7 @@ impl Host {
                 Err(diags) => host.diagnostics.extend(diags),
             }
         }
+        host.check_compositions();
         for engine in engines {
             if !named.contains(engine.name()) {
                 host.diagnostics.push(Diagnostic::new(
@@ -208,6 +222,94 @@ impl Host {
             }
         }
         host
+    }
+
+    /// Refuses composed skills ([`Engine::calls`]) that name a skill not loaded, call
+    /// themselves or take part in a cycle, call a skill reading a store their own
+    /// `reads` does not declare, or — being read-only — call a skill that writes. Each
+    /// becomes a diagnostic on `/engine-options` and the skill is unloaded; repeated
+    /// until nothing changes (unloading one can break another).
+    fn check_compositions(&mut self) {
+        loop {
+            let mut refused: Vec<(usize, String)> = Vec::new();
+            for (i, skill) in self.skills.iter().enumerate() {
+                let calls = skill.engine.calls();
+                if calls.is_empty() {
+                    continue;
+                }
+                let mut problems = Vec::new();
+                for target in &calls {
+                    let Some(t) = self.skills.iter().find(|s| s.name() == target) else {
+                        problems.push(format!("calls skill `{target}`, which is not loaded"));
+                        continue;
+                    };
+                    for store in crate::stores::Store::ALL {
+                        if t.access.reads(store) && !skill.access.reads(store) {
+                            problems.push(format!(
+                                "calls `{target}`, which reads store `{store}`; add `{store}` to `reads`"
+                            ));
+                        }
+                        if t.access.writes(store) && skill.is_read_only() {
+                            problems.push(format!(
+                                "calls `{target}`, which writes store `{store}`, but `writes` is empty"
+                            ));
+                        }
+                    }
+                }
+                if let Some(cycle) = self.cycle_from(skill.name()) {
+                    problems.push(format!("calls form a cycle: {}", cycle.join(" → ")));
+                }
+                if !problems.is_empty() {
+                    refused.push((i, problems.join("; ")));
+                }
+            }
+            if refused.is_empty() {
+                return;
+            }
+            for (i, why) in refused.iter().rev() {
+                let skill = self.skills.remove(*i);
+                self.diagnostics.push(Diagnostic::new(
+                    &skill.doc.path,
+                    "/engine-options",
+                    skill
+                        .doc
+                        .field_line("engine-options")
+                        .or_else(|| skill.doc.field_line("engine")),
+                    format!("composed skill `{}` {why}", skill.name()),
+                ));
+            }
+        }
+    }
+
+    /// A path of calls from `start` back to `start`, if any.
+    fn cycle_from(&self, start: &str) -> Option<Vec<String>> {
+        let mut stack: Vec<(String, Vec<String>)> =
+            vec![(start.to_owned(), vec![start.to_owned()])];
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some((name, path)) = stack.pop() {
+            let Some(skill) = self.skills.iter().find(|s| s.name() == name) else {
+                continue;
+            };
+            for next in skill.engine.calls() {
+                if next == start {
+                    let mut cycle = path.clone();
+                    cycle.push(next);
+                    return Some(cycle);
+                }
+                if seen.insert(next.clone()) {
+                    let mut p = path.clone();
+                    p.push(next.clone());
+                    stack.push((next, p));
+                }
+            }
+        }
+        None
+    }
+
+    /// The same skills folder and engines loaded again over the stores at `paths`,
+    /// with this host's clock and model ([`Context::relocated`]).
+    pub fn relocated(&self, paths: crate::stores::StorePaths) -> Self {
+        Self::load_with(&self.dir, self.ctx.relocated(paths), &self.engines)
     }
 
     /// The skills folder.
@@ -244,6 +346,12 @@ impl Host {
     /// # Errors
     /// [`CallError`]: unknown skill, invalid arguments (each named), engine or template failure.
     pub fn call(&self, name: &str, args: Value) -> Result<CallOutput, CallError> {
+        self.call_at(name, args, 0)
+    }
+
+    /// [`Host::call`] at nesting `depth` (0: a caller outside the host; composed
+    /// skills call their sources at `depth + 1`).
+    fn call_at(&self, name: &str, args: Value, depth: usize) -> Result<CallOutput, CallError> {
         let skill = self.get(name).ok_or_else(|| CallError::UnknownSkill {
             name: name.to_owned(),
             known: self
@@ -262,10 +370,16 @@ impl Host {
             })?;
         // The engine sees only the stores the document declares (read-only ones when
         // `writes` is empty).
+        if depth > MAX_CALL_DEPTH {
+            return Err(CallError::TooDeep {
+                skill: skill.name().to_owned(),
+            });
+        }
         let ctx = self.ctx.scoped(skill.access.clone());
+        let nested = Nested { host: self, depth };
         let mut data = skill
             .engine
-            .call(&args, &ctx)
+            .call_in(&args, &ctx, &nested)
             .map_err(|source| CallError::Engine {
                 skill: skill.name().to_owned(),
                 source,
@@ -303,5 +417,29 @@ impl Host {
             text,
             redacted,
         })
+    }
+}
+
+/// What a composed skill's engine calls other skills through: [`Host::call`] one level
+/// deeper.
+struct Nested<'h> {
+    host: &'h Host,
+    depth: usize,
+}
+
+impl Skills for Nested<'_> {
+    fn call_skill(&self, name: &str, args: Value) -> Result<Value, SkillCallError> {
+        match self.host.call_at(name, args, self.depth + 1) {
+            Ok(out) => Ok(out.data),
+            Err(CallError::Engine {
+                source: EngineError::Store(e @ StoreError::Missing { .. }),
+                ..
+            }) => Err(SkillCallError::Skipped(e.to_string())),
+            Err(CallError::Engine {
+                source: EngineError::Unavailable(why),
+                ..
+            }) => Err(SkillCallError::Skipped(why)),
+            Err(other) => Err(SkillCallError::Failed(other.to_string())),
+        }
     }
 }

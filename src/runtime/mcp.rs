@@ -187,9 +187,9 @@ fn call_error_message(error: &CallError, tools: &[Tool]) -> String {
 /// Shape: `name` = [`Skill::tool_name`], `title`, `description`, `inputSchema` =
 /// [`served_input_schema`] of the document's `input-schema` (the client-lenient
 /// subset), `outputSchema` = [`served_output_schema`] when its root is an object, and
-/// annotations
-/// `readOnlyHint` ([`Skill::is_read_only`]), `idempotentHint`
-/// ([`Skill::is_deterministic`]), `destructiveHint` (the document's
+/// annotations `readOnlyHint` ([`Skill::is_read_only`]), `idempotentHint` (the
+/// document's `annotations.idempotent`, else [`Skill::is_deterministic`]),
+/// `destructiveHint` (the document's
 /// `annotations.destructive`, else false for read-only skills) and `openWorldHint`
 /// (the document's `annotations.open-world`, else false).
 pub fn tool_for(skill: &Skill) -> Tool {
@@ -212,7 +212,11 @@ pub fn tool_for(skill: &Skill) -> Tool {
     let read_only = skill.is_read_only();
     let mut annotations = ToolAnnotations::new()
         .read_only(read_only)
-        .idempotent(skill.is_deterministic())
+        .idempotent(
+            declared
+                .idempotent
+                .unwrap_or_else(|| skill.is_deterministic()),
+        )
         .open_world(declared.open_world.unwrap_or(false));
     if let Some(title) = &skill.meta.title {
         annotations.title = Some(title.clone());

@@ -1,5 +1,6 @@
-//! `skills new`: scaffolds a drop-in skill folder (document, query, template,
-//! conformance binding) that validates and verifies as generated.
+//! `skills new`: scaffolds a drop-in skill folder that validates and verifies as
+//! generated: `sql` (document, query, template, conformance binding) or `compose` (a
+//! composition of memo-search and search-conversations: document, template, binding).
 
 use std::path::{Path, PathBuf};
 
@@ -7,6 +8,12 @@ const SQL_SKILL: &str = include_str!("../../templates/new-sql/SKILL.md.j2");
 const SQL_QUERY: &str = include_str!("../../templates/new-sql/query.sql");
 const SQL_TEMPLATE: &str = include_str!("../../templates/new-sql/template.md.j2");
 const SQL_CONFORMANCE: &str = include_str!("../../templates/new-sql/conformance.yaml.j2");
+const COMPOSE_SKILL: &str = include_str!("../../templates/new-compose/SKILL.md.j2");
+const COMPOSE_TEMPLATE: &str = include_str!("../../templates/new-compose/template.md.j2");
+const COMPOSE_CONFORMANCE: &str = include_str!("../../templates/new-compose/conformance.yaml.j2");
+
+/// Engines `skills new --engine` scaffolds.
+pub const ENGINES: &[&str] = &["sql", "compose"];
 
 /// Why a skill could not be scaffolded.
 #[derive(Debug, thiserror::Error)]
@@ -19,7 +26,7 @@ pub enum ScaffoldError {
     #[error("`{0}` already exists; choose another name or remove it")]
     Exists(PathBuf),
     /// No scaffold for this engine.
-    #[error("no scaffold for engine `{0}`; available: sql")]
+    #[error("no scaffold for engine `{0}`; available: sql, compose")]
     UnknownEngine(String),
     /// A scaffold template failed to render.
     #[error("scaffold template: {0:#}")]
@@ -54,7 +61,7 @@ pub fn new_skill(
     if !valid_name(name) {
         return Err(ScaffoldError::InvalidName(name.to_owned()));
     }
-    if engine != "sql" {
+    if !ENGINES.contains(&engine) {
         return Err(ScaffoldError::UnknownEngine(engine.to_owned()));
     }
     let dir = skills_dir.join(name);
@@ -71,12 +78,23 @@ pub fn new_skill(
     };
     let ctx = minijinja::context! { name => name, title => title, tool => name.replace('-', "_") };
     let env = minijinja::Environment::new();
-    let files = [
-        ("SKILL.md", env.render_str(SQL_SKILL, &ctx)?),
-        ("query.sql", SQL_QUERY.to_owned()),
-        ("template.md.j2", SQL_TEMPLATE.to_owned()),
-        ("conformance.yaml", env.render_str(SQL_CONFORMANCE, &ctx)?),
-    ];
+    let files = if engine == "compose" {
+        vec![
+            ("SKILL.md", env.render_str(COMPOSE_SKILL, &ctx)?),
+            ("template.md.j2", COMPOSE_TEMPLATE.to_owned()),
+            (
+                "conformance.yaml",
+                env.render_str(COMPOSE_CONFORMANCE, &ctx)?,
+            ),
+        ]
+    } else {
+        vec![
+            ("SKILL.md", env.render_str(SQL_SKILL, &ctx)?),
+            ("query.sql", SQL_QUERY.to_owned()),
+            ("template.md.j2", SQL_TEMPLATE.to_owned()),
+            ("conformance.yaml", env.render_str(SQL_CONFORMANCE, &ctx)?),
+        ]
+    };
     fs_err::create_dir_all(&dir)?;
     let mut written = Vec::new();
     for (file, text) in files {

@@ -11,6 +11,10 @@
 //!   "decision"); its rowid is the `memories` rowid.
 //! - `memories_vocab`: an `fts5vocab` `row` table over `memories_fts`, used by the fuzzy
 //!   mode to find indexed terms near a typo.
+//! - `memory_links`: `(id, rel, target)` relations written by `memo-save`:
+//!   [`REL_SUPERSEDES`] (the memory `id` replaces memory `target`) and
+//!   [`REL_CONVERSATION`] (it was saved from conversation `target`). Stores written
+//!   before the table existed have none; readers treat a missing table as empty.
 //! - per connection, not in the file: `temp.memories_fts_instance`, an `fts5vocab`
 //!   `instance` table from which [`fts::load`] copies the postings.
 //!
@@ -25,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use super::StoreError;
@@ -61,7 +65,24 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     title, tags, body, tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
+CREATE TABLE IF NOT EXISTS memory_links (
+    id TEXT NOT NULL,
+    rel TEXT NOT NULL,
+    target TEXT NOT NULL,
+    PRIMARY KEY (id, rel, target)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_links_target ON memory_links(rel, target);
 ";
+
+/// `memory_links.rel` of "memory `id` supersedes memory `target`" (`memo-save`'s
+/// `supersedes`): the older memory stays stored and searchable, but default rankings
+/// leave it out.
+pub const REL_SUPERSEDES: &str = "supersedes";
+
+/// `memory_links.rel` of "memory `id` was saved from conversation `target`" (a
+/// transcript's `conversation_id`), so a recall counts the memory and that transcript
+/// once.
+pub const REL_CONVERSATION: &str = "conversation";
 
 /// Format of stored times: fixed width, UTC, second precision.
 pub const TIME_FORMAT: &str = "%Y-%m-%dT%H:%M:%SZ";
@@ -386,6 +407,56 @@ impl MemoryStore {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
+    /// [`MemoryStore::upsert`] of `memory` and its `links` (`(rel, target)` pairs of
+    /// `memory_links`, added when missing, never removed) in one transaction: what
+    /// `memo-save` writes. Returns the upsert's outcome and how many links were new.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a write failure; nothing is written then.
+    pub fn save(
+        &self,
+        memory: &Memory,
+        links: &[(&str, String)],
+    ) -> Result<(Upsert, usize), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let outcome = upsert_in(&tx, memory).map_err(|e| self.error(e))?;
+        let mut added = 0;
+        for (rel, target) in links {
+            added += tx
+                .execute(
+                    "INSERT OR IGNORE INTO memory_links(id, rel, target) VALUES (?1, ?2, ?3)",
+                    params![memory.id, rel, target],
+                )
+                .map_err(|e| self.error(e))?;
+        }
+        tx.commit().map_err(|e| self.error(e))?;
+        Ok((outcome, added))
+    }
+
+    /// The links of memories `ids` (see [`Links`]), for every id that has any.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a read failure.
+    pub fn links(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, Links>, StoreError> {
+        links_of(&self.lock(), ids).map_err(|e| self.error(e))
+    }
+
+    /// True when a memory with this id is stored.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] on a read failure.
+    pub fn contains(&self, id: &str) -> Result<bool, StoreError> {
+        self.lock()
+            .query_row("SELECT 1 FROM memories WHERE id = ?1", [id], |_| Ok(()))
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(|e| self.error(e))
+    }
+
     /// Reads one memory by id.
     ///
     /// # Errors
@@ -439,6 +510,10 @@ pub struct SearchIndex {
     vectors: VectorMatrix,
     /// Rows holding at least one vector.
     embedded_rows: usize,
+    /// Per row: another memory supersedes it (`memory_links`).
+    superseded: Vec<bool>,
+    /// Rows marked in `superseded`.
+    superseded_rows: usize,
     /// Metadata laid out for filters, built on first use.
     filter_columns: OnceLock<FilterColumns>,
     /// Terms of `memories_vocab`, read on first use.
@@ -499,6 +574,12 @@ impl SearchIndex {
                 files,
             });
         }
+        let superseded_set = superseded_ids(conn)?;
+        let superseded: Vec<bool> = rows
+            .iter()
+            .map(|m| superseded_set.contains(&m.id))
+            .collect();
+        let superseded_rows = superseded.iter().filter(|s| **s).count();
         Ok(Self {
             model: model.map(str::to_owned),
             dim,
@@ -506,6 +587,8 @@ impl SearchIndex {
             rows,
             vectors: vectors.finish(),
             embedded_rows,
+            superseded,
+            superseded_rows,
             filter_columns: OnceLock::new(),
             vocab: OnceLock::new(),
             fts: OnceLock::new(),
@@ -583,6 +666,17 @@ impl SearchIndex {
             return Some(g);
         }
         self.rows.binary_search_by_key(&rowid, |m| m.rowid).ok()
+    }
+
+    /// True when another memory supersedes row `i` (an index into
+    /// [`SearchIndex::rows`]).
+    pub fn is_superseded(&self, i: usize) -> bool {
+        self.superseded.get(i).copied().unwrap_or(false)
+    }
+
+    /// Number of superseded rows.
+    pub fn superseded_rows(&self) -> usize {
+        self.superseded_rows
     }
 
     /// Number of memories holding an embedding from the index's model.
@@ -685,6 +779,84 @@ fn upsert_in(tx: &rusqlite::Transaction<'_>, memory: &Memory) -> Result<Upsert, 
         )?;
     }
     Ok(outcome)
+}
+
+/// What `memory_links` says about one memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Links {
+    /// Ids of the memories that supersede this one, sorted.
+    pub superseded_by: Vec<String>,
+    /// Ids of the memories this one supersedes (sorted).
+    pub supersedes: Vec<String>,
+    /// The conversation it was saved from, when recorded.
+    pub conversation_id: Option<String>,
+}
+
+/// True when the store at `conn` has the `memory_links` table (stores written before
+/// it existed do not).
+///
+/// # Errors
+/// A SQLite error while reading the schema.
+pub fn has_links_table(conn: &Connection) -> Result<bool, rusqlite::Error> {
+    conn.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_links'",
+        [],
+        |_| Ok(()),
+    )
+    .optional()
+    .map(|r| r.is_some())
+}
+
+/// [`Links`] of every id of `ids` that has any, read through `conn` (empty when the
+/// store has no `memory_links` table).
+///
+/// # Errors
+/// A SQLite error while reading.
+pub fn links_of(
+    conn: &Connection,
+    ids: &[String],
+) -> Result<std::collections::HashMap<String, Links>, rusqlite::Error> {
+    let mut out: std::collections::HashMap<String, Links> = std::collections::HashMap::new();
+    if ids.is_empty() || !has_links_table(conn)? {
+        return Ok(out);
+    }
+    let marks = vec!["?"; ids.len()].join(",");
+    let sql = format!(
+        "SELECT id, rel, target, 0 FROM memory_links WHERE id IN ({marks}) \
+         UNION ALL SELECT target, rel, id, 1 FROM memory_links WHERE rel = 'supersedes' AND target IN ({marks}) \
+         ORDER BY 1, 2, 3"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query(params_from_iter(ids.iter().chain(ids.iter())))?;
+    while let Some(r) = rows.next()? {
+        let id: String = r.get(0)?;
+        let rel: String = r.get(1)?;
+        let other: String = r.get(2)?;
+        let reverse: i64 = r.get(3)?;
+        let links = out.entry(id).or_default();
+        match (rel.as_str(), reverse) {
+            (REL_SUPERSEDES, 0) => links.supersedes.push(other),
+            (REL_SUPERSEDES, _) => links.superseded_by.push(other),
+            (REL_CONVERSATION, 0) => {
+                links.conversation_id.get_or_insert(other);
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Ids of every memory some other memory supersedes (empty without `memory_links`).
+fn superseded_ids(conn: &Connection) -> Result<std::collections::HashSet<String>, rusqlite::Error> {
+    if !has_links_table(conn)? {
+        return Ok(std::collections::HashSet::new());
+    }
+    let mut stmt =
+        conn.prepare_cached("SELECT DISTINCT target FROM memory_links WHERE rel = 'supersedes'")?;
+    let ids = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(ids)
 }
 
 /// Parses a JSON array of strings as stored in `tags`/`files_*`; anything else is empty.

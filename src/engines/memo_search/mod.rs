@@ -31,6 +31,10 @@
 //! per search from columns laid out for them
 //! ([`FilterColumns`](crate::search::filter_columns::FilterColumns)).
 //!
+//! Memories another memory supersedes (`memory_links`, written by `memo-save`'s
+//! `supersedes`) are left out of every mode's ranking unless `include_superseded` is
+//! true; then they rank as any other and carry `superseded_by`.
+//!
 //! Scores (higher is better): bm25/exact/fuzzy give −bm25 (> 0, unbounded); vec gives
 //! the cosine clamped to [0, 1]; hybrid gives Σ weight · score / leg's best score, in
 //! (0, 1.3].
@@ -58,7 +62,7 @@ use crate::embed::Embedder;
 use crate::search::bm25::Matches;
 use crate::search::filter_columns::RowMeta;
 use crate::search::fuzzy;
-use crate::stores::memories::{format_time, json_list, MemoryStore, SearchIndex};
+use crate::stores::memories::{format_time, json_list, links_of, MemoryStore, SearchIndex};
 use crate::time::parse_when;
 
 /// Default and bounds of `limit`.
@@ -152,6 +156,8 @@ pub struct Request {
     pub body_chars: Option<usize>,
     /// Add per-hit `explain` and a `trace`.
     pub explain: bool,
+    /// Rank memories another memory supersedes too (default: left out).
+    pub include_superseded: bool,
     /// Notes collected while checking arguments.
     pub notes: Vec<String>,
     /// Scorer of the legs (not an argument: [`Scorer::Fast`]).
@@ -195,6 +201,10 @@ impl Request {
         let body_chars = usize::try_from(body_chars).ok();
         let mut explain = args
             .get("explain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let include_superseded = args
+            .get("include_superseded")
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let file = text("file").map(str::to_ascii_lowercase);
@@ -250,6 +260,7 @@ impl Request {
             limit: usize::try_from(limit).unwrap_or(1),
             body_chars,
             explain,
+            include_superseded,
             notes,
             scorer: Scorer::default(),
         })
@@ -302,7 +313,8 @@ impl Engine for MemoSearch {
 
     /// Output shape: `{"hits": [{"id", "title", "type", "tags": [str], "created",
     /// "updated" (UTC `YYYY-MM-DDTHH:MM:SSZ`), "body", "body_truncated"?: true,
-    /// "score": number, "files_read": [str], "files_modified": [str], "explain"?: {..}}],
+    /// "score": number, "files_read": [str], "files_modified": [str], "superseded_by"?:
+    /// [id], "supersedes"?: [id], "conversation_id"?: str, "explain"?: {..}}],
     /// "mode": str, "count": int, "note"?: str, "trace"?: [{"stage", ..}]}`.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
         if let Some(source) = args.get("source").and_then(Value::as_str) {
@@ -361,6 +373,11 @@ pub fn search(
     };
     let rows = load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>())
         .map_err(|e| EngineError::Store(store.error(e)))?;
+    let ids: Vec<String> = rows
+        .values()
+        .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let links = links_of(&conn, &ids).map_err(|e| EngineError::Store(store.error(e)))?;
     drop(conn);
     let mut hits = Vec::with_capacity(fused.len());
     for f in &fused {
@@ -368,6 +385,21 @@ pub fn search(
             continue;
         };
         let mut hit = row.clone();
+        if let Some(l) = hit
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| links.get(id))
+        {
+            if !l.superseded_by.is_empty() {
+                hit.insert("superseded_by".into(), json!(l.superseded_by));
+            }
+            if !l.supersedes.is_empty() {
+                hit.insert("supersedes".into(), json!(l.supersedes));
+            }
+            if let Some(conv) = &l.conversation_id {
+                hit.insert("conversation_id".into(), json!(conv));
+            }
+        }
         if let Some(max) = req.body_chars {
             truncate_body(&mut hit, max);
         }
@@ -526,6 +558,8 @@ struct Filter {
     from: Option<String>,
     to: Option<String>,
     file: Option<memchr::memmem::Finder<'static>>,
+    /// Leave out rows another memory supersedes.
+    hide_superseded: bool,
     /// [`Filter::keep`] of every row, computed on the first [`Filter::mask`] call.
     mask: OnceCell<Vec<bool>>,
 }
@@ -540,6 +574,7 @@ impl Filter {
                 .file
                 .as_ref()
                 .map(|f| memchr::memmem::Finder::new(f.as_bytes()).into_owned()),
+            hide_superseded: !req.include_superseded,
             mask: OnceCell::new(),
         }
     }
@@ -558,14 +593,35 @@ impl Filter {
                 .is_none_or(|f| m.files.iter().any(|p| f.find(p.as_bytes()).is_some()))
     }
 
+    /// True when row `i` of `index` is left out because another memory supersedes it
+    /// (unless `include_superseded`).
+    fn hidden(&self, index: &SearchIndex, i: usize) -> bool {
+        self.hide_superseded && index.is_superseded(i)
+    }
+
     /// Whether each row of `index` passes, for callers that test most rows (computed
     /// once per search from the index's filter columns); `None` when there is no
-    /// filter. Equal, row for row, to [`Filter::keep`].
+    /// filter. Equal, row for row, to [`Filter::keep`] and not [`Filter::hidden`].
     fn mask(&self, index: &SearchIndex) -> Option<&[bool]> {
-        if self.is_empty() {
+        let hide = self.hide_superseded && index.superseded_rows() > 0;
+        if self.is_empty() && !hide {
             return None;
         }
-        Some(self.mask.get_or_init(|| self.compute_mask(index)))
+        Some(self.mask.get_or_init(|| {
+            let mut mask = if self.is_empty() {
+                vec![true; index.rows().len()]
+            } else {
+                self.compute_mask(index)
+            };
+            if hide {
+                for (i, keep) in mask.iter_mut().enumerate() {
+                    if index.is_superseded(i) {
+                        *keep = false;
+                    }
+                }
+            }
+            mask
+        }))
     }
 
     fn compute_mask(&self, index: &SearchIndex) -> Vec<bool> {
@@ -980,7 +1036,7 @@ impl Leg<'_> {
             if every {
                 // Few rows, as a rule: test them one by one.
                 matches.every_group(|i, bm25| {
-                    if self.filter.keep(&meta[i]) {
+                    if self.filter.keep(&meta[i]) && !self.filter.hidden(self.index, i) {
                         hits.push((bm25, i));
                     }
                 });
@@ -1003,7 +1059,7 @@ impl Leg<'_> {
                 let Some(i) = self.index.position(r.get(0)?) else {
                     continue;
                 };
-                if self.filter.keep(&meta[i]) {
+                if self.filter.keep(&meta[i]) && !self.filter.hidden(self.index, i) {
                     hits.push((r.get(1)?, i));
                 }
             }

@@ -707,7 +707,24 @@ impl Verifier {
             now: key.1.as_deref(),
             embedder: key.2,
         };
-        check.run(&probe)
+        if skill.is_read_only() {
+            return check.run(&probe);
+        }
+        // A skill that writes runs on a private copy of the corpus's stores, so its
+        // cases never change what other skills' cases read.
+        let (tmp, host) = checks::scenario::isolated(&probe)?;
+        let Some(skill) = host.get(&probe.skill.meta.name) else {
+            return Err(format!(
+                "skill `{}` did not load over the private stores",
+                probe.skill.name()
+            ));
+        };
+        check.run(&Probe {
+            host: &host,
+            skill,
+            data_dir: tmp.path(),
+            ..probe
+        })
     }
 
     /// The host over a corpus's stores with a clock and model, built on first use.
@@ -792,7 +809,7 @@ impl Verifier {
 }
 
 /// Every file under `dirs` (recursively) with its size and SHA-256.
-fn snapshot(dirs: &[PathBuf]) -> Result<BTreeMap<PathBuf, String>, String> {
+pub(crate) fn snapshot(dirs: &[PathBuf]) -> Result<BTreeMap<PathBuf, String>, String> {
     use sha2::{Digest, Sha256};
     let mut out = BTreeMap::new();
     let mut pending: Vec<PathBuf> = dirs.to_vec();

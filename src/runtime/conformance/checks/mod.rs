@@ -9,7 +9,8 @@
 //! - [`rows`]: the rows and values of the structured output;
 //! - [`text`]: the rendered markdown;
 //! - [`store`]: output rows against the store records they came from;
-//! - [`process`]: how calls behave (repeatability, errors, argument changes).
+//! - [`process`]: how calls behave (repeatability, errors, argument changes);
+//! - [`scenario`]: sequences of calls on a private copy of the stores.
 //!
 //! A check runs on one case (arguments + corpus) through a [`Probe`]; a failing check
 //! returns a message with the first counter-example. No check knows any particular skill.
@@ -21,6 +22,7 @@
 pub mod params;
 pub mod process;
 pub mod rows;
+pub mod scenario;
 pub mod store;
 pub mod text;
 mod util;
@@ -275,6 +277,7 @@ pub fn vocabulary() -> &'static [Check] {
             Check::of::<process::ErrorContains>(),
             Check::of::<store::StoreOrderedBy>(),
             Check::of::<store::StoreUnchanged>(),
+            Check::of::<scenario::Scenario>(),
         ]
     })
 }

@@ -1,0 +1,920 @@
+//! Engine `compose`: a skill written as a declarative composition of other skills —
+//! what `sql` is for one query, `compose` is for an L2 skill over L1 skills.
+//!
+//! A document's `engine-options` (validated when it binds):
+//!
+//! ```yaml
+//! engine-options:
+//!   sources:                          # skills to call, in order
+//!     - skill: memo-search            # a loaded skill (not this one; no cycles)
+//!       label: memory                 # name in results (default: the skill name)
+//!       args:                         # the call's arguments (see "Templates")
+//!         query: "{{ question }}"
+//!         limit: "{{ per_source }}"
+//!       rows: /hits                   # JSON pointer to its row array (default /rows)
+//!       weight: 1.0                   # RRF weight (default 1)
+//!       item:                         # one result item per row (see "Items")
+//!         id: "{{ row.id }}"
+//!         title: "{{ row.title }}"
+//!         text: "{{ row.body }}"
+//!         date: "{{ row.updated }}"
+//!         citation: "[memory {{ row.id }} · {{ row.updated[:10] }}]"
+//!         key: "memory:{{ row.id }}"
+//!   fuse: {method: rrf, k: 60}        # reciprocal-rank fusion (the only method)
+//!   budget: {arg: max_tokens, default: 2000}
+//! ```
+//!
+//! **Templates.** Every string in a source's `args` and `item` is a minijinja template
+//! over the composed skill's validated arguments (by name, and as `args`); item
+//! templates also see `row` (one row of the source's output) and `source` (its
+//! label). A string that is one `{{ expression }}` and nothing else keeps the
+//! expression's type (`limit: "{{ per_source }}"` passes a number); an argument whose
+//! value comes out `null` or undefined is left out, so optional arguments pass
+//! through. Other values are passed as written.
+//!
+//! **Items.** `citation` (required) and `text` (required) plus optional `id`, `title`,
+//! `date` (RFC 3339 or `YYYY-MM-DD`; gives `age_days` against the clock), `key`,
+//! `group`, `covers` and `note`. Items with the same non-empty `key` are one item
+//! (their fused scores add up; the other citations are kept in `also`); an item whose
+//! `covers` equals other items' `group` absorbs them the same way (a memory saved from a
+//! conversation covers that conversation's transcript rows). An empty `note` is none.
+//!
+//! **Fusion and budget.** Each item scores Σ weight / (k + rank) over the sources that
+//! returned it (rank 1-based within its source). Items are ranked by score (ties: the
+//! earlier source, then its rank) and written as pack entries — `- <citation>
+//! **<title>** (<age>; <note>) — <text>` — while the pack fits the budget, read from
+//! argument `budget.arg` (default `budget.default`). Tokens are counted as
+//! ceil(characters / 4) of the pack text (entries joined by newlines); the entry that
+//! does not fit is cut (text shortened, `…` appended) when at least 16 tokens remain,
+//! and the rest are dropped (counted in `dropped`).
+//!
+//! **Failures.** Sources are called through the host's one call path (their argument
+//! validation, declared effects and redaction apply). A source whose store does not
+//! exist yet, or that says a capability is unavailable (no embeddings), is skipped
+//! and named in `notes`; any other failure fails the call, naming the source.
+//!
+//! Engines know nothing of the host: calls go through [`Skills`], which
+//! [`crate::runtime::Host`] provides; the host refuses, when it loads, a composition
+//! naming an unknown skill, itself or a cycle, and one whose sources read stores its
+//! `reads` does not declare.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::{Binding, Context, Engine, EngineError, SkillCallError, Skills};
+
+/// Instructions one template evaluation may run (minijinja fuel).
+pub const TEMPLATE_FUEL: u64 = 1_000_000;
+
+/// Smallest remainder of the budget (tokens) for which the last entry is cut to fit
+/// rather than dropped.
+pub const MIN_CUT_TOKENS: usize = 16;
+
+/// Tokens of `text` under the documented rule: ceil(characters / 4).
+pub fn tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+/// The unbound engine: [`Engine::bind`] reads a document's `engine-options`.
+pub struct Compose;
+
+/// `engine-options` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    sources: Vec<SourceOptions>,
+    #[serde(default)]
+    fuse: FuseOptions,
+    #[serde(default)]
+    budget: BudgetOptions,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceOptions {
+    skill: String,
+    label: Option<String>,
+    #[serde(default = "empty_object")]
+    args: Value,
+    rows: Option<String>,
+    weight: Option<f64>,
+    item: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FuseOptions {
+    #[serde(default = "rrf")]
+    method: String,
+    #[serde(default = "sixty")]
+    k: f64,
+}
+
+impl Default for FuseOptions {
+    fn default() -> Self {
+        Self {
+            method: rrf(),
+            k: sixty(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetOptions {
+    #[serde(default = "max_tokens")]
+    arg: String,
+    #[serde(default = "two_thousand")]
+    default: usize,
+}
+
+impl Default for BudgetOptions {
+    fn default() -> Self {
+        Self {
+            arg: max_tokens(),
+            default: two_thousand(),
+        }
+    }
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+fn rrf() -> String {
+    "rrf".into()
+}
+fn sixty() -> f64 {
+    60.0
+}
+fn max_tokens() -> String {
+    "max_tokens".into()
+}
+fn two_thousand() -> usize {
+    2000
+}
+
+/// Item fields a source may map.
+const ITEM_FIELDS: &[&str] = &[
+    "id", "title", "text", "date", "citation", "key", "group", "covers", "note",
+];
+
+/// A template tree: JSON whose strings are templates.
+#[derive(Debug, Clone)]
+pub enum Template {
+    /// A value passed as written (numbers, booleans, null, strings without `{{`/`{%`).
+    Literal(Value),
+    /// A string that is one `{{ expression }}`: evaluated, keeping its type.
+    Expression(String),
+    /// A string holding template syntax: rendered to text.
+    Text(String),
+    /// An array of templates.
+    Array(Vec<Template>),
+    /// An object of templates (order kept).
+    Object(Vec<(String, Template)>),
+}
+
+fn template_env() -> minijinja::Environment<'static> {
+    let mut env = minijinja::Environment::new();
+    env.set_fuel(Some(TEMPLATE_FUEL));
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env
+}
+
+impl Template {
+    /// Parses `value` into a template tree, checking every template's syntax.
+    ///
+    /// # Errors
+    /// The JSON pointer (below `at`) of the first string that does not parse, and why.
+    pub fn parse(value: &Value, at: &str) -> Result<Self, String> {
+        let env = template_env();
+        Self::parse_in(&env, value, at)
+    }
+
+    fn parse_in(env: &minijinja::Environment<'_>, value: &Value, at: &str) -> Result<Self, String> {
+        Ok(match value {
+            Value::String(s) => {
+                let trimmed = s.trim();
+                let inner = trimmed
+                    .strip_prefix("{{")
+                    .and_then(|t| t.strip_suffix("}}"))
+                    .filter(|t| !t.contains("{{") && !t.contains("}}"));
+                if let Some(expr) = inner {
+                    env.compile_expression(expr)
+                        .map_err(|e| format!("`{at}`: expression does not parse: {e}"))?;
+                    Self::Expression(expr.trim().to_owned())
+                } else if s.contains("{{") || s.contains("{%") {
+                    env.template_from_str(s)
+                        .map_err(|e| format!("`{at}`: template does not parse: {e}"))?;
+                    Self::Text(s.clone())
+                } else {
+                    Self::Literal(value.clone())
+                }
+            }
+            Value::Array(items) => Self::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| Self::parse_in(env, v, &format!("{at}/{i}")))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(map) => Self::Object(
+                map.iter()
+                    .map(|(k, v)| Ok((k.clone(), Self::parse_in(env, v, &format!("{at}/{k}"))?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            other => Self::Literal(other.clone()),
+        })
+    }
+
+    /// Evaluates the tree against `vars` (a JSON object of variables). An object
+    /// member whose value comes out `null` is left out.
+    ///
+    /// # Errors
+    /// The minijinja error of the first template that fails (out of fuel included).
+    pub fn eval(&self, vars: &Value) -> Result<Value, String> {
+        let env = template_env();
+        let ctx = minijinja::Value::from_serialize(vars);
+        self.eval_in(&env, &ctx)
+    }
+
+    fn eval_in(
+        &self,
+        env: &minijinja::Environment<'_>,
+        ctx: &minijinja::Value,
+    ) -> Result<Value, String> {
+        Ok(match self {
+            Self::Literal(v) => v.clone(),
+            Self::Expression(expr) => {
+                let compiled = env.compile_expression(expr).map_err(|e| e.to_string())?;
+                let out = compiled.eval(ctx).map_err(|e| format!("{e:#}"))?;
+                if out.is_undefined() || out.is_none() {
+                    Value::Null
+                } else {
+                    serde_json::to_value(&out).map_err(|e| e.to_string())?
+                }
+            }
+            Self::Text(src) => {
+                Value::String(env.render_str(src, ctx).map_err(|e| format!("{e:#}"))?)
+            }
+            Self::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|t| t.eval_in(env, ctx))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Self::Object(members) => {
+                let mut map = Map::new();
+                for (k, t) in members {
+                    let v = t.eval_in(env, ctx)?;
+                    if !v.is_null() {
+                        map.insert(k.clone(), v);
+                    }
+                }
+                Value::Object(map)
+            }
+        })
+    }
+}
+
+/// One source of a bound composition.
+#[derive(Debug)]
+struct Source {
+    skill: String,
+    label: String,
+    args: Template,
+    rows: String,
+    weight: f64,
+    item: Template,
+}
+
+/// A composition bound to one document.
+#[derive(Debug)]
+struct Composed {
+    sources: Vec<Source>,
+    k: f64,
+    budget_arg: String,
+    budget_default: usize,
+}
+
+impl Engine for Compose {
+    fn name(&self) -> &'static str {
+        "compose"
+    }
+
+    fn bind(&self, binding: &Binding<'_>) -> Result<Option<Arc<dyn Engine>>, String> {
+        let me = binding
+            .skill_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_owned();
+        let options: Options = serde_json::from_value(binding.options.clone())
+            .map_err(|e| format!("engine `compose`: {e}"))?;
+        if options.sources.is_empty() {
+            return Err("engine `compose`: `sources` names no skill".into());
+        }
+        if options.fuse.method != "rrf" {
+            return Err(format!(
+                "engine `compose`: `fuse.method` `{}` is unknown; the only method is `rrf`",
+                options.fuse.method
+            ));
+        }
+        if !(options.fuse.k.is_finite() && options.fuse.k >= 0.0) {
+            return Err("engine `compose`: `fuse.k` must be a number ≥ 0".into());
+        }
+        let props = binding
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        if props.is_none_or(|p| !p.contains_key(&options.budget.arg)) {
+            return Err(format!(
+                "engine `compose`: `budget.arg` `{}` is not an argument of the input schema",
+                options.budget.arg
+            ));
+        }
+        let mut sources = Vec::new();
+        for (i, s) in options.sources.iter().enumerate() {
+            let at = format!("/engine-options/sources/{i}");
+            if s.skill == me {
+                return Err(format!(
+                    "engine `compose`: `{at}/skill`: skill `{me}` cannot call itself"
+                ));
+            }
+            if !s.args.is_object() {
+                return Err(format!("engine `compose`: `{at}/args` must be an object"));
+            }
+            for key in s.item.keys() {
+                if !ITEM_FIELDS.contains(&key.as_str()) {
+                    return Err(format!(
+                        "engine `compose`: `{at}/item/{key}` is not an item field; known: {}",
+                        ITEM_FIELDS.join(", ")
+                    ));
+                }
+            }
+            for required in ["citation", "text"] {
+                if !s.item.contains_key(required) {
+                    return Err(format!("engine `compose`: `{at}/item` needs `{required}`"));
+                }
+            }
+            let rows = s.rows.clone().unwrap_or_else(|| "/rows".into());
+            if !rows.is_empty() && !rows.starts_with('/') {
+                return Err(format!(
+                    "engine `compose`: `{at}/rows` `{rows}` is not a JSON pointer"
+                ));
+            }
+            let weight = s.weight.unwrap_or(1.0);
+            if !(weight.is_finite() && weight >= 0.0) {
+                return Err(format!("engine `compose`: `{at}/weight` must be ≥ 0"));
+            }
+            sources.push(Source {
+                skill: s.skill.clone(),
+                label: s.label.clone().unwrap_or_else(|| s.skill.clone()),
+                args: Template::parse(&s.args, &format!("{at}/args"))
+                    .map_err(|e| format!("engine `compose`: {e}"))?,
+                rows,
+                weight,
+                item: Template::parse(&Value::Object(s.item.clone()), &format!("{at}/item"))
+                    .map_err(|e| format!("engine `compose`: {e}"))?,
+            });
+        }
+        Ok(Some(Arc::new(Composed {
+            sources,
+            k: options.fuse.k,
+            budget_arg: options.budget.arg,
+            budget_default: options.budget.default,
+        })))
+    }
+
+    fn call(&self, _args: &Value, _ctx: &Context) -> Result<Value, EngineError> {
+        Err(EngineError::Unavailable(
+            "engine `compose` needs `engine-options` naming its sources".into(),
+        ))
+    }
+}
+
+/// One fused item while it is being built.
+#[derive(Debug, Clone)]
+struct Item {
+    fields: Map<String, Value>,
+    source: String,
+    /// Index of the source and rank within it of the row it came from.
+    order: (usize, usize),
+    score: f64,
+    sources: Vec<String>,
+    also: Vec<String>,
+}
+
+impl Item {
+    fn text(&self, key: &str) -> &str {
+        self.fields.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn absorb(&mut self, other: Item) {
+        self.score += other.score;
+        let cite = other.text("citation").to_owned();
+        for s in other.sources {
+            if !self.sources.contains(&s) {
+                self.sources.push(s);
+            }
+        }
+        if !cite.is_empty() && cite != self.text("citation") && !self.also.contains(&cite) {
+            self.also.push(cite);
+        }
+        for a in other.also {
+            if !self.also.contains(&a) {
+                self.also.push(a);
+            }
+        }
+    }
+}
+
+/// Days from `date` (RFC 3339 or `YYYY-MM-DD`) to `now`, rounded down; `None` when it
+/// does not parse.
+fn age_days(date: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64> {
+    let t = chrono::DateTime::parse_from_rfc3339(date)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .ok()
+        .or_else(|| {
+            chrono::NaiveDate::parse_from_str(date.get(..10)?, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map(|d| d.and_utc())
+        })?;
+    Some((now - t).num_days())
+}
+
+fn entry(item: &Item, age: Option<i64>, text: &str) -> String {
+    let mut meta = Vec::new();
+    if let Some(age) = age {
+        meta.push(match age {
+            0 => "today".to_owned(),
+            1 => "1 day old".to_owned(),
+            n if n < 0 => "dated in the future".to_owned(),
+            n => format!("{n} days old"),
+        });
+    }
+    let note = item.text("note").trim();
+    if !note.is_empty() {
+        meta.push(note.to_owned());
+    }
+    let mut line = format!("- {}", item.text("citation"));
+    let title = item.text("title").trim();
+    if !title.is_empty() {
+        line.push_str(&format!(" **{}**", title.replace('\n', " ")));
+    }
+    if !meta.is_empty() {
+        line.push_str(&format!(" ({})", meta.join("; ")));
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if !text.is_empty() {
+        line.push_str(" — ");
+        line.push_str(&text);
+    }
+    if !item.also.is_empty() {
+        line.push_str(&format!(" (also {})", item.also.join(", ")));
+    }
+    line
+}
+
+impl Engine for Composed {
+    fn name(&self) -> &'static str {
+        "compose"
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.sources.iter().map(|s| s.skill.clone()).collect()
+    }
+
+    fn call(&self, _args: &Value, _ctx: &Context) -> Result<Value, EngineError> {
+        Err(EngineError::Unavailable(
+            "a composed skill runs only through the host (`Host::call`)".into(),
+        ))
+    }
+
+    /// Output shape: `{"pack": markdown, "tokens": int, "max_tokens": int, "count":
+    /// int, "dropped": int, "items": [{"rank", "source", "sources": [label], "citation",
+    /// "text", "score", "tokens", "id"?, "title"?, "date"?, "age_days"?, "note"?,
+    /// "also"?: [citation], "cut"?: true}], "notes": [str]}`.
+    fn call_in(
+        &self,
+        args: &Value,
+        ctx: &Context,
+        skills: &dyn Skills,
+    ) -> Result<Value, EngineError> {
+        let mut vars = args.as_object().cloned().unwrap_or_default();
+        vars.insert("args".into(), args.clone());
+        let budget = args
+            .get(&self.budget_arg)
+            .and_then(Value::as_u64)
+            .and_then(|b| usize::try_from(b).ok())
+            .unwrap_or(self.budget_default);
+        let mut notes: Vec<String> = Vec::new();
+        let mut items: Vec<Item> = Vec::new();
+        for (si, source) in self.sources.iter().enumerate() {
+            let call_args = source
+                .args
+                .eval(&Value::Object(vars.clone()))
+                .map_err(|e| {
+                    EngineError::Query(format!("source `{}`: arguments: {e}", source.label))
+                })?;
+            let out = match skills.call_skill(&source.skill, call_args) {
+                Ok(out) => out,
+                Err(SkillCallError::Skipped(why)) => {
+                    notes.push(format!("`{}` skipped: {why}", source.skill));
+                    continue;
+                }
+                Err(SkillCallError::Failed(why)) => {
+                    return Err(EngineError::Query(format!(
+                        "source `{}`: {why}",
+                        source.skill
+                    )))
+                }
+            };
+            let Some(rows) = out.pointer(&source.rows).and_then(Value::as_array) else {
+                return Err(EngineError::Query(format!(
+                    "source `{}`: its output has no row array at `{}`",
+                    source.skill, source.rows
+                )));
+            };
+            if let Some(note) = out.get("note").and_then(Value::as_str) {
+                notes.push(format!("`{}`: {note}", source.skill));
+            }
+            for (rank, row) in rows.iter().enumerate() {
+                let mut item_vars = vars.clone();
+                item_vars.insert("row".into(), row.clone());
+                item_vars.insert("source".into(), json!(source.label));
+                let fields = match source.item.eval(&Value::Object(item_vars)) {
+                    Ok(Value::Object(map)) => map,
+                    Ok(_) => Map::new(),
+                    Err(e) => {
+                        return Err(EngineError::Query(format!(
+                            "source `{}`: item of row {}: {e}",
+                            source.label,
+                            rank + 1
+                        )))
+                    }
+                };
+                #[allow(clippy::cast_precision_loss)] // ranks are small
+                let score = source.weight / (self.k + (rank + 1) as f64);
+                items.push(Item {
+                    fields,
+                    source: source.label.clone(),
+                    order: (si, rank),
+                    score,
+                    sources: vec![source.label.clone()],
+                    also: Vec::new(),
+                });
+            }
+        }
+        let items = dedup(items);
+        let mut ranked = items;
+        ranked.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.order.cmp(&b.order))
+        });
+        let now = ctx.now();
+        let mut pack = String::new();
+        // Characters of `pack`, kept so each fit test is O(entry).
+        let mut pack_chars = 0usize;
+        let mut out_items = Vec::new();
+        let mut dropped = 0;
+        for item in ranked {
+            if dropped > 0 {
+                dropped += 1;
+                continue;
+            }
+            let age = age_days(item.text("date"), now);
+            let sep = usize::from(!pack.is_empty());
+            let fits = |line: &str| (pack_chars + sep + line.chars().count()).div_ceil(4) <= budget;
+            let full: Vec<char> = item
+                .text("text")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .collect();
+            let full_text: String = full.iter().collect();
+            let mut shown = full_text.clone();
+            let mut line = entry(&item, age, &shown);
+            let mut cut = false;
+            if !fits(&line) {
+                let left = budget.saturating_sub((pack_chars + sep).div_ceil(4));
+                // The longest cut text (plus `…`) that fits, by bisection: the entry's
+                // length grows with the text's.
+                let cut_text = |n: usize| {
+                    let head: String = full[..n].iter().collect();
+                    format!("{}…", head.trim_end())
+                };
+                let (mut lo, mut hi) = (0usize, full.len());
+                while lo < hi {
+                    let mid = (lo + hi).div_ceil(2);
+                    if fits(&entry(&item, age, &cut_text(mid))) {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                if left < MIN_CUT_TOKENS || lo == 0 {
+                    dropped += 1;
+                    continue;
+                }
+                shown = cut_text(lo);
+                line = entry(&item, age, &shown);
+                cut = true;
+            }
+            if sep == 1 {
+                pack.push('\n');
+            }
+            pack.push_str(&line);
+            pack_chars += sep + line.chars().count();
+            let mut obj = Map::new();
+            obj.insert("rank".into(), json!(out_items.len() + 1));
+            obj.insert("source".into(), json!(item.source));
+            obj.insert("sources".into(), json!(item.sources));
+            for key in ["id", "title", "date", "note", "citation"] {
+                let v = item.text(key);
+                if !v.trim().is_empty() || key == "citation" {
+                    obj.insert(key.into(), json!(v));
+                }
+            }
+            obj.insert("text".into(), json!(shown));
+            if let Some(age) = age {
+                obj.insert("age_days".into(), json!(age));
+            }
+            if !item.also.is_empty() {
+                obj.insert("also".into(), json!(item.also));
+            }
+            if cut {
+                obj.insert("cut".into(), json!(true));
+            }
+            obj.insert("score".into(), json!((item.score * 1e6).round() / 1e6));
+            obj.insert("tokens".into(), json!(tokens(&line)));
+            out_items.push(Value::Object(obj));
+        }
+        if dropped > 0 {
+            notes.push(format!(
+                "{dropped} more item(s) left out to stay within {budget} tokens"
+            ));
+        }
+        Ok(json!({
+            "pack": pack,
+            "tokens": tokens(&pack),
+            "max_tokens": budget,
+            "count": out_items.len(),
+            "dropped": dropped,
+            "items": out_items,
+            "notes": notes,
+        }))
+    }
+}
+
+/// Merges items with the same non-empty `key`, then lets each item with a `covers`
+/// absorb the items whose `group` equals it. Keeps first-seen order.
+fn dedup(items: Vec<Item>) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    for item in items {
+        let key = item.text("key").trim().to_owned();
+        if !key.is_empty() {
+            if let Some(&i) = by_key.get(&key) {
+                // The better-placed item stands for both.
+                if item.score > out[i].score {
+                    let old = std::mem::replace(&mut out[i], item);
+                    out[i].absorb(old);
+                } else {
+                    out[i].absorb(item);
+                }
+                continue;
+            }
+            by_key.insert(key, out.len());
+        }
+        out.push(item);
+    }
+    let covers: Vec<(usize, String)> = out
+        .iter()
+        .enumerate()
+        .map(|(i, it)| (i, it.text("covers").trim().to_owned()))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
+    let mut gone = vec![false; out.len()];
+    for (i, group) in covers {
+        if gone[i] {
+            continue;
+        }
+        for j in 0..out.len() {
+            if j != i
+                && !gone[j]
+                && out[j].text("group").trim() == group
+                && out[j].text("covers").is_empty()
+            {
+                gone[j] = true;
+                let absorbed = out[j].clone();
+                out[i].absorb(absorbed);
+            }
+        }
+    }
+    out.into_iter()
+        .zip(gone)
+        .filter(|(_, g)| !g)
+        .map(|(it, _)| it)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_keep_types_and_drop_nulls() {
+        let t = Template::parse(
+            &json!({"query": "{{ question }}", "limit": "{{ n }}", "x": "{{ missing }}", "s": "a {{ n }}", "lit": 3}),
+            "/args",
+        )
+        .unwrap();
+        let v = t.eval(&json!({"question": "why", "n": 5})).unwrap();
+        assert_eq!(v, json!({"query": "why", "limit": 5, "s": "a 5", "lit": 3}));
+        let err = Template::parse(&json!({"a": "{{ (" }), "/args").unwrap_err();
+        assert!(err.starts_with("`/args/a`"), "{err}");
+    }
+
+    #[test]
+    fn token_rule_is_ceil_chars_over_four() {
+        assert_eq!(tokens(""), 0);
+        assert_eq!(tokens("abcd"), 1);
+        assert_eq!(tokens("abcde"), 2);
+        assert_eq!(tokens("ééé"), 1);
+    }
+
+    fn item(key: &str, group: &str, covers: &str, score: f64, cite: &str) -> Item {
+        let mut fields = Map::new();
+        fields.insert("key".into(), json!(key));
+        fields.insert("group".into(), json!(group));
+        fields.insert("covers".into(), json!(covers));
+        fields.insert("citation".into(), json!(cite));
+        Item {
+            fields,
+            source: "s".into(),
+            order: (0, 0),
+            score,
+            sources: vec![cite.into()],
+            also: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn dedup_merges_keys_and_covered_groups() {
+        let out = dedup(vec![
+            item("m:1", "", "conv:a", 0.5, "[memory 1]"),
+            item("msg:a:1", "conv:a", "", 0.4, "[a · 1]"),
+            item("msg:a:1", "conv:a", "", 0.3, "[a · 1 again]"),
+            item("msg:b:1", "conv:b", "", 0.2, "[b · 1]"),
+        ]);
+        assert_eq!(out.len(), 2);
+        assert!((out[0].score - 1.2).abs() < 1e-9);
+        assert_eq!(
+            out[0].also,
+            vec!["[a · 1]".to_owned(), "[a · 1 again]".to_owned()]
+        );
+        assert_eq!(out[1].text("citation"), "[b · 1]");
+    }
+
+    /// Answers every call with the rows given for that skill.
+    struct Fake(Vec<(&'static str, Value)>);
+
+    impl Skills for Fake {
+        fn call_skill(&self, name: &str, _args: Value) -> Result<Value, SkillCallError> {
+            self.0
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| SkillCallError::Skipped(format!("store of `{name}` does not exist")))
+        }
+    }
+
+    fn bound(options: &Value) -> Arc<dyn Engine> {
+        let schema =
+            json!({"properties": {"q": {"type": "string"}, "max_tokens": {"type": "integer"}}});
+        Compose
+            .bind(&Binding {
+                skill_dir: std::path::Path::new("/skills/pack"),
+                options,
+                input_schema: &schema,
+            })
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_pack_fuses_cuts_to_the_budget_and_notes_skipped_sources() {
+        let engine = bound(&json!({"sources": [
+            {"skill": "a", "rows": "/hits", "item": {"citation": "[a {{ row.id }}]", "text": "{{ row.body }}", "key": "{{ row.id }}", "date": "2026-07-01"}},
+            {"skill": "b", "rows": "/hits", "weight": 2, "item": {"citation": "[b {{ row.id }}]", "text": "{{ row.body }}", "key": "{{ row.id }}"}},
+            {"skill": "c", "item": {"citation": "x", "text": "y"}}
+        ]}));
+        let long = "word ".repeat(400);
+        let fake = Fake(vec![
+            (
+                "a",
+                json!({"hits": [{"id": "1", "body": "one"}, {"id": "2", "body": long}]}),
+            ),
+            (
+                "b",
+                json!({"hits": [{"id": "2", "body": long}, {"id": "3", "body": "three"}]}),
+            ),
+        ]);
+        let now = chrono::DateTime::parse_from_rfc3339("2026-07-03T12:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let ctx = Context::new(crate::stores::StorePaths::in_dir("/nonexistent")).with_now(now);
+        for budget in [20u64, 60, 200, 5000] {
+            let out = engine
+                .call_in(&json!({"q": "x", "max_tokens": budget}), &ctx, &fake)
+                .unwrap();
+            let pack = out["pack"].as_str().unwrap();
+            assert!(tokens(pack) as u64 <= budget, "{budget}: {pack}");
+            assert_eq!(out["tokens"], json!(tokens(pack)));
+            let items = out["items"].as_array().unwrap();
+            // Item 2 is in both sources (2/61 + 1/62): first, and once.
+            assert_eq!(items[0]["id"], json!(null));
+            assert_eq!(items[0]["citation"], json!("[b 2]"));
+            assert_eq!(items[0]["also"], json!(["[a 2]"]));
+            assert_eq!(
+                items
+                    .iter()
+                    .filter(|i| i["citation"] == json!("[b 2]"))
+                    .count(),
+                1
+            );
+            if budget < 1000 {
+                assert_eq!(items[0]["cut"], json!(true), "{budget}");
+                assert!(items[0]["text"].as_str().unwrap().ends_with('…'));
+            } else {
+                assert!(items[0].get("cut").is_none());
+                assert_eq!(items.len(), 3);
+            }
+            assert!(
+                out["notes"][0].as_str().unwrap().contains("`c` skipped"),
+                "{out}"
+            );
+        }
+        let out = engine
+            .call_in(&json!({"q": "x", "max_tokens": 5000}), &ctx, &fake)
+            .unwrap();
+        let one = out["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["citation"] == json!("[a 1]"))
+            .unwrap()
+            .clone();
+        assert_eq!(one["age_days"], json!(2));
+        assert!(out["pack"]
+            .as_str()
+            .unwrap()
+            .contains("- [a 1] (2 days old) — one"));
+    }
+
+    #[test]
+    fn bind_refuses_self_calls_and_unknown_fields() {
+        let dir = std::path::Path::new("/skills/recall");
+        let schema = json!({"properties": {"max_tokens": {"type": "integer"}}});
+        let options =
+            json!({"sources": [{"skill": "recall", "item": {"citation": "x", "text": "y"}}]});
+        let err = Compose
+            .bind(&Binding {
+                skill_dir: dir,
+                options: &options,
+                input_schema: &schema,
+            })
+            .err()
+            .unwrap();
+        assert!(err.contains("cannot call itself"), "{err}");
+        let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y", "bogus": 1}}]});
+        let err = Compose
+            .bind(&Binding {
+                skill_dir: dir,
+                options: &options,
+                input_schema: &schema,
+            })
+            .err()
+            .unwrap();
+        assert!(
+            err.contains("/engine-options/sources/0/item/bogus"),
+            "{err}"
+        );
+        let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y"}}], "budget": {"arg": "nope"}});
+        let err = Compose
+            .bind(&Binding {
+                skill_dir: dir,
+                options: &options,
+                input_schema: &schema,
+            })
+            .err()
+            .unwrap();
+        assert!(err.contains("`budget.arg` `nope`"), "{err}");
+    }
+}

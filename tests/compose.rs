@@ -1,0 +1,170 @@
+//! Engine `compose`: what the host refuses when it loads a composed skill (unknown
+//! source, a call to itself, a cycle, undeclared reads, a read-only composition of a
+//! writer), and a composed call through the host's one call path.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use serde_json::json;
+use skills::engines::Context;
+use skills::runtime::Host;
+use skills::stores::StorePaths;
+
+fn repo_skills() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
+}
+
+/// Copies bundled skill `name` into `dir`.
+fn copy_skill(dir: &Path, name: &str) {
+    let from = repo_skills().join(name);
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+    }
+}
+
+/// Writes a composed skill `name` reading `reads`, calling `calls`.
+fn composed(dir: &Path, name: &str, reads: &str, writes: &str, calls: &[&str]) {
+    let sources: String = calls
+        .iter()
+        .map(|c| {
+            format!(
+                "    - skill: {c}\n      args: {{query: \"{{{{ question }}}}\"}}\n      rows: /hits\n      item: {{citation: \"[{{{{ row.id }}}}]\", text: \"{{{{ row.body }}}}\"}}\n"
+            )
+        })
+        .collect();
+    let doc = format!(
+        "---\nname: {name}\ndescription: test composition\nreads: {reads}\nwrites: {writes}\nengine: compose\nengine-options:\n  sources:\n{sources}input-schema:\n  type: object\n  additionalProperties: false\n  required: [question]\n  properties:\n    question: {{type: string}}\n    max_tokens: {{type: integer, default: 100}}\n---\n# {name}\n\n## Verification checklist\n- [ ] x\n"
+    );
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("SKILL.md"), doc).unwrap();
+    std::fs::write(folder.join("template.md.j2"), "{{ data.pack }}").unwrap();
+}
+
+fn load(dir: &Path, data: &Path) -> Host {
+    Host::load(
+        dir,
+        Context::new(StorePaths::in_dir(data)).with_embedder(None),
+    )
+}
+
+fn diagnostics(host: &Host) -> String {
+    host.diagnostics()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_composition_calling_itself_or_a_cycle_is_refused_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    copy_skill(&skills, "memo-search");
+    composed(&skills, "self-call", "[memories]", "[]", &["self-call"]);
+    composed(
+        &skills,
+        "ping",
+        "[memories]",
+        "[]",
+        &["pong", "memo-search"],
+    );
+    composed(&skills, "pong", "[memories]", "[]", &["ping"]);
+    composed(&skills, "fine", "[memories]", "[]", &["memo-search"]);
+    let host = load(&skills, &tmp.path().join("data"));
+    let diags = diagnostics(&host);
+    assert!(
+        diags.contains("skill `self-call` cannot call itself"),
+        "{diags}"
+    );
+    assert!(diags.contains("/engine-options"), "{diags}");
+    assert!(
+        diags.contains("calls form a cycle: ping → pong → ping")
+            || diags.contains("calls form a cycle: pong → ping → pong"),
+        "{diags}"
+    );
+    for refused in ["self-call", "ping", "pong"] {
+        assert!(host.get(refused).is_none(), "{refused} loaded");
+    }
+    assert!(host.get("fine").is_some(), "{diags}");
+}
+
+#[test]
+fn unknown_sources_undeclared_reads_and_writers_are_refused_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    copy_skill(&skills, "memo-search");
+    copy_skill(&skills, "memo-save");
+    composed(&skills, "ghost", "[memories]", "[]", &["no-such-skill"]);
+    composed(&skills, "sneaky", "[conversations]", "[]", &["memo-search"]);
+    composed(&skills, "writer", "[memories]", "[]", &["memo-save"]);
+    let host = load(&skills, &tmp.path().join("data"));
+    let diags = diagnostics(&host);
+    assert!(
+        diags.contains("calls skill `no-such-skill`, which is not loaded"),
+        "{diags}"
+    );
+    assert!(
+        diags.contains(
+            "calls `memo-search`, which reads store `memories`; add `memories` to `reads`"
+        ),
+        "{diags}"
+    );
+    assert!(
+        diags.contains("calls `memo-save`, which writes store `memories`, but `writes` is empty"),
+        "{diags}"
+    );
+    for refused in ["ghost", "sneaky", "writer"] {
+        assert!(host.get(refused).is_none(), "{refused} loaded");
+    }
+}
+
+#[test]
+fn a_composed_call_goes_through_the_host_and_skips_missing_stores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    copy_skill(&skills, "memo-search");
+    copy_skill(&skills, "memo-save");
+    composed(&skills, "fine", "[memories]", "[]", &["memo-search"]);
+    let host = load(&skills, &tmp.path().join("data"));
+    assert!(
+        host.diagnostics().is_empty() || !diagnostics(&host).contains("fine"),
+        "{}",
+        diagnostics(&host)
+    );
+    let out = host.call("fine", json!({"question": "okapi"})).unwrap();
+    assert_eq!(out.data["count"], 0);
+    assert!(
+        out.data["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("`memo-search` skipped"),
+        "{}",
+        out.data
+    );
+    // Once the store exists the source's hits come back as cited entries.
+    host.call(
+        "memo-save",
+        json!({"body": "Okapi live in the Ituri rainforest."}),
+    )
+    .unwrap();
+    let out = host
+        .call("fine", json!({"question": "okapi", "max_tokens": 100}))
+        .unwrap();
+    assert_eq!(out.data["count"], 1);
+    assert!(
+        out.data["pack"].as_str().unwrap().starts_with("- [m-"),
+        "{}",
+        out.data
+    );
+    assert!(out.data["tokens"].as_u64().unwrap() <= 100);
+    // The composed skill's own arguments are validated first.
+    let err = host
+        .call("fine", json!({"question": 3}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`question`"), "{err}");
+}

@@ -1,0 +1,212 @@
+//! The save → recall loop over MCP with a real client: the built `skills serve` runs
+//! as a child process, rmcp's client saves memories with `memo_save` and finds them
+//! with `memo_search` and `recall` in the same session, then again after a restart.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+type Client = RunningService<RoleClient, ()>;
+
+fn repo_skills() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
+}
+
+async fn serve(data: &Path, embedder_none: bool) -> Client {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"));
+    cmd.arg("serve")
+        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_DATA_DIR", data);
+    if embedder_none {
+        cmd.env("SKILLS_EMBEDDER", "none");
+    } else {
+        cmd.env_remove("SKILLS_EMBEDDER");
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    ().serve(transport).await.unwrap()
+}
+
+fn args(value: &Value) -> JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(&arguments)))
+        .await
+        .unwrap()
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn data(result: &CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(false), "{}", text(result));
+    result.structured_content.clone().unwrap()
+}
+
+fn hit_ids(result: &CallToolResult) -> Vec<String> {
+    data(result)["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn save_then_recall(embedder_none: bool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let client = serve(tmp.path(), embedder_none).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let save_tool = tools.iter().find(|t| t.name == "memo_save").unwrap();
+    let ann = save_tool.annotations.as_ref().unwrap();
+    assert_eq!(
+        (
+            ann.read_only_hint,
+            ann.destructive_hint,
+            ann.idempotent_hint
+        ),
+        (Some(false), Some(false), Some(true))
+    );
+    assert_eq!(
+        save_tool.input_schema["properties"]["body"]["maxLength"],
+        65536
+    );
+    let recall_tool = tools.iter().find(|t| t.name == "recall").unwrap();
+    assert_eq!(
+        recall_tool.annotations.as_ref().unwrap().read_only_hint,
+        Some(true)
+    );
+
+    // Nothing saved yet: memo-search says the store does not exist; recall skips it.
+    let before = call(&client, "memo_search", json!({"query": "okapi"})).await;
+    assert_eq!(before.is_error, Some(true), "{}", text(&before));
+    let empty = data(&call(&client, "recall", json!({"question": "okapi"})).await);
+    assert_eq!(empty["count"], 0);
+    assert!(
+        empty["notes"].to_string().contains("`memo-search` skipped"),
+        "{empty}"
+    );
+
+    let memo = json!({"title": "Okapi habitat", "body": "Okapi live in the Ituri rainforest.", "type": "fact", "tags": ["zoo"], "files_read": ["notes/okapi.md"]});
+    let saved = data(&call(&client, "memo_save", memo.clone()).await);
+    assert_eq!(saved["created"], true);
+    assert_eq!(saved["embedded"], !embedder_none);
+    let id = saved["id"].as_str().unwrap().to_owned();
+
+    // The same session finds it (the server's index reloads after the write).
+    let found = call(&client, "memo_search", json!({"query": "okapi rainforest"})).await;
+    assert_eq!(hit_ids(&found), std::slice::from_ref(&id));
+    let by_file = call(
+        &client,
+        "memo_search",
+        json!({"query": "okapi", "file": "okapi.md"}),
+    )
+    .await;
+    assert_eq!(hit_ids(&by_file), std::slice::from_ref(&id));
+
+    // Saving again changes nothing.
+    let again = call(&client, "memo_save", memo.clone()).await;
+    let again_data = data(&again);
+    assert_eq!(again_data["created"], false);
+    assert_eq!(again_data["status"], "already stored");
+    assert!(
+        text(&again).starts_with("Already stored"),
+        "{}",
+        text(&again)
+    );
+
+    // A newer memory supersedes it: the default ranking shows only the newer one.
+    let newer = data(
+        &call(
+            &client,
+            "memo_save",
+            json!({"title": "Okapi habitat", "body": "Okapi live in the Ituri rainforest and nearby forests.", "supersedes": [id]}),
+        )
+        .await,
+    );
+    let new_id = newer["id"].as_str().unwrap().to_owned();
+    assert_eq!(newer["superseded"], json!([id]));
+    let ranked = call(&client, "memo_search", json!({"query": "okapi rainforest"})).await;
+    assert_eq!(hit_ids(&ranked), std::slice::from_ref(&new_id));
+    let all = call(
+        &client,
+        "memo_search",
+        json!({"query": "okapi rainforest", "include_superseded": true}),
+    )
+    .await;
+    assert_eq!(hit_ids(&all).len(), 2);
+
+    // recall: one cited pack, the newer memory first, the older one noted.
+    let pack = call(
+        &client,
+        "recall",
+        json!({"question": "where do okapi live", "max_tokens": 200}),
+    )
+    .await;
+    let pack_data = data(&pack);
+    let items = pack_data["items"].as_array().unwrap();
+    assert_eq!(items[0]["id"], json!(new_id));
+    assert!(items[0]["citation"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("[memory {new_id} · ")));
+    let old = items.iter().find(|i| i["id"] == json!(id)).unwrap();
+    assert_eq!(old["note"], json!(format!("superseded by {new_id}")));
+    assert!(pack_data["tokens"].as_u64().unwrap() <= 200);
+    assert!(
+        text(&pack).contains(&format!("[memory {new_id} · ")),
+        "{}",
+        text(&pack)
+    );
+
+    // Refused: a body over the documented size, naming the field; nothing saved.
+    let huge = call(&client, "memo_save", json!({"body": "x".repeat(65_537)})).await;
+    assert_eq!(huge.is_error, Some(true));
+    assert!(text(&huge).contains("`body`"), "{}", text(&huge));
+    client.cancel().await.unwrap();
+
+    // After a restart the memories are still there.
+    let client = serve(tmp.path(), embedder_none).await;
+    let after = call(
+        &client,
+        "memo_search",
+        json!({"query": "okapi rainforest", "include_superseded": true}),
+    )
+    .await;
+    assert_eq!(hit_ids(&after).len(), 2);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn save_then_search_and_recall_over_mcp_without_a_model() {
+    save_then_recall(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn save_then_search_and_recall_over_mcp_with_the_default_model() {
+    // Runs with the local model when it was fetched (`scripts/fetch-model`), else as
+    // without one: `embedded` follows.
+    let has_model = skills::embed::Embedder::load_default().is_ok();
+    if !has_model {
+        eprintln!("no local model: this run is the same as the one without a model");
+    }
+    save_then_recall(!has_model).await;
+}
