@@ -912,9 +912,16 @@ mod tests {
         assert!(parse_markdown("---\ntitle: x\n", "/c.md", t0()).is_err());
         assert!(parse_markdown("---\n- a\n- b\n---\nx", "/d.md", t0()).is_err());
         // Nesting far past the bound is refused by line, before the parser recurses.
-        let deep = format!("---\ntitle: {}{}\n---\nx", "[".repeat(10_000), "]".repeat(10_000));
+        let deep = format!(
+            "---\ntitle: {}{}\n---\nx",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
         let err = parse_markdown(&deep, "/deep.md", t0()).unwrap_err();
-        assert!(err.contains("invalid YAML frontmatter") && err.contains("line"), "{err}");
+        assert!(
+            err.contains("invalid YAML frontmatter") && err.contains("line"),
+            "{err}"
+        );
     }
 
     #[test]

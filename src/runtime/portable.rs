@@ -128,14 +128,62 @@ fn structured(dir: &Path, text: &str) -> Result<Value, String> {
     }
 }
 
+/// The first YAML anchor (`&a`), alias (`*a`) or tag (`!t`) in `src`, outside quoted
+/// strings and comments: `(1-based line, "anchor"|"alias"|"tag")`. A lexical scan: a
+/// node property starts a value (after `: `, `- `, `[`, `{`, `,` or at the line start)
+/// and is followed at once by a name character.
+fn yaml_node_properties(src: &str) -> Option<(usize, &'static str)> {
+    for (i, line) in src.lines().enumerate() {
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        let chars: Vec<char> = line.chars().collect();
+        for (j, &c) in chars.iter().enumerate() {
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None if c == '"' || c == '\'' => quote = Some(c),
+                None if c == '#' && prev.is_whitespace() => break,
+                None if matches!(c, '&' | '*' | '!')
+                    && (j == 0 || matches!(prev, ' ' | '\t' | '[' | '{' | ','))
+                    && chars.get(j + 1).is_some_and(|n| {
+                        n.is_alphanumeric() || matches!(n, '_' | '-' | '!' | '<')
+                    }) =>
+                {
+                    let what = match c {
+                        '&' => "anchor",
+                        '*' => "alias",
+                        _ => "tag",
+                    };
+                    return Some((i + 1, what));
+                }
+                None => {}
+            }
+            prev = c;
+        }
+    }
+    None
+}
+
 /// What a strict Agent Skills host would reject in `doc` (empty when portable): fields
 /// outside `name`, `description`, `license`, `compatibility`, `metadata`,
 /// `allowed-tools`; a name that is not lowercase letters, digits and single inner
 /// hyphens, longer than 64 characters, or not the folder's name; an empty or over-long
 /// (1024) description; a `compatibility` that is not a string of at most 500
-/// characters; `metadata` that is not a mapping of strings.
+/// characters; `metadata` that is not a mapping of strings; YAML anchors, aliases or
+/// tags (which skill clients refuse to read).
 pub fn portability_problems(doc: &SkillDoc) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    if let Some((line, what)) = yaml_node_properties(&doc.frontmatter_src) {
+        // Lines of the frontmatter start at the document's line 2.
+        out.push(Diagnostic::new(
+            &doc.path,
+            "",
+            Some(line + 1),
+            format!(
+                "YAML {what} in the frontmatter: skill clients reject them (the MCP TypeScript SDK's SkillsClient: \"anchors, aliases and tags are not supported\"); write the values out"
+            ),
+        ));
+    }
     let mut problem = |field: &str, reason: String| {
         let top = field
             .trim_start_matches('/')
@@ -399,6 +447,28 @@ pub fn export(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn yaml_anchors_aliases_and_tags_are_found_outside_quotes() {
+        assert_eq!(
+            yaml_node_properties("a: 1\nitem: &m\n  x: 1"),
+            Some((2, "anchor"))
+        );
+        assert_eq!(yaml_node_properties("- item: *m"), Some((1, "alias")));
+        assert_eq!(yaml_node_properties("x: !!str 3"), Some((1, "tag")));
+        assert_eq!(yaml_node_properties("x: [a, *b]"), Some((1, "alias")));
+        for clean in [
+            "d: \"a &b *c !d\"",
+            "d: 'x *y'",
+            "d: a * b & c",
+            "d: x # *comment",
+            "citation: \"[memory {{ row.id }}]\"",
+            "d: a&b",
+        ] {
+            assert_eq!(yaml_node_properties(clean), None, "{clean}");
+        }
+    }
+
     use super::*;
 
     fn doc(dir: &Path, text: &str) -> SkillDoc {
