@@ -880,41 +880,30 @@ mod tests {
 
     #[test]
     fn bind_refuses_self_calls_and_unknown_fields() {
-        let dir = std::path::Path::new("/skills/recall");
-        let schema = json!({"properties": {"max_tokens": {"type": "integer"}}});
+        // The reason `Compose::bind` refuses `options` for a skill `recall`.
+        let refusal = |options: &Value| {
+            let schema = json!({"properties": {"max_tokens": {"type": "integer"}}});
+            Compose
+                .bind(&Binding {
+                    skill_dir: std::path::Path::new("/skills/recall"),
+                    options,
+                    input_schema: &schema,
+                })
+                .err()
+                .unwrap()
+        };
         let options =
             json!({"sources": [{"skill": "recall", "item": {"citation": "x", "text": "y"}}]});
-        let err = Compose
-            .bind(&Binding {
-                skill_dir: dir,
-                options: &options,
-                input_schema: &schema,
-            })
-            .err()
-            .unwrap();
+        let err = refusal(&options);
         assert!(err.contains("cannot call itself"), "{err}");
         let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y", "bogus": 1}}]});
-        let err = Compose
-            .bind(&Binding {
-                skill_dir: dir,
-                options: &options,
-                input_schema: &schema,
-            })
-            .err()
-            .unwrap();
+        let err = refusal(&options);
         assert!(
             err.contains("/engine-options/sources/0/item/bogus"),
             "{err}"
         );
         let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y"}}], "budget": {"arg": "nope"}});
-        let err = Compose
-            .bind(&Binding {
-                skill_dir: dir,
-                options: &options,
-                input_schema: &schema,
-            })
-            .err()
-            .unwrap();
+        let err = refusal(&options);
         assert!(err.contains("`budget.arg` `nope`"), "{err}");
     }
 }

@@ -79,6 +79,23 @@ struct Row {
     window: Vec<String>,
 }
 
+impl Row {
+    /// A row of one message found only by a word leg: the literal leg (`literal`)
+    /// or the keyword leg.
+    fn lone(hit: Hit, score: f64, literal: bool) -> Self {
+        Self {
+            first: hit.message_id.clone(),
+            last: hit.message_id.clone(),
+            window: vec![hit.message_id.clone()],
+            hit,
+            score,
+            semantic: false,
+            literal,
+            keyword: !literal,
+        }
+    }
+}
+
 impl super::Engine for SemanticSearch {
     fn name(&self) -> &'static str {
         "semantic_search"
@@ -342,6 +359,17 @@ fn best_message(
     })
 }
 
+/// Whether an index hit passes the source, conversation and time filters (the role
+/// filter is applied by the index query itself).
+fn hit_passes(filter: &Filter<'_>, h: &Hit) -> bool {
+    filter.source.is_none_or(|s| h.source == s)
+        && filter
+            .conversation_id
+            .is_none_or(|c| h.conversation_id == c)
+        && filter.since_us.is_none_or(|s| h.created_us >= s)
+        && filter.until_us.is_none_or(|s| h.created_us < s)
+}
+
 /// The exact `ILIKE` leg: search-conversations' rows for `query` as the term (its
 /// index path; DuckDB when the index is unavailable or other filters cut its rows),
 /// newest first, at most `limit`, with every filter applied.
@@ -352,14 +380,7 @@ fn literal_leg(
     filter: &Filter<'_>,
     role_arg: Option<&str>,
 ) -> Result<Vec<Hit>, EngineError> {
-    let passes = |h: &Hit| {
-        filter.source.is_none_or(|s| h.source == s)
-            && filter
-                .conversation_id
-                .is_none_or(|c| h.conversation_id == c)
-            && filter.since_us.is_none_or(|s| h.created_us >= s)
-            && filter.until_us.is_none_or(|s| h.created_us < s)
-    };
+    let passes = |h: &Hit| hit_passes(filter, h);
     let extra = filter.source.is_some()
         || filter.conversation_id.is_some()
         || filter.since_us.is_some()
@@ -498,16 +519,7 @@ fn keyword_leg(
         #[allow(clippy::cast_precision_loss)]
         let df = hits.len() as f64;
         let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-        for h in hits {
-            if filter.source.is_some_and(|s| h.source != s)
-                || filter
-                    .conversation_id
-                    .is_some_and(|c| h.conversation_id != c)
-                || filter.since_us.is_some_and(|s| h.created_us < s)
-                || filter.until_us.is_some_and(|s| h.created_us >= s)
-            {
-                continue;
-            }
+        for h in hits.into_iter().filter(|h| hit_passes(filter, h)) {
             let key = (
                 h.source.clone(),
                 h.conversation_id.clone(),
@@ -561,16 +573,7 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, keyword: Vec<Hit>, limit: usize) 
                 r.literal = true;
                 r.hit = hit;
             }
-            _ => rows.push(Row {
-                first: hit.message_id.clone(),
-                last: hit.message_id.clone(),
-                window: vec![hit.message_id.clone()],
-                hit,
-                score: rrf(i),
-                semantic: false,
-                literal: true,
-                keyword: false,
-            }),
+            _ => rows.push(Row::lone(hit, rrf(i), true)),
         }
     }
     // The keyword leg adds its RRF share to the row holding its message (a semantic
@@ -587,16 +590,7 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, keyword: Vec<Hit>, limit: usize) 
                 rows[at].keyword = true;
             }
             Some(_) => {}
-            None => rows.push(Row {
-                first: hit.message_id.clone(),
-                last: hit.message_id.clone(),
-                window: vec![hit.message_id.clone()],
-                hit,
-                score: rrf(i),
-                semantic: false,
-                literal: false,
-                keyword: true,
-            }),
+            None => rows.push(Row::lone(hit, rrf(i), false)),
         }
     }
     let mut order: Vec<usize> = (0..rows.len()).collect();
