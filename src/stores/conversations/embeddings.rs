@@ -39,6 +39,7 @@ use super::index::{
     first_free, next_name, read_tombstones, str_ref, sync_dir, write_synced, FileStamp, IndexError,
     StoreStamp, Touched, Unavailable,
 };
+use super::segment::{u32_at, u64_at};
 use crate::embed::Embedder;
 use crate::search::quantized::{self, View};
 use crate::search::scan::Corrupt;
@@ -349,18 +350,6 @@ struct Segment {
     sections: [(usize, usize); SECTIONS],
     /// Masked units (bit set), empty when none.
     dead: Vec<u64>,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
 }
 
 impl Segment {
