@@ -11,16 +11,14 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak};
 use serde_json::{json, Value};
-use skills::bench::gen::{self, Spec};
 use skills::embed::Embedder;
 use skills::engines::Context;
 use skills::runtime::host::Host;
-use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 
 const QUERY: &str = "how do we handle serde errors in the tokio runtime";
@@ -32,7 +30,6 @@ fn main() -> Result<()> {
     let n = common::env_usize("BENCH_MEMORIES", 100_000);
     let seed = common::env_usize("BENCH_SEED", 0x5EED) as u64;
     let runs = common::env_usize("BENCH_RUNS", 20);
-    let dir = common::bench_dir().join(format!("memo-{n}-{seed:x}"));
     let embedder = match Embedder::load_default() {
         Ok(e) => e,
         Err(e) => {
@@ -40,41 +37,8 @@ fn main() -> Result<()> {
             return Ok(());
         }
     };
+    let dir = common::stores::memo_store(n, seed, &embedder)?;
     let done = dir.join("complete");
-    if !done.exists() {
-        let _ = std::fs::remove_dir_all(&dir);
-        eprintln!("generating {n} memories into {} …", dir.display());
-        reset_peak();
-        let t = Instant::now();
-        let store = MemoryStore::open_rw(&StorePaths::in_dir(&dir).memories)?;
-        // Bulk load only: the benchmark's own data, rebuilt if a crash cut it short.
-        store
-            .lock()
-            .execute_batch("PRAGMA synchronous = OFF")
-            .map_err(|e| store.error(e))?;
-        let mut text_bytes = 0u64;
-        for m in gen::memories(Spec { messages: n, seed }) {
-            text_bytes += m.body.len() as u64;
-            store.upsert(&m)?;
-        }
-        let stored = t.elapsed();
-        let t = Instant::now();
-        for (id, text) in store.missing_embeddings(embedder.name())? {
-            store.set_embedding(&id, &embedder.embed(&text), embedder.name())?;
-        }
-        let line = format!(
-            "{n} memories ({} of body text) upserted in {:.1} s, embedded and stored in {:.1} s \
-             (model `{}`, {} dimensions), peak RSS {}",
-            fmt_bytes(text_bytes),
-            stored.as_secs_f64(),
-            t.elapsed().as_secs_f64(),
-            embedder.name(),
-            embedder.dim(),
-            fmt_bytes(peak_rss()),
-        );
-        drop(store);
-        std::fs::write(&done, line)?;
-    }
     println!("## memo_search at {n} memories\n");
     println!("machine: {}\n", common::machine());
     println!("store: {}", std::fs::read_to_string(&done)?);

@@ -11,110 +11,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
+use common::session::{Session, BIN};
 use common::{fmt_bytes, fmt_dur, Stats};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
 use skills::stores::conversations::ConversationStore;
-
-const BIN: &str = env!("CARGO_BIN_EXE_skills");
-
-struct Session {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Session {
-    fn start(data_dir: &Path) -> Result<Self> {
-        let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .env("SKILLS_DIR", skills_dir)
-            .env("SKILLS_DATA_DIR", data_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("spawning `skills serve`")?;
-        let stdin = child.stdin.take().context("stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("stdout")?);
-        Ok(Self {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        })
-    }
-
-    fn send(&mut self, value: &Value) -> Result<()> {
-        let mut line = serde_json::to_vec(value)?;
-        line.push(b'\n');
-        self.stdin.write_all(&line)?;
-        self.stdin.flush()?;
-        Ok(())
-    }
-
-    /// Sends a request and reads lines until the answer with its id.
-    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if self.stdout.read_line(&mut line)? == 0 {
-                bail!("server closed stdout while waiting for `{method}`");
-            }
-            let value: Value = serde_json::from_str(&line)?;
-            if value.get("id") == Some(&json!(id)) {
-                if let Some(err) = value.get("error") {
-                    bail!("`{method}` failed: {err}");
-                }
-                return Ok(value["result"].clone());
-            }
-        }
-    }
-
-    fn handshake(&mut self) -> Result<Value> {
-        self.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "skills-bench", "version": "0"}}),
-        )?;
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-        self.request("tools/list", json!({}))
-    }
-
-    fn peak_rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    }
-
-    fn close(mut self) {
-        drop(self.stdin);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn main() -> Result<()> {
     if std::env::args().any(|a| a == "--list") {
@@ -149,7 +54,7 @@ fn main() -> Result<()> {
     let mut tools = Value::Null;
     for _ in 0..starts.max(1) {
         let t = Instant::now();
-        let mut s = Session::start(&data)?;
+        let mut s = Session::start(&data, &[])?;
         tools = s.handshake()?;
         first_list.push(t.elapsed());
         s.close();
@@ -165,7 +70,7 @@ fn main() -> Result<()> {
         .to_owned();
     let n_tools = tools["tools"].as_array().map_or(0, Vec::len);
 
-    let mut s = Session::start(&data)?;
+    let mut s = Session::start(&data, &[])?;
     s.handshake()?;
     let mut rows = Vec::new();
     for (label, args) in [

@@ -2,6 +2,9 @@
 //! folder, and markdown output. Benchmarks print their tables on stdout.
 #![allow(dead_code, clippy::print_stdout)]
 
+pub mod session;
+pub mod stores;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

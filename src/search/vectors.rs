@@ -157,6 +157,52 @@ impl VectorMatrix {
         kept
     }
 
+    /// [`VectorMatrix::for_each_top_dot`] where a row may hold several vectors and
+    /// scores by its best one: calls `f(row, dot)` for vectors such that the best
+    /// vector of each of the `n` best rows is among them, and a row left out (or given
+    /// only some of its vectors) is below at least `n` rows whose best is given
+    /// ([`top_group_dots`]). `rows` bounds the row numbers. Returns how many vectors
+    /// pass `keep`. Falls back to every exact dot product when pruning cannot be
+    /// proven.
+    pub fn for_each_top_row_dot(
+        &self,
+        q: &[f32],
+        n: usize,
+        rows: usize,
+        keep: impl Fn(usize) -> bool,
+        mut f: impl FnMut(usize, f32),
+    ) -> usize {
+        let pruned = self.quantized.as_ref().and_then(|quant| {
+            top_group_dots(
+                &quant.view(),
+                q,
+                n,
+                rows,
+                |slot| self.slots[slot] as usize,
+                |slot| keep(self.slots[slot] as usize),
+                |slot| self.exact_dot(q, slot),
+            )
+        });
+        let Some((mut kept, exact)) = pruned else {
+            let mut kept = 0;
+            self.for_each_dot(q, &keep, |i, d| {
+                kept += 1;
+                f(i, d);
+            });
+            return kept;
+        };
+        for (slot, dot) in exact {
+            f(self.slots[slot] as usize, dot);
+        }
+        for (r, v) in &self.odd {
+            if keep(*r as usize) {
+                kept += 1;
+                f(*r as usize, cosine(q, v));
+            }
+        }
+        kept
+    }
+
     /// The pruned exact pass of [`VectorMatrix::for_each_top_dot`] over the matrix
     /// slots ([`top_dots`]), with slots mapped to rows.
     fn top_dots(
@@ -320,6 +366,108 @@ pub fn top_dots(
         if !(nth > 0.0 && nth <= 1.0) {
             return None;
         }
+    }
+    Some((kept, found))
+}
+
+/// [`top_dots`] for slots that belong to groups (a memory's chunk vectors), a group
+/// scoring by its best slot: `(slots kept, (slot, exact dot) of every slot computed)`,
+/// where the computed slots include the best slot of every group among the `n` best
+/// groups, and a group left out (none of its slots computed, or only some) is below
+/// at least `n` groups whose best is computed. `group(slot)` is the slot's group, in
+/// `0..groups`. `None` when pruning cannot be proven (as for [`top_dots`]).
+///
+/// How: the 8-bit pass gives every kept slot an interval; `theta` is the n-th largest
+/// of the groups' best lower ends (n groups surely reach it), so a slot whose upper
+/// end is below `theta` cannot be any group's best among the top n. The rest are
+/// computed exactly, highest upper end first, until the next upper end is below the
+/// n-th best group found so far: that slot can neither raise a top group nor bring a
+/// new one in. Counting groups rather than slots is what keeps the pass small when
+/// some groups hold many slots (with [`top_dots`] over `n + extra slots` instead, a
+/// store with 28k second chunks computed ~28k dots per query).
+pub fn top_group_dots(
+    quant: &View<'_>,
+    q: &[f32],
+    n: usize,
+    groups: usize,
+    group: impl Fn(usize) -> usize,
+    keep: impl Fn(usize) -> bool,
+    exact: impl Fn(usize) -> f32,
+) -> Option<(usize, Vec<(usize, f32)>)> {
+    let query = quant.query(q)?;
+    if n == 0 {
+        return None;
+    }
+    let mut best_low = vec![f64::NEG_INFINITY; groups];
+    let mut bounds: Vec<(f64, u32)> = Vec::new();
+    let mut kept = 0;
+    let mut out_of_range = false;
+    quant.scan(&query, keep, |slot, low, high| {
+        kept += 1;
+        match best_low.get_mut(group(slot)) {
+            Some(b) if low > *b => *b = low,
+            Some(_) => {}
+            None => out_of_range = true,
+        }
+        bounds.push((high, u32::try_from(slot).unwrap_or(u32::MAX)));
+    });
+    if out_of_range {
+        return None;
+    }
+    let mut lows: Vec<f64> = best_low.into_iter().filter(|l| l.is_finite()).collect();
+    let theta = if lows.len() >= n {
+        nth_largest(&mut lows, n)
+    } else {
+        f64::NEG_INFINITY
+    };
+    bounds.retain(|c| c.0 >= theta);
+    bounds.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    let complete = bounds.len() == kept;
+    // `top`: the n best groups so far as (value key, group); a group's value only
+    // grows, so a group pushed out never needs to come back by an old value.
+    let mut value: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();
+    let mut top: std::collections::BTreeSet<(i64, usize)> = std::collections::BTreeSet::new();
+    let nth = |top: &std::collections::BTreeSet<(i64, usize)>| {
+        (top.len() == n)
+            .then(|| top.first().map(|k| from_total_key(k.0)))
+            .flatten()
+    };
+    let mut found = Vec::new();
+    let mut stopped = false;
+    for (high, slot) in bounds {
+        if let Some(nth) = nth(&top) {
+            if high < nth && nth > 0.0 && nth <= 1.0 {
+                stopped = true;
+                break;
+            }
+        }
+        let slot = slot as usize;
+        let dot = exact(slot);
+        found.push((slot, dot));
+        let g = group(slot);
+        let key = total_key(f64::from(dot));
+        match value.get(&g).copied() {
+            Some(old) if old >= key => continue,
+            Some(old) => {
+                if top.remove(&(old, g)) {
+                    top.insert((key, g));
+                } else if top.len() < n || top.first().is_some_and(|f| key > f.0) {
+                    top.insert((key, g));
+                }
+            }
+            None => {
+                if top.len() < n || top.first().is_some_and(|f| key > f.0) {
+                    top.insert((key, g));
+                }
+            }
+        }
+        value.insert(g, key);
+        if top.len() > n {
+            top.pop_first();
+        }
+    }
+    if !stopped && !complete && !nth(&top).is_some_and(|nth| nth > 0.0 && nth <= 1.0) {
+        return None;
     }
     Some((kept, found))
 }

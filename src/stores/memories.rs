@@ -695,7 +695,9 @@ impl SearchIndex {
         &self.vectors
     }
 
-    /// [`VectorMatrix::for_each_top_dot`] over this index's embeddings.
+    /// [`VectorMatrix::for_each_top_row_dot`] over this index's embeddings: every
+    /// chunk vector needed to rank the `n` best memories by their best chunk (row
+    /// indexes into [`SearchIndex::rows`]).
     pub fn for_each_top_dot(
         &self,
         q: &[f32],
@@ -972,6 +974,7 @@ fn sqlite_error(path: &Path, source: rusqlite::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     fn sample(id: &str, body: &str) -> Memory {
         let t = DateTime::parse_from_rfc3339("2026-07-01T10:00:00Z")
@@ -1090,6 +1093,63 @@ mod tests {
                     bits(&all[..n]),
                     "n {n}, every {keep_every}"
                 );
+            }
+        }
+    }
+
+    /// Memories of several chunks: the pruned pass ranks the `n` best memories by their
+    /// best chunk exactly as scoring every chunk does, and computes few chunks.
+    #[test]
+    fn top_dots_rank_memories_by_their_best_chunk() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        let dim = 64;
+        let mut items = Vec::new();
+        for i in 0..2000u64 {
+            let id = format!("m{i}");
+            store.upsert(&sample(&id, &format!("body {i}"))).unwrap();
+            // Every fourth memory has 1 + i % 7 chunks: many second chunks in all.
+            let chunks = if i % 4 == 0 { 1 + (i % 7) as usize } else { 1 };
+            let vectors = (0..chunks).map(|c| noise(i * 10 + c as u64, dim)).collect();
+            items.push((id, vectors));
+        }
+        store.set_embeddings(&items, "m").unwrap();
+        let conn = store.lock();
+        let index = store.search_index(&conn, Some(("m", dim))).unwrap();
+        assert!(index.chunk_vectors() > index.embedded() + 1000);
+        let best_per_row = |pairs: Vec<(usize, f32)>| {
+            let mut best: HashMap<usize, f32> = HashMap::new();
+            for (i, d) in pairs {
+                let b = best.entry(i).or_insert(d);
+                if d > *b {
+                    *b = d;
+                }
+            }
+            let mut v: Vec<(f32, usize)> = best.into_iter().map(|(i, d)| (d, i)).collect();
+            v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            v.into_iter()
+                .map(|(d, i)| (d.to_bits(), i))
+                .collect::<Vec<_>>()
+        };
+        for seed in [7, 99_999, 123_456] {
+            let q = normalized(&noise(seed, dim));
+            for keep_every in [1, 3] {
+                let keep = |i: usize| i.is_multiple_of(keep_every);
+                let mut all = Vec::new();
+                index.for_each_dot(&q, keep, |i, d| all.push((i, d)));
+                let total = all.len();
+                let all = best_per_row(all);
+                for n in [1, 10, 40] {
+                    let mut got = Vec::new();
+                    let kept = index.for_each_top_dot(&q, n, keep, |i, d| got.push((i, d)));
+                    assert_eq!(kept, total);
+                    assert!(
+                        got.len() < total / 4,
+                        "no pruning: {} of {total}",
+                        got.len()
+                    );
+                    let got = best_per_row(got);
+                    assert_eq!(got[..n], all[..n], "seed {seed}, n {n}, every {keep_every}");
+                }
             }
         }
     }

@@ -1101,10 +1101,8 @@ fn vec_leg(
             .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
     });
     let keep = |i: usize| mask.is_none_or(|m| m[i]);
-    // A memory scores by its best chunk. The top `n + extra` chunks hold at least `n`
-    // distinct memories (at most `extra` chunks are a memory's second or later one),
-    // and a memory none of whose chunks is among them is below `n` that are.
-    let extra = index.chunk_vectors() - any;
+    // A memory scores by its best chunk; the pruned pass gives the best chunk of each
+    // of the `n` best memories, and any memory it leaves out ranks below them.
     let mut best: HashMap<usize, f32> = HashMap::new();
     let mut chunk = |i: usize, dot: f32| {
         best.entry(i)
@@ -1118,7 +1116,7 @@ fn vec_leg(
     let scanned = match scorer {
         // Only chunks that can reach the top are scored (exactly); `scanned` still
         // counts every chunk vector of the rows the filters keep.
-        Scorer::Fast => index.for_each_top_dot(&q, n.saturating_add(extra), keep, &mut chunk),
+        Scorer::Fast => index.for_each_top_dot(&q, n, keep, &mut chunk),
         Scorer::Reference => {
             let mut scanned = 0;
             index.for_each_dot(&q, keep, |i, dot| {
