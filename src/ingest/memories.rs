@@ -257,7 +257,14 @@ pub fn save_memory(
         ));
     }
     let before = store.links(std::slice::from_ref(&memory.id))?;
-    let (outcome, added) = store.save(&memory, &pairs)?;
+    // Embedded before the write so memory, links and vectors commit together (one
+    // transaction, one sync); an unchanged memory keeps the vectors it has.
+    let embedding = embedder.map(|e| (e.embed_chunks(&memory.embedding_text()), e.name()));
+    let (outcome, added) = store.save(
+        &memory,
+        &pairs,
+        embedding.as_ref().map(|(v, model)| (v.as_slice(), *model)),
+    )?;
     let already: Vec<String> = before
         .get(&memory.id)
         .map(|l| l.supersedes.clone())
@@ -268,17 +275,7 @@ pub fn save_memory(
         .filter(|id| !already.contains(id))
         .cloned()
         .collect();
-    let mut embedded = false;
-    if let (Some(embedder), true) = (embedder, outcome != Upsert::Unchanged) {
-        store.set_embeddings(
-            &[(
-                memory.id.clone(),
-                embedder.embed_chunks(&memory.embedding_text()),
-            )],
-            embedder.name(),
-        )?;
-        embedded = true;
-    }
+    let embedded = embedding.is_some() && outcome != Upsert::Unchanged;
     Ok(SaveOutcome {
         id: memory.id,
         created: outcome == Upsert::Inserted,

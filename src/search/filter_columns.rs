@@ -27,7 +27,7 @@ pub struct RowMeta {
 const PATH_END: u8 = 0;
 
 /// See the module docs. Rows are indexes into the metadata it was built from.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct FilterColumns {
     /// Distinct types, in order of first appearance.
     kinds: Vec<String>,
@@ -77,6 +77,35 @@ impl FilterColumns {
             paths,
             path_starts,
         }
+    }
+
+    /// Adds row `i` of `rows` (the rows this was built over, with `i` appended since):
+    /// the same columns [`FilterColumns::new`] builds from all of `rows`.
+    pub fn push(&mut self, rows: &[RowMeta], i: usize) {
+        let m = &rows[i];
+        let kind = match self.kinds.iter().position(|k| *k == m.kind) {
+            Some(k) => k,
+            None => {
+                self.kinds.push(m.kind.clone());
+                self.kinds.len() - 1
+            }
+        };
+        self.kind_of.push(u32::try_from(kind).unwrap_or(u32::MAX));
+        let row = u32::try_from(i).unwrap_or(u32::MAX);
+        // After every row of equal `updated`, as the stable sort in `new` places it.
+        let at = self
+            .by_updated
+            .partition_point(|&r| rows[r as usize].updated <= m.updated);
+        self.by_updated.insert(at, row);
+        self.path_starts.pop();
+        self.path_starts
+            .push(u32::try_from(self.paths.len()).unwrap_or(u32::MAX));
+        for p in &m.files {
+            self.paths.extend_from_slice(p.as_bytes());
+            self.paths.push(PATH_END);
+        }
+        self.path_starts
+            .push(u32::try_from(self.paths.len()).unwrap_or(u32::MAX));
     }
 
     /// Calls `f(row)` for each row whose type is exactly `kind`.

@@ -53,23 +53,40 @@ pub struct VectorMatrix {
     quantized: Option<Quantized>,
 }
 
-/// Builds a [`VectorMatrix`] one vector at a time.
+/// Builds a [`VectorMatrix`] one vector at a time ([`VectorMatrix::push`]), then
+/// returns its spare capacity.
 #[derive(Debug, Default)]
 pub struct VectorMatrixBuilder {
-    dim: Option<usize>,
-    slots: Vec<u32>,
-    matrix: Vec<f32>,
-    odd: Vec<(u32, Vec<f32>)>,
-    /// `None` before the first vector, `Some(None)` once one could not be quantized.
-    quantized: Option<Option<Quantized>>,
+    matrix: VectorMatrix,
 }
 
 impl VectorMatrixBuilder {
+    /// Adds `row`'s vector ([`VectorMatrix::push`]).
+    pub fn push(&mut self, row: u32, vector: &[f32]) {
+        self.matrix.push(row, vector);
+    }
+
+    /// The finished matrix.
+    pub fn finish(mut self) -> VectorMatrix {
+        if let Some(q) = self.matrix.quantized.as_mut() {
+            q.shrink_to_fit();
+        }
+        self.matrix
+    }
+}
+
+impl VectorMatrix {
     /// Adds `row`'s vector. The first vector sets the matrix dimension; a vector of
-    /// another length (or any vector when that dimension is 0) is kept apart.
+    /// another length (or any vector when that dimension is 0) is kept apart. A vector
+    /// the 8-bit copy cannot bound drops the copy: searches then compute every exact
+    /// dot product.
     pub fn push(&mut self, row: u32, vector: &[f32]) {
         let len = vector.len();
-        let d = *self.dim.get_or_insert(len);
+        if self.slots.is_empty() && self.odd.is_empty() {
+            self.dim = len;
+            self.quantized = Quantized::new(len);
+        }
+        let d = self.dim;
         if len == d && d > 0 {
             let (b, lane) = (self.slots.len() / LANES, self.slots.len() % LANES);
             if lane == 0 {
@@ -79,9 +96,8 @@ impl VectorMatrixBuilder {
             for (k, &x) in vector.iter().enumerate() {
                 self.matrix[base + k * LANES + lane] = x;
             }
-            let copy = self.quantized.get_or_insert_with(|| Quantized::new(d));
-            if copy.as_mut().is_some_and(|c| !c.push(vector)) {
-                *copy = None;
+            if self.quantized.as_mut().is_some_and(|c| !c.push(vector)) {
+                self.quantized = None;
             }
             self.slots.push(row);
         } else {
@@ -89,23 +105,6 @@ impl VectorMatrixBuilder {
         }
     }
 
-    /// The finished matrix.
-    pub fn finish(self) -> VectorMatrix {
-        let mut quantized = self.quantized.flatten();
-        if let Some(q) = quantized.as_mut() {
-            q.shrink_to_fit();
-        }
-        VectorMatrix {
-            dim: self.dim.unwrap_or(0),
-            slots: self.slots,
-            matrix: self.matrix,
-            odd: self.odd,
-            quantized,
-        }
-    }
-}
-
-impl VectorMatrix {
     /// Number of vectors held.
     pub fn len(&self) -> usize {
         self.slots.len() + self.odd.len()

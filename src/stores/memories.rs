@@ -15,8 +15,16 @@
 //!   [`REL_SUPERSEDES`] (the memory `id` replaces memory `target`) and
 //!   [`REL_CONVERSATION`] (it was saved from conversation `target`). Stores written
 //!   before the table existed have none; readers treat a missing table as empty.
+//! - `memories_changes`: `(seq, row)`, one entry per row of `memories` inserted,
+//!   updated or deleted (`row` its rowid) and per change of `memory_links` (`row` 0),
+//!   written by triggers; the newest [`CHANGE_LOG_KEEP`] entries are kept. A reader
+//!   holding an in-memory index reads only what changed since
+//!   ([`MemoryStore::search_index`]). Stores written before the table existed get it
+//!   on their next writable open; until then readers reload whole.
 //! - per connection, not in the file: `temp.memories_fts_instance`, an `fts5vocab`
-//!   `instance` table from which [`fts::load`] copies the postings.
+//!   `instance` table from which [`fts::load`] copies the postings, and
+//!   `temp.memories_fts_delta` ([`fts::DELTA_TABLE`]), where the text of rows added
+//!   since is tokenized again for [`fts::load_rows`].
 //!
 //! Engines open the store with [`MemoryStore::open_ro`] (SQLite read-only flags plus
 //! `PRAGMA query_only`): a search never changes the file. Writers use
@@ -72,7 +80,57 @@ CREATE TABLE IF NOT EXISTS memory_links (
     PRIMARY KEY (id, rel, target)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memory_links_target ON memory_links(rel, target);
+CREATE TABLE IF NOT EXISTS memories_changes (
+    seq INTEGER PRIMARY KEY,
+    row INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS memories_changes_insert AFTER INSERT ON memories
+BEGIN INSERT INTO memories_changes(row) VALUES (new.rowid); END;
+CREATE TRIGGER IF NOT EXISTS memories_changes_update AFTER UPDATE ON memories
+BEGIN INSERT INTO memories_changes(row) VALUES (old.rowid), (new.rowid); END;
+CREATE TRIGGER IF NOT EXISTS memories_changes_delete AFTER DELETE ON memories
+BEGIN INSERT INTO memories_changes(row) VALUES (old.rowid); END;
+CREATE TRIGGER IF NOT EXISTS memories_changes_link_insert AFTER INSERT ON memory_links
+BEGIN INSERT INTO memories_changes(row) VALUES (0); END;
+CREATE TRIGGER IF NOT EXISTS memories_changes_link_delete AFTER DELETE ON memory_links
+BEGIN INSERT INTO memories_changes(row) VALUES (0); END;
 ";
+
+/// Entries of `memories_changes` kept after each write (older ones are deleted): a
+/// reader whose index is older than that reloads whole, which a change this large
+/// would cost anyway.
+pub const CHANGE_LOG_KEEP: i64 = 4096;
+
+/// Deletes all but the newest [`CHANGE_LOG_KEEP`] entries of `memories_changes`, inside
+/// the writer's transaction.
+fn trim_change_log(tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
+    tx.execute(
+        "DELETE FROM memories_changes WHERE seq <= (SELECT max(seq) FROM memories_changes) - ?1",
+        [CHANGE_LOG_KEEP],
+    )?;
+    Ok(())
+}
+
+/// `(oldest, newest)` `seq` of `memories_changes` (`(0, 0)` when empty); `None` when
+/// the store has no such table (written before it existed).
+fn change_range(conn: &Connection) -> Result<Option<(i64, i64)>, rusqlite::Error> {
+    let exists = conn
+        .query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories_changes'",
+            [],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some();
+    if !exists {
+        return Ok(None);
+    }
+    conn.query_row(
+        "SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM memories_changes",
+        [],
+        |r| Ok(Some((r.get(0)?, r.get(1)?))),
+    )
+}
 
 /// `memory_links.rel` of "memory `id` supersedes memory `target`" (`memo-save`'s
 /// `supersedes`): the older memory stays stored and searchable, but default rankings
@@ -240,9 +298,13 @@ impl MemoryStore {
     }
 
     /// The in-memory [`SearchIndex`] of this store for embeddings from `model` (name
-    /// and dimension; none when `None`), built on first use and kept until the file changes (another
-    /// connection committed, per `PRAGMA data_version`, or this one wrote). `conn` is
-    /// this store's connection, already locked by the caller. Only reads.
+    /// and dimension; none when `None`), built on first use and kept until the file
+    /// changes (another connection committed, per `PRAGMA data_version`, or this one
+    /// wrote). Then a change of a few new memories (what `memo-save` writes) is applied
+    /// to the held index in place ([`SearchIndex::refresh`]: ~the new rows' cost plus
+    /// one pass over the postings) when no search holds it; any other change reloads
+    /// it whole (~1–5 s at 100k memories). `conn` is this store's connection, already
+    /// locked by the caller. Only reads the file.
     ///
     /// # Errors
     /// A SQLite error while reading the rows.
@@ -257,12 +319,18 @@ impl MemoryStore {
             .index
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(index) = slot.as_ref() {
-            if index.version == version
-                && index.model.as_deref() == model.map(|m| m.0)
-                && index.dim == model.map_or(0, |m| m.1)
+        if let Some(index) = slot.as_mut() {
+            if index.model.as_deref() == model.map(|m| m.0) && index.dim == model.map_or(0, |m| m.1)
             {
-                return Ok(index.clone());
+                if index.version == version {
+                    return Ok(index.clone());
+                }
+                // Only while no search holds the snapshot: it is changed in place.
+                if let Some(held) = Arc::get_mut(index) {
+                    if held.refresh(conn, version)? == Refresh::Applied {
+                        return Ok(index.clone());
+                    }
+                }
             }
         }
         let index = Arc::new(SearchIndex::load(conn, model, version)?);
@@ -299,6 +367,7 @@ impl MemoryStore {
         for memory in memories {
             out.push(upsert_in(&tx, memory).map_err(|e| self.error(e))?);
         }
+        trim_change_log(&tx).map_err(|e| self.error(e))?;
         tx.commit().map_err(|e| self.error(e))?;
         Ok(out)
     }
@@ -336,15 +405,12 @@ impl MemoryStore {
                 )
                 .map_err(|e| self.error(e))?;
             for (id, vectors) in items {
-                let blob: Vec<u8> = vectors
-                    .iter()
-                    .flat_map(|v| encode_vector(&normalized(v)))
-                    .collect();
                 done += stmt
-                    .execute(params![id, blob, model])
+                    .execute(params![id, embedding_blob(vectors), model])
                     .map_err(|e| self.error(e))?;
             }
         }
+        trim_change_log(&tx).map_err(|e| self.error(e))?;
         tx.commit().map_err(|e| self.error(e))?;
         Ok(done)
     }
@@ -407,9 +473,11 @@ impl MemoryStore {
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
-    /// [`MemoryStore::upsert`] of `memory` and its `links` (`(rel, target)` pairs of
-    /// `memory_links`, added when missing, never removed) in one transaction: what
-    /// `memo-save` writes. Returns the upsert's outcome and how many links were new.
+    /// [`MemoryStore::upsert`] of `memory`, its `links` (`(rel, target)` pairs of
+    /// `memory_links`, added when missing, never removed) and, when the memory is new
+    /// or changed, its `embedding` (chunk vectors, L2-normalised here, and the model's
+    /// name; as [`MemoryStore::set_embeddings`]) in one transaction: what `memo-save`
+    /// writes. Returns the upsert's outcome and how many links were new.
     ///
     /// # Errors
     /// [`StoreError::Sqlite`] on a write failure; nothing is written then.
@@ -417,10 +485,18 @@ impl MemoryStore {
         &self,
         memory: &Memory,
         links: &[(&str, String)],
+        embedding: Option<(&[Vec<f32>], &str)>,
     ) -> Result<(Upsert, usize), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let outcome = upsert_in(&tx, memory).map_err(|e| self.error(e))?;
+        if let (Some((vectors, model)), true) = (embedding, outcome != Upsert::Unchanged) {
+            tx.execute(
+                "UPDATE memories SET embedding = ?2, embedding_model = ?3 WHERE id = ?1",
+                params![memory.id, embedding_blob(vectors), model],
+            )
+            .map_err(|e| self.error(e))?;
+        }
         let mut added = 0;
         for (rel, target) in links {
             added += tx
@@ -430,6 +506,7 @@ impl MemoryStore {
                 )
                 .map_err(|e| self.error(e))?;
         }
+        trim_change_log(&tx).map_err(|e| self.error(e))?;
         tx.commit().map_err(|e| self.error(e))?;
         Ok((outcome, added))
     }
@@ -521,6 +598,22 @@ pub struct SearchIndex {
     /// Postings of `memories_fts` for this snapshot, read on first use; the reason
     /// when the store's FTS5 data cannot stand in for `bm25()`.
     fts: OnceLock<Result<FtsIndex, Unavailable>>,
+    /// Newest `memories_changes.seq` this snapshot holds (`None`: the store has no
+    /// change log, so a change means a whole reload).
+    changes: Option<i64>,
+}
+
+/// Most new memories [`SearchIndex::refresh`] appends; more mean a whole reload.
+pub const MAX_REFRESH_ROWS: usize = 1000;
+
+/// What [`SearchIndex::refresh`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// The index now holds the store's current rows.
+    Applied,
+    /// The change is not one a refresh handles (rows updated or deleted, more than a
+    /// few rows, no change log); the caller reloads whole.
+    Reload,
 }
 
 impl SearchIndex {
@@ -529,27 +622,64 @@ impl SearchIndex {
         model: Option<(&str, usize)>,
         version: (i64, u64),
     ) -> Result<Self, rusqlite::Error> {
+        // One read transaction: the change log's position and the rows agree.
+        let tx = if conn.is_autocommit() {
+            Some(conn.unchecked_transaction()?)
+        } else {
+            None
+        };
+        let changes = change_range(conn)?.map(|(_, newest)| newest);
         let dim = model.map_or(0, |m| m.1);
         let model = model.map(|m| m.0);
-        let mut embedded_rows = 0;
-        let mut stmt = conn.prepare(
+        let mut index = Self {
+            model: model.map(str::to_owned),
+            dim,
+            version,
+            rows: Vec::new(),
+            vectors: VectorMatrix::default(),
+            embedded_rows: 0,
+            superseded: Vec::new(),
+            superseded_rows: 0,
+            filter_columns: OnceLock::new(),
+            vocab: OnceLock::new(),
+            fts: OnceLock::new(),
+            changes,
+        };
+        let mut vectors = VectorMatrixBuilder::default();
+        index.read_rows(conn, "", &mut |row, v| vectors.push(row, v))?;
+        index.vectors = vectors.finish();
+        index.mark_superseded(conn)?;
+        if let Some(tx) = tx {
+            tx.commit()?;
+        }
+        Ok(index)
+    }
+
+    /// Appends the rows of `SELECT … FROM memories {filter} ORDER BY rowid` to `rows`,
+    /// handing each chunk vector from the index's model to `vector(row, values)`.
+    fn read_rows(
+        &mut self,
+        conn: &Connection,
+        filter: &str,
+        vector_of: &mut dyn FnMut(u32, &[f32]),
+    ) -> Result<(), rusqlite::Error> {
+        let dim = self.dim;
+        let mut stmt = conn.prepare(&format!(
             "SELECT rowid, id, type, updated, files_read, files_modified, \
              CASE WHEN embedding IS NOT NULL AND embedding_model = ?1 THEN embedding END \
-             FROM memories ORDER BY rowid",
-        )?;
-        let mut rows = Vec::new();
-        let mut vectors = VectorMatrixBuilder::default();
+             FROM memories {filter} ORDER BY rowid"
+        ))?;
         let mut vector: Vec<f32> = Vec::new();
-        let mut q = stmt.query([model])?;
+        let mut q = stmt.query([self.model.as_deref()])?;
         while let Some(r) = q.next()? {
             let mut files = json_list(&r.get::<_, String>(4)?);
             files.extend(json_list(&r.get::<_, String>(5)?));
             for f in &mut files {
                 f.make_ascii_lowercase();
             }
-            let i = u32::try_from(rows.len()).unwrap_or(u32::MAX);
+            let i = u32::try_from(self.rows.len()).unwrap_or(u32::MAX);
             if let Some(blob) = r.get_ref(6)?.as_blob_or_null()? {
-                // Decoded into one reused buffer: the builder copies it into its block.
+                // Decoded into one reused buffer: the matrix copies it into its block.
                 vector.clear();
                 vector.extend(
                     blob.chunks_exact(4)
@@ -559,14 +689,14 @@ impl SearchIndex {
                 // model's dimension is kept as one (and scores as an odd vector).
                 if dim > 0 && !vector.is_empty() && vector.len().is_multiple_of(dim) {
                     for chunk in vector.chunks_exact(dim) {
-                        vectors.push(i, chunk);
+                        vector_of(i, chunk);
                     }
                 } else {
-                    vectors.push(i, &vector);
+                    vector_of(i, &vector);
                 }
-                embedded_rows += 1;
+                self.embedded_rows += 1;
             }
-            rows.push(RowMeta {
+            self.rows.push(RowMeta {
                 rowid: r.get(0)?,
                 id: r.get(1)?,
                 kind: r.get(2)?,
@@ -574,25 +704,131 @@ impl SearchIndex {
                 files,
             });
         }
+        Ok(())
+    }
+
+    /// Sets `superseded` from `memory_links` for every row.
+    fn mark_superseded(&mut self, conn: &Connection) -> Result<(), rusqlite::Error> {
         let superseded_set = superseded_ids(conn)?;
-        let superseded: Vec<bool> = rows
+        self.superseded = self
+            .rows
             .iter()
             .map(|m| superseded_set.contains(&m.id))
             .collect();
-        let superseded_rows = superseded.iter().filter(|s| **s).count();
-        Ok(Self {
-            model: model.map(str::to_owned),
-            dim,
-            version,
-            rows,
-            vectors: vectors.finish(),
-            embedded_rows,
-            superseded,
-            superseded_rows,
-            filter_columns: OnceLock::new(),
-            vocab: OnceLock::new(),
-            fts: OnceLock::new(),
-        })
+        self.superseded_rows = self.superseded.iter().filter(|s| **s).count();
+        Ok(())
+    }
+
+    /// Brings this index to the store's current state (`version`) in place when the
+    /// change since it was read is one it can apply: up to [`MAX_REFRESH_ROWS`] new
+    /// memories (rowids above every held one; what `memo-save` writes) and any change
+    /// of `memory_links`. The new rows' metadata and vectors are appended, the FTS5
+    /// postings (when already read) are joined with the new rows' own
+    /// ([`fts::load_rows`], [`FtsIndex::append`]): the result equals a whole reload.
+    /// Anything else (a row updated or deleted, a trimmed change log, no log) answers
+    /// [`Refresh::Reload`] and leaves the index as it was.
+    ///
+    /// # Errors
+    /// A SQLite error while reading; the index is then unchanged.
+    pub fn refresh(
+        &mut self,
+        conn: &Connection,
+        version: (i64, u64),
+    ) -> Result<Refresh, rusqlite::Error> {
+        let Some(seen) = self.changes else {
+            return Ok(Refresh::Reload);
+        };
+        // Before the transaction, so it is restored after the transaction ends.
+        let _lifted = fts::QueryOnlyLifted::new(conn)?;
+        let tx = if conn.is_autocommit() {
+            Some(conn.unchecked_transaction()?)
+        } else {
+            None
+        };
+        let Some((oldest, newest)) = change_range(conn)? else {
+            return Ok(Refresh::Reload);
+        };
+        if newest < seen || (newest > seen && oldest > seen + 1) {
+            return Ok(Refresh::Reload);
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT row FROM memories_changes WHERE seq > ?1 ORDER BY row",
+        )?;
+        let changed: Vec<i64> = stmt
+            .query_map([seen], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let links_changed = changed.first() == Some(&0);
+        let added: Vec<i64> = changed.into_iter().filter(|&r| r != 0).collect();
+        let last = self.rows.last().map_or(0, |m| m.rowid);
+        if added.len() > MAX_REFRESH_ROWS || added.first().is_some_and(|&r| r <= last) {
+            return Ok(Refresh::Reload);
+        }
+        let first_new = self.rows.len();
+        let fts_added = match (self.fts.get(), added.is_empty()) {
+            (Some(Ok(_)), false) => Some(fts::load_rows(conn, &added)?),
+            _ => None,
+        };
+        // Reads done; from here on nothing fails, so the index changes all or not at all.
+        let mut new_vectors: Vec<(u32, Vec<f32>)> = Vec::new();
+        let before = (self.rows.len(), self.embedded_rows);
+        let list = added
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let read = if added.is_empty() {
+            Ok(())
+        } else {
+            self.read_rows(conn, &format!("WHERE rowid IN ({list})"), &mut |row, v| {
+                new_vectors.push((row, v.to_vec()));
+            })
+        };
+        let superseded = read.and_then(|()| superseded_ids(conn));
+        let superseded = match superseded {
+            Ok(set) => set,
+            Err(e) => {
+                self.rows.truncate(before.0);
+                self.embedded_rows = before.1;
+                return Err(e);
+            }
+        };
+        if let Some(tx) = tx {
+            tx.commit()?;
+        }
+        for (row, v) in &new_vectors {
+            self.vectors.push(*row, v);
+        }
+        if links_changed || self.rows.len() > first_new {
+            self.superseded = self
+                .rows
+                .iter()
+                .map(|m| superseded.contains(&m.id))
+                .collect();
+            self.superseded_rows = self.superseded.iter().filter(|s| **s).count();
+        }
+        if self.rows.len() > first_new {
+            if let Some(columns) = self.filter_columns.get_mut() {
+                for i in first_new..self.rows.len() {
+                    columns.push(&self.rows, i);
+                }
+            }
+            self.vocab = OnceLock::new();
+            self.fts = match (self.fts.take(), fts_added) {
+                (Some(Ok(base)), Some(Ok((more, n_rows, n_tokens))))
+                    if more.rows() == self.rows.len() - first_new =>
+                {
+                    match base.append(&more, n_rows, n_tokens) {
+                        Ok(joined) => OnceLock::from(Ok(joined)),
+                        Err(_) => OnceLock::new(),
+                    }
+                }
+                // Read again on next use.
+                _ => OnceLock::new(),
+            };
+        }
+        self.changes = Some(newest);
+        self.version = version;
+        Ok(Refresh::Applied)
     }
 
     /// The in-memory postings of `memories_fts` ([`FtsIndex`]: FTS5's `bm25()` without
@@ -871,6 +1107,15 @@ pub fn parse_time(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .unwrap_or_default()
+}
+
+/// The stored `embedding` blob of a memory's chunk vectors: each L2-normalised, one
+/// after the other, little-endian `f32`.
+fn embedding_blob(vectors: &[Vec<f32>]) -> Vec<u8> {
+    vectors
+        .iter()
+        .flat_map(|v| encode_vector(&normalized(v)))
+        .collect()
 }
 
 /// Encodes a vector as little-endian `f32` bytes.
@@ -1152,6 +1397,103 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Everything a search reads of an index, for comparing a refreshed index with a
+    /// whole reload: rows, superseded flags, every chunk's dot product with a query,
+    /// the filter columns and the FTS5 postings.
+    fn snapshot(store: &MemoryStore, dim: usize) -> (usize, String) {
+        let conn = store.lock();
+        let index = store.search_index(&conn, Some(("m", dim))).unwrap();
+        let q = normalized(&noise(4242, dim));
+        let mut dots = Vec::new();
+        index.for_each_dot(&q, |_| true, |i, d| dots.push((i, d.to_bits())));
+        dots.sort_unstable();
+        let fts = index.fts(&conn).unwrap().map(|f| format!("{f:?}"));
+        let state = format!(
+            "{:?}\n{:?}\n{dots:?}\n{:?}\n{fts:?}\n{} {}",
+            index.rows(),
+            (0..index.rows().len())
+                .map(|i| index.is_superseded(i))
+                .collect::<Vec<_>>(),
+            index.filter_columns(),
+            index.embedded(),
+            index.superseded_rows(),
+        );
+        (Arc::as_ptr(&index) as usize, state)
+    }
+
+    /// New memories saved by another connection are appended to a reader's index in
+    /// place, and the result is what a fresh reader loads; an updated memory makes the
+    /// reader load whole (a new index), with the same agreement.
+    #[test]
+    fn refresh_after_saves_equals_a_whole_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memories.sqlite");
+        let dim = 16;
+        let writer = MemoryStore::open_rw(&path).unwrap();
+        let memory = |i: u64| {
+            let mut m = sample(
+                &format!("m{i}"),
+                &format!("body {i} tokio serde w{}", i % 13),
+            );
+            m.kind = ["decision", "fact", "bug"][(i % 3) as usize].into();
+            m.updated += chrono::Duration::seconds((i % 17) as i64);
+            m.files_modified = vec![format!("src/f{}.rs", i % 5)];
+            m
+        };
+        let chunks = |i: u64| {
+            (0..1 + i % 3)
+                .map(|c| noise(i * 7 + c, dim))
+                .collect::<Vec<_>>()
+        };
+        for i in 0..200 {
+            writer
+                .save(&memory(i), &[], Some((&chunks(i), "m")))
+                .unwrap();
+        }
+        let reader = MemoryStore::open_ro(&path).unwrap();
+        let (first, _) = snapshot(&reader, dim);
+        // memo-save's writes: new memories with vectors, one superseding an older one,
+        // one with a new word and a new type.
+        for i in 200..205 {
+            writer
+                .save(&memory(i), &[], Some((&chunks(i), "m")))
+                .unwrap();
+        }
+        let mut odd = memory(205);
+        odd.kind = "preference".into();
+        odd.body = "zanzibar quokka".into();
+        writer
+            .save(
+                &odd,
+                &[(REL_SUPERSEDES, "m3".into())],
+                Some((&chunks(205), "m")),
+            )
+            .unwrap();
+        let (refreshed, state) = snapshot(&reader, dim);
+        assert_eq!(refreshed, first, "the held index is refreshed in place");
+        let (_, fresh) = snapshot(&MemoryStore::open_ro(&path).unwrap(), dim);
+        assert_eq!(state, fresh);
+        assert!(state.contains("\"preference\"") && state.contains("Some(\"FtsIndex {"));
+
+        // An update of a held row: a whole reload, equal to a fresh reader's.
+        let mut changed = memory(7);
+        changed.tags = vec!["other".into()];
+        writer.save(&changed, &[], Some((&chunks(7), "m"))).unwrap();
+        let (reloaded, state) = snapshot(&reader, dim);
+        assert_ne!(reloaded, first, "an update reloads");
+        let (_, fresh) = snapshot(&MemoryStore::open_ro(&path).unwrap(), dim);
+        assert_eq!(state, fresh);
+
+        // A reader whose index is older than the kept change log reloads too.
+        let (before, _) = snapshot(&reader, dim);
+        let many: Vec<Memory> = (300..300 + CHANGE_LOG_KEEP as u64).map(memory).collect();
+        writer.upsert_many(&many).unwrap();
+        let (after, state) = snapshot(&reader, dim);
+        assert_ne!(after, before);
+        let (_, fresh) = snapshot(&MemoryStore::open_ro(&path).unwrap(), dim);
+        assert_eq!(state, fresh);
     }
 
     #[test]

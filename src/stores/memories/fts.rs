@@ -25,10 +25,20 @@ use crate::search::bm25::{FtsIndex, Unavailable};
 /// each connection (temp objects never touch the database file).
 pub const INSTANCE_TABLE: &str = "temp.memories_fts_instance";
 
-/// Statement creating [`INSTANCE_TABLE`]; run before `PRAGMA query_only` on read-only
-/// connections (that pragma refuses even temp schema changes).
+/// A per-connection temp FTS5 table with `memories_fts`'s columns and tokenizer, into
+/// which [`load_rows`] copies the text of a few rows to read their token instances.
+pub const DELTA_TABLE: &str = "temp.memories_fts_delta";
+
+/// Statements creating [`INSTANCE_TABLE`], [`DELTA_TABLE`] and its `instance` table;
+/// run before `PRAGMA query_only` on read-only connections (that pragma refuses even
+/// temp schema changes). The tokenizer must stay that of `memories_fts` (the schema
+/// in `stores::memories`); [`load_rows`] checks the counts against `_docsize`.
 pub const CREATE_INSTANCE_TABLE: &str = "CREATE VIRTUAL TABLE IF NOT EXISTS \
-     temp.memories_fts_instance USING fts5vocab(main, 'memories_fts', 'instance');";
+     temp.memories_fts_instance USING fts5vocab(main, 'memories_fts', 'instance'); \
+     CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_delta USING fts5(\
+     title, tags, body, tokenize = 'unicode61 remove_diacritics 2'); \
+     CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_delta_instance \
+     USING fts5vocab(temp, 'memories_fts_delta', 'instance');";
 
 /// Columns of `memories_fts`, in table order (bm25() weights are given in this order).
 pub const COLUMNS: [&str; 3] = ["title", "tags", "body"];
@@ -102,18 +112,7 @@ fn read(
     }
 
     // Table totals, as xRowCount and xColumnTotalSize read them.
-    let averages: Option<Vec<u8>> = conn
-        .query_row(
-            "SELECT block FROM memories_fts_data WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let (n_rows, n_tokens) = match averages.as_deref().map(decode_averages) {
-        Some(Some(totals)) => totals,
-        Some(None) => return Err(LoadError::Unavailable("unreadable FTS5 averages record")),
-        None => (0, 0),
-    };
+    let (n_rows, n_tokens) = totals(conn)??;
 
     // Row lengths, as xColumnSize reads them.
     let mut sizes: Vec<Option<[u32; 3]>> = vec![None; n_meta];
@@ -145,6 +144,131 @@ fn read(
         index.instance(t, d, row_of(d), col)?;
     }
     Ok(index.finish()?)
+}
+
+/// The postings of `memories_fts` rows `rowids` (increasing; row `i` of the result is
+/// `rowids[i]`) as an [`FtsIndex`] of just those rows, to be joined to an index of the
+/// rows before them with [`FtsIndex::append`]; plus the table totals `(nRow, tokens)`
+/// of the averages record. The rows' text is copied from `memories_fts` into
+/// [`DELTA_TABLE`] (the same tokenizer) and read back through its `instance` table;
+/// the counts must equal the rows' `_docsize` records. `Ok(Err(why))` when the rows'
+/// data fails the guards.
+///
+/// The caller holds a transaction, so rows and totals are one snapshot, and has
+/// lifted `PRAGMA query_only` for the temp table's writes ([`QueryOnlyLifted`]).
+///
+/// # Errors
+/// A SQLite error while reading or writing the temp table.
+pub fn load_rows(
+    conn: &Connection,
+    rowids: &[i64],
+) -> Result<Result<(FtsIndex, i64, i64), Unavailable>, rusqlite::Error> {
+    let list = rowids
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let copied = conn.execute_batch(&format!(
+        "DELETE FROM {DELTA_TABLE}; INSERT INTO {DELTA_TABLE}(rowid, title, tags, body) \
+         SELECT rowid, title, tags, body FROM main.memories_fts WHERE rowid IN ({list});"
+    ));
+    let read = copied.and_then(|()| {
+        let row_of = |rowid: i64| rowids.binary_search(&rowid).ok();
+        let totals = totals(conn);
+        let sizes = totals.and_then(|t| {
+            let mut sizes: Vec<Option<[u32; 3]>> = vec![None; rowids.len()];
+            let mut stmt = conn.prepare(&format!(
+                "SELECT id, sz FROM memories_fts_docsize WHERE id IN ({list})"
+            ))?;
+            let mut q = stmt.query([])?;
+            while let Some(r) = q.next()? {
+                if let Some(row) = row_of(r.get(0)?) {
+                    let sz = r.get_ref(1)?.as_blob_or_null()?.and_then(decode_sizes);
+                    let Some(sz) = sz else {
+                        return Ok(Err("unreadable FTS5 docsize record"));
+                    };
+                    sizes[row] = Some(sz);
+                }
+            }
+            Ok(t.map(|t| (sizes, t)))
+        })?;
+        let (sizes, (n_rows, n_tokens)) = match sizes {
+            Ok(v) => v,
+            Err(why) => return Ok(Err(why)),
+        };
+        let mut index = FtsIndex::builder(sizes, n_rows, n_tokens);
+        let mut stmt =
+            conn.prepare("SELECT term, doc, col FROM temp.memories_fts_delta_instance")?;
+        let mut q = stmt.query([])?;
+        while let Some(r) = q.next()? {
+            let t = r.get_ref(0)?.as_bytes()?;
+            let d: i64 = r.get(1)?;
+            let col = match r.get_ref(2)?.as_bytes()? {
+                b"title" => 0,
+                b"tags" => 1,
+                b"body" => 2,
+                _ => return Ok(Err("unknown column in fts5vocab")),
+            };
+            if let Err(why) = index.instance(t, d, row_of(d), col) {
+                return Ok(Err(why));
+            }
+        }
+        Ok(index.finish().map(|ix| (ix, n_rows, n_tokens)))
+    });
+    let cleared = conn.execute_batch(&format!("DELETE FROM {DELTA_TABLE};"));
+    let read = read?;
+    cleared?;
+    Ok(read)
+}
+
+/// `PRAGMA query_only = 0` on a read-only store connection until dropped, for writes
+/// to its temp tables ([`load_rows`]); the file stays unwritable through SQLite's
+/// read-only open. Declared before the transaction it serves, so it is dropped after
+/// it: SQLite refuses to commit a transaction that wrote anything (temp tables
+/// included) while `query_only` is on.
+pub struct QueryOnlyLifted<'a> {
+    conn: &'a Connection,
+    was_on: bool,
+}
+
+impl<'a> QueryOnlyLifted<'a> {
+    /// Lifts `query_only` on `conn` (a no-op when it is off).
+    ///
+    /// # Errors
+    /// A SQLite error reading or setting the pragma.
+    pub fn new(conn: &'a Connection) -> Result<Self, rusqlite::Error> {
+        let was_on = conn.query_row("PRAGMA query_only", [], |r| r.get::<_, i64>(0))? != 0;
+        if was_on {
+            conn.pragma_update(None, "query_only", 0)?;
+        }
+        Ok(Self { conn, was_on })
+    }
+}
+
+impl Drop for QueryOnlyLifted<'_> {
+    fn drop(&mut self) {
+        if self.was_on {
+            // Cannot fail outside a pending write transaction, which the caller's
+            // transaction (dropped first) has ended.
+            let _ = self.conn.pragma_update(None, "query_only", 1);
+        }
+    }
+}
+
+/// The averages record's `(nRow, Σ column totals)`; `(0, 0)` without one.
+fn totals(conn: &Connection) -> Result<Result<(i64, i64), Unavailable>, rusqlite::Error> {
+    let averages: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT block FROM memories_fts_data WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(match averages.as_deref().map(decode_averages) {
+        Some(Some(totals)) => Ok(totals),
+        Some(None) => Err("unreadable FTS5 averages record"),
+        None => Ok((0, 0)),
+    })
 }
 
 /// SQLite's varint (as `sqlite3Fts5GetVarint`): value and length, `None` if cut short.
