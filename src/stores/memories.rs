@@ -941,7 +941,8 @@ impl SearchIndex {
         keep: impl Fn(usize) -> bool,
         f: impl FnMut(usize, f32),
     ) -> usize {
-        self.vectors.for_each_top_dot(q, n, keep, f)
+        self.vectors
+            .for_each_top_row_dot(q, n, self.rows.len(), keep, f)
     }
 
     /// [`VectorMatrix::for_each_dot`] over this index's embeddings.
