@@ -4,6 +4,8 @@
 //! - the TypeScript SDK v2 `SkillsClient`: list, get, read and verify every file;
 //! - fastmcp's skills client (over the Python `mcp` SDK): `list_skills`, `get_skill`,
 //!   `read_skill` with digest and frontmatter verification;
+//! - the Python `mcp` SDK through the save → recall loop (`memo_save`, `memo_search`,
+//!   `recall`, then a new server process);
 //! - google-genai's MCP converter over every served tool;
 //! - `skills-ref validate` over `skills export --agent-skills` output (and its
 //!   rejection of the bundled documents);
@@ -154,6 +156,41 @@ fn fastmcp_skills_client_lists_gets_and_reads_every_skill() {
         summary["tools"].as_array().unwrap().len(),
         skill_folders().len()
     );
+}
+
+/// The save → recall loop from the Python `mcp` SDK: a memory saved with
+/// `memo_save` (saving it again changes nothing) is found first by `memo_search` and
+/// cited by `recall` within its budget in the same session, and found again by a new
+/// server process over the same data.
+#[test]
+fn python_sdk_saves_a_memory_and_finds_it_again_after_a_restart() {
+    let Some(python) = python() else {
+        return skip("the Python clients (mcp 2.3.0, fastmcp 4.2.3)");
+    };
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("tests/clients/py_remember.py"));
+    let summary = run_client(cmd, data.path());
+    let id = summary["saved"]["id"].as_str().unwrap();
+    assert!(id.starts_with("m-"), "{summary}");
+    assert_eq!(summary["saved"]["created"], true, "{summary}");
+    assert_eq!(summary["again"]["id"], id, "{summary}");
+    assert_eq!(summary["again"]["changed"], false, "{summary}");
+    assert_eq!(summary["again"]["status"], "already stored", "{summary}");
+    assert_eq!(summary["search_ids"][0], id, "{summary}");
+    let recall = &summary["recall"];
+    assert!(recall["tokens"].as_u64().unwrap() <= 300, "{summary}");
+    let citation = recall["citations"][0].as_str().unwrap();
+    assert!(
+        citation.starts_with(&format!("[memory {id} · ")),
+        "{summary}"
+    );
+    assert!(
+        recall["pack"].as_str().unwrap().contains(citation),
+        "{summary}"
+    );
+    assert_eq!(summary["after_restart_ids"][0], id, "{summary}");
+    assert!(data.path().join("memories.sqlite").is_file());
 }
 
 #[test]

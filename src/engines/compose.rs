@@ -513,14 +513,47 @@ impl Engine for Composed {
             .unwrap_or(self.budget_default);
         let mut notes: Vec<String> = Vec::new();
         let mut items: Vec<Item> = Vec::new();
-        for (si, source) in self.sources.iter().enumerate() {
-            let call_args = source
-                .args
-                .eval(&Value::Object(vars.clone()))
-                .map_err(|e| {
-                    EngineError::Query(format!("source `{}`: arguments: {e}", source.label))
-                })?;
-            let out = match skills.call_skill(&source.skill, call_args) {
+        let mut calls = Vec::with_capacity(self.sources.len());
+        for source in &self.sources {
+            calls.push(
+                source
+                    .args
+                    .eval(&Value::Object(vars.clone()))
+                    .map_err(|e| {
+                        EngineError::Query(format!("source `{}`: arguments: {e}", source.label))
+                    })?,
+            );
+        }
+        // The sources run side by side (each call opens its own store handles); their
+        // outputs are then taken in source order, so the result does not depend on
+        // which finished first.
+        let outputs: Vec<Result<Value, SkillCallError>> = if calls.len() == 1 {
+            calls
+                .into_iter()
+                .zip(&self.sources)
+                .map(|(args, source)| skills.call_skill(&source.skill, args))
+                .collect()
+        } else {
+            std::thread::scope(|scope| {
+                let running: Vec<_> = calls
+                    .into_iter()
+                    .zip(&self.sources)
+                    .map(|(args, source)| {
+                        scope.spawn(move || skills.call_skill(&source.skill, args))
+                    })
+                    .collect();
+                running
+                    .into_iter()
+                    .map(|call| {
+                        call.join().unwrap_or_else(|_| {
+                            Err(SkillCallError::Failed("the call panicked".into()))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        for ((si, source), output) in self.sources.iter().enumerate().zip(outputs) {
+            let out = match output {
                 Ok(out) => out,
                 Err(SkillCallError::Skipped(why)) => {
                     notes.push(format!("`{}` skipped: {why}", source.skill));

@@ -84,8 +84,8 @@ pub trait Engine: Send + Sync {
 
 /// Other skills, as a composing engine reaches them: the host's one call path
 /// (argument validation, declared effects, redaction), implemented by
-/// [`crate::runtime::Host`].
-pub trait Skills {
+/// [`crate::runtime::Host`]. `Sync`: a composition may call its sources side by side.
+pub trait Skills: Sync {
     /// Calls skill `name` with `args` and returns its structured output.
     ///
     /// # Errors
