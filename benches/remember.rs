@@ -223,7 +223,7 @@ fn recall(
         ];
         for (skill, args) in cases {
             let (st, out) = measure(runs, Duration::from_secs(20), || {
-                host.call(skill, args.clone())
+                host.call(skill, args.clone()).map_err(|e| e.to_string())
             });
             let out = out.map_err(|e| anyhow::anyhow!("{skill}: {e}"))?;
             let label = if args.get("include_superseded").is_some() {

@@ -10,7 +10,9 @@
 //!
 //! A running server's memo-search sees the memory on its next call: the write goes
 //! through its own connection, which bumps SQLite's `PRAGMA data_version` for the
-//! server's read-only connection, and [`MemoryStore::search_index`] reloads on that.
+//! server's read-only connection, and [`MemoryStore::search_index`] appends the new
+//! row to its held index on that (the change log `memories_changes` says which).
+//! Memory, links and embedding are one transaction: one commit per save.
 //!
 //! [`MemoryStore::search_index`]: crate::stores::memories::MemoryStore::search_index
 

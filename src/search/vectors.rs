@@ -445,20 +445,13 @@ pub fn top_group_dots(
         found.push((slot, dot));
         let g = group(slot);
         let key = total_key(f64::from(dot));
-        match value.get(&g).copied() {
-            Some(old) if old >= key => continue,
-            Some(old) => {
-                if top.remove(&(old, g)) {
-                    top.insert((key, g));
-                } else if top.len() < n || top.first().is_some_and(|f| key > f.0) {
-                    top.insert((key, g));
-                }
-            }
-            None => {
-                if top.len() < n || top.first().is_some_and(|f| key > f.0) {
-                    top.insert((key, g));
-                }
-            }
+        let old = value.get(&g).copied();
+        if old.is_some_and(|o| o >= key) {
+            continue;
+        }
+        let was_top = old.is_some_and(|o| top.remove(&(o, g)));
+        if was_top || top.len() < n || top.first().is_some_and(|f| key > f.0) {
+            top.insert((key, g));
         }
         value.insert(g, key);
         if top.len() > n {
