@@ -783,7 +783,11 @@ impl SearchIndex {
                 new_vectors.push((row, v.to_vec()));
             })
         };
-        let superseded = read.and_then(|()| superseded_ids(conn));
+        let superseded = read.and_then(|()| {
+            let set = superseded_ids(conn)?;
+            tx.map_or(Ok(()), rusqlite::Transaction::commit)?;
+            Ok(set)
+        });
         let superseded = match superseded {
             Ok(set) => set,
             Err(e) => {
@@ -792,9 +796,6 @@ impl SearchIndex {
                 return Err(e);
             }
         };
-        if let Some(tx) = tx {
-            tx.commit()?;
-        }
         for (row, v) in &new_vectors {
             self.vectors.push(*row, v);
         }
