@@ -69,6 +69,7 @@ impl Engine for SearchConversations {
                     role,
                     exclude_injected: true,
                     limit: usize::try_from(limit).unwrap_or(15),
+                    stop: ctx.cancel(),
                 };
                 match index.search(&q) {
                     Ok(hits) => return Ok(done(hits.iter().map(row_of_hit).collect())),

@@ -180,7 +180,7 @@ impl super::Engine for SemanticSearch {
         let q = embedder.embed(query);
         let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let units = embeddings
-            .search(&q, limit, &filter, min_score_f32, threads)
+            .search(&q, limit, &filter, min_score_f32, threads, ctx.cancel())
             .map_err(|_| EngineError::Query("the stored embeddings are damaged".into()))?;
         let texts = Texts::fetch(ctx, &units)?;
         let mut rows = Vec::with_capacity(units.len());
@@ -392,6 +392,7 @@ fn literal_leg(
             role: role_arg,
             exclude_injected: true,
             limit: fetch,
+            stop: ctx.cancel(),
         };
         if let Ok(hits) = index.search(&q) {
             // Fewer rows than asked: the leg is complete, so filtering them is exact.
@@ -512,6 +513,7 @@ fn keyword_leg(
             role: role_arg,
             exclude_injected: true,
             limit: KEYWORD_HITS,
+            stop: ctx.cancel(),
         };
         let Ok(hits) = index.search(&q) else {
             return Vec::new();

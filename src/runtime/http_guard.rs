@@ -104,6 +104,22 @@ pub async fn as_jsonrpc(response: Response) -> Response {
     jsonrpc_error(status, code, text)
 }
 
+/// `response` with a body that cancels `token` when it is dropped: when it ends, or
+/// when the connection closes before it does (the client disconnected).
+pub fn cancel_when_dropped(
+    response: Response,
+    token: tokio_util::sync::CancellationToken,
+) -> Response {
+    let guard = token.drop_guard();
+    response.map(|body| {
+        body.map_frame(move |frame| {
+            let _held = &guard;
+            frame
+        })
+        .boxed()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
