@@ -714,8 +714,8 @@ mod tests {
                 offsets: &offsets,
             };
             let mut out = Vec::new();
-            let r = find(&texts, None, &Pattern::new("o"), &mut |_| true, 5, &mut out);
-            let r2 = find(&texts, None, &Pattern::new("%"), &mut |_| true, 5, &mut out);
+            let r = find(&texts, None, &Pattern::new("o"), &mut |_| true, 5, &mut out, &Cancel::new());
+            let r2 = find(&texts, None, &Pattern::new("%"), &mut |_| true, 5, &mut out, &Cancel::new());
             assert!(r.is_err() || r2.is_err() || out.len() <= 5);
         }
         let offsets = vec![0u64, 50];
