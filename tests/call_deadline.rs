@@ -228,3 +228,29 @@ fn the_environment_sets_the_hosts_deadline() {
         );
     }
 }
+
+/// Issue 19 measurement: DuckDB's `ILIKE` backtracks exponentially in `%` wildcards
+/// (14 took 18 s at 100k messages, 50 ran past the deadline without seeing the
+/// interrupt), so a term holds at most four; the refusal names the limit.
+#[test]
+fn a_term_with_many_wildcards_is_refused_not_an_exponential_scan() {
+    use skills::engines::search_conversations::{SearchConversations, MAX_TERM_WILDCARDS};
+    use skills::engines::{Engine, EngineError};
+    let f = Fixture::new();
+    for index in [true, false] {
+        let ctx = Context::new(f.paths()).with_search_index(index);
+        let many = "a%".repeat(MAX_TERM_WILDCARDS + 1);
+        match SearchConversations.call(&json!({"term": many, "limit": 15}), &ctx) {
+            Err(EngineError::Argument { name, reason }) => {
+                assert_eq!(name, "term");
+                assert!(reason.contains("at most 4 `%` wildcards, got 5"), "{reason}");
+            }
+            other => panic!("expected an argument error, got {other:?}"),
+        }
+        let four = "%d%e%a%d";
+        let out = SearchConversations
+            .call(&json!({"term": four, "limit": 15}), &ctx)
+            .unwrap();
+        assert_eq!(out["count"], 2, "index={index}: {out}");
+    }
+}

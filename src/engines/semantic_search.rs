@@ -380,6 +380,8 @@ fn literal_leg(
     filter: &Filter<'_>,
     role_arg: Option<&str>,
 ) -> Result<Vec<Hit>, EngineError> {
+    // The literal leg is `ILIKE`: the same wildcard bound as search-conversations.
+    super::search_conversations::check_wildcards("query", query)?;
     let passes = |h: &Hit| hit_passes(filter, h);
     let extra = filter.source.is_some()
         || filter.conversation_id.is_some()
