@@ -96,7 +96,9 @@ impl Fixture {
     }
 }
 
-fn stopped(result: Result<skills::runtime::CallOutput, CallError>) -> (Stop, DeadlineSource, String) {
+fn stopped(
+    result: Result<skills::runtime::CallOutput, CallError>,
+) -> (Stop, DeadlineSource, String) {
     match result {
         Err(e @ CallError::Stopped { .. }) => {
             let text = e.to_string();
@@ -118,7 +120,12 @@ fn stopped(result: Result<skills::runtime::CallOutput, CallError>) -> (Stop, Dea
 #[test]
 fn a_duckdb_query_past_the_skills_deadline_is_interrupted_with_an_error_naming_both() {
     let f = Fixture::new();
-    f.add_sql("slow-duck", "conversations", "timeout-ms: 300\n", SLOW_DUCKDB);
+    f.add_sql(
+        "slow-duck",
+        "conversations",
+        "timeout-ms: 300\n",
+        SLOW_DUCKDB,
+    );
     let host = f.host();
     assert!(host.get("slow-duck").is_some(), "{:#?}", host.diagnostics());
     let started = Instant::now();
@@ -141,10 +148,13 @@ fn a_duckdb_query_past_the_skills_deadline_is_interrupted_with_an_error_naming_b
 fn a_sqlite_query_past_the_hosts_deadline_is_interrupted_and_the_skill_cannot_lengthen_it() {
     let f = Fixture::new();
     // The document asks for an hour; the host's 300 ms wins.
-    f.add_sql("endless", "memories", "timeout-ms: 3600000\n", ENDLESS_SQLITE);
-    let host = f
-        .host()
-        .with_call_timeout(Some(Duration::from_millis(300)));
+    f.add_sql(
+        "endless",
+        "memories",
+        "timeout-ms: 3600000\n",
+        ENDLESS_SQLITE,
+    );
+    let host = f.host().with_call_timeout(Some(Duration::from_millis(300)));
     assert!(host.get("endless").is_some(), "{:#?}", host.diagnostics());
     let started = Instant::now();
     let (stop, source, text) = stopped(host.call("endless", json!({})));
@@ -182,8 +192,18 @@ fn a_call_cancelled_from_another_thread_stops_its_query() {
 #[test]
 fn the_default_deadline_is_thirty_seconds_and_skills_only_shorten_it() {
     let f = Fixture::new();
-    f.add_sql("own", "conversations", "timeout-ms: 1500\n", "SELECT 1 AS n");
-    f.add_sql("long", "conversations", "timeout-ms: 99000\n", "SELECT 1 AS n");
+    f.add_sql(
+        "own",
+        "conversations",
+        "timeout-ms: 1500\n",
+        "SELECT 1 AS n",
+    );
+    f.add_sql(
+        "long",
+        "conversations",
+        "timeout-ms: 99000\n",
+        "SELECT 1 AS n",
+    );
     f.add_sql("plain", "conversations", "", "SELECT 1 AS n");
     let host = f
         .host()
@@ -243,7 +263,10 @@ fn a_term_with_many_wildcards_is_refused_not_an_exponential_scan() {
         match SearchConversations.call(&json!({"term": many, "limit": 15}), &ctx) {
             Err(EngineError::Argument { name, reason }) => {
                 assert_eq!(name, "term");
-                assert!(reason.contains("at most 4 `%` wildcards, got 5"), "{reason}");
+                assert!(
+                    reason.contains("at most 4 `%` wildcards, got 5"),
+                    "{reason}"
+                );
             }
             other => panic!("expected an argument error, got {other:?}"),
         }

@@ -173,7 +173,12 @@ fn stdio_server_exits_promptly_when_stdin_closes_during_a_busy_call() {
         "exited {took:?} after stdin closed"
     );
     let mut log = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
     assert!(
         log.contains("stdin closed; the call still running was cancelled"),
         "{log}"
@@ -233,7 +238,9 @@ fn stdio_notifications_cancelled_stops_the_calls_work() {
     let mut child = spawn_stdio(skills.path(), data.path());
     let mut stdin = child.stdin.take().unwrap();
     let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || std::io::copy(&mut std::io::BufReader::new(stderr), &mut std::io::sink()));
+    std::thread::spawn(move || {
+        std::io::copy(&mut std::io::BufReader::new(stderr), &mut std::io::sink())
+    });
     initialize(&mut stdin);
     writeln!(
         stdin,
@@ -247,7 +254,10 @@ fn stdio_notifications_cancelled_stops_the_calls_work() {
     stdout.read_line(&mut line).unwrap(); // initialize's answer
     let pid = child.id();
     let busy = cpu_during(pid, Duration::from_secs(2));
-    assert!(busy > 0.2, "the slow call is not running ({busy} CPU s in 2 s)");
+    assert!(
+        busy > 0.2,
+        "the slow call is not running ({busy} CPU s in 2 s)"
+    );
     writeln!(
         stdin,
         "{}",
@@ -276,7 +286,10 @@ fn stdio_notifications_cancelled_stops_the_calls_work() {
     );
     let answer: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(answer["id"], 2, "{answer}");
-    assert_eq!(answer["result"]["structuredContent"]["count"], 1, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["count"], 1,
+        "{answer}"
+    );
 }
 
 #[test]
@@ -293,10 +306,12 @@ fn http_client_disconnecting_mid_call_stops_the_calls_work() {
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("mcp-session-id").then(|| v.trim().to_owned())
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
         })
         .unwrap_or_else(|| panic!("no session id: {head}"));
-    let headers = format!("{JSON_HEADERS}Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n");
+    let headers =
+        format!("{JSON_HEADERS}Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n");
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
     let (status, _, _) = server.raw_with_headers(&headers, &initialized);
     assert_eq!(status, 202);
@@ -311,7 +326,10 @@ fn http_client_disconnecting_mid_call_stops_the_calls_work() {
     )
     .unwrap();
     let busy = cpu_during(pid, Duration::from_secs(2));
-    assert!(busy > 0.2, "the slow call is not running ({busy} CPU s in 2 s)");
+    assert!(
+        busy > 0.2,
+        "the slow call is not running ({busy} CPU s in 2 s)"
+    );
     drop(stream);
     std::thread::sleep(Duration::from_secs(1));
     let after = cpu_during(pid, CPU_WINDOW);

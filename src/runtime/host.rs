@@ -467,15 +467,13 @@ impl Host {
         args: Value,
         cancel: &Cancel,
     ) -> Result<CallOutput, CallError> {
-        let source = self
-            .get(name)
-            .map_or(self.timeout.1, |skill| {
-                let (deadline, source) = self.deadline_of(skill);
-                if let Some(d) = deadline {
-                    cancel.limit(d);
-                }
-                source
-            });
+        let source = self.get(name).map_or(self.timeout.1, |skill| {
+            let (deadline, source) = self.deadline_of(skill);
+            if let Some(d) = deadline {
+                cancel.limit(d);
+            }
+            source
+        });
         let skill = self.get(name).map_or(name, Skill::name).to_owned();
         let result = self.call_at(name, args, 0, cancel);
         // A call that stopped answers with why, whatever the engine made of the

@@ -168,8 +168,7 @@ impl SkillServer {
         let args = arguments.map_or(Value::Null, Value::Object);
         let cancel = crate::cancel::Cancel::new();
         let stop = cancel.clone();
-        let mut work =
-            tokio::task::spawn_blocking(move || host.call_with(&tool, args, &stop));
+        let mut work = tokio::task::spawn_blocking(move || host.call_with(&tool, args, &stop));
         let outcome = tokio::select! {
             outcome = &mut work => outcome,
             () = until.cancelled() => {
@@ -614,31 +613,35 @@ pub async fn serve_http(
         let shutdown = shutdown.clone();
         let sessions = Arc::clone(&sessions);
         tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-                let mut service = service.clone();
-                let sessions = Arc::clone(&sessions);
-                async move {
-                    if request.uri().path() != HTTP_PATH {
-                        return Ok::<_, Infallible>(not_found());
+            let handler =
+                hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+                    let mut service = service.clone();
+                    let sessions = Arc::clone(&sessions);
+                    async move {
+                        if request.uri().path() != HTTP_PATH {
+                            return Ok::<_, Infallible>(not_found());
+                        }
+                        if let Some(refused) =
+                            super::http_guard::duplicate_headers(request.headers())
+                        {
+                            return Ok(refused);
+                        }
+                        if super::http_guard::opens_session(&request)
+                            && sessions.sessions.read().await.len()
+                                >= super::http_guard::MAX_SESSIONS
+                        {
+                            return Ok(super::http_guard::too_many_sessions());
+                        }
+                        // A call stops when its client disconnects: hyper drops the
+                        // response body (the SSE stream of a `tools/call`) when the
+                        // connection closes, which cancels the token the call watches.
+                        let gone = CancellationToken::new();
+                        request.extensions_mut().insert(ClientGone(gone.clone()));
+                        let response = tower_service::Service::call(&mut service, request).await?;
+                        let response = super::http_guard::as_jsonrpc(response).await;
+                        Ok(super::http_guard::cancel_when_dropped(response, gone))
                     }
-                    if let Some(refused) = super::http_guard::duplicate_headers(request.headers()) {
-                        return Ok(refused);
-                    }
-                    if super::http_guard::opens_session(&request)
-                        && sessions.sessions.read().await.len() >= super::http_guard::MAX_SESSIONS
-                    {
-                        return Ok(super::http_guard::too_many_sessions());
-                    }
-                    // A call stops when its client disconnects: hyper drops the
-                    // response body (the SSE stream of a `tools/call`) when the
-                    // connection closes, which cancels the token the call watches.
-                    let gone = CancellationToken::new();
-                    request.extensions_mut().insert(ClientGone(gone.clone()));
-                    let response = tower_service::Service::call(&mut service, request).await?;
-                    let response = super::http_guard::as_jsonrpc(response).await;
-                    Ok(super::http_guard::cancel_when_dropped(response, gone))
-                }
-            });
+                });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), handler);
             tokio::pin!(connection);

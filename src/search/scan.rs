@@ -658,7 +658,16 @@ mod tests {
             let pattern = Pattern::new(term);
             for f in [None, Some(&filter)] {
                 let mut out = Vec::new();
-                find(&texts, f, &pattern, &mut |_| true, 3, &mut out, &Cancel::new()).unwrap();
+                find(
+                    &texts,
+                    f,
+                    &pattern,
+                    &mut |_| true,
+                    3,
+                    &mut out,
+                    &Cancel::new(),
+                )
+                .unwrap();
                 assert_eq!(out, expect, "{term} filter={}", f.is_some());
             }
         }
@@ -714,8 +723,24 @@ mod tests {
                 offsets: &offsets,
             };
             let mut out = Vec::new();
-            let r = find(&texts, None, &Pattern::new("o"), &mut |_| true, 5, &mut out, &Cancel::new());
-            let r2 = find(&texts, None, &Pattern::new("%"), &mut |_| true, 5, &mut out, &Cancel::new());
+            let r = find(
+                &texts,
+                None,
+                &Pattern::new("o"),
+                &mut |_| true,
+                5,
+                &mut out,
+                &Cancel::new(),
+            );
+            let r2 = find(
+                &texts,
+                None,
+                &Pattern::new("%"),
+                &mut |_| true,
+                5,
+                &mut out,
+                &Cancel::new(),
+            );
             assert!(r.is_err() || r2.is_err() || out.len() <= 5);
         }
         let offsets = vec![0u64, 50];
