@@ -4,12 +4,13 @@
 //! bound to a Rust engine from [`engines`], which reads the data in [`stores`] that
 //! [`ingest`] imported from real transcript and memory formats. Retrieval machinery
 //! (BM25 postings, vectors, filters, typo lookup) is [`search`]; the records both
-//! ingest and stores handle are [`model`], times are read by [`time`], folders listed by [`walk`] and text is
+//! ingest and stores handle are [`model`], times are read by [`time`], a call is stopped through [`cancel`], folders listed by [`walk`] and text is
 //! embedded by [`embed`]. Every entry point
 //! (CLI, MCP, `verify`) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod cancel;
 pub mod confine;
 pub mod embed;
 pub mod engines;

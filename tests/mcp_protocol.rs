@@ -140,20 +140,7 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
 #[test]
 fn stdio_server_exits_promptly_when_stdin_closes_during_a_busy_call() {
     let data = empty_store();
-    let skills = tempfile::tempdir().unwrap();
-    let d = skills.path().join("slow");
-    fs_err::create_dir_all(&d).unwrap();
-    fs_err::write(
-        d.join("SKILL.md"),
-        "---\nname: slow\ndescription: a query that runs for a minute\nengine: sql\nreads: [conversations]\nengine-options: {store: conversations, timeout-ms: 60000}\ninput-schema:\n  type: object\n  properties: {}\n---\n# slow\n",
-    )
-    .unwrap();
-    fs_err::write(
-        d.join("query.sql"),
-        "SELECT count(*) AS n FROM range(1000000000000) a",
-    )
-    .unwrap();
-    fs_err::write(d.join("template.md.j2"), "{{ data.count }}").unwrap();
+    let skills = slow_skill();
     let mut child = spawn_stdio(skills.path(), data.path());
     let mut stdin = child.stdin.take().unwrap();
     initialize(&mut stdin);
@@ -185,6 +172,177 @@ fn stdio_server_exits_promptly_when_stdin_closes_during_a_busy_call() {
         took < Duration::from_secs(3),
         "exited {took:?} after stdin closed"
     );
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        log.contains("stdin closed; the call still running was cancelled"),
+        "{log}"
+    );
+}
+
+/// A skills folder with skill `slow`: a DuckDB query that runs for minutes (its own
+/// `timeout-ms` is a minute), and `quick`.
+fn slow_skill() -> tempfile::TempDir {
+    let skills = tempfile::tempdir().unwrap();
+    for (name, query) in [
+        ("slow", "SELECT count(*) AS n FROM range(1000000000000) a"),
+        ("quick", "SELECT 1 AS n"),
+    ] {
+        let d = skills.path().join(name);
+        fs_err::create_dir_all(&d).unwrap();
+        fs_err::write(
+            d.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: a test query\nengine: sql\nreads: [conversations]\nengine-options: {{store: conversations, timeout-ms: 60000}}\ninput-schema:\n  type: object\n  properties: {{}}\n---\n# {name}\n"),
+        )
+        .unwrap();
+        fs_err::write(d.join("query.sql"), query).unwrap();
+        fs_err::write(d.join("template.md.j2"), "{{ data.count }}").unwrap();
+    }
+    skills
+}
+
+/// CPU time (user + system) the process has used, in seconds (Linux `/proc`, 100
+/// ticks a second).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5), counted from the state (field 3) here.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = ticks as f64 / 100.0;
+    seconds
+}
+
+/// CPU seconds `pid` uses during `window`.
+fn cpu_during(pid: u32, window: Duration) -> f64 {
+    let before = cpu_seconds(pid);
+    std::thread::sleep(window);
+    cpu_seconds(pid) - before
+}
+
+/// Below this many CPU seconds in [`CPU_WINDOW`] the server counts as idle; the slow
+/// query, running, uses about one per second per core.
+const IDLE_CPU: f64 = 0.5;
+const CPU_WINDOW: Duration = Duration::from_secs(3);
+
+#[test]
+fn stdio_notifications_cancelled_stops_the_calls_work() {
+    let data = empty_store();
+    let skills = slow_skill();
+    let mut child = spawn_stdio(skills.path(), data.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        std::io::copy(&mut std::io::BufReader::new(stderr), &mut std::io::sink())
+    });
+    initialize(&mut stdin);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {}}})
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap(); // initialize's answer
+    let pid = child.id();
+    let busy = cpu_during(pid, Duration::from_secs(2));
+    assert!(
+        busy > 0.2,
+        "the slow call is not running ({busy} CPU s in 2 s)"
+    );
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}})
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let after = cpu_during(pid, CPU_WINDOW);
+    // The server still answers.
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "quick", "arguments": {}}})
+    )
+    .unwrap();
+    stdin.flush().unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        after < IDLE_CPU,
+        "the cancelled call kept working: {after} CPU s in {CPU_WINDOW:?}"
+    );
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["count"], 1,
+        "{answer}"
+    );
+}
+
+#[test]
+fn http_client_disconnecting_mid_call_stops_the_calls_work() {
+    let skills = slow_skill();
+    let server = HttpServer::start_in(skills.path());
+    let pid = server.child.id();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string();
+    let (status, head, _) = server.raw_with_headers(JSON_HEADERS, &init);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {head}"));
+    let headers =
+        format!("{JSON_HEADERS}Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let (status, _, _) = server.raw_with_headers(&headers, &initialized);
+    assert_eq!(status, 202);
+    // The slow call, on a connection this test then drops without reading the answer.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {}}})
+        .to_string();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\n{headers}Content-Length: {}\r\n\r\n{call}",
+        call.len()
+    )
+    .unwrap();
+    let busy = cpu_during(pid, Duration::from_secs(2));
+    assert!(
+        busy > 0.2,
+        "the slow call is not running ({busy} CPU s in 2 s)"
+    );
+    drop(stream);
+    std::thread::sleep(Duration::from_secs(1));
+    let after = cpu_during(pid, CPU_WINDOW);
+    assert!(
+        after < IDLE_CPU,
+        "the call kept working after its client left: {after} CPU s in {CPU_WINDOW:?}"
+    );
+    // The session and the server still answer.
+    let quick = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "quick", "arguments": {}}})
+        .to_string();
+    let (status, _, body) = server.raw_with_headers(&headers, &quick);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"count\":1"), "{body}");
 }
 
 /// A running `skills serve --http 127.0.0.1:0`, killed on drop.
@@ -196,10 +354,14 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> Self {
+        Self::start_in(&repo_skills())
+    }
+
+    fn start_in(skills: &Path) -> Self {
         let data = empty_store();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
             .args(["serve", "--http", "127.0.0.1:0"])
-            .env("SKILLS_DIR", repo_skills())
+            .env("SKILLS_DIR", skills)
             .env("SKILLS_DATA_DIR", data.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -224,6 +386,20 @@ impl HttpServer {
 
     /// Sends one raw HTTP/1.1 request; returns (status, content type, body).
     fn raw(&self, head: &str, body: &str) -> (u16, String, String) {
+        let (status, head, body) = self.raw_with_headers(head, body);
+        let content_type = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-type:")
+                    .map(|v| v.trim().to_owned())
+            })
+            .unwrap_or_default();
+        (status, content_type, body)
+    }
+
+    /// Sends one raw HTTP/1.1 request; returns (status, response head, body).
+    fn raw_with_headers(&self, head: &str, body: &str) -> (u16, String, String) {
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
@@ -241,19 +417,11 @@ impl HttpServer {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        let content_type = response
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("content-type:")
-                    .map(|v| v.trim().to_owned())
-            })
-            .unwrap_or_default();
-        let body = response
+        let (head, body) = response
             .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
+            .map(|(h, b)| (h.to_owned(), b.to_owned()))
             .unwrap_or_default();
-        (status, content_type, body)
+        (status, head, body)
     }
 }
 

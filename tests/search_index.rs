@@ -326,6 +326,7 @@ fn damaged_or_foreign_indexes_fall_back_to_duckdb() {
                 role: None,
                 exclude_injected: true,
                 limit: 500,
+                stop: &skills::cancel::Cancel::new(),
             });
         }
     }

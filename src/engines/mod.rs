@@ -17,6 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use crate::cancel::Cancel;
 use crate::embed::{EmbedError, Embedder};
 use crate::stores::conversations::embeddings::{self, Embeddings};
 use crate::stores::conversations::index::{self, Unavailable};
@@ -155,6 +156,9 @@ pub enum EngineError {
     /// A query failed, was interrupted or tried to write.
     #[error("{0}")]
     Query(String),
+    /// The call stopped ([`Context::cancel`]): its deadline passed or its client left.
+    #[error("stopped: {0}")]
+    Stopped(crate::cancel::Stop),
     /// A capability the engine needs is not available (e.g. no embedding model).
     #[error("{0}")]
     Unavailable(String),
@@ -173,6 +177,8 @@ pub struct Context {
     /// False: every search answers from DuckDB (`SKILLS_SEARCH_INDEX=off`, tests).
     use_index: bool,
     access: Access,
+    /// The call's stop signal (deadline, client gone); never stops outside a call.
+    cancel: Cancel,
 }
 
 /// What the calls of one host share: store locations and what is cached across calls.
@@ -259,6 +265,7 @@ impl Context {
             now: None,
             use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
             access: Access::unrestricted(),
+            cancel: Cancel::new(),
         }
     }
 
@@ -271,7 +278,23 @@ impl Context {
             now: self.now,
             use_index: self.use_index,
             access,
+            cancel: self.cancel.clone(),
         }
+    }
+
+    /// The same context for one call stopped by `cancel` (its deadline, or the client
+    /// leaving): long loops check it and database queries are interrupted by it.
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// The call's stop signal ([`crate::cancel`]). Engines pass it to long loops and
+    /// may return early once it has stopped: the host then answers with the reason,
+    /// never with the partial result.
+    pub fn cancel(&self) -> &Cancel {
+        &self.cancel
     }
 
     /// A context over the stores at `paths` with this one's clock, search-index
@@ -294,6 +317,7 @@ impl Context {
             now: self.now,
             use_index: self.use_index,
             access: Access::unrestricted(),
+            cancel: self.cancel.clone(),
         }
     }
 
@@ -380,9 +404,8 @@ impl Context {
     /// while an ingest keeps writing, or a DuckDB error.
     pub fn conversations(&self) -> Result<Arc<ConversationStore>, StoreError> {
         self.access.check(Store::Conversations, false)?;
-        Ok(Arc::new(ConversationStore::open_ro(
-            &self.shared.paths.conversations,
-        )?))
+        let store = ConversationStore::open_ro(&self.shared.paths.conversations)?;
+        Ok(Arc::new(store.interrupted_by(&self.cancel)))
     }
 
     /// Fixes the embedding model (`None`: no model) instead of loading the default one

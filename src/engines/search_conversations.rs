@@ -23,6 +23,31 @@ use crate::stores::conversations::index::{Hit, Query, Unavailable};
 /// Characters of message content kept in each row's `preview` (Unicode scalar values).
 pub use crate::stores::conversations::segment::PREVIEW_CHARS;
 
+/// Most `%` wildcards a term may hold. DuckDB's `ILIKE` (the path used when the search
+/// index is unavailable) backtracks exponentially in them, per row and without
+/// checking for interrupts: at 100,000 messages 14 `%` took 18 s and 50 more than a
+/// minute, past any deadline. The index's matcher is linear; the bound keeps both
+/// paths giving the same answer.
+pub const MAX_TERM_WILDCARDS: usize = 4;
+
+/// Refuses a `term` with more than [`MAX_TERM_WILDCARDS`] `%` (argument `name`).
+///
+/// # Errors
+/// [`EngineError::Argument`] naming the limit (never echoing the value).
+pub fn check_wildcards(name: &str, term: &str) -> Result<(), EngineError> {
+    let n = term.matches('%').count();
+    if n > MAX_TERM_WILDCARDS {
+        return Err(EngineError::Argument {
+            name: name.into(),
+            reason: format!(
+                "at most {MAX_TERM_WILDCARDS} `%` wildcards, got {n} (each `%` makes the \
+                 match costlier; `_` and plain text are not limited)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The engine (stateless; the store comes from the [`Context`]).
 pub struct SearchConversations;
 
@@ -51,6 +76,7 @@ impl Engine for SearchConversations {
                 reason: format!("expected an integer in 1..=500, got {limit}"),
             });
         }
+        check_wildcards("term", term)?;
         let questions = term.is_empty() && role == Some("user");
         let done = |rows: Vec<Value>| {
             json!({
@@ -69,6 +95,7 @@ impl Engine for SearchConversations {
                     role,
                     exclude_injected: true,
                     limit: usize::try_from(limit).unwrap_or(15),
+                    stop: ctx.cancel(),
                 };
                 match index.search(&q) {
                     Ok(hits) => return Ok(done(hits.iter().map(row_of_hit).collect())),

@@ -180,7 +180,7 @@ impl super::Engine for SemanticSearch {
         let q = embedder.embed(query);
         let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let units = embeddings
-            .search(&q, limit, &filter, min_score_f32, threads)
+            .search(&q, limit, &filter, min_score_f32, threads, ctx.cancel())
             .map_err(|_| EngineError::Query("the stored embeddings are damaged".into()))?;
         let texts = Texts::fetch(ctx, &units)?;
         let mut rows = Vec::with_capacity(units.len());
@@ -380,6 +380,8 @@ fn literal_leg(
     filter: &Filter<'_>,
     role_arg: Option<&str>,
 ) -> Result<Vec<Hit>, EngineError> {
+    // The literal leg is `ILIKE`: the same wildcard bound as search-conversations.
+    super::search_conversations::check_wildcards("query", query)?;
     let passes = |h: &Hit| hit_passes(filter, h);
     let extra = filter.source.is_some()
         || filter.conversation_id.is_some()
@@ -392,6 +394,7 @@ fn literal_leg(
             role: role_arg,
             exclude_injected: true,
             limit: fetch,
+            stop: ctx.cancel(),
         };
         if let Ok(hits) = index.search(&q) {
             // Fewer rows than asked: the leg is complete, so filtering them is exact.
@@ -512,6 +515,7 @@ fn keyword_leg(
             role: role_arg,
             exclude_injected: true,
             limit: KEYWORD_HITS,
+            stop: ctx.cancel(),
         };
         let Ok(hits) = index.search(&q) else {
             return Vec::new();

@@ -12,7 +12,8 @@
 //! parenthesis to append statements is refused before anything runs; DuckDB is opened
 //! read-only with external access disabled and its configuration locked, SQLite
 //! read-only with `PRAGMA query_only`. Refusals name the rule broken. A watchdog
-//! interrupts a query that runs past `timeout-ms`, and at most `max-rows` rows are
+//! interrupts a query that runs past `timeout-ms`, as does the host's per-call deadline
+//! or the client leaving ([`Context::cancel`]), and at most `max-rows` rows are
 //! returned.
 //!
 //! Frontmatter (`engine-options`): `store` (`conversations` → DuckDB table
@@ -22,7 +23,6 @@
 //! Output: `{"columns": [str], "rows": [{column: value}], "count": int, "truncated": bool}`;
 //! `truncated` is true when the query had more than `max-rows` rows.
 
-use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -197,7 +197,7 @@ impl Engine for SqlQuery {
             StoreKind::Conversations => self.run_duckdb(sql, &values, ctx)?,
             StoreKind::Memories => {
                 ctx.may_read(crate::stores::Store::Memories)?;
-                self.run_sqlite(sql, &values, &ctx.paths().memories)?
+                self.run_sqlite(sql, &values, ctx)?
             }
         };
         Ok(json!({"columns": columns, "count": rows.len(), "truncated": truncated, "rows": rows}))
@@ -251,8 +251,11 @@ impl SqlQuery {
         Ok(self.cap(columns, rows))
     }
 
-    fn run_sqlite(&self, sql: &str, values: &[Value], path: &Path) -> Result<Rows, EngineError> {
-        let conn = crate::stores::memories::query_connection(path)?;
+    fn run_sqlite(&self, sql: &str, values: &[Value], ctx: &Context) -> Result<Rows, EngineError> {
+        let conn = crate::stores::memories::query_connection(&ctx.paths().memories)?;
+        // The call's deadline and its client leaving interrupt the query too.
+        let on_stop = conn.get_interrupt_handle();
+        let _interrupt = ctx.cancel().on_stop(move || on_stop.interrupt());
         let handle = conn.get_interrupt_handle();
         let watchdog = Watchdog::start(self.timeout, move || handle.interrupt());
         let result = (|| {

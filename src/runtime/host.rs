@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -10,12 +11,62 @@ use super::args::{self, ArgError};
 use super::doc::{Diagnostic, SkillDoc};
 use super::render;
 use super::skill::{self, Skill};
+use crate::cancel::{Cancel, Stop};
 use crate::engines::{self, Context, Engine, EngineError, SkillCallError, Skills};
 use crate::stores::StoreError;
 
 /// Deepest nesting of calls through composed skills (cycles are refused when the host
 /// loads; this bounds what a misbehaving engine could do).
 pub const MAX_CALL_DEPTH: usize = 8;
+
+/// The deadline of every call when `SKILLS_CALL_TIMEOUT_MS` is not set: 30 s.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The environment variable that sets the host's per-call deadline in milliseconds
+/// (`0`: no deadline).
+pub const CALL_TIMEOUT_ENV: &str = "SKILLS_CALL_TIMEOUT_MS";
+
+/// The host's per-call deadline: `SKILLS_CALL_TIMEOUT_MS` milliseconds (`0`: none),
+/// else [`DEFAULT_CALL_TIMEOUT`]. A value that is not a number is reported on stderr
+/// and the default used.
+pub fn call_timeout_from_env() -> Option<Duration> {
+    match std::env::var(CALL_TIMEOUT_ENV) {
+        Err(_) => Some(DEFAULT_CALL_TIMEOUT),
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(0) => None,
+            Ok(ms) => Some(Duration::from_millis(ms)),
+            Err(_) => {
+                eprintln!(
+                    "warning: {CALL_TIMEOUT_ENV}=`{text}` is not a number of milliseconds; \
+                     using the default ({} ms)",
+                    DEFAULT_CALL_TIMEOUT.as_millis()
+                );
+                Some(DEFAULT_CALL_TIMEOUT)
+            }
+        },
+    }
+}
+
+/// Where a call's deadline came from (named in [`CallError::Stopped`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineSource {
+    /// The host default, [`DEFAULT_CALL_TIMEOUT`].
+    Default,
+    /// `SKILLS_CALL_TIMEOUT_MS`.
+    Env,
+    /// The skill's frontmatter `timeout-ms`.
+    Frontmatter,
+}
+
+impl std::fmt::Display for DeadlineSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Default => "the host default; `SKILLS_CALL_TIMEOUT_MS` changes it",
+            Self::Env => "`SKILLS_CALL_TIMEOUT_MS`",
+            Self::Frontmatter => "`timeout-ms` in its SKILL.md",
+        })
+    }
+}
 
 /// The result of one successful call.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -74,6 +125,17 @@ pub enum CallError {
         /// Skill name.
         skill: String,
     },
+    /// The call stopped before it finished: its deadline passed, or its client
+    /// disconnected or cancelled it. Its work was interrupted; no partial output.
+    #[error("{}", stopped_message(.skill, .stop, *.source_of_deadline))]
+    Stopped {
+        /// Skill name (the outermost one, for composed skills).
+        skill: String,
+        /// Why.
+        stop: Stop,
+        /// Where the deadline came from.
+        source_of_deadline: DeadlineSource,
+    },
     /// The template could not render the engine output.
     #[error("`{skill}`: template failed: {source:#}")]
     Render {
@@ -83,6 +145,18 @@ pub enum CallError {
         #[source]
         source: minijinja::Error,
     },
+}
+
+fn stopped_message(skill: &str, stop: &Stop, source: DeadlineSource) -> String {
+    match stop {
+        Stop::Deadline(d) => format!(
+            "`{skill}` did not finish within its deadline of {} ms ({source}); its work was interrupted",
+            d.as_millis()
+        ),
+        Stop::Cancelled => format!(
+            "`{skill}` was cancelled (the client disconnected or cancelled the call); its work was interrupted"
+        ),
+    }
 }
 
 fn join(errors: &[ArgError]) -> String {
@@ -101,6 +175,8 @@ pub struct Host {
     env: minijinja::Environment<'static>,
     ctx: Context,
     engines: Vec<Arc<dyn Engine>>,
+    /// The deadline of every call (`None`: none) and where it came from.
+    timeout: (Option<Duration>, DeadlineSource),
 }
 
 impl Host {
@@ -119,6 +195,14 @@ impl Host {
             env: render::environment(),
             ctx,
             engines: engines.to_vec(),
+            timeout: (
+                call_timeout_from_env(),
+                if std::env::var_os(CALL_TIMEOUT_ENV).is_some() {
+                    DeadlineSource::Env
+                } else {
+                    DeadlineSource::Default
+                },
+            ),
         };
         let validator = serde_json::from_str::<Value>(skill::SKILL_SCHEMA)
             .map_err(|e| e.to_string())
@@ -309,7 +393,9 @@ impl Host {
     /// The same skills folder and engines loaded again over the stores at `paths`,
     /// with this host's clock and model ([`Context::relocated`]).
     pub fn relocated(&self, paths: crate::stores::StorePaths) -> Self {
-        Self::load_with(&self.dir, self.ctx.relocated(paths), &self.engines)
+        let mut host = Self::load_with(&self.dir, self.ctx.relocated(paths), &self.engines);
+        host.timeout = self.timeout;
+        host
     }
 
     /// The skills folder.
@@ -346,12 +432,72 @@ impl Host {
     /// # Errors
     /// [`CallError`]: unknown skill, invalid arguments (each named), engine or template failure.
     pub fn call(&self, name: &str, args: Value) -> Result<CallOutput, CallError> {
-        self.call_at(name, args, 0)
+        self.call_with(name, args, &Cancel::new())
+    }
+
+    /// The same host with every call's deadline set to `timeout` (`None`: none)
+    /// instead of `SKILLS_CALL_TIMEOUT_MS` — tests and benchmarks.
+    #[must_use]
+    pub fn with_call_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = (timeout, DeadlineSource::Env);
+        self
+    }
+
+    /// The deadline a call of `skill` runs under: the host's, shortened by the skill's
+    /// frontmatter `timeout-ms`; and where it came from.
+    pub fn deadline_of(&self, skill: &Skill) -> (Option<Duration>, DeadlineSource) {
+        let own = skill.meta.timeout_ms.map(Duration::from_millis);
+        match (self.timeout.0, own) {
+            (Some(host), Some(own)) if own < host => (Some(own), DeadlineSource::Frontmatter),
+            (None, Some(own)) => (Some(own), DeadlineSource::Frontmatter),
+            (host, _) => (host, self.timeout.1),
+        }
+    }
+
+    /// [`Host::call`] stopped by `cancel` as well as by its deadline (armed on
+    /// `cancel` here): what a server calls, cancelling when the client leaves. A
+    /// stopped call fails with [`CallError::Stopped`]; engines are interrupted
+    /// (database queries) or stop at their next check (Rust loops).
+    ///
+    /// # Errors
+    /// As [`Host::call`], and [`CallError::Stopped`].
+    pub fn call_with(
+        &self,
+        name: &str,
+        args: Value,
+        cancel: &Cancel,
+    ) -> Result<CallOutput, CallError> {
+        let source = self.get(name).map_or(self.timeout.1, |skill| {
+            let (deadline, source) = self.deadline_of(skill);
+            if let Some(d) = deadline {
+                cancel.limit(d);
+            }
+            source
+        });
+        let skill = self.get(name).map_or(name, Skill::name).to_owned();
+        let result = self.call_at(name, args, 0, cancel);
+        // A call that stopped answers with why, whatever the engine made of the
+        // interruption (a DuckDB error, an early return with fewer rows).
+        match cancel.stopped() {
+            Some(stop) => Err(CallError::Stopped {
+                skill,
+                stop,
+                source_of_deadline: source,
+            }),
+            None => result,
+        }
     }
 
     /// [`Host::call`] at nesting `depth` (0: a caller outside the host; composed
-    /// skills call their sources at `depth + 1`).
-    fn call_at(&self, name: &str, args: Value, depth: usize) -> Result<CallOutput, CallError> {
+    /// skills call their sources at `depth + 1`), all under the outermost call's
+    /// `cancel`.
+    fn call_at(
+        &self,
+        name: &str,
+        args: Value,
+        depth: usize,
+        cancel: &Cancel,
+    ) -> Result<CallOutput, CallError> {
         let skill = self.get(name).ok_or_else(|| CallError::UnknownSkill {
             name: name.to_owned(),
             known: self
@@ -375,8 +521,21 @@ impl Host {
                 skill: skill.name().to_owned(),
             });
         }
-        let ctx = self.ctx.scoped(skill.access.clone());
-        let nested = Nested { host: self, depth };
+        if let Err(stop) = cancel.check() {
+            return Err(CallError::Engine {
+                skill: skill.name().to_owned(),
+                source: EngineError::Stopped(stop),
+            });
+        }
+        let ctx = self
+            .ctx
+            .scoped(skill.access.clone())
+            .with_cancel(cancel.clone());
+        let nested = Nested {
+            host: self,
+            depth,
+            cancel,
+        };
         let mut data = skill
             .engine
             .call_in(&args, &ctx, &nested)
@@ -425,11 +584,12 @@ impl Host {
 struct Nested<'h> {
     host: &'h Host,
     depth: usize,
+    cancel: &'h Cancel,
 }
 
 impl Skills for Nested<'_> {
     fn call_skill(&self, name: &str, args: Value) -> Result<Value, SkillCallError> {
-        match self.host.call_at(name, args, self.depth + 1) {
+        match self.host.call_at(name, args, self.depth + 1, self.cancel) {
             Ok(out) => Ok(out.data),
             Err(CallError::Engine {
                 source: EngineError::Store(e @ StoreError::Missing { .. }),

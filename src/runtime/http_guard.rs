@@ -104,6 +104,32 @@ pub async fn as_jsonrpc(response: Response) -> Response {
     jsonrpc_error(status, code, text)
 }
 
+/// `response` with a body that cancels `token` when it is dropped: when it ends, or
+/// when the connection closes before it does (the client disconnected). Only event
+/// streams (a `tools/call` still running answers as one) are wrapped; other
+/// responses are complete already and keep their exact length.
+pub fn cancel_when_dropped(
+    response: Response,
+    token: tokio_util::sync::CancellationToken,
+) -> Response {
+    let streams = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !streams {
+        return response;
+    }
+    let guard = token.drop_guard();
+    response.map(|body| {
+        body.map_frame(move |frame| {
+            let _held = &guard;
+            frame
+        })
+        .boxed()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

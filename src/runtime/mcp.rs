@@ -84,7 +84,16 @@ pub struct SkillServer {
     catalog: Arc<Catalog>,
     /// Bounds the number of skill calls running at once on the blocking pool.
     slots: Arc<Semaphore>,
+    /// Cancelled when the transport is gone (stdin closed): every running call stops.
+    stopping: CancellationToken,
+    /// The semaphore's size.
+    slot_count: usize,
 }
+
+/// Put in an HTTP request's extensions by [`serve_http`]: cancelled when the response
+/// to that request is dropped — the client disconnected (or the response ended).
+#[derive(Debug, Clone)]
+pub struct ClientGone(pub CancellationToken);
 
 impl SkillServer {
     /// A server over `host` that never reloads: one [`Tool`] per skill ([`tool_for`])
@@ -100,10 +109,29 @@ impl SkillServer {
     /// a slot (no lock is held while a query runs).
     pub fn with_catalog(catalog: Arc<Catalog>) -> Self {
         let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        let slot_count = (cpus * 2).max(4);
         Self {
             catalog,
-            slots: Arc::new(Semaphore::new((cpus * 2).max(4))),
+            slots: Arc::new(Semaphore::new(slot_count)),
+            stopping: CancellationToken::new(),
+            slot_count,
         }
+    }
+
+    /// Stops every call running now or started later (their results say they were
+    /// cancelled) — when the transport is gone.
+    pub fn stop_calls(&self) {
+        self.stopping.cancel();
+    }
+
+    /// [`SkillServer::stop_calls`], then waits up to `wait` for their work to end;
+    /// false when some call was still running then.
+    pub async fn stop_calls_and_wait(&self, wait: std::time::Duration) -> bool {
+        self.stop_calls();
+        let all = u32::try_from(self.slot_count).unwrap_or(u32::MAX);
+        tokio::time::timeout(wait, self.slots.acquire_many(all))
+            .await
+            .is_ok_and(|permits| permits.is_ok())
     }
 
     /// The tools served now, in host order.
@@ -116,6 +144,21 @@ impl SkillServer {
     /// `structuredContent` is the engine's JSON and the text content the rendered
     /// markdown; every failure is a result with `isError: true` and one text block.
     pub async fn call(&self, name: &str, arguments: Option<JsonObject>) -> CallToolResult {
+        self.call_until(name, arguments, CancellationToken::new())
+            .await
+    }
+
+    /// [`SkillServer::call`], stopped when `until` is cancelled (the request's
+    /// `notifications/cancelled`, its HTTP client disconnecting) or the server stops
+    /// its calls ([`SkillServer::stop_calls`]): the call's work is interrupted through
+    /// [`Host::call_with`] and its result says it was cancelled. The slot is held
+    /// until the work has actually stopped.
+    pub async fn call_until(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        until: CancellationToken,
+    ) -> CallToolResult {
         let Ok(_slot) = self.slots.acquire().await else {
             return error_result("the server is shutting down".to_owned());
         };
@@ -123,7 +166,20 @@ impl SkillServer {
         let host = Arc::clone(&served.host);
         let tool = name.to_owned();
         let args = arguments.map_or(Value::Null, Value::Object);
-        let outcome = tokio::task::spawn_blocking(move || host.call(&tool, args)).await;
+        let cancel = crate::cancel::Cancel::new();
+        let stop = cancel.clone();
+        let mut work = tokio::task::spawn_blocking(move || host.call_with(&tool, args, &stop));
+        let outcome = tokio::select! {
+            outcome = &mut work => outcome,
+            () = until.cancelled() => {
+                cancel.cancel();
+                work.await
+            }
+            () = self.stopping.cancelled() => {
+                cancel.cancel();
+                work.await
+            }
+        };
         let mut result = match outcome {
             Ok(Ok(output)) => {
                 let mut result = CallToolResult::structured(output.data);
@@ -276,12 +332,31 @@ impl ServerHandler for SkillServer {
             .cloned()
     }
 
+    /// Runs the call until it ends, the client cancels it (`notifications/cancelled`,
+    /// the session or stdio transport ending) or its HTTP client disconnects.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(self.call(&request.name, request.arguments).await.into())
+        let until = context.ct.clone();
+        if let Some(ClientGone(gone)) = context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientGone>())
+        {
+            let (gone, until) = (gone.clone(), until.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = gone.cancelled() => until.cancel(),
+                    () = until.cancelled() => {}
+                }
+            });
+        }
+        Ok(self
+            .call_until(&request.name, request.arguments, until)
+            .await
+            .into())
     }
 
     async fn list_resources(
@@ -416,12 +491,14 @@ impl ServerHandler for SkillServer {
 ///
 /// Lines pass through [`super::jsonrpc_gate`] first: any line that is not a valid
 /// JSON-RPC message is answered there (never dropped). When stdin closes, calls still
-/// running get [`STDIN_CLOSE_GRACE`] to answer, then the server stops without them.
+/// running get [`STDIN_CLOSE_GRACE`] to answer, then they are cancelled (their work
+/// interrupted, up to another grace period to stop) and the server stops without them.
 ///
 /// # Errors
 /// [`ServeError::Stdio`] when the handshake fails or the session ends with an error.
 pub async fn serve_stdio(catalog: Arc<Catalog>) -> Result<(), ServeError> {
     let server = SkillServer::with_catalog(catalog);
+    let calls = server.clone();
     let (gate, transport) =
         super::jsonrpc_gate::Gate::start(tokio::io::stdin(), tokio::io::stdout());
     let running = match server.serve(transport).await {
@@ -444,7 +521,17 @@ pub async fn serve_stdio(catalog: Arc<Catalog>) -> Result<(), ServeError> {
             closed.cancelled().await;
             tokio::time::sleep(STDIN_CLOSE_GRACE).await;
         } => {
-            eprintln!("skills: stdin closed; stopping with a call still running");
+            // Nobody will read the answer: the running call's work is interrupted
+            // (its query, its scan) rather than left burning CPU until exit.
+            let stopped = calls.stop_calls_and_wait(STDIN_CLOSE_GRACE).await;
+            eprintln!(
+                "skills: stdin closed; {}",
+                if stopped {
+                    "the call still running was cancelled"
+                } else {
+                    "stopping with a call still running (cancelled, not yet stopped)"
+                }
+            );
         }
     }
     Ok(())
@@ -526,25 +613,35 @@ pub async fn serve_http(
         let shutdown = shutdown.clone();
         let sessions = Arc::clone(&sessions);
         tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-                let mut service = service.clone();
-                let sessions = Arc::clone(&sessions);
-                async move {
-                    if request.uri().path() != HTTP_PATH {
-                        return Ok::<_, Infallible>(not_found());
+            let handler =
+                hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+                    let mut service = service.clone();
+                    let sessions = Arc::clone(&sessions);
+                    async move {
+                        if request.uri().path() != HTTP_PATH {
+                            return Ok::<_, Infallible>(not_found());
+                        }
+                        if let Some(refused) =
+                            super::http_guard::duplicate_headers(request.headers())
+                        {
+                            return Ok(refused);
+                        }
+                        if super::http_guard::opens_session(&request)
+                            && sessions.sessions.read().await.len()
+                                >= super::http_guard::MAX_SESSIONS
+                        {
+                            return Ok(super::http_guard::too_many_sessions());
+                        }
+                        // A call stops when its client disconnects: hyper drops the
+                        // response body (the SSE stream of a `tools/call`) when the
+                        // connection closes, which cancels the token the call watches.
+                        let gone = CancellationToken::new();
+                        request.extensions_mut().insert(ClientGone(gone.clone()));
+                        let response = tower_service::Service::call(&mut service, request).await?;
+                        let response = super::http_guard::as_jsonrpc(response).await;
+                        Ok(super::http_guard::cancel_when_dropped(response, gone))
                     }
-                    if let Some(refused) = super::http_guard::duplicate_headers(request.headers()) {
-                        return Ok(refused);
-                    }
-                    if super::http_guard::opens_session(&request)
-                        && sessions.sessions.read().await.len() >= super::http_guard::MAX_SESSIONS
-                    {
-                        return Ok(super::http_guard::too_many_sessions());
-                    }
-                    let response = tower_service::Service::call(&mut service, request).await?;
-                    Ok(super::http_guard::as_jsonrpc(response).await)
-                }
-            });
+                });
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), handler);
             tokio::pin!(connection);

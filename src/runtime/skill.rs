@@ -48,6 +48,10 @@ pub struct Frontmatter {
     /// [`crate::redact`]).
     #[serde(default)]
     pub redact_secrets: Option<bool>,
+    /// This skill's per-call deadline in milliseconds; it can only shorten the host's
+    /// ([`crate::runtime::host::call_timeout_from_env`]), never lengthen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// Engine-specific settings (e.g. `store` and `query` for `sql`).
     #[serde(default)]
     pub engine_options: Option<Value>,

@@ -23,6 +23,8 @@
 
 use memchr::memmem;
 
+use crate::cancel::Cancel;
+
 /// Lowercases `s` the way DuckDB's `lower()` and `ILIKE` do, appending to `out`:
 /// ASCII by table, other code points by their simple lowercase mapping.
 pub fn fold(s: &str, out: &mut Vec<u8>) {
@@ -380,7 +382,9 @@ impl Filter<'_> {
 /// Appends to `out`, in row order, the first rows of `texts` (at most `limit` in all,
 /// counting what `out` already holds) whose folded text matches `pattern` and that
 /// `accept` takes (role, tombstones…; called only for matching rows). `filter`, when
-/// given, must have been built over these same texts.
+/// given, must have been built over these same texts. Once `stop` has stopped, it
+/// returns early with the rows found so far (checked per block, per candidate row and
+/// every [`STOP_CHECK_ROWS`] rows tested one by one).
 ///
 /// # Errors
 /// [`Corrupt`] when the offsets do not describe the text.
@@ -391,6 +395,7 @@ pub fn find(
     accept: &mut dyn FnMut(usize) -> bool,
     limit: usize,
     out: &mut Vec<usize>,
+    stop: &Cancel,
 ) -> Result<(), Corrupt> {
     if out.len() >= limit || texts.is_empty() {
         return Ok(());
@@ -404,6 +409,9 @@ pub fn find(
     let Some(anchor) = anchor else {
         // No literal to look for: test rows one by one.
         for i in 0..texts.len() {
+            if i % STOP_CHECK_ROWS == 0 && stop.is_stopped() {
+                break;
+            }
             if pattern.matches(texts.row(i)?) && accept(i) {
                 out.push(i);
                 if out.len() >= limit {
@@ -421,10 +429,13 @@ pub fn find(
                 if !f.may_contain(block, &grams) {
                     continue;
                 }
+                if stop.is_stopped() {
+                    break;
+                }
                 let first = block * per;
                 let last = (first + per).min(texts.len());
                 let range = texts.offset(first)?..texts.offset(last)?;
-                scan(texts, pattern, anchor, accept, limit, range, out)?;
+                scan(texts, pattern, anchor, accept, limit, range, out, stop)?;
                 if out.len() >= limit {
                     break;
                 }
@@ -439,12 +450,18 @@ pub fn find(
             limit,
             0..texts.text.len(),
             out,
+            stop,
         ),
     }
 }
 
+/// Rows tested one by one between two checks of the stop signal in [`find`].
+pub const STOP_CHECK_ROWS: usize = 1024;
+
 /// Searches `text[range]` (whole rows) for `anchor`, verifying each candidate row
-/// against `pattern` and `accept`, appending matching rows until `out` holds `limit`.
+/// against `pattern` and `accept`, appending matching rows until `out` holds `limit`
+/// or `stop` has stopped (checked per candidate row).
+#[allow(clippy::too_many_arguments)] // `find`'s parameters and the region
 fn scan(
     texts: &Texts<'_>,
     pattern: &Pattern,
@@ -453,11 +470,15 @@ fn scan(
     limit: usize,
     range: std::ops::Range<usize>,
     out: &mut Vec<usize>,
+    stop: &Cancel,
 ) -> Result<(), Corrupt> {
     let needle_len = anchor.needle().len();
     let region = texts.text.get(range.clone()).ok_or(Corrupt)?;
     let mut pos = 0;
     while pos < region.len() {
+        if stop.is_stopped() {
+            break;
+        }
         let Some(hit) = anchor.find(&region[pos..]) else {
             break;
         };
@@ -637,7 +658,16 @@ mod tests {
             let pattern = Pattern::new(term);
             for f in [None, Some(&filter)] {
                 let mut out = Vec::new();
-                find(&texts, f, &pattern, &mut |_| true, 3, &mut out).unwrap();
+                find(
+                    &texts,
+                    f,
+                    &pattern,
+                    &mut |_| true,
+                    3,
+                    &mut out,
+                    &Cancel::new(),
+                )
+                .unwrap();
                 assert_eq!(out, expect, "{term} filter={}", f.is_some());
             }
         }
@@ -654,10 +684,34 @@ mod tests {
             },
             2,
             &mut out,
+            &Cancel::new(),
         )
         .unwrap();
         assert_eq!(out, vec![3, 23]);
         assert_eq!(asked, vec![3, 13, 23]);
+        // A stopped scan tests no row, in every path (block filter, whole text, row by row).
+        let stopped = Cancel::new();
+        stopped.cancel();
+        for term in ["persofi", "%", "_"] {
+            for f in [None, Some(&filter)] {
+                let mut out = Vec::new();
+                let mut asked = 0;
+                find(
+                    &texts,
+                    f,
+                    &Pattern::new(term),
+                    &mut |_| {
+                        asked += 1;
+                        true
+                    },
+                    3,
+                    &mut out,
+                    &stopped,
+                )
+                .unwrap();
+                assert_eq!((asked, out.len()), (0, 0), "{term} filter={}", f.is_some());
+            }
+        }
     }
 
     #[test]
@@ -669,8 +723,24 @@ mod tests {
                 offsets: &offsets,
             };
             let mut out = Vec::new();
-            let r = find(&texts, None, &Pattern::new("o"), &mut |_| true, 5, &mut out);
-            let r2 = find(&texts, None, &Pattern::new("%"), &mut |_| true, 5, &mut out);
+            let r = find(
+                &texts,
+                None,
+                &Pattern::new("o"),
+                &mut |_| true,
+                5,
+                &mut out,
+                &Cancel::new(),
+            );
+            let r2 = find(
+                &texts,
+                None,
+                &Pattern::new("%"),
+                &mut |_| true,
+                5,
+                &mut out,
+                &Cancel::new(),
+            );
             assert!(r.is_err() || r2.is_err() || out.len() <= 5);
         }
         let offsets = vec![0u64, 50];

@@ -23,6 +23,7 @@ use chrono::{Datelike, Timelike};
 use duckdb::{params, Connection};
 
 use super::StoreError;
+use crate::cancel::{Cancel, OnStop};
 use crate::model::Message;
 
 pub mod embeddings;
@@ -247,6 +248,9 @@ pub struct ConversationStore {
     embed_base: Option<embeddings::Base>,
     /// The embeddings writer, once [`ConversationStore::embed_with`] asked for one.
     embed: Option<embeddings::Writer>,
+    /// The call whose stop interrupts every connection handed out
+    /// ([`ConversationStore::interrupted_by`]), and the hooks registered for them.
+    stop: Option<(Cancel, Mutex<Vec<OnStop>>)>,
 }
 
 /// What [`ConversationStore::close_with`] did.
@@ -300,6 +304,7 @@ impl ConversationStore {
             touched: Mutex::default(),
             embed_base,
             embed: None,
+            stop: None,
         })
     }
 
@@ -333,6 +338,7 @@ impl ConversationStore {
             touched: Mutex::default(),
             embed_base: None,
             embed: None,
+            stop: None,
         })
     }
 
@@ -353,6 +359,7 @@ impl ConversationStore {
             touched: Mutex::default(),
             embed_base: None,
             embed: None,
+            stop: None,
         })
     }
 
@@ -393,7 +400,27 @@ impl ConversationStore {
             .conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        guard.try_clone().map_err(|e| duck(&self.path, e))
+        let conn = guard.try_clone().map_err(|e| duck(&self.path, e))?;
+        drop(guard);
+        if let Some((cancel, hooks)) = &self.stop {
+            cancel.check().map_err(StoreError::Stopped)?;
+            let handle = conn.interrupt_handle();
+            let hook = cancel.on_stop(move || handle.interrupt());
+            hooks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(hook);
+        }
+        Ok(conn)
+    }
+
+    /// This store with every connection it hands out ([`ConversationStore::connection`])
+    /// interrupted when `cancel` stops (DuckDB's `interrupt()`: the running query fails),
+    /// and refused once it has — what an engine call's store is.
+    #[must_use]
+    pub fn interrupted_by(mut self, cancel: &Cancel) -> Self {
+        self.stop = Some((cancel.clone(), Mutex::new(Vec::new())));
+        self
     }
 
     /// Wraps a DuckDB error with this store's path.

@@ -70,6 +70,9 @@ pub enum StoreError {
         /// The frontmatter field that would have to name it: `reads` or `writes`.
         field: &'static str,
     },
+    /// The call stopped (deadline, client gone) before the store was queried.
+    #[error("stopped: {0}")]
+    Stopped(crate::cancel::Stop),
     /// Filesystem error (creating the data directory…).
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -40,6 +40,7 @@ use super::index::{
     StoreStamp, Touched, Unavailable,
 };
 use super::segment::{u32_at, u64_at};
+use crate::cancel::Cancel;
 use crate::embed::Embedder;
 use crate::search::quantized::{self, View};
 use crate::search::scan::Corrupt;
@@ -616,6 +617,8 @@ impl Embeddings {
     /// The `n` units with the largest exact scores against the unit query vector `q`
     /// among those `filter` keeps, best first (ties: segment, then unit order), with
     /// `score ≥ min_score`. The 8-bit first pass runs on up to `threads` threads.
+    /// Once `stop` has stopped, no further unit is scored and fewer hits come back
+    /// (the host then discards them).
     ///
     /// # Errors
     /// [`Corrupt`] when a segment is damaged.
@@ -626,6 +629,7 @@ impl Embeddings {
         filter: &Filter<'_>,
         min_score: f32,
         threads: usize,
+        stop: &Cancel,
     ) -> Result<Vec<UnitHit>, Corrupt> {
         if n == 0 || q.len() != self.manifest.dim as usize {
             return Ok(Vec::new());
@@ -638,8 +642,12 @@ impl Embeddings {
             let conv: &[u32] = seg.cast(4)?;
             let roles = seg.bytes(6);
             let (first, last): (&[i64], &[i64]) = (seg.cast(7)?, seg.cast(8)?);
+            if stop.is_stopped() {
+                break;
+            }
             let keep = |u: usize| {
-                !seg.is_dead(u)
+                !stop.is_stopped()
+                    && !seg.is_dead(u)
                     && keep_conv
                         .as_ref()
                         .is_none_or(|m| conv.get(u).is_some_and(|&c| m.contains(&c)))

@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use super::segment::{
     self, key_hash, order, RowIn, Segment, SegmentBuilder, HAS_QUESTION, NOT_INJECTED,
 };
+use crate::cancel::Cancel;
 use crate::search::scan::{self, Corrupt, Pattern};
 
 /// Name of the manifest file inside the index folder.
@@ -290,6 +291,9 @@ pub struct Query<'a> {
     pub exclude_injected: bool,
     /// Maximum rows.
     pub limit: usize,
+    /// The call's stop signal: once stopped, the search returns early with fewer rows
+    /// (the host then discards them).
+    pub stop: &'a Cancel,
 }
 
 /// One row of a result, with the columns search-conversations shows.
@@ -374,7 +378,7 @@ impl Index {
         let mut best: Vec<(usize, usize)> = Vec::new();
         for (si, live) in self.segments.iter().enumerate() {
             let seg = &live.seg;
-            if seg.is_empty() {
+            if seg.is_empty() || q.stop.is_stopped() {
                 continue;
             }
             if best.len() >= q.limit {
@@ -487,6 +491,7 @@ fn find_in(live: &Live, pattern: &Pattern, q: &Query<'_>) -> Result<Vec<usize>, 
         &mut accept,
         q.limit,
         &mut out,
+        q.stop,
     )?;
     Ok(out)
 }
