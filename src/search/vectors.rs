@@ -36,7 +36,7 @@ pub fn normalized(v: &[f32]) -> Vec<f32> {
 /// contiguous matrix of blocks of [`LANES`] slots, stored dimension-major inside a
 /// block; a dot product is accumulated in the same order as [`cosine`], so scores are
 /// identical. An 8-bit copy of the matrix ([`Quantized`]) serves the first pass of
-/// [`VectorMatrix::for_each_top_dot`]. Vectors of another length are kept apart and
+/// [`VectorMatrix::for_each_top_row_dot`]. Vectors of another length are kept apart and
 /// scored with [`cosine`].
 ///
 /// Size: 4 bytes per dimension per vector, plus ~1 byte per dimension for the copy.
@@ -49,7 +49,7 @@ pub struct VectorMatrix {
     /// Vectors whose length differs from `dim`: `(row, vector)`.
     odd: Vec<(u32, Vec<f32>)>,
     /// 8-bit copy of `matrix`, slot by slot, for the first pass of
-    /// [`VectorMatrix::for_each_top_dot`]; `None` when a vector cannot be bounded.
+    /// [`VectorMatrix::for_each_top_row_dot`]; `None` when a vector cannot be bounded.
     quantized: Option<Quantized>,
 }
 
@@ -115,54 +115,21 @@ impl VectorMatrix {
         self.len() == 0
     }
 
-    /// Calls `f(row index, dot product)` for every embedded row whose row index
-    /// passes `keep` that can be among the `n` largest dot products with `q`, and
-    /// returns how many embedded rows pass `keep`. Dot products are exact (as in
-    /// [`VectorMatrix::for_each_dot`]). A row left out is strictly below at least `n`
-    /// reported ones, whose n-th best lies in (0, 1], so the order of dot products
-    /// clamped to [0, 1] (cosines) keeps it out as well.
+    /// Calls `f(row, dot)` for the vectors (of rows passing `keep`) needed to rank the
+    /// `n` rows with the largest dot product with `q`, a row holding several vectors
+    /// scoring by its best one: the best vector of each of the `n` best rows is among
+    /// them, and a row left out (or given only some of its vectors) is strictly below
+    /// at least `n` rows whose best is given, the n-th of which lies in (0, 1], so the
+    /// order of dot products clamped to [0, 1] (cosines) keeps it out as well. Dot
+    /// products are exact (as in [`VectorMatrix::for_each_dot`]). `rows` bounds the
+    /// row numbers. Returns how many vectors pass `keep`.
     ///
-    /// How: a first pass over the 8-bit copy of the matrix (a quarter of its bytes;
-    /// [`super::quantized`]) gives each row an interval holding its dot product; rows
-    /// whose interval reaches the n-th best lower end are then computed exactly,
-    /// highest upper end first, until the next upper end is below the n-th best exact
-    /// value (~100–200 of 100k for n = 10–20). Falls back to the whole exact pass when
-    /// there is no 8-bit copy, the query is zero, or that bound cannot be proven.
-    pub fn for_each_top_dot(
-        &self,
-        q: &[f32],
-        n: usize,
-        keep: impl Fn(usize) -> bool,
-        mut f: impl FnMut(usize, f32),
-    ) -> usize {
-        let Some((kept, exact)) = self.top_dots(q, n, &keep) else {
-            let mut kept = 0;
-            self.for_each_dot(q, &keep, |i, d| {
-                kept += 1;
-                f(i, d);
-            });
-            return kept;
-        };
-        for (row, dot) in exact {
-            f(row, dot);
-        }
-        let mut kept = kept;
-        for (r, v) in &self.odd {
-            if keep(*r as usize) {
-                kept += 1;
-                f(*r as usize, cosine(q, v));
-            }
-        }
-        kept
-    }
-
-    /// [`VectorMatrix::for_each_top_dot`] where a row may hold several vectors and
-    /// scores by its best one: calls `f(row, dot)` for vectors such that the best
-    /// vector of each of the `n` best rows is among them, and a row left out (or given
-    /// only some of its vectors) is below at least `n` rows whose best is given
-    /// ([`top_group_dots`]). `rows` bounds the row numbers. Returns how many vectors
-    /// pass `keep`. Falls back to every exact dot product when pruning cannot be
-    /// proven.
+    /// How ([`top_group_dots`]): a first pass over the 8-bit copy of the matrix (a
+    /// quarter of its bytes; [`super::quantized`]) gives each vector an interval
+    /// holding its dot product; vectors whose interval reaches the n-th best row's
+    /// lower end are then computed exactly, highest upper end first, until the next
+    /// upper end is below the n-th best row so far. Falls back to the whole exact pass
+    /// when there is no 8-bit copy, the query is zero, or that bound cannot be proven.
     pub fn for_each_top_row_dot(
         &self,
         q: &[f32],
@@ -200,31 +167,6 @@ impl VectorMatrix {
             }
         }
         kept
-    }
-
-    /// The pruned exact pass of [`VectorMatrix::for_each_top_dot`] over the matrix
-    /// slots ([`top_dots`]), with slots mapped to rows.
-    fn top_dots(
-        &self,
-        q: &[f32],
-        n: usize,
-        keep: &impl Fn(usize) -> bool,
-    ) -> Option<(usize, Vec<(usize, f32)>)> {
-        let quant = self.quantized.as_ref()?;
-        let (kept, exact) = top_dots(
-            &quant.view(),
-            q,
-            n,
-            |slot| keep(self.slots[slot] as usize),
-            |slot| self.exact_dot(q, slot),
-        )?;
-        Some((
-            kept,
-            exact
-                .into_iter()
-                .map(|(slot, dot)| (self.slots[slot] as usize, dot))
-                .collect(),
-        ))
     }
 
     /// Slot `slot`'s dot product with `q` (of length `dim`), summed exactly as one lane
@@ -292,7 +234,7 @@ impl VectorMatrix {
 /// `None` when pruning cannot be proven (zero query, no `n`, the n-th best exact value
 /// outside (0, 1]; the caller then computes every exact value). `keep(slot)` is the
 /// row mask; `exact(slot)` the exact dot product the bounds of `quant` hold (see
-/// [`VectorMatrix::for_each_top_dot`] for the method).
+/// [`top_group_dots`], the same method with one slot per group).
 pub fn top_dots(
     quant: &View<'_>,
     q: &[f32],

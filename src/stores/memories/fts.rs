@@ -87,18 +87,29 @@ pub fn load(
             _ => rowids.binary_search(&rowid).ok(),
         }
     };
-    match read(conn, rowids.len(), &row_of) {
-        Ok(index) => Ok(Ok(index)),
+    settle(read(conn, rowids.len(), &row_of, "", INSTANCE_TABLE).map(|(index, _)| index))
+}
+
+/// A load's outcome as the public functions give it: guards failed → `Ok(Err(why))`.
+fn settle<T>(read: Result<T, LoadError>) -> Result<Result<T, Unavailable>, rusqlite::Error> {
+    match read {
+        Ok(v) => Ok(Ok(v)),
         Err(LoadError::Unavailable(why)) => Ok(Err(why)),
         Err(LoadError::Sqlite(e)) => Err(e),
     }
 }
 
+/// The index of `n_meta` rows (`row_of`: an FTS5 rowid's row) from the `_docsize`
+/// records `docsize_filter` selects (`WHERE …`, or empty for all) and the token
+/// instances of the `fts5vocab` table `instances`; with the table totals `(nRow,
+/// tokens)` it was built for.
 fn read(
     conn: &Connection,
     n_meta: usize,
     row_of: &impl Fn(i64) -> Option<usize>,
-) -> Result<FtsIndex, LoadError> {
+    docsize_filter: &str,
+    instances: &str,
+) -> Result<(FtsIndex, (i64, i64)), LoadError> {
     let mut names = Vec::new();
     let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('memories_fts')")?;
     let mut q = stmt.query([])?;
@@ -116,7 +127,9 @@ fn read(
 
     // Row lengths, as xColumnSize reads them.
     let mut sizes: Vec<Option<[u32; 3]>> = vec![None; n_meta];
-    let mut stmt = conn.prepare("SELECT id, sz FROM memories_fts_docsize")?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT id, sz FROM memories_fts_docsize {docsize_filter}"
+    ))?;
     let mut q = stmt.query([])?;
     while let Some(r) = q.next()? {
         let Some(row) = row_of(r.get(0)?) else {
@@ -130,7 +143,7 @@ fn read(
     }
 
     let mut index = FtsIndex::builder(sizes, n_rows, n_tokens);
-    let mut stmt = conn.prepare(&format!("SELECT term, doc, col FROM {INSTANCE_TABLE}"))?;
+    let mut stmt = conn.prepare(&format!("SELECT term, doc, col FROM {instances}"))?;
     let mut q = stmt.query([])?;
     while let Some(r) = q.next()? {
         let t = r.get_ref(0)?.as_bytes()?;
@@ -143,7 +156,7 @@ fn read(
         };
         index.instance(t, d, row_of(d), col)?;
     }
-    Ok(index.finish()?)
+    Ok((index.finish()?, (n_rows, n_tokens)))
 }
 
 /// The postings of `memories_fts` rows `rowids` (increasing; row `i` of the result is
@@ -172,51 +185,18 @@ pub fn load_rows(
         "DELETE FROM {DELTA_TABLE}; INSERT INTO {DELTA_TABLE}(rowid, title, tags, body) \
          SELECT rowid, title, tags, body FROM main.memories_fts WHERE rowid IN ({list});"
     ));
-    let read = copied.and_then(|()| {
-        let row_of = |rowid: i64| rowids.binary_search(&rowid).ok();
-        let totals = totals(conn);
-        let sizes = totals.and_then(|t| {
-            let mut sizes: Vec<Option<[u32; 3]>> = vec![None; rowids.len()];
-            let mut stmt = conn.prepare(&format!(
-                "SELECT id, sz FROM memories_fts_docsize WHERE id IN ({list})"
-            ))?;
-            let mut q = stmt.query([])?;
-            while let Some(r) = q.next()? {
-                if let Some(row) = row_of(r.get(0)?) {
-                    let sz = r.get_ref(1)?.as_blob_or_null()?.and_then(decode_sizes);
-                    let Some(sz) = sz else {
-                        return Ok(Err("unreadable FTS5 docsize record"));
-                    };
-                    sizes[row] = Some(sz);
-                }
-            }
-            Ok(t.map(|t| (sizes, t)))
-        })?;
-        let (sizes, (n_rows, n_tokens)) = match sizes {
-            Ok(v) => v,
-            Err(why) => return Ok(Err(why)),
-        };
-        let mut index = FtsIndex::builder(sizes, n_rows, n_tokens);
-        let mut stmt =
-            conn.prepare("SELECT term, doc, col FROM temp.memories_fts_delta_instance")?;
-        let mut q = stmt.query([])?;
-        while let Some(r) = q.next()? {
-            let t = r.get_ref(0)?.as_bytes()?;
-            let d: i64 = r.get(1)?;
-            let col = match r.get_ref(2)?.as_bytes()? {
-                b"title" => 0,
-                b"tags" => 1,
-                b"body" => 2,
-                _ => return Ok(Err("unknown column in fts5vocab")),
-            };
-            if let Err(why) = index.instance(t, d, row_of(d), col) {
-                return Ok(Err(why));
-            }
-        }
-        Ok(index.finish().map(|ix| (ix, n_rows, n_tokens)))
+    let row_of = |rowid: i64| rowids.binary_search(&rowid).ok();
+    let read = copied.map_err(LoadError::from).and_then(|()| {
+        read(
+            conn,
+            rowids.len(),
+            &row_of,
+            &format!("WHERE id IN ({list})"),
+            "temp.memories_fts_delta_instance",
+        )
     });
     let cleared = conn.execute_batch(&format!("DELETE FROM {DELTA_TABLE};"));
-    let read = read?;
+    let read = settle(read.map(|(index, (n_rows, n_tokens))| (index, n_rows, n_tokens)))?;
     cleared?;
     Ok(read)
 }
