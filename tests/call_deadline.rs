@@ -4,14 +4,15 @@
 //! with an error naming the skill — its work interrupted, not left running.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use chrono::TimeZone;
+use common::message;
 use serde_json::json;
 use skills::cancel::{Cancel, Stop};
 use skills::engines::Context;
-use skills::ingest::Message;
 use skills::runtime::host::DeadlineSource;
 use skills::runtime::{CallError, Host};
 use skills::stores::conversations::index::{Index, Query};
@@ -26,29 +27,6 @@ const ENDLESS_SQLITE: &str =
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c";
 /// Far beyond any of these tests: a call still running then was not interrupted.
 const NOT_INTERRUPTED: Duration = Duration::from_secs(60);
-
-fn message(conv: &str, i: i64, content: &str) -> Message {
-    Message {
-        source: "claude-code".into(),
-        model: None,
-        project: None,
-        conversation_id: conv.into(),
-        conversation_title: None,
-        message_id: format!("{conv}-{i}"),
-        parent_id: None,
-        msg_index: i,
-        timestamp: chrono::Utc
-            .with_ymd_and_hms(2025, 3, 10, 10, 0, u32::try_from(i).unwrap())
-            .unwrap(),
-        timestamp_is_fallback: false,
-        role: "user".into(),
-        content_type: "text".into(),
-        content: content.into(),
-        has_attachment: false,
-        has_citation: false,
-        is_injected: false,
-    }
-}
 
 /// A skills folder with drop-in skills and stores holding a few rows.
 struct Fixture {

@@ -9,13 +9,15 @@
 //! process's socket count does not grow).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use chrono::TimeZone;
+use common::message;
 use serde_json::{json, Value};
 use skills::engines::Context;
-use skills::ingest::Message;
 use skills::model::Memory;
 use skills::runtime::conformance::checks::params::StoreName;
 use skills::runtime::conformance::checks::Probe;
@@ -25,29 +27,6 @@ use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 
 const SECRET: &str = "sentinel-secret-7f3a9c";
-
-fn message(conv: &str, i: i64, content: &str) -> Message {
-    Message {
-        source: "claude-code".into(),
-        model: None,
-        project: None,
-        conversation_id: conv.into(),
-        conversation_title: None,
-        message_id: format!("{conv}-{i}"),
-        parent_id: None,
-        msg_index: i,
-        timestamp: chrono::Utc
-            .with_ymd_and_hms(2025, 3, 10, 10, 0, u32::try_from(i).unwrap())
-            .unwrap(),
-        timestamp_is_fallback: false,
-        role: "user".into(),
-        content_type: "text".into(),
-        content: content.into(),
-        has_attachment: false,
-        has_citation: false,
-        is_injected: false,
-    }
-}
 
 /// Stores, a skills folder, sentinel files outside it and a folder writes would land in.
 struct Sandbox {
