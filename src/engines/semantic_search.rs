@@ -15,19 +15,20 @@
 //! `mode = "hybrid"` fuses that ranking with the exact `ILIKE` leg of
 //! search-conversations (same index path) by reciprocal rank fusion (RRF, k = 60),
 //! and keeps every literal hit of that leg in the result, so a message holding the
-//! query word for word is never lost. A third leg, the query's words
-//! ([`keyword_leg`]), ranks messages by the summed BM25 idf of the query words each
-//! contains (`ILIKE` per word on the same index path): a question rarely appears word
-//! for word, but its rare words do, and that leg is what lifts hybrid above semantic
-//! on LoCoMo (docs/performance.md, "semantic_search").
+//! query word for word is never lost. A third leg ([`keyword_leg`]) ranks messages
+//! by BM25 over the query's words, from the postings the search index holds (written
+//! by ingest, read in place): a question rarely appears word for word, but its rare
+//! words do, and that leg is what lifts hybrid above semantic on LoCoMo
+//! (docs/performance.md, "semantic_search").
 
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
 use super::{Context, EngineError};
+use crate::search::words::{is_term, words};
 use crate::stores::conversations::embeddings::{role, Filter, UnitHit, UnitSpec};
-use crate::stores::conversations::index::{Hit, Query, Unavailable};
+use crate::stores::conversations::index::{Hit, KeywordQuery, Query, Unavailable};
 
 /// RRF's `k`: a row at rank r of a leg adds `1 / (k + r)` (r from 1).
 pub const RRF_K: f64 = 60.0;
@@ -459,39 +460,33 @@ fn literal_leg(
     Ok(rows)
 }
 
-/// Words of a query the keyword leg looks for: runs of letters and digits, lowercased,
-/// at least 3 characters, not a stop word (memo-search's list), each once, at most
-/// [`KEYWORD_WORDS`] of them in query order.
-fn query_words(query: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    for w in query
-        .split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-    {
-        if w.chars().count() >= 3 && !super::memo_search::is_stop_word(&w) && !words.contains(&w) {
-            words.push(w);
+/// Terms of a query the keyword leg scores: its [`words`] folded as the index folds
+/// text, those that [`is_term`] keeps, each once, at most [`KEYWORD_WORDS`] of them
+/// in query order.
+fn query_terms(query: &str) -> Vec<String> {
+    let mut folded = Vec::with_capacity(query.len());
+    crate::search::scan::fold(query, &mut folded);
+    let folded = String::from_utf8_lossy(&folded);
+    let mut terms: Vec<String> = Vec::new();
+    for w in words(&folded).filter(|w| is_term(w)) {
+        if !terms.iter().any(|t| t == w) {
+            terms.push(w.to_owned());
         }
-        if words.len() == KEYWORD_WORDS {
+        if terms.len() == KEYWORD_WORDS {
             break;
         }
     }
-    words
+    terms
 }
 
-/// At most this many query words are searched by the keyword leg.
-pub const KEYWORD_WORDS: usize = 8;
+/// At most this many query words are scored by the keyword leg.
+pub const KEYWORD_WORDS: usize = 16;
 
-/// Messages read per query word by the keyword leg (newest first). A word with more
-/// matches counts as having this many (its idf is low anyway).
-pub const KEYWORD_HITS: usize = 1000;
-
-/// The query-words leg: for each of [`query_words`], the messages whose text contains
-/// it (`ILIKE '%' || word || '%'`, the search index's path, newest first, at most
-/// [`KEYWORD_HITS`]), each message scored by the sum over the words it contains of
-/// BM25's idf `ln(1 + (N − df + 0.5) / (df + 0.5))` (N the indexed messages, df the
-/// word's matches). Best first (ties: newest first), at most `4 × limit`, filters
-/// applied. Empty when the search index is unavailable: this leg only refines the
-/// ranking, the literal leg and the semantic leg still answer.
+/// The keyword leg: the conversations index's BM25 over its postings
+/// ([`index::Index::keyword`]) for [`query_terms`], every filter applied, best first,
+/// at most `4 × limit`. Empty when the search index is unavailable or predates
+/// postings (said once on stderr): this leg only refines the ranking, the literal leg
+/// and the semantic leg still answer.
 fn keyword_leg(
     ctx: &Context,
     query: &str,
@@ -499,53 +494,47 @@ fn keyword_leg(
     filter: &Filter<'_>,
     role_arg: Option<&str>,
 ) -> Vec<Hit> {
-    let words = query_words(query);
+    let terms = query_terms(query);
+    if terms.is_empty() {
+        return Vec::new();
+    }
     let Ok(index) = ctx.conversations_index() else {
         return Vec::new();
     };
-    if words.is_empty() {
-        return Vec::new();
-    }
-    #[allow(clippy::cast_precision_loss)]
-    let n = index.rows() as f64;
-    let mut scored: HashMap<Key, (f64, Hit)> = HashMap::new();
-    for w in &words {
-        let q = Query {
-            term: Some(w),
-            role: role_arg,
-            exclude_injected: true,
-            limit: KEYWORD_HITS,
-            stop: ctx.cancel(),
-        };
-        let Ok(hits) = index.search(&q) else {
-            return Vec::new();
-        };
-        #[allow(clippy::cast_precision_loss)]
-        let df = hits.len() as f64;
-        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-        for h in hits.into_iter().filter(|h| hit_passes(filter, h)) {
-            let key = (
-                h.source.clone(),
-                h.conversation_id.clone(),
-                h.message_id.clone(),
+    let q = KeywordQuery {
+        terms: &terms,
+        role: role_arg,
+        exclude_injected: true,
+        source: filter.source,
+        conversation_id: filter.conversation_id,
+        since_us: filter.since_us,
+        until_us: filter.until_us,
+        limit: 4 * limit,
+        stop: ctx.cancel(),
+    };
+    match index.keyword(&q) {
+        Ok(Some(hits)) => hits.into_iter().map(|(_, h)| h).collect(),
+        Ok(None) => {
+            note_once(
+                "the search index predates keyword postings; hybrid ranks without its keyword \
+                 leg until `skills ingest` rewrites it",
             );
-            scored.entry(key).or_insert((0.0, h)).0 += idf;
+            Vec::new()
         }
+        Err(_) => Vec::new(),
     }
-    let mut ranked: Vec<(f64, Hit)> = scored.into_values().collect();
-    ranked.sort_by(|a, b| {
-        b.0.total_cmp(&a.0)
-            .then(b.1.created_us.cmp(&a.1.created_us))
-            .then_with(|| {
-                (&a.1.source, &a.1.conversation_id, &a.1.message_id).cmp(&(
-                    &b.1.source,
-                    &b.1.conversation_id,
-                    &b.1.message_id,
-                ))
-            })
-    });
-    ranked.truncate(4 * limit);
-    ranked.into_iter().map(|(_, h)| h).collect()
+}
+
+/// Says `why` on stderr once per process.
+fn note_once(why: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.iter().any(|s| s == why) {
+        said.push(why.to_owned());
+        eprintln!("note: semantic-search: {why}.");
+    }
 }
 
 /// RRF of the semantic rows, the literal hits and the keyword hits; a literal hit inside a semantic
@@ -675,15 +664,15 @@ mod tests {
     }
 
     #[test]
-    fn query_words_drop_stop_words_short_words_and_repeats() {
+    fn query_terms_fold_and_drop_stop_words_short_words_and_repeats() {
         assert_eq!(
-            query_words("What did Caroline research about adoption? Caroline's adoption!"),
+            query_terms("What did Caroline research about ADOPTION? Caroline's adoption!"),
             ["caroline", "research", "adoption"]
         );
-        assert!(query_words("is it on?").is_empty());
-        assert_eq!(query_words(&"word ".repeat(3)).len(), 1);
-        let many: String = (0..20).map(|i| format!("term{i} ")).collect();
-        assert_eq!(query_words(&many).len(), KEYWORD_WORDS);
+        assert!(query_terms("is the a of?").is_empty());
+        assert_eq!(query_terms(&"word ".repeat(3)).len(), 1);
+        let many: String = (0..40).map(|i| format!("term{i} ")).collect();
+        assert_eq!(query_terms(&many).len(), KEYWORD_WORDS);
     }
 
     #[test]

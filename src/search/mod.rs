@@ -10,6 +10,8 @@
 //! - [`vocabulary`] and [`fuzzy`]: indexed terms prepared for typo-tolerant lookups.
 //! - [`scan`]: DuckDB's `ILIKE` as a newest-first substring scan over folded text, with
 //!   a 4-gram block filter (search-conversations' index path).
+//! - [`words`] and [`postings`]: the words of folded text and BM25 postings over them,
+//!   encoded to be read in place (the keyword postings of the conversations index).
 //!
 //! Must not touch: `runtime`, `engines`, `stores` or `ingest` (a test in
 //! `tests/architecture.rs` checks it). Stores feed these structures from their data
@@ -19,7 +21,9 @@
 pub mod bm25;
 pub mod filter_columns;
 pub mod fuzzy;
+pub mod postings;
 pub mod quantized;
 pub mod scan;
 pub mod vectors;
 pub mod vocabulary;
+pub mod words;

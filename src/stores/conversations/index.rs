@@ -44,6 +44,7 @@ use super::segment::{
     self, key_hash, order, RowIn, Segment, SegmentBuilder, HAS_QUESTION, NOT_INJECTED,
 };
 use crate::cancel::Cancel;
+use crate::search::postings::{self, Stats};
 use crate::search::scan::{self, Corrupt, Pattern};
 
 /// Name of the manifest file inside the index folder.
@@ -405,23 +406,152 @@ impl Index {
             keyed.truncate(q.limit);
             best = keyed.into_iter().map(|(sr, _)| sr).collect();
         }
-        best.into_iter()
-            .map(|(s, r)| {
-                let seg = &self.segments[s].seg;
-                Ok(Hit {
-                    created_us: *seg.created().get(r).ok_or(Corrupt)?,
-                    source: seg.source(r)?.to_owned(),
-                    role: seg.role(r)?.to_owned(),
-                    conversation_id: seg.conversation_id(r)?.to_owned(),
-                    message_id: seg.message_id(r)?.to_owned(),
-                    preview: seg.preview(r)?,
-                })
-            })
-            .collect()
+        best.into_iter().map(|(s, r)| self.hit(s, r)).collect()
     }
 }
 
+/// What one keyword (BM25) search asks for: every filter applies before ranking, so
+/// the answer is the best `limit` rows that pass them.
+#[derive(Debug, Clone, Copy)]
+pub struct KeywordQuery<'a> {
+    /// Terms, already folded and chosen by [`crate::search::words::is_term`]; each is
+    /// scored once.
+    pub terms: &'a [String],
+    /// `role = ?`.
+    pub role: Option<&'a str>,
+    /// With `role = 'user'`, also `NOT is_injected`.
+    pub exclude_injected: bool,
+    /// `source = ?`.
+    pub source: Option<&'a str>,
+    /// `conversation_id = ?`.
+    pub conversation_id: Option<&'a str>,
+    /// `created >= ?` (µs).
+    pub since_us: Option<i64>,
+    /// `created < ?` (µs).
+    pub until_us: Option<i64>,
+    /// Maximum rows.
+    pub limit: usize,
+    /// The call's stop signal: checked between segments.
+    pub stop: &'a Cancel,
+}
+
 impl Index {
+    /// True when every segment holds BM25 postings (version 2 files); an index with
+    /// version 1 segments answers [`Index::keyword`] with `None` until the next ingest
+    /// rewrites them.
+    pub fn has_postings(&self) -> bool {
+        self.segments.iter().all(|l| l.seg.postings().is_some())
+    }
+
+    /// The best `q.limit` live rows for `q.terms` by BM25 ([`postings`]): `(score,
+    /// hit)`, best first, ties in search order (newest first). Statistics (`N`, `df`,
+    /// mean length) are those of every segment, masked rows included until a merge
+    /// drops them, as Lucene counts deleted documents. `None` when a segment has no
+    /// postings ([`Index::has_postings`]).
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn keyword(&self, q: &KeywordQuery<'_>) -> Result<Option<Vec<(f64, Hit)>>, Corrupt> {
+        let mut all = Vec::with_capacity(self.segments.len());
+        for live in &self.segments {
+            match live.seg.postings() {
+                Some(p) => all.push(p),
+                None => return Ok(None),
+            }
+        }
+        let stats = Stats {
+            rows: all.iter().map(|p| p.rows() as u64).sum(),
+            total_length: all.iter().map(|p| p.total_length).sum(),
+        };
+        let avg = stats.avg_length();
+        let mut terms: Vec<(&str, f64)> = Vec::with_capacity(q.terms.len());
+        for t in q.terms {
+            let mut df = 0u64;
+            for p in &all {
+                df += p.list(t)?.map_or(0, |l| u64::from(l.df));
+            }
+            if df > 0 {
+                terms.push((t.as_str(), postings::idf(stats.rows, df)));
+            }
+        }
+        // (score, segment, row), cut to `limit` after each segment.
+        let mut best: Vec<(f64, usize, usize)> = Vec::new();
+        for (si, (live, p)) in self.segments.iter().zip(&all).enumerate() {
+            if terms.is_empty() || q.stop.is_stopped() {
+                break;
+            }
+            let seg = &live.seg;
+            let role = match q.role {
+                Some(r) => match seg.role_id(r)? {
+                    Some(id) => Some(id),
+                    None => continue,
+                },
+                None => None,
+            };
+            let source = match q.source {
+                Some(s) => match seg.source_id(s)? {
+                    Some(id) => Some(id),
+                    None => continue,
+                },
+                None => None,
+            };
+            let conversation = match q.conversation_id {
+                Some(c) => match seg.conversation_id_of(c)? {
+                    Some(id) => Some(id),
+                    None => continue,
+                },
+                None => None,
+            };
+            let need_typed = q.exclude_injected && q.role == Some("user");
+            let (roles, flags, sources, convs, created) = (
+                seg.role_ids(),
+                seg.flags(),
+                seg.source_ids(),
+                seg.conversation_ids(),
+                seg.created(),
+            );
+            let accept = |row: usize| {
+                !live.is_dead(row)
+                    && role.is_none_or(|id| roles.get(row) == Some(&id))
+                    && (!need_typed || flags.get(row).is_some_and(|f| f & NOT_INJECTED != 0))
+                    && source.is_none_or(|id| sources.get(row) == Some(&id))
+                    && conversation.is_none_or(|id| convs.get(row) == Some(&id))
+                    && q.since_us
+                        .is_none_or(|s| created.get(row).is_some_and(|&c| c >= s))
+                    && q.until_us
+                        .is_none_or(|u| created.get(row).is_some_and(|&c| c < u))
+            };
+            let rows = postings::top_rows(p, &terms, avg, q.limit, accept)?;
+            best.extend(rows.into_iter().map(|(score, r)| (score, si, r)));
+            let mut keyed = Vec::with_capacity(best.len());
+            for &(score, s, r) in &best {
+                keyed.push((score, (s, r), self.segments[s].seg.key(r)?));
+            }
+            keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| order(a.2, b.2)));
+            keyed.truncate(q.limit);
+            best = keyed
+                .into_iter()
+                .map(|(score, (s, r), _)| (score, s, r))
+                .collect();
+        }
+        best.into_iter()
+            .map(|(score, s, r)| Ok((score, self.hit(s, r)?)))
+            .collect::<Result<Vec<_>, Corrupt>>()
+            .map(Some)
+    }
+
+    fn hit(&self, s: usize, r: usize) -> Result<Hit, Corrupt> {
+        let seg = &self.segments[s].seg;
+        Ok(Hit {
+            created_us: *seg.created().get(r).ok_or(Corrupt)?,
+            source: seg.source(r)?.to_owned(),
+            role: seg.role(r)?.to_owned(),
+            conversation_id: seg.conversation_id(r)?.to_owned(),
+            message_id: seg.message_id(r)?.to_owned(),
+            preview: seg.preview(r)?,
+        })
+    }
+
     /// The live row with key (`created_us`, `source`, `conversation_id`,
     /// `message_id`), found by binary search in each segment (rows are in key order):
     /// its [`Hit`] and its folded text (`content` lowercased as DuckDB does).
@@ -812,6 +942,9 @@ impl Writer {
                 group = g;
             } else if let Some(i) = entries.iter().position(|e| e.live * 2 < e.rows) {
                 group.push(i);
+            } else if let Some(i) = self.first_without_postings(entries) {
+                // Written by an older version: rewritten once to gain its postings.
+                group.push(i);
             }
             if group.is_empty() {
                 return Ok(written_rows);
@@ -824,6 +957,13 @@ impl Writer {
                 entries.push(SegmentEntry::fresh(file, &merged));
             }
         }
+    }
+
+    /// The first entry whose segment file is of format version 1 (no postings).
+    fn first_without_postings(&self, entries: &[SegmentEntry]) -> Option<usize> {
+        entries.iter().position(|e| {
+            Segment::open(&self.dir.join(&e.file)).is_ok_and(|s| s.version() < segment::VERSION)
+        })
     }
 
     /// Publishes `manifest` against the database as it is now (call after the

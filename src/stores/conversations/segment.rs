@@ -2,16 +2,17 @@
 //! (`created DESC, source, conversation_id, message_id`), stored as columns that are
 //! used straight from a memory map, with no parse step.
 //!
-//! ## On-disk format (version 1, little-endian)
+//! ## On-disk format (version 2, little-endian)
 //!
 //! ```text
 //! offset 0   magic "SKILLSCI"                      8 bytes
-//!        8   format version (1)                    u32
+//!        8   format version (2; 1 is read too)     u32
 //!       12   byte-order mark 0x01020304            u32
 //!       16   rows n                                u64
 //!       24   rows per filter block                 u32
-//!       28   number of sections (18)               u32
-//!       32   reserved, zero                        32 bytes
+//!       28   number of sections (23; 18 in v1)     u32
+//!       32   words of all rows (v2; zero in v1)    u64
+//!       40   reserved, zero                        24 bytes
 //!       64   section table: (offset u64, length u64) per section, in the order below
 //!     then   the sections, each starting at a multiple of 8
 //! ```
@@ -30,6 +31,12 @@
 //! | 13, 14 | folded text | `u64[n+1]`, bytes | `content` lowercased as DuckDB does ([`fold`]) |
 //! | 15, 16 | case exceptions | `u64[n+1]`, bytes | how to restore the first 200 characters ([`fold_with_case`]) |
 //! | 17 | filter | `u64[blocks × 1024]` | 4-gram bit set per block of rows ([`Filter`]) |
+//! | 18, 19 | terms (v2) | `u64[t+1]`, bytes | sorted distinct terms of the folded text ([`postings`]) |
+//! | 20, 21 | term lists (v2) | `u64[t+1]`, bytes | each term's rows and frequencies, varint-coded ([`postings`]) |
+//! | 22 | row lengths (v2) | `u16[n]` | words per row, saturated ([`postings`]) |
+//!
+//! Version 1 files (no postings) are still read: [`Segment::postings`] is `None` for
+//! them, and the next ingest rewrites them ([`Segment::version`]).
 //!
 //! A string table is an offsets array (`u64`, one more than entries, starting at 0)
 //! and the concatenated UTF-8 bytes. Nothing in a file is trusted: every access is
@@ -38,6 +45,7 @@
 //! [`fold`]: crate::search::scan::fold
 //! [`fold_with_case`]: crate::search::scan::fold_with_case
 //! [`Filter`]: crate::search::scan::Filter
+//! [`postings`]: crate::search::postings
 //!
 //! Kept in one file (732 lines): the file format's writer and reader sit side by side so the layout cannot drift between them.
 
@@ -46,15 +54,21 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
+use crate::search::postings::{self, Postings};
 use crate::search::scan::{self, Corrupt, Filter, Texts, BLOCK_WORDS};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"SKILLSCI";
-/// Format version written and read.
-pub const VERSION: u32 = 1;
+/// Format version written (and [`VERSION_1`] is read too).
+pub const VERSION: u32 = 2;
+/// The first format version: no postings.
+pub const VERSION_1: u32 = 1;
 const BOM: u32 = 0x0102_0304;
 const HEADER: usize = 64;
-const SECTIONS: usize = 18;
+/// Sections of a version 2 file.
+const SECTIONS: usize = 23;
+/// Sections of a version 1 file.
+const SECTIONS_V1: usize = 18;
 /// Rows per filter block (see docs/performance.md: 4-grams over 256 rows).
 pub const ROWS_PER_BLOCK: usize = 256;
 /// Characters of `content` a row's preview shows (and its case exceptions cover).
@@ -78,6 +92,9 @@ mod sec {
     pub const TEXT: usize = 13;
     pub const CASE: usize = 15;
     pub const FILTER: usize = 17;
+    pub const TERMS: usize = 18;
+    pub const LISTS: usize = 20;
+    pub const LENGTHS: usize = 22;
 }
 
 /// Errors reading or writing a segment.
@@ -339,6 +356,8 @@ impl SegmentBuilder {
         };
         let filter = Filter::build(&texts, ROWS_PER_BLOCK)
             .map_err(|Corrupt| SegmentError::Input("text offsets".into()))?;
+        let posted = postings::build(&texts)
+            .map_err(|Corrupt| SegmentError::Input("text offsets or UTF-8".into()))?;
         let sections: [&[u8]; SECTIONS] = [
             bytemuck::cast_slice(&self.created),
             &self.flags,
@@ -358,6 +377,11 @@ impl SegmentBuilder {
             bytemuck::cast_slice(&self.case_offs),
             &self.case,
             bytemuck::cast_slice(&filter),
+            bytemuck::cast_slice(&posted.term_offsets),
+            &posted.terms,
+            bytemuck::cast_slice(&posted.list_offsets),
+            &posted.lists,
+            bytemuck::cast_slice(&posted.lengths),
         ];
         let mut header = Vec::with_capacity(HEADER + SECTIONS * 16);
         header.extend_from_slice(MAGIC);
@@ -366,6 +390,7 @@ impl SegmentBuilder {
         header.extend_from_slice(&(self.created.len() as u64).to_le_bytes());
         header.extend_from_slice(&(ROWS_PER_BLOCK as u32).to_le_bytes());
         header.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
+        header.extend_from_slice(&posted.total_length.to_le_bytes());
         header.resize(HEADER, 0);
         let mut at = (HEADER + SECTIONS * 16) as u64;
         for s in &sections {
@@ -408,6 +433,9 @@ pub struct Segment {
     path: String,
     rows: usize,
     rows_per_block: usize,
+    version: u32,
+    total_length: u64,
+    /// `(offset, length)` per section; the postings' entries stay zero in version 1.
     sections: [(usize, usize); SECTIONS],
 }
 
@@ -462,25 +490,33 @@ impl Segment {
             reason,
         };
         let b: &[u8] = &map;
-        if b.len() < HEADER + SECTIONS * 16 || &b[..8] != MAGIC {
+        if b.len() < HEADER + SECTIONS_V1 * 16 || &b[..8] != MAGIC {
             return Err(bad("not an index segment (bad magic or too short)".into()));
         }
-        if u32_at(b, 8) != VERSION {
-            return Err(bad(format!(
-                "format version {} (expected {VERSION})",
-                u32_at(b, 8)
-            )));
+        let version = u32_at(b, 8);
+        let count = match version {
+            VERSION => SECTIONS,
+            VERSION_1 => SECTIONS_V1,
+            v => {
+                return Err(bad(format!(
+                    "format version {v} (expected {VERSION_1} or {VERSION})"
+                )))
+            }
+        };
+        if b.len() < HEADER + count * 16 {
+            return Err(bad("section table cut short".into()));
         }
         if u32_at(b, 12) != BOM || cfg!(target_endian = "big") {
             return Err(bad("byte order differs from this machine's".into()));
         }
         let rows = usize::try_from(u64_at(b, 16)).map_err(|_| bad("row count".into()))?;
         let rows_per_block = u32_at(b, 24) as usize;
-        if u32_at(b, 28) as usize != SECTIONS || rows_per_block == 0 {
+        if u32_at(b, 28) as usize != count || rows_per_block == 0 {
             return Err(bad("section count or block size".into()));
         }
+        let total_length = u64_at(b, 32);
         let mut sections = [(0usize, 0usize); SECTIONS];
-        for (i, s) in sections.iter_mut().enumerate() {
+        for (i, s) in sections.iter_mut().enumerate().take(count) {
             let off = u64_at(b, HEADER + i * 16);
             let len = u64_at(b, HEADER + i * 16 + 8);
             let end = off
@@ -510,9 +546,24 @@ impl Segment {
                 )));
             }
         }
-        for i in [sec::ROLES, sec::SOURCES, sec::CONVS] {
+        let mut tables = vec![sec::ROLES, sec::SOURCES, sec::CONVS];
+        if version == VERSION {
+            if sections[sec::LENGTHS].1 != rows * 2 {
+                return Err(bad(format!(
+                    "section {} has {} bytes, expected {}",
+                    sec::LENGTHS,
+                    sections[sec::LENGTHS].1,
+                    rows * 2
+                )));
+            }
+            if sections[sec::TERMS].1 != sections[sec::LISTS].1 {
+                return Err(bad("term and list offsets differ in length".into()));
+            }
+            tables.extend([sec::TERMS, sec::LISTS]);
+        }
+        for i in tables {
             if sections[i].1 < 8 || sections[i].1 % 8 != 0 {
-                return Err(bad(format!("dictionary section {i}")));
+                return Err(bad(format!("string table section {i}")));
             }
         }
         Ok(Self {
@@ -520,6 +571,8 @@ impl Segment {
             path: shown,
             rows,
             rows_per_block,
+            version,
+            total_length,
             sections,
         })
     }
@@ -527,6 +580,23 @@ impl Segment {
     /// The file this segment was read from.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// The format version of the file ([`VERSION`] or [`VERSION_1`]).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The BM25 postings of the folded text; `None` in a version 1 file.
+    pub fn postings(&self) -> Option<Postings<'_>> {
+        (self.version >= VERSION).then(|| Postings {
+            term_offsets: self.words(sec::TERMS),
+            terms: self.bytes(sec::TERMS + 1),
+            list_offsets: self.words(sec::LISTS),
+            lists: self.bytes(sec::LISTS + 1),
+            lengths: self.words(sec::LENGTHS),
+            total_length: self.total_length,
+        })
     }
 
     /// Rows.

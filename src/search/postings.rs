@@ -1,0 +1,447 @@
+//! BM25 postings over rows of folded text: built once when a segment of the
+//! conversations index is written, read in place from its memory map, scored per query.
+//!
+//! ## Encoding
+//!
+//! Terms are the [`words`] of a row that pass [`is_term`], sorted bytewise and stored as
+//! a string table (`u64` offsets, one more than terms, and the bytes). Each term's list
+//! is a byte run (`u64` offsets, one more than terms) of LEB128 varints: the number of
+//! rows holding the term (its document frequency), then per row, in ascending row
+//! order, `2 × gap + (tf > 1)` followed by `tf` when `tf > 1` (`gap` is the row minus
+//! the previous row of the list, the first row counted from 0). A row's length is its
+//! number of [`words`] (stop words, short and overlong words included), saturated at
+//! `u16::MAX`. Nothing read is trusted: a bad offset, varint or row is [`Corrupt`].
+//!
+//! ## Scoring
+//!
+//! Okapi BM25 with Lucene's non-negative idf:
+//! `Σ idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avglen))`,
+//! `idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))`, [`K1`] 1.2, [`B`] 0.75. `N`, `df` and
+//! `avglen` are the statistics of every segment searched together ([`Stats`]), so one
+//! query scores alike in every segment.
+
+use std::collections::HashMap;
+
+use super::scan::{Corrupt, Texts};
+use super::words::{is_term, words};
+
+/// BM25 term-frequency saturation.
+pub const K1: f64 = 1.2;
+/// BM25 length normalisation.
+pub const B: f64 = 0.75;
+
+/// The postings of a set of rows, encoded ([module docs](self)), ready to be written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Built {
+    /// Offsets of the terms in `terms` (terms + 1 entries, starting at 0).
+    pub term_offsets: Vec<u64>,
+    /// The sorted terms, concatenated.
+    pub terms: Vec<u8>,
+    /// Offsets of each term's list in `lists` (terms + 1 entries, starting at 0).
+    pub list_offsets: Vec<u64>,
+    /// The lists, concatenated.
+    pub lists: Vec<u8>,
+    /// Words per row, saturated at `u16::MAX`.
+    pub lengths: Vec<u16>,
+    /// Words of all rows (not saturated).
+    pub total_length: u64,
+}
+
+#[derive(Default)]
+struct ListBuilder {
+    df: u32,
+    next: u32,
+    bytes: Vec<u8>,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        #[allow(clippy::cast_possible_truncation)] // the low 7 bits
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    #[allow(clippy::cast_possible_truncation)] // < 0x80
+    out.push(v as u8);
+}
+
+/// The varint at `*at` of `b`, advancing `*at`.
+fn get_varint(b: &[u8], at: &mut usize) -> Result<u64, Corrupt> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*at).ok_or(Corrupt)?;
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Ok(v);
+        }
+    }
+    Err(Corrupt)
+}
+
+/// Builds the postings of every row of `texts` (folded UTF-8 text).
+///
+/// # Errors
+/// [`Corrupt`] when the offsets do not describe the text, a row is not UTF-8, or there
+/// are more than `u32::MAX` rows.
+pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
+    let n = texts.len();
+    if u32::try_from(n).is_err() {
+        return Err(Corrupt);
+    }
+    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    let mut lists: Vec<ListBuilder> = Vec::new();
+    let mut lengths = Vec::with_capacity(n);
+    let mut total_length = 0u64;
+    let mut row_terms: Vec<u32> = Vec::new();
+    for row in 0..n {
+        let text = std::str::from_utf8(texts.row(row)?).map_err(|_| Corrupt)?;
+        row_terms.clear();
+        let mut len = 0u64;
+        for w in words(text) {
+            len += 1;
+            if is_term(w) {
+                let next_id = u32::try_from(lists.len()).map_err(|_| Corrupt)?;
+                let id = *ids.entry(w.as_bytes()).or_insert_with(|| {
+                    lists.push(ListBuilder::default());
+                    next_id
+                });
+                row_terms.push(id);
+            }
+        }
+        row_terms.sort_unstable();
+        #[allow(clippy::cast_possible_truncation)] // n ≤ u32::MAX, checked above
+        let r = row as u32;
+        for run in row_terms.chunk_by(|a, b| a == b) {
+            let list = &mut lists[run[0] as usize];
+            let gap = u64::from(r - list.next);
+            let tf = run.len() as u64;
+            put_varint(&mut list.bytes, 2 * gap + u64::from(tf > 1));
+            if tf > 1 {
+                put_varint(&mut list.bytes, tf);
+            }
+            list.df += 1;
+            list.next = r;
+        }
+        lengths.push(u16::try_from(len).unwrap_or(u16::MAX));
+        total_length += len;
+    }
+    let mut sorted: Vec<(&[u8], u32)> = ids.into_iter().collect();
+    sorted.sort_unstable_by_key(|&(t, _)| t);
+    let mut out = Built {
+        term_offsets: Vec::with_capacity(sorted.len() + 1),
+        list_offsets: Vec::with_capacity(sorted.len() + 1),
+        lengths,
+        total_length,
+        ..Built::default()
+    };
+    out.term_offsets.push(0);
+    out.list_offsets.push(0);
+    for (term, id) in sorted {
+        let list = std::mem::take(&mut lists[id as usize]);
+        out.terms.extend_from_slice(term);
+        out.term_offsets.push(out.terms.len() as u64);
+        put_varint(&mut out.lists, u64::from(list.df));
+        out.lists.extend_from_slice(&list.bytes);
+        out.list_offsets.push(out.lists.len() as u64);
+    }
+    Ok(out)
+}
+
+/// Postings read in place (the slices of a [`Built`] as a segment file holds them).
+#[derive(Debug, Clone, Copy)]
+pub struct Postings<'a> {
+    /// As [`Built::term_offsets`].
+    pub term_offsets: &'a [u64],
+    /// As [`Built::terms`].
+    pub terms: &'a [u8],
+    /// As [`Built::list_offsets`].
+    pub list_offsets: &'a [u64],
+    /// As [`Built::lists`].
+    pub lists: &'a [u8],
+    /// As [`Built::lengths`]: one per row.
+    pub lengths: &'a [u16],
+    /// As [`Built::total_length`].
+    pub total_length: u64,
+}
+
+/// One term's list inside [`Postings`].
+#[derive(Debug, Clone, Copy)]
+pub struct List<'a> {
+    /// Rows holding the term.
+    pub df: u32,
+    bytes: &'a [u8],
+    rows: usize,
+}
+
+impl List<'_> {
+    /// Calls `f(row, tf)` for every row of the list, in ascending row order.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the list does not decode to `df` ascending rows inside the
+    /// segment.
+    pub fn for_each(&self, mut f: impl FnMut(usize, u32)) -> Result<(), Corrupt> {
+        let (mut at, mut row) = (0usize, 0u64);
+        for i in 0..self.df {
+            let v = get_varint(self.bytes, &mut at)?;
+            let gap = v >> 1;
+            if i > 0 && gap == 0 {
+                return Err(Corrupt);
+            }
+            row = row.checked_add(gap).ok_or(Corrupt)?;
+            let tf = if v & 1 == 1 {
+                let tf = get_varint(self.bytes, &mut at)?;
+                u32::try_from(tf).ok().filter(|&t| t > 1).ok_or(Corrupt)?
+            } else {
+                1
+            };
+            let r = usize::try_from(row).map_err(|_| Corrupt)?;
+            if r >= self.rows {
+                return Err(Corrupt);
+            }
+            f(r, tf);
+        }
+        if at == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(Corrupt)
+        }
+    }
+}
+
+impl<'a> Postings<'a> {
+    /// The postings of `built`, borrowed.
+    pub fn of(built: &'a Built) -> Self {
+        Self {
+            term_offsets: &built.term_offsets,
+            terms: &built.terms,
+            list_offsets: &built.list_offsets,
+            lists: &built.lists,
+            lengths: &built.lengths,
+            total_length: built.total_length,
+        }
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.lengths.len()
+    }
+
+    /// Distinct terms.
+    pub fn terms(&self) -> usize {
+        self.term_offsets.len().saturating_sub(1)
+    }
+
+    fn slice<'s>(offsets: &[u64], bytes: &'s [u8], i: usize) -> Result<&'s [u8], Corrupt> {
+        let a = usize::try_from(*offsets.get(i).ok_or(Corrupt)?).map_err(|_| Corrupt)?;
+        let b = usize::try_from(*offsets.get(i + 1).ok_or(Corrupt)?).map_err(|_| Corrupt)?;
+        bytes.get(a..b).ok_or(Corrupt)
+    }
+
+    /// The `i`-th term (bytewise order).
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the term table is damaged.
+    pub fn term(&self, i: usize) -> Result<&'a [u8], Corrupt> {
+        Self::slice(self.term_offsets, self.terms, i)
+    }
+
+    /// The list of `term`, found by binary search; `None` when no row holds it.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the term table or the list's header is damaged.
+    pub fn list(&self, term: &str) -> Result<Option<List<'a>>, Corrupt> {
+        let (mut lo, mut hi) = (0usize, self.terms());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.term(mid)?.cmp(term.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    let bytes = Self::slice(self.list_offsets, self.lists, mid)?;
+                    let mut at = 0;
+                    let df = u32::try_from(get_varint(bytes, &mut at)?).map_err(|_| Corrupt)?;
+                    return Ok(Some(List {
+                        df,
+                        bytes: &bytes[at..],
+                        rows: self.rows(),
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Collection statistics of the segments one query searches together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    /// Rows (`N`).
+    pub rows: u64,
+    /// Words of all rows.
+    pub total_length: u64,
+}
+
+impl Stats {
+    /// Mean words per row (1 when there are no rows, so scores stay finite).
+    pub fn avg_length(&self) -> f64 {
+        if self.rows == 0 || self.total_length == 0 {
+            1.0
+        } else {
+            #[allow(clippy::cast_precision_loss)]
+            let avg = self.total_length as f64 / self.rows as f64;
+            avg
+        }
+    }
+}
+
+/// BM25's idf of a term held by `df` of `rows` rows (never negative).
+pub fn idf(rows: u64, df: u64) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let (n, df) = (rows as f64, df as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// BM25 of one term occurrence count `tf` in a row of `len` words.
+pub fn term_score(idf: f64, tf: u32, len: u16, avg_length: f64) -> f64 {
+    let tf = f64::from(tf);
+    let norm = K1 * (1.0 - B + B * f64::from(len) / avg_length);
+    idf * tf * (K1 + 1.0) / (tf + norm)
+}
+
+/// The `k` best rows of one segment for the query `terms` (each with its idf from the
+/// shared [`Stats`]): `(score, row)`, best first, ties in ascending row order. Only
+/// rows holding a term and passing `accept` are scored.
+///
+/// # Errors
+/// [`Corrupt`] when a list is damaged.
+pub fn top_rows(
+    postings: &Postings<'_>,
+    terms: &[(&str, f64)],
+    avg_length: f64,
+    k: usize,
+    mut accept: impl FnMut(usize) -> bool,
+) -> Result<Vec<(f64, usize)>, Corrupt> {
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    // Dense accumulators: a query's common words touch up to every row, and an
+    // array beats a hash map there; untouched pages of the zeroed allocation cost
+    // nothing.
+    let mut scores = vec![0f64; postings.rows()];
+    let mut touched: Vec<u32> = Vec::new();
+    for &(term, idf) in terms {
+        // A zero score marks an untouched row, so only positive idfs may add.
+        if !(idf > 0.0 && idf.is_finite()) {
+            continue;
+        }
+        let Some(list) = postings.list(term)? else {
+            continue;
+        };
+        let mut bad = false;
+        list.for_each(|row, tf| {
+            let Some(&len) = postings.lengths.get(row) else {
+                bad = true;
+                return;
+            };
+            if scores[row] == 0.0 {
+                #[allow(clippy::cast_possible_truncation)] // rows ≤ u32::MAX when built
+                touched.push(row as u32);
+            }
+            scores[row] += term_score(idf, tf, len, avg_length);
+        })?;
+        if bad {
+            return Err(Corrupt);
+        }
+    }
+    let mut ranked: Vec<(f64, usize)> = touched
+        .into_iter()
+        .map(|r| r as usize)
+        .filter(|&r| accept(r))
+        .map(|r| (scores[r], r))
+        .collect();
+    let better = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    if ranked.len() > k {
+        ranked.select_nth_unstable_by(k - 1, better);
+        ranked.truncate(k);
+    }
+    ranked.sort_unstable_by(better);
+    Ok(ranked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts_of(rows: &[&str]) -> (Vec<u8>, Vec<u64>) {
+        let mut text = Vec::new();
+        let mut offs = vec![0u64];
+        for r in rows {
+            crate::search::scan::fold(r, &mut text);
+            offs.push(text.len() as u64);
+        }
+        (text, offs)
+    }
+
+    #[test]
+    fn lists_hold_each_rows_term_frequency_and_stop_words_count_only_in_lengths() {
+        let rows = [
+            "Serde errors in the tokio runtime",
+            "serde serde SERDE",
+            "nothing to see here",
+            "a b c d tokio",
+        ];
+        let (text, offsets) = texts_of(&rows);
+        let built = build(&Texts {
+            text: &text,
+            offsets: &offsets,
+        })
+        .unwrap();
+        let p = Postings::of(&built);
+        assert_eq!(p.lengths, &[6, 3, 4, 5]);
+        assert_eq!(p.total_length, 18);
+        let mut serde = Vec::new();
+        p.list("serde")
+            .unwrap()
+            .unwrap()
+            .for_each(|r, tf| serde.push((r, tf)))
+            .unwrap();
+        assert_eq!(serde, [(0, 1), (1, 3)]);
+        let mut tokio = Vec::new();
+        p.list("tokio")
+            .unwrap()
+            .unwrap()
+            .for_each(|r, tf| tokio.push((r, tf)))
+            .unwrap();
+        assert_eq!(tokio, [(0, 1), (3, 1)]);
+        assert!(p.list("the").unwrap().is_none(), "stop word indexed");
+        assert!(p.list("b").unwrap().is_none(), "one-letter word indexed");
+        let terms: Vec<&[u8]> = (0..p.terms()).map(|i| p.term(i).unwrap()).collect();
+        let mut sorted = terms.clone();
+        sorted.sort_unstable();
+        assert_eq!(terms, sorted, "terms not in bytewise order");
+    }
+
+    #[test]
+    fn a_damaged_list_is_corrupt_not_a_panic() {
+        let (text, offsets) = texts_of(&["alpha beta", "beta gamma", "beta"]);
+        let built = build(&Texts {
+            text: &text,
+            offsets: &offsets,
+        })
+        .unwrap();
+        for cut in 0..built.lists.len() {
+            let mut lists = built.lists.clone();
+            lists[cut] ^= 0xff;
+            let p = Postings {
+                lists: &lists,
+                ..Postings::of(&built)
+            };
+            for term in ["alpha", "beta", "gamma"] {
+                // Either decodes to rows inside the segment or says Corrupt.
+                if let Ok(Some(list)) = p.list(term) {
+                    let _ = list.for_each(|r, _| assert!(r < 3));
+                }
+            }
+        }
+    }
+}
