@@ -71,7 +71,7 @@ fn table(db: &Path) -> Vec<Row> {
     out
 }
 
-/// BM25 (k1 1.2, b 0.75, Lucene's idf, length saturated at `u16::MAX`) over `rows`,
+/// BM25 (k1 1.2, b 0.4, Lucene's idf, length saturated at `u16::MAX`) over `rows`,
 /// the best `limit` rows passing `role`, best first, ties in search order.
 fn reference(
     rows: &[Row],
@@ -104,7 +104,7 @@ fn reference(
                 if let Some(&tf) = r.tf.get(t) {
                     any = true;
                     let tf = f64::from(tf);
-                    score += idf * tf * 2.2 / (tf + 1.2 * (1.0 - 0.75 + 0.75 * len / avg));
+                    score += idf * tf * 2.2 / (tf + 1.2 * (1.0 - 0.4 + 0.4 * len / avg));
                 }
             }
             any.then(|| (score, r.key.clone()))

@@ -12,14 +12,13 @@
 //! read with its 200-character preview from the search index (DuckDB when the index
 //! is unavailable).
 //!
-//! `mode = "hybrid"` fuses that ranking with the exact `ILIKE` leg of
-//! search-conversations (same index path) by reciprocal rank fusion (RRF, k = 60),
-//! and keeps every literal hit of that leg in the result, so a message holding the
-//! query word for word is never lost. A third leg ([`keyword_leg`]) ranks messages
-//! by BM25 over the query's words, from the postings the search index holds (written
-//! by ingest, read in place): a question rarely appears word for word, but its rare
-//! words do, and that leg is what lifts hybrid above semantic on LoCoMo
-//! (docs/performance.md, "semantic_search").
+//! `mode = "hybrid"` adds two word legs and fuses the three by normalised scores
+//! ([`shares`]): BM25 over the query's words from the postings the search index holds
+//! ([`keyword_leg`], written by ingest, read in place), and the exact `ILIKE` leg of
+//! search-conversations (same index path), every hit of which is kept in the result,
+//! so a message holding the query word for word is never lost. A question rarely
+//! appears word for word, but its rare words do: the keyword leg is what lifts hybrid
+//! above semantic on LoCoMo (docs/performance.md, "semantic_search").
 
 use std::collections::HashMap;
 
@@ -30,8 +29,10 @@ use crate::search::words::{is_term, words};
 use crate::stores::conversations::embeddings::{role, Filter, UnitHit, UnitSpec};
 use crate::stores::conversations::index::{Hit, KeywordQuery, Query, Unavailable};
 
-/// RRF's `k`: a row at rank r of a leg adds `1 / (k + r)` (r from 1).
-pub const RRF_K: f64 = 60.0;
+/// Hybrid's weight of the semantic leg (the keyword leg's is 1; see [`shares`]).
+pub const VEC_WEIGHT: f64 = 0.3;
+/// Hybrid's share of a literal (`ILIKE`) hit: half the best keyword match.
+pub const LITERAL_WEIGHT: f64 = 0.5;
 
 /// The message every call without stored embeddings fails with.
 pub const UNAVAILABLE: &str = "embeddings unavailable — run `skills ingest`";
@@ -108,7 +109,8 @@ impl super::Engine for SemanticSearch {
     /// "source", "role", "conversation_id", "message_id", "first_message_id",
     /// "last_message_id", "score": number, "match": "semantic"|"literal"|"both",
     /// "preview"}]}`, best first. `score`: in `semantic` mode the cosine of the query
-    /// with the window's stored vector (higher is closer, ≤ 1); in `hybrid` the RRF sum.
+    /// with the window's stored vector (higher is closer, ≤ 1); in `hybrid` the sum of
+    /// the legs' normalised shares ([`shares`]: at most 1.8).
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
         let query = args.get("query").and_then(Value::as_str).unwrap_or("");
         if query.trim().is_empty() {
@@ -193,7 +195,8 @@ impl super::Engine for SemanticSearch {
         if hybrid {
             let literal = literal_leg(ctx, query, limit, &filter, role_arg)?;
             let keyword = keyword_leg(ctx, query, limit, &filter, role_arg);
-            rows = fuse(rows, literal, keyword, limit);
+            let (semantic, literal, keyword) = shares(rows, literal, keyword);
+            rows = fuse(semantic, literal, keyword, limit);
         }
         let unit = embeddings.manifest().unit;
         let out: Vec<Value> = rows.iter().map(row_json).collect();
@@ -493,7 +496,7 @@ fn keyword_leg(
     limit: usize,
     filter: &Filter<'_>,
     role_arg: Option<&str>,
-) -> Vec<Hit> {
+) -> Vec<(f64, Hit)> {
     let terms = query_terms(query);
     if terms.is_empty() {
         return Vec::new();
@@ -513,7 +516,7 @@ fn keyword_leg(
         stop: ctx.cancel(),
     };
     match index.keyword(&q) {
-        Ok(Some(hits)) => hits.into_iter().map(|(_, h)| h).collect(),
+        Ok(Some(hits)) => hits,
         Ok(None) => {
             note_once(
                 "the search index predates keyword postings; hybrid ranks without its keyword \
@@ -537,22 +540,47 @@ fn note_once(why: &str) {
     }
 }
 
-/// RRF of the semantic rows, the literal hits and the keyword hits; a literal hit inside a semantic
-/// window becomes that window's shown message. Every literal hit is kept: when the
-/// fused top `limit` would leave one out, it takes the place of the lowest
-/// semantic-only row. Best first (ties: the semantic order, then the literal order).
-fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, keyword: Vec<Hit>, limit: usize) -> Vec<Row> {
-    #[allow(clippy::cast_precision_loss)]
-    let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f64);
-    let mut rows: Vec<Row> = semantic
+/// Each leg's share of a hybrid score (score-normalised fusion, as memo-search's
+/// hybrid): a semantic row adds [`VEC_WEIGHT`] × its cosine (clamped at 0) over the
+/// best row's, a keyword hit its BM25 score over the best hit's (weight 1), a literal
+/// hit [`LITERAL_WEIGHT`]. Chosen on the LoCoMo dev half over RRF (k = 60), which
+/// ranked below the keyword leg alone (docs/performance.md, "semantic_search").
+fn shares(
+    mut semantic: Vec<Row>,
+    literal: Vec<Hit>,
+    keyword: Vec<(f64, Hit)>,
+) -> (Vec<Row>, Vec<(f64, Hit)>, Vec<(f64, Hit)>) {
+    let best = |scores: &mut dyn Iterator<Item = f64>| scores.fold(0.0, f64::max);
+    let best_cos = best(&mut semantic.iter().map(|r| r.score));
+    for r in &mut semantic {
+        r.score = if best_cos > 0.0 {
+            VEC_WEIGHT * r.score.max(0.0) / best_cos
+        } else {
+            0.0
+        };
+    }
+    let best_bm25 = best(&mut keyword.iter().map(|k| k.0));
+    let keyword = keyword
         .into_iter()
-        .enumerate()
-        .map(|(i, mut r)| {
-            r.score = rrf(i);
-            r
-        })
+        .map(|(s, h)| (if best_bm25 > 0.0 { s / best_bm25 } else { 0.0 }, h))
         .collect();
-    for (i, hit) in literal.into_iter().enumerate() {
+    let literal = literal.into_iter().map(|h| (LITERAL_WEIGHT, h)).collect();
+    (semantic, literal, keyword)
+}
+
+/// Merges the legs' rows, each adding its share ([`shares`]); a literal hit inside a
+/// semantic window becomes that window's shown message. Every literal hit is kept:
+/// when the fused top `limit` would leave one out, it takes the place of the lowest
+/// row that is not literal. Best first (ties: the semantic order, then the literal
+/// order, then the keyword order).
+fn fuse(
+    semantic: Vec<Row>,
+    literal: Vec<(f64, Hit)>,
+    keyword: Vec<(f64, Hit)>,
+    limit: usize,
+) -> Vec<Row> {
+    let mut rows = semantic;
+    for (share, hit) in literal {
         let within = rows.iter().position(|r| {
             r.semantic
                 && r.hit.source == hit.source
@@ -562,16 +590,16 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, keyword: Vec<Hit>, limit: usize) 
         match within {
             Some(at) if !rows[at].literal => {
                 let r = &mut rows[at];
-                r.score += rrf(i);
+                r.score += share;
                 r.literal = true;
                 r.hit = hit;
             }
-            _ => rows.push(Row::lone(hit, rrf(i), true)),
+            _ => rows.push(Row::lone(hit, share, true)),
         }
     }
-    // The keyword leg adds its RRF share to the row holding its message (a semantic
+    // The keyword leg adds its share to the row holding its message (a semantic
     // window containing it, or the literal row of it), else a row of its own.
-    for (i, hit) in keyword.into_iter().enumerate() {
+    for (share, hit) in keyword {
         let within = rows.iter().position(|r| {
             r.hit.source == hit.source
                 && r.hit.conversation_id == hit.conversation_id
@@ -579,11 +607,11 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Hit>, keyword: Vec<Hit>, limit: usize) 
         });
         match within {
             Some(at) if !rows[at].keyword => {
-                rows[at].score += rrf(i);
+                rows[at].score += share;
                 rows[at].keyword = true;
             }
             Some(_) => {}
-            None => rows.push(Row::lone(hit, rrf(i), false)),
+            None => rows.push(Row::lone(hit, share, false)),
         }
     }
     let mut order: Vec<usize> = (0..rows.len()).collect();
@@ -616,6 +644,16 @@ mod tests {
         }
     }
 
+    fn fused(
+        semantic: Vec<Row>,
+        literal: Vec<Hit>,
+        keyword: Vec<(f64, Hit)>,
+        limit: usize,
+    ) -> Vec<Row> {
+        let (s, l, k) = shares(semantic, literal, keyword);
+        fuse(s, l, k, limit)
+    }
+
     fn sem(id: &str, window: &[&str]) -> Row {
         Row {
             hit: hit(id),
@@ -638,7 +676,7 @@ mod tests {
             })
             .collect();
         let literal = vec![hit("x1"), hit("x2")];
-        let fused = fuse(semantic, literal, Vec::new(), 3);
+        let fused = fused(semantic, literal, Vec::new(), 3);
         assert_eq!(fused.len(), 3);
         let ids: Vec<&str> = fused.iter().map(|r| r.hit.message_id.as_str()).collect();
         assert!(ids.contains(&"x1") && ids.contains(&"x2"), "{ids:?}");
@@ -647,10 +685,35 @@ mod tests {
 
     #[test]
     fn a_literal_hit_inside_a_window_becomes_its_message() {
-        let fused = fuse(vec![sem("a", &["a", "b"])], vec![hit("b")], Vec::new(), 5);
+        let fused = fused(vec![sem("a", &["a", "b"])], vec![hit("b")], Vec::new(), 5);
         assert_eq!(fused.len(), 1);
         assert_eq!(fused[0].hit.message_id, "b");
         assert!(fused[0].semantic && fused[0].literal);
+    }
+
+    #[test]
+    fn shares_are_each_legs_score_over_its_best_weighted() {
+        let mut near = sem("near", &["near"]);
+        near.score = 0.8;
+        let mut far = sem("far", &["far"]);
+        far.score = 0.4;
+        let fused = fused(
+            vec![near, far],
+            Vec::new(),
+            vec![(9.0, hit("kw")), (4.5, hit("far"))],
+            5,
+        );
+        let got: Vec<(&str, f64)> = fused
+            .iter()
+            .map(|r| (r.hit.message_id.as_str(), r.score))
+            .collect();
+        // kw: 9/9; far: 0.3 × 0.4/0.8 + 4.5/9; near: 0.3 × 0.8/0.8.
+        let want = [("kw", 1.0), ("far", 0.65), ("near", 0.3)];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for ((id, score), (wid, wscore)) in got.iter().zip(want) {
+            assert_eq!(*id, wid, "{got:?}");
+            assert!((score - wscore).abs() < 1e-12, "{got:?}");
+        }
     }
 
     #[test]
@@ -679,7 +742,12 @@ mod tests {
     fn keyword_hits_add_to_their_window_and_rank_a_word_match_above_a_weaker_window() {
         // Two semantic windows; the keyword leg's best hit lies in the second one.
         let semantic = vec![sem("a", &["a"]), sem("b", &["b", "c"])];
-        let fused = fuse(semantic, Vec::new(), vec![hit("c"), hit("z")], 5);
+        let fused = fused(
+            semantic,
+            Vec::new(),
+            vec![(2.0, hit("c")), (0.2, hit("z"))],
+            5,
+        );
         let ids: Vec<&str> = fused.iter().map(|r| r.hit.message_id.as_str()).collect();
         assert_eq!(ids, ["b", "a", "z"], "window b gains the keyword share");
         assert!(fused[0].semantic && fused[0].keyword && !fused[0].literal);
