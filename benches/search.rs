@@ -178,19 +178,29 @@ fn ratio(a: Stats, b: Stats) -> String {
 }
 
 /// What `Host::call` spends redacting secrets in one call's output (its structured
-/// data and rendered text, `skills::redact`): the median over 2,000 passes of (clone
-/// + redact) minus the median of the clone alone, as the host redacts in place.
-fn redaction_cost(out: &skills::runtime::host::CallOutput) -> Duration {
+/// data and rendered text, `skills::redact`): the median over 2,000 passes of clone
+/// and redact, minus the median of the clone alone (the host redacts in place). For
+/// the fast path the host takes, then for the per-string reference path
+/// (`redact_json_reference`, `redact_reference`), which must find the same.
+fn redaction_cost(out: &skills::runtime::host::CallOutput) -> (Duration, Duration) {
     let r = skills::redact::Redactor::global().expect("the detector set compiles");
-    let (with, _) = measure(2_000, Duration::from_secs(2), || {
+    let (clone, _) = measure(2_000, Duration::from_secs(2), || {
+        (out.data.clone(), out.text.clone())
+    });
+    let (fast, _) = measure(2_000, Duration::from_secs(2), || {
         let mut data = out.data.clone();
         let text = out.text.clone();
         r.redact_json(&mut data) + r.redact(&text).count
     });
-    let (clone, _) = measure(2_000, Duration::from_secs(2), || {
-        (out.data.clone(), out.text.clone())
+    let (reference, _) = measure(2_000, Duration::from_secs(2), || {
+        let mut data = out.data.clone();
+        let text = out.text.clone();
+        r.redact_json_reference(&mut data) + r.redact_reference(&text).count
     });
-    with.median.saturating_sub(clone.median)
+    (
+        fast.median.saturating_sub(clone.median),
+        reference.median.saturating_sub(clone.median),
+    )
 }
 
 fn main() -> Result<()> {
@@ -277,6 +287,7 @@ fn main() -> Result<()> {
         "one-shot peak RSS",
         "secret redaction of the output",
         "redaction / index engine",
+        "per-string reference redaction",
         "same rows",
     ];
     let mut rows = Vec::new();
@@ -314,7 +325,7 @@ fn main() -> Result<()> {
         } else {
             None
         };
-        let redaction = redaction_cost(&out);
+        let (redaction, reference) = redaction_cost(&out);
         let same = out.data == slow_out.data && engine_keys(&out.data) == expected;
         all_same &= same;
         medians.push(fast.median);
@@ -333,6 +344,11 @@ fn main() -> Result<()> {
             format!(
                 "{:.1} %",
                 100.0 * redaction.as_secs_f64() / fast.median.as_secs_f64().max(1e-9)
+            ),
+            format!(
+                "{} ({:.1} %)",
+                fmt_dur(reference),
+                100.0 * reference.as_secs_f64() / fast.median.as_secs_f64().max(1e-9)
             ),
             if same { "yes" } else { "**NO**" }.to_owned(),
         ]);

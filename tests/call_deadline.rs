@@ -255,3 +255,55 @@ fn a_term_with_many_wildcards_is_refused_not_an_exponential_scan() {
         assert_eq!(out["count"], 2, "index={index}: {out}");
     }
 }
+
+/// memo-search had no check of its call's stop signal: a call whose client left or
+/// whose deadline passed ran to completion. It now checks before, between and inside
+/// its legs, so in every mode such a call ends with the stop as its error — not with
+/// the hits the same call finds when it runs on.
+#[test]
+fn a_stopped_memo_search_ends_with_the_stop_not_its_hits() {
+    use skills::bench::gen::{self, Spec};
+    use skills::engines::memo_search::MemoSearch;
+    use skills::engines::{Engine, EngineError};
+    let f = Fixture::new();
+    let store = MemoryStore::open_rw(&f.paths().memories).unwrap();
+    for m in gen::memories(Spec {
+        messages: 2_000,
+        seed: 7,
+    }) {
+        store.upsert(&m).unwrap();
+    }
+    drop(store);
+    let ctx = |cancel: &Cancel| {
+        Context::new(f.paths())
+            .with_embedder(None)
+            .with_cancel(cancel.clone())
+    };
+    let cancelled = Cancel::new();
+    cancelled.cancel();
+    let expired = Cancel::new();
+    expired.limit(Duration::from_millis(1));
+    let started = Instant::now();
+    while !expired.is_stopped() && started.elapsed() < NOT_INTERRUPTED {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for mode in ["bm25", "exact", "fuzzy", "hybrid", "vec"] {
+        let args = json!({"query": "serde", "mode": mode, "limit": 10});
+        match MemoSearch.call(&args, &ctx(&Cancel::new())) {
+            Ok(out) => assert!(out["count"].as_u64() > Some(0), "{mode}: {out}"),
+            // Without a model `vec` has nothing to rank with.
+            Err(EngineError::Unavailable(_)) if mode == "vec" => {}
+            Err(e) => panic!("{mode}: {e}"),
+        }
+        for (stop, want) in [
+            (&cancelled, Stop::Cancelled),
+            (&expired, Stop::Deadline(Duration::from_millis(1))),
+        ] {
+            match MemoSearch.call(&args, &ctx(stop)) {
+                Err(EngineError::Stopped(got)) => assert_eq!(got, want, "{mode}"),
+                Ok(out) => panic!("{mode}: a stopped search answered {out}"),
+                Err(e) => panic!("{mode}: expected {want}, got {e}"),
+            }
+        }
+    }
+}

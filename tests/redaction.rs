@@ -250,3 +250,132 @@ fn ingest_redact_removes_secrets_from_the_store() {
         assert_eq!(n, 0, "{id} was stored despite --redact");
     }
 }
+
+/// A small deterministic generator (xorshift), so a failure names a reproducible case.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, mut at: usize) -> usize {
+    at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// Issue 19 part 7, the ≤ 10 % target: the fast path (`Redactor::redact`,
+/// `Redactor::redact_json`: anchors, one search per JSON result, windowed regexes)
+/// finds exactly what the per-string reference path finds — same text, same count —
+/// on the real transcripts and memories of `$SKILLS_CORPUS_DIR` (whole files, lines,
+/// 200-byte previews, every JSON line as a value), with every documented secret kind
+/// seeded into previews at random places and in changed case.
+#[test]
+fn fast_redaction_finds_exactly_what_the_per_string_reference_finds() {
+    let r = skills::redact::Redactor::global().unwrap();
+    let Some(dir) = std::env::var_os("SKILLS_CORPUS_DIR").map(PathBuf::from) else {
+        eprintln!("skipped: SKILLS_CORPUS_DIR is not set (the corpus of real transcripts)");
+        return;
+    };
+    if !dir.is_dir() {
+        eprintln!(
+            "skipped: SKILLS_CORPUS_DIR `{}` is not a folder",
+            dir.display()
+        );
+        return;
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(!files.is_empty(), "the corpus is empty");
+    let secrets = examples();
+    let mut rng = Rng(0x5EED_CAFE);
+    let (mut strings, mut found, mut values) = (0usize, 0usize, 0usize);
+    let same = |text: &str, what: &str| -> usize {
+        let fast = r.redact(text);
+        let reference = r.redact_reference(text);
+        assert_eq!(fast, reference, "{what}: {text:?}");
+        fast.count
+    };
+    for path in &files {
+        let bytes = fs_err::read(path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let name = path.display().to_string();
+        found += same(&text, &name);
+        strings += 1;
+        let mut previews = Vec::new();
+        for line in text.lines() {
+            found += same(line, &name);
+            strings += 1;
+            if let Ok(mut v) = serde_json::from_str::<Value>(line) {
+                let mut w = v.clone();
+                let (a, b) = (r.redact_json(&mut v), r.redact_json_reference(&mut w));
+                assert_eq!((a, &v), (b, &w), "{name}: {line}");
+                values += 1;
+            }
+            let mut at = 0;
+            while at < line.len() {
+                let mut end = (at + 200).min(line.len());
+                while !line.is_char_boundary(end) {
+                    end += 1;
+                }
+                previews.push(line[at..end].to_owned());
+                at = end;
+            }
+        }
+        // Secrets seeded into previews: as written, upper- and lower-cased, glued to
+        // the text around them or spaced.
+        for p in previews.iter_mut().take(400) {
+            let (_, example, _) = &secrets[rng.below(secrets.len())];
+            let example = match rng.below(4) {
+                0 => example.to_uppercase(),
+                1 => example.to_lowercase(),
+                _ => example.clone(),
+            };
+            let at = floor_boundary(p, rng.below(p.len() + 1));
+            let glue = if rng.below(2) == 0 { "" } else { " " };
+            p.insert_str(at, &format!("{glue}{example}{glue}"));
+        }
+        for p in &previews {
+            found += same(p, &name);
+            strings += 1;
+        }
+        // A search result's shape: rows of previews, plus the rendered table.
+        for chunk in previews.chunks(15) {
+            let rows: Vec<Value> = chunk
+                .iter()
+                .map(|p| json!({"preview": p, "role": "user", "date": "2026-03-01"}))
+                .collect();
+            let mut v = json!({"rows": rows, "term": "x"});
+            let mut w = v.clone();
+            let (a, b) = (r.redact_json(&mut v), r.redact_json_reference(&mut w));
+            assert_eq!((a, &v), (b, &w), "{name}");
+            values += 1;
+            let table: String = chunk.iter().map(|p| format!("| {p} |\n")).collect();
+            found += same(&table, &name);
+        }
+    }
+    eprintln!(
+        "{} files: {strings} strings and {values} JSON values agree; {found} secrets found",
+        files.len()
+    );
+    assert!(found > 100, "the seeded secrets were not found: {found}");
+}

@@ -27,6 +27,11 @@
 //! `_docsize` entry and that terms come in strictly increasing byte order; if not, the
 //! index is unavailable and the engine keeps asking SQLite.
 
+use crate::cancel::Cancel;
+
+/// Postings [`Matches::any_group`] sums between two checks of its stop signal.
+pub const STOP_CHECK_POSTINGS: usize = 4096;
+
 /// BM25 constants of `fts5Bm25Function`.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -499,8 +504,9 @@ impl Matches<'_> {
     /// Calls `f(row, bm25)` in row order for every row holding a term of every group
     /// (the AND query). `bm25` is what SQLite's `bm25()` returns for the row: the
     /// negated score (C's `-1.0 * score`, the same bits as `-score`), lower is better. Only the rows of the group with the fewest
-    /// postings are tried, so this costs little when the AND is rare.
-    pub fn every_group(&self, mut f: impl FnMut(usize, f64)) {
+    /// postings are tried, so this costs little when the AND is rare. Once `stop` has
+    /// stopped (checked per term), it returns without calling `f` again.
+    pub fn every_group(&self, stop: &Cancel, mut f: impl FnMut(usize, f64)) {
         let ix = self.index;
         let terms_of = |g: usize| {
             self.phrases
@@ -521,6 +527,9 @@ impl Matches<'_> {
         for g in (0..self.groups).filter(|&g| g != driver) {
             let mut held = vec![false; rows.len()];
             for t in terms_of(g) {
+                if stop.is_stopped() {
+                    return;
+                }
                 let post = &ix.rows[ix.postings_of(t)];
                 let mut at = 0;
                 for (i, &row) in rows.iter().enumerate() {
@@ -544,6 +553,9 @@ impl Matches<'_> {
         // Phrase after phrase, so each row sums its phrases in phrase order.
         let mut score = vec![0.0f64; rows.len()];
         for t in self.phrases.iter().filter_map(|p| p.term) {
+            if stop.is_stopped() {
+                return;
+            }
             let (idf, range) = (self.idf(t), ix.postings_of(t));
             let post = &ix.rows[range.clone()];
             let mut at = 0;
@@ -564,19 +576,32 @@ impl Matches<'_> {
 
     /// Calls `f(row, bm25)` in row order for every row holding a term of any group
     /// (the OR query); `bm25` as in [`Matches::every_group`]. Walks every posting of
-    /// every phrase into per-row sums.
-    pub fn any_group(&self, mut f: impl FnMut(usize, f64)) {
+    /// every phrase into per-row sums. Once `stop` has stopped (checked every
+    /// [`STOP_CHECK_POSTINGS`] postings), it returns without calling `f` again.
+    pub fn any_group(&self, stop: &Cancel, mut f: impl FnMut(usize, f64)) {
         let ix = self.index;
         let mut score = vec![0.0f64; ix.norm.len()];
         let mut hit = vec![false; ix.norm.len()];
         // Phrase after phrase, so each row sums its phrases in phrase order.
         for t in self.phrases.iter().filter_map(|p| p.term) {
             let idf = self.idf(t);
-            for k in ix.postings_of(t) {
-                let row = ix.rows[k] as usize;
-                score[row] += ix.phrase_score(idf, &self.weights, k);
-                hit[row] = true;
+            let postings = ix.postings_of(t);
+            let mut from = postings.start;
+            while from < postings.end {
+                if stop.is_stopped() {
+                    return;
+                }
+                let to = postings.end.min(from + STOP_CHECK_POSTINGS);
+                for k in from..to {
+                    let row = ix.rows[k] as usize;
+                    score[row] += ix.phrase_score(idf, &self.weights, k);
+                    hit[row] = true;
+                }
+                from = to;
             }
+        }
+        if stop.is_stopped() {
+            return;
         }
         for (row, (&hit, &score)) in hit.iter().zip(&score).enumerate() {
             if hit {

@@ -40,6 +40,11 @@
 //! (0, 1.3].
 //! Ties break on newer `updated`, then smaller id, so one input always gives one order.
 //!
+//! A call that stops (its deadline passes, its client leaves: [`Context::cancel`])
+//! stops the search: the signal is checked before and after every leg and inside the
+//! legs once per query term and per block of postings, vectors or SQLite rows
+//! ([`STOP_CHECK_ROWS`]); the search then fails with [`EngineError::Stopped`].
+//!
 //! The engine only reads: the store is opened read-only and nothing (not even access
 //! counts) is written. `source` is logged to stderr when `SKILLS_LOG` contains `debug`.
 //!
@@ -58,6 +63,7 @@ use rusqlite::{params_from_iter, Connection};
 use serde_json::{json, Map, Value};
 
 use super::{Context, Engine, EngineError};
+use crate::cancel::Cancel;
 use crate::embed::Embedder;
 use crate::search::bm25::Matches;
 use crate::search::filter_columns::RowMeta;
@@ -79,6 +85,9 @@ pub const VEC_WEIGHT: f64 = 0.3;
 pub const MAX_TOKENS: usize = 64;
 /// Most vocabulary terms one fuzzy token expands to (closest first).
 pub const MAX_EXPANSIONS: usize = 32;
+/// Rows (postings, SQLite result rows, vectors) a leg goes through between two checks
+/// of [`Request::stop`].
+pub const STOP_CHECK_ROWS: usize = 4096;
 
 /// Retrieval mode (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +171,11 @@ pub struct Request {
     pub notes: Vec<String>,
     /// Scorer of the legs (not an argument: [`Scorer::Fast`]).
     pub scorer: Scorer,
+    /// The call's stop signal (not an argument: one that never stops; the engine sets
+    /// its context's, [`Context::cancel`]). Checked before and after every leg and,
+    /// inside the legs, once per query term and per block of [`STOP_CHECK_ROWS`]
+    /// rows; a stopped search fails with [`EngineError::Stopped`].
+    pub stop: Cancel,
 }
 
 impl Request {
@@ -263,6 +277,7 @@ impl Request {
             include_superseded,
             notes,
             scorer: Scorer::default(),
+            stop: Cancel::new(),
         })
     }
 }
@@ -322,7 +337,8 @@ impl Engine for MemoSearch {
                 eprintln!("debug: memo_search called by source `{source}`");
             }
         }
-        let req = Request::from_args(args, ctx.now())?;
+        let mut req = Request::from_args(args, ctx.now())?;
+        req.stop = ctx.cancel().clone();
         if req.query.is_empty() {
             return Ok(finish(
                 &req,
@@ -356,7 +372,9 @@ struct Ranking {
 ///
 /// # Errors
 /// [`EngineError::Unavailable`] in `vec` mode without a model (or without stored
-/// embeddings from it); [`EngineError::Store`] on SQLite failures.
+/// embeddings from it); [`EngineError::Store`] on SQLite failures;
+/// [`EngineError::Stopped`] once [`Request::stop`] has stopped (checked between the
+/// legs; the legs themselves return early).
 pub fn search(
     store: &MemoryStore,
     embedder: Result<&Embedder, String>,
@@ -368,6 +386,7 @@ pub fn search(
         notes,
         mut trace,
     } = rank(store, &conn, embedder, req)?;
+    stopped(req)?;
     let Some(fused) = fused else {
         return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
     };
@@ -460,7 +479,9 @@ fn rank(
     }
     let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
     let model = embedder.as_ref().ok().map(|e| (e.name(), e.dim()));
+    stopped(req)?;
     let index = store.search_index(conn, model).map_err(map_err)?;
+    stopped(req)?;
     let leg = Leg {
         conn,
         index: index.as_ref(),
@@ -485,8 +506,9 @@ fn rank(
             let embedder = embedder
                 .map_err(|why| EngineError::Unavailable(format!("embedding unavailable: {why}")))?;
             let mask = leg.filter.mask(leg.index);
-            let ranked = vec_leg(
-                leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace,
+            stopped(req)?;
+            let ranked = vec_leg_until(
+                leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace, &req.stop,
             );
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
@@ -499,9 +521,10 @@ fn rank(
         Mode::Hybrid => {
             let n = (2 * req.limit).max(20);
             let mask = leg.filter.mask(leg.index);
+            stopped(req)?;
             match embedder {
-                Ok(embedder) => match vec_leg(
-                    leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace,
+                Ok(embedder) => match vec_leg_until(
+                    leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace, &req.stop,
                 ) {
                     Some(ranked) => legs.push(("vec", ranked)),
                     None => notes.push(format!(
@@ -513,15 +536,22 @@ fn rank(
                     "embedding unavailable ({why}): hybrid used its bm25 leg only"
                 )),
             }
+            stopped(req)?;
             legs.push(("bm25", leg.bm25(&tokens, n, &mut trace).map_err(map_err)?));
         }
     }
+    stopped(req)?;
     let fused = fuse(req.mode, &legs, req.limit, &mut trace);
     Ok(Ranking {
         fused: Some(fused),
         notes,
         trace,
     })
+}
+
+/// `Err` with [`EngineError::Stopped`] once `req`'s call has stopped.
+fn stopped(req: &Request) -> Result<(), EngineError> {
+    req.stop.check().map_err(EngineError::Stopped)
 }
 
 fn finish(req: &Request, hits: Vec<Value>, notes: Vec<String>, trace: Option<Vec<Value>>) -> Value {
@@ -562,6 +592,9 @@ struct Filter {
     hide_superseded: bool,
     /// [`Filter::keep`] of every row, computed on the first [`Filter::mask`] call.
     mask: OnceCell<Vec<bool>>,
+    /// The search's [`Request::stop`]: the legs check it (it never changes what
+    /// [`Filter::keep`] or [`Filter::mask`] say).
+    stop: Cancel,
 }
 
 impl Filter {
@@ -576,6 +609,7 @@ impl Filter {
                 .map(|f| memchr::memmem::Finder::new(f.as_bytes()).into_owned()),
             hide_superseded: !req.include_superseded,
             mask: OnceCell::new(),
+            stop: req.stop.clone(),
         }
     }
 
@@ -826,6 +860,9 @@ impl Leg<'_> {
         let mut groups = Vec::new();
         let mut expansions = Map::new();
         for token in &content_tokens(tokens) {
+            if self.filter.stop.is_stopped() {
+                break;
+            }
             let max = if is_stop_word(token) {
                 0
             } else {
@@ -840,6 +877,9 @@ impl Leg<'_> {
             }
             expansions.insert(token.clone(), json!(terms));
             groups.push(terms);
+        }
+        if self.filter.stop.is_stopped() {
+            return Ok(Vec::new());
         }
         trace.push(json!({"stage": "expand", "leg": "fuzzy", "vocabulary": vocab.len(), "expansions": expansions}));
         let query = TermQuery {
@@ -921,14 +961,14 @@ impl Leg<'_> {
         if let Some(matches) = matches {
             if every {
                 // Few rows, as a rule: test them one by one.
-                matches.every_group(|i, bm25| {
+                matches.every_group(&self.filter.stop, |i, bm25| {
                     if self.filter.keep(&meta[i]) && !self.filter.hidden(self.index, i) {
                         hits.push((bm25, i));
                     }
                 });
             } else {
                 let mask = self.filter.mask(self.index);
-                matches.any_group(|i, bm25| {
+                matches.any_group(&self.filter.stop, |i, bm25| {
                     if mask.is_none_or(|m| m[i]) {
                         hits.push((bm25, i));
                     }
@@ -940,8 +980,24 @@ impl Leg<'_> {
                 "SELECT rowid, bm25(memories_fts, {w0}, {w1}, {w2}) FROM memories_fts WHERE memories_fts MATCH ?1"
             );
             let mut stmt = self.conn.prepare_cached(&sql)?;
+            // A stop interrupts the statement (its next step fails) and ends the loop.
+            let handle = self.conn.get_interrupt_handle();
+            let _interrupt = self.filter.stop.on_stop(move || handle.interrupt());
             let mut rows = stmt.query([expr])?;
-            while let Some(r) = rows.next()? {
+            let mut seen = 0usize;
+            loop {
+                // Also before the first row: an interrupt sent before the statement
+                // started is forgotten when it starts.
+                if seen.is_multiple_of(STOP_CHECK_ROWS) && self.filter.stop.is_stopped() {
+                    break;
+                }
+                seen += 1;
+                let r = match rows.next() {
+                    Ok(Some(r)) => r,
+                    Ok(None) => break,
+                    Err(_) if self.filter.stop.is_stopped() => break,
+                    Err(e) => return Err(e),
+                };
                 let Some(i) = self.index.position(r.get(0)?) else {
                     continue;
                 };
@@ -958,8 +1014,8 @@ impl Leg<'_> {
     }
 }
 
-/// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
-/// store holds none from it at all (filters aside).
+/// [`vec_leg_until`] with a signal that never stops.
+#[cfg(test)]
 fn vec_leg(
     index: &SearchIndex,
     embedder: &Embedder,
@@ -968,6 +1024,32 @@ fn vec_leg(
     n: usize,
     scorer: Scorer,
     trace: &mut Vec<Value>,
+) -> Option<Ranked> {
+    vec_leg_until(
+        index,
+        embedder,
+        query,
+        mask,
+        n,
+        scorer,
+        trace,
+        &Cancel::new(),
+    )
+}
+
+/// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
+/// store holds none from it at all (filters aside). Once `stop` has stopped, no
+/// further vector passes and fewer candidates come back.
+#[allow(clippy::too_many_arguments)]
+fn vec_leg_until(
+    index: &SearchIndex,
+    embedder: &Embedder,
+    query: &str,
+    mask: Option<&[bool]>,
+    n: usize,
+    scorer: Scorer,
+    trace: &mut Vec<Value>,
+    stop: &Cancel,
 ) -> Option<Ranked> {
     let model = embedder.name().to_owned();
     let any = index.embedded();
@@ -986,7 +1068,7 @@ fn vec_leg(
             .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
             .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
     });
-    let keep = |i: usize| mask.is_none_or(|m| m[i]);
+    let keep = |i: usize| !stop.is_stopped() && mask.is_none_or(|m| m[i]);
     // A memory scores by its best chunk; the pruned pass gives the best chunk of each
     // of the `n` best memories, and any memory it leaves out ranks below them.
     let mut best: HashMap<usize, f32> = HashMap::new();
@@ -1168,4 +1250,56 @@ fn load_rows(
         out.insert(rowid, m);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::gen::{self, Spec};
+
+    /// The checks inside the legs, not only between them: with the call stopped,
+    /// every FTS5 leg of both scorers returns no candidate although rows match.
+    #[test]
+    fn stopped_legs_return_early_without_candidates() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        for m in gen::memories(Spec {
+            messages: 500,
+            seed: 3,
+        }) {
+            store.upsert(&m).unwrap();
+        }
+        let conn = store.lock();
+        let index = store.search_index(&conn, None).unwrap();
+        let tokens = fold_tokens("serde tokio").unwrap();
+        for scorer in [Scorer::Fast, Scorer::Reference] {
+            for stopped in [false, true] {
+                let mut req =
+                    Request::from_args(&json!({"query": "serde tokio"}), Utc::now()).unwrap();
+                req.scorer = scorer;
+                if stopped {
+                    req.stop.cancel();
+                }
+                let leg = Leg {
+                    conn: &conn,
+                    index: index.as_ref(),
+                    filter: Filter::new(&req),
+                    scorer,
+                };
+                let mut trace = Vec::new();
+                let legs = [
+                    ("bm25", leg.bm25(&tokens, 10, &mut trace).unwrap()),
+                    ("exact", leg.exact(&tokens[..1], 10, &mut trace).unwrap()),
+                    ("fuzzy", leg.fuzzy(&tokens, 10, &mut trace).unwrap()),
+                ];
+                for (name, ranked) in legs {
+                    assert_eq!(
+                        ranked.is_empty(),
+                        stopped,
+                        "{name} {scorer:?} stopped={stopped}: {} candidates",
+                        ranked.len()
+                    );
+                }
+            }
+        }
+    }
 }
