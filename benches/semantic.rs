@@ -31,6 +31,10 @@ const QUERIES: &[(&str, &str)] = &[
     ),
     ("semantic, role=user", "why does the build fail to link"),
     ("hybrid", "serde"),
+    (
+        "hybrid, a question",
+        "how do we handle serde errors in the tokio runtime",
+    ),
 ];
 
 fn main() -> Result<()> {
@@ -125,6 +129,36 @@ fn main() -> Result<()> {
             ),
         ]);
     }
+    // The keyword leg of hybrid alone: BM25 from the index's postings.
+    let index = skills::stores::conversations::index::Index::open(&paths.conversations)
+        .map_err(|e| anyhow::anyhow!("search index: {e}"))?;
+    let terms: Vec<String> = ["handle", "serde", "errors", "tokio", "runtime"]
+        .map(String::from)
+        .to_vec();
+    let stop = skills::cancel::Cancel::new();
+    let (kw, found) = measure(runs, Duration::from_secs(10), || {
+        index
+            .keyword(&skills::stores::conversations::index::KeywordQuery {
+                terms: &terms,
+                role: None,
+                exclude_injected: true,
+                source: None,
+                conversation_id: None,
+                since_us: None,
+                until_us: None,
+                limit: 60,
+                stop: &stop,
+            })
+            .map(|h| h.map_or(0, |h| h.len()))
+            .map_err(|e| e.to_string())
+    });
+    rows.push(vec![
+        "keyword leg alone (`Index::keyword`, 60 rows)".into(),
+        format!("`{}`", terms.join(" ")),
+        fmt_dur(kw.median),
+        fmt_dur(kw.p95),
+        found.map(|n| n.to_string()).unwrap_or_else(|e| e),
+    ]);
     let (qe, _) = measure(runs, Duration::from_secs(10), || {
         embedder.embed(QUERIES[0].1)
     });

@@ -52,6 +52,9 @@ pub struct Built {
 
 #[derive(Default)]
 struct ListBuilder {
+    /// [`is_term`] of the word: the map holds every distinct word, so that test runs
+    /// once per word instead of once per occurrence.
+    indexed: bool,
     df: u32,
     next: u32,
     bytes: Vec<u8>,
@@ -91,7 +94,7 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
     if u32::try_from(n).is_err() {
         return Err(Corrupt);
     }
-    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    let mut ids: HashMap<&[u8], u32, foldhash::fast::FixedState> = HashMap::default();
     let mut lists: Vec<ListBuilder> = Vec::new();
     let mut lengths = Vec::with_capacity(n);
     let mut total_length = 0u64;
@@ -102,12 +105,18 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
         let mut len = 0u64;
         for w in words(text) {
             len += 1;
-            if is_term(w) {
-                let next_id = u32::try_from(lists.len()).map_err(|_| Corrupt)?;
-                let id = *ids.entry(w.as_bytes()).or_insert_with(|| {
-                    lists.push(ListBuilder::default());
-                    next_id
+            if w.len() > super::words::MAX_BYTES {
+                continue;
+            }
+            let next_id = u32::try_from(lists.len()).map_err(|_| Corrupt)?;
+            let id = *ids.entry(w.as_bytes()).or_insert_with(|| {
+                lists.push(ListBuilder {
+                    indexed: is_term(w),
+                    ..ListBuilder::default()
                 });
+                next_id
+            });
+            if lists[id as usize].indexed {
                 row_terms.push(id);
             }
         }
@@ -128,7 +137,10 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
         lengths.push(u16::try_from(len).unwrap_or(u16::MAX));
         total_length += len;
     }
-    let mut sorted: Vec<(&[u8], u32)> = ids.into_iter().collect();
+    let mut sorted: Vec<(&[u8], u32)> = ids
+        .into_iter()
+        .filter(|&(_, id)| lists[id as usize].indexed)
+        .collect();
     sorted.sort_unstable_by_key(|&(t, _)| t);
     let mut out = Built {
         term_offsets: Vec::with_capacity(sorted.len() + 1),
