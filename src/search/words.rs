@@ -25,10 +25,11 @@ pub fn is_term(word: &str) -> bool {
     word.len() <= MAX_BYTES && word.chars().nth(MIN_CHARS - 1).is_some() && !is_stop_word(word)
 }
 
-/// English function words left out of the `bm25` and `fuzzy` legs' queries (and never
-/// expanded by `fuzzy`) while the query has at least one other word; sorted. Words
-/// that are also names or content words (`may`, `will`, `us`, `it`, `can`) are not
-/// in the list, so proper-noun and exact-phrase questions keep them.
+/// English function words, sorted: left out of memo-search's `bm25` and `fuzzy` legs'
+/// queries (and never expanded by `fuzzy`) while the query has at least one other
+/// word, and out of the conversations index's postings ([`is_term`]). Words that are
+/// also names or content words (`may`, `will`, `us`, `it`, `can`) are not in the
+/// list, so proper-noun and exact-phrase questions keep them.
 pub const STOP_WORDS: &[&str] = &[
     "a",
     "about",

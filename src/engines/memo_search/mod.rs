@@ -63,6 +63,8 @@ use rusqlite::{params_from_iter, Connection};
 use serde_json::{json, Map, Value};
 
 use super::{Context, Engine, EngineError};
+/// The stop words, shared with the conversations index's keyword postings.
+pub use crate::search::words::{is_stop_word, STOP_WORDS};
 use crate::cancel::Cancel;
 use crate::embed::Embedder;
 use crate::search::bm25::Matches;
@@ -761,8 +763,6 @@ fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(terms)
 }
-
-pub use crate::search::words::{is_stop_word, STOP_WORDS};
 
 /// `tokens` without [`STOP_WORDS`]; all of them when every one is a stop word (so a
 /// query such as "The Who" is still searched).
