@@ -63,13 +63,13 @@ use rusqlite::{params_from_iter, Connection};
 use serde_json::{json, Map, Value};
 
 use super::{Context, Engine, EngineError};
-/// The stop words, shared with the conversations index's keyword postings.
-pub use crate::search::words::{is_stop_word, STOP_WORDS};
 use crate::cancel::Cancel;
 use crate::embed::Embedder;
 use crate::search::bm25::Matches;
 use crate::search::filter_columns::RowMeta;
 use crate::search::fuzzy;
+/// The stop words, shared with the conversations index's keyword postings.
+pub use crate::search::words::{is_stop_word, STOP_WORDS};
 use crate::stores::memories::{format_time, json_list, links_of, MemoryStore, SearchIndex};
 use crate::time::parse_when;
 
