@@ -540,6 +540,9 @@ fn note_once(why: &str) {
     }
 }
 
+/// A word leg's hit with its share of the fused score.
+type Scored = (f64, Hit);
+
 /// Each leg's share of a hybrid score (score-normalised fusion, as memo-search's
 /// hybrid): a semantic row adds [`VEC_WEIGHT`] × its cosine (clamped at 0) over the
 /// best row's, a keyword hit its BM25 score over the best hit's (weight 1), a literal
@@ -549,7 +552,7 @@ fn shares(
     mut semantic: Vec<Row>,
     literal: Vec<Hit>,
     keyword: Vec<(f64, Hit)>,
-) -> (Vec<Row>, Vec<(f64, Hit)>, Vec<(f64, Hit)>) {
+) -> (Vec<Row>, Vec<Scored>, Vec<Scored>) {
     let best = |scores: &mut dyn Iterator<Item = f64>| scores.fold(0.0, f64::max);
     let best_cos = best(&mut semantic.iter().map(|r| r.score));
     for r in &mut semantic {
