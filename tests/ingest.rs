@@ -5,6 +5,8 @@
 //! The expected counts were taken by reading each file (jq and a small independent
 //! script applying the documented rules), not from the importers' output.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use skills::ingest::{self, FileImport, Format};
@@ -13,21 +15,6 @@ use skills::stores::conversations::ConversationStore;
 /// The registered format of `source`.
 fn format(source: &str) -> Format {
     Format::from_source(source).unwrap_or_else(|| panic!("`{source}` is not registered"))
-}
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "note: corpus `{}` not found; set SKILLS_CORPUS_DIR to run this test",
-            dir.display()
-        );
-        None
-    }
 }
 
 fn sample() -> PathBuf {
@@ -248,7 +235,9 @@ fn check_file(
 
 #[test]
 fn corpus_claude_code_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("claude-code");
     for expected in CLAUDE_CODE {
         check_file(&dir, expected, format("claude-code"));
@@ -263,7 +252,9 @@ fn corpus_claude_code_per_file() {
 
 #[test]
 fn corpus_chatgpt_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("chatgpt-export");
     for expected in CHATGPT {
         check_file(&dir, expected, format("chatgpt"));
@@ -278,7 +269,9 @@ fn corpus_chatgpt_per_file() {
 
 #[test]
 fn corpus_codex_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("codex");
     for expected in CODEX {
         check_file(&dir, expected, format("codex"));
@@ -321,7 +314,9 @@ fn corpus_codex_per_file() {
 
 #[test]
 fn corpus_gemini_cli_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("gemini-cli");
     for expected in GEMINI_CLI {
         check_file(&dir, expected, format("gemini-cli"));
@@ -341,7 +336,9 @@ fn corpus_gemini_cli_per_file() {
 
 #[test]
 fn corpus_pi_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("pi");
     for expected in PI {
         check_file(&dir, expected, format("pi"));
@@ -365,7 +362,9 @@ fn corpus_pi_per_file() {
 
 #[test]
 fn corpus_generic_jsonl() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     // Three lines, each a message (2 user, 1 assistant) of `generic-test-001`.
     let import = check_file(
         &corpus.join("other"),
@@ -432,7 +431,9 @@ fn times_are_utc_and_missing_times_say_so() {
 
 #[test]
 fn corpus_details() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let cc = corpus.join("claude-code");
 
     // Subagent transcripts get their own conversation under the parent session.
@@ -515,7 +516,9 @@ fn corpus_details() {
 
 #[test]
 fn corpus_in_one_store_and_reimport_adds_nothing() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let store = ConversationStore::open_in_memory().expect("in-memory store");
     // Every transcript folder of the corpus (memories/ is for `skills memo import`).
     let paths = [
@@ -864,7 +867,9 @@ fn discover_honours_claude_config_dir() {
 
 #[test]
 fn any_corpus_file_or_truncation_never_panics() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     let mut detected = Vec::new();
     for sub in fs_err::read_dir(&corpus)
@@ -956,7 +961,9 @@ const AIDER: &[Expected] = &[
 
 #[test]
 fn corpus_aider_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("aider");
     for expected in AIDER {
         check_file(&dir, expected, format("aider"));
@@ -1006,7 +1013,9 @@ fn corpus_aider_per_file() {
 
 #[test]
 fn corpus_claude_ai_export() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     // One conversation: a human message and an assistant reply (thinking + text).
     let import = check_file(
         &corpus.join("other"),
@@ -1168,7 +1177,9 @@ fn column(store: &ConversationStore, sql: &str) -> Vec<String> {
 
 #[test]
 fn corpus_cursor_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("cursor");
     let dump = check_file(&dir, &CURSOR[0], format("cursor"));
     let m = &dump.messages;
@@ -1236,7 +1247,9 @@ fn corpus_cursor_per_file() {
 
 #[test]
 fn cursor_state_vscdb_built_from_the_dump_rows() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dump_path = corpus.join("cursor").join(CURSOR[0].0);
     let dump: serde_json::Value =
         serde_json::from_str(&fs_err::read_to_string(&dump_path).expect("read")).expect("json");
@@ -1348,7 +1361,9 @@ fn cursor_state_vscdb_rows_still_in_the_wal_are_imported() {
 
 #[test]
 fn corpus_other_per_file() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = corpus.join("other");
     for expected in OTHER_CLAUDE_AI {
         check_file(&dir, expected, format("claude-ai"));
@@ -1490,7 +1505,9 @@ const OPENCODE_WANT: [&str; 2] = [
 
 #[test]
 fn opencode_storage_layout_rebuilt_from_the_corpus() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let root = tempfile::tempdir().expect("temp dir");
     let data = rebuild(
         &corpus.join("other"),
@@ -1556,7 +1573,9 @@ fn opencode_storage_layout_rebuilt_from_the_corpus() {
 
 #[test]
 fn opencode_db_built_from_the_storage_files() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let other = corpus.join("other");
     let read = |name: &str| -> serde_json::Value {
         serde_json::from_str(&fs_err::read_to_string(other.join(name)).expect("read"))
@@ -1628,7 +1647,9 @@ fn opencode_db_built_from_the_storage_files() {
 
 #[test]
 fn cline_task_folder_rebuilt_from_the_corpus() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let root = tempfile::tempdir().expect("temp dir");
     let tasks = rebuild(&corpus.join("other"), "cass-cline__", root.path(), "tasks");
     assert!(tasks.join("task1/ui_messages.json").is_file());
@@ -1656,7 +1677,9 @@ fn cline_task_folder_rebuilt_from_the_corpus() {
 
 #[test]
 fn phrases_from_cursor_opencode_and_copilot_are_found() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let other = corpus.join("other");
     let root = tempfile::tempdir().expect("temp dir");
     let transcripts = place(

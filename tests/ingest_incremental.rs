@@ -4,6 +4,8 @@
 //! offset reached, a rewritten file replaces its rows, and phrases are found by the
 //! `search_conversations` engine with the right source and role.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -13,21 +15,6 @@ use skills::engines::{Context, Engine};
 use skills::ingest::{self, IngestOptions, IngestSummary};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "note: corpus `{}` not found; set SKILLS_CORPUS_DIR to run this test",
-            dir.display()
-        );
-        None
-    }
-}
 
 fn run(store: &ConversationStore, paths: &[PathBuf], options: IngestOptions) -> IngestSummary {
     ingest::ingest_paths_with(store, paths, options, &mut |_, _| {})
@@ -57,7 +44,9 @@ fn previews(result: &Value) -> Vec<String> {
 
 #[test]
 fn injected_text_is_set_aside_and_searchable_without_role() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let cc = corpus.join("claude-code/brain-mcp__sample_cc_mixed.jsonl");
     let codex = corpus.join("codex/brain-mcp__sample_codex_mixed.jsonl");
 
@@ -147,7 +136,9 @@ fn injected_text_is_set_aside_and_searchable_without_role() {
 
 #[test]
 fn phrases_in_codex_gemini_and_pi_are_found_with_source_and_role() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     {
         let store =
@@ -201,7 +192,9 @@ fn phrases_in_codex_gemini_and_pi_are_found_with_source_and_role() {
 
 #[test]
 fn second_run_reads_nothing_and_appends_read_only_new_lines() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let source = corpus.join("claude-code/spotter__short.jsonl");
     let text = fs_err::read_to_string(&source).expect("read");
     let lines: Vec<&str> = text.lines().collect();
@@ -279,7 +272,9 @@ fn second_run_reads_nothing_and_appends_read_only_new_lines() {
 
 #[test]
 fn appended_session_without_ids_continues_msg_index() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     // brain-mcp's mixed sample: no uuid, no sessionId, so ids hash the line number.
     let source = corpus.join("claude-code/brain-mcp__sample_cc_mixed.jsonl");
     let text = fs_err::read_to_string(&source).expect("read");
@@ -341,7 +336,9 @@ fn appended_session_without_ids_continues_msg_index() {
 
 #[test]
 fn rewritten_file_replaces_its_rows_and_two_folders_store_once() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let source = corpus.join("claude-code/brain-mcp__sample_cc_mixed.jsonl");
     let text = fs_err::read_to_string(&source).expect("read");
     let lines: Vec<&str> = text.lines().collect();
@@ -454,7 +451,9 @@ fn rewritten_file_replaces_its_rows_and_two_folders_store_once() {
 
 #[test]
 fn whole_document_formats_are_skipped_when_unchanged_and_replaced_when_rewritten() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("conversations.json");
     fs_err::copy(
@@ -627,7 +626,9 @@ fn parquet_export_imports_directly() {
 /// the rest appended, both give the same table, row for row.
 #[test]
 fn batched_ingest_matches_the_staging_path_row_for_row() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dirs: Vec<PathBuf> = ["claude-code", "chatgpt-export", "codex", "gemini-cli", "pi"]
         .iter()
         .map(|d| corpus.join(d))

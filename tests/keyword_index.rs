@@ -6,6 +6,8 @@
 //! on the whole real corpus. After a rewrite (tombstones), no masked row comes back.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -237,7 +239,9 @@ fn keyword_scores_equal_bm25_from_the_table_across_segments() {
 
 #[test]
 fn keyword_scores_equal_bm25_from_the_table_on_the_real_corpus() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let store = open(&data);
@@ -341,19 +345,4 @@ fn a_touched_conversation_comes_back_once_from_its_new_segment() {
         ..q
     };
     assert_eq!(index.keyword(&q).unwrap().unwrap().len(), 2);
-}
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!(
-            "skipped: no corpus at {} (set SKILLS_CORPUS_DIR)",
-            dir.display()
-        );
-        None
-    }
 }

@@ -4,6 +4,8 @@
 //! `lower()` over every code point; stale and damaged indexes fall back to DuckDB.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -237,7 +239,9 @@ fn index_answers_as_duckdb_after_builds_appends_and_merges() {
 
 #[test]
 fn index_answers_as_duckdb_on_the_real_corpus_with_rewrites() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let data = dir.join("data");
@@ -383,21 +387,6 @@ fn fold_matches_duckdb_lower_on_every_code_point() {
         mismatches.len(),
         mismatches.join("\n")
     );
-}
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!(
-            "skipped: no corpus at {} (set SKILLS_CORPUS_DIR)",
-            dir.display()
-        );
-        None
-    }
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

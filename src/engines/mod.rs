@@ -478,3 +478,16 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
         Arc::new(compose::Compose),
     ]
 }
+
+/// Writes `line` to stderr the first time this process is told it (a fallback or a
+/// degraded answer is said once, not once per call).
+pub(crate) fn note_once(line: String) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.contains(&line) {
+        eprintln!("{line}");
+        said.push(line);
+    }
+}

@@ -179,15 +179,8 @@ fn row_of_hit(h: &Hit) -> Value {
 
 /// Says on stderr why this search answers from DuckDB, once per reason per process.
 fn note(why: &str) {
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !said.iter().any(|s| s == why) {
-        said.push(why.to_owned());
-        eprintln!(
-            "note: search-conversations: {why}; answering from DuckDB (a full scan). \
-             `skills ingest` brings the index up to date."
-        );
-    }
+    super::note_once(format!(
+        "note: search-conversations: {why}; answering from DuckDB (a full scan). \
+         `skills ingest` brings the index up to date."
+    ));
 }

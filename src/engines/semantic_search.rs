@@ -518,25 +518,14 @@ fn keyword_leg(
     match index.keyword(&q) {
         Ok(Some(hits)) => hits,
         Ok(None) => {
-            note_once(
-                "the search index predates keyword postings; hybrid ranks without its keyword \
-                 leg until `skills ingest` rewrites it",
+            super::note_once(
+                "note: semantic-search: the search index predates keyword postings; hybrid \
+                 ranks without its keyword leg until `skills ingest` rewrites it."
+                    .to_owned(),
             );
             Vec::new()
         }
         Err(_) => Vec::new(),
-    }
-}
-
-/// Says `why` on stderr once per process.
-fn note_once(why: &str) {
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !said.iter().any(|s| s == why) {
-        said.push(why.to_owned());
-        eprintln!("note: semantic-search: {why}.");
     }
 }
 

@@ -323,15 +323,15 @@ pub fn term_score(idf: f64, tf: u32, len: u16, avg_length: f64) -> f64 {
     idf * tf * (K1 + 1.0) / (tf + norm)
 }
 
-/// The `k` best rows of one segment for the query `terms` (each with its idf from the
-/// shared [`Stats`]): `(score, row)`, best first, ties in ascending row order. Only
-/// rows holding a term and passing `accept` are scored.
+/// The `k` best rows of one segment for the query terms' `lists` in it (each with the
+/// term's idf from the shared [`Stats`]): `(score, row)`, best first, ties in ascending
+/// row order. Only rows holding a term and passing `accept` are scored.
 ///
 /// # Errors
-/// [`Corrupt`] when a list is damaged.
+/// [`Corrupt`] when a list is damaged or holds a row `postings` has no length for.
 pub fn top_rows(
     postings: &Postings<'_>,
-    terms: &[(&str, f64)],
+    lists: &[(List<'_>, f64)],
     avg_length: f64,
     k: usize,
     mut accept: impl FnMut(usize) -> bool,
@@ -344,14 +344,11 @@ pub fn top_rows(
     // nothing.
     let mut scores = vec![0f64; postings.rows()];
     let mut touched: Vec<u32> = Vec::new();
-    for &(term, idf) in terms {
+    for &(list, idf) in lists {
         // A zero score marks an untouched row, so only positive idfs may add.
         if !(idf > 0.0 && idf.is_finite()) {
             continue;
         }
-        let Some(list) = postings.list(term)? else {
-            continue;
-        };
         let mut bad = false;
         list.for_each(|row, tf| {
             let Some(&len) = postings.lengths.get(row) else {

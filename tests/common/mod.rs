@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests (each test file that needs them declares
 //! `mod common;`).
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
+
+use std::path::PathBuf;
 
 use chrono::TimeZone;
 use skills::ingest::Message;
@@ -27,5 +29,22 @@ pub fn message(conv: &str, i: i64, content: &str) -> Message {
         has_attachment: false,
         has_citation: false,
         is_injected: false,
+    }
+}
+
+/// The shared corpus (`$SKILLS_CORPUS_DIR`, default `<manifest>/../shared/corpus`), or
+/// `None` after saying on stdout that the test is skipped.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!(
+            "skipped: no corpus at {} (set SKILLS_CORPUS_DIR)",
+            dir.display()
+        );
+        None
     }
 }

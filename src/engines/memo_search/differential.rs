@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::{rank, search, vec_leg, Filter, Leg, Mode, Request, Scorer};
+use super::{rank, search, vec_leg_until, Filter, Leg, Mode, Request, Scorer};
 use crate::bench::gen::{self, Spec};
+use crate::cancel::Cancel;
 use crate::embed::Embedder;
 use crate::ingest::memories::import_paths_with;
 use crate::stores::memories::{Memory, MemoryStore};
@@ -369,8 +370,11 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                     for limit in [1, 20, 74, 1000] {
                         let (mut tm, mut ts) = (Vec::new(), Vec::new());
                         let mask = mem.filter.mask(mem.index);
-                        let a = vec_leg(mem.index, e, q, mask, limit, Scorer::Fast, &mut tm);
-                        let b = vec_leg(sql.index, e, q, mask, limit, Scorer::Reference, &mut ts);
+                        let stop = Cancel::new();
+                        let (fast, reference) = (Scorer::Fast, Scorer::Reference);
+                        let a = vec_leg_until(mem.index, e, q, mask, limit, fast, &mut tm, &stop);
+                        let b =
+                            vec_leg_until(sql.index, e, q, mask, limit, reference, &mut ts, &stop);
                         let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
                         assert_eq!(
                             bits(&a),

@@ -1014,29 +1014,6 @@ impl Leg<'_> {
     }
 }
 
-/// [`vec_leg_until`] with a signal that never stops.
-#[cfg(test)]
-fn vec_leg(
-    index: &SearchIndex,
-    embedder: &Embedder,
-    query: &str,
-    mask: Option<&[bool]>,
-    n: usize,
-    scorer: Scorer,
-    trace: &mut Vec<Value>,
-) -> Option<Ranked> {
-    vec_leg_until(
-        index,
-        embedder,
-        query,
-        mask,
-        n,
-        scorer,
-        trace,
-        &Cancel::new(),
-    )
-}
-
 /// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
 /// store holds none from it at all (filters aside). Once `stop` has stopped, no
 /// further vector passes and fewer candidates come back.

@@ -464,21 +464,30 @@ impl Index {
             total_length: all.iter().map(|p| p.total_length).sum(),
         };
         let avg = stats.avg_length();
-        let mut terms: Vec<(&str, f64)> = Vec::with_capacity(q.terms.len());
+        // Each term's list in each segment (looked up once), then its idf over all.
+        let mut lists: Vec<Vec<(postings::List<'_>, f64)>> = vec![Vec::new(); all.len()];
         for t in q.terms {
             let mut df = 0u64;
-            for p in &all {
-                df += p.list(t)?.map_or(0, |l| u64::from(l.df));
+            let mut found = Vec::new();
+            for (si, p) in all.iter().enumerate() {
+                if let Some(l) = p.list(t)? {
+                    df += u64::from(l.df);
+                    found.push((si, l));
+                }
             }
-            if df > 0 {
-                terms.push((t.as_str(), postings::idf(stats.rows, df)));
+            let idf = postings::idf(stats.rows, df);
+            for (si, l) in found {
+                lists[si].push((l, idf));
             }
         }
         // (score, segment, row), cut to `limit` after each segment.
         let mut best: Vec<(f64, usize, usize)> = Vec::new();
         for (si, (live, p)) in self.segments.iter().zip(&all).enumerate() {
-            if terms.is_empty() || q.stop.is_stopped() {
+            if q.stop.is_stopped() {
                 break;
+            }
+            if lists[si].is_empty() {
+                continue;
             }
             let seg = &live.seg;
             let role = match q.role {
@@ -521,7 +530,7 @@ impl Index {
                     && q.until_us
                         .is_none_or(|u| created.get(row).is_some_and(|&c| c < u))
             };
-            let rows = postings::top_rows(p, &terms, avg, q.limit, accept)?;
+            let rows = postings::top_rows(p, &lists[si], avg, q.limit, accept)?;
             best.extend(rows.into_iter().map(|(score, r)| (score, si, r)));
             let mut keyed = Vec::with_capacity(best.len());
             for &(score, s, r) in &best {
