@@ -36,8 +36,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::index::{
-    first_free, next_name, read_tombstones, str_ref, sync_dir, write_synced, FileStamp, IndexError,
-    StoreStamp, Touched, Unavailable,
+    first_free, next_name, read_tombstones, str_ref, sync_dir, touched_rows, write_synced,
+    FileStamp, IndexError, StoreStamp, Touched, Unavailable,
 };
 use super::segment::{u32_at, u64_at};
 use crate::cancel::Cancel;
@@ -1028,6 +1028,8 @@ impl Writer {
             }
             app.flush()?;
             drop(app);
+            filter.push_str(" AND");
+            filter.push_str(&touched_rows(conn, "embed_touched")?);
             filter.push_str(
                 " AND (source, conversation_id) IN (SELECT source, conversation_id FROM embed_touched)",
             );

@@ -1146,6 +1146,33 @@ pub(super) fn str_ref<'r>(row: &'r duckdb::Row<'_>, i: usize) -> Result<&'r str,
     }
 }
 
+/// A `rowid` range condition (` rowid BETWEEN lo AND hi`, or ` FALSE` when none)
+/// that holds every row of `all_conversations` whose `(source, conversation_id)` is
+/// in the temporary table `touched`.
+///
+/// Why: DuckDB runs `(source, conversation_id) IN (SELECT … FROM touched)` as a hash
+/// join that decompresses every projected column of the whole table (~0.6 s for the
+/// `content` of 1M rows, for an append of 1,000). Finding the rows' range first reads
+/// only the two key columns; the range then lets the scan skip every row group outside
+/// it — an ingest's new and rewritten conversations sit at the table's end.
+pub(super) fn touched_rows(
+    conn: &duckdb::Connection,
+    touched: &str,
+) -> Result<String, duckdb::Error> {
+    let (lo, hi): (Option<i64>, Option<i64>) = conn.query_row(
+        &format!(
+            "SELECT min(rowid), max(rowid) FROM all_conversations \
+             WHERE (source, conversation_id) IN (SELECT source, conversation_id FROM {touched})"
+        ),
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(match (lo, hi) {
+        (Some(lo), Some(hi)) => format!(" rowid BETWEEN {lo} AND {hi}"),
+        _ => " FALSE".to_owned(),
+    })
+}
+
 /// Writes the rows of the table (of the `only` conversations, when given) as a
 /// segment at `path`.
 fn build_from_table(
@@ -1164,8 +1191,9 @@ fn build_from_table(
             }
             app.flush()?;
         }
+        let rows = touched_rows(conn, "index_touched")?;
         format!(
-            "{ROW_SQL} WHERE (source, conversation_id) IN (SELECT source, conversation_id FROM index_touched){ROW_ORDER}"
+            "{ROW_SQL} WHERE{rows} AND (source, conversation_id) IN (SELECT source, conversation_id FROM index_touched){ROW_ORDER}"
         )
     } else {
         format!("{ROW_SQL}{ROW_ORDER}")
