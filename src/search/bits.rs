@@ -457,4 +457,40 @@ mod tests {
         assert_eq!(short.len(), 1);
         assert_eq!(short.top(&q, 5, |_| true).len(), 1);
     }
+
+    /// Time per row of `top` (run: `cargo test --release --lib time_the_one_bit_scan --
+    /// --ignored --nocapture`).
+    #[test]
+    #[ignore = "a timing, not a check"]
+    fn time_the_one_bit_scan() {
+        let (dim, rows) = (256, 1_000_000);
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        let bits: Vec<u64> = (0..rows * words(dim))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect();
+        let factor = vec![0.05f32; rows];
+        let centroid = vec![0.0f32; dim];
+        let view = BitView {
+            dim,
+            bits: &bits,
+            factor: &factor,
+            centroid: &centroid,
+        };
+        let q = view.query(&vector(3, dim)).unwrap();
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            let top = view.top(&q, 1000, |_| true);
+            let el = t.elapsed();
+            println!(
+                "1-bit scan: {:.2} ns per row ({} kept)",
+                el.as_secs_f64() * 1e9 / rows as f64,
+                top.len()
+            );
+        }
+    }
 }

@@ -918,14 +918,12 @@ fn top_in(
                 factor: bv.factor.get(a..b).unwrap_or_default(),
                 centroid: bv.centroid,
             };
-            if let Some(bq) = bpart.query(q) {
-                let mut found: Vec<(usize, f32)> = bpart
-                    .top(&bq, c, keep_local)
-                    .into_iter()
-                    .map(|(s, _)| (a + s as usize, exact_dot(view, q, a + s as usize)))
-                    .collect();
-                found.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
-                found.truncate(n);
+            if let (Some(bq), Some(q8)) = (bpart.query(q), part.query(q)) {
+                let picked = bpart.top(&bq, c, keep_local);
+                let mut found = rescore(&part, &q8, q, n, &picked);
+                for f in &mut found {
+                    f.0 += a;
+                }
                 return found;
             }
         }
@@ -957,6 +955,52 @@ fn top_in(
     all.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     all.truncate(n);
     all
+}
+
+/// The `n` best of the candidate slots `picked` of `part` by exact score, best first
+/// (ties: slot order): the same as computing every candidate's exact score, but only
+/// those whose 8-bit interval ([`View::interval`]) can reach the n-th best are
+/// computed, highest upper end first.
+fn rescore(
+    part: &View<'_>,
+    q8: &quantized::Query,
+    q: &[f32],
+    n: usize,
+    picked: &[(u32, f32)],
+) -> Vec<(usize, f32)> {
+    let len = part.len();
+    let mut bounds: Vec<(f64, f64, usize)> = picked
+        .iter()
+        .map(|&(s, _)| s as usize)
+        .filter(|&s| s < len)
+        .map(|s| {
+            let (lo, hi) = part.interval(q8, s);
+            (lo, hi, s)
+        })
+        .collect();
+    let theta = if bounds.len() >= n && n > 0 {
+        let mut lows: Vec<f64> = bounds.iter().map(|b| b.0).collect();
+        lows.select_nth_unstable_by(n - 1, |x, y| y.total_cmp(x));
+        lows[n - 1]
+    } else {
+        f64::NEG_INFINITY
+    };
+    bounds.retain(|b| b.1 >= theta);
+    bounds.sort_unstable_by(|x, y| y.1.total_cmp(&x.1));
+    let mut found: Vec<(usize, f32)> = Vec::new();
+    for (_, hi, s) in bounds {
+        if found.len() >= n {
+            found.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+            found.truncate(n);
+            if hi < f64::from(found[n - 1].1) {
+                break;
+            }
+        }
+        found.push((s, exact_dot(part, q, s)));
+    }
+    found.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    found.truncate(n);
+    found
 }
 
 /// Opened embeddings kept across calls of a long-running process: reopened only when
