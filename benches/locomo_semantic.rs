@@ -10,6 +10,9 @@
 //! in a top-5 row's window); session R@5 / R@15 (an evidence session is among the
 //! first k distinct conversations of the rows, of a `limit: 50` call); MRR of the
 //! first evidence turn. Questions whose evidence names no existing turn are left out.
+//! Also the recall@15 of the 1-bit first pass against the exact one (same question,
+//! `Embeddings::search_with`, forced on these small stores, which the default keeps
+//! exact), at the default oversampling and at a tight one.
 //!
 //! Run: `cargo bench --bench locomo_semantic` (`BENCH_UNITS="1:1:0,3:2:0"` as
 //! window:stride:title to choose the units measured).
@@ -27,7 +30,7 @@ use serde_json::{json, Value};
 use skills::embed::Embedder;
 use skills::engines::Context;
 use skills::runtime::host::Host;
-use skills::stores::conversations::embeddings::UnitSpec;
+use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
@@ -189,6 +192,26 @@ fn main() -> Result<()> {
         embedder.name()
     );
     let mut rows = Vec::new();
+    // (found, wanted) of the 1-bit pass's top 15 against the exact one, per pass.
+    let fast_passes = [
+        FirstPass::Bits {
+            min_units: 0,
+            oversample: embeddings::OVERSAMPLE,
+            floor: embeddings::CANDIDATES_FLOOR,
+        },
+        FirstPass::Bits {
+            min_units: 0,
+            oversample: 4,
+            floor: 0,
+        },
+        FirstPass::Bits {
+            min_units: 0,
+            oversample: 2,
+            floor: 0,
+        },
+    ];
+    let mut fast_recall = vec![(0usize, 0usize); fast_passes.len()];
+    let stop = skills::cancel::Cancel::new();
     for unit in &units {
         let mut tallies: HashMap<&str, Tally> = HashMap::new();
         for (id, path, qs) in &converted {
@@ -207,6 +230,27 @@ fn main() -> Result<()> {
                 .embeddings
                 .context("no embeddings")?
                 .map_err(anyhow::Error::msg)?;
+            if unit.window == 1 && unit.stride == 1 && !unit.title {
+                let e = Embeddings::open(&paths.conversations)
+                    .map_err(|e| anyhow::anyhow!("embeddings: {e}"))?;
+                let damaged = |_| anyhow::anyhow!("damaged embeddings");
+                for q in qs {
+                    let v = embedder.embed(&q.query);
+                    let f = Filter::default();
+                    let exact = e
+                        .search_with(&v, 15, &f, -1.0, 2, &stop, FirstPass::Exact)
+                        .map_err(damaged)?;
+                    let key = |h: &embeddings::UnitHit| h.messages[0].message_id.clone();
+                    let want: HashSet<String> = exact.iter().map(key).collect();
+                    for (pass, tally) in fast_passes.iter().zip(&mut fast_recall) {
+                        let got = e
+                            .search_with(&v, 15, &f, -1.0, 2, &stop, *pass)
+                            .map_err(damaged)?;
+                        tally.0 += got.iter().filter(|h| want.contains(&key(h))).count();
+                        tally.1 += want.len();
+                    }
+                }
+            }
             let host = Host::load(
                 &skills_dir,
                 Context::new(paths).with_embedder(Some(embedder.clone())),
@@ -287,6 +331,17 @@ fn main() -> Result<()> {
         ],
         &rows,
     );
+    if fast_recall[0].1 > 0 {
+        println!("\n1-bit first pass vs exact (window 1 stride 1, every question, n = 15):\n");
+        for (pass, (found, wanted)) in fast_passes.iter().zip(&fast_recall) {
+            println!(
+                "- {} candidates per slice: recall@15 vs exact {:.4}",
+                pass.candidates(15).unwrap_or(0),
+                *found as f64 / (*wanted).max(1) as f64
+            );
+        }
+        println!();
+    }
     Ok(())
 }
 

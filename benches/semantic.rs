@@ -1,11 +1,15 @@
 //! `semantic_search` at scale on one generated store (`BENCH_MESSAGES`, default
 //! 1,000,000): the L1 embeddings written by a close with an embedder (the ingest
 //! embedding rate), their bytes per unit, calls through [`Host::call`] including the
-//! query embedding (p50 / p95, semantic and hybrid, with and without filters), and a
-//! one-shot `skills run semantic-search` process.
+//! query embedding (p50 / p95, semantic and hybrid, with and without filters), a
+//! one-shot `skills run semantic-search` process, and the 1-bit first pass against the
+//! exact one: recall@15 (the fraction of the exact top 15 the fast pass returns, same
+//! query, same filters) and time per search, over `BENCH_RECALL_QUERIES` generated
+//! queries for several oversampling choices.
 //!
 //! Environment: `BENCH_MESSAGES`, `BENCH_SEED`, `BENCH_RUNS` (timed calls per case,
-//! default 30), `BENCH_DIR`. Run: `cargo bench --bench semantic`.
+//! default 30), `BENCH_RECALL_QUERIES` (default 240), `BENCH_DIR`. Run:
+//! `cargo bench --bench semantic`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 mod common;
@@ -20,7 +24,7 @@ use skills::bench::gen::{self, Spec};
 use skills::embed::Embedder;
 use skills::engines::Context;
 use skills::runtime::host::Host;
-use skills::stores::conversations::embeddings::UnitSpec;
+use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
@@ -86,7 +90,7 @@ fn main() -> Result<()> {
     println!(
         "| figure | value |\n|---|---|\n| messages embedded | {} |\n| units (window {}, stride {}) | {} |\n\
          | embedding (read + embed + write the segment) | {} ({:.0} messages/s) |\n| whole close (index + embeddings) | {} |\n\
-         | segment bytes | {} ({:.0} bytes per unit; vector part {} bytes per unit: {dim} codes + 3 × f32) |\n",
+         | segment bytes | {} ({:.0} bytes per unit; vector part {} bytes per unit: {dim} codes + 3 × f32, {} bits + 1 × f32) |\n",
         e.messages_embedded,
         UnitSpec::DEFAULT.window,
         UnitSpec::DEFAULT.stride,
@@ -96,7 +100,8 @@ fn main() -> Result<()> {
         fmt_dur(close),
         fmt_bytes(e.bytes),
         e.bytes as f64 / e.units.max(1) as f64,
-        dim + 12,
+        dim + 12 + dim.div_ceil(64) * 8 + 4,
+        dim,
     );
     let skills_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
     let host = Host::load(
@@ -173,6 +178,7 @@ fn main() -> Result<()> {
         &["case (Host::call, limit 15)", "query", "p50", "p95", "rows"],
         &rows,
     );
+    recall_table(&paths.conversations, &embedder)?;
     let bin = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
@@ -205,5 +211,225 @@ fn main() -> Result<()> {
             fmt_dur(s.p95)
         );
     }
+    Ok(())
+}
+
+/// Words the generated queries are made of: the generator's technical tokens and
+/// common words.
+const WORDS: &[&str] = &[
+    "serde",
+    "tokio",
+    "async",
+    "struct",
+    "trait",
+    "Result",
+    "Option",
+    "DuckDB",
+    "SQLite",
+    "query",
+    "index",
+    "cargo",
+    "clippy",
+    "python",
+    "JSON",
+    "schema",
+    "server",
+    "client",
+    "HashMap",
+    "Mutex",
+    "GitHub",
+    "unwrap",
+    "panic",
+    "lifetime",
+    "borrow",
+    "closure",
+    "iterator",
+    "generic",
+    "macro",
+    "module",
+    "crate",
+    "feature",
+    "dependency",
+    "benchmark",
+    "latency",
+    "memory",
+    "thread",
+    "runtime",
+    "request",
+    "response",
+    "endpoint",
+    "token",
+    "embedding",
+    "vector",
+    "search",
+    "table",
+    "column",
+    "commit",
+    "branch",
+    "merge",
+    "rebase",
+    "docker",
+    "deploy",
+    "config",
+    "debug",
+    "release",
+    "compile",
+    "link",
+    "binary",
+    "library",
+    "react",
+    "typescript",
+    "API",
+    "HTTP",
+    "cache",
+    "buffer",
+    "unicode",
+    "tests",
+    "snapshot",
+    "stream",
+    "future",
+    "error",
+    "test",
+    "data",
+    "type",
+    "value",
+    "build",
+    "update",
+    "fix",
+    "file",
+    "code",
+    "function",
+    "problem",
+    "question",
+    "why",
+    "how",
+    "does",
+    "fail",
+    "handle",
+    "slow",
+    "crash",
+    "missing",
+];
+
+/// recall@15 of the 1-bit pass against the exact pass, and the time of both, at the
+/// embeddings level (no query embedding, no texts), over generated queries.
+fn recall_table(db: &std::path::Path, embedder: &Embedder) -> Result<()> {
+    let e = Embeddings::open(db).map_err(|e| anyhow::anyhow!("embeddings: {e}"))?;
+    let count = common::env_usize("BENCH_RECALL_QUERIES", 240);
+    let mut rng = gen::Rng::new(0xB175);
+    let mut queries: Vec<String> = QUERIES.iter().map(|q| q.1.to_owned()).collect();
+    while queries.len() < count {
+        let words = rng.range(2, 9);
+        let q: Vec<&str> = (0..words).map(|_| *rng.pick(WORDS)).collect();
+        queries.push(q.join(" "));
+    }
+    let vectors: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed(q)).collect();
+    // Every third query filtered to role=user, every third to assistant.
+    let filter = |i: usize| Filter {
+        roles: [0, embeddings::role::USER, embeddings::role::ASSISTANT][i % 3],
+        ..Filter::default()
+    };
+    let stop = skills::cancel::Cancel::new();
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let n = 15;
+    let key = |h: &embeddings::UnitHit| {
+        (
+            h.source.clone(),
+            h.conversation_id.clone(),
+            h.messages.first().map(|m| m.message_id.clone()),
+        )
+    };
+    let mut exact = Vec::new();
+    let mut times = Vec::new();
+    for (i, q) in vectors.iter().enumerate() {
+        let t = Instant::now();
+        let hits = e
+            .search_with(q, n, &filter(i), -1.0, threads, &stop, FirstPass::Exact)
+            .map_err(|_| anyhow::anyhow!("damaged embeddings"))?;
+        times.push(t.elapsed());
+        exact.push(
+            hits.iter()
+                .map(key)
+                .collect::<std::collections::HashSet<_>>(),
+        );
+    }
+    let s = common::Stats::of(times);
+    let mut rows = vec![vec![
+        "exact 8-bit pass".to_owned(),
+        "1.000".to_owned(),
+        String::new(),
+        fmt_dur(s.median),
+        fmt_dur(s.p95),
+    ]];
+    let default = FirstPass::DEFAULT;
+    let mut passes: Vec<(usize, usize)> = vec![
+        (4, 0),
+        (10, 0),
+        (20, 0),
+        (40, 0),
+        (40, 1000),
+        (100, 0),
+        (100, 3000),
+    ];
+    if let FirstPass::Bits {
+        oversample, floor, ..
+    } = default
+    {
+        if !passes.contains(&(oversample, floor)) {
+            passes.push((oversample, floor));
+        }
+    }
+    for (oversample, floor) in passes {
+        let pass = FirstPass::Bits {
+            min_units: 0,
+            oversample,
+            floor,
+        };
+        let (mut found, mut wanted, mut worst) = (0usize, 0usize, 1.0f64);
+        let mut times = Vec::new();
+        for (i, q) in vectors.iter().enumerate() {
+            let t = Instant::now();
+            let hits = e
+                .search_with(q, n, &filter(i), -1.0, threads, &stop, pass)
+                .map_err(|_| anyhow::anyhow!("damaged embeddings"))?;
+            times.push(t.elapsed());
+            let got = hits.iter().filter(|h| exact[i].contains(&key(h))).count();
+            found += got;
+            wanted += exact[i].len();
+            worst = worst.min(got as f64 / exact[i].len().max(1) as f64);
+        }
+        let s = common::Stats::of(times);
+        let is_default = FirstPass::Bits {
+            min_units: embeddings::BITS_MIN_UNITS,
+            oversample,
+            floor,
+        } == default;
+        rows.push(vec![
+            format!(
+                "1-bit, {} candidates per slice{}",
+                pass.candidates(n).unwrap_or(0),
+                if is_default { " (default)" } else { "" }
+            ),
+            format!("{:.4}", found as f64 / wanted.max(1) as f64),
+            format!("{worst:.3}"),
+            fmt_dur(s.median),
+            fmt_dur(s.p95),
+        ]);
+    }
+    println!(
+        "\n1-bit first pass vs exact ({} queries, a third role=user, a third role=assistant; \
+         `Embeddings::search_with`, {threads} threads, n = {n}, no query embedding):\n",
+        vectors.len()
+    );
+    common::table(
+        &[
+            "first pass",
+            "recall@15 vs exact",
+            "worst query",
+            "p50",
+            "p95",
+        ],
+        &rows,
+    );
     Ok(())
 }

@@ -5,7 +5,8 @@
 //! - [`bm25`]: FTS5's `bm25()` over postings held in memory (bit-identical scores);
 //!   built from postings a store reads out of its own FTS5 tables.
 //! - [`vectors`]: a matrix of unit vectors, exact dot products and the top n of them;
-//!   [`quantized`]: its 8-bit copy with proven error bounds, for pruning.
+//!   [`quantized`]: its 8-bit copy with proven error bounds, for pruning; [`bits`]:
+//!   1-bit codes scored against a 4-bit query, an approximate first pass.
 //! - [`filter_columns`]: per-row metadata laid out for type, time and path filters.
 //! - [`vocabulary`] and [`fuzzy`]: indexed terms prepared for typo-tolerant lookups.
 //! - [`scan`]: DuckDB's `ILIKE` as a newest-first substring scan over folded text, with
@@ -18,6 +19,7 @@
 //! (e.g. `stores::memories::SearchIndex`); engines decide what a skill's query means
 //! and call them. Nothing here opens a file or a database connection.
 
+pub mod bits;
 pub mod bm25;
 pub mod filter_columns;
 pub mod fuzzy;

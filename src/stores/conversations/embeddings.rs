@@ -11,9 +11,25 @@
 //! messages' embeddings (each message embedded once, [`Embedder::embed_batch`]), plus
 //! the conversation title's embedding when [`UnitSpec::title`] is set. The stored
 //! vector is its 8-bit code `v̂ = s · c`; semantic-search's score is the exact `f32`
-//! dot product of the query with `v̂`, which the 8-bit first pass bounds
-//! ([`crate::search::vectors::top_dots`]), so the ranking over the stored vectors is
-//! exact.
+//! dot product of the query with `v̂`.
+//!
+//! ## First passes
+//!
+//! Two ways find the top n ([`FirstPass`]):
+//!
+//! - **exact**: the 8-bit pass with proven error bounds
+//!   ([`crate::search::vectors::top_dots`]), so the ranking over the stored vectors is
+//!   exact. It reads `dim` bytes per unit (268 MB per query at 1M units), ~50–75 ms at
+//!   1M units on 2 cores. Used for stores below [`BITS_MIN_UNITS`] live units (they
+//!   stay exact, and fast enough) and for segments written before version 2.
+//! - **1-bit** ([`crate::search::bits`]): each segment also keeps the sign bits of
+//!   every stored vector's residual from the segment's centroid (32 bytes per unit at
+//!   256 dimensions) and one factor; a query quantized to 4 bits scores all units with
+//!   a few AND + popcount passes, the best [`FirstPass::candidates`] of every thread's
+//!   slice by that estimate are re-scored with the exact score above, and the top n of
+//!   those are returned. The filters apply in the 1-bit pass, so a filtered query
+//!   still gets n results when they exist. Approximate: its recall@15 against the
+//!   exact pass is measured by `benches/semantic.rs` (docs/performance.md).
 //!
 //! ## Files and freshness (as the search index, [`super::index`])
 //!
@@ -42,6 +58,7 @@ use super::index::{
 use super::segment::{u32_at, u64_at};
 use crate::cancel::Cancel;
 use crate::embed::Embedder;
+use crate::search::bits::{self, BitView};
 use crate::search::quantized::{self, View};
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
@@ -56,10 +73,22 @@ pub const MAX_SEGMENTS: usize = 8;
 const BATCH_MESSAGES: usize = 16_384;
 
 const MAGIC: &[u8; 8] = b"SKILLSCV";
-const VERSION: u32 = 1;
+/// Segment format written: 2 adds the 1-bit sections (15–17) to version 1's.
+const VERSION: u32 = 2;
+/// Sections of a version-1 segment (still read; searched by the exact pass only).
+const SECTIONS_V1: usize = 15;
 const BOM: u32 = 0x0102_0304;
 const HEADER: usize = 64;
-const SECTIONS: usize = 15;
+const SECTIONS: usize = 18;
+
+/// Live units from which [`FirstPass::DEFAULT`] uses the 1-bit pass: below, the exact
+/// 8-bit pass costs under ~6 ms at 256 dimensions and the store stays exact.
+pub const BITS_MIN_UNITS: u64 = 100_000;
+/// [`FirstPass::DEFAULT`]'s candidates per result (`n · OVERSAMPLE`, at least
+/// [`CANDIDATES_FLOOR`]), chosen by measurement (docs/performance.md).
+pub const OVERSAMPLE: usize = 40;
+/// [`FirstPass::DEFAULT`]'s fewest candidates per slice.
+pub const CANDIDATES_FLOOR: usize = 1000;
 
 /// Role bits of a unit's role mask.
 pub mod role {
@@ -199,8 +228,9 @@ impl Manifest {
 // ---------------------------------------------------------------------------------
 // Segment files
 //
-// offset 0  magic "SKILLSCV" · u32 version · u32 byte-order mark · u64 units n ·
-//           u64 messages m · u32 dim · u32 sections (15) · reserved to 64
+// offset 0  magic "SKILLSCV" · u32 version (2; 1 still read) · u32 byte-order mark ·
+//           u64 units n · u64 messages m · u32 dim · u32 sections (18; 15 in version 1)
+//           · reserved to 64
 //        64 section table: (offset u64, length u64) per section; sections 8-aligned
 //
 //  0 codes i8[n·dim]      1 scale f32[n]        2 err_row f32[n]   3 err_query f32[n]
@@ -209,6 +239,12 @@ impl Manifest {
 //  9 message created i64[m]  10 message role bit u8[m]
 // 11, 12 message ids: u64[m+1] offsets, bytes
 // 13, 14 conversations: u64[c+1] offsets, bytes ("source\0conversation_id")
+// version 2 only (`search::bits`; w = ⌈dim / 64⌉ words per unit):
+// 15 sign bits u64[n·w] of v̂ − centroid   16 bit factor f32[n]   17 centroid f32[dim]
+//
+// Bytes per unit: dim (codes) + 12 (scale, errors) + 4 (conversation) + 8 (message
+// range) + 1 (roles) + 16 (times) + 8·w + 4 (1-bit code, version 2) + the messages'
+// ids and times: 352 at 256 dimensions and one message per unit in version 1, 388 in 2.
 // ---------------------------------------------------------------------------------
 
 /// One message of a unit, as stored.
@@ -299,7 +335,44 @@ impl Builder {
     }
 
     fn write(&self, path: &Path) -> Result<u64, IndexError> {
-        let sections: [&[u8]; SECTIONS] = [
+        self.write_as(path, VERSION)
+    }
+
+    /// The 1-bit sections of the units held: (sign words, factors, centroid), computed
+    /// from the stored vectors `v̂ = s · c`.
+    fn bit_sections(&self) -> (Vec<u64>, Vec<f32>, Vec<f32>) {
+        let d = self.dim;
+        let stored = |u: usize| {
+            let s = self.scale[u];
+            self.codes[u * d..(u + 1) * d]
+                .iter()
+                .map(move |&c| s * f32::from(c))
+        };
+        let mut centroid = bits::Centroid::new(d);
+        for u in 0..self.units() {
+            centroid.add(stored(u));
+        }
+        let centroid = centroid.mean();
+        let mut words = Vec::with_capacity(self.units() * bits::words(d));
+        let mut factor = Vec::with_capacity(self.units());
+        let mut v = Vec::with_capacity(d);
+        for u in 0..self.units() {
+            v.clear();
+            v.extend(stored(u));
+            factor.push(bits::encode(&v, &centroid, &mut words));
+        }
+        (words, factor, centroid)
+    }
+
+    /// Writes the segment in format `version` (1: without the 1-bit sections, kept for
+    /// the tests that old segments are still read).
+    fn write_as(&self, path: &Path, version: u32) -> Result<u64, IndexError> {
+        let (words, factor, centroid) = if version >= 2 {
+            self.bit_sections()
+        } else {
+            Default::default()
+        };
+        let all: [&[u8]; SECTIONS] = [
             bytemuck::cast_slice(&self.codes),
             bytemuck::cast_slice(&self.scale),
             bytemuck::cast_slice(&self.err_row),
@@ -315,18 +388,27 @@ impl Builder {
             &self.msg_bytes,
             bytemuck::cast_slice(&self.conv_off),
             &self.conv_bytes,
+            bytemuck::cast_slice(&words),
+            bytemuck::cast_slice(&factor),
+            bytemuck::cast_slice(&centroid),
         ];
+        let sections = if version >= 2 {
+            &all[..]
+        } else {
+            &all[..SECTIONS_V1]
+        };
+        let count = sections.len();
         let mut out = Vec::with_capacity(
-            HEADER + SECTIONS * 16 + sections.iter().map(|s| s.len() + 8).sum::<usize>(),
+            HEADER + count * 16 + sections.iter().map(|s| s.len() + 8).sum::<usize>(),
         );
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&BOM.to_le_bytes());
         out.extend_from_slice(&(self.units() as u64).to_le_bytes());
         out.extend_from_slice(&(self.msg_created.len() as u64).to_le_bytes());
         out.extend_from_slice(&u32::try_from(self.dim).unwrap_or(0).to_le_bytes());
-        out.extend_from_slice(&(SECTIONS as u32).to_le_bytes());
-        out.resize(HEADER + SECTIONS * 16, 0);
+        out.extend_from_slice(&(count as u32).to_le_bytes());
+        out.resize(HEADER + count * 16, 0);
         for (i, s) in sections.iter().enumerate() {
             while out.len() % 8 != 0 {
                 out.push(0);
@@ -348,7 +430,10 @@ struct Segment {
     units: usize,
     messages: usize,
     dim: usize,
+    /// (offset, length) of each section; sections 15–17 are (0, 0) in a version-1 file.
     sections: [(usize, usize); SECTIONS],
+    /// True when the file holds the 1-bit sections (version 2).
+    has_bits: bool,
     /// Masked units (bit set), empty when none.
     dead: Vec<u64>,
 }
@@ -363,20 +448,29 @@ impl Segment {
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{shown}: {e}"))?;
         let b: &[u8] = &map;
-        if b.len() < HEADER + SECTIONS * 16 || &b[..8] != MAGIC {
+        if b.len() < HEADER + SECTIONS_V1 * 16 || &b[..8] != MAGIC {
             return Err(format!("{shown}: not an embeddings segment"));
         }
-        if u32_at(b, 8) != VERSION || u32_at(b, 12) != BOM || cfg!(target_endian = "big") {
+        let version = u32_at(b, 8);
+        let count = match version {
+            1 => SECTIONS_V1,
+            VERSION => SECTIONS,
+            _ => 0,
+        };
+        if count == 0 || u32_at(b, 12) != BOM || cfg!(target_endian = "big") {
             return Err(format!("{shown}: another format version or byte order"));
+        }
+        if b.len() < HEADER + count * 16 {
+            return Err(format!("{shown}: not an embeddings segment"));
         }
         let units = usize::try_from(u64_at(b, 16)).map_err(|_| format!("{shown}: units"))?;
         let messages = usize::try_from(u64_at(b, 24)).map_err(|_| format!("{shown}: messages"))?;
         let dim = u32_at(b, 32) as usize;
-        if u32_at(b, 36) as usize != SECTIONS || !(1..=quantized::MAX_DIM).contains(&dim) {
+        if u32_at(b, 36) as usize != count || !(1..=quantized::MAX_DIM).contains(&dim) {
             return Err(format!("{shown}: section count or dimension"));
         }
         let mut sections = [(0usize, 0usize); SECTIONS];
-        for (i, s) in sections.iter_mut().enumerate() {
+        for (i, s) in sections.iter_mut().enumerate().take(count) {
             let off = u64_at(b, HEADER + i * 16);
             let len = u64_at(b, HEADER + i * 16 + 8);
             let end = off
@@ -387,7 +481,8 @@ impl Segment {
             }
             *s = (off as usize, len as usize);
         }
-        let expect = [
+        let has_bits = count == SECTIONS;
+        let mut expect = vec![
             (0, units * dim),
             (1, units * 4),
             (2, units * 4),
@@ -401,6 +496,13 @@ impl Segment {
             (10, messages),
             (11, (messages + 1) * 8),
         ];
+        if has_bits {
+            expect.extend([
+                (15, units * bits::words(dim) * 8),
+                (16, units * 4),
+                (17, dim * 4),
+            ]);
+        }
         for (i, len) in expect {
             if sections[i].1 != len {
                 return Err(format!(
@@ -421,8 +523,22 @@ impl Segment {
             messages,
             dim,
             sections,
+            has_bits,
             dead,
         })
+    }
+
+    /// The 1-bit sections, `None` in a version-1 file.
+    fn bit_view(&self) -> Result<Option<BitView<'_>>, Corrupt> {
+        if !self.has_bits {
+            return Ok(None);
+        }
+        Ok(Some(BitView {
+            dim: self.dim,
+            bits: self.cast(15)?,
+            factor: self.cast(16)?,
+            centroid: self.cast(17)?,
+        }))
     }
 
     fn bytes(&self, i: usize) -> &[u8] {
@@ -547,6 +663,43 @@ pub struct Filter<'a> {
     pub until_us: Option<i64>,
 }
 
+/// How [`Embeddings::search_with`] finds the top n (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstPass {
+    /// The 8-bit pass with proven bounds: the exact top n over the stored vectors.
+    Exact,
+    /// The 1-bit pass with exact re-scoring, for stores of at least `min_units` live
+    /// units (the exact pass below that, and for segments without 1-bit sections).
+    Bits {
+        /// Live units of the store from which this pass is used (0: always).
+        min_units: u64,
+        /// Candidates per result re-scored exactly.
+        oversample: usize,
+        /// Fewest candidates per thread's slice.
+        floor: usize,
+    },
+}
+
+impl FirstPass {
+    /// What [`Embeddings::search`] uses: the 1-bit pass from [`BITS_MIN_UNITS`] live
+    /// units, [`OVERSAMPLE`] candidates per result, at least [`CANDIDATES_FLOOR`].
+    pub const DEFAULT: Self = Self::Bits {
+        min_units: BITS_MIN_UNITS,
+        oversample: OVERSAMPLE,
+        floor: CANDIDATES_FLOOR,
+    };
+
+    /// Units re-scored exactly per slice for `n` results (`None`: the exact pass).
+    pub fn candidates(&self, n: usize) -> Option<usize> {
+        match *self {
+            Self::Exact => None,
+            Self::Bits {
+                oversample, floor, ..
+            } => Some(n.saturating_mul(oversample).max(floor).max(n)),
+        }
+    }
+}
+
 /// One unit of a result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnitHit {
@@ -614,11 +767,7 @@ impl Embeddings {
         &self.manifest
     }
 
-    /// The `n` units with the largest exact scores against the unit query vector `q`
-    /// among those `filter` keeps, best first (ties: segment, then unit order), with
-    /// `score ≥ min_score`. The 8-bit first pass runs on up to `threads` threads.
-    /// Once `stop` has stopped, no further unit is scored and fewer hits come back
-    /// (the host then discards them).
+    /// [`Embeddings::search_with`] with [`FirstPass::DEFAULT`].
     ///
     /// # Errors
     /// [`Corrupt`] when a segment is damaged.
@@ -631,9 +780,39 @@ impl Embeddings {
         threads: usize,
         stop: &Cancel,
     ) -> Result<Vec<UnitHit>, Corrupt> {
+        self.search_with(q, n, filter, min_score, threads, stop, FirstPass::DEFAULT)
+    }
+
+    /// The `n` units with the largest exact scores against the unit query vector `q`
+    /// (`dim` values) among those `filter` keeps, best first (ties: segment, then unit
+    /// order), with `score ≥ min_score`: exactly those with [`FirstPass::Exact`], the
+    /// best of the re-scored candidates with [`FirstPass::Bits`] (every score returned
+    /// is the exact one). The first pass runs on up to `threads` threads. Once `stop`
+    /// has stopped, no further unit is scored and fewer hits come back (the host then
+    /// discards them). An empty result for `n = 0` or a `q` of another length.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    #[allow(clippy::too_many_arguments)]
+    pub fn search_with(
+        &self,
+        q: &[f32],
+        n: usize,
+        filter: &Filter<'_>,
+        min_score: f32,
+        threads: usize,
+        stop: &Cancel,
+        pass: FirstPass,
+    ) -> Result<Vec<UnitHit>, Corrupt> {
         if n == 0 || q.len() != self.manifest.dim as usize {
             return Ok(Vec::new());
         }
+        let candidates = match pass {
+            FirstPass::Bits { min_units, .. } if self.manifest.units >= min_units => {
+                pass.candidates(n)
+            }
+            _ => None,
+        };
         // (score, segment, unit)
         let mut best: Vec<(f32, usize, usize)> = Vec::new();
         for (si, seg) in self.segments.iter().enumerate() {
@@ -659,7 +838,11 @@ impl Embeddings {
                         .until_us
                         .is_none_or(|s| first.get(u).is_some_and(|&t| t < s))
             };
-            for (unit, score) in top_in(&view, q, n, &keep, threads) {
+            let fast = match candidates {
+                Some(c) => seg.bit_view()?.map(|b| (b, c)),
+                None => None,
+            };
+            for (unit, score) in top_in(&view, fast, q, n, &keep, threads) {
                 if score >= min_score {
                     best.push((score, si, unit));
                 }
@@ -699,12 +882,15 @@ fn conversation_mask(seg: &Segment, filter: &Filter<'_>) -> Result<Option<HashSe
     Ok(Some(keep))
 }
 
-/// The top `n` (unit, exact score) of one segment among the units `keep` accepts:
-/// the 8-bit pruned pass on up to `threads` slices of the segment at once (each slice
-/// exact on its own, so their merge is), or every exact value when pruning cannot be
-/// proven.
+/// The top `n` (unit, exact score) of one segment among the units `keep` accepts, on
+/// up to `threads` slices of the segment at once. Without `fast`: the 8-bit pruned
+/// pass (each slice exact on its own, so their merge is), or every exact value when
+/// pruning cannot be proven. With `fast = (bit view, c)`: the `c` best units of each
+/// slice by the 1-bit estimate, re-scored exactly (every exact value when the query
+/// cannot be prepared).
 fn top_in(
     view: &View<'_>,
+    fast: Option<(BitView<'_>, usize)>,
     q: &[f32],
     n: usize,
     keep: &(impl Fn(usize) -> bool + Sync),
@@ -724,6 +910,23 @@ fn top_in(
             err_query: &view.err_query[a..b],
         };
         let keep_local = |s: usize| keep(a + s);
+        if let Some((bv, c)) = fast {
+            let w = bits::words(d);
+            let bpart = BitView {
+                dim: d,
+                bits: bv.bits.get(a * w..b * w).unwrap_or_default(),
+                factor: bv.factor.get(a..b).unwrap_or_default(),
+                centroid: bv.centroid,
+            };
+            if let (Some(bq), Some(q8)) = (bpart.query(q), part.query(q)) {
+                let picked = bpart.top(&bq, c, keep_local);
+                let mut found = rescore(&part, &q8, q, n, &picked);
+                for f in &mut found {
+                    f.0 += a;
+                }
+                return found;
+            }
+        }
         let found = vectors::top_dots(&part, q, n, keep_local, |s| exact_dot(&part, q, s))
             .map(|(_, found)| found)
             .unwrap_or_else(|| {
@@ -752,6 +955,52 @@ fn top_in(
     all.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     all.truncate(n);
     all
+}
+
+/// The `n` best of the candidate slots `picked` of `part` by exact score, best first
+/// (ties: slot order): the same as computing every candidate's exact score, but only
+/// those whose 8-bit interval ([`View::interval`]) can reach the n-th best are
+/// computed, highest upper end first.
+fn rescore(
+    part: &View<'_>,
+    q8: &quantized::Query,
+    q: &[f32],
+    n: usize,
+    picked: &[(u32, f32)],
+) -> Vec<(usize, f32)> {
+    let len = part.len();
+    let mut bounds: Vec<(f64, f64, usize)> = picked
+        .iter()
+        .map(|&(s, _)| s as usize)
+        .filter(|&s| s < len)
+        .map(|s| {
+            let (lo, hi) = part.interval(q8, s);
+            (lo, hi, s)
+        })
+        .collect();
+    let theta = if bounds.len() >= n && n > 0 {
+        let mut lows: Vec<f64> = bounds.iter().map(|b| b.0).collect();
+        lows.select_nth_unstable_by(n - 1, |x, y| y.total_cmp(x));
+        lows[n - 1]
+    } else {
+        f64::NEG_INFINITY
+    };
+    bounds.retain(|b| b.1 >= theta);
+    bounds.sort_unstable_by(|x, y| y.1.total_cmp(&x.1));
+    let mut found: Vec<(usize, f32)> = Vec::new();
+    for (_, hi, s) in bounds {
+        if found.len() >= n {
+            found.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+            found.truncate(n);
+            if hi < f64::from(found[n - 1].1) {
+                break;
+            }
+        }
+        found.push((s, exact_dot(part, q, s)));
+    }
+    found.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    found.truncate(n);
+    found
 }
 
 /// Opened embeddings kept across calls of a long-running process: reopened only when
@@ -964,7 +1213,13 @@ impl Writer {
                 });
             }
         }
-        if entries.len() > MAX_SEGMENTS || entries.iter().any(|e| e.live * 2 < e.units) {
+        // A segment of an older format (no 1-bit sections) is rewritten once.
+        if entries.len() > MAX_SEGMENTS
+            || entries.iter().any(|e| e.live * 2 < e.units)
+            || entries
+                .iter()
+                .any(|e| segment_version(&self.dir.join(&e.file)).is_some_and(|v| v < VERSION))
+        {
             let file = next_name(&mut next, "vec");
             let (units, bytes) = self.merge(&entries, &self.dir.join(&file))?;
             units_written += units;
@@ -1227,6 +1482,15 @@ impl Writer {
     }
 }
 
+/// The format version in the header of the segment file at `path`, `None` when it
+/// cannot be read (its open then reports why).
+fn segment_version(path: &Path) -> Option<u32> {
+    use std::io::Read;
+    let mut head = [0u8; 12];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    (&head[..8] == MAGIC).then(|| u32_at(&head, 8))
+}
+
 /// Messages waiting to be embedded, grouped by conversation.
 #[derive(Default)]
 struct Batch {
@@ -1348,13 +1612,239 @@ mod tests {
         assert_eq!(seg.conversation(0).unwrap(), ("generic", "conv-1"));
         assert_eq!(seg.unit_messages(3).unwrap()[0].message_id, "m3");
         let view = seg.view().unwrap();
-        let top = top_in(&view, &vecs[2], 2, &|_| true, 2);
+        let top = top_in(&view, None, &vecs[2], 2, &|_| true, 2);
         assert_eq!(top[0].0, 2);
-        let top = top_in(&view, &vecs[2], 1, &|u| u != 2, 1);
+        let top = top_in(&view, None, &vecs[2], 1, &|u| u != 2, 1);
         assert_ne!(top[0].0, 2);
         // A truncated file is refused, not read past its end.
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
+        assert!(Segment::open(&path, Vec::new()).is_err());
+    }
+
+    /// Deterministic pseudo-random numbers in [0, 1).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            #[allow(clippy::cast_precision_loss)]
+            let r = (self.0 >> 11) as f32 / (1u64 << 53) as f32;
+            r
+        }
+    }
+
+    /// A segment of `units` clustered unit vectors in `convs` conversations, roles
+    /// and times varying, written in format `version`; returns the opened embeddings
+    /// and the queries' source vectors.
+    fn generated(dir: &Path, units: usize, version: u32) -> (Embeddings, Vec<Vec<f32>>) {
+        let dim = 128;
+        let mut rng = Rng(0x5EED_1234_5678_9ABC);
+        let centers: Vec<Vec<f32>> = (0..40)
+            .map(|_| (0..dim).map(|_| rng.next() - 0.3).collect())
+            .collect();
+        let mut b = Builder::new(dim);
+        let convs = 50;
+        let per = units.div_ceil(convs);
+        let mut kept = Vec::new();
+        let mut codes = Vec::new();
+        for u in 0..units {
+            if u % per == 0 {
+                b.conversation("generic", &format!("conv-{}", u / per));
+            }
+            let c = &centers[(rng.next() * 40.0) as usize % 40];
+            let v: Vec<f32> = c.iter().map(|x| x + 0.6 * (rng.next() - 0.5)).collect();
+            let v = vectors::normalized(&v);
+            codes.clear();
+            let code = quantized::encode(&v, &mut codes).unwrap();
+            let id = format!("m{u}");
+            let r = [role::USER, role::ASSISTANT, role::OTHER][u % 3];
+            b.push(
+                u32::try_from(u / per).unwrap(),
+                &codes,
+                code,
+                &[(id.as_str(), i64::try_from(u).unwrap() * 10, r)],
+            );
+            if u % 97 == 0 {
+                kept.push(v);
+            }
+        }
+        let file = format!("0000000{version}.vec");
+        let bytes = b.write_as(&dir.join(&file), version).unwrap();
+        let manifest = Manifest {
+            version: MANIFEST_VERSION,
+            generation: 1,
+            next_file: 2,
+            model: "test".into(),
+            dim: dim as u32,
+            unit: UnitSpec::DEFAULT,
+            segments: vec![SegmentEntry {
+                file: file.clone(),
+                units: units as u64,
+                live: units as u64,
+                bytes,
+                tombstones: None,
+            }],
+            units: units as u64,
+            store: StoreStamp {
+                db: None,
+                wal: None,
+            },
+        };
+        let mut dead = vec![0u64; units.div_ceil(64)];
+        for u in (0..units).step_by(7) {
+            dead[u / 64] |= 1 << (u % 64);
+        }
+        let seg = Segment::open(&dir.join(&file), dead).unwrap();
+        let e = Embeddings {
+            manifest,
+            segments: vec![seg],
+        };
+        (e, kept)
+    }
+
+    fn key(h: &UnitHit) -> String {
+        h.messages[0].message_id.clone()
+    }
+
+    #[test]
+    fn the_one_bit_pass_agrees_with_the_exact_pass_under_filters() {
+        let tmp = tempfile::tempdir().unwrap();
+        let units = 140_000;
+        let (e, queries) = generated(tmp.path(), units, VERSION);
+        assert!(e.segments[0].has_bits);
+        let stop = Cancel::new();
+        let fast = FirstPass::Bits {
+            min_units: 0,
+            oversample: 20,
+            floor: 2000,
+        };
+        let filters = [
+            Filter::default(),
+            Filter {
+                roles: role::USER,
+                ..Filter::default()
+            },
+            Filter {
+                since_us: Some(200_000),
+                until_us: Some(900_000),
+                ..Filter::default()
+            },
+            Filter {
+                conversation_id: Some("conv-3"),
+                roles: role::ASSISTANT,
+                ..Filter::default()
+            },
+        ];
+        let n = 15;
+        let (mut found, mut wanted) = (0usize, 0usize);
+        for (qi, q) in queries.iter().enumerate().take(120) {
+            let f = &filters[qi % filters.len()];
+            let exact = e
+                .search_with(q, n, f, -1.0, 2, &stop, FirstPass::Exact)
+                .unwrap();
+            let got = e.search_with(q, n, f, -1.0, 2, &stop, fast).unwrap();
+            // As many results, every one passing the filters, scored exactly.
+            assert_eq!(got.len(), exact.len());
+            assert_eq!(exact.len(), n);
+            for h in &got {
+                let u: usize = h.messages[0].message_id[1..].parse().unwrap();
+                assert!(!u.is_multiple_of(7), "a masked unit came back");
+                let created = h.messages[0].created_us;
+                assert!(f.since_us.is_none_or(|s| created >= s));
+                assert!(f.until_us.is_none_or(|s| created < s));
+                assert!(f.roles == 0 || role::bit(h.messages[0].role) & f.roles != 0);
+                assert!(f.conversation_id.is_none_or(|c| c == h.conversation_id));
+                let v = e.segments[0].vector(u).unwrap();
+                let want: f32 = q.iter().zip(&v).map(|(a, b)| a * b).sum();
+                assert!((h.score - want).abs() < 1e-5);
+            }
+            for w in got.windows(2) {
+                assert!(w[0].score >= w[1].score);
+            }
+            let exact_keys: HashSet<String> = exact.iter().map(key).collect();
+            found += got.iter().filter(|h| exact_keys.contains(&key(h))).count();
+            wanted += exact.len();
+        }
+        let recall = found as f64 / wanted as f64;
+        assert!(recall >= 0.99, "recall@15 of the 1-bit pass: {recall}");
+        // The default keeps a store this small exact (below `BITS_MIN_UNITS`)...
+        let tmp_small = tempfile::tempdir().unwrap();
+        let small = generated(tmp_small.path(), 5_000, VERSION).0;
+        let q = &queries[0];
+        let a = small
+            .search(q, n, &Filter::default(), -1.0, 2, &stop)
+            .unwrap();
+        let b = small
+            .search_with(q, n, &Filter::default(), -1.0, 2, &stop, FirstPass::Exact)
+            .unwrap();
+        assert_eq!(a, b);
+        // ...and a stopped call scores nothing more.
+        stop.cancel();
+        assert!(
+            e.search_with(q, n, &Filter::default(), -1.0, 2, &stop, fast)
+                .unwrap()
+                .len()
+                < n
+        );
+    }
+
+    #[test]
+    fn a_version_one_segment_is_read_and_searched_exactly() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (old, queries) = generated(tmp.path(), 3_000, 1);
+        assert!(!old.segments[0].has_bits);
+        assert!(old.segments[0].bit_view().unwrap().is_none());
+        let (new, _) = generated(tmp.path(), 3_000, VERSION);
+        let v1 = std::fs::metadata(tmp.path().join("00000001.vec"))
+            .unwrap()
+            .len();
+        let v2 = std::fs::metadata(tmp.path().join("00000002.vec"))
+            .unwrap()
+            .len();
+        // 128 dimensions: two sign words and one factor per unit, the centroid, three
+        // more table entries and up to 7 bytes of alignment.
+        let added = 3_000 * 20 + 128 * 4 + 3 * 16;
+        assert!((added..added + 8).contains(&(v2 - v1)), "{v1} → {v2}");
+        assert_eq!(segment_version(&tmp.path().join("00000001.vec")), Some(1));
+        let stop = Cancel::new();
+        let always = FirstPass::Bits {
+            min_units: 0,
+            oversample: 1,
+            floor: 1,
+        };
+        for q in &queries {
+            let a = old
+                .search_with(q, 10, &Filter::default(), -1.0, 2, &stop, always)
+                .unwrap();
+            let b = new
+                .search_with(q, 10, &Filter::default(), -1.0, 2, &stop, FirstPass::Exact)
+                .unwrap();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn a_damaged_bit_section_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        generated(tmp.path(), 500, VERSION);
+        let path = tmp.path().join("00000002.vec");
+        let good = std::fs::read(&path).unwrap();
+        for section in [15usize, 16, 17] {
+            let mut bad = good.clone();
+            let at = HEADER + section * 16 + 8;
+            let len = u64_at(&bad, at) - 8;
+            bad[at..at + 8].copy_from_slice(&len.to_le_bytes());
+            std::fs::write(&path, &bad).unwrap();
+            assert!(
+                Segment::open(&path, Vec::new()).is_err(),
+                "section {section}"
+            );
+        }
+        let mut bad = good.clone();
+        bad[36..40].copy_from_slice(&15u32.to_le_bytes());
+        std::fs::write(&path, &bad).unwrap();
         assert!(Segment::open(&path, Vec::new()).is_err());
     }
 }
