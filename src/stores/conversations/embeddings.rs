@@ -1003,6 +1003,68 @@ fn rescore(
     found
 }
 
+/// The live units of the segments `parts` in `dir`, in order, gathered into one
+/// builder (codes copied, nothing re-embedded); `path` names the merged file in errors.
+fn merged(
+    dir: &Path,
+    dim: usize,
+    parts: &[SegmentEntry],
+    path: &Path,
+) -> Result<Builder, IndexError> {
+    let bad = |_| {
+        IndexError::Mismatch(format!(
+            "a segment merged into {} is damaged",
+            path.display()
+        ))
+    };
+    let mut builder = Builder::new(dim);
+    for e in parts {
+        let dead = match &e.tombstones {
+            Some(t) => {
+                read_tombstones(&dir.join(t), e.units as usize).map_err(IndexError::Mismatch)?
+            }
+            None => Vec::new(),
+        };
+        let seg = Segment::open(&dir.join(&e.file), dead).map_err(IndexError::Mismatch)?;
+        let view = seg.view().map_err(bad)?;
+        let conv: &[u32] = seg.cast(4).map_err(bad)?;
+        let mut renumber: HashMap<u32, u32> = HashMap::new();
+        for u in 0..seg.units {
+            if seg.is_dead(u) {
+                continue;
+            }
+            let c = *conv.get(u).ok_or(Corrupt).map_err(bad)?;
+            let nc = match renumber.get(&c) {
+                Some(&n) => n,
+                None => {
+                    let (s, id) = seg.conversation(c as usize).map_err(bad)?;
+                    let n = builder.conversation(s, id);
+                    renumber.insert(c, n);
+                    n
+                }
+            };
+            let d = seg.dim;
+            let codes = view
+                .codes
+                .get(u * d..(u + 1) * d)
+                .ok_or(Corrupt)
+                .map_err(bad)?;
+            let code = quantized::Encoded {
+                scale: view.scale[u],
+                err_row: view.err_row[u],
+                err_query: view.err_query[u],
+            };
+            let msgs = seg.unit_messages(u).map_err(bad)?;
+            let msgs: Vec<(&str, i64, u8)> = msgs
+                .iter()
+                .map(|m| (m.message_id.as_str(), m.created_us, role::bit(m.role)))
+                .collect();
+            builder.push(nc, codes, code, &msgs);
+        }
+    }
+    Ok(builder)
+}
+
 /// Opened embeddings kept across calls of a long-running process: reopened only when
 /// the manifest or the store's files changed.
 #[derive(Debug, Default)]
@@ -1397,56 +1459,7 @@ impl Writer {
 
     /// Copies the live units of `parts` into one segment at `path`: (units, bytes).
     fn merge(&self, parts: &[SegmentEntry], path: &Path) -> Result<(u64, u64), IndexError> {
-        let bad = |_| {
-            IndexError::Mismatch(format!(
-                "a segment merged into {} is damaged",
-                path.display()
-            ))
-        };
-        let mut builder = Builder::new(self.embedder.dim());
-        for e in parts {
-            let dead = match &e.tombstones {
-                Some(t) => read_tombstones(&self.dir.join(t), e.units as usize)
-                    .map_err(IndexError::Mismatch)?,
-                None => Vec::new(),
-            };
-            let seg = Segment::open(&self.dir.join(&e.file), dead).map_err(IndexError::Mismatch)?;
-            let view = seg.view().map_err(bad)?;
-            let conv: &[u32] = seg.cast(4).map_err(bad)?;
-            let mut renumber: HashMap<u32, u32> = HashMap::new();
-            for u in 0..seg.units {
-                if seg.is_dead(u) {
-                    continue;
-                }
-                let c = *conv.get(u).ok_or(Corrupt).map_err(bad)?;
-                let nc = match renumber.get(&c) {
-                    Some(&n) => n,
-                    None => {
-                        let (s, id) = seg.conversation(c as usize).map_err(bad)?;
-                        let n = builder.conversation(s, id);
-                        renumber.insert(c, n);
-                        n
-                    }
-                };
-                let d = seg.dim;
-                let codes = view
-                    .codes
-                    .get(u * d..(u + 1) * d)
-                    .ok_or(Corrupt)
-                    .map_err(bad)?;
-                let code = quantized::Encoded {
-                    scale: view.scale[u],
-                    err_row: view.err_row[u],
-                    err_query: view.err_query[u],
-                };
-                let msgs = seg.unit_messages(u).map_err(bad)?;
-                let msgs: Vec<(&str, i64, u8)> = msgs
-                    .iter()
-                    .map(|m| (m.message_id.as_str(), m.created_us, role::bit(m.role)))
-                    .collect();
-                builder.push(nc, codes, code, &msgs);
-            }
-        }
+        let builder = merged(&self.dir, self.embedder.dim(), parts, path)?;
         let bytes = builder.write(path)?;
         Ok((builder.units() as u64, bytes))
     }
@@ -1823,6 +1836,84 @@ mod tests {
                 .unwrap();
             assert_eq!(a, b);
         }
+    }
+
+    /// A store whose embeddings were written before the 1-bit sections: the next close
+    /// of a writable store rewrites the segment in the current format (codes copied,
+    /// nothing re-embedded), and search returns the same hits as before.
+    #[test]
+    fn the_next_close_rewrites_a_version_one_segment_with_bits() {
+        use crate::bench::gen::{Generator, Spec};
+        use crate::stores::conversations::ConversationStore;
+        let Ok(embedder) = Embedder::load_default() else {
+            eprintln!("skipped: no embedding model (run scripts/fetch-model)");
+            return;
+        };
+        let embedder = Arc::new(embedder);
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("conversations.duckdb");
+        let messages: Vec<_> = Generator::new(Spec {
+            messages: 400,
+            seed: 0x0bad,
+        })
+        .flatten()
+        .collect();
+        let mut store = ConversationStore::open_rw(&db).unwrap();
+        store.insert(&messages).unwrap();
+        store
+            .embed_with(embedder.clone(), UnitSpec::DEFAULT)
+            .unwrap();
+        store.close_with(&mut |_, _| {}).unwrap();
+
+        // Rewrite the one segment as version 1, as an older build left it.
+        let dir = dir_of(&db);
+        let mut manifest = Manifest::read(&dir).unwrap();
+        assert_eq!(manifest.segments.len(), 1);
+        let entry = &mut manifest.segments[0];
+        let v2 = dir.join(&entry.file);
+        let builder = merged(&dir, embedder.dim(), std::slice::from_ref(entry), &v2).unwrap();
+        let old_name = "00000099.vec".to_owned();
+        entry.bytes = builder.write_as(&dir.join(&old_name), 1).unwrap();
+        entry.file = old_name.clone();
+        std::fs::remove_file(&v2).unwrap();
+        std::fs::write(dir.join(MANIFEST), serde_json::to_vec(&manifest).unwrap()).unwrap();
+        assert_eq!(segment_version(&dir.join(&old_name)), Some(1));
+
+        let q = embedder.embed("tokio runtime serde error");
+        let stop = Cancel::new();
+        let hits = |e: &Embeddings| {
+            e.search_with(&q, 10, &Filter::default(), -1.0, 2, &stop, FirstPass::Exact)
+                .unwrap()
+        };
+        let before = hits(&Embeddings::open(&db).unwrap());
+        assert_eq!(before.len(), 10);
+
+        let mut store = ConversationStore::open_rw(&db).unwrap();
+        store
+            .embed_with(embedder.clone(), UnitSpec::DEFAULT)
+            .unwrap();
+        let report = store.close_with(&mut |_, _| {}).unwrap();
+        let r = report.embeddings.unwrap().unwrap();
+        assert_eq!(r.messages_embedded, 0, "{r:?}");
+        let after = Embeddings::open(&db).unwrap();
+        let m = after.manifest();
+        assert_eq!(m.segments.len(), 1);
+        assert_ne!(m.segments[0].file, old_name);
+        assert_eq!(
+            segment_version(&dir.join(&m.segments[0].file)),
+            Some(VERSION)
+        );
+        assert!(!dir.join(&old_name).exists());
+        assert_eq!(hits(&after), before);
+        let always = FirstPass::Bits {
+            min_units: 0,
+            oversample: 1,
+            floor: 1_000,
+        };
+        let fast = after
+            .search_with(&q, 10, &Filter::default(), -1.0, 2, &stop, always)
+            .unwrap();
+        assert_eq!(fast, before);
     }
 
     #[test]
