@@ -84,14 +84,22 @@ def layer_norm(x, w, b, eps=1e-12):
     return (x - mu) / np.sqrt(var + eps) * w + b
 
 
-def forward(W, ids, n_layers=6, heads=12):
-    """ids: int array [B, L]; returns last hidden states [B, L, H]."""
-    B, L = ids.shape
-    h = W["embeddings.word_embeddings.weight"][ids]
-    h = h + W["embeddings.position_embeddings.weight"][:L][None]
-    h = h + W["embeddings.token_type_embeddings.weight"][0][None, None]
-    h = layer_norm(h, W["embeddings.LayerNorm.weight"], W["embeddings.LayerNorm.bias"])
-    H = h.shape[-1]
+# Weight names inside `encoder.layer.<i>.` of each architecture.
+BERT_NAMES = {
+    "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+    "o": "attention.output.dense", "attn_norm": "attention.output.LayerNorm",
+}
+MPNET_NAMES = {
+    "q": "attention.attn.q", "k": "attention.attn.k", "v": "attention.attn.v",
+    "o": "attention.attn.o", "attn_norm": "attention.LayerNorm",
+}
+
+
+def encoder(W, h, n_layers, heads, names, eps, bias=None):
+    """The post-norm transformer layers shared by BERT and MPNet over the embedded
+    input h [B, L, H]; `bias` [1, heads, L, L] is added to the attention scores when
+    given (MPNet's relative positions). Returns the last hidden states [B, L, H]."""
+    B, L, H = h.shape
     d = H // heads
     for i in range(n_layers):
         p = f"encoder.layer.{i}."
@@ -100,17 +108,30 @@ def forward(W, ids, n_layers=6, heads=12):
             y = x.reshape(-1, x.shape[-1]) @ W[p + n + ".weight"].T + W[p + n + ".bias"]
             return y.reshape(x.shape[:-1] + (y.shape[-1],))
 
-        q = lin(h, "attention.self.query").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
-        k = lin(h, "attention.self.key").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
-        v = lin(h, "attention.self.value").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
+        q = lin(h, names["q"]).reshape(B, L, heads, d).transpose(0, 2, 1, 3)
+        k = lin(h, names["k"]).reshape(B, L, heads, d).transpose(0, 2, 1, 3)
+        v = lin(h, names["v"]).reshape(B, L, heads, d).transpose(0, 2, 1, 3)
         s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+        if bias is not None:
+            s = s + bias
         s = np.exp(s - s.max(-1, keepdims=True))
         s /= s.sum(-1, keepdims=True)
         ctx = (s @ v).transpose(0, 2, 1, 3).reshape(B, L, H)
-        h = layer_norm(lin(ctx, "attention.output.dense") + h, W[p + "attention.output.LayerNorm.weight"], W[p + "attention.output.LayerNorm.bias"])
+        n = names["attn_norm"]
+        h = layer_norm(lin(ctx, names["o"]) + h, W[p + n + ".weight"], W[p + n + ".bias"], eps)
         inter = gelu(lin(h, "intermediate.dense"))
-        h = layer_norm(lin(inter, "output.dense") + h, W[p + "output.LayerNorm.weight"], W[p + "output.LayerNorm.bias"])
+        h = layer_norm(lin(inter, "output.dense") + h, W[p + "output.LayerNorm.weight"], W[p + "output.LayerNorm.bias"], eps)
     return h
+
+
+def forward(W, ids, n_layers=6, heads=12, eps=1e-12):
+    """ids: int array [B, L]; returns BERT's last hidden states [B, L, H]."""
+    L = ids.shape[1]
+    h = W["embeddings.word_embeddings.weight"][ids]
+    h = h + W["embeddings.position_embeddings.weight"][:L][None]
+    h = h + W["embeddings.token_type_embeddings.weight"][0][None, None]
+    h = layer_norm(h, W["embeddings.LayerNorm.weight"], W["embeddings.LayerNorm.bias"], eps)
+    return encoder(W, h, n_layers, heads, BERT_NAMES, eps)
 
 
 def relative_bucket(rel, num_buckets=32, max_distance=128):
@@ -127,31 +148,13 @@ def relative_bucket(rel, num_buckets=32, max_distance=128):
 
 def forward_mpnet(W, ids, n_layers=12, heads=12, eps=1e-5):
     """ids: int array [B, L] (no padding); returns MPNet's last hidden states [B, L, H]."""
-    B, L = ids.shape
+    L = ids.shape[1]
     h = W["embeddings.word_embeddings.weight"][ids]
     h = h + W["embeddings.position_embeddings.weight"][np.arange(L) + 2][None]  # padding_idx 1 + 1
     h = layer_norm(h, W["embeddings.LayerNorm.weight"], W["embeddings.LayerNorm.bias"], eps)
     rel = np.arange(L)[None, :] - np.arange(L)[:, None]
     bias = W["encoder.relative_attention_bias.weight"][relative_bucket(rel)].transpose(2, 0, 1)[None]
-    H = h.shape[-1]
-    d = H // heads
-    for i in range(n_layers):
-        p = f"encoder.layer.{i}."
-        def lin(x, n, p=p):
-            y = x.reshape(-1, x.shape[-1]) @ W[p + n + ".weight"].T + W[p + n + ".bias"]
-            return y.reshape(x.shape[:-1] + (y.shape[-1],))
-
-        q = lin(h, "attention.attn.q").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
-        k = lin(h, "attention.attn.k").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
-        v = lin(h, "attention.attn.v").reshape(B, L, heads, d).transpose(0, 2, 1, 3)
-        s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + bias
-        s = np.exp(s - s.max(-1, keepdims=True))
-        s /= s.sum(-1, keepdims=True)
-        ctx = (s @ v).transpose(0, 2, 1, 3).reshape(B, L, H)
-        h = layer_norm(lin(ctx, "attention.attn.o") + h, W[p + "attention.LayerNorm.weight"], W[p + "attention.LayerNorm.bias"], eps)
-        inter = gelu(lin(h, "intermediate.dense"))
-        h = layer_norm(lin(inter, "output.dense") + h, W[p + "output.LayerNorm.weight"], W[p + "output.LayerNorm.bias"], eps)
-    return h
+    return encoder(W, h, n_layers, heads, MPNET_NAMES, eps, bias)
 
 
 def main():
