@@ -27,20 +27,13 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use serde_json::{json, Value};
+use skills::bench::locomo;
 use skills::embed::Embedder;
 use skills::engines::Context;
 use skills::runtime::host::Host;
 use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
-
-fn corpus() -> Option<PathBuf> {
-    let base = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    let f = base.join("locomo/locomo-dev.json");
-    f.is_file().then_some(f)
-}
 
 /// "1:56 pm on 8 May, 2023" → RFC 3339.
 fn session_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
@@ -152,7 +145,7 @@ fn main() -> Result<()> {
     if std::env::args().any(|a| a == "--list") {
         return Ok(());
     }
-    let Some(file) = corpus() else {
+    let Some(file) = locomo::corpus_file() else {
         println!("## semantic-search on LoCoMo\n\nskipped: no locomo/locomo-dev.json under $SKILLS_CORPUS_DIR or ../shared/corpus\n");
         return Ok(());
     };

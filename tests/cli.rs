@@ -3,7 +3,9 @@
 //! search-conversations seed through `skills run`.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
@@ -265,18 +267,9 @@ fn exit_codes_distinguish_usage_from_failure() {
     assert_eq!(o.status.code(), Some(0));
 }
 
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("SKILLS_CORPUS_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
-        PathBuf::from,
-    );
-    dir.is_dir().then_some(dir)
-}
-
 #[test]
 fn searches_transcripts_imported_from_the_shared_corpus() {
-    let Some(corpus) = corpus() else {
-        eprintln!("skipped: no corpus (set SKILLS_CORPUS_DIR)");
+    let Some(corpus) = common::corpus() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,8 @@
 //! mutations per file (default 2).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -19,21 +21,6 @@ use skills::stores::memories::MemoryStore;
 
 /// How long one import of one mutated file may take before it counts as a hang.
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: corpus `{}` not found; set SKILLS_CORPUS_DIR to fuzz the importers",
-            dir.display()
-        );
-        None
-    }
-}
 
 /// xorshift64*: a small deterministic generator.
 struct Rng(u64);
@@ -163,7 +150,9 @@ fn has_lines(path: &Path) -> bool {
 /// is about one line: its reason says "line" or it is a JSON error of one record).
 #[test]
 fn importers_survive_mutated_corpus_files() {
-    let Some(corpus) = corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let seed = std::env::var("FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns panic on failure by design
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,10 +28,7 @@ fn now() -> DateTime<Utc> {
 }
 
 fn corpus_memories() -> Option<PathBuf> {
-    let base = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    let dir = base.join("memories");
+    let dir = common::corpus()?.join("memories");
     if dir.is_dir() {
         Some(dir)
     } else {
