@@ -1336,20 +1336,8 @@ impl Writer {
         let mut filter =
             String::from(" WHERE is_injected IS NOT TRUE AND length(trim(content)) > 0");
         if let Some(touched) = only {
-            conn.execute_batch(
-                "CREATE OR REPLACE TEMP TABLE embed_touched (source VARCHAR, conversation_id VARCHAR)",
-            )?;
-            let mut app = conn.appender("embed_touched")?;
-            for (s, c) in touched {
-                app.append_row(duckdb::params![s, c])?;
-            }
-            app.flush()?;
-            drop(app);
             filter.push_str(" AND");
-            filter.push_str(&touched_rows(conn, "embed_touched")?);
-            filter.push_str(
-                " AND (source, conversation_id) IN (SELECT source, conversation_id FROM embed_touched)",
-            );
+            filter.push_str(&touched_rows(conn, "embed_touched", touched)?);
         }
         let total: i64 = conn.query_row(
             &format!("SELECT count(*) FROM all_conversations{filter}"),

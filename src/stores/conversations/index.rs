@@ -1146,29 +1146,41 @@ pub(super) fn str_ref<'r>(row: &'r duckdb::Row<'_>, i: usize) -> Result<&'r str,
     }
 }
 
-/// A `rowid` range condition (` rowid BETWEEN lo AND hi`, or ` FALSE` when none)
-/// that holds every row of `all_conversations` whose `(source, conversation_id)` is
-/// in the temporary table `touched`.
+/// A `WHERE` condition (with a leading space) on `all_conversations` that keeps
+/// exactly the rows of the `touched` conversations: they are loaded into the temporary
+/// table `table` (replaced if it exists), and the condition is
+/// ` rowid BETWEEN lo AND hi AND (source, conversation_id) IN (SELECT … FROM table)`,
+/// or ` FALSE` when no row matches.
 ///
-/// Why: DuckDB runs `(source, conversation_id) IN (SELECT … FROM touched)` as a hash
-/// join that decompresses every projected column of the whole table (~0.6 s for the
-/// `content` of 1M rows, for an append of 1,000). Finding the rows' range first reads
-/// only the two key columns; the range then lets the scan skip every row group outside
-/// it — an ingest's new and rewritten conversations sit at the table's end.
+/// Why the `rowid` range: DuckDB runs the `IN (SELECT …)` as a hash join that
+/// decompresses every projected column of the whole table (~0.6 s for the `content`
+/// of 1M rows, for an append of 1,000). Finding the rows' range first reads only the
+/// two key columns; the range then lets the scan skip every row group outside it — an
+/// ingest's new and rewritten conversations sit at the table's end.
 pub(super) fn touched_rows(
     conn: &duckdb::Connection,
-    touched: &str,
+    table: &str,
+    touched: &Touched,
 ) -> Result<String, duckdb::Error> {
+    conn.execute_batch(&format!(
+        "CREATE OR REPLACE TEMP TABLE {table} (source VARCHAR, conversation_id VARCHAR)"
+    ))?;
+    {
+        let mut app = conn.appender(table)?;
+        for (s, c) in touched {
+            app.append_row(duckdb::params![s, c])?;
+        }
+        app.flush()?;
+    }
+    let keys =
+        format!("(source, conversation_id) IN (SELECT source, conversation_id FROM {table})");
     let (lo, hi): (Option<i64>, Option<i64>) = conn.query_row(
-        &format!(
-            "SELECT min(rowid), max(rowid) FROM all_conversations \
-             WHERE (source, conversation_id) IN (SELECT source, conversation_id FROM {touched})"
-        ),
+        &format!("SELECT min(rowid), max(rowid) FROM all_conversations WHERE {keys}"),
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     Ok(match (lo, hi) {
-        (Some(lo), Some(hi)) => format!(" rowid BETWEEN {lo} AND {hi}"),
+        (Some(lo), Some(hi)) => format!(" rowid BETWEEN {lo} AND {hi} AND {keys}"),
         _ => " FALSE".to_owned(),
     })
 }
@@ -1181,20 +1193,8 @@ fn build_from_table(
     path: &Path,
 ) -> Result<segment::Written, IndexError> {
     let sql = if let Some(touched) = only {
-        conn.execute_batch(
-            "CREATE OR REPLACE TEMP TABLE index_touched (source VARCHAR, conversation_id VARCHAR)",
-        )?;
-        {
-            let mut app = conn.appender("index_touched")?;
-            for (s, c) in touched {
-                app.append_row(duckdb::params![s, c])?;
-            }
-            app.flush()?;
-        }
-        let rows = touched_rows(conn, "index_touched")?;
-        format!(
-            "{ROW_SQL} WHERE{rows} AND (source, conversation_id) IN (SELECT source, conversation_id FROM index_touched){ROW_ORDER}"
-        )
+        let rows = touched_rows(conn, "index_touched", touched)?;
+        format!("{ROW_SQL} WHERE{rows}{ROW_ORDER}")
     } else {
         format!("{ROW_SQL}{ROW_ORDER}")
     };
