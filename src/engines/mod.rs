@@ -185,6 +185,9 @@ pub struct Context {
 struct Shared {
     paths: StorePaths,
     memories: OnceLock<Arc<MemoryStore>>,
+    /// The writable handle of `memories`, opened by the first write and held (a held
+    /// SQLite connection locks nothing between transactions).
+    memories_writer: OnceLock<Arc<MemoryStore>>,
     embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
     /// The conversations search index, reopened when it or the store changes.
     index: index::Cache,
@@ -258,6 +261,7 @@ impl Context {
             shared: Arc::new(Shared {
                 paths,
                 memories: OnceLock::new(),
+                memories_writer: OnceLock::new(),
                 embedder: OnceLock::new(),
                 index: index::Cache::default(),
                 embeddings: embeddings::Cache::default(),
@@ -310,6 +314,7 @@ impl Context {
             shared: Arc::new(Shared {
                 paths,
                 memories: OnceLock::new(),
+                memories_writer: OnceLock::new(),
                 embedder,
                 index: index::Cache::default(),
                 embeddings: embeddings::Cache::default(),
@@ -439,14 +444,20 @@ impl Context {
     }
 
     /// The memories store opened writable (created when missing), for a skill whose
-    /// `writes` names `memories`; a new handle per call.
+    /// `writes` names `memories`. Opened once per context and held, so a server's saves
+    /// do not each pay the open and the schema check (~1 ms); every write is its own
+    /// `BEGIN IMMEDIATE` transaction, so other processes' writers are waited for.
     ///
     /// # Errors
     /// [`StoreError::Undeclared`] when `writes` does not name the store, or a SQLite
     /// error.
-    pub fn memories_writable(&self) -> Result<MemoryStore, StoreError> {
+    pub fn memories_writable(&self) -> Result<Arc<MemoryStore>, StoreError> {
         self.access.check(Store::Memories, true)?;
-        MemoryStore::open_rw(&self.shared.paths.memories)
+        if let Some(store) = self.shared.memories_writer.get() {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(MemoryStore::open_rw(&self.shared.paths.memories)?);
+        Ok(self.shared.memories_writer.get_or_init(|| store).clone())
     }
 
     /// The embedding model, loaded on first use from [`Embedder::default_dir`] (or

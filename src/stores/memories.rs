@@ -101,6 +101,14 @@ BEGIN INSERT INTO memories_changes(row) VALUES (0); END;
 /// would cost anyway.
 pub const CHANGE_LOG_KEEP: i64 = 4096;
 
+/// A write transaction that takes SQLite's write lock at `BEGIN IMMEDIATE`: a writer
+/// that began deferred, read, and then wrote would fail at once with "database is
+/// locked" when another process writes at the same moment (the read-to-write upgrade
+/// cannot wait), while `IMMEDIATE` waits out the other writer within the busy timeout.
+fn write_transaction(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, rusqlite::Error> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
 /// Deletes all but the newest [`CHANGE_LOG_KEEP`] entries of `memories_changes`, inside
 /// the writer's transaction.
 fn trim_change_log(tx: &rusqlite::Transaction<'_>) -> Result<(), rusqlite::Error> {
@@ -362,7 +370,7 @@ impl MemoryStore {
     /// [`StoreError::Sqlite`] on a write failure; nothing is written then.
     pub fn upsert_many(&self, memories: &[Memory]) -> Result<Vec<Upsert>, StoreError> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let tx = write_transaction(&mut conn).map_err(|e| self.error(e))?;
         let mut out = Vec::with_capacity(memories.len());
         for memory in memories {
             out.push(upsert_in(&tx, memory).map_err(|e| self.error(e))?);
@@ -396,7 +404,7 @@ impl MemoryStore {
         model: &str,
     ) -> Result<usize, StoreError> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let tx = write_transaction(&mut conn).map_err(|e| self.error(e))?;
         let mut done = 0;
         {
             let mut stmt = tx
@@ -488,7 +496,7 @@ impl MemoryStore {
         embedding: Option<(&[Vec<f32>], &str)>,
     ) -> Result<(Upsert, usize), StoreError> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(|e| self.error(e))?;
+        let tx = write_transaction(&mut conn).map_err(|e| self.error(e))?;
         let outcome = upsert_in(&tx, memory).map_err(|e| self.error(e))?;
         if let (Some((vectors, model)), true) = (embedding, outcome != Upsert::Unchanged) {
             tx.execute(
@@ -1239,6 +1247,33 @@ mod tests {
             files_modified: vec![],
             origin: None,
         }
+    }
+
+    #[test]
+    fn two_writers_on_one_file_both_commit_every_save() {
+        // Two processes saving at once (a server and `skills memo add`): each write
+        // reads before it writes, so a deferred transaction's lock upgrade failed at
+        // once with "database is locked"; BEGIN IMMEDIATE waits for the other writer.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memories.sqlite");
+        drop(MemoryStore::open_rw(&path).unwrap());
+        let writers: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|who| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let store = MemoryStore::open_rw(&path).unwrap();
+                    for i in 0..200 {
+                        let m = sample(&format!("{who}{i}"), &format!("body {who} {i}"));
+                        store.save(&m, &[], None).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(MemoryStore::open_ro(&path).unwrap().count().unwrap(), 400);
     }
 
     #[test]
