@@ -72,6 +72,19 @@ const TERMS: &[&str] = &[
     "?",
     "```",
     " fn ",
+    // Phrases with whole words inside (answered from the rarest one's postings).
+    "tokio::spawn(async move",
+    ".iter() {",
+    "let mut ",
+    "(id: u64)",
+    "why does the build fail to link",
+    " strasse ",
+    "and ΣΟΦΙΑ and",
+    "and σοφία and",
+    "a long one: αβγδ",
+    "% ǅemal %",
+    "_.iter()_",
+    "x an absent-word-zq7 y",
 ];
 
 const TRICKY: &[&str] = &[

@@ -223,6 +223,36 @@ impl List<'_> {
     }
 }
 
+impl List<'_> {
+    /// Calls `f(row)` for the rows of the list in ascending order until it returns
+    /// false (what a search that stops at its limit needs; the rest is not decoded).
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the decoded part of the list is not ascending rows inside the
+    /// segment.
+    pub fn rows_while(&self, mut f: impl FnMut(usize) -> bool) -> Result<(), Corrupt> {
+        let (mut at, mut row) = (0usize, 0u64);
+        for i in 0..self.df {
+            let v = get_varint(self.bytes, &mut at)?;
+            if i > 0 && v >> 1 == 0 {
+                return Err(Corrupt);
+            }
+            row = row.checked_add(v >> 1).ok_or(Corrupt)?;
+            if v & 1 == 1 {
+                get_varint(self.bytes, &mut at)?;
+            }
+            let r = usize::try_from(row).map_err(|_| Corrupt)?;
+            if r >= self.rows {
+                return Err(Corrupt);
+            }
+            if !f(r) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<'a> Postings<'a> {
     /// The postings of `built`, borrowed.
     pub fn of(built: &'a Built) -> Self {

@@ -161,6 +161,28 @@ impl Pattern {
         out
     }
 
+    /// Words every matching text holds whole, as [`crate::search::words::words`] splits
+    /// text (maximal runs of alphanumeric characters): the runs of a literal piece with
+    /// a non-alphanumeric character of that same piece on both sides. A run at a
+    /// piece's edge is left out, since in the text it may continue past the match or
+    /// into what a `_` or `%` stands for. In `why does the build fail`, `does`, `the`,
+    /// `build` are whole words of any match; `why` and `fail` may be parts of longer ones.
+    pub fn whole_words(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        match self {
+            Self::All => {}
+            Self::Literal(f) => bounded_runs(f.needle(), &mut out),
+            Self::Wildcard { segments, .. } => {
+                for piece in segments.iter().flatten() {
+                    if let Piece::Literal(l) = piece {
+                        bounded_runs(l, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// True when folded `text` matches (the whole pattern, `%` at both ends).
     pub fn matches(&self, text: &[u8]) -> bool {
         match self {
@@ -176,6 +198,30 @@ impl Pattern {
                 }
                 true
             }
+        }
+    }
+}
+
+/// The alphanumeric runs of `literal` (folded UTF-8) with a non-alphanumeric
+/// character of `literal` before and after them, appended to `out`.
+fn bounded_runs<'a>(literal: &'a [u8], out: &mut Vec<&'a str>) {
+    let Ok(text) = std::str::from_utf8(literal) else {
+        return;
+    };
+    // Start of the current run, and whether a non-alphanumeric character precedes it.
+    let mut run: Option<(usize, bool)> = None;
+    let mut after_separator = false;
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            if run.is_none() {
+                run = Some((i, after_separator));
+            }
+        } else {
+            if let Some((start, true)) = run {
+                out.push(&text[start..i]);
+            }
+            run = None;
+            after_separator = true;
         }
     }
 }
@@ -608,6 +654,38 @@ mod tests {
             offsets.push(text.len() as u64);
         }
         (text, offsets)
+    }
+
+    #[test]
+    fn whole_words_are_the_runs_bounded_inside_one_literal() {
+        let words = |t: &str| Pattern::new(t).whole_words().join(" ");
+        assert_eq!(words("why does the build fail"), "does the build");
+        assert_eq!(words(" build "), "build");
+        assert_eq!(words("build"), "");
+        assert_eq!(words("tokio::spawn(async move {"), "spawn async move");
+        assert_eq!(words("(id: u64)"), "id u64");
+        // A `_` stands for any character, a `%` for any run: neither bounds a word.
+        assert_eq!(words("a_b c d"), "c");
+        assert_eq!(words("%.iter() %"), "iter");
+        assert_eq!(words(" x%y "), "");
+        // Folded first: `ΣΟΦΙΑ` is `σοφια`, `Ǆ` one character.
+        assert_eq!(words("and ΣΟΦΙΑ and"), "σοφια");
+        assert_eq!(words(" Ǆemal "), "ǆemal");
+        assert_eq!(words(""), "");
+        // Every match holds each word whole, so each row the pattern matches holds it.
+        let (text, offsets) = folded(&["We said: why does the build fail, again", "rebuild fails"]);
+        let texts = Texts {
+            text: &text,
+            offsets: &offsets,
+        };
+        let p = Pattern::new("why does the build fail");
+        assert!(p.matches(texts.row(0).unwrap()));
+        let row: Vec<&str> =
+            crate::search::words::words(std::str::from_utf8(texts.row(0).unwrap()).unwrap())
+                .collect();
+        for w in p.whole_words() {
+            assert!(row.contains(&w), "{w}");
+        }
     }
 
     #[test]

@@ -621,6 +621,9 @@ fn find_in(live: &Live, pattern: &Pattern, q: &Query<'_>) -> Result<Vec<usize>, 
             && role.is_none_or(|id| roles.get(row) == Some(&id))
             && (!need_typed || flags.get(row).is_some_and(|f| f & NOT_INJECTED != 0))
     };
+    if let Some(rows) = find_by_postings(live, pattern, &mut accept, q)? {
+        return Ok(rows);
+    }
     let mut out = Vec::new();
     let filter = seg.filter();
     scan::find(
@@ -633,6 +636,68 @@ fn find_in(live: &Live, pattern: &Pattern, q: &Query<'_>) -> Result<Vec<usize>, 
         q.stop,
     )?;
     Ok(out)
+}
+
+/// A whole word of the pattern ([`Pattern::whole_words`]) held by at most this share
+/// of a segment's rows sends [`find_in`] to that word's postings instead of the scan:
+/// each candidate row is then tested alone (~100–200 ns, a cache miss and a `memmem`),
+/// which beats the block-filtered scan (~10 GB/s over the blocks it cannot skip) while
+/// the word is rarer than this.
+const POSTINGS_MAX_SHARE: usize = 16;
+
+/// [`find_in`] through postings: the rows holding the pattern's rarest indexed whole
+/// word, tested in order. Sound because every row the pattern matches holds each of
+/// its whole words, and a segment's postings list every indexed word of every row
+/// (`search::postings::build`). `Ok(None)` when the segment has no postings, the
+/// pattern no indexed whole word, or its rarest one is too common to pay.
+fn find_by_postings(
+    live: &Live,
+    pattern: &Pattern,
+    accept: &mut dyn FnMut(usize) -> bool,
+    q: &Query<'_>,
+) -> Result<Option<Vec<usize>>, Corrupt> {
+    let seg = &live.seg;
+    let Some(p) = seg.postings() else {
+        return Ok(None);
+    };
+    let mut rarest: Option<postings::List<'_>> = None;
+    for word in pattern.whole_words() {
+        if !crate::search::words::is_term(word) {
+            continue;
+        }
+        match p.list(word)? {
+            // No row holds a word every match must hold.
+            None => return Ok(Some(Vec::new())),
+            Some(l) if rarest.is_none_or(|r| l.df < r.df) => rarest = Some(l),
+            Some(_) => {}
+        }
+    }
+    let Some(list) = rarest.filter(|l| (l.df as usize) * POSTINGS_MAX_SHARE <= seg.len()) else {
+        return Ok(None);
+    };
+    let texts = seg.texts();
+    let mut out = Vec::new();
+    let mut damaged = false;
+    let mut tested = 0usize;
+    list.rows_while(|row| {
+        tested += 1;
+        if tested.is_multiple_of(scan::STOP_CHECK_ROWS) && q.stop.is_stopped() {
+            return false;
+        }
+        match texts.row(row) {
+            Ok(text) => {
+                if accept(row) && pattern.matches(text) {
+                    out.push(row);
+                }
+            }
+            Err(_) => damaged = true,
+        }
+        !damaged && out.len() < q.limit
+    })?;
+    if damaged {
+        return Err(Corrupt);
+    }
+    Ok(Some(out))
 }
 
 /// Rows of one segment in the questions mode, in order, at most `limit`.
