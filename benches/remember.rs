@@ -205,12 +205,8 @@ fn recall(
     let mut rows = Vec::new();
     let mut all = Vec::new();
     for q in RECALL_QUESTIONS {
-        let cases: [(&str, Value); 5] = [
+        let cases: [(&str, Value); 4] = [
             ("recall", json!({"question": q})),
-            (
-                "memo-search",
-                json!({"query": q, "limit": 10, "body_chars": -1}),
-            ),
             (
                 "memo-search",
                 json!({"query": q, "limit": 10, "body_chars": -1, "include_superseded": true}),
@@ -255,7 +251,7 @@ fn recall(
     let st = Stats::of(all);
     println!(
         "recall: median of the per-question medians {}; {runs} timed calls per case after one \
-         warm-up. recall calls the four source rows below it and fuses them.\n",
+         warm-up. recall calls the three source rows below it, side by side, and fuses them.\n",
         fmt_dur(st.median)
     );
     Ok(())

@@ -12,7 +12,8 @@
 //!         query: "{{ question }}"
 //!         limit: "{{ per_source }}"
 //!       rows: /hits                   # JSON pointer to its row array (default /rows)
-//!       weight: 1.0                   # RRF weight (default 1)
+//!       weight: 1.0                   # RRF weight (default 1), or a template per row:
+//!                                     # "{{ 0.25 if row.superseded_by else 1 }}"
 //!       item:                         # one result item per row (see "Items")
 //!         id: "{{ row.id }}"
 //!         title: "{{ row.title }}"
@@ -40,7 +41,8 @@
 //! conversation covers that conversation's transcript rows). An empty `note` is none.
 //!
 //! **Fusion and budget.** Each item scores Σ weight / (k + rank) over the sources that
-//! returned it (rank 1-based within its source). Items are ranked by score (ties: the
+//! returned it (rank 1-based within its source; a `weight` template sees `row` and
+//! `source` like the item templates and must give a number ≥ 0). Items are ranked by score (ties: the
 //! earlier source, then its rank) and written as pack entries — `- <citation>
 //! **<title>** (<age>; <note>) — <text>` — while the pack fits the budget, read from
 //! argument `budget.arg` (default `budget.default`). Tokens are counted as
@@ -100,7 +102,7 @@ struct SourceOptions {
     #[serde(default = "empty_object")]
     args: Value,
     rows: Option<String>,
-    weight: Option<f64>,
+    weight: Option<Value>,
     item: Map<String, Value>,
 }
 
@@ -286,8 +288,27 @@ struct Source {
     label: String,
     args: Template,
     rows: String,
-    weight: f64,
+    weight: Weight,
     item: Template,
+}
+
+/// A source's RRF weight: one number, or a template evaluated per row (with `row`, as
+/// the item templates), so one call can weigh its rows differently.
+#[derive(Debug)]
+enum Weight {
+    Fixed(f64),
+    PerRow(Template),
+}
+
+/// A weight as the document or a per-row template gave it: a finite number ≥ 0 (a
+/// rendered template may give it as text).
+fn weight_value(v: &Value) -> Option<f64> {
+    let w = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    (w.is_finite() && w >= 0.0).then_some(w)
 }
 
 /// A composition bound to one document.
@@ -365,10 +386,22 @@ impl Engine for Compose {
                     "engine `compose`: `{at}/rows` `{rows}` is not a JSON pointer"
                 ));
             }
-            let weight = s.weight.unwrap_or(1.0);
-            if !(weight.is_finite() && weight >= 0.0) {
-                return Err(format!("engine `compose`: `{at}/weight` must be ≥ 0"));
-            }
+            let weight = match s.weight.as_ref() {
+                None => Weight::Fixed(1.0),
+                Some(v) => match Template::parse(v, &format!("{at}/weight"))
+                    .map_err(|e| format!("engine `compose`: {e}"))?
+                {
+                    Template::Literal(v) => Weight::Fixed(weight_value(&v).ok_or_else(|| {
+                        format!("engine `compose`: `{at}/weight` must be a number ≥ 0 or a template giving one, not {v}")
+                    })?),
+                    t @ (Template::Expression(_) | Template::Text(_)) => Weight::PerRow(t),
+                    _ => {
+                        return Err(format!(
+                            "engine `compose`: `{at}/weight` must be a number ≥ 0 or a template giving one"
+                        ))
+                    }
+                },
+            };
             sources.push(Source {
                 skill: s.skill.clone(),
                 label: s.label.clone().unwrap_or_else(|| s.skill.clone()),
@@ -579,7 +612,8 @@ impl Engine for Composed {
                 let mut item_vars = vars.clone();
                 item_vars.insert("row".into(), row.clone());
                 item_vars.insert("source".into(), json!(source.label));
-                let fields = match source.item.eval(&Value::Object(item_vars)) {
+                let item_vars = Value::Object(item_vars);
+                let fields = match source.item.eval(&item_vars) {
                     Ok(Value::Object(map)) => map,
                     Ok(_) => Map::new(),
                     Err(e) => {
@@ -590,8 +624,23 @@ impl Engine for Composed {
                         )))
                     }
                 };
+                let weight = match &source.weight {
+                    Weight::Fixed(w) => *w,
+                    Weight::PerRow(t) => t
+                        .eval(&item_vars)
+                        .ok()
+                        .as_ref()
+                        .and_then(weight_value)
+                        .ok_or_else(|| {
+                            EngineError::Query(format!(
+                                "source `{}`: the weight of row {} is not a number ≥ 0",
+                                source.label,
+                                rank + 1
+                            ))
+                        })?,
+                };
                 #[allow(clippy::cast_precision_loss)] // ranks are small
-                let score = source.weight / (self.k + (rank + 1) as f64);
+                let score = weight / (self.k + (rank + 1) as f64);
                 items.push(Item {
                     fields,
                     source: source.label.clone(),
@@ -912,6 +961,40 @@ mod tests {
     }
 
     #[test]
+    fn a_weight_template_weighs_each_row() {
+        let engine = bound(&json!({"sources": [
+            {"skill": "a", "rows": "/hits", "weight": "{{ 0.25 if row.old else 1 }}",
+             "item": {"citation": "[a {{ row.id }}]", "text": "{{ row.id }}"}}
+        ]}));
+        let ctx = Context::new(crate::stores::StorePaths::in_dir("/nonexistent"));
+        let fake = Fake(vec![(
+            "a",
+            json!({"hits": [{"id": "old", "old": true}, {"id": "new"}, {"id": "third", "old": false}]}),
+        )]);
+        let out = engine
+            .call_in(&json!({"q": "x", "max_tokens": 500}), &ctx, &fake)
+            .unwrap();
+        let order: Vec<&str> = out["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["text"].as_str().unwrap())
+            .collect();
+        // 1/62 and 1/63 beat 0.25/61.
+        assert_eq!(order, ["new", "third", "old"]);
+        assert!((out["items"][2]["score"].as_f64().unwrap() - 0.25 / 61.0).abs() < 1e-6); // scores are given to 6 decimals
+                                                                                          // A template that gives no number fails the call, naming the source and row.
+        let engine = bound(&json!({"sources": [
+            {"skill": "a", "rows": "/hits", "weight": "{{ row.id }}", "item": {"citation": "x", "text": "y"}}
+        ]}));
+        let err = engine
+            .call_in(&json!({"q": "x"}), &ctx, &fake)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("source `a`") && err.contains("row 1"), "{err}");
+    }
+
+    #[test]
     fn bind_refuses_self_calls_and_unknown_fields() {
         // The reason `Compose::bind` refuses `options` for a skill `recall`.
         let refusal = |options: &Value| {
@@ -935,6 +1018,11 @@ mod tests {
             err.contains("/engine-options/sources/0/item/bogus"),
             "{err}"
         );
+        for weight in [json!(-1), json!("heavy"), json!([1])] {
+            let options = json!({"sources": [{"skill": "memo-search", "weight": weight, "item": {"citation": "x", "text": "y"}}]});
+            let err = refusal(&options);
+            assert!(err.contains("/weight` must be a number ≥ 0"), "{err}");
+        }
         let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y"}}], "budget": {"arg": "nope"}});
         let err = refusal(&options);
         assert!(err.contains("`budget.arg` `nope`"), "{err}");
