@@ -375,11 +375,15 @@ fn main() -> Result<()> {
     if !medians.is_empty() {
         println!(
         "p50 over the {} cases' medians: {}; worst median {}. runs: index engine ≥ 200 runs or \
-         5 s; DuckDB paths {runs} timed runs after one warm-up; one-shot: best of 3 processes \
-         (`/usr/bin/time`), limit = {LIMIT}.\n",
+         5 s; {}; one-shot: best of 3 processes (`/usr/bin/time`), limit = {LIMIT}.\n",
         medians.len(),
         fmt_dur(medians[medians.len() / 2]),
         fmt_dur(*medians.last().unwrap_or(&Duration::ZERO)),
+        if duckdb_engine {
+            format!("DuckDB paths {runs} timed runs after one warm-up")
+        } else {
+            "plain DuckDB one timed run, no warm-up (BENCH_DUCKDB_ENGINE=0)".to_owned()
+        },
     );
     }
 
