@@ -74,11 +74,8 @@ fn main() -> Result<()> {
     s.handshake()?;
     let mut rows = Vec::new();
     for (label, args) in [
-        (
-            "questions mode (DuckDB, no text scan)",
-            json!({"term": "", "role": "user"}),
-        ),
-        ("term `serde` (DuckDB ILIKE)", json!({"term": "serde"})),
+        ("questions mode", json!({"term": "", "role": "user"})),
+        ("term `serde`", json!({"term": "serde"})),
     ] {
         let mut samples = Vec::new();
         for _ in 0..calls.max(1) {
