@@ -42,8 +42,8 @@
 //!
 //! **Fusion and budget.** Each item scores Σ weight / (k + rank) over the sources that
 //! returned it (rank 1-based within its source; a `weight` template sees `row` and
-//! `source` like the item templates and must give a number ≥ 0). Items are ranked by score (ties: the
-//! earlier source, then its rank) and written as pack entries — `- <citation>
+//! `source` like the item templates and must give a number ≥ 0). Items are ranked by
+//! score (ties: the earlier source, then its rank) and written as pack entries — `- <citation>
 //! **<title>** (<age>; <note>) — <text>` — while the pack fits the budget, read from
 //! argument `budget.arg` (default `budget.default`). Tokens are counted as
 //! ceil(characters / 4) of the pack text (entries joined by newlines); the entry that
@@ -982,8 +982,9 @@ mod tests {
             .collect();
         // 1/62 and 1/63 beat 0.25/61.
         assert_eq!(order, ["new", "third", "old"]);
-        assert!((out["items"][2]["score"].as_f64().unwrap() - 0.25 / 61.0).abs() < 1e-6); // scores are given to 6 decimals
-                                                                                          // A template that gives no number fails the call, naming the source and row.
+        // Scores are given to 6 decimals.
+        assert!((out["items"][2]["score"].as_f64().unwrap() - 0.25 / 61.0).abs() < 1e-6);
+        // A template that gives no number fails the call, naming the source and row.
         let engine = bound(&json!({"sources": [
             {"skill": "a", "rows": "/hits", "weight": "{{ row.id }}", "item": {"citation": "x", "text": "y"}}
         ]}));

@@ -221,9 +221,7 @@ impl List<'_> {
             Err(Corrupt)
         }
     }
-}
 
-impl List<'_> {
     /// Calls `f(row)` for the rows of the list in ascending order until it returns
     /// false (what a search that stops at its limit needs; the rest is not decoded).
     ///
