@@ -626,18 +626,20 @@ impl Engine for Composed {
                 };
                 let weight = match &source.weight {
                     Weight::Fixed(w) => *w,
-                    Weight::PerRow(t) => t
-                        .eval(&item_vars)
-                        .ok()
-                        .as_ref()
-                        .and_then(weight_value)
-                        .ok_or_else(|| {
+                    Weight::PerRow(t) => {
+                        let v = t.eval(&item_vars);
+                        v.as_ref().ok().and_then(weight_value).ok_or_else(|| {
+                            let got = match &v {
+                                Ok(v) => format!("it gave {v}"),
+                                Err(e) => e.clone(),
+                            };
                             EngineError::Query(format!(
-                                "source `{}`: the weight of row {} is not a number ≥ 0",
+                                "source `{}`: the weight of row {} is not a number ≥ 0 ({got})",
                                 source.label,
                                 rank + 1
                             ))
-                        })?,
+                        })?
+                    }
                 };
                 #[allow(clippy::cast_precision_loss)] // ranks are small
                 let score = weight / (self.k + (rank + 1) as f64);

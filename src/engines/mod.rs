@@ -254,6 +254,19 @@ impl Access {
     }
 }
 
+/// The handle held in `cell`, opened by `open` on first use (a failed open is not
+/// kept, so the next call tries again).
+fn held(
+    cell: &OnceLock<Arc<MemoryStore>>,
+    open: impl FnOnce() -> Result<MemoryStore, StoreError>,
+) -> Result<Arc<MemoryStore>, StoreError> {
+    if let Some(store) = cell.get() {
+        return Ok(store.clone());
+    }
+    let store = Arc::new(open()?);
+    Ok(cell.get_or_init(|| store).clone())
+}
+
 impl Context {
     /// A context over the stores at `paths`.
     pub fn new(paths: StorePaths) -> Self {
@@ -436,11 +449,7 @@ impl Context {
         self.access.check(Store::Memories, false)?;
         let path = &self.shared.paths.memories;
         crate::stores::memories::recover_hot_journal(path)?;
-        if let Some(store) = self.shared.memories.get() {
-            return Ok(store.clone());
-        }
-        let store = Arc::new(MemoryStore::open_ro(path)?);
-        Ok(self.shared.memories.get_or_init(|| store).clone())
+        held(&self.shared.memories, || MemoryStore::open_ro(path))
     }
 
     /// The memories store opened writable (created when missing), for a skill whose
@@ -453,11 +462,9 @@ impl Context {
     /// error.
     pub fn memories_writable(&self) -> Result<Arc<MemoryStore>, StoreError> {
         self.access.check(Store::Memories, true)?;
-        if let Some(store) = self.shared.memories_writer.get() {
-            return Ok(store.clone());
-        }
-        let store = Arc::new(MemoryStore::open_rw(&self.shared.paths.memories)?);
-        Ok(self.shared.memories_writer.get_or_init(|| store).clone())
+        held(&self.shared.memories_writer, || {
+            MemoryStore::open_rw(&self.shared.paths.memories)
+        })
     }
 
     /// The embedding model, loaded on first use from [`Embedder::default_dir`] (or

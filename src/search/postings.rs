@@ -195,6 +195,30 @@ impl List<'_> {
     /// [`Corrupt`] when the list does not decode to `df` ascending rows inside the
     /// segment.
     pub fn for_each(&self, mut f: impl FnMut(usize, u32)) -> Result<(), Corrupt> {
+        let at = self.walk(|r, tf| {
+            f(r, tf);
+            true
+        })?;
+        if at == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(Corrupt)
+        }
+    }
+
+    /// Calls `f(row)` for the rows of the list in ascending order until it returns
+    /// false (what a search that stops at its limit needs; the rest is not decoded).
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the decoded part of the list is not ascending rows inside the
+    /// segment.
+    pub fn rows_while(&self, mut f: impl FnMut(usize) -> bool) -> Result<(), Corrupt> {
+        self.walk(|r, _| f(r)).map(|_| ())
+    }
+
+    /// Decodes the list, calling `f(row, tf)` per entry until it returns false; the
+    /// byte offset reached.
+    fn walk(&self, mut f: impl FnMut(usize, u32) -> bool) -> Result<usize, Corrupt> {
         let (mut at, mut row) = (0usize, 0u64);
         for i in 0..self.df {
             let v = get_varint(self.bytes, &mut at)?;
@@ -213,41 +237,11 @@ impl List<'_> {
             if r >= self.rows {
                 return Err(Corrupt);
             }
-            f(r, tf);
-        }
-        if at == self.bytes.len() {
-            Ok(())
-        } else {
-            Err(Corrupt)
-        }
-    }
-
-    /// Calls `f(row)` for the rows of the list in ascending order until it returns
-    /// false (what a search that stops at its limit needs; the rest is not decoded).
-    ///
-    /// # Errors
-    /// [`Corrupt`] when the decoded part of the list is not ascending rows inside the
-    /// segment.
-    pub fn rows_while(&self, mut f: impl FnMut(usize) -> bool) -> Result<(), Corrupt> {
-        let (mut at, mut row) = (0usize, 0u64);
-        for i in 0..self.df {
-            let v = get_varint(self.bytes, &mut at)?;
-            if i > 0 && v >> 1 == 0 {
-                return Err(Corrupt);
-            }
-            row = row.checked_add(v >> 1).ok_or(Corrupt)?;
-            if v & 1 == 1 {
-                get_varint(self.bytes, &mut at)?;
-            }
-            let r = usize::try_from(row).map_err(|_| Corrupt)?;
-            if r >= self.rows {
-                return Err(Corrupt);
-            }
-            if !f(r) {
+            if !f(r, tf) {
                 break;
             }
         }
-        Ok(())
+        Ok(at)
     }
 }
 
