@@ -20,7 +20,7 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +29,10 @@ use anyhow::{Context as _, Result};
 use serde_json::{json, Value};
 use skills::bench::locomo;
 use skills::embed::Embedder;
+use skills::engines::semantic_search::{self, Tuning};
 use skills::engines::Context;
+use skills::search::postings::Spread;
+use skills::stores::conversations::index::Neighbourhood;
 use skills::runtime::host::Host;
 use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
 use skills::stores::conversations::ConversationStore;
@@ -55,6 +58,9 @@ struct Question {
     turns: HashSet<String>,
     /// Evidence sessions as conversation ids.
     sessions: HashSet<String>,
+    /// LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5
+    /// adversarial).
+    category: u8,
 }
 
 /// Writes sample `sample`'s sessions as one generic JSONL file; returns its questions.
@@ -124,22 +130,13 @@ fn convert(sample: &Value, out: &Path) -> Result<Vec<Question>> {
                 query: q["question"].as_str().unwrap_or("").to_owned(),
                 turns,
                 sessions,
+                category: q["category"].as_u64().and_then(|c| u8::try_from(c).ok()).unwrap_or(0),
             });
         }
     }
     Ok(qs)
 }
 
-#[derive(Default)]
-struct Tally {
-    n: usize,
-    turn5: usize,
-    turn15: usize,
-    window5: usize,
-    sess5: usize,
-    sess15: usize,
-    mrr: f64,
-}
 
 fn main() -> Result<()> {
     if std::env::args().any(|a| a == "--list") {
@@ -158,7 +155,7 @@ fn main() -> Result<()> {
     };
     let data: Vec<Value> = serde_json::from_slice(&std::fs::read(&file)?)?;
     let units: Vec<UnitSpec> = std::env::var("BENCH_UNITS")
-        .unwrap_or_else(|_| "1:1:0,3:2:0,3:3:0,5:3:0,3:2:1".into())
+        .unwrap_or_else(|_| "1:1:0".into())
         .split(',')
         .filter_map(|u| {
             let p: Vec<u32> = u.split(':').filter_map(|x| x.parse().ok()).collect();
@@ -184,6 +181,17 @@ fn main() -> Result<()> {
         "model `{}`; per-conversation haystack; k = 5 / 15\n",
         embedder.name()
     );
+    let variants: Vec<Variant> = std::env::var("BENCH_VARIANTS")
+        .unwrap_or_else(|_| DEFAULT_VARIANTS.into())
+        .split(',')
+        .map(Variant::parse)
+        .collect::<Result<_>>()?;
+    let baseline = std::env::var("BENCH_BASELINE").unwrap_or_else(|_| "hybrid:0.3:none".into());
+    println!(
+        "variants: `mode:vec weight:context:window:neighbour weight:own weight` (`default`: no \
+         `mode` argument and the shipped tuning); intervals: paired bootstrap (2,000 resamples, \
+         95 %) of the difference against `{baseline}`\n"
+    );
     let mut rows = Vec::new();
     // (found, wanted) of the 1-bit pass's top 15 against the exact one, per pass.
     let fast_passes = [
@@ -206,7 +214,9 @@ fn main() -> Result<()> {
     let mut fast_recall = vec![(0usize, 0usize); fast_passes.len()];
     let stop = skills::cancel::Cancel::new();
     for unit in &units {
-        let mut tallies: HashMap<&str, Tally> = HashMap::new();
+        // Per variant, per question in order: (turn rank, session rank, category).
+        let mut ranks: Vec<Vec<Ranks>> = vec![Vec::new(); variants.len()];
+        let mut windows5: Vec<usize> = vec![0; variants.len()];
         for (id, path, qs) in &converted {
             let dir = tmp.path().join(format!(
                 "{id}-{}-{}-{}",
@@ -223,7 +233,7 @@ fn main() -> Result<()> {
                 .embeddings
                 .context("no embeddings")?
                 .map_err(anyhow::Error::msg)?;
-            if unit.window == 1 && unit.stride == 1 && !unit.title {
+            if unit.window == 1 && unit.stride == 1 && !unit.title && std::env::var("BENCH_BITS").is_ok() {
                 let e = Embeddings::open(&paths.conversations)
                     .map_err(|e| anyhow::anyhow!("embeddings: {e}"))?;
                 let damaged = |_| anyhow::anyhow!("damaged embeddings");
@@ -248,27 +258,22 @@ fn main() -> Result<()> {
                 &skills_dir,
                 Context::new(paths).with_embedder(Some(embedder.clone())),
             );
-            for mode in ["semantic", "hybrid"] {
-                let t = tallies.entry(mode).or_default();
+            for (vi, v) in variants.iter().enumerate() {
+                semantic_search::tune(v.tuning);
                 for q in qs {
+                    let mut args = json!({"query": q.query, "limit": 50});
+                    if let Some(mode) = &v.mode {
+                        args["mode"] = json!(mode);
+                    }
                     let out = host
-                        .call(
-                            "semantic-search",
-                            json!({"query": q.query, "limit": 50, "mode": mode}),
-                        )
+                        .call("semantic-search", args)
                         .map_err(|e| anyhow::anyhow!("{e}"))?;
                     let rows = out.data["rows"].as_array().cloned().unwrap_or_default();
                     let shown: Vec<&str> = rows
                         .iter()
                         .map(|r| r["message_id"].as_str().unwrap_or(""))
                         .collect();
-                    t.n += 1;
-                    let first = shown.iter().position(|m| q.turns.contains(*m));
-                    t.turn5 += usize::from(first.is_some_and(|p| p < 5));
-                    t.turn15 += usize::from(first.is_some_and(|p| p < 15));
-                    if let Some(p) = first {
-                        t.mrr += 1.0 / (p as f64 + 1.0);
-                    }
+                    let turn = shown.iter().position(|m| q.turns.contains(*m));
                     // Window hit: an evidence turn between a top-5 row's first and last ids.
                     let in_window = rows.iter().take(5).any(|r| {
                         let (a, b) = (
@@ -277,7 +282,7 @@ fn main() -> Result<()> {
                         );
                         q.turns.iter().any(|e| within(e, a, b))
                     });
-                    t.window5 += usize::from(in_window);
+                    windows5[vi] += usize::from(in_window);
                     let mut sessions: Vec<&str> = Vec::new();
                     for r in &rows {
                         let c = r["conversation_id"].as_str().unwrap_or("");
@@ -285,42 +290,69 @@ fn main() -> Result<()> {
                             sessions.push(c);
                         }
                     }
-                    let sp = sessions.iter().position(|s| q.sessions.contains(*s));
-                    t.sess5 += usize::from(sp.is_some_and(|p| p < 5));
-                    t.sess15 += usize::from(sp.is_some_and(|p| p < 15));
+                    let session = sessions.iter().position(|s| q.sessions.contains(*s));
+                    ranks[vi].push(Ranks {
+                        turn,
+                        session,
+                        category: q.category,
+                    });
                 }
+                semantic_search::tune(None);
             }
         }
-        for mode in ["semantic", "hybrid"] {
-            let t = &tallies[mode];
-            let pct = |x: usize| format!("{:.1} %", 100.0 * x as f64 / t.n.max(1) as f64);
+        let base = variants.iter().position(|v| v.name == baseline);
+        for (vi, v) in variants.iter().enumerate() {
+            let r = &ranks[vi];
+            let n = r.len().max(1) as f64;
+            let at = |k: usize, f: fn(&Ranks) -> Option<usize>| {
+                r.iter().filter(|x| f(x).is_some_and(|p| p < k)).count() as f64 / n
+            };
+            let turn = |x: &Ranks| x.turn;
+            let session = |x: &Ranks| x.session;
+            let mrr = r.iter().filter_map(|x| x.turn).map(|p| 1.0 / (p as f64 + 1.0)).sum::<f64>() / n;
+            let ci = |f: fn(&Ranks) -> Option<usize>| match base {
+                Some(b) if b != vi => {
+                    let (lo, hi) = paired_bootstrap(&ranks[b], r, f, 5);
+                    format!(" ({:+.1}…{:+.1})", 100.0 * lo, 100.0 * hi)
+                }
+                _ => String::new(),
+            };
+            let per_cat: Vec<String> = (1..=5u8)
+                .map(|c| {
+                    let of: Vec<&Ranks> = r.iter().filter(|x| x.category == c).collect();
+                    let hit = of.iter().filter(|x| x.turn.is_some_and(|p| p < 5)).count();
+                    format!("{:.1}", 100.0 * hit as f64 / of.len().max(1) as f64)
+                })
+                .collect();
             rows.push(vec![
                 format!(
-                    "window {} stride {}{}",
+                    "{}{}{}",
                     unit.window,
-                    unit.stride,
+                    if unit.stride == 1 { String::new() } else { format!("/{}", unit.stride) },
                     if unit.title { " + title" } else { "" }
                 ),
-                mode.to_owned(),
-                pct(t.turn5),
-                pct(t.turn15),
-                pct(t.window5),
-                pct(t.sess5),
-                pct(t.sess15),
-                format!("{:.3}", t.mrr / t.n.max(1) as f64),
+                format!("`{}`", v.name),
+                format!("{:.1} %{}", 100.0 * at(5, turn), ci(turn)),
+                format!("{:.1} %", 100.0 * at(15, turn)),
+                format!("{:.1} %", 100.0 * windows5[vi] as f64 / n),
+                format!("{:.1} %{}", 100.0 * at(5, session), ci(session)),
+                format!("{:.1} %", 100.0 * at(15, session)),
+                format!("{mrr:.3}"),
+                per_cat.join(" / "),
             ]);
         }
     }
     common::table(
         &[
             "unit",
-            "mode",
-            "turn R@5",
+            "variant",
+            "turn R@5 (CI of Δ)",
             "turn R@15",
             "window R@5",
-            "session R@5",
+            "session R@5 (CI of Δ)",
             "session R@15",
             "turn MRR",
+            "turn R@5 by category 1/2/3/4/5",
         ],
         &rows,
     );
@@ -336,6 +368,95 @@ fn main() -> Result<()> {
         println!();
     }
     Ok(())
+}
+
+/// Variants measured when `BENCH_VARIANTS` is not set: the seed's `semantic` mode,
+/// plain BM25 (the keyword leg alone, no neighbours), the previous hybrid, the keyword
+/// leg with neighbours alone, and the shipped default.
+const DEFAULT_VARIANTS: &str = "semantic,hybrid:0:none,hybrid:0.3:none,hybrid:0:sum:1:0.5,default";
+
+/// One ranking variant: a `mode` argument (none: the default) and a [`Tuning`].
+struct Variant {
+    name: String,
+    mode: Option<String>,
+    tuning: Option<Tuning>,
+}
+
+impl Variant {
+    /// `default`, `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`.
+    fn parse(s: &str) -> Result<Self> {
+        let name = s.trim().to_owned();
+        let p: Vec<&str> = name.split(':').collect();
+        let num = |i: usize, d: f64| -> Result<f64> {
+            p.get(i).map_or(Ok(d), |x| x.parse().with_context(|| format!("variant `{name}`: `{x}` is not a number")))
+        };
+        let (mode, tuning) = match p[0] {
+            "default" => (None, None),
+            "semantic" => (Some("semantic".to_owned()), None),
+            "hybrid" => {
+                let context = match p.get(2).copied().unwrap_or("none") {
+                    "none" => None,
+                    kind => {
+                        let weight = num(4, 0.5)?;
+                        let spread = match kind {
+                            "sum" => Spread::Sum { weight },
+                            "doc" => Spread::Document { weight },
+                            other => anyhow::bail!("variant `{name}`: context `{other}` is not none, sum or doc"),
+                        };
+                        Some(Neighbourhood {
+                            window: num(3, 1.0)? as usize,
+                            spread,
+                        })
+                    }
+                };
+                let tuning = Tuning {
+                    vec_weight: num(1, 0.3)?,
+                    context,
+                    own_weight: num(5, 0.0)?,
+                };
+                (Some("hybrid".to_owned()), Some(tuning))
+            }
+            other => anyhow::bail!("variant `{name}`: mode `{other}` is not default, semantic or hybrid"),
+        };
+        Ok(Self { name, mode, tuning })
+    }
+}
+
+/// Where one question's first relevant turn and session ranked (0-based) and its
+/// LoCoMo category.
+#[derive(Debug, Clone, Copy)]
+struct Ranks {
+    turn: Option<usize>,
+    session: Option<usize>,
+    category: u8,
+}
+
+/// The 95 % interval of mean(R@k of `b`) − mean(R@k of `a`) over the same questions,
+/// by 2,000 paired bootstrap resamples (a fixed-seed xorshift, so runs repeat).
+fn paired_bootstrap(a: &[Ranks], b: &[Ranks], f: fn(&Ranks) -> Option<usize>, k: usize) -> (f64, f64) {
+    let d: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let hit = |r: &Ranks| f64::from(u8::from(f(r).is_some_and(|p| p < k)));
+            hit(y) - hit(x)
+        })
+        .collect();
+    if d.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut means: Vec<f64> = (0..2000)
+        .map(|_| (0..d.len()).map(|_| d[(next() % d.len() as u64) as usize]).sum::<f64>() / d.len() as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    (means[50], means[1949])
 }
 
 /// True when dia id `e` ("D3:7") lies between `a` and `b` of the same session.

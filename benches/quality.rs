@@ -10,7 +10,8 @@
 //! `$CARGO_TARGET_DIR/bench-data/quality`); every question goes through
 //! [`Host::call`] with `limit` 10.
 //!
-//! Environment: `QUALITY_MODES` (comma-separated, default all five), `QUALITY_UNITS`
+//! Environment: `QUALITY_MODES` (comma-separated variants: `default`, a mode name, or
+//! `hybrid:VEC:BM25:none|WINDOW:WEIGHT`; default [`MODES`]), `QUALITY_UNITS`
 //! (`session,turn`), `QUALITY_HAYSTACKS` (`conversation,pooled`), `QUALITY_MISSES`
 //! (print up to N questions the default mode misses at 5 and plain BM25 finds).
 //! MRR is MRR@10 (a question with no relevant unit in the top 10 counts 0).
@@ -27,6 +28,7 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Value};
 use skills::bench::locomo::{self, Question, Unit};
 use skills::embed::Embedder;
+use skills::engines::memo_search::{self, Tuning};
 use skills::engines::Context;
 use skills::ingest::memories::import_paths_with;
 use skills::runtime::host::Host;
@@ -34,7 +36,11 @@ use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 
 const K: usize = 10;
-const MODES: &str = "hybrid,vec,bm25,exact,fuzzy";
+/// `default` (no `mode` argument, the shipped tuning), the previous default (hybrid,
+/// each memory alone: `hybrid:VEC:BM25:none`), and the seed's single modes.
+const MODES: &str = "default,hybrid:0.3:1:none,vec,bm25,exact,fuzzy";
+/// The variant the intervals compare against: the previous default.
+const PREVIOUS: &str = "hybrid:0.3:1:none";
 const BASELINE: &str = "plain BM25";
 
 /// Where each question's first relevant unit came (1-based), `None` past the top 10.
@@ -221,14 +227,17 @@ fn main() -> Result<()> {
                     continue;
                 }
                 let tally = tallies.entry(mode.clone()).or_default();
+                let (mode_arg, tuning) = variant(mode)?;
+                memo_search::tune(tuning);
                 for s in &stacks {
                     for (ci, q) in &s.questions {
+                        let mut args = json!({"query": q.question, "limit": K});
+                        if let Some(m) = &mode_arg {
+                            args["mode"] = json!(m);
+                        }
                         let out = s
                             .host
-                            .call(
-                                "memo-search",
-                                json!({"query": q.question, "mode": mode, "limit": K}),
-                            )
+                            .call("memo-search", args)
                             .with_context(|| format!("{mode}: `{}`", q.question))?;
                         let ids: Vec<String> = out.data["hits"]
                             .as_array()
@@ -239,7 +248,7 @@ fn main() -> Result<()> {
                         let relevant = convs[*ci].relevant(unit, q);
                         let r = first_relevant(&ids, &relevant);
                         tally.push(q.category, r);
-                        if mode == "hybrid"
+                        if mode == "default"
                             && missed.len() < misses
                             && r.is_none_or(|r| r > 5)
                             && baseline_ranks
@@ -249,7 +258,7 @@ fn main() -> Result<()> {
                                 .is_some_and(|b| b <= 5)
                         {
                             missed.push(format!(
-                                "- `{}` (cat {}, relevant {:?}, hybrid rank {r:?}): top 5 {:?}",
+                                "- `{}` (cat {}, relevant {:?}, default rank {r:?}): top 5 {:?}",
                                 q.question,
                                 q.category,
                                 relevant,
@@ -259,6 +268,7 @@ fn main() -> Result<()> {
                     }
                 }
             }
+            memo_search::tune(None);
             print_tables(unit, haystack, &tallies, &modes);
             for m in &missed {
                 println!("{m}");
@@ -266,10 +276,10 @@ fn main() -> Result<()> {
             if !missed.is_empty() {
                 println!();
             }
-            if let Some(default) = tallies.get("hybrid") {
+            if let Some(default) = tallies.get("default") {
                 let best = tallies
                     .iter()
-                    .filter(|(m, _)| m.as_str() != "hybrid" && m.as_str() != BASELINE)
+                    .filter(|(m, _)| !m.starts_with("hybrid") && m.as_str() != "default" && m.as_str() != BASELINE)
                     .max_by(|a, b| a.1.recall(5, None).total_cmp(&b.1.recall(5, None)));
                 if let Some((name, best)) = best {
                     summary.push(vec![
@@ -281,6 +291,10 @@ fn main() -> Result<()> {
                             "{:.3}",
                             tallies.get(BASELINE).map_or(0.0, |b| b.recall(5, None))
                         ),
+                        tallies.get(PREVIOUS).map_or(String::new(), |p| {
+                            let (lo, hi) = paired_bootstrap(p, default, 5);
+                            format!("{:.3} (Δ CI {lo:+.3}…{hi:+.3})", p.recall(5, None))
+                        }),
                     ]);
                 }
             }
@@ -292,9 +306,10 @@ fn main() -> Result<()> {
             &[
                 "unit",
                 "haystack",
-                "default (hybrid)",
+                "default",
                 "best single mode",
                 BASELINE,
+                "previous default (paired bootstrap 95 % CI of default − previous)",
             ],
             &summary,
         );
@@ -349,6 +364,64 @@ fn print_tables(unit: Unit, haystack: &str, tallies: &BTreeMap<String, Tally>, m
     let mut header: Vec<&str> = vec!["mode", "R@1", "R@5", "R@10", "MRR"];
     header.extend(counts.iter().map(String::as_str));
     common::table(&header, &rows);
+}
+
+/// `(mode argument, tuning)` of a `QUALITY_MODES` entry: `default` (no mode argument),
+/// a mode name, or `hybrid:VEC:BM25:none` / `hybrid:VEC:BM25:WINDOW:WEIGHT`.
+fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
+    let p: Vec<&str> = name.split(':').collect();
+    if p.len() == 1 {
+        return Ok(((name != "default").then(|| name.to_owned()), None));
+    }
+    let num = |i: usize| -> Result<f64> {
+        p.get(i)
+            .with_context(|| format!("variant `{name}`: part {} missing", i + 1))?
+            .parse()
+            .with_context(|| format!("variant `{name}`: part {} is not a number", i + 1))
+    };
+    let context = if p.get(3) == Some(&"none") {
+        None
+    } else {
+        Some(memo_search::Around {
+            window: num(3)? as usize,
+            weight: num(4)?,
+        })
+    };
+    Ok((
+        Some(p[0].to_owned()),
+        Some(Tuning {
+            vec_weight: num(1)?,
+            bm25_weight: num(2)?,
+            context,
+        }),
+    ))
+}
+
+/// The 95 % interval of R@k(`b`) − R@k(`a`) over the same questions (in the same
+/// order), by 2,000 paired bootstrap resamples (a fixed-seed xorshift: runs repeat).
+fn paired_bootstrap(a: &Tally, b: &Tally, k: usize) -> (f64, f64) {
+    let hit = |r: &Option<usize>| f64::from(u8::from(r.is_some_and(|x| x <= k)));
+    let d: Vec<f64> = a
+        .ranks
+        .iter()
+        .zip(&b.ranks)
+        .map(|(x, y)| hit(&y.1) - hit(&x.1))
+        .collect();
+    if d.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut means: Vec<f64> = (0..2000)
+        .map(|_| (0..d.len()).map(|_| d[(next() % d.len() as u64) as usize]).sum::<f64>() / d.len() as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    (means[50], means[1949])
 }
 
 fn first_relevant(ids: &[String], relevant: &[String]) -> Option<usize> {

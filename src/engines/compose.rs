@@ -438,6 +438,9 @@ struct Item {
     score: f64,
     sources: Vec<String>,
     also: Vec<String>,
+    /// Per source row merged into this item: its source, rank, weight, RRF share and
+    /// the row's own `explain` when the source gave one (shown with `explain: true`).
+    why: Vec<Value>,
 }
 
 impl Item {
@@ -448,6 +451,7 @@ impl Item {
     fn absorb(&mut self, other: Item) {
         self.score += other.score;
         let cite = other.text("citation").to_owned();
+        self.why.extend(other.why);
         for s in other.sources {
             if !self.sources.contains(&s) {
                 self.sources.push(s);
@@ -544,6 +548,9 @@ impl Engine for Composed {
             .and_then(Value::as_u64)
             .and_then(|b| usize::try_from(b).ok())
             .unwrap_or(self.budget_default);
+        // `explain: true` (when the composed skill declares it): each item says which
+        // source rows it fused and with what share.
+        let explain = args.get("explain").and_then(Value::as_bool).unwrap_or(false);
         let mut notes: Vec<String> = Vec::new();
         let mut items: Vec<Item> = Vec::new();
         let mut calls = Vec::with_capacity(self.sources.len());
@@ -643,6 +650,13 @@ impl Engine for Composed {
                 };
                 #[allow(clippy::cast_precision_loss)] // ranks are small
                 let score = weight / (self.k + (rank + 1) as f64);
+                let mut why = json!({
+                    "source": source.label, "rank": rank + 1, "weight": weight,
+                    "rrf": (score * 1e6).round() / 1e6,
+                });
+                if let Some(e) = row.get("explain") {
+                    why["explain"] = e.clone();
+                }
                 items.push(Item {
                     fields,
                     source: source.label.clone(),
@@ -650,6 +664,7 @@ impl Engine for Composed {
                     score,
                     sources: vec![source.label.clone()],
                     also: Vec::new(),
+                    why: vec![why],
                 });
             }
         }
@@ -737,6 +752,9 @@ impl Engine for Composed {
             }
             obj.insert("score".into(), json!((item.score * 1e6).round() / 1e6));
             obj.insert("tokens".into(), json!(tokens(&line)));
+            if explain {
+                obj.insert("explain".into(), json!({"sources": item.why}));
+            }
             out_items.push(Value::Object(obj));
         }
         if dropped > 0 {
@@ -744,7 +762,7 @@ impl Engine for Composed {
                 "{dropped} more item(s) left out to stay within {budget} tokens"
             ));
         }
-        Ok(json!({
+        let mut out = json!({
             "pack": pack,
             "tokens": tokens(&pack),
             "max_tokens": budget,
@@ -752,7 +770,12 @@ impl Engine for Composed {
             "dropped": dropped,
             "items": out_items,
             "notes": notes,
-        }))
+        });
+        if explain {
+            out["explain"] = json!({"fusion": {"method": "rrf", "k": self.k,
+                "score": "Σ over the sources that returned the item of weight / (k + rank)"}});
+        }
+        Ok(out)
     }
 }
 
@@ -846,6 +869,7 @@ mod tests {
             score,
             sources: vec![cite.into()],
             also: Vec::new(),
+            why: Vec::new(),
         }
     }
 

@@ -27,12 +27,65 @@ use serde_json::{json, Value};
 use super::{Context, EngineError};
 use crate::search::words::{is_term, words};
 use crate::stores::conversations::embeddings::{role, Filter, UnitHit, UnitSpec};
-use crate::stores::conversations::index::{Hit, KeywordQuery, Query, Unavailable};
+use crate::search::postings::Spread;
+use crate::stores::conversations::index::{
+    Hit, KeywordHit, KeywordQuery, Neighbourhood, Query, Unavailable,
+};
 
 /// Hybrid's weight of the semantic leg (the keyword leg's is 1; see [`shares`]).
 pub const VEC_WEIGHT: f64 = 0.3;
 /// Hybrid's share of a literal (`ILIKE`) hit: half the best keyword match.
 pub const LITERAL_WEIGHT: f64 = 0.5;
+/// The keyword leg's neighbourhood: each message is scored with the messages around it
+/// in its conversation, so an answer that holds none of the question's words is found
+/// through the turn it answers (docs/performance.md, "Context-aware keyword leg").
+pub const CONTEXT: Neighbourhood = Neighbourhood {
+    window: 2,
+    spread: Spread::Document { weight: 0.5 },
+};
+/// The mode a call without `mode` gets: the best measured on LoCoMo.
+pub const DEFAULT_MODE: &str = "hybrid";
+
+/// The ranking parameters of hybrid mode, all in one place so the quality harness can
+/// measure variants ([`tune`]); [`Tuning::DEFAULT`] is what every call uses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// Weight of the semantic leg's share ([`VEC_WEIGHT`]).
+    pub vec_weight: f64,
+    /// The keyword leg's neighbourhood ([`CONTEXT`]); `None`: each message alone.
+    pub context: Option<Neighbourhood>,
+    /// Weight of a second keyword share: the message's own BM25 over the best own
+    /// BM25 (0: the context score alone ranks).
+    pub own_weight: f64,
+}
+
+impl Tuning {
+    /// The shipped parameters.
+    pub const DEFAULT: Self = Self {
+        vec_weight: VEC_WEIGHT,
+        context: Some(CONTEXT),
+        own_weight: 0.0,
+    };
+}
+
+static TUNING: std::sync::RwLock<Option<Tuning>> = std::sync::RwLock::new(None);
+
+/// Replaces [`Tuning::DEFAULT`] for every later call in this process (`None` restores
+/// it). For the quality harness (`benches/locomo_semantic.rs`) only.
+#[doc(hidden)]
+pub fn tune(t: Option<Tuning>) {
+    if let Ok(mut g) = TUNING.write() {
+        *g = t;
+    }
+}
+
+fn tuning() -> Tuning {
+    TUNING
+        .read()
+        .ok()
+        .and_then(|g| *g)
+        .unwrap_or(Tuning::DEFAULT)
+}
 
 /// The message every call without stored embeddings fails with.
 pub const UNAVAILABLE: &str = "embeddings unavailable — run `skills ingest`";
@@ -79,6 +132,9 @@ struct Row {
     keyword: bool,
     /// Keys (`message_id`) of the window's messages.
     window: Vec<String>,
+    /// Why the row ranks where it does: per leg that found it, its rank (1-based), raw
+    /// score and share of the fused score (`explain: true` shows it).
+    legs: serde_json::Map<String, Value>,
 }
 
 impl Row {
@@ -94,6 +150,7 @@ impl Row {
             semantic: false,
             literal,
             keyword: !literal,
+            legs: serde_json::Map::new(),
         }
     }
 }
@@ -130,7 +187,7 @@ impl super::Engine for SemanticSearch {
         let hybrid = match args
             .get("mode")
             .and_then(Value::as_str)
-            .unwrap_or("semantic")
+            .unwrap_or(DEFAULT_MODE)
         {
             "semantic" => false,
             "hybrid" => true,
@@ -192,15 +249,31 @@ impl super::Engine for SemanticSearch {
                 rows.push(row);
             }
         }
+        let tuning = tuning();
         if hybrid {
             let literal = literal_leg(ctx, query, limit, &filter, role_arg)?;
-            let keyword = keyword_leg(ctx, query, limit, &filter, role_arg);
-            let (semantic, literal, keyword) = shares(rows, literal, keyword);
+            let keyword = keyword_leg(ctx, query, limit, &filter, role_arg, tuning.context);
+            let (semantic, literal, keyword) = shares(rows, literal, keyword, &tuning);
             rows = fuse(semantic, literal, keyword, limit);
+        } else {
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.legs
+                    .insert("semantic".into(), json!({"rank": i + 1, "cosine": r.score}));
+            }
         }
+        let explain = args.get("explain").and_then(Value::as_bool).unwrap_or(false);
         let unit = embeddings.manifest().unit;
-        let out: Vec<Value> = rows.iter().map(row_json).collect();
-        Ok(json!({
+        let out: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let mut row = row_json(r);
+                if explain {
+                    row["explain"] = json!({"legs": r.legs});
+                }
+                row
+            })
+            .collect();
+        let mut result = json!({
             "query": query,
             "mode": if hybrid { "hybrid" } else { "semantic" },
             "limit": limit,
@@ -208,8 +281,39 @@ impl super::Engine for SemanticSearch {
             "model": embeddings.manifest().model,
             "unit": unit_json(unit),
             "rows": out,
-        }))
+        });
+        if explain {
+            result["explain"] = explain_json(hybrid, &tuning, query);
+        }
+        Ok(result)
     }
+}
+
+/// The call-wide part of `explain`: how the legs were fused and which query words the
+/// keyword leg scored.
+fn explain_json(hybrid: bool, tuning: &Tuning, query: &str) -> Value {
+    if !hybrid {
+        return json!({"method": "semantic", "score": "cosine of the query with the window's stored vector"});
+    }
+    let context = tuning.context.map(|c| {
+        let (spread, weight) = match c.spread {
+            Spread::Sum { weight } => ("sum", weight),
+            Spread::Document { weight } => ("document", weight),
+        };
+        json!({"window": c.window, "spread": spread, "weight": weight})
+    });
+    json!({
+        "method": "normalised",
+        "weights": {
+            "semantic": tuning.vec_weight,
+            "keyword": 1.0,
+            "keyword_own": tuning.own_weight,
+            "literal": LITERAL_WEIGHT,
+        },
+        "keyword_terms": query_terms(query),
+        "context": context,
+        "score": "Σ of the legs' shares: semantic weight × cosine / best cosine; keyword BM25 with neighbours / best; literal a fixed share",
+    })
 }
 
 fn unit_json(u: UnitSpec) -> Value {
@@ -360,6 +464,7 @@ fn best_message(
         literal: false,
         keyword: false,
         window: u.messages.iter().map(|m| m.message_id.clone()).collect(),
+        legs: serde_json::Map::new(),
     })
 }
 
@@ -486,17 +591,19 @@ fn query_terms(query: &str) -> Vec<String> {
 pub const KEYWORD_WORDS: usize = 16;
 
 /// The keyword leg: the conversations index's BM25 over its postings
-/// ([`index::Index::keyword`]) for [`query_terms`], every filter applied, best first,
-/// at most `4 × limit`. Empty when the search index is unavailable or predates
-/// postings (said once on stderr): this leg only refines the ranking, the literal leg
-/// and the semantic leg still answer.
+/// ([`index::Index::keyword_in_context`]) for [`query_terms`], each message scored with
+/// its `context` (none: alone), every filter applied, best first, at most `4 × limit`.
+/// Empty when the search index is unavailable or predates postings (said once on
+/// stderr): this leg only refines the ranking, the literal leg and the semantic leg
+/// still answer.
 fn keyword_leg(
     ctx: &Context,
     query: &str,
     limit: usize,
     filter: &Filter<'_>,
     role_arg: Option<&str>,
-) -> Vec<(f64, Hit)> {
+    context: Option<Neighbourhood>,
+) -> Vec<KeywordHit> {
     let terms = query_terms(query);
     if terms.is_empty() {
         return Vec::new();
@@ -515,7 +622,17 @@ fn keyword_leg(
         limit: 4 * limit,
         stop: ctx.cancel(),
     };
-    match index.keyword(&q) {
+    let found = match context {
+        Some(around) => index.keyword_in_context(&q, around),
+        None => index.keyword(&q).map(|o| {
+            o.map(|hits| {
+                hits.into_iter()
+                    .map(|(score, hit)| KeywordHit { score, own: score, hit })
+                    .collect()
+            })
+        }),
+    };
+    match found {
         Ok(Some(hits)) => hits,
         Ok(None) => {
             super::note_once(
@@ -529,34 +646,55 @@ fn keyword_leg(
     }
 }
 
-/// A word leg's hit with its share of the fused score.
-type Scored = (f64, Hit);
+/// A word leg's hit with its share of the fused score and its explanation.
+type Scored = (f64, Hit, Value);
 
 /// Each leg's share of a hybrid score (score-normalised fusion, as memo-search's
-/// hybrid): a semantic row adds [`VEC_WEIGHT`] × its cosine (clamped at 0) over the
-/// best row's, a keyword hit its BM25 score over the best hit's (weight 1), a literal
-/// hit [`LITERAL_WEIGHT`]. Chosen on the LoCoMo dev half over RRF (k = 60), which
-/// ranked below the keyword leg alone (docs/performance.md, "semantic_search").
+/// hybrid): a semantic row adds `vec_weight` × its cosine (clamped at 0) over the
+/// best row's, a keyword hit its BM25 score (with its neighbours) over the best hit's
+/// (weight 1) plus `own_weight` × its own BM25 over the best own, a literal hit
+/// [`LITERAL_WEIGHT`]. Chosen on the LoCoMo dev half over RRF (k = 60), which ranked
+/// below the keyword leg alone (docs/performance.md, "semantic_search").
 fn shares(
     mut semantic: Vec<Row>,
     literal: Vec<Hit>,
-    keyword: Vec<(f64, Hit)>,
+    keyword: Vec<KeywordHit>,
+    tuning: &Tuning,
 ) -> (Vec<Row>, Vec<Scored>, Vec<Scored>) {
     let best = |scores: &mut dyn Iterator<Item = f64>| scores.fold(0.0, f64::max);
     let best_cos = best(&mut semantic.iter().map(|r| r.score));
-    for r in &mut semantic {
+    for (i, r) in semantic.iter_mut().enumerate() {
+        let cosine = r.score;
         r.score = if best_cos > 0.0 {
-            VEC_WEIGHT * r.score.max(0.0) / best_cos
+            tuning.vec_weight * r.score.max(0.0) / best_cos
         } else {
             0.0
         };
+        r.legs.insert(
+            "semantic".into(),
+            json!({"rank": i + 1, "cosine": cosine, "share": r.score}),
+        );
     }
-    let best_bm25 = best(&mut keyword.iter().map(|k| k.0));
+    let best_bm25 = best(&mut keyword.iter().map(|k| k.score));
+    let best_own = best(&mut keyword.iter().map(|k| k.own));
+    let over = |x: f64, best: f64| if best > 0.0 { x / best } else { 0.0 };
     let keyword = keyword
         .into_iter()
-        .map(|(s, h)| (if best_bm25 > 0.0 { s / best_bm25 } else { 0.0 }, h))
+        .enumerate()
+        .map(|(i, k)| {
+            let share = over(k.score, best_bm25) + tuning.own_weight * over(k.own, best_own);
+            let why = json!({
+                "rank": i + 1, "bm25": k.score, "own": k.own,
+                "neighbours": k.score - k.own, "share": share,
+            });
+            (share, k.hit, why)
+        })
         .collect();
-    let literal = literal.into_iter().map(|h| (LITERAL_WEIGHT, h)).collect();
+    let literal = literal
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| (LITERAL_WEIGHT, h, json!({"rank": i + 1, "share": LITERAL_WEIGHT})))
+        .collect();
     (semantic, literal, keyword)
 }
 
@@ -565,14 +703,9 @@ fn shares(
 /// when the fused top `limit` would leave one out, it takes the place of the lowest
 /// row that is not literal. Best first (ties: the semantic order, then the literal
 /// order, then the keyword order).
-fn fuse(
-    semantic: Vec<Row>,
-    literal: Vec<(f64, Hit)>,
-    keyword: Vec<(f64, Hit)>,
-    limit: usize,
-) -> Vec<Row> {
+fn fuse(semantic: Vec<Row>, literal: Vec<Scored>, keyword: Vec<Scored>, limit: usize) -> Vec<Row> {
     let mut rows = semantic;
-    for (share, hit) in literal {
+    for (share, hit, why) in literal {
         let within = rows.iter().position(|r| {
             r.semantic
                 && r.hit.source == hit.source
@@ -585,13 +718,18 @@ fn fuse(
                 r.score += share;
                 r.literal = true;
                 r.hit = hit;
+                r.legs.insert("literal".into(), why);
             }
-            _ => rows.push(Row::lone(hit, share, true)),
+            _ => {
+                let mut r = Row::lone(hit, share, true);
+                r.legs.insert("literal".into(), why);
+                rows.push(r);
+            }
         }
     }
     // The keyword leg adds its share to the row holding its message (a semantic
     // window containing it, or the literal row of it), else a row of its own.
-    for (share, hit) in keyword {
+    for (share, hit, why) in keyword {
         let within = rows.iter().position(|r| {
             r.hit.source == hit.source
                 && r.hit.conversation_id == hit.conversation_id
@@ -601,9 +739,14 @@ fn fuse(
             Some(at) if !rows[at].keyword => {
                 rows[at].score += share;
                 rows[at].keyword = true;
+                rows[at].legs.insert("keyword".into(), why);
             }
             Some(_) => {}
-            None => rows.push(Row::lone(hit, share, false)),
+            None => {
+                let mut r = Row::lone(hit, share, false);
+                r.legs.insert("keyword".into(), why);
+                rows.push(r);
+            }
         }
     }
     let mut order: Vec<usize> = (0..rows.len()).collect();
@@ -642,7 +785,15 @@ mod tests {
         keyword: Vec<(f64, Hit)>,
         limit: usize,
     ) -> Vec<Row> {
-        let (s, l, k) = shares(semantic, literal, keyword);
+        let keyword = keyword
+            .into_iter()
+            .map(|(score, hit)| KeywordHit {
+                score,
+                own: score,
+                hit,
+            })
+            .collect();
+        let (s, l, k) = shares(semantic, literal, keyword, &Tuning::DEFAULT);
         fuse(s, l, k, limit)
     }
 
@@ -656,6 +807,7 @@ mod tests {
             literal: false,
             keyword: false,
             window: window.iter().map(|s| (*s).to_owned()).collect(),
+            legs: serde_json::Map::new(),
         }
     }
 

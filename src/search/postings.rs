@@ -361,45 +361,208 @@ pub fn top_rows(
     if k == 0 {
         return Ok(Vec::new());
     }
-    // Dense accumulators: a query's common words touch up to every row, and an
-    // array beats a hash map there; untouched pages of the zeroed allocation cost
-    // nothing.
-    let mut scores = vec![0f64; postings.rows()];
-    let mut touched: Vec<u32> = Vec::new();
-    for &(list, idf) in lists {
-        // A zero score marks an untouched row, so only positive idfs may add.
-        if !(idf > 0.0 && idf.is_finite()) {
+    let acc = Accumulated::of(postings, lists, avg_length, false)?;
+    let ranked: Vec<(f64, usize)> = acc
+        .touched
+        .iter()
+        .map(|&r| r as usize)
+        .filter(|&r| accept(r))
+        .map(|r| (acc.scores[r], r))
+        .collect();
+    Ok(best_k(ranked, k, |x| x.0, |x| x.1))
+}
+
+/// How a row's neighbours (the messages around it in its conversation) count in its
+/// keyword score ([`top_rows_in_context`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Spread {
+    /// The row's own BM25 plus `weight` × the sum of its neighbours' own BM25 scores.
+    Sum {
+        /// Weight of each neighbour's score (0: the row alone).
+        weight: f64,
+    },
+    /// BM25 of one context document per row: its own words plus `weight` × each
+    /// neighbour's (term counts and lengths), scored against a mean length of
+    /// `(1 + weight · neighbours) ×` the rows' mean (1: plain concatenation).
+    Document {
+        /// Weight of a neighbour's words in the document (0: the row alone).
+        weight: f64,
+    },
+}
+
+/// A row scored in context by [`top_rows_in_context`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContextScore {
+    /// The ranking score: the row's BM25 with its neighbours ([`Spread`]).
+    pub score: f64,
+    /// The row's own BM25 (0 when only its neighbours hold query terms).
+    pub own: f64,
+    /// The row.
+    pub row: usize,
+}
+
+/// As [`top_rows`], with each row scored together with its neighbours: `neighbours(row,
+/// out)` pushes the rows around `row` (same conversation, up to a window each side) onto
+/// `out`. A row that holds no query term but sits next to rows that do is ranked too
+/// (it must still pass `accept`; neighbours count whether they pass it or not). Best
+/// first, ties in ascending row order.
+///
+/// # Errors
+/// [`Corrupt`] when a list is damaged or holds a row `postings` has no length for.
+pub fn top_rows_in_context(
+    postings: &Postings<'_>,
+    lists: &[(List<'_>, f64)],
+    avg_length: f64,
+    k: usize,
+    spread: Spread,
+    mut neighbours: impl FnMut(usize, &mut Vec<usize>),
+    mut accept: impl FnMut(usize) -> bool,
+) -> Result<Vec<ContextScore>, Corrupt> {
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let document = matches!(spread, Spread::Document { .. });
+    let acc = Accumulated::of(postings, lists, avg_length, document)?;
+    // Candidates: every touched row and every neighbour of one.
+    let mut around: Vec<usize> = Vec::new();
+    let mut seen = vec![0u64; postings.rows().div_ceil(64)];
+    let mut candidates: Vec<usize> = Vec::with_capacity(acc.touched.len() * 3);
+    let mut add = |r: usize, candidates: &mut Vec<usize>| {
+        if let Some(w) = seen.get_mut(r / 64) {
+            if *w & (1 << (r % 64)) == 0 {
+                *w |= 1 << (r % 64);
+                candidates.push(r);
+            }
+        }
+    };
+    for &t in &acc.touched {
+        let t = t as usize;
+        add(t, &mut candidates);
+        around.clear();
+        neighbours(t, &mut around);
+        for &n in &around {
+            add(n, &mut candidates);
+        }
+    }
+    let mut scored = Vec::with_capacity(candidates.len());
+    for r in candidates {
+        if !accept(r) {
             continue;
         }
-        let mut bad = false;
-        list.for_each(|row, tf| {
-            let Some(&len) = postings.lengths.get(row) else {
-                bad = true;
-                return;
-            };
-            if scores[row] == 0.0 {
-                #[allow(clippy::cast_possible_truncation)] // rows ≤ u32::MAX when built
-                touched.push(row as u32);
+        around.clear();
+        neighbours(r, &mut around);
+        let own = acc.scores.get(r).copied().unwrap_or(0.0);
+        let score = match spread {
+            Spread::Sum { weight } => {
+                own + weight
+                    * around
+                        .iter()
+                        .map(|&n| acc.scores.get(n).copied().unwrap_or(0.0))
+                        .sum::<f64>()
             }
-            scores[row] += term_score(idf, tf, len, avg_length);
-        })?;
-        if bad {
-            return Err(Corrupt);
+            Spread::Document { weight } => acc.document_score(postings, lists, r, &around, weight, avg_length)?,
+        };
+        if score > 0.0 {
+            scored.push(ContextScore { score, own, row: r });
         }
     }
-    let mut ranked: Vec<(f64, usize)> = touched
-        .into_iter()
-        .map(|r| r as usize)
-        .filter(|&r| accept(r))
-        .map(|r| (scores[r], r))
-        .collect();
-    let better = |a: &(f64, usize), b: &(f64, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    if ranked.len() > k {
-        ranked.select_nth_unstable_by(k - 1, better);
-        ranked.truncate(k);
+    Ok(best_k(scored, k, |x| x.score, |x| x.row))
+}
+
+/// The `k` best of `items` by `score` (descending), ties by `row` (ascending), sorted.
+fn best_k<T>(mut items: Vec<T>, k: usize, score: impl Fn(&T) -> f64, row: impl Fn(&T) -> usize) -> Vec<T> {
+    let better = |a: &T, b: &T| score(b).total_cmp(&score(a)).then(row(a).cmp(&row(b)));
+    if items.len() > k {
+        items.select_nth_unstable_by(k - 1, better);
+        items.truncate(k);
     }
-    ranked.sort_unstable_by(better);
-    Ok(ranked)
+    items.sort_unstable_by(better);
+    items
+}
+
+/// Per-row BM25 sums of one segment for a query (term at a time), with the rows
+/// touched and, when asked, each touched row's term counts.
+struct Accumulated {
+    /// Own BM25 per row (0 for rows no term touches).
+    scores: Vec<f64>,
+    /// Rows with a positive score, in the order first touched.
+    touched: Vec<u32>,
+    /// Per row: `(term index in lists, tf)`, for [`Spread::Document`] only.
+    counts: HashMap<usize, Vec<(usize, u32)>>,
+}
+
+impl Accumulated {
+    fn of(postings: &Postings<'_>, lists: &[(List<'_>, f64)], avg_length: f64, counts: bool) -> Result<Self, Corrupt> {
+        // Dense accumulators: a query's common words touch up to every row, and an
+        // array beats a hash map there; untouched pages of the zeroed allocation cost
+        // nothing.
+        let mut acc = Self {
+            scores: vec![0f64; postings.rows()],
+            touched: Vec::new(),
+            counts: HashMap::new(),
+        };
+        for (ti, &(list, idf)) in lists.iter().enumerate() {
+            // A zero score marks an untouched row, so only positive idfs may add.
+            if !(idf > 0.0 && idf.is_finite()) {
+                continue;
+            }
+            let mut bad = false;
+            list.for_each(|row, tf| {
+                let Some(&len) = postings.lengths.get(row) else {
+                    bad = true;
+                    return;
+                };
+                if acc.scores[row] == 0.0 {
+                    #[allow(clippy::cast_possible_truncation)] // rows ≤ u32::MAX when built
+                    acc.touched.push(row as u32);
+                }
+                acc.scores[row] += term_score(idf, tf, len, avg_length);
+                if counts {
+                    acc.counts.entry(row).or_default().push((ti, tf));
+                }
+            })?;
+            if bad {
+                return Err(Corrupt);
+            }
+        }
+        Ok(acc)
+    }
+
+    /// BM25 of row `r`'s context document ([`Spread::Document`]).
+    fn document_score(
+        &self,
+        postings: &Postings<'_>,
+        lists: &[(List<'_>, f64)],
+        r: usize,
+        around: &[usize],
+        weight: f64,
+        avg_length: f64,
+    ) -> Result<f64, Corrupt> {
+        let mut tf = vec![0f64; lists.len()];
+        let mut len = f64::from(*postings.lengths.get(r).ok_or(Corrupt)?);
+        if let Some(c) = self.counts.get(&r) {
+            for &(t, n) in c {
+                tf[t] += f64::from(n);
+            }
+        }
+        for &n in around {
+            len += weight * f64::from(*postings.lengths.get(n).ok_or(Corrupt)?);
+            if let Some(c) = self.counts.get(&n) {
+                for &(t, k) in c {
+                    tf[t] += weight * f64::from(k);
+                }
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let avg = avg_length * (1.0 + weight * around.len() as f64);
+        let norm = K1 * (1.0 - B + B * len / avg);
+        Ok(lists
+            .iter()
+            .zip(&tf)
+            .filter(|(_, &f)| f > 0.0)
+            .map(|((_, idf), &f)| idf * f * (K1 + 1.0) / (f + norm))
+            .sum())
+    }
 }
 
 #[cfg(test)]
@@ -477,5 +640,65 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Rows 0–3 are one conversation in order, row 4 another.
+    fn neighbours_of(row: usize, out: &mut Vec<usize>) {
+        if row < 4 {
+            out.extend([row.checked_sub(1), Some(row + 1).filter(|&n| n < 4)].into_iter().flatten());
+        }
+    }
+
+    #[test]
+    fn a_row_without_the_words_is_found_through_its_neighbour_and_scores_add_up() {
+        let rows = [
+            "Where did you go hiking last summer?",
+            "Yes, twice, with my sister!",
+            "nice weather here",
+            "unrelated",
+            "hiking boots for sale, summer hiking",
+        ];
+        let (text, offsets) = texts_of(&rows);
+        let built = build(&Texts {
+            text: &text,
+            offsets: &offsets,
+        })
+        .unwrap();
+        let p = Postings::of(&built);
+        let avg = p.total_length as f64 / p.rows() as f64;
+        let lists: Vec<(List<'_>, f64)> = ["hiking", "summer"]
+            .iter()
+            .map(|t| {
+                let l = p.list(t).unwrap().unwrap();
+                (l, idf(5, u64::from(l.df)))
+            })
+            .collect();
+        let plain = top_rows(&p, &lists, avg, 10, |_| true).unwrap();
+        let plain_rows: Vec<usize> = plain.iter().map(|x| x.1).collect();
+        assert!(!plain_rows.contains(&1), "row 1 holds no query word: {plain:?}");
+        let spread = Spread::Sum { weight: 0.5 };
+        let ctx = top_rows_in_context(&p, &lists, avg, 10, spread, neighbours_of, |_| true).unwrap();
+        let own = |r: usize| plain.iter().find(|x| x.1 == r).map_or(0.0, |x| x.0);
+        let got = |r: usize| ctx.iter().find(|c| c.row == r).copied().unwrap();
+        // Row 1: nothing of its own, half of row 0's score.
+        assert_eq!(got(1).own, 0.0);
+        assert!((got(1).score - 0.5 * own(0)).abs() < 1e-12, "{ctx:?}");
+        // Row 0: its own plus half of row 1's (0); row 4 has no neighbours.
+        assert!((got(0).score - own(0)).abs() < 1e-12);
+        assert!((got(4).score - own(4)).abs() < 1e-12);
+        // Row 2 is next to row 1 (no words) and row 3 (no words): not ranked.
+        assert!(ctx.iter().all(|c| c.row != 2 && c.row != 3), "{ctx:?}");
+        // Best first, and `accept` decides what is returned, not what counts.
+        assert!(ctx.windows(2).all(|w| w[0].score >= w[1].score));
+        let only_1 = top_rows_in_context(&p, &lists, avg, 10, spread, neighbours_of, |r| r == 1).unwrap();
+        assert_eq!(only_1.len(), 1);
+        assert_eq!(only_1[0], got(1));
+        // Weight 0 is the row alone.
+        let alone = top_rows_in_context(&p, &lists, avg, 10, Spread::Sum { weight: 0.0 }, neighbours_of, |_| true).unwrap();
+        let alone: Vec<(f64, usize)> = alone.iter().map(|c| (c.score, c.row)).collect();
+        assert_eq!(alone, plain);
+        // A document of the row and its neighbours at weight 1 holds both words for row 1.
+        let doc = top_rows_in_context(&p, &lists, avg, 10, Spread::Document { weight: 1.0 }, neighbours_of, |_| true).unwrap();
+        assert!(doc.iter().any(|c| c.row == 1 && c.score > 0.0), "{doc:?}");
     }
 }

@@ -33,6 +33,7 @@
 //!
 //! Kept in one file (816 lines): every writer of the memories schema in one place, so its invariants live once.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -609,6 +610,75 @@ pub struct SearchIndex {
     /// Newest `memories_changes.seq` this snapshot holds (`None`: the store has no
     /// change log, so a change means a whole reload).
     changes: Option<i64>,
+    /// Per row: its sequence ([`SearchIndex::neighbours`]) and `created`.
+    sequence: Vec<(Option<Box<str>>, Box<str>)>,
+    /// Each row's neighbours in its sequence, built on first use.
+    neighbours: OnceLock<Neighbours>,
+}
+
+/// The memories around each memory in its sequence: the memories linked to the same
+/// conversation (`memory_links` rel `conversation`), else imported from the same file
+/// (the `origin` path, a JSON Lines memory's `#L<n>` left out), ordered by `created`
+/// then rowid (file order). Two memories more than [`SESSION_GAP_SECS`] apart are not
+/// neighbours (a session boundary: on LoCoMo, a memory per session scored with the
+/// sessions before and after it ranked lower, docs/performance.md). Memories in no
+/// sequence have no neighbours.
+#[derive(Debug, Default)]
+pub struct Neighbours {
+    /// Per row: the previous and the next row of its sequence ([`NONE`](Self::NONE) when
+    /// none).
+    links: Vec<[u32; 2]>,
+}
+
+/// Largest time between two memories of one sequence that are still neighbours
+/// ([`Neighbours`]): six hours.
+pub const SESSION_GAP_SECS: i64 = 6 * 3600;
+
+impl Neighbours {
+    /// No neighbour.
+    pub const NONE: u32 = u32::MAX;
+
+    fn build(sequence: &[(Option<Box<str>>, Box<str>)]) -> Self {
+        let mut groups: HashMap<&str, Vec<u32>> = HashMap::new();
+        for (i, (seq, _)) in sequence.iter().enumerate() {
+            if let Some(seq) = seq {
+                groups
+                    .entry(seq)
+                    .or_default()
+                    .push(u32::try_from(i).unwrap_or(u32::MAX));
+            }
+        }
+        let mut links = vec![[Self::NONE; 2]; sequence.len()];
+        for rows in groups.values_mut() {
+            // Rows are in rowid order already; a stable sort by `created` keeps it on ties.
+            rows.sort_by(|&a, &b| sequence[a as usize].1.cmp(&sequence[b as usize].1));
+            let at = |r: u32| parse_time(&sequence[r as usize].1).timestamp();
+            for w in rows.windows(2) {
+                if (at(w[1]) - at(w[0])).abs() <= SESSION_GAP_SECS {
+                    links[w[0] as usize][1] = w[1];
+                    links[w[1] as usize][0] = w[0];
+                }
+            }
+        }
+        Self { links }
+    }
+
+    /// Pushes onto `out` up to `window` rows on each side of `row` in its sequence,
+    /// nearest first, skipping none.
+    pub fn around(&self, row: usize, window: usize, out: &mut Vec<usize>) {
+        for side in 0..2 {
+            let mut at = row;
+            for _ in 0..window {
+                match self.links.get(at).map(|l| l[side]) {
+                    Some(n) if n != Self::NONE => {
+                        at = n as usize;
+                        out.push(at);
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
 }
 
 /// Most new memories [`SearchIndex::refresh`] appends; more mean a whole reload.
@@ -652,6 +722,8 @@ impl SearchIndex {
             vocab: OnceLock::new(),
             fts: OnceLock::new(),
             changes,
+            sequence: Vec::new(),
+            neighbours: OnceLock::new(),
         };
         let mut vectors = VectorMatrixBuilder::default();
         index.read_rows(conn, "", &mut |row, v| vectors.push(row, v))?;
@@ -672,9 +744,19 @@ impl SearchIndex {
         vector_of: &mut dyn FnMut(u32, &[f32]),
     ) -> Result<(), rusqlite::Error> {
         let dim = self.dim;
+        // The sequence ([`Neighbours`]): the linked conversation, else the origin file.
+        let conversation = if has_links_table(conn)? {
+            "(SELECT 'conversation:' || l.target FROM memory_links l \
+              WHERE l.id = memories.id AND l.rel = 'conversation' LIMIT 1)"
+        } else {
+            "NULL"
+        };
         let mut stmt = conn.prepare(&format!(
             "SELECT rowid, id, type, updated, files_read, files_modified, \
-             CASE WHEN embedding IS NOT NULL AND embedding_model = ?1 THEN embedding END \
+             CASE WHEN embedding IS NOT NULL AND embedding_model = ?1 THEN embedding END, \
+             created, coalesce({conversation}, \
+               CASE WHEN instr(origin, '#L') > 0 THEN 'file:' || substr(origin, 1, instr(origin, '#L') - 1) \
+                    WHEN instr(origin, '/') > 0 OR instr(origin, '\\') > 0 THEN 'file:' || origin END) \
              FROM memories {filter} ORDER BY rowid"
         ))?;
         let mut vector: Vec<f32> = Vec::new();
@@ -711,6 +793,10 @@ impl SearchIndex {
                 updated: r.get(3)?,
                 files,
             });
+            self.sequence.push((
+                r.get::<_, Option<String>>(8)?.map(String::into_boxed_str),
+                r.get::<_, String>(7)?.into_boxed_str(),
+            ));
         }
         Ok(())
     }
@@ -800,6 +886,7 @@ impl SearchIndex {
             Ok(set) => set,
             Err(e) => {
                 self.rows.truncate(before.0);
+                self.sequence.truncate(before.0);
                 self.embedded_rows = before.1;
                 return Err(e);
             }
@@ -822,6 +909,7 @@ impl SearchIndex {
                 }
             }
             self.vocab = OnceLock::new();
+            self.neighbours = OnceLock::new();
             self.fts = match (self.fts.take(), fts_added) {
                 (Some(Ok(base)), Some(Ok((more, n_rows, n_tokens))))
                     if more.rows() == self.rows.len() - first_new =>
@@ -892,6 +980,12 @@ impl SearchIndex {
     /// Every memory, in rowid order.
     pub fn rows(&self) -> &[RowMeta] {
         &self.rows
+    }
+
+    /// Each row's neighbours in its sequence ([`Neighbours`]), built on first use.
+    pub fn neighbours(&self) -> &Neighbours {
+        self.neighbours
+            .get_or_init(|| Neighbours::build(&self.sequence))
     }
 
     /// The rows' metadata laid out for filters, built on first use (~40 ms at 100k).

@@ -83,6 +83,65 @@ pub const DEFAULT_BODY_CHARS: i64 = 280;
 pub const BM25_WEIGHT: f64 = 1.0;
 /// Hybrid's weight of the vec leg (see `Fusion`).
 pub const VEC_WEIGHT: f64 = 0.3;
+/// Hybrid's bm25 leg scores each memory with its neighbours in its sequence (the
+/// memories of one conversation or one imported file, in time order: [`Neighbours`]):
+/// its own BM25 plus [`CONTEXT`]`.weight` × theirs, up to `window` on each side
+/// (docs/performance.md, "Context-aware keyword leg").
+///
+/// [`Neighbours`]: crate::stores::memories::Neighbours
+pub const CONTEXT: Around = Around {
+    window: 2,
+    weight: 0.5,
+};
+
+/// How the bm25 leg of hybrid counts a memory's neighbours ([`CONTEXT`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Around {
+    /// Memories on each side that count.
+    pub window: usize,
+    /// Weight of each neighbour's BM25 (0: the memory alone).
+    pub weight: f64,
+}
+
+/// The ranking parameters of hybrid mode in one place, so the quality harness can
+/// measure variants ([`tune`]); [`Tuning::DEFAULT`] is what every call uses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// Weight of the vec leg's normalised score ([`VEC_WEIGHT`]).
+    pub vec_weight: f64,
+    /// Weight of the bm25 leg's normalised score ([`BM25_WEIGHT`]).
+    pub bm25_weight: f64,
+    /// The bm25 leg's neighbours ([`CONTEXT`]); `None`: each memory alone.
+    pub context: Option<Around>,
+}
+
+impl Tuning {
+    /// The shipped parameters.
+    pub const DEFAULT: Self = Self {
+        vec_weight: VEC_WEIGHT,
+        bm25_weight: BM25_WEIGHT,
+        context: Some(CONTEXT),
+    };
+}
+
+static TUNING: std::sync::RwLock<Option<Tuning>> = std::sync::RwLock::new(None);
+
+/// Replaces [`Tuning::DEFAULT`] for every later call in this process (`None` restores
+/// it). For the quality harness (`benches/quality.rs`) only.
+#[doc(hidden)]
+pub fn tune(t: Option<Tuning>) {
+    if let Ok(mut g) = TUNING.write() {
+        *g = t;
+    }
+}
+
+fn tuning() -> Tuning {
+    TUNING
+        .read()
+        .ok()
+        .and_then(|g| *g)
+        .unwrap_or(Tuning::DEFAULT)
+}
 /// Most distinct query words searched (FTS5 expressions stay small).
 pub const MAX_TOKENS: usize = 64;
 /// Most vocabulary terms one fuzzy token expands to (closest first).
@@ -539,7 +598,11 @@ fn rank(
                 )),
             }
             stopped(req)?;
-            legs.push(("bm25", leg.bm25(&tokens, n, &mut trace).map_err(map_err)?));
+            let bm25 = match tuning().context {
+                Some(around) => leg.bm25_in_context(&tokens, n, around, &mut trace),
+                None => leg.bm25(&tokens, n, &mut trace),
+            };
+            legs.push(("bm25", bm25.map_err(map_err)?));
         }
     }
     stopped(req)?;
@@ -840,6 +903,74 @@ impl Leg<'_> {
         self.any_term("bm25", &query, [5, 3, 1], n, trace)
     }
 
+    /// The bm25 leg with each memory scored together with its neighbours ([`CONTEXT`]):
+    /// every row any content word matches is scored (−bm25, > 0), then each row
+    /// holding a word or next to one that does scores its own plus `around.weight` ×
+    /// its neighbours' (they count whether the filters keep them or not); the `n` best
+    /// rows the filters keep, as `(rowid, score)`. Ties as [`Leg::top`].
+    fn bm25_in_context(
+        &self,
+        tokens: &[String],
+        n: usize,
+        around: Around,
+        trace: &mut Vec<Value>,
+    ) -> Result<Ranked, rusqlite::Error> {
+        let query = TermQuery::tokens(&content_tokens(tokens));
+        let weights = [5, 3, 1];
+        let matches = match self.scorer {
+            Scorer::Fast => self
+                .index
+                .fts(self.conn)?
+                .map(|fts| fts.query(&query.groups, weights)),
+            Scorer::Reference => None,
+        };
+        let or = query.expr(false);
+        let scored = self.every_score(&or, matches.as_ref(), weights)?;
+        let meta = self.index.rows();
+        let mut own = vec![0f64; meta.len()];
+        for &(i, s) in &scored {
+            own[i] = s;
+        }
+        let neighbours = self.index.neighbours();
+        let mask = self.filter.mask(self.index);
+        let mut seen = vec![false; meta.len()];
+        let mut near: Vec<usize> = Vec::new();
+        let mut hits = TopN::new(n, |a: &(f64, usize), b: &(f64, usize)| {
+            a.0.partial_cmp(&b.0)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| meta[b.1].updated.cmp(&meta[a.1].updated))
+                .then_with(|| meta[a.1].id.cmp(&meta[b.1].id))
+        });
+        let mut candidates = 0usize;
+        for &(t, _) in &scored {
+            near.clear();
+            near.push(t);
+            neighbours.around(t, around.window, &mut near);
+            for c in near.clone() {
+                if std::mem::replace(&mut seen[c], true) || !mask.is_none_or(|m| m[c]) {
+                    continue;
+                }
+                candidates += 1;
+                let mut ctx = Vec::new();
+                neighbours.around(c, around.window, &mut ctx);
+                let score = own[c] + around.weight * ctx.iter().map(|&j| own[j]).sum::<f64>();
+                if score > 0.0 {
+                    hits.push((-score, c));
+                }
+            }
+        }
+        let ranked: Ranked = hits
+            .into_sorted()
+            .into_iter()
+            .map(|(s, i)| (meta[i].rowid, -s))
+            .collect();
+        trace.push(json!({
+            "stage": "leg", "leg": "bm25", "fts_query": or, "candidates": ranked.len(),
+            "context": {"window": around.window, "weight": around.weight, "matched": scored.len(), "scored": candidates},
+        }));
+        Ok(ranked)
+    }
+
     fn exact(
         &self,
         tokens: &[String],
@@ -936,6 +1067,47 @@ impl Leg<'_> {
             json!({"stage": "leg", "leg": leg, "fts_query": and, "candidates": ranked.len()}),
         );
         Ok(ranked)
+    }
+
+    /// Every row that `expr` (the OR form of the query) matches, filters not applied:
+    /// `(row, −bm25)`. From `matches` when the in-memory scorer produced them, else
+    /// from SQLite.
+    fn every_score(
+        &self,
+        expr: &str,
+        matches: Option<&Matches>,
+        weights: [u32; 3],
+    ) -> Result<Vec<(usize, f64)>, rusqlite::Error> {
+        let mut out = Vec::new();
+        if let Some(matches) = matches {
+            matches.any_group(&self.filter.stop, |i, bm25| out.push((i, -bm25)));
+            return Ok(out);
+        }
+        let [w0, w1, w2] = weights;
+        let sql = format!(
+            "SELECT rowid, bm25(memories_fts, {w0}, {w1}, {w2}) FROM memories_fts WHERE memories_fts MATCH ?1"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let handle = self.conn.get_interrupt_handle();
+        let _interrupt = self.filter.stop.on_stop(move || handle.interrupt());
+        let mut rows = stmt.query([expr])?;
+        let mut seen = 0usize;
+        loop {
+            if seen.is_multiple_of(STOP_CHECK_ROWS) && self.filter.stop.is_stopped() {
+                break;
+            }
+            seen += 1;
+            let r = match rows.next() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(_) if self.filter.stop.is_stopped() => break,
+                Err(e) => return Err(e),
+            };
+            if let Some(i) = self.index.position(r.get(0)?) {
+                out.push((i, -r.get::<_, f64>(1)?));
+            }
+        }
+        Ok(out)
     }
 
     /// The `n` best rows that `expr` matches (`every`: the AND form of the query) and
@@ -1102,8 +1274,8 @@ impl Fusion {
 
     fn weight(self, leg: &str) -> f64 {
         match leg {
-            "vec" => VEC_WEIGHT,
-            "bm25" => BM25_WEIGHT,
+            "vec" => tuning().vec_weight,
+            "bm25" => tuning().bm25_weight,
             _ => 0.0,
         }
     }
@@ -1168,7 +1340,7 @@ fn fuse(
                 .then_with(|| best_rank(a).cmp(&best_rank(b)))
                 .then_with(|| first_seen.get(&a.rowid).cmp(&first_seen.get(&b.rowid)))
         });
-        trace.push(json!({"stage": "fuse", "method": "normalised", "weights": {"vec": VEC_WEIGHT, "bm25": BM25_WEIGHT}, "candidates": candidates}));
+        trace.push(json!({"stage": "fuse", "method": "normalised", "weights": {"vec": fusion.weight("vec"), "bm25": fusion.weight("bm25")}, "candidates": candidates}));
     }
     fused.truncate(limit);
     fused

@@ -435,6 +435,30 @@ pub struct KeywordQuery<'a> {
     pub stop: &'a Cancel,
 }
 
+/// How [`Index::keyword_in_context`] scores a row with the messages around it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Neighbourhood {
+    /// Messages on each side of a row (same conversation) that count with it.
+    pub window: usize,
+    /// How their words count ([`postings::Spread`]).
+    pub spread: postings::Spread,
+}
+
+/// Rows looked at on each side of a row for its [`Neighbourhood`]: past this many rows
+/// of other conversations (interleaved in time), a neighbour is not searched further.
+pub const NEIGHBOUR_GAP: usize = 64;
+
+/// One row found by [`Index::keyword_in_context`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeywordHit {
+    /// The ranking score: BM25 of the row with its neighbours (> 0).
+    pub score: f64,
+    /// The row's own BM25 (0 when only its neighbours hold the words).
+    pub own: f64,
+    /// The row.
+    pub hit: Hit,
+}
+
 impl Index {
     /// True when every segment holds BM25 postings (version 2 files); an index with
     /// version 1 segments answers [`Index::keyword`] with `None` until the next ingest
@@ -452,6 +476,34 @@ impl Index {
     /// # Errors
     /// [`Corrupt`] when a segment is damaged.
     pub fn keyword(&self, q: &KeywordQuery<'_>) -> Result<Option<Vec<(f64, Hit)>>, Corrupt> {
+        Ok(self
+            .ranked(q, None)?
+            .map(|hits| hits.into_iter().map(|k| (k.score, k.hit)).collect()))
+    }
+
+    /// As [`Index::keyword`], each row scored with the messages around it
+    /// ([`Neighbourhood`]): up to `window` live, non-injected rows of the same
+    /// conversation on each side, nearest in time first (rows are in time order inside
+    /// a segment, and a conversation's live rows all sit in one segment). A message
+    /// that holds none of the words but answers one that does ("Yes, twice last
+    /// summer!") is found this way. Filters apply to the returned row, not to its
+    /// neighbours.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn keyword_in_context(
+        &self,
+        q: &KeywordQuery<'_>,
+        around: Neighbourhood,
+    ) -> Result<Option<Vec<KeywordHit>>, Corrupt> {
+        self.ranked(q, Some(around))
+    }
+
+    fn ranked(
+        &self,
+        q: &KeywordQuery<'_>,
+        around: Option<Neighbourhood>,
+    ) -> Result<Option<Vec<KeywordHit>>, Corrupt> {
         let mut all = Vec::with_capacity(self.segments.len());
         for live in &self.segments {
             match live.seg.postings() {
@@ -480,8 +532,8 @@ impl Index {
                 lists[si].push((l, idf));
             }
         }
-        // (score, segment, row), cut to `limit` after each segment.
-        let mut best: Vec<(f64, usize, usize)> = Vec::new();
+        // (score, own score, segment, row), cut to `limit` after each segment.
+        let mut best: Vec<(f64, f64, usize, usize)> = Vec::new();
         for (si, (live, p)) in self.segments.iter().zip(&all).enumerate() {
             if q.stop.is_stopped() {
                 break;
@@ -530,21 +582,71 @@ impl Index {
                     && q.until_us
                         .is_none_or(|u| created.get(row).is_some_and(|&c| c < u))
             };
-            let rows = postings::top_rows(p, &lists[si], avg, q.limit, accept)?;
-            best.extend(rows.into_iter().map(|(score, r)| (score, si, r)));
+            match around {
+                None => {
+                    let rows = postings::top_rows(p, &lists[si], avg, q.limit, accept)?;
+                    best.extend(rows.into_iter().map(|(score, r)| (score, score, si, r)));
+                }
+                Some(n) => {
+                    let neighbours = |row: usize, out: &mut Vec<usize>| {
+                        let (Some(&c), Some(&s)) = (convs.get(row), sources.get(row)) else {
+                            return;
+                        };
+                        for step in [1isize, -1] {
+                            let (mut j, mut found) = (row, 0);
+                            for _ in 0..NEIGHBOUR_GAP {
+                                let Some(next) = j.checked_add_signed(step) else {
+                                    break;
+                                };
+                                j = next;
+                                if j >= convs.len() {
+                                    break;
+                                }
+                                if convs[j] == c
+                                    && sources.get(j) == Some(&s)
+                                    && !live.is_dead(j)
+                                    && flags.get(j).is_some_and(|f| f & NOT_INJECTED != 0)
+                                {
+                                    out.push(j);
+                                    found += 1;
+                                    if found == n.window {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    };
+                    let rows = postings::top_rows_in_context(
+                        p,
+                        &lists[si],
+                        avg,
+                        q.limit,
+                        n.spread,
+                        neighbours,
+                        accept,
+                    )?;
+                    best.extend(rows.into_iter().map(|c| (c.score, c.own, si, c.row)));
+                }
+            }
             let mut keyed = Vec::with_capacity(best.len());
-            for &(score, s, r) in &best {
-                keyed.push((score, (s, r), self.segments[s].seg.key(r)?));
+            for &(score, own, s, r) in &best {
+                keyed.push((score, (own, s, r), self.segments[s].seg.key(r)?));
             }
             keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| order(a.2, b.2)));
             keyed.truncate(q.limit);
             best = keyed
                 .into_iter()
-                .map(|(score, (s, r), _)| (score, s, r))
+                .map(|(score, (own, s, r), _)| (score, own, s, r))
                 .collect();
         }
         best.into_iter()
-            .map(|(score, s, r)| Ok((score, self.hit(s, r)?)))
+            .map(|(score, own, s, r)| {
+                Ok(KeywordHit {
+                    score,
+                    own,
+                    hit: self.hit(s, r)?,
+                })
+            })
             .collect::<Result<Vec<_>, Corrupt>>()
             .map(Some)
     }

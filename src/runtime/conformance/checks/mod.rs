@@ -273,6 +273,7 @@ pub fn vocabulary() -> &'static [Check] {
             Check::of::<store::RowsMatchSql>(),
             Check::of::<rows::ValueAt>(),
             Check::of::<rows::EveryRowSatisfies>(),
+            Check::of::<rows::SomeRowSatisfies>(),
             Check::of::<process::SameAs>(),
             Check::of::<process::ErrorContains>(),
             Check::of::<store::StoreOrderedBy>(),

@@ -407,6 +407,54 @@ fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// `some_row_satisfies`.
+pub struct SomeRowSatisfies;
+
+/// Parameters of `some_row_satisfies`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SomeRowSatisfiesParams {
+    /// A minijinja expression, e.g. `row.score > 0`.
+    pub expression: Name,
+    /// JSON pointer to the row array in the structured output.
+    #[serde(default = "Pointer::rows")]
+    pub rows: Pointer,
+}
+
+impl TypedCheck for SomeRowSatisfies {
+    const ID: &'static str = "some_row_satisfies";
+    const SUMMARY: &'static str = "at least one row makes a minijinja expression true (it sees `row`, `index` (0-based), `args` (defaults applied) and `data`)";
+    type Params = SomeRowSatisfiesParams;
+
+    fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
+        let source: &str = &p.expression;
+        let env = render::environment();
+        let expr = env
+            .compile_expression(source)
+            .map_err(|e| format!("`expression` does not parse: {e}"))?;
+        let (out, rows) = output_rows(probe, &p.rows, false)?;
+        for (i, row) in rows.iter().enumerate() {
+            let ctx = minijinja::context! {
+                row => minijinja::Value::from_serialize(row),
+                index => i,
+                args => minijinja::Value::from_serialize(&out.args),
+                data => minijinja::Value::from_serialize(&out.data),
+            };
+            let result = expr
+                .eval(ctx)
+                .map_err(|e| format!("row {}: `expression` failed: {e}", i + 1))?;
+            if result.is_true() {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "none of {} rows satisfies `{source}`; first: {}",
+            rows.len(),
+            rows.first().map_or_else(String::new, show)
+        ))
+    }
+}
+
 /// `every_row_satisfies`.
 pub struct EveryRowSatisfies;
 

@@ -1,0 +1,108 @@
+//! Pins every measured ranking default: each is checked against the skill documents
+//! (what `tools/list` serves) and against the "Defaults" table of docs/performance.md,
+//! so changing a default fails here until the docs say what was measured for it.
+
+use std::path::Path;
+
+use serde_json::Value;
+use skills::engines::{memo_search, semantic_search};
+use skills::search::postings::Spread;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The frontmatter of `skills/<name>/SKILL.md` as JSON.
+fn frontmatter(name: &str) -> Value {
+    let text = std::fs::read_to_string(root().join("skills").join(name).join("SKILL.md"))
+        .expect("bundled skill document");
+    let yaml = text
+        .strip_prefix("---\n")
+        .and_then(|t| t.split_once("\n---\n"))
+        .map(|(y, _)| y)
+        .expect("frontmatter between --- lines");
+    yaml_serde::from_str(yaml).expect("frontmatter parses")
+}
+
+/// The rows of the "Defaults" table in docs/performance.md: `(skill, parameter,
+/// value)`.
+fn documented() -> Vec<(String, String, String)> {
+    let doc = std::fs::read_to_string(root().join("docs/performance.md")).expect("docs");
+    let section = doc
+        .split("\n## Defaults")
+        .nth(1)
+        .expect("docs/performance.md has a `## Defaults` section");
+    section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            let cells: Vec<String> = l
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().trim_matches('`').to_owned())
+                .collect();
+            (cells[0].clone(), cells[1].clone(), cells[2].clone())
+        })
+        .collect()
+}
+
+fn assert_documented(skill: &str, parameter: &str, value: &str) {
+    let rows = documented();
+    let row = rows
+        .iter()
+        .find(|r| r.0 == skill && r.1 == parameter)
+        .unwrap_or_else(|| {
+            panic!("docs/performance.md `## Defaults` has no row for {skill} {parameter}")
+        });
+    assert_eq!(
+        row.2, value,
+        "{skill} {parameter}: the code's default is {value}, the docs say {}",
+        row.2
+    );
+}
+
+#[test]
+fn semantic_search_defaults_are_the_documented_ones() {
+    let fm = frontmatter("semantic-search");
+    let mode = &fm["input-schema"]["properties"]["mode"]["default"];
+    assert_eq!(mode, semantic_search::DEFAULT_MODE, "SKILL.md default mode");
+    assert_documented("semantic-search", "mode", semantic_search::DEFAULT_MODE);
+    let t = semantic_search::Tuning::DEFAULT;
+    assert_documented("semantic-search", "vec weight", &t.vec_weight.to_string());
+    let context = t.context.expect("semantic-search's keyword leg uses neighbours");
+    assert_documented("semantic-search", "context window", &context.window.to_string());
+    let (spread, weight) = match context.spread {
+        Spread::Sum { weight } => ("sum", weight),
+        Spread::Document { weight } => ("document", weight),
+    };
+    assert_documented("semantic-search", "context spread", spread);
+    assert_documented("semantic-search", "context weight", &weight.to_string());
+}
+
+#[test]
+fn memo_search_defaults_are_the_documented_ones() {
+    let fm = frontmatter("memo-search");
+    let mode = &fm["input-schema"]["properties"]["mode"]["default"];
+    assert_eq!(mode, "hybrid", "SKILL.md default mode");
+    assert_documented("memo-search", "mode", "hybrid");
+    let t = memo_search::Tuning::DEFAULT;
+    assert_documented("memo-search", "vec weight", &t.vec_weight.to_string());
+    assert_documented("memo-search", "bm25 weight", &t.bm25_weight.to_string());
+    let context = t.context.expect("memo-search's bm25 leg uses neighbours");
+    assert_documented("memo-search", "context window", &context.window.to_string());
+    assert_documented("memo-search", "context weight", &context.weight.to_string());
+}
+
+#[test]
+fn recall_asks_semantic_search_for_its_default_mode() {
+    let fm = frontmatter("recall");
+    let sources = fm["engine-options"]["sources"].as_array().expect("sources");
+    let semantic = sources
+        .iter()
+        .find(|s| s["skill"] == "semantic-search")
+        .expect("recall calls semantic-search");
+    let mode = semantic["args"]["mode"].as_str().unwrap_or(semantic_search::DEFAULT_MODE);
+    assert_eq!(mode, semantic_search::DEFAULT_MODE);
+}
