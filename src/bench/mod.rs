@@ -5,6 +5,10 @@
 //! and the tests are the only callers. This module may read and write stores through
 //! their public API (it fills stores with generated data), but it never changes how
 //! engines answer a call.
+//!
+//! Compiled only with the cargo feature `bench`, which `cargo test` and `cargo bench`
+//! turn on (Cargo.toml's dev-dependency of the package on itself) and a release build
+//! of the binary leaves off, so the installed `skills` does not carry it.
 
 pub mod gen;
 pub mod locomo;
