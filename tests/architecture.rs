@@ -6,7 +6,7 @@
 //! groups and inline paths; comments and doc links are ignored). Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,
 //! embed) form no cycle, that `search`, the retrieval library, names none of
-//! runtime, engines, stores or ingest.
+//! runtime, engines, stores or ingest, and that engines and stores name no ingest.
 //! Also two facts of the repository around `src/`: the benchmark generator is behind
 //! the `bench` feature, and the scripts name no absolute path of one machine.
 
@@ -177,6 +177,20 @@ fn search_depends_on_no_application_layer() {
         assert!(
             !deps.contains(forbidden),
             "src/search uses crate::{forbidden} (search deps: {deps:?})"
+        );
+    }
+}
+
+/// Engines and stores never name the importers: the writers they share (such as
+/// `stores::memories::save`) live in the stores, and ingest calls them there.
+#[test]
+fn engines_and_stores_do_not_import_ingest() {
+    let graph = src_graph();
+    for layer in ["engines", "stores"] {
+        let deps = &graph[layer];
+        assert!(
+            !deps.contains("ingest"),
+            "a file under src/{layer}/ uses crate::ingest (its deps: {deps:?})"
         );
     }
 }
