@@ -1,10 +1,13 @@
-//! The record loop every importer runs, once: [`Records`] reads a conversation's
+//! The record loop the importers share, written once: [`Records`] reads a conversation's
 //! records (the lines of a JSON Lines file from where a previous import stopped, or the
 //! items of a document), keeps the clock ([`Clock`]), the skipped count and the faults
 //! (with path and line), collects a [`Pending`] message per record the format keeps,
 //! and at the end turns them into [`Message`]s ([`finish`]) with the resumption point
 //! ([`cursor`]) when the file is append-only. A format keeps only what is its own: how
-//! a record reads, and what the conversation's id, title and project are.
+//! a record reads, and what the conversation's id, title and project are. (Formats
+//! whose records are not one message each keep their own loop: generic JSON Lines,
+//! where every line names its conversation; ChatGPT's node tree; Aider's markdown;
+//! OpenCode's one-message files and database rows.)
 
 use std::path::Path;
 
