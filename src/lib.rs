@@ -9,6 +9,7 @@
 //! (CLI, MCP, `verify`) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod cancel;
 pub mod confine;

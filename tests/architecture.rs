@@ -5,8 +5,10 @@
 //! modules it names through `crate::…` paths in code (`use` lines, `use crate::{…}`
 //! groups and inline paths; comments and doc links are ignored). Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,
-//! embed) form no cycle, and that `search`, the retrieval library, names none of
-//! runtime, engines, stores or ingest.
+//! embed) form no cycle, that `search`, the retrieval library, names none of
+//! runtime, engines, stores or ingest, and that engines and stores name no ingest.
+//! Also two facts of the repository around `src/`: the benchmark generator is behind
+//! the `bench` feature, and the scripts name no absolute path of one machine.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -179,6 +181,20 @@ fn search_depends_on_no_application_layer() {
     }
 }
 
+/// Engines and stores never name the importers: the writers they share (such as
+/// `stores::memories::save`) live in the stores, and ingest calls them there.
+#[test]
+fn engines_and_stores_do_not_import_ingest() {
+    let graph = src_graph();
+    for layer in ["engines", "stores"] {
+        let deps = &graph[layer];
+        assert!(
+            !deps.contains("ingest"),
+            "a file under src/{layer}/ uses crate::ingest (its deps: {deps:?})"
+        );
+    }
+}
+
 #[test]
 fn shared_leaves_depend_on_no_layer_above() {
     let graph = src_graph();
@@ -217,4 +233,81 @@ fn checker_sees_every_path_form_and_finds_cycles() {
     let cycle = find_cycle(&graph, LAYERS).expect("cycle found");
     assert_eq!(cycle.first(), cycle.last());
     assert!(cycle.contains(&"ingest".to_owned()) && cycle.contains(&"stores".to_owned()));
+}
+
+fn repo_file(path: &str) -> String {
+    let full = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("reading {}: {e}", full.display()))
+}
+
+/// The benchmark generator (`src/bench/`) is compiled only with the cargo feature
+/// `bench`, which no default build turns on: the installed binary does not carry it.
+#[test]
+fn bench_module_is_behind_its_feature() {
+    let lib = repo_file("src/lib.rs");
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "pub mod bench;")
+        .expect("src/lib.rs declares `pub mod bench;`");
+    assert_eq!(
+        lines[..at].iter().rev().find(|l| !l.is_empty()),
+        Some(&r#"#[cfg(feature = "bench")]"#),
+        "`pub mod bench;` in src/lib.rs is not gated by the `bench` feature"
+    );
+    let manifest = repo_file("Cargo.toml");
+    let features = manifest
+        .split("\n[features]\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .expect("Cargo.toml has a [features] table");
+    assert!(
+        features.lines().any(|l| l.trim() == "bench = []"),
+        "Cargo.toml: no `bench = []` feature:\n{features}"
+    );
+    let default = features
+        .lines()
+        .find(|l| l.trim_start().starts_with("default"))
+        .unwrap_or("");
+    assert!(
+        !default.contains("bench"),
+        "the default features turn on `bench`: {default}"
+    );
+}
+
+/// The CI entry point and the scripts name no folder of one machine: the corpus and
+/// caches are found relative to the clone or through environment variables.
+#[test]
+fn scripts_name_no_absolute_machine_path() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join(".ci/run")];
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(root.join("scripts"))
+        .expect("scripts/ is readable")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    scripts.sort();
+    files.extend(scripts);
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            for prefix in ["/work/", "/home/", "/root/", "/Users/", "/mnt/", "/srv/"] {
+                let hit = line.match_indices(prefix).any(|(at, _)| {
+                    // A path starts the word: `x/work/` inside a relative path does not count.
+                    line[..at]
+                        .chars()
+                        .next_back()
+                        .is_none_or(|c| !(c.is_alphanumeric() || "._-$}".contains(c)))
+                });
+                assert!(
+                    !hit,
+                    "{}:{}: names the absolute path `{prefix}…`: {line}",
+                    file.display(),
+                    i + 1
+                );
+            }
+        }
+    }
 }

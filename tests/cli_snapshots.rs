@@ -471,3 +471,53 @@ fn each_missing_store_names_the_command_that_creates_it() {
         );
     }
 }
+
+/// A skills folder given by `--skills-dir` or `SKILLS_DIR` that cannot be read is a usage
+/// error naming it (exit 2), for every command that reads skills; the default folder
+/// still applies when neither is given.
+#[test]
+fn a_skills_folder_that_cannot_be_read_is_a_usage_error() {
+    let data = empty_data();
+    for (name, args, env) in [
+        (
+            "error_skills_dir_missing",
+            vec!["--skills-dir", "no/such/folder", "list"],
+            None,
+        ),
+        (
+            "error_skills_dir_env_missing",
+            vec!["run", "brain-stats"],
+            Some("no/such/folder"),
+        ),
+        (
+            "error_skills_dir_not_a_folder",
+            vec!["--skills-dir", "README.md", "validate"],
+            None,
+        ),
+    ] {
+        let env_pairs = env.map(|dir| [("SKILLS_DIR", dir)]);
+        let call = Call::new(&args).data(&data);
+        let call = match &env_pairs {
+            Some(pairs) => call.env(pairs),
+            None => call,
+        };
+        snapshot(name, &call.transcript());
+    }
+    for args in [
+        vec!["show", "brain-stats"],
+        vec!["verify", "brain-stats"],
+        vec!["docs", "--format", "json"],
+        vec!["serve", "--no-watch"],
+    ] {
+        let o = Call::new(&args)
+            .data(&data)
+            .env(&[("SKILLS_DIR", "no/such/folder")])
+            .output();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("skills folder `no/such/folder`") && stderr.contains("does not exist"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

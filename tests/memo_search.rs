@@ -17,7 +17,8 @@ use sha2::{Digest, Sha256};
 use skills::embed::Embedder;
 use skills::engines::memo_search::MemoSearch;
 use skills::engines::{Context, Engine, EngineError};
-use skills::ingest::memories::{add_memory_with, import_paths_with, ImportSummary, MemoryInput};
+use skills::ingest::memories::{import_paths_with, ImportSummary};
+use skills::stores::memories::save::{add_memory_with, MemoryInput};
 use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 

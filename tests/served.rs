@@ -144,6 +144,66 @@ async fn tools_list_matches_golden_and_is_client_lenient() {
     client.cancel().await.unwrap();
 }
 
+/// Every string-typed argument of every served skill, nullable or not and at any depth,
+/// declares `maxLength`: the bundled skills, and a dropped-in skill whose document
+/// forgets it (the host serves its own bound, the longest string it accepts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_served_string_argument_declares_max_length() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    copy_dir(&repo_skills(), &skills);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
+        .arg("--skills-dir")
+        .arg(&skills)
+        .args(["new", "unbounded"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let doc = skills.join("unbounded/SKILL.md");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    let unbounded = "    source:\n      type: [\"string\", \"null\"]\n      default: null\n      \
+                     description: Only this source.\n    \
+                     tags:\n      type: array\n      items: {type: string}\n      \
+                     description: Any of these tags.\n    limit:\n";
+    assert!(text.contains("    limit:\n"), "{text}");
+    std::fs::write(&doc, text.replacen("    limit:\n", unbounded, 1)).unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let client = connect((), serve(&skills, &data, &["--no-watch"])).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names.len(), bundled_names().len() + 1, "{names:?}");
+    let mut strings = 0;
+    for tool in &tools {
+        let schema = Value::Object((*tool.input_schema).clone());
+        walk(&schema, &mut |s| {
+            let string_typed = match s.get("type") {
+                Some(Value::String(t)) => t == "string",
+                Some(Value::Array(types)) => types.iter().any(|t| t == "string"),
+                _ => false,
+            };
+            if string_typed {
+                strings += 1;
+                let bound = s.get("maxLength").and_then(Value::as_u64);
+                assert!(
+                    bound.is_some_and(|n| n > 0),
+                    "{}: a string argument without maxLength: {s}",
+                    tool.name
+                );
+            }
+        });
+    }
+    assert!(strings > 20, "only {strings} string arguments seen");
+    let dropped = tools.iter().find(|t| t.name == "unbounded").unwrap();
+    let host_bound = skills::runtime::args::MAX_STRING_CHARS as u64;
+    let props = &dropped.input_schema["properties"];
+    assert_eq!(props["source"]["maxLength"], host_bound, "{props}");
+    assert_eq!(props["tags"]["items"]["maxLength"], host_bound, "{props}");
+    assert_eq!(props["role"]["maxLength"], "assistant".len() as u64, "{props}");
+    client.cancel().await.unwrap();
+}
+
 fn walk(schema: &Value, f: &mut impl FnMut(&Value)) {
     f(schema);
     match schema {

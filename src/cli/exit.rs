@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use anyhow::Error;
 
 use skills::engines::EngineError;
-use skills::ingest::memories::AddMemoryError;
 use skills::runtime::conformance::VerifyError;
 use skills::runtime::mcp::ServeError;
 use skills::runtime::scaffold::ScaffoldError;
 use skills::runtime::CallError;
+use skills::stores::memories::save::AddMemoryError;
 use skills::stores::{Store, StoreError};
 
 use super::Printer;

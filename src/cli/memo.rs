@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::json;
 
-use skills::ingest::memories::{add_memory, import_paths, AddMemoryError, MemoryInput};
+use skills::ingest::memories::import_paths;
+use skills::stores::memories::save::{add_memory, AddMemoryError, MemoryInput};
 use skills::stores::memories::MemoryStore;
 
 use super::{Outcome, Session, UsageError};

@@ -65,10 +65,35 @@ impl Session {
         self.global.json
     }
 
-    /// The folder of skill documents: `--skills-dir`, else `./skills` when it can be
-    /// read, else [`installed_skills_dir`] when it exists, else the `skills/` folder of
-    /// the source tree this binary was built from.
-    pub fn skills_dir(&self) -> PathBuf {
+    /// The folder of skill documents to read: [`Session::skills_dir_unchecked`], checked
+    /// when `--skills-dir` / `SKILLS_DIR` names it.
+    ///
+    /// # Errors
+    /// [`UsageError`] (exit 2) naming the folder when the one given does not exist, is
+    /// not a folder or cannot be read.
+    pub fn skills_dir(&self) -> Result<PathBuf> {
+        let dir = self.skills_dir_unchecked();
+        if self.global.skills_dir.is_some() {
+            if let Err(why) = readable_folder(&dir) {
+                return Err(UsageError::new(format!(
+                    "skills folder `{}` (`--skills-dir` / `SKILLS_DIR`) {why}",
+                    dir.display()
+                ))
+                .with_hint(
+                    "give a folder of `<name>/SKILL.md` folders, or unset `--skills-dir` and \
+                     `SKILLS_DIR` to use the default",
+                )
+                .into());
+            }
+        }
+        Ok(dir)
+    }
+
+    /// The folder of skill documents, unchecked (`skills new` creates a missing one):
+    /// `--skills-dir`, else `./skills` when it can be read, else
+    /// [`installed_skills_dir`] when it exists, else the `skills/` folder of the source
+    /// tree this binary was built from.
+    pub fn skills_dir_unchecked(&self) -> PathBuf {
         if let Some(dir) = &self.global.skills_dir {
             return dir.clone();
         }
@@ -91,7 +116,7 @@ impl Session {
             return dir.to_path_buf();
         }
         const FIXTURES: &str = "tests/conformance/fixtures";
-        let skills_dir = self.skills_dir();
+        let skills_dir = self.skills_dir_unchecked();
         let beside = skills_dir
             .parent()
             .map(|parent| parent.join(FIXTURES))
@@ -115,10 +140,11 @@ impl Session {
     /// Loads the skills over the stores, without reporting invalid documents.
     ///
     /// # Errors
-    /// Bad `SKILLS_NOW` / `SKILLS_EMBEDDER` values or no data folder.
+    /// A skills folder given that cannot be read ([`Session::skills_dir`]), bad
+    /// `SKILLS_NOW` / `SKILLS_EMBEDDER` values or no data folder.
     pub fn load_host_quietly(&self) -> Result<Host> {
         Ok(Host::load(
-            &self.skills_dir(),
+            &self.skills_dir()?,
             context(self.store_paths()?)?,
         ))
     }
@@ -129,7 +155,7 @@ impl Session {
     /// # Errors
     /// As [`Session::load_host_quietly`].
     pub fn host_loader(&self) -> Result<impl Fn() -> Host + Send + 'static> {
-        let dir = self.skills_dir();
+        let dir = self.skills_dir()?;
         let paths = self.store_paths()?;
         context(paths.clone())?;
         Ok(move || {
@@ -159,6 +185,17 @@ impl Session {
     /// Prints the error (if any) and gives the exit code; see [`exit`].
     pub fn finish(mut self, result: Result<Outcome>) -> ExitCode {
         exit::finish(&mut self.printer, result)
+    }
+}
+
+/// Why `dir` cannot serve as a skills folder (`does not exist`, `is not a folder`,
+/// `cannot be read: <reason>`), or `Ok` when its entries can be listed.
+fn readable_folder(dir: &Path) -> std::result::Result<(), String> {
+    match std::fs::read_dir(dir) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("does not exist".into()),
+        Err(_) if dir.exists() && !dir.is_dir() => Err("is not a folder".into()),
+        Err(e) => Err(format!("cannot be read: {e}")),
     }
 }
 

@@ -24,7 +24,7 @@ pub struct Args {
 /// [`skills::runtime::scaffold::ScaffoldError`]: a bad name, an existing folder (never
 /// overwritten) or an unknown engine (exit 2), or a write failure.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
-    let files = new_skill(&session.skills_dir(), &args.name, &args.engine)?;
+    let files = new_skill(&session.skills_dir_unchecked(), &args.name, &args.engine)?;
     let printer = &mut session.printer;
     if printer.json() {
         printer.print_json(&json!({ "files": files }))?;

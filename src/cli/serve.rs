@@ -51,7 +51,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let _watch = if args.no_watch {
         None
     } else {
-        let dir = session.skills_dir();
+        let dir = session.skills_dir()?;
         let loader = session.host_loader()?;
         match watch::watch(&dir, Arc::clone(&catalog), loader) {
             Ok(w) => Some(w),

@@ -29,7 +29,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let host = session.load_host_quietly()?;
     let diagnostics = host.diagnostics();
     let portability: Vec<Diagnostic> = if args.portable {
-        portability_of_folder(&session.skills_dir())
+        portability_of_folder(&session.skills_dir()?)
     } else {
         Vec::new()
     };

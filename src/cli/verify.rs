@@ -56,7 +56,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
 /// When the skills or the fixtures cannot be loaded.
 pub fn verifier(session: &Session, fixtures_dir: Option<&std::path::Path>) -> Result<Verifier> {
     let options = Options {
-        skills_dir: session.skills_dir(),
+        skills_dir: session.skills_dir()?,
         fixtures_dir: session.fixtures_dir(fixtures_dir),
         binary: std::env::current_exe().ok(),
     };

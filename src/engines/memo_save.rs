@@ -1,7 +1,7 @@
 //! Engine `memo_save`: writes one durable memory into the memories store — the write
 //! half of the save → recall loop, over MCP as well as the CLI.
 //!
-//! The memory goes through [`crate::ingest::memories::save_memory`], the same path as
+//! The memory goes through [`crate::stores::memories::save::save_memory`], the same path as
 //! `skills memo add`: a deterministic id (`m-` + 16 hex digits of the SHA-256 of title
 //! and body), an upsert that leaves an identical memory untouched (so saving twice
 //! changes nothing and says `created: false`, `status: "already stored"`), the
@@ -19,7 +19,7 @@
 use serde_json::{json, Value};
 
 use super::{Context, Effects, Engine, EngineError};
-use crate::ingest::memories::{save_memory, AddMemoryError, MemoryInput, SaveLinks};
+use crate::stores::memories::save::{save_memory, AddMemoryError, MemoryInput, SaveLinks};
 use crate::stores::Store;
 
 /// Largest `body`, in characters (the input schema's `maxLength` says the same).

@@ -11,15 +11,16 @@
 //!   the body).
 //! - Letta agent files (`.af`, JSON): each non-empty core-memory block (`blocks[]`,
 //!   `label`/`value`/`description`) becomes a memory of type `core-memory`.
-//! - One memory at a time through [`add_memory`] (the CLI's `skills memo add`).
+//!
+//! Each memory is completed by [`MemoryInput::into_memory`], the same step as the one
+//! write path of a single memory ([`crate::stores::memories::save`]: `skills memo add`
+//! and the `memo_save` engine).
 //!
 //! Ids are stable (frontmatter `id`, else a hash of the origin path, else of title and
 //! body), so importing the same files again changes nothing. A bad file or line is
 //! reported as a [`Fault`] and skipped; the run goes on. When an embedding model is
 //! available, every memory lacking an embedding from it is embedded at the end of an
 //! import, so a model fetched later is picked up by the next import.
-//!
-//! Kept in one file (793 lines): the memory formats share one frontmatter and date reader.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,84 +31,10 @@ use serde_json::Value;
 use super::Fault;
 use crate::embed::Embedder;
 use crate::model::Memory;
+use crate::stores::memories::save::{first_line_title, MemoryInput};
 use crate::stores::memories::{MemoryStore, Upsert};
 use crate::stores::StoreError;
 use crate::time::parse_when;
-
-/// Type given to a memory whose source names none.
-pub const DEFAULT_TYPE: &str = "note";
-
-/// One memory to add, as a caller (CLI, JSONL line) describes it. Only `title` or
-/// `body` is needed; everything else has a default.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MemoryInput {
-    /// Stable id; default `m-<16 hex>` from a SHA-256 of title and body.
-    pub id: Option<String>,
-    /// Title; default the body's first line.
-    pub title: String,
-    /// Type (`decision`, `fact`, `bug`…), lowercased; default [`DEFAULT_TYPE`].
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// Creation time; default now.
-    pub created: Option<DateTime<Utc>>,
-    /// Update time; default `created`.
-    pub updated: Option<DateTime<Utc>>,
-    /// Markdown body.
-    pub body: String,
-    /// Paths read when the memory was captured.
-    pub files_read: Vec<String>,
-    /// Paths modified when the memory was captured.
-    pub files_modified: Vec<String>,
-    /// Where it came from (file path…), when known.
-    pub origin: Option<String>,
-}
-
-/// Why [`add_memory`] or [`save_memory`] refused or failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AddMemoryError {
-    /// The input has neither a title nor a body.
-    #[error("a memory needs a title or a body")]
-    Empty,
-    /// A `supersedes` id names no stored memory.
-    #[error("`supersedes`: no memory has id `{0}`")]
-    UnknownSupersedes(String),
-    /// A memory cannot supersede itself.
-    #[error("`supersedes`: memory `{0}` cannot supersede itself")]
-    SupersedesItself(String),
-    /// The store could not be written.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// What [`save_memory`] adds beside the memory itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SaveLinks {
-    /// Ids of stored memories the new one replaces: they stay stored and are marked
-    /// superseded.
-    pub supersedes: Vec<String>,
-    /// The conversation the memory was saved from (a transcript's `conversation_id`).
-    pub conversation_id: Option<String>,
-}
-
-/// What [`save_memory`] did.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct SaveOutcome {
-    /// The memory's id (deterministic: from title and body unless given).
-    pub id: String,
-    /// True when no memory had this id before.
-    pub created: bool,
-    /// True when anything was written (a new or changed memory, or a new link).
-    pub changed: bool,
-    /// Ids this save newly marked superseded.
-    pub superseded: Vec<String>,
-    /// True when an embedding was computed and stored.
-    pub embedded: bool,
-    /// Creation time kept for the memory (UTC `YYYY-MM-DDTHH:MM:SSZ`).
-    pub stored_created: String,
-}
 
 /// What an import did. Serialises to JSON for `--json`; `Display` gives the
 /// human summary (one line, then one line per fault).
@@ -165,125 +92,6 @@ impl ImportSummary {
             Upsert::Unchanged => self.unchanged += 1,
         }
     }
-}
-
-/// Adds (or updates, by id) one memory and embeds it when the default model
-/// ([`Embedder::load_default`]) is available. Returns the memory's id. Adding the same
-/// memory again changes nothing (see [`save_memory`]).
-///
-/// # Errors
-/// [`AddMemoryError::Empty`] without title and body, [`AddMemoryError::Store`] when the
-/// store cannot be written.
-pub fn add_memory(store: &MemoryStore, input: MemoryInput) -> Result<String, AddMemoryError> {
-    let embedder = Embedder::load_default().ok();
-    add_memory_with(store, input, embedder.as_ref(), Utc::now())
-}
-
-/// [`add_memory`] with an explicit embedder (or none) and clock (`now` is the default
-/// `created`).
-///
-/// # Errors
-/// As [`add_memory`].
-pub fn add_memory_with(
-    store: &MemoryStore,
-    input: MemoryInput,
-    embedder: Option<&Embedder>,
-    now: DateTime<Utc>,
-) -> Result<String, AddMemoryError> {
-    save_memory(store, input, &SaveLinks::default(), embedder, now).map(|o| o.id)
-}
-
-/// Saves one memory — the one write path of `skills memo add` and the `memo-save`
-/// skill — with its links, in one transaction, then embeds it with `embedder` when it
-/// is new or changed.
-///
-/// Idempotent: when the id (from title and body unless `input.id` is set) is already
-/// stored with the same title, type, tags, body, files and origin, the stored times are
-/// kept and nothing is written unless a link is new. A changed memory keeps its stored
-/// `created` (unless `input.created` is set) and gets `updated = now`.
-///
-/// # Errors
-/// [`AddMemoryError::Empty`] without title and body; [`AddMemoryError::UnknownSupersedes`]
-/// / [`AddMemoryError::SupersedesItself`] for a bad `supersedes` id (nothing written);
-/// [`AddMemoryError::Store`] when the store cannot be read or written.
-pub fn save_memory(
-    store: &MemoryStore,
-    input: MemoryInput,
-    links: &SaveLinks,
-    embedder: Option<&Embedder>,
-    now: DateTime<Utc>,
-) -> Result<SaveOutcome, AddMemoryError> {
-    let explicit_created = input.created.is_some();
-    let explicit_updated = input.updated.is_some();
-    let mut memory = memory_from_input(input, now).ok_or(AddMemoryError::Empty)?;
-    for old in &links.supersedes {
-        if *old == memory.id {
-            return Err(AddMemoryError::SupersedesItself(old.clone()));
-        }
-        if !store.contains(old)? {
-            return Err(AddMemoryError::UnknownSupersedes(old.clone()));
-        }
-    }
-    if let Some(existing) = store.get(&memory.id)? {
-        let same = existing.title == memory.title
-            && existing.kind == memory.kind
-            && existing.tags == memory.tags
-            && existing.body == memory.body
-            && existing.files_read == memory.files_read
-            && existing.files_modified == memory.files_modified
-            && existing.origin == memory.origin;
-        if !explicit_created {
-            memory.created = existing.created;
-        }
-        if same && !explicit_updated {
-            memory.updated = existing.updated;
-        } else if !explicit_updated {
-            memory.updated = truncate_seconds(now).max(memory.created);
-        }
-    }
-    let mut pairs: Vec<(&str, String)> = links
-        .supersedes
-        .iter()
-        .map(|old| (crate::stores::memories::REL_SUPERSEDES, old.clone()))
-        .collect();
-    if let Some(conv) = links
-        .conversation_id
-        .as_ref()
-        .filter(|c| !c.trim().is_empty())
-    {
-        pairs.push((
-            crate::stores::memories::REL_CONVERSATION,
-            conv.trim().to_owned(),
-        ));
-    }
-    let before = store.links(std::slice::from_ref(&memory.id))?;
-    // Embedded before the write so memory, links and vectors commit together (one
-    // transaction, one sync); an unchanged memory keeps the vectors it has.
-    let embedding = embedder.map(|e| (e.embed_chunks(&memory.embedding_text()), e.name()));
-    let (outcome, added) = store.save(
-        &memory,
-        &pairs,
-        embedding.as_ref().map(|(v, model)| (v.as_slice(), *model)),
-    )?;
-    let already: Vec<String> = before
-        .get(&memory.id)
-        .map(|l| l.supersedes.clone())
-        .unwrap_or_default();
-    let superseded: Vec<String> = links
-        .supersedes
-        .iter()
-        .filter(|id| !already.contains(id))
-        .cloned()
-        .collect();
-    let embedded = embedding.is_some() && outcome != Upsert::Unchanged;
-    Ok(SaveOutcome {
-        id: memory.id,
-        created: outcome == Upsert::Inserted,
-        changed: outcome != Upsert::Unchanged || added > 0,
-        superseded,
-        embedded,
-        stored_created: crate::stores::memories::format_time(&memory.created),
-    })
 }
 
 /// Imports every memory file under `paths` (files or folders, walked recursively in
@@ -541,7 +349,7 @@ pub fn parse_markdown(
         files_modified: string_list(fm.get("files_modified")),
         origin: Some(origin.to_owned()),
     };
-    Ok(memory_from_input(input, mtime).into_iter().collect())
+    Ok(input.into_memory(mtime).into_iter().collect())
 }
 
 /// Splits `---` YAML frontmatter from the body. `Ok((None, text))` when there is none.
@@ -631,7 +439,7 @@ fn split_index(body: &str, origin: &str, mtime: DateTime<Utc>) -> Vec<Memory> {
             origin: Some(format!("{origin}#{}", heading.as_deref().unwrap_or(""))),
             ..MemoryInput::default()
         };
-        out.extend(memory_from_input(input, mtime));
+        out.extend(input.into_memory(mtime));
     }
     out
 }
@@ -676,7 +484,7 @@ pub fn parse_letta(text: &str, origin: &str, mtime: DateTime<Utc>) -> Result<Vec
             origin: Some(format!("{origin}#{label}")),
             ..MemoryInput::default()
         };
-        out.extend(memory_from_input(input, mtime));
+        out.extend(input.into_memory(mtime));
     }
     Ok(out)
 }
@@ -740,7 +548,7 @@ fn parse_jsonl(
             files_modified: string_list(value.get("files_modified")),
             origin: Some(format!("{origin}#L{}", i + 1)),
         };
-        match memory_from_input(input, mtime) {
+        match input.into_memory(mtime) {
             Some(m) => out.push(m),
             None => faults.push(Fault::new(
                 path,
@@ -750,71 +558,6 @@ fn parse_jsonl(
         }
     }
     out
-}
-
-/// Completes an input into a stored memory; `None` when it has neither title nor body.
-fn memory_from_input(input: MemoryInput, now: DateTime<Utc>) -> Option<Memory> {
-    let body = input.body.trim().to_owned();
-    let title = match input.title.trim() {
-        "" => first_line_title(&body)?,
-        t => t.to_owned(),
-    };
-    let created = truncate_seconds(input.created.unwrap_or(now));
-    let updated = truncate_seconds(input.updated.unwrap_or(created));
-    let kind = input
-        .kind
-        .map(|k| k.trim().to_lowercase())
-        .filter(|k| !k.is_empty())
-        .unwrap_or_else(|| DEFAULT_TYPE.into());
-    let id = input
-        .id
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| Memory::stable_id(&format!("{title}\u{0}{body}")));
-    Some(Memory {
-        id,
-        title,
-        kind,
-        tags: dedup(
-            input
-                .tags
-                .iter()
-                .map(|t| t.trim().trim_start_matches('#').to_owned()),
-        ),
-        created,
-        updated,
-        body,
-        files_read: dedup(input.files_read.into_iter()),
-        files_modified: dedup(input.files_modified.into_iter()),
-        origin: input.origin,
-    })
-}
-
-fn dedup(items: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for item in items {
-        if !item.is_empty() && !out.contains(&item) {
-            out.push(item);
-        }
-    }
-    out
-}
-
-fn truncate_seconds(t: DateTime<Utc>) -> DateTime<Utc> {
-    DateTime::from_timestamp(t.timestamp(), 0).unwrap_or(t)
-}
-
-/// First non-empty line, without markdown heading marks, cut to 120 characters.
-fn first_line_title(body: &str) -> Option<String> {
-    let line = body
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && *l != "---")?;
-    let line = line.trim_start_matches('#').trim();
-    if line.is_empty() {
-        return None;
-    }
-    Some(line.chars().take(120).collect())
 }
 
 fn scalar_string(v: &Value) -> Option<String> {
@@ -1002,23 +745,5 @@ mod tests {
             )
             .unwrap();
         assert_eq!(hits, 1, "the text after the NUL is indexed");
-    }
-
-    #[test]
-    fn add_memory_is_idempotent() {
-        let store = MemoryStore::open_in_memory().unwrap();
-        let input = MemoryInput {
-            title: "T".into(),
-            body: "B".into(),
-            ..MemoryInput::default()
-        };
-        let a = add_memory_with(&store, input.clone(), None, t0()).unwrap();
-        let b = add_memory_with(&store, input, None, t0()).unwrap();
-        assert_eq!(a, b);
-        assert_eq!(store.count().unwrap(), 1);
-        assert!(matches!(
-            add_memory_with(&store, MemoryInput::default(), None, t0()),
-            Err(AddMemoryError::Empty)
-        ));
     }
 }

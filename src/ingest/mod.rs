@@ -42,8 +42,8 @@ pub use driver::{
     ingest_paths, ingest_paths_with, FileSummary, IngestOptions, IngestSummary, SourceCounts,
 };
 pub(crate) use read::{
-    conversations_of, count_i64, join_texts, kind_of, parse_time, read_json, read_jsonl,
-    read_jsonl_from, str_field, strip_bom, JsonlEnd,
+    conversations_of, count_i64, join_texts, kind_of, parse_time, read_json, read_jsonl_from,
+    str_field, strip_bom, JsonlEnd,
 };
 pub(crate) use sqlite::{open_sqlite_read_only, sqlite_tables, sqlite_text};
 
@@ -101,6 +101,16 @@ pub struct FileImport {
     /// import of the same file, grown by appending, can go on. `None` for
     /// whole-document formats.
     pub cursor: Option<Cursor>,
+}
+
+impl FileImport {
+    /// Adds what another conversation of the same file gave: its messages after these,
+    /// its skipped count and its faults (a multi-conversation file has no cursor).
+    pub(crate) fn append(&mut self, other: FileImport) {
+        self.messages.extend(other.messages);
+        self.skipped += other.skipped;
+        self.faults.extend(other.faults);
+    }
 }
 
 /// A resumption point in an append-only JSON Lines file: the end of the last complete

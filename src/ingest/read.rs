@@ -14,24 +14,12 @@ pub(crate) struct JsonlEnd {
     pub line: usize,
 }
 
-/// Reads a JSON Lines file record by record, with no line-length limit. Blank lines
-/// are ignored; a line that is not valid JSON or not a JSON object becomes a [`Fault`]
-/// (1-based line number) and reading goes on. `on_record` gets each object and its
-/// line number.
-///
-/// # Errors
-/// [`IngestError::Io`] when the file cannot be opened or read.
-pub(crate) fn read_jsonl(
-    path: &Path,
-    faults: &mut Vec<Fault>,
-    on_record: impl FnMut(usize, serde_json::Map<String, serde_json::Value>),
-) -> Result<(), IngestError> {
-    read_jsonl_from(path, None, faults, on_record).map(|_| ())
-}
-
-/// As [`read_jsonl`], starting at `start` (byte offset and line number of a [`Cursor`])
-/// instead of the top. Returns where the last complete (newline-terminated) line ends;
-/// a last line without newline is still offered to `on_record` but not counted as read.
+/// Reads a JSON Lines file record by record, with no line-length limit, from `start`
+/// (byte offset and line number of a [`Cursor`]) or the top. Blank lines are ignored;
+/// a line that is not valid JSON or not a JSON object becomes a [`Fault`] (1-based line
+/// number) and reading goes on. `on_record` gets each object and its line number.
+/// Returns where the last complete (newline-terminated) line ends; a last line without
+/// newline is still offered to `on_record` but not counted as read.
 ///
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened, positioned or read.

@@ -14,6 +14,8 @@
 
 use serde_json::{Map, Value};
 
+use super::args::MAX_STRING_CHARS;
+
 /// The served `inputSchema` of a document's `input-schema`.
 ///
 /// - The root is an object schema: `type: "object"` and `properties` (empty when absent).
@@ -28,9 +30,14 @@ use serde_json::{Map, Value};
 ///   `number`, `boolean`, or a list when they mix); a `default: null` is dropped.
 /// - `const` gets a `type` the same way.
 /// - `additionalProperties: false` is removed (at every level).
+/// - Every string-typed schema (`type` `"string"` or a list holding it, at any depth)
+///   declares `maxLength`: one the document omits becomes the longest value of its
+///   `enum`/`const` when those are all strings, else the host's own bound
+///   [`MAX_STRING_CHARS`] (which calls are held to whatever the document says); one
+///   above that bound is lowered to it.
 ///
 /// Input `{"type":"object","additionalProperties":false,"properties":{"role":{"enum":["user",null],"default":null}}}`
-/// gives `{"type":"object","properties":{"role":{"enum":["user"],"type":"string"}}}`.
+/// gives `{"type":"object","properties":{"role":{"enum":["user"],"type":"string","maxLength":4}}}`.
 pub fn served_input_schema(schema: &Value) -> Value {
     let mut out = object_root(sanitise_root(schema));
     lenient(&mut out, Mode::Input);
@@ -264,6 +271,43 @@ fn lenient(schema: &mut Value, mode: Mode) {
             }
         }
     }
+    if mode == Mode::Input {
+        bound_string(map);
+    }
+}
+
+/// Gives a string-typed schema its `maxLength` (see [`served_input_schema`]).
+fn bound_string(map: &mut Map<String, Value>) {
+    let string_typed = match map.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(types)) => types.iter().any(|t| t.as_str() == Some("string")),
+        _ => false,
+    };
+    if !string_typed {
+        return;
+    }
+    let declared = map.get("maxLength").and_then(Value::as_u64);
+    let bound = match declared {
+        Some(n) => usize::try_from(n).map_or(MAX_STRING_CHARS, |n| n.min(MAX_STRING_CHARS)),
+        None => longest_listed_string(map).unwrap_or(MAX_STRING_CHARS),
+    };
+    map.insert("maxLength".into(), Value::from(bound));
+}
+
+/// The length in characters of the longest value of `enum` / `const`, when every one of
+/// them is a string; `None` otherwise.
+fn longest_listed_string(map: &Map<String, Value>) -> Option<usize> {
+    let values: Vec<&Value> = match (map.get("enum"), map.get("const")) {
+        (Some(Value::Array(values)), _) => values.iter().collect(),
+        (None, Some(value)) => vec![value],
+        _ => return None,
+    };
+    values
+        .iter()
+        .map(|v| v.as_str().map(|s| s.chars().count()))
+        .collect::<Option<Vec<usize>>>()?
+        .into_iter()
+        .max()
 }
 
 /// The JSON Schema `type` covering every value: one name, or a list when they mix
@@ -313,7 +357,7 @@ mod tests {
         assert_eq!(
             served_input_schema(&schema),
             json!({"type": "object", "properties": {
-                "q": {"type": "string", "description": "d"},
+                "q": {"type": "string", "description": "d", "maxLength": MAX_STRING_CHARS},
                 "n": {"type": ["integer", "number"]},
                 "k": {"type": "integer", "default": 3}
             }})
@@ -335,11 +379,11 @@ mod tests {
         assert_eq!(
             served_input_schema(&schema),
             json!({"type": "object", "properties": {
-                "role": {"enum": ["user", "assistant"], "type": "string"},
-                "by": {"enum": ["source", "role"], "default": "source", "type": "string"},
+                "role": {"enum": ["user", "assistant"], "type": "string", "maxLength": 9},
+                "by": {"enum": ["source", "role"], "default": "source", "type": "string", "maxLength": 6},
                 "n": {"enum": [1, 2.5], "type": "number"},
                 "only_null": {},
-                "typed": {"type": "string", "enum": ["a"]},
+                "typed": {"type": "string", "enum": ["a"], "maxLength": 1},
                 "fixed": {"const": true, "type": "boolean"},
                 "nested": {"type": "object", "properties": {"x": {"enum": [1, 2], "type": "integer"}}}
             }})
@@ -368,7 +412,7 @@ mod tests {
         assert_eq!(
             served_input_schema(&schema),
             json!({"type": "object", "properties": {},
-                "additionalProperties": {"enum": ["a"], "type": "string"}})
+                "additionalProperties": {"enum": ["a"], "type": "string", "maxLength": 1}})
         );
     }
 
@@ -392,8 +436,8 @@ mod tests {
             json!({
                 "type": "object",
                 "properties": {
-                    "when": {"type": "object", "properties": {"from": {"type": "string"}}, "description": "period"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "when": {"type": "object", "properties": {"from": {"type": "string", "maxLength": MAX_STRING_CHARS}}, "description": "period"},
+                    "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_STRING_CHARS}},
                     "tree": {"type": "object", "properties": {"child": {}}}
                 }
             })
@@ -410,8 +454,42 @@ mod tests {
             served_input_schema(&schema),
             json!({"type": "object", "properties": {
                 "limit": {"title": "Limit", "type": "integer", "minimum": 1},
-                "either": {"oneOf": [{"type": "integer"}, {"type": "string"}]}
+                "either": {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": MAX_STRING_CHARS}]}
             }})
+        );
+    }
+
+    #[test]
+    fn every_input_string_declares_a_max_length() {
+        let schema = json!({"type": "object", "properties": {
+            "free": {"type": ["string", "null"], "default": null},
+            "tight": {"type": "string", "maxLength": 10},
+            "loose": {"type": "string", "maxLength": 1_000_000},
+            "either": {"type": ["string", "integer"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "mode": {"enum": ["exact", "fuzzy", null]},
+            "fixed": {"const": "always"},
+            "mixed": {"enum": ["a", 1]},
+            "count": {"type": "integer"}
+        }});
+        assert_eq!(
+            served_input_schema(&schema),
+            json!({"type": "object", "properties": {
+                "free": {"type": "string", "maxLength": MAX_STRING_CHARS},
+                "tight": {"type": "string", "maxLength": 10},
+                "loose": {"type": "string", "maxLength": MAX_STRING_CHARS},
+                "either": {"type": ["string", "integer"], "maxLength": MAX_STRING_CHARS},
+                "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_STRING_CHARS}},
+                "mode": {"enum": ["exact", "fuzzy"], "type": "string", "maxLength": 5},
+                "fixed": {"const": "always", "type": "string", "maxLength": 6},
+                "mixed": {"enum": ["a", 1], "type": ["string", "integer"], "maxLength": MAX_STRING_CHARS},
+                "count": {"type": "integer"}
+            }})
+        );
+        // Output schemas describe what the engine returns: no bound is added there.
+        assert_eq!(
+            served_output_schema(&json!({"type": "object", "properties": {"s": {"type": "string"}}})),
+            json!({"type": "object", "properties": {"s": {"type": "string"}}})
         );
     }
 

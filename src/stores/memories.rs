@@ -45,6 +45,7 @@ use super::StoreError;
 pub use crate::model::Memory;
 
 pub mod fts;
+pub mod save;
 
 use crate::search::bm25::{FtsIndex, Unavailable};
 use crate::search::filter_columns::{FilterColumns, RowMeta};

@@ -16,10 +16,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use super::{rank, search, vec_leg_until, Filter, Leg, Mode, Request, Scorer};
+use crate::bench::corpus::import_memories;
 use crate::bench::gen::{self, Spec};
 use crate::cancel::Cancel;
 use crate::embed::Embedder;
-use crate::ingest::memories::import_paths_with;
 use crate::stores::memories::{Memory, MemoryStore};
 
 fn now() -> DateTime<Utc> {
@@ -146,7 +146,7 @@ fn corpus(embedder: Option<&Embedder>) -> Option<MemoryStore> {
     let dir = corpus_dir()?;
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample/memories");
     let store = MemoryStore::open_in_memory().unwrap();
-    import_paths_with(&store, &[dir, sample], None).unwrap();
+    import_memories(&store, &[dir, sample]).unwrap();
     embed_all(&store, embedder);
     Some(store)
 }

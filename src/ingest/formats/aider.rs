@@ -38,6 +38,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "chat log",
     locations: &[],
     note: Some("none: `.aider.chat.history.md` lives in each project, give its path"),
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for Aider {
@@ -47,15 +49,6 @@ impl crate::ingest::formats::Importer for Aider {
 
     fn recognise_path(&self, path: &Path) -> bool {
         path.file_name().is_some_and(|n| n.to_string_lossy().ends_with(SUFFIX)) && path.is_file()
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 

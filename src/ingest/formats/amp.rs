@@ -29,7 +29,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
 use crate::ingest::{join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "amp";
@@ -46,6 +46,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "thread",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::DataHome("amp/threads"), &["*.json"])],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for Amp {
@@ -55,15 +57,6 @@ impl crate::ingest::formats::Importer for Amp {
 
     fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
         doc.parsed.as_ref().is_some_and(|parsed| looks_like(parsed, doc.path))
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 
@@ -105,48 +98,33 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             ),
         });
     };
-    let mut out = FileImport::default();
-    let mut clock = Clock::default();
-    let mut pending = Vec::new();
-    for (position, message) in messages.iter().enumerate() {
-        let Some(m) = message.as_object() else {
-            out.skipped += 1;
-            continue;
-        };
+    let mut records = Records::new(path, None);
+    records.items(messages, |records, position, m| {
         let time = m
             .get("meta")
             .and_then(|meta| meta.get("sentAt"))
             .or_else(|| m.get("createdAt"))
             .or_else(|| m.get("timestamp"))
             .and_then(parse_time);
-        let earlier_time = clock.tick(time);
-        let Some(p) = pending_of(m, position) else {
-            out.skipped += 1;
-            continue;
-        };
-        pending.push(Pending {
-            time,
-            earlier_time,
-            ..p
-        });
-    }
+        let at = records.record(position, time);
+        match pending_of(m, position) {
+            Some(p) => records.push(Pending {
+                time: at.time,
+                earlier_time: at.earlier_time,
+                ..p
+            }),
+            None => records.skip(),
+        }
+    });
     let id = str_field(thread, "id").map_or_else(|| file_stem(path), str::to_owned);
     let project = project_of(thread);
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &id,
-            title: str_field(thread, "title"),
-            project: project.as_deref(),
-            time: thread
-                .get("created")
-                .and_then(parse_time)
-                .unwrap_or(fallback),
-            start_index: 0,
-        },
-    );
-    Ok(out)
+    let time = thread.get("created").and_then(parse_time);
+    let named = Named {
+        title: str_field(thread, "title"),
+        project: project.as_deref(),
+        ..Named::new(SOURCE, &id)
+    };
+    Ok(records.finish(&named, time.unwrap_or(fallback), None))
 }
 
 /// The pending message of a `user`/`assistant` thread message with text.

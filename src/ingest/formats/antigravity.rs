@@ -28,8 +28,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
-use crate::ingest::{parse_time, read_jsonl, str_field, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
+use crate::ingest::{parse_time, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "antigravity";
 
@@ -45,6 +45,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "transcript",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini/antigravity/brain"), &["*/.system_generated/logs/*.jsonl"])],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for Antigravity {
@@ -54,15 +56,6 @@ impl crate::ingest::formats::Importer for Antigravity {
 
     fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
         crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 
@@ -81,44 +74,24 @@ pub(super) fn looks_like(line: &Value) -> bool {
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened or read.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let mut out = FileImport::default();
-    let mut clock = Clock::default();
-    let mut pending = Vec::new();
-    let mut skipped = 0usize;
-    read_jsonl(path, &mut out.faults, |line, obj| {
-        let time = obj.get("created_at").and_then(parse_time);
-        let earlier_time = clock.tick(time);
+    let mut records = Records::new(path, None);
+    records.jsonl(|records, line, obj| {
+        let at = records.record(line, obj.get("created_at").and_then(parse_time));
         let Some((role, text)) = step(&obj) else {
-            skipped += 1;
+            records.skip();
             return;
         };
-        pending.push(Pending {
-            line,
-            role,
-            text,
+        records.push(Pending {
             id: obj
                 .get("step_index")
                 .and_then(Value::as_u64)
                 .map(|i| format!("step-{i}")),
-            time,
-            earlier_time,
-            ..Pending::default()
+            ..at.message(role, text)
         });
     })?;
-    out.skipped = skipped;
     let id = conversation_of(path).unwrap_or_else(|| file_stem(path));
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &id,
-            title: None,
-            project: None,
-            time: clock.first.unwrap_or(fallback),
-            start_index: 0,
-        },
-    );
-    Ok(out)
+    let time = records.first_time_or(fallback);
+    Ok(records.finish(&Named::new(SOURCE, &id), time, None))
 }
 
 /// The folder name after `brain/` in the transcript's path.

@@ -35,11 +35,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::file_stem;
-use crate::ingest::{
-    conversations_of, join_texts, kind_of, parse_time, read_json, Fault, FileImport, IngestError,
-    Message,
-};
+use crate::ingest::pending::{each_conversation, file_stem};
+use crate::ingest::{join_texts, kind_of, parse_time, Fault, FileImport, IngestError, Message};
 
 const SOURCE: &str = "chatgpt";
 
@@ -55,6 +52,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "export file",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Var("SKILLS_CHATGPT_EXPORT"), &["", "**/conversations.json"])],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for ChatGpt {
@@ -65,15 +64,6 @@ impl crate::ingest::formats::Importer for ChatGpt {
     fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
         doc.contains(b"\"mapping\"")
     }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
-    }
 }
 
 /// Imports one export file. `fallback` is the last-resort time (see module docs).
@@ -82,25 +72,10 @@ impl crate::ingest::formats::Importer for ChatGpt {
 /// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
 /// not JSON, [`IngestError::Shape`] when it is neither an array nor an object.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let doc = read_json(path)?;
-    let conversations = conversations_of(&doc, path)?;
     let stem = file_stem(path);
-    let mut out = FileImport::default();
-    for (index, conversation) in conversations.into_iter().enumerate() {
-        let Some(conv) = conversation.as_object() else {
-            out.faults.push(Fault::new(
-                path,
-                None,
-                format!(
-                    "conversation #{index}: expected an object, found {}",
-                    kind_of(conversation)
-                ),
-            ));
-            continue;
-        };
-        import_conversation(path, &stem, index, conv, fallback, &mut out);
-    }
-    Ok(out)
+    each_conversation(path, |index, conv, out| {
+        import_conversation(path, &stem, index, conv, fallback, out);
+    })
 }
 
 fn import_conversation(

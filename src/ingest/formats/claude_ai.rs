@@ -22,11 +22,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{finish, Clock, Conversation, Pending};
-use crate::ingest::{
-    conversations_of, join_texts, kind_of, parse_time, read_json, stable_id, str_field, Fault,
-    FileImport, IngestError,
-};
+use crate::ingest::pending::{each_conversation, Named, Pending, Records};
+use crate::ingest::{join_texts, parse_time, stable_id, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "claude-ai";
 
@@ -42,6 +39,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "export file",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Var("SKILLS_CLAUDE_AI_EXPORT"), &["", "**/conversations.json"])],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for ClaudeAi {
@@ -52,15 +51,6 @@ impl crate::ingest::formats::Importer for ClaudeAi {
     fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
         doc.contains(b"\"chat_messages\"")
     }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
-    }
 }
 
 /// Imports one export file. `fallback` is the time of messages with none.
@@ -69,52 +59,32 @@ impl crate::ingest::formats::Importer for ClaudeAi {
 /// [`IngestError::Io`] when the file cannot be read, [`IngestError::Json`] when it is
 /// not JSON, [`IngestError::Shape`] when it is neither an array nor an object.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let doc = read_json(path)?;
-    let conversations = conversations_of(&doc, path)?;
-    let mut out = FileImport::default();
-    for (position, conversation) in conversations.into_iter().enumerate() {
-        let Some(conv) = conversation.as_object() else {
-            out.faults.push(Fault::new(
-                path,
-                None,
-                format!(
-                    "conversation {position}: expected an object, found {}",
-                    kind_of(conversation)
-                ),
-            ));
-            continue;
-        };
+    each_conversation(path, |position, conv, out| {
         let id = str_field(conv, "uuid").map_or_else(
             || stable_id(&[SOURCE, &position.to_string()]),
             str::to_owned,
         );
-        let mut clock = Clock::default();
-        let mut pending = Vec::new();
+        let mut records = Records::new(path, None);
         let messages = conv.get("chat_messages").and_then(Value::as_array);
         for (index, message) in messages.into_iter().flatten().enumerate() {
-            let Some(p) = message.as_object().and_then(|m| pending_of(m, index)) else {
-                out.skipped += 1;
-                continue;
-            };
-            let earlier_time = clock.tick(p.time);
-            pending.push(Pending { earlier_time, ..p });
+            match message.as_object().and_then(|m| pending_of(m, index)) {
+                Some(p) => {
+                    let at = records.record(index, p.time);
+                    records.push(Pending {
+                        earlier_time: at.earlier_time,
+                        ..p
+                    });
+                }
+                None => records.skip(),
+            }
         }
-        out.messages.extend(finish(
-            pending,
-            &Conversation {
-                source: SOURCE,
-                id: &id,
-                title: str_field(conv, "name"),
-                project: None,
-                time: conv
-                    .get("created_at")
-                    .and_then(parse_time)
-                    .unwrap_or(fallback),
-                start_index: 0,
-            },
-        ));
-    }
-    Ok(out)
+        let time = conv.get("created_at").and_then(parse_time);
+        let named = Named {
+            title: str_field(conv, "name"),
+            ..Named::new(SOURCE, &id)
+        };
+        out.append(records.finish(&named, time.unwrap_or(fallback), None));
+    })
 }
 
 /// The pending message of one `chat_messages` entry at `index`, when it has text.

@@ -33,8 +33,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::ingest::injected::is_injected_text;
-use crate::ingest::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use crate::ingest::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
+use crate::ingest::{join_texts, parse_time, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "claude-code";
 
@@ -50,15 +50,13 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "session file",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CLAUDE_CONFIG_DIR", home: ".claude" }, &["projects/**/*.jsonl"])],
     note: Some("subagent transcripts included"),
+    append_only: true,
+    import,
 };
 
 impl crate::ingest::formats::Importer for ClaudeCode {
     fn about(&self) -> &'static crate::ingest::formats::About {
         &ABOUT
-    }
-
-    fn is_append_only(&self) -> bool {
-        true
     }
 
     fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
@@ -69,15 +67,6 @@ impl crate::ingest::formats::Importer for ClaudeCode {
         // A first line longer than the peek window: fall back on markers.
         crate::ingest::detect::contains(head, b"\"parentUuid\"")
             || crate::ingest::detect::contains(head, b"\"sessionId\"")
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback, start)
     }
 }
 
@@ -120,19 +109,16 @@ pub(super) fn import(
     fallback: DateTime<Utc>,
     start: Option<&Cursor>,
 ) -> Result<FileImport, IngestError> {
-    let mut out = FileImport::default();
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut session_id: Option<String> = start.and_then(|c| c.get("session_id"));
-    let mut agent_id: Option<String> = start.and_then(|c| c.get("agent_id"));
-    let mut sidechain = start.is_some_and(|c| c.get("sidechain").is_some());
-    let mut clock = Clock::resume(start);
+    let mut records = Records::new(path, start);
+    let mut session_id: Option<String> = records.saved("session_id");
+    let mut agent_id: Option<String> = records.saved("agent_id");
+    let mut sidechain = records.saved("sidechain").is_some();
     // Titles seen before the resumption point still name the lines after it.
-    let mut custom_title: Option<String> = start.and_then(|c| c.get("custom_title"));
-    let mut ai_title: Option<String> = start.and_then(|c| c.get("ai_title"));
-    let mut summary_title: Option<String> = start.and_then(|c| c.get("summary_title"));
-    let mut skipped = 0usize;
+    let mut custom_title: Option<String> = records.saved("custom_title");
+    let mut ai_title: Option<String> = records.saved("ai_title");
+    let mut summary_title: Option<String> = records.saved("summary_title");
 
-    let end = read_jsonl_from(path, start, &mut out.faults, |line_no, obj| {
+    let end = records.jsonl(|records, line_no, obj| {
         let field = |key: &str| str_field(&obj, key);
         let flag = |key: &str| obj.get(key).and_then(Value::as_bool).unwrap_or(false);
         if session_id.is_none() {
@@ -145,8 +131,7 @@ pub(super) fn import(
             .get("isSidechain")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = clock.tick(time);
+        let at = records.record(line_no, obj.get("timestamp").and_then(parse_time));
 
         let kind = field("type").unwrap_or("");
         match kind {
@@ -162,17 +147,17 @@ pub(super) fn import(
             _ => {}
         }
         if !matches!(kind, "user" | "assistant") {
-            skipped += 1;
+            records.skip();
             return;
         }
         let message = obj.get("message");
         let Some((text, has_attachment)) = message.and_then(|m| m.get("content")).map(extract)
         else {
-            skipped += 1;
+            records.skip();
             return;
         };
         if text.trim().is_empty() {
-            skipped += 1;
+            records.skip();
             return;
         }
         let role = match message.and_then(|m| m.get("role")).and_then(Value::as_str) {
@@ -183,10 +168,7 @@ pub(super) fn import(
         };
         let injected = role == "user"
             && (flag("isMeta") || flag("isCompactSummary") || is_injected_text(&text));
-        pending.push(Pending {
-            line: line_no,
-            role,
-            text,
+        records.push(Pending {
             id: field("uuid").map(str::to_owned),
             parent: field("parentUuid").map(str::to_owned),
             model: message
@@ -195,14 +177,11 @@ pub(super) fn import(
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned),
             project: field("cwd").map(str::to_owned),
-            time,
-            earlier_time,
             has_attachment,
             injected,
-            ..Pending::default()
+            ..at.message(role, text)
         });
     })?;
-    out.skipped = skipped;
 
     let stem = file_stem(path);
     let is_agent_file = stem.starts_with("agent-") || sidechain || agent_id.is_some();
@@ -216,30 +195,26 @@ pub(super) fn import(
         (Some(session), false) => session,
         (None, _) => stem,
     };
-    let start_index = start.map_or(0, |c| c.next_index);
-    let mut cursor = cursor(end, start_index, &pending, clock);
-    cursor.set("custom_title", custom_title.as_deref());
-    cursor.set("ai_title", ai_title.as_deref());
-    cursor.set("summary_title", summary_title.as_deref());
+    let saved = [
+        ("custom_title", custom_title.as_deref()),
+        ("ai_title", ai_title.as_deref()),
+        ("summary_title", summary_title.as_deref()),
+        ("session_id", session_id.as_deref()),
+        ("agent_id", agent_id.as_deref()),
+        ("sidechain", sidechain.then_some("true")),
+    ];
     // A title the person set wins over a generated one, which wins over a summary.
-    let title = custom_title.or(ai_title).or(summary_title);
-    cursor.set("session_id", session_id.as_deref());
-    cursor.set("agent_id", agent_id.as_deref());
-    cursor.set("sidechain", sidechain.then_some("true"));
-    out.cursor = Some(cursor);
+    let title = custom_title.as_deref().or(ai_title.as_deref()).or(summary_title.as_deref());
+    let time = records.first_time_or(fallback);
     // Each message keeps its own line's `cwd` as project.
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &conversation_id,
-            title: title.as_deref(),
-            project: None,
-            time: clock.first.unwrap_or(fallback),
-            start_index,
+    Ok(records.finish(
+        &Named {
+            title,
+            ..Named::new(SOURCE, &conversation_id)
         },
-    );
-    Ok(out)
+        time,
+        Some((end, &saved)),
+    ))
 }
 
 /// Text and attachment flag of a `message.content` value (string or block array).

@@ -39,7 +39,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
 use crate::ingest::{kind_of, parse_time, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "cline";
@@ -59,6 +59,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
         &["{Code,Code - Insiders,VSCodium,Cursor,Windsurf}/User/globalStorage/saoudrizwan.claude-dev/tasks/*/ui_messages.json"],
     )],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for Cline {
@@ -68,15 +70,6 @@ impl crate::ingest::formats::Importer for Cline {
 
     fn recognise_path(&self, path: &Path) -> bool {
         crate::ingest::has_ext(path, "json") && is_task_file(path) && path.is_file()
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 
@@ -109,12 +102,13 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let doc = read_json(path)?;
-    let mut out = FileImport::default();
     if !name.ends_with(UI_MESSAGES) {
-        out.skipped = doc.as_array().map_or(1, Vec::len);
-        return Ok(out);
+        return Ok(FileImport {
+            skipped: doc.as_array().map_or(1, Vec::len),
+            ..FileImport::default()
+        });
     }
-    let Some(records) = doc.as_array() else {
+    let Some(list) = doc.as_array() else {
         return Err(IngestError::Shape {
             path: path.to_path_buf(),
             reason: format!(
@@ -147,27 +141,18 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         .and_then(|u| u.get("model_id"))
         .and_then(Value::as_str);
 
-    let mut clock = Clock::default();
-    let mut pending = Vec::new();
+    let mut records = Records::new(path, None);
     let mut seen_task = false;
-    for (position, record) in records.iter().enumerate() {
-        let Some(obj) = record.as_object() else {
-            out.skipped += 1;
-            continue;
-        };
+    records.items(list, |records, position, obj| {
         let time = obj
             .get("ts")
             .or_else(|| obj.get("timestamp"))
             .and_then(parse_time);
-        let earlier_time = clock.tick(time);
+        let at = records.record(position, time);
         let Some((role, text)) = role_and_text(obj, &mut seen_task) else {
-            out.skipped += 1;
-            continue;
+            return records.skip();
         };
-        pending.push(Pending {
-            line: position,
-            role,
-            text,
+        records.push(Pending {
             id: obj
                 .get("ts")
                 .and_then(Value::as_i64)
@@ -175,27 +160,19 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
             model: (role == "assistant")
                 .then(|| model.map(str::to_owned))
                 .flatten(),
-            time,
-            earlier_time,
             has_attachment: obj
                 .get("images")
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty()),
-            ..Pending::default()
+            ..at.message(role, text)
         });
-    }
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &task_id,
-            title,
-            project: None,
-            time: clock.first.unwrap_or(fallback),
-            start_index: 0,
-        },
-    );
-    Ok(out)
+    });
+    let time = records.first_time_or(fallback);
+    let named = Named {
+        title,
+        ..Named::new(SOURCE, &task_id)
+    };
+    Ok(records.finish(&named, time, None))
 }
 
 /// `(role, text)` of a UI record that is a message with text.

@@ -33,8 +33,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::ingest::injected::realtime_delegation_input;
-use crate::ingest::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use crate::ingest::{parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
+use crate::ingest::{parse_time, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "codex";
 
@@ -50,6 +50,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "rollout file",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CODEX_HOME", home: ".codex" }, &["sessions/**/*.jsonl"])],
     note: None,
+    append_only: true,
+    import,
 };
 
 impl crate::ingest::formats::Importer for Codex {
@@ -57,21 +59,8 @@ impl crate::ingest::formats::Importer for Codex {
         &ABOUT
     }
 
-    fn is_append_only(&self) -> bool {
-        true
-    }
-
     fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
         crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback, start)
     }
 }
 
@@ -106,35 +95,26 @@ pub(super) fn import(
     fallback: DateTime<Utc>,
     start: Option<&Cursor>,
 ) -> Result<FileImport, IngestError> {
-    let mut out = FileImport::default();
+    let mut records = Records::new(path, start);
     // Each with whether it comes from an `event_msg` (used only when the file has no
     // message items).
     let mut pending: Vec<(bool, Pending)> = Vec::new();
-    let mut records = 0usize;
-    let ctx = |key: &str| start.and_then(|c| c.get(key));
-    let mut session_id: Option<String> = ctx("session_id");
-    let mut project: Option<String> = ctx("project");
-    let mut model: Option<String> = ctx("model");
-    let mut clock = Clock::resume(start);
+    let mut session_id: Option<String> = records.saved("session_id");
+    let mut project: Option<String> = records.saved("project");
+    let mut model: Option<String> = records.saved("model");
     // Message items seen before `start`: events then only repeat them.
-    let items_before = ctx("items").is_some();
+    let items_before = records.saved("items").is_some();
 
-    let end = read_jsonl_from(path, start, &mut out.faults, |line, obj| {
-        records += 1;
-        let own_time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = clock.tick(own_time);
-        let message =
-            |role: &'static str, text: String, id: Option<&str>, has_attachment| Pending {
-                line,
-                role,
-                text,
+    let end = records.jsonl(|records, line, obj| {
+        let at = records.record(line, obj.get("timestamp").and_then(parse_time));
+        let message = |role: &'static str, text: String, id: Option<&str>, has_attachment| {
+            Pending {
                 id: id.map(str::to_owned),
                 model: (role == "assistant").then(|| model.clone()).flatten(),
-                time: own_time,
-                earlier_time,
                 has_attachment,
-                ..Pending::default()
-            };
+                ..at.message(role, text)
+            }
+        };
         let kind = str_field(&obj, "type").unwrap_or("");
         let payload = obj.get("payload").and_then(Value::as_object);
         match (kind, payload) {
@@ -186,7 +166,7 @@ pub(super) fn import(
                     pending.push((false, m));
                 }
             }
-            ("", None) if session_id.is_none() && own_time.is_some() => {
+            ("", None) if session_id.is_none() && at.time.is_some() => {
                 // Legacy first line: {"id", "timestamp", "instructions"?}.
                 session_id = str_field(&obj, "id").map(str::to_owned);
             }
@@ -196,34 +176,32 @@ pub(super) fn import(
 
     let use_events = !items_before && pending.iter().all(|(event, _)| *event);
     let items = items_before || pending.iter().any(|(event, _)| !event);
-    let pending: Vec<Pending> = pending
-        .into_iter()
-        .filter(|(event, p)| *event == use_events && !p.text.trim().is_empty())
-        .map(|(_, p)| p)
-        .collect();
-    out.skipped = records - pending.len();
+    records.keep(
+        pending
+            .into_iter()
+            .filter(|(event, p)| *event == use_events && !p.text.trim().is_empty())
+            .map(|(_, p)| p)
+            .collect(),
+    );
+    records.skip_the_rest();
 
     let conversation_id = session_id.unwrap_or_else(|| file_stem(path));
-    let start_index = start.map_or(0, |c| c.next_index);
-    let mut cursor = cursor(end, start_index, &pending, clock);
-    cursor.set("session_id", Some(&conversation_id));
-    cursor.set("project", project.as_deref());
-    cursor.set("model", model.as_deref());
-    cursor.set("items", items.then_some("true"));
-    out.cursor = Some(cursor);
+    let time = records.first_time_or(fallback);
+    let saved = [
+        ("session_id", Some(conversation_id.as_str())),
+        ("project", project.as_deref()),
+        ("model", model.as_deref()),
+        ("items", items.then_some("true")),
+    ];
     // `is_injected` is set later by `mark_injected`.
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &conversation_id,
-            title: None,
+    Ok(records.finish(
+        &Named {
             project: project.as_deref(),
-            time: clock.first.unwrap_or(fallback),
-            start_index,
+            ..Named::new(SOURCE, &conversation_id)
         },
-    );
-    Ok(out)
+        time,
+        Some((end, &saved)),
+    ))
 }
 
 /// `(role, text, has_attachment)` of a `message` item with role user/assistant.

@@ -44,9 +44,9 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
 use crate::ingest::{
-    join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, FileImport, IngestError,
+    join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError,
 };
 
 const SOURCE: &str = "copilot";
@@ -66,6 +66,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
         &["session-state/**/*.jsonl", "history-session-state/*.json"],
     )],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for Copilot {
@@ -82,15 +84,6 @@ impl crate::ingest::formats::Importer for Copilot {
             Some(parsed) => looks_like_history(parsed),
             None => !doc.whole && doc.contains(b"\"chatMessages\""),
         }
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 
@@ -140,19 +133,15 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
 }
 
 fn import_events(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let mut out = FileImport::default();
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut clock = Clock::default();
+    let mut records = Records::new(path, None);
     let mut session_id: Option<String> = None;
     let mut project: Option<String> = None;
     let mut model: Option<String> = None;
     let mut start: Option<DateTime<Utc>> = None;
-    let mut skipped = 0usize;
-    read_jsonl(path, &mut out.faults, |line, obj| {
+    records.jsonl(|records, line, obj| {
         let data = obj.get("data").and_then(Value::as_object);
         let field = |key: &str| data.and_then(|d| str_field(d, key));
-        let time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = clock.tick(time);
+        let at = records.record(line, obj.get("timestamp").and_then(parse_time));
         if session_id.is_none() {
             session_id = str_field(&obj, "session_id").map(str::to_owned);
         }
@@ -189,28 +178,21 @@ fn import_events(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, Ing
             _ => (None, None),
         };
         let (Some(role), Some(text)) = (role, text.filter(|t| !t.trim().is_empty())) else {
-            skipped += 1;
-            return;
+            return records.skip();
         };
-        pending.push(Pending {
-            line,
-            role,
-            text: text.to_owned(),
+        records.push(Pending {
             id: str_field(&obj, "id").map(str::to_owned),
             parent: str_field(&obj, "parentId").map(str::to_owned),
             model: (role == "assistant")
                 .then(|| field("model").map(str::to_owned).or_else(|| model.clone()))
                 .flatten(),
-            time,
-            earlier_time,
             has_attachment: data
                 .and_then(|d| d.get("attachments"))
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty()),
-            ..Pending::default()
+            ..at.message(role, text.to_owned())
         });
     })?;
-    out.skipped = skipped;
     let workspace = workspace_yaml(path);
     let folder = (path.file_name().is_some_and(|n| n == "events.jsonl"))
         .then(|| path.parent().and_then(Path::file_name))
@@ -218,18 +200,13 @@ fn import_events(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, Ing
         .map(|n| n.to_string_lossy().into_owned());
     let id = session_id.or(folder).unwrap_or_else(|| file_stem(path));
     let project = project.or_else(|| workspace.as_ref().and_then(|w| w.1.clone()));
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &id,
-            title: workspace.as_ref().and_then(|w| w.0.as_deref()),
-            project: project.as_deref(),
-            time: start.or(clock.first).unwrap_or(fallback),
-            start_index: 0,
-        },
-    );
-    Ok(out)
+    let time = start.unwrap_or_else(|| records.first_time_or(fallback));
+    let named = Named {
+        title: workspace.as_ref().and_then(|w| w.0.as_deref()),
+        project: project.as_deref(),
+        ..Named::new(SOURCE, &id)
+    };
+    Ok(records.finish(&named, time, None))
 }
 
 /// `(summary, cwd)` of the `workspace.yaml` beside an `events.jsonl`, when readable.
@@ -261,58 +238,38 @@ fn import_history(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, In
             ),
         });
     };
-    let records = obj
+    let list = obj
         .get("chatMessages")
         .or_else(|| obj.get("history"))
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let mut out = FileImport::default();
-    let mut clock = Clock::default();
-    let mut pending = Vec::new();
-    for (position, record) in records.iter().enumerate() {
-        let Some(r) = record.as_object() else {
-            out.skipped += 1;
-            continue;
-        };
+    let mut records = Records::new(path, None);
+    records.items(list, |records, position, r| {
         let time = r
             .get("time")
             .or_else(|| r.get("timestamp"))
             .and_then(parse_time);
-        let earlier_time = clock.tick(time);
+        let at = records.record(position, time);
         let Some((role, text)) = history_record(r) else {
-            out.skipped += 1;
-            continue;
+            return records.skip();
         };
-        pending.push(Pending {
-            line: position,
-            role,
-            text,
+        records.push(Pending {
             id: str_field(r, "id").map(str::to_owned),
             model: (role == "assistant")
                 .then(|| str_field(r, "model").map(str::to_owned))
                 .flatten(),
-            time,
-            earlier_time,
-            ..Pending::default()
+            ..at.message(role, text)
         });
-    }
+    });
     let id = str_field(obj, "sessionId").map_or_else(|| file_stem(path), str::to_owned);
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &id,
-            title: str_field(obj, "title"),
-            project: str_field(obj, "workspacePath"),
-            time: obj
-                .get("startTime")
-                .and_then(parse_time)
-                .or(clock.first)
-                .unwrap_or(fallback),
-            start_index: 0,
-        },
-    );
-    Ok(out)
+    let time = obj.get("startTime").and_then(parse_time);
+    let time = time.unwrap_or_else(|| records.first_time_or(fallback));
+    let named = Named {
+        title: str_field(obj, "title"),
+        project: str_field(obj, "workspacePath"),
+        ..Named::new(SOURCE, &id)
+    };
+    Ok(records.finish(&named, time, None))
 }
 
 /// `(role, text)` of a legacy history record with text.

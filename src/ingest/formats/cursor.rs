@@ -66,10 +66,9 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
 use crate::ingest::{
-    join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, Fault, FileImport,
-    IngestError,
+    join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError,
 };
 
 const SOURCE: &str = "cursor";
@@ -90,6 +89,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
             &["globalStorage/state.vscdb", "workspaceStorage/*/state.vscdb"],
         ),],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for CursorImporter {
@@ -109,15 +110,6 @@ impl crate::ingest::formats::Importer for CursorImporter {
 
     fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
         doc.contains(b"\"composerData:")
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 
@@ -158,42 +150,30 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
 }
 
 fn import_transcript(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let mut out = FileImport::default();
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut clock = Clock::default();
+    let mut records = Records::new(path, None);
     let mut session_id: Option<String> = None;
-    let mut skipped = 0usize;
-    read_jsonl(path, &mut out.faults, |line, obj| {
+    records.jsonl(|records, line, obj| {
         if session_id.is_none() {
             session_id = str_field(&obj, "sessionId").map(str::to_owned);
         }
-        let time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = clock.tick(time);
-        let Some(p) = transcript_line(&obj, line) else {
-            skipped += 1;
-            return;
-        };
-        pending.push(Pending {
-            time,
-            earlier_time,
-            ..p
-        });
+        let at = records.record(line, obj.get("timestamp").and_then(parse_time));
+        match transcript_line(&obj, line) {
+            Some(p) => records.push(Pending {
+                time: at.time,
+                earlier_time: at.earlier_time,
+                ..p
+            }),
+            None => records.skip(),
+        }
     })?;
-    out.skipped = skipped;
     let id = session_id.unwrap_or_else(|| file_stem(path));
     let project = transcript_project(path);
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &id,
-            title: None,
-            project: project.as_deref(),
-            time: clock.first.unwrap_or(fallback),
-            start_index: 0,
-        },
-    );
-    Ok(out)
+    let time = records.first_time_or(fallback);
+    let named = Named {
+        project: project.as_deref(),
+        ..Named::new(SOURCE, &id)
+    };
+    Ok(records.finish(&named, time, None))
 }
 
 /// The `<project>` folder name in `…/<project>/agent-transcripts/…`.
@@ -331,7 +311,7 @@ fn import_vscdb(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, Inge
     }
     import_rows(path, rows, fallback, &mut out);
     for (_, chat) in legacy {
-        import_legacy_chat(&chat, fallback, &mut out);
+        import_legacy_chat(path, &chat, fallback, &mut out);
     }
     Ok(out)
 }
@@ -450,12 +430,11 @@ fn import_rows(path: &Path, rows: Vec<Row>, fallback: DateTime<Utc>, out: &mut F
             .get("modelConfig")
             .and_then(|m| m.get("modelName"))
             .and_then(Value::as_str);
-        let mut clock = Clock::default();
+        let mut records = Records::new(path, None);
         let mut project: Option<String> = None;
-        let mut pending = Vec::new();
         for (index, (bubble_id, bubble)) in ordered.into_iter().enumerate() {
             let Some(b) = bubble.as_object() else {
-                out.skipped += 1;
+                records.skip();
                 continue;
             };
             if project.is_none() {
@@ -470,31 +449,23 @@ fn import_rows(path: &Path, rows: Vec<Row>, fallback: DateTime<Utc>, out: &mut F
                         .and_then(|t| t.get("clientStartTime"))
                         .and_then(parse_time)
                 });
-            let earlier_time = clock.tick(time);
-            let Some(p) = bubble_message(b, index, bubble_id, model) else {
-                out.skipped += 1;
-                continue;
-            };
-            pending.push(Pending {
-                time,
-                earlier_time,
-                ..p
-            });
+            let at = records.record(index, time);
+            match bubble_message(b, index, bubble_id, model) {
+                Some(p) => records.push(Pending {
+                    time: at.time,
+                    earlier_time: at.earlier_time,
+                    ..p
+                }),
+                None => records.skip(),
+            }
         }
-        out.messages.extend(finish(
-            pending,
-            &Conversation {
-                source: SOURCE,
-                id: &composer_id,
-                title: str_field(composer, "name"),
-                project: project.as_deref(),
-                time: composer
-                    .get("createdAt")
-                    .and_then(parse_time)
-                    .unwrap_or(fallback),
-                start_index: 0,
-            },
-        ));
+        let time = composer.get("createdAt").and_then(parse_time);
+        let named = Named {
+            title: str_field(composer, "name"),
+            project: project.as_deref(),
+            ..Named::new(SOURCE, &composer_id)
+        };
+        out.append(records.finish(&named, time.unwrap_or(fallback), None));
     }
 }
 
@@ -537,7 +508,7 @@ fn bubble_message(
 }
 
 /// The legacy `ItemTable` chat data: each tab is a conversation of `user`/`ai` bubbles.
-fn import_legacy_chat(chat: &Value, fallback: DateTime<Utc>, out: &mut FileImport) {
+fn import_legacy_chat(path: &Path, chat: &Value, fallback: DateTime<Utc>, out: &mut FileImport) {
     let tabs = chat
         .get("tabs")
         .and_then(Value::as_array)
@@ -548,54 +519,43 @@ fn import_legacy_chat(chat: &Value, fallback: DateTime<Utc>, out: &mut FileImpor
             || crate::ingest::stable_id(&[SOURCE, "tab", &position.to_string()]),
             str::to_owned,
         );
-        let mut clock = Clock::default();
-        let mut pending = Vec::new();
+        let mut records = Records::new(path, None);
         let bubbles = tab.get("bubbles").and_then(Value::as_array);
         for (index, bubble) in bubbles.into_iter().flatten().enumerate() {
             let role = match bubble.get("type").and_then(Value::as_str) {
                 Some("user") => "user",
                 Some("ai") => "assistant",
                 _ => {
-                    out.skipped += 1;
+                    records.skip();
                     continue;
                 }
             };
             let text = bubble.get("text").and_then(Value::as_str).unwrap_or("");
             if text.trim().is_empty() {
-                out.skipped += 1;
+                records.skip();
                 continue;
             }
             let time = bubble
                 .get("timestamp")
                 .or_else(|| bubble.get("createdAt"))
                 .and_then(parse_time);
-            let earlier_time = clock.tick(time);
-            pending.push(Pending {
-                line: index,
-                role,
-                text: text.to_owned(),
+            let at = records.record(index, time);
+            records.push(Pending {
                 id: bubble.get("id").and_then(Value::as_str).map(str::to_owned),
                 model: bubble
                     .get("modelType")
                     .and_then(Value::as_str)
                     .filter(|_| role == "assistant")
                     .map(str::to_owned),
-                time,
-                earlier_time,
-                ..Pending::default()
+                ..at.message(role, text.to_owned())
             });
         }
-        out.messages.extend(finish(
-            pending,
-            &Conversation {
-                source: SOURCE,
-                id: &id,
-                title: tab.get("chatTitle").and_then(Value::as_str),
-                project: None,
-                time: clock.first.unwrap_or(fallback),
-                start_index: 0,
-            },
-        ));
+        let time = records.first_time_or(fallback);
+        let named = Named {
+            title: tab.get("chatTitle").and_then(Value::as_str),
+            ..Named::new(SOURCE, &id)
+        };
+        out.append(records.finish(&named, time, None));
     }
 }
 

@@ -22,11 +22,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
-use crate::ingest::{
-    join_texts, kind_of, parse_time, read_json, read_jsonl, str_field, Fault, FileImport,
-    IngestError,
-};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
+use crate::ingest::{join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "gemini-cli";
 
@@ -42,6 +39,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "session file",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini"), &["tmp/**/chats/*.{json,jsonl}"])],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for GeminiCli {
@@ -56,15 +55,6 @@ impl crate::ingest::formats::Importer for GeminiCli {
     fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
         doc.contains(b"\"messages\"")
             && (doc.contains(b"\"projectHash\"") || doc.contains(b"\"sessionId\""))
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 
@@ -108,52 +98,18 @@ impl Session {
 /// [`IngestError::Json`] when it is not JSON and [`IngestError::Shape`] when it has no
 /// `messages` array.
 pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
-    let mut out = FileImport::default();
+    let mut records = Records::new(path, None);
     let mut session = Session::default();
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut clock = Clock::default();
-    let mut skipped = 0usize;
-
-    let mut take = |position: usize, obj: &Map<String, Value>, skipped: &mut usize| {
-        let time = obj.get("timestamp").and_then(parse_time);
-        let earlier_time = clock.tick(time);
-        let Some((role, text, has_attachment)) = record(obj) else {
-            *skipped += 1;
-            return;
-        };
-        let id = str_field(obj, "id").map(str::to_owned);
-        let entry = Pending {
-            line: position,
-            role,
-            text,
-            model: str_field(obj, "model").map(str::to_owned),
-            time,
-            earlier_time,
-            has_attachment,
-            id: id.clone(),
-            ..Pending::default()
-        };
-        match id.and_then(|id| pending.iter_mut().find(|p| p.id.as_deref() == Some(&id))) {
-            Some(earlier) => {
-                // An update of an earlier message: keep its position, take the new content.
-                *skipped += 1;
-                let line = earlier.line;
-                *earlier = Pending { line, ..entry };
-            }
-            None => pending.push(entry),
-        }
-    };
-
     let is_jsonl = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"));
     if is_jsonl {
-        read_jsonl(path, &mut out.faults, |line, obj| {
+        records.jsonl(|records, line, obj| {
             if obj.contains_key("projectHash") || obj.contains_key("$set") {
                 session.absorb(obj.get("$set").and_then(Value::as_object).unwrap_or(&obj));
-                skipped += 1;
+                records.skip();
             } else {
-                take(line, &obj, &mut skipped);
+                take(records, line, &obj);
             }
         })?;
     } else {
@@ -172,33 +128,59 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
         }
         for (index, message) in messages.iter().enumerate() {
             match message.as_object() {
-                Some(obj) => take(index, obj, &mut skipped),
-                None => out.faults.push(Fault::new(
-                    path,
+                Some(obj) => take(&mut records, index, obj),
+                None => records.fault(
                     None,
                     format!(
                         "`messages[{index}]`: expected an object, found {}",
                         kind_of(message)
                     ),
-                )),
+                ),
             }
         }
     }
-    out.skipped = skipped;
 
     let conversation_id = session.id.unwrap_or_else(|| file_stem(path));
-    out.messages = finish(
-        pending,
-        &Conversation {
-            source: SOURCE,
-            id: &conversation_id,
-            title: session.title.as_deref(),
-            project: None,
-            time: session.start.or(clock.last).unwrap_or(fallback),
-            start_index: 0,
-        },
-    );
-    Ok(out)
+    let time = session.start.or(records.clock().last).unwrap_or(fallback);
+    let named = Named {
+        title: session.title.as_deref(),
+        ..Named::new(SOURCE, &conversation_id)
+    };
+    Ok(records.finish(&named, time, None))
+}
+
+/// Keeps the message of one record at `position`; a record with the id of an earlier
+/// message updates it (keeping its position) and counts as skipped.
+fn take(records: &mut Records<'_>, position: usize, obj: &Map<String, Value>) {
+    let at = records.record(position, obj.get("timestamp").and_then(parse_time));
+    let Some((role, text, has_attachment)) = record(obj) else {
+        return records.skip();
+    };
+    let id = str_field(obj, "id").map(str::to_owned);
+    let earlier = id.as_deref().and_then(|id| {
+        records
+            .pending_mut()
+            .iter()
+            .position(|p| p.id.as_deref() == Some(id))
+    });
+    let entry = Pending {
+        model: str_field(obj, "model").map(str::to_owned),
+        has_attachment,
+        id,
+        ..at.message(role, text)
+    };
+    match earlier {
+        Some(index) => {
+            // An update of an earlier message: keep its position, take the new content.
+            records.skip();
+            let earlier = &mut records.pending_mut()[index];
+            *earlier = Pending {
+                line: earlier.line,
+                ..entry
+            };
+        }
+        None => records.push(entry),
+    }
 }
 
 /// `(role, text, has_attachment)` of a user/model record with non-empty text.

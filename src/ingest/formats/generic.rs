@@ -39,15 +39,13 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "file",
     locations: &[],
     note: Some("none: JSON Lines with `role`, `content`, optional `timestamp`, `conversation_id`, `id`, `title`"),
+    append_only: true,
+    import,
 };
 
 impl crate::ingest::formats::Importer for Generic {
     fn about(&self) -> &'static crate::ingest::formats::About {
         &ABOUT
-    }
-
-    fn is_append_only(&self) -> bool {
-        true
     }
 
     fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
@@ -56,15 +54,6 @@ impl crate::ingest::formats::Importer for Generic {
         } else {
             crate::ingest::formats::LineMatch::No
         }
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback, start)
     }
 }
 

@@ -12,8 +12,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::ingest::pending::{file_stem, finish, Clock, Conversation, Pending};
-use crate::ingest::{parse_time, read_jsonl, str_field, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, Named, Records};
+use crate::ingest::{parse_time, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "made-up";
 
@@ -32,6 +32,8 @@ static ABOUT: super::About = super::About {
         &["**/made-up/*.jsonl"],
     )],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl super::Importer for MadeUp {
@@ -42,52 +44,24 @@ impl super::Importer for MadeUp {
     fn recognise_line(&self, line: &Value) -> super::LineMatch {
         super::LineMatch::yes_if(line.get("speaker").is_some() && line.get("said").is_some())
     }
+}
 
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        let mut out = FileImport::default();
-        let mut pending = Vec::new();
-        let mut clock = Clock::default();
-        let mut skipped = 0;
-        read_jsonl(path, &mut out.faults, |line, obj| {
-            let time = obj.get("at").and_then(parse_time);
-            let earlier_time = clock.tick(time);
-            let role = match str_field(&obj, "speaker") {
-                Some("me") => "user",
-                Some("bot") => "assistant",
-                _ => {
-                    skipped += 1;
-                    return;
-                }
-            };
-            pending.push(Pending {
-                line,
-                role,
-                text: str_field(&obj, "said").unwrap_or_default().to_owned(),
-                time,
-                earlier_time,
-                ..Pending::default()
-            });
-        })?;
-        out.skipped = skipped;
-        let id = file_stem(path);
-        out.messages = finish(
-            pending,
-            &Conversation {
-                source: SOURCE,
-                id: &id,
-                title: None,
-                project: None,
-                time: clock.first.unwrap_or(fallback),
-                start_index: 0,
-            },
-        );
-        Ok(out)
-    }
+/// Reads one chat file: a message per `me`/`bot` line, any other speaker skipped.
+fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
+    let mut records = Records::new(path, None);
+    records.jsonl(|records, line, obj| {
+        let at = records.record(line, obj.get("at").and_then(parse_time));
+        let role = match str_field(&obj, "speaker") {
+            Some("me") => "user",
+            Some("bot") => "assistant",
+            _ => return records.skip(),
+        };
+        let text = str_field(&obj, "said").unwrap_or_default().to_owned();
+        records.push(at.message(role, text));
+    })?;
+    let id = file_stem(path);
+    let time = records.first_time_or(fallback);
+    Ok(records.finish(&Named::new(SOURCE, &id), time, None))
 }
 
 #[cfg(test)]

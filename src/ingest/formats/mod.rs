@@ -2,7 +2,10 @@
 //! ordered list of them, [`IMPORTERS`].
 //!
 //! Adding a format is one new file here (a unit type implementing [`Importer`], with a
-//! `pub(super) static IMPORTER`) and one line in the [`registry!`] call below. The
+//! `pub(super) static IMPORTER`) and one line in the [`registry!`] call below. Its
+//! parser runs the one record loop of [`crate::ingest::pending::Records`] (clock,
+//! skipped count, faults with path and line, resumption) and says only how its records
+//! read and what names the conversation. The
 //! order of that list is the detection priority: when two importers recognise the same
 //! evidence, the earlier one wins (see [`crate::ingest::detect`] for the stages). The
 //! default locations each importer declares ([`About::locations`]) are what
@@ -31,7 +34,17 @@ pub(crate) struct About {
     pub locations: &'static [Location],
     /// Said after the locations in the README (or instead of them when there are none).
     pub note: Option<&'static str>,
+    /// True for JSON Lines formats written only by appending: a grown file is imported
+    /// from where the last import stopped ([`FileImport::cursor`]).
+    pub append_only: bool,
+    /// Parses one file: see [`Importer::import`].
+    pub import: ImportFn,
 }
+
+/// An importer's parser of one file: the file, the time of a file whose records carry
+/// none, and (append-only formats) where a previous import stopped.
+pub(crate) type ImportFn =
+    fn(&Path, DateTime<Utc>, Option<&Cursor>) -> Result<FileImport, IngestError>;
 
 /// How one JSON Lines record speaks for an importer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,17 +89,16 @@ impl Document<'_> {
     }
 }
 
-/// One transcript format. Only [`Importer::about`] and [`Importer::import`] are
-/// required; the `recognise_*` methods default to "not mine", so an importer answers
-/// only for the evidence it has.
+/// One transcript format. Only [`Importer::about`] is required (it names the parser,
+/// [`About::import`]); the `recognise_*` methods default to "not mine", so an importer
+/// answers only for the evidence it has.
 pub(crate) trait Importer: Sync {
     /// Name, README row and default locations.
     fn about(&self) -> &'static About;
 
-    /// True for JSON Lines formats written only by appending: a grown file is imported
-    /// from where the last import stopped ([`FileImport::cursor`]).
+    /// True for JSON Lines formats written only by appending ([`About::append_only`]).
     fn is_append_only(&self) -> bool {
-        false
+        self.about().append_only
     }
 
     /// True when the path alone (name, extension, folder, magic bytes) says the file is
@@ -111,8 +123,9 @@ pub(crate) trait Importer: Sync {
         false
     }
 
-    /// Parses one file. `fallback` is the time for a file whose records carry none;
-    /// `start` (append-only formats only) is where a previous import stopped.
+    /// Parses one file with [`About::import`]. `fallback` is the time for a file whose
+    /// records carry none; `start` (append-only formats only) is where a previous import
+    /// stopped.
     ///
     /// # Errors
     /// [`IngestError::Io`] when the file cannot be read; whole-document formats also
@@ -122,7 +135,9 @@ pub(crate) trait Importer: Sync {
         path: &Path,
         fallback: DateTime<Utc>,
         start: Option<&Cursor>,
-    ) -> Result<FileImport, IngestError>;
+    ) -> Result<FileImport, IngestError> {
+        (self.about().import)(path, fallback, start)
+    }
 }
 
 /// Declares the format modules and [`IMPORTERS`] from one list, so a format is one line.

@@ -72,6 +72,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
         &["opencode.db", "storage/message/*/*.json"],
     )],
     note: None,
+    append_only: false,
+    import: |path, fallback, _| import(path, fallback),
 };
 
 impl crate::ingest::formats::Importer for OpenCode {
@@ -88,15 +90,6 @@ impl crate::ingest::formats::Importer for OpenCode {
             Some(parsed) => kind_of_doc(parsed).is_some(),
             None => !doc.whole && kind_of_path(doc.path).is_some(),
         }
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        _start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback)
     }
 }
 

@@ -28,8 +28,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::ingest::pending::{cursor, file_stem, finish, Clock, Conversation, Pending};
-use crate::ingest::{join_texts, parse_time, read_jsonl_from, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::pending::{file_stem, Named, Pending, Records};
+use crate::ingest::{join_texts, parse_time, str_field, Cursor, FileImport, IngestError};
 
 const SOURCE: &str = "pi";
 
@@ -45,6 +45,8 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     unit: "session file",
     locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".pi/agent/sessions"), &["**/*.jsonl"])],
     note: None,
+    append_only: true,
+    import,
 };
 
 impl crate::ingest::formats::Importer for Pi {
@@ -52,21 +54,8 @@ impl crate::ingest::formats::Importer for Pi {
         &ABOUT
     }
 
-    fn is_append_only(&self) -> bool {
-        true
-    }
-
     fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
         crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-
-    fn import(
-        &self,
-        path: &Path,
-        fallback: DateTime<Utc>,
-        start: Option<&crate::ingest::Cursor>,
-    ) -> Result<FileImport, IngestError> {
-        import(path, fallback, start)
     }
 }
 
@@ -92,24 +81,20 @@ pub(super) fn import(
     fallback: DateTime<Utc>,
     start: Option<&Cursor>,
 ) -> Result<FileImport, IngestError> {
-    let mut out = FileImport::default();
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut skipped = 0usize;
-    let ctx = |key: &str| start.and_then(|c| c.get(key));
-    let mut session_id: Option<String> = ctx("session_id");
-    let mut project: Option<String> = ctx("project");
-    let mut title: Option<String> = ctx("title");
-    let mut model: Option<String> = ctx("model");
-    let mut clock = Clock::resume(start);
+    let mut records = Records::new(path, start);
+    let mut session_id: Option<String> = records.saved("session_id");
+    let mut project: Option<String> = records.saved("project");
+    let mut title: Option<String> = records.saved("title");
+    let mut model: Option<String> = records.saved("model");
 
-    let end = read_jsonl_from(path, start, &mut out.faults, |line, obj| {
+    let end = records.jsonl(|records, line, obj| {
         let message = obj.get("message").and_then(Value::as_object);
         let time = obj.get("timestamp").and_then(parse_time).or_else(|| {
             message
                 .and_then(|m| m.get("timestamp"))
                 .and_then(parse_time)
         });
-        let earlier_time = clock.tick(time);
+        let at = records.record(line, time);
         match str_field(&obj, "type") {
             Some("session") => {
                 if session_id.is_none() {
@@ -133,49 +118,41 @@ pub(super) fn import(
             Some("message") => {
                 if let Some((role, text, has_attachment)) = message.and_then(message_text) {
                     let own_model = message.and_then(|m| str_field(m, "model"));
-                    pending.push(Pending {
-                        line,
-                        role,
-                        text,
+                    records.push(Pending {
                         id: str_field(&obj, "id").map(str::to_owned),
                         parent: str_field(&obj, "parentId").map(str::to_owned),
                         model: (role == "assistant")
                             .then(|| own_model.map(str::to_owned).or_else(|| model.clone()))
                             .flatten(),
-                        time,
-                        earlier_time,
                         has_attachment,
-                        ..Pending::default()
+                        ..at.message(role, text)
                     });
                     return;
                 }
             }
             _ => {}
         }
-        skipped += 1;
+        records.skip();
     })?;
-    out.skipped = skipped;
 
     let conversation_id = session_id.unwrap_or_else(|| file_stem(path));
-    let start_index = start.map_or(0, |c| c.next_index);
-    let mut cursor = cursor(end, start_index, &pending, clock);
-    cursor.set("session_id", Some(&conversation_id));
-    cursor.set("project", project.as_deref());
-    cursor.set("title", title.as_deref());
-    cursor.set("model", model.as_deref());
-    out.cursor = Some(cursor);
-    out.messages = finish(
-        pending,
-        &Conversation {
+    let time = records.first_time_or(fallback);
+    let saved = [
+        ("session_id", Some(conversation_id.as_str())),
+        ("project", project.as_deref()),
+        ("title", title.as_deref()),
+        ("model", model.as_deref()),
+    ];
+    Ok(records.finish(
+        &Named {
             source: SOURCE,
             id: &conversation_id,
             title: title.as_deref(),
             project: project.as_deref(),
-            time: clock.first.unwrap_or(fallback),
-            start_index,
         },
-    );
-    Ok(out)
+        time,
+        Some((end, &saved)),
+    ))
 }
 
 /// `(role, text, has_attachment)` of a user/assistant message with non-empty text.
