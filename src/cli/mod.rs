@@ -12,6 +12,7 @@ pub mod new;
 pub mod printer;
 pub mod run;
 pub mod serve;
+pub mod serve_ingest;
 pub mod show;
 pub mod validate;
 pub mod verify;

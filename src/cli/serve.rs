@@ -25,6 +25,14 @@ pub struct Args {
     /// Do not watch the skills folder: serve the skills loaded at start until exit.
     #[arg(long)]
     no_watch: bool,
+    /// Also watch this file or folder for transcripts and import them as they change
+    /// (repeatable; the default transcript locations are always watched).
+    #[arg(long = "watch", value_name = "PATH")]
+    watch_paths: Vec<std::path::PathBuf>,
+    /// Do not keep the conversations store current: no watching of transcript
+    /// locations, no background import (the store changes only by `skills ingest`).
+    #[arg(long)]
+    no_ingest: bool,
 }
 
 /// Runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP). Logs go to
@@ -33,6 +41,10 @@ pub struct Args {
 /// Unless `--no-watch`, the skills folder is watched: a change reloads the skills,
 /// connected clients get `list_changed` notifications, and a broken document keeps the
 /// previous set serving ([`watch`]).
+///
+/// Unless `--no-ingest`, the default transcript locations and every `--watch PATH`
+/// are watched and changed transcripts imported in the background
+/// ([`super::serve_ingest`]).
 ///
 /// # Errors
 /// [`mcp::ServeError`]: a non-loopback address without `--allow-remote` (exit 2), a
@@ -62,6 +74,11 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                 None
             }
         }
+    };
+    let _ingest = if args.no_ingest {
+        None
+    } else {
+        Some(super::serve_ingest::start(session, &args.watch_paths)?)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
