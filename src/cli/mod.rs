@@ -14,6 +14,7 @@ pub mod run;
 pub mod serve;
 pub mod serve_ingest;
 pub mod show;
+pub mod status;
 pub mod validate;
 pub mod verify;
 
