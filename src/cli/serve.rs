@@ -75,10 +75,19 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             }
         }
     };
-    let _ingest = if args.no_ingest {
+    let ingest = if args.no_ingest {
         None
     } else {
-        Some(super::serve_ingest::start(session, &args.watch_paths)?)
+        Some(super::serve_ingest::options(session, &args.watch_paths)?)
+    };
+    // Started once the server listens (not for an address refused), stopped before exit.
+    let importing = Arc::new(std::sync::Mutex::new(None));
+    let slot = Arc::clone(&importing);
+    let begin = move || {
+        if let Some(options) = ingest {
+            let started = super::serve_ingest::start(options);
+            *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = started;
+        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -88,6 +97,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         let tools = catalog.current().tools.len();
         let Some(addr) = http else {
             Printer::log(format_args!("skills: serving {tools} tools over stdio"));
+            begin();
             return mcp::serve_stdio(catalog).await.map_err(anyhow::Error::from);
         };
         let shutdown = tokio_util::sync::CancellationToken::new();
@@ -98,6 +108,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         });
         let options = mcp::HttpOptions { addr, allow_remote };
         mcp::serve_http(catalog, options, shutdown, |bound| {
+            begin();
             Printer::log(format_args!(
                 "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
                 mcp::HTTP_PATH
@@ -109,6 +120,13 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     // A call still running (a slow query after stdin closed) must not keep the
     // process alive: its blocking thread is abandoned.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    // Stop watching and end a running import before the process exits.
+    drop(
+        importing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(),
+    );
     served?;
     Ok(Outcome::Success)
 }

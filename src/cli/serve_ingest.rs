@@ -11,13 +11,14 @@ use skills::runtime::ingest_watch::{self, IngestCommand, IngestWatch, Mode};
 
 use super::{Session, UsageError};
 
-/// Starts watching the default transcript locations and `extra` (`--watch PATH`),
-/// importing changes with this binary's `skills --data-dir D ingest --json --quiet`.
+/// What to watch: the default transcript locations and `extra` (`--watch PATH`),
+/// changes imported with this binary's `skills --data-dir D ingest --json --quiet`.
+/// Start it with [`start`] once the server listens.
 ///
 /// # Errors
 /// [`UsageError`] for a `--watch` path that does not exist or a bad `SKILLS_WATCH`;
-/// no data folder; the path of this binary unknown; the watcher thread not started.
-pub fn start(session: &Session, extra: &[PathBuf]) -> Result<IngestWatch> {
+/// no data folder; the path of this binary unknown.
+pub fn options(session: &Session, extra: &[PathBuf]) -> Result<ingest_watch::Options> {
     let mode = Mode::from_env().map_err(UsageError::new)?;
     let conversations = session.store_paths()?.conversations;
     let data_dir = conversations
@@ -28,6 +29,9 @@ pub fn start(session: &Session, extra: &[PathBuf]) -> Result<IngestWatch> {
         .context("cannot find the path of this `skills` binary to run `skills ingest`")?;
     let mut args: Vec<OsString> = vec!["--data-dir".into(), data_dir.clone().into()];
     args.extend(["ingest", "--json", "--quiet"].map(OsString::from));
+    if let Some(missing) = extra.iter().find(|p| !p.exists()) {
+        return Err(UsageError::new(ingest_watch::WatchError::Missing(missing.clone()).to_string()).into());
+    }
     let extra = extra
         .iter()
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
@@ -40,8 +44,13 @@ pub fn start(session: &Session, extra: &[PathBuf]) -> Result<IngestWatch> {
         mode,
         data_dir: Some(data_dir),
     };
-    ingest_watch::start(options).map_err(|e| match e {
-        ingest_watch::WatchError::Missing(_) => UsageError::new(e.to_string()).into(),
-        other => anyhow::Error::from(other),
-    })
+    Ok(options)
+}
+
+/// Starts the background import; a failure is said on stderr and the server goes on
+/// without it.
+pub fn start(options: ingest_watch::Options) -> Option<IngestWatch> {
+    ingest_watch::start(options)
+        .map_err(|e| super::Printer::log(format_args!("warning: {e}; the store is updated by `skills ingest` only")))
+        .ok()
 }

@@ -5,8 +5,8 @@
 //! How, and why so:
 //! - **Noticing.** The `notify` crate (inotify on Linux, FSEvents, ReadDirectoryChangesW)
 //!   watches each location's fixed folder recursively; when the OS watch limit is hit
-//!   (at start or later) or [`Mode::Poll`] is asked for, a [`notify::PollWatcher`]
-//!   compares modification times every [`POLL_INTERVAL`] instead. Which one runs is
+//!   (at start or later) or [`Mode::Poll`] is asked for, a thread compares every
+//!   file's size and modification time every [`POLL_INTERVAL`] instead. Which one runs is
 //!   said once on stderr.
 //! - **Debouncing.** Changed transcripts are collected until no change came for
 //!   [`SETTLE`], or at the latest [`MAX_DELAY`] after the first one (a session being
@@ -42,7 +42,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify::{EventKind, RecursiveMode};
+use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use crate::ingest::watched::DefaultLocations;
 
@@ -267,6 +267,8 @@ struct Worker {
     tx: mpsc::Sender<Msg>,
     state: Arc<Mutex<State>>,
     watcher: Option<Box<dyn notify::Watcher + Send>>,
+    /// The poll fallback's thread, when polling.
+    poller: Option<Poller>,
     pending: BTreeSet<PathBuf>,
     /// When the first pending change and the last change arrived.
     first: Option<Instant>,
@@ -305,6 +307,7 @@ impl Worker {
             tx,
             state,
             watcher: None,
+            poller: None,
             pending: BTreeSet::new(),
             first: None,
             last: Instant::now(),
@@ -420,16 +423,13 @@ impl Worker {
             }
             Err(_) => {}
         };
-        let made: notify::Result<Box<dyn notify::Watcher + Send>> = match mode {
-            Mode::Notify => notify::recommended_watcher(handler)
-                .map(|w| Box::new(w) as Box<dyn notify::Watcher + Send>),
-            Mode::Poll => notify::PollWatcher::new(
-                handler,
-                notify::Config::default().with_poll_interval(POLL_INTERVAL),
-            )
-            .map(|w| Box::new(w) as Box<dyn notify::Watcher + Send>),
-        };
-        let mut watcher = match made {
+        self.poller = None;
+        if mode == Mode::Poll {
+            self.poller = poll(paths.to_vec(), self.tx.clone());
+            self.announce(paths, mode);
+            return;
+        }
+        let mut watcher = match notify::recommended_watcher(handler) {
             Ok(w) => w,
             Err(e) => {
                 eprintln!("skills: cannot watch transcripts ({e}); the store is updated by `skills ingest` only");
@@ -454,6 +454,12 @@ impl Worker {
                 eprintln!("skills: cannot watch `{}`: {e}", target.display());
             }
         }
+        self.watcher = Some(Box::new(watcher));
+        self.announce(paths, mode);
+    }
+
+    /// Says on stderr how `paths` are watched, and records it.
+    fn announce(&mut self, paths: &[PathBuf], mode: Mode) {
         let how = match mode {
             Mode::Notify => "file events".to_owned(),
             Mode::Poll => format!("polling every {} s", POLL_INTERVAL.as_secs()),
@@ -467,7 +473,6 @@ impl Worker {
                 names.join(", ")
             );
         }
-        self.watcher = Some(watcher);
         self.set_state(|s| s.mode = Some(mode));
         self.write_record();
     }
@@ -699,6 +704,57 @@ fn describe_fault(fault: &serde_json::Value) -> String {
 /// True when an importer recognises the file now (a file created empty is not yet).
 fn importable(path: &Path) -> bool {
     crate::ingest::has_ext(path, "parquet") || crate::ingest::detect(path).is_some()
+}
+
+/// The poll fallback's thread; dropping this ends it.
+struct Poller {
+    _stop: mpsc::Sender<()>,
+}
+
+/// Every [`POLL_INTERVAL`], compares the size and modification time (to the
+/// nanosecond) of every file in `paths` with the previous look and sends the changed
+/// and new ones as [`Msg::Changed`]. `None` when the thread cannot start.
+fn poll(paths: Vec<PathBuf>, tx: mpsc::Sender<Msg>) -> Option<Poller> {
+    let (stop, stopped) = mpsc::channel::<()>();
+    let mut seen = scan(&paths);
+    std::thread::Builder::new()
+        .name("skills-ingest-poll".into())
+        .spawn(move || loop {
+            match stopped.recv_timeout(POLL_INTERVAL) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+            }
+            let now = scan(&paths);
+            let changed: Vec<PathBuf> = now
+                .iter()
+                .filter(|(path, stamp)| seen.get(*path) != Some(*stamp))
+                .map(|(path, _)| path.clone())
+                .collect();
+            seen = now;
+            if !changed.is_empty() && tx.send(Msg::Changed(changed)).is_err() {
+                return;
+            }
+        })
+        .ok()?;
+    Some(Poller { _stop: stop })
+}
+
+/// Size and modification time of every file in `paths` (folders walked).
+fn scan(paths: &[PathBuf]) -> std::collections::HashMap<PathBuf, (u64, Option<std::time::SystemTime>)> {
+    paths
+        .iter()
+        .flat_map(|p| {
+            if p.is_dir() {
+                crate::walk::files_below(p, crate::walk::Hidden::Include).files
+            } else {
+                vec![p.clone()]
+            }
+        })
+        .filter_map(|f| {
+            let meta = fs_err::metadata(&f).ok()?;
+            Some((f, (meta.len(), meta.modified().ok())))
+        })
+        .collect()
 }
 
 /// `x.db` for a write-ahead log `x.db-wal`; `None` for any other path.
