@@ -7,12 +7,23 @@
 //! 2-core machines; the static table embeds a sentence in microseconds (tokenise, look
 //! up, mean, normalise), which keeps import and query latency negligible.
 //!
-//! The folder is `$SKILLS_MODEL_DIR`, else `$HOME/.cache/skills/model`; it holds
-//! `model.safetensors` (tensor `embeddings`), `tokenizer.json` and `config.json`.
+//! The folder is `$SKILLS_MODEL_DIR` when set; else the first of
+//! `<bin>/../share/skills/model` (where `scripts/install` puts it beside the bundled
+//! skills) and `$HOME/.cache/skills/model` (where `scripts/fetch-model` writes it) that
+//! holds a model. It holds `model.safetensors` (tensor `embeddings`), `tokenizer.json`
+//! and `config.json`.
 
 use std::path::{Path, PathBuf};
 
 use model2vec_rs::model::StaticModel;
+
+/// True when `dir` holds the files of a model (`model.safetensors`, `tokenizer.json`,
+/// `config.json`).
+fn is_complete(dir: &Path) -> bool {
+    ["model.safetensors", "tokenizer.json", "config.json"]
+        .iter()
+        .all(|file| dir.join(file).is_file())
+}
 
 /// Longest input, in tokens, an embedding reads (longer text is cut); see
 /// [`Embedder::embed_chunks`] for text of any length.
@@ -21,13 +32,18 @@ pub const MAX_TOKENS: usize = 512;
 /// Most words in one chunk of [`chunks`] (a word is a run of non-whitespace).
 pub const CHUNK_WORDS: usize = 96;
 
+/// The model `scripts/fetch-model` prepares, as messages about a missing one name it.
+pub const MODEL: &str = "all-MiniLM-L6-v2, static";
+
 /// Why no embedder could be loaded.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum EmbedError {
     /// No model folder was found (not fetched yet).
     #[error(
-        "embedding model not found in `{0}`; run `scripts/fetch-model` (or set SKILLS_MODEL_DIR)"
+        "no embedding model ({}) in `{}`; run `scripts/fetch-model` (or set SKILLS_MODEL_DIR)",
+        MODEL,
+        .0.display()
     )]
     NotFound(PathBuf),
     /// The caller turned embeddings off (tests, `Context::with_embedder(None)`).
@@ -60,13 +76,32 @@ impl std::fmt::Debug for Embedder {
 }
 
 impl Embedder {
-    /// The model folder: `$SKILLS_MODEL_DIR` when set and non-empty, else
-    /// `$HOME/.cache/skills/model` (`None` when no home is known either).
+    /// The model folder: `$SKILLS_MODEL_DIR` when set and non-empty (only it); else the
+    /// first of [`Embedder::search_dirs`] that holds the model's files, else the last
+    /// of them (the cache, where `scripts/fetch-model` writes); `None` when no folder
+    /// is known at all.
     pub fn default_dir() -> Option<PathBuf> {
+        let dirs = Self::search_dirs();
+        dirs.iter()
+            .find(|d| is_complete(d))
+            .or(dirs.last())
+            .cloned()
+    }
+
+    /// The folders looked in for the model, in order: `[$SKILLS_MODEL_DIR]` when set
+    /// and non-empty; else `<bin>/../share/skills/model` for the running binary
+    /// `<bin>/skills` (`scripts/install`), then `$HOME/.cache/skills/model`
+    /// (`scripts/fetch-model`), each when known.
+    pub fn search_dirs() -> Vec<PathBuf> {
         if let Some(dir) = std::env::var_os("SKILLS_MODEL_DIR").filter(|v| !v.is_empty()) {
-            return Some(PathBuf::from(dir));
+            return vec![PathBuf::from(dir)];
         }
-        dirs::home_dir().map(|h| h.join(".cache").join("skills").join("model"))
+        let installed = std::env::current_exe().ok().and_then(|exe| {
+            let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+            Some(exe.parent()?.parent()?.join("share/skills/model"))
+        });
+        let cache = dirs::home_dir().map(|h| h.join(".cache").join("skills").join("model"));
+        installed.into_iter().chain(cache).collect()
     }
 
     /// Loads the model in [`Embedder::default_dir`].
@@ -86,10 +121,8 @@ impl Embedder {
     /// [`EmbedError::NotFound`] when `dir/model.safetensors` or `dir/tokenizer.json` is
     /// missing, [`EmbedError::Load`] when the files cannot be parsed.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
-        for file in ["model.safetensors", "tokenizer.json", "config.json"] {
-            if !dir.join(file).is_file() {
-                return Err(EmbedError::NotFound(dir.to_path_buf()));
-            }
+        if !is_complete(dir) {
+            return Err(EmbedError::NotFound(dir.to_path_buf()));
         }
         let model = StaticModel::from_pretrained(dir, None, Some(true), None).map_err(|e| {
             EmbedError::Load {

@@ -47,6 +47,10 @@ enum Command {
     /// Generate documentation from the skill documents: markdown and HTML pages
     /// (`--out DIR`), or JSON (`--format json`, the tool definitions as `tools/list` serves them).
     Docs(cli::docs::Args),
+    /// What is stored and whether it is current: per source the conversations,
+    /// messages and newest message, the search index and embeddings, memories, the
+    /// embedding model, servers keeping the store current, paths and sizes.
+    Status,
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::New(args) => cli::new::execute(&mut session, args),
         Command::Memo(command) => cli::memo::execute(&mut session, command),
         Command::Docs(args) => cli::docs::execute(&mut session, args),
+        Command::Status => cli::status::execute(&mut session),
     };
     session.finish(result)
 }

@@ -66,6 +66,7 @@ fn run_client(mut cmd: Command, data: &Path) -> Value {
             "--skills-dir",
             repo().join("skills").to_str().unwrap(),
             "serve",
+            "--no-ingest",
         ])
         .env("SKILLS_DATA_DIR", data)
         .env_remove("SKILLS_DIR")
@@ -265,7 +266,7 @@ fn serve_http(skills_dir: &Path, data: &Path) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut server = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["--skills-dir", skills_dir.to_str().unwrap()])
-        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
         .env("SKILLS_DATA_DIR", data)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

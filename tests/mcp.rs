@@ -76,7 +76,7 @@ fn data_dir() -> tempfile::TempDir {
 
 fn serve_command(data: &Path, extra: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"));
-    cmd.arg("serve")
+    cmd.args(["serve", "--no-ingest"])
         .args(extra)
         .env("SKILLS_DIR", repo_skills())
         .env("SKILLS_DATA_DIR", data);
@@ -308,7 +308,7 @@ fn stdio_stdout_carries_only_json_rpc() {
     use std::io::{BufRead, Write};
     let data = data_dir();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["serve"])
+        .args(["serve", "--no-ingest"])
         .env("SKILLS_DIR", repo_skills())
         .env("SKILLS_DATA_DIR", data.path())
         .stdin(Stdio::piped())

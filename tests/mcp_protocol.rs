@@ -26,7 +26,7 @@ fn empty_store() -> tempfile::TempDir {
 
 fn spawn_stdio(skills: &Path, data: &Path) -> Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["serve"])
+        .args(["serve", "--no-ingest"])
         .env("SKILLS_DIR", skills)
         .env("SKILLS_DATA_DIR", data)
         .stdin(Stdio::piped())
@@ -360,7 +360,7 @@ impl HttpServer {
     fn start_in(skills: &Path) -> Self {
         let data = empty_store();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
             .env("SKILLS_DIR", skills)
             .env("SKILLS_DATA_DIR", data.path())
             .stdin(Stdio::null())

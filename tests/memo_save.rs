@@ -20,7 +20,7 @@ fn repo_skills() -> PathBuf {
 
 async fn serve(data: &Path, embedder_none: bool) -> Client {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"));
-    cmd.arg("serve")
+    cmd.args(["serve", "--no-ingest"])
         .env("SKILLS_DIR", repo_skills())
         .env("SKILLS_DATA_DIR", data);
     if embedder_none {

@@ -42,6 +42,7 @@ fn serve(skills: &Path, data: &Path, extra: &[&str]) -> tokio::process::Command 
     cmd.arg("--skills-dir")
         .arg(skills)
         .arg("serve")
+        .arg("--no-ingest")
         .args(extra)
         .env("SKILLS_DATA_DIR", data)
         .env_remove("SKILLS_DIR");
@@ -459,6 +460,7 @@ fn stdio_discover_then_close_exits_zero() {
             repo_skills().to_str().unwrap(),
             "serve",
             "--no-watch",
+            "--no-ingest",
         ])
         .env("SKILLS_DATA_DIR", data.path())
         .stdin(Stdio::piped())

@@ -87,7 +87,7 @@ fn serve_holds_no_duckdb_lock_between_calls() {
     let data = ingested();
     let db = StorePaths::in_dir(data.path()).conversations;
     let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .arg("serve")
+        .args(["serve", "--no-ingest"])
         .env("SKILLS_DIR", repo_skills())
         .env("SKILLS_DATA_DIR", data.path())
         // DuckDB answers every search: the path that opens the store.

@@ -27,7 +27,7 @@ impl Session {
     pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Result<Self> {
         let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
         let mut child = Command::new(BIN)
-            .arg("serve")
+            .args(["serve", "--no-ingest"])
             .env("SKILLS_DIR", skills_dir)
             .env("SKILLS_DATA_DIR", data_dir)
             .envs(env.iter().copied())

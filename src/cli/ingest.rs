@@ -73,7 +73,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         };
         match model {
             Ok(model) => store.embed_with(std::sync::Arc::new(model), UnitSpec::DEFAULT)?,
-            Err(e) => embed_note = Some(format!("embeddings not updated: {e}")),
+            Err(e) => embed_note = Some(format!("embeddings: skipped — {e}")),
         }
     }
     let bar = progress_bar(args.quiet || json);
@@ -112,11 +112,6 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         }
         None => None,
     };
-    if let Some(note) = &embed_note {
-        if !json {
-            printer.note(format_args!("{note}"));
-        }
-    }
     if options.keep_injected && summary.files_unchanged > 0 && !json {
         printer.note(format_args!(
             "--keep-injected applies to files read in this run; the {} unchanged files keep their earlier classification (to apply it to everything, ingest into a new --data-dir)",
@@ -142,6 +137,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                 ix.segments,
                 ix.bytes as f64 / 1e6
             ))?;
+        }
+        if let Some(note) = &embed_note {
+            printer.line(format_args!("{note}"))?;
         }
         if let Some(e) = &embedded {
             let how = if e.rebuilt { "rebuilt" } else { "updated" };

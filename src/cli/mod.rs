@@ -12,7 +12,9 @@ pub mod new;
 pub mod printer;
 pub mod run;
 pub mod serve;
+pub mod serve_ingest;
 pub mod show;
+pub mod status;
 pub mod validate;
 pub mod verify;
 

@@ -25,6 +25,14 @@ pub struct Args {
     /// Do not watch the skills folder: serve the skills loaded at start until exit.
     #[arg(long)]
     no_watch: bool,
+    /// Also watch this file or folder for transcripts and import them as they change
+    /// (repeatable; the default transcript locations are always watched).
+    #[arg(long = "watch", value_name = "PATH")]
+    watch_paths: Vec<std::path::PathBuf>,
+    /// Do not keep the conversations store current: no watching of transcript
+    /// locations, no background import (the store changes only by `skills ingest`).
+    #[arg(long)]
+    no_ingest: bool,
 }
 
 /// Runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP). Logs go to
@@ -33,6 +41,10 @@ pub struct Args {
 /// Unless `--no-watch`, the skills folder is watched: a change reloads the skills,
 /// connected clients get `list_changed` notifications, and a broken document keeps the
 /// previous set serving ([`watch`]).
+///
+/// Unless `--no-ingest`, the default transcript locations and every `--watch PATH`
+/// are watched and changed transcripts imported in the background
+/// ([`super::serve_ingest`]).
 ///
 /// # Errors
 /// [`mcp::ServeError`]: a non-loopback address without `--allow-remote` (exit 2), a
@@ -63,6 +75,20 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             }
         }
     };
+    let ingest = if args.no_ingest {
+        None
+    } else {
+        Some(super::serve_ingest::options(session, &args.watch_paths)?)
+    };
+    // Started once the server listens (not for an address refused), stopped before exit.
+    let importing = Arc::new(std::sync::Mutex::new(None));
+    let slot = Arc::clone(&importing);
+    let begin = move || {
+        if let Some(options) = ingest {
+            let started = super::serve_ingest::start(options);
+            *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = started;
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -71,6 +97,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         let tools = catalog.current().tools.len();
         let Some(addr) = http else {
             Printer::log(format_args!("skills: serving {tools} tools over stdio"));
+            begin();
             return mcp::serve_stdio(catalog).await.map_err(anyhow::Error::from);
         };
         let shutdown = tokio_util::sync::CancellationToken::new();
@@ -81,6 +108,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         });
         let options = mcp::HttpOptions { addr, allow_remote };
         mcp::serve_http(catalog, options, shutdown, |bound| {
+            begin();
             Printer::log(format_args!(
                 "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
                 mcp::HTTP_PATH
@@ -92,6 +120,13 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     // A call still running (a slow query after stdin closed) must not keep the
     // process alive: its blocking thread is abandoned.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    // Stop watching and end a running import before the process exits.
+    drop(
+        importing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(),
+    );
     served?;
     Ok(Outcome::Success)
 }

@@ -213,7 +213,13 @@ impl super::Engine for SemanticSearch {
         };
         let embeddings = match ctx.conversation_embeddings() {
             Ok(e) => e,
-            Err(Unavailable::Missing) => return Err(EngineError::Unavailable(UNAVAILABLE.into())),
+            Err(Unavailable::Missing) => {
+                // No ingest can embed without a model: name the model, not an ingest.
+                if let Err(e @ crate::embed::EmbedError::NotFound(_)) = ctx.embedder() {
+                    return Err(EngineError::Unavailable(format!("embeddings unavailable: {e}")));
+                }
+                return Err(EngineError::Unavailable(UNAVAILABLE.into()));
+            }
             Err(Unavailable::Stale) => {
                 return Err(EngineError::Unavailable(format!(
                     "{UNAVAILABLE} (they are older than the store: another tool or an ingest with `--no-embed` wrote it since)"

@@ -142,6 +142,70 @@ pub(crate) fn find(location: &Location, env: &Environment) -> Vec<PathBuf> {
     found
 }
 
+/// The existing paths to watch for `location` in `env`: per pattern, the root joined
+/// with the pattern's leading literal folders (`{a,b}` expanded, the file name left
+/// out), e.g. `~/.claude/projects` for `projects/**/*.jsonl`; the root itself for the
+/// empty pattern. A file or folder that exists, once each, in pattern order.
+pub(crate) fn watch_paths(location: &Location, env: &Environment) -> Vec<PathBuf> {
+    let Some(root) = env.resolve(location.root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    for pattern in location.patterns {
+        let segments: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+        let folders = segments.len().saturating_sub(1);
+        let mut bases = vec![root.clone()];
+        for segment in segments.iter().take(folders) {
+            if segment.contains('*') {
+                break;
+            }
+            bases = bases
+                .iter()
+                .flat_map(|b| alternatives(segment).into_iter().map(move |a| b.join(a)))
+                .collect();
+        }
+        for base in bases {
+            if base.exists() && !out.contains(&base) {
+                out.push(base);
+            }
+        }
+    }
+    out
+}
+
+/// True when `path` is a file `location` names in `env` ([`find`] would list it, were
+/// it to exist): below the root and matching one of the patterns, and for a
+/// [`Location::first_of`] location no earlier pattern finds any file. Lists folders
+/// only for a `first_of` location's earlier patterns.
+pub(crate) fn names(location: &Location, env: &Environment, path: &Path) -> bool {
+    let Some(root) = env.resolve(location.root) else {
+        return false;
+    };
+    let Ok(rest) = path.strip_prefix(&root) else {
+        return false;
+    };
+    let mut below = Vec::new();
+    for component in rest.components() {
+        match component {
+            Component::Normal(n) => below.push(n.to_string_lossy().into_owned()),
+            _ => return false,
+        }
+    }
+    for (i, pattern) in location.patterns.iter().enumerate() {
+        let segments: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+        if matches_path(&segments, &below) {
+            let shadowed = location.first_found
+                && location.patterns[..i].iter().any(|earlier| {
+                    let segments: Vec<&str> =
+                        earlier.split('/').filter(|s| !s.is_empty()).collect();
+                    !expand(&root, &segments, true).is_empty()
+                });
+            return !shadowed;
+        }
+    }
+    false
+}
+
 /// The regular files below `base` matching `segments`; `last` is true while the
 /// remaining segments end the pattern at the file name.
 fn expand(base: &Path, segments: &[&str], last: bool) -> Vec<PathBuf> {

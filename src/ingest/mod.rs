@@ -33,6 +33,7 @@ pub(crate) mod locations;
 mod pending;
 pub(crate) mod read;
 pub(crate) mod sqlite;
+pub mod watched;
 
 pub mod memories;
 

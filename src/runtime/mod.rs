@@ -13,6 +13,7 @@ pub mod conformance;
 pub mod doc;
 pub mod docs;
 pub mod host;
+pub mod ingest_watch;
 pub mod http_guard;
 pub mod jsonrpc_gate;
 pub mod mcp;

@@ -1,0 +1,56 @@
+//! The background import of `skills serve` ([`skills::runtime::ingest_watch`]) set up
+//! from the command line: this binary runs `skills ingest` on the same data folder.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+
+use skills::ingest::watched::DefaultLocations;
+use skills::runtime::ingest_watch::{self, IngestCommand, IngestWatch, Mode};
+
+use super::{Session, UsageError};
+
+/// What to watch: the default transcript locations and `extra` (`--watch PATH`),
+/// changes imported with this binary's `skills --data-dir D ingest --json --quiet`.
+/// Start it with [`start`] once the server listens.
+///
+/// # Errors
+/// [`UsageError`] for a `--watch` path that does not exist or a bad `SKILLS_WATCH`;
+/// no data folder; the path of this binary unknown.
+pub fn options(session: &Session, extra: &[PathBuf]) -> Result<ingest_watch::Options> {
+    let mode = Mode::from_env().map_err(UsageError::new)?;
+    let conversations = session.store_paths()?.conversations;
+    let data_dir = conversations
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let program = std::env::current_exe()
+        .context("cannot find the path of this `skills` binary to run `skills ingest`")?;
+    let mut args: Vec<OsString> = vec!["--data-dir".into(), data_dir.clone().into()];
+    args.extend(["ingest", "--json", "--quiet"].map(OsString::from));
+    if let Some(missing) = extra.iter().find(|p| !p.exists()) {
+        return Err(UsageError::new(ingest_watch::WatchError::Missing(missing.clone()).to_string()).into());
+    }
+    let extra = extra
+        .iter()
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let options = ingest_watch::Options {
+        defaults: Some(DefaultLocations::current()),
+        extra,
+        ignore: vec![data_dir.clone()],
+        command: IngestCommand { program, args },
+        mode,
+        data_dir: Some(data_dir),
+    };
+    Ok(options)
+}
+
+/// Starts the background import; a failure is said on stderr and the server goes on
+/// without it.
+pub fn start(options: ingest_watch::Options) -> Option<IngestWatch> {
+    ingest_watch::start(options)
+        .map_err(|e| super::Printer::log(format_args!("warning: {e}; the store is updated by `skills ingest` only")))
+        .ok()
+}

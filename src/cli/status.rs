@@ -1,0 +1,437 @@
+//! `skills status`: what is stored and whether it is current — per source the
+//! conversations, messages and newest message; the search index and embeddings
+//! against the table; the memories; the embedding model; the servers keeping the
+//! store current; the paths and sizes. The first thing a bug report should paste.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use skills::embed::Embedder;
+use skills::runtime::ingest_watch::{self, ServerRecord};
+use skills::stores::conversations::{embeddings, index, ConversationStore};
+use skills::stores::memories::MemoryStore;
+
+use super::{Outcome, Session};
+
+/// The whole report; `skills status --json` prints it as one object:
+/// `{"version", "data_dir", "conversations": {…}, "memories": {…}, "model": {…},
+/// "servers": [{"pid", "started", "watch": {…}}]}`. Sizes are bytes, times RFC 3339 UTC.
+#[derive(Debug, Serialize)]
+struct Status {
+    version: &'static str,
+    data_dir: PathBuf,
+    conversations: Conversations,
+    memories: Memories,
+    model: Model,
+    servers: Vec<ServerRecord>,
+}
+
+/// The conversations store.
+#[derive(Debug, Serialize)]
+struct Conversations {
+    path: PathBuf,
+    exists: bool,
+    /// The database and its WAL.
+    bytes: u64,
+    /// Last modification of the database or its WAL (the last import's end).
+    last_write: Option<String>,
+    conversations: u64,
+    messages: u64,
+    sources: Vec<Source>,
+    index: Derived,
+    embeddings: Derived,
+    /// Why the table could not be read, if it could not.
+    error: Option<String>,
+}
+
+/// One `source` value's rows.
+#[derive(Debug, Serialize)]
+struct Source {
+    source: String,
+    /// Files imported (table `ingest_files`).
+    files: u64,
+    conversations: u64,
+    messages: u64,
+    /// Newest message time (`created`).
+    newest: Option<String>,
+}
+
+/// The search index or the embeddings: whether they match the table as it is now.
+#[derive(Debug, Serialize)]
+struct Derived {
+    path: PathBuf,
+    /// `current` (published against the store as it is), `stale` (the store changed
+    /// since: searches answer from DuckDB, semantic-search says so), `missing` or
+    /// `damaged`.
+    state: &'static str,
+    bytes: u64,
+    /// Index: live rows. Embeddings: live units.
+    rows: Option<u64>,
+    /// Embeddings only: the model that made them.
+    model: Option<String>,
+    /// `damaged`: why.
+    error: Option<String>,
+}
+
+/// The memories store.
+#[derive(Debug, Serialize)]
+struct Memories {
+    path: PathBuf,
+    exists: bool,
+    bytes: u64,
+    memories: Option<usize>,
+    error: Option<String>,
+}
+
+/// The embedding model.
+#[derive(Debug, Serialize)]
+struct Model {
+    found: bool,
+    /// The folder it was loaded from (or would be looked for first).
+    dir: Option<PathBuf>,
+    /// `<base model>/static-<dim>`.
+    name: Option<String>,
+    /// The folders looked in, in order.
+    searched: Vec<PathBuf>,
+    /// Why none was loaded.
+    error: Option<String>,
+}
+
+/// Prints the status (under `--json` the [`Status`] object). Reads only: the stores
+/// are opened read-only (waiting like a search while `skills ingest` writes).
+///
+/// # Errors
+/// No data folder known; stdout cannot be written. A store that cannot be read is
+/// reported in the output, not as an error.
+pub fn execute(session: &mut Session) -> Result<Outcome> {
+    let paths = session.store_paths()?;
+    let data_dir = paths
+        .conversations
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let status = Status {
+        version: env!("CARGO_PKG_VERSION"),
+        conversations: conversations(&paths.conversations),
+        memories: memories(&paths.memories),
+        model: model(),
+        servers: ingest_watch::servers(&data_dir),
+        data_dir,
+    };
+    if session.json() {
+        session.printer.print_json(&status)?;
+    } else {
+        print_text(session, &status)?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn conversations(db: &Path) -> Conversations {
+    // Stamps first: the derived files are compared with the store as found.
+    let index = derived_index(db);
+    let embeddings = derived_embeddings(db);
+    let mut wal = db.as_os_str().to_owned();
+    wal.push(".wal");
+    let files = [db.to_path_buf(), PathBuf::from(wal)];
+    let bytes = files.iter().map(|f| file_bytes(f)).sum();
+    let last_write = files
+        .iter()
+        .filter_map(|f| fs_err::metadata(f).and_then(|m| m.modified()).ok())
+        .max()
+        .map(|t| rfc3339(chrono::DateTime::<chrono::Utc>::from(t)));
+    let mut out = Conversations {
+        path: db.to_path_buf(),
+        exists: db.exists(),
+        bytes,
+        last_write,
+        conversations: 0,
+        messages: 0,
+        sources: Vec::new(),
+        index,
+        embeddings,
+        error: None,
+    };
+    if !out.exists {
+        return out;
+    }
+    match sources(db) {
+        Ok(sources) => {
+            out.conversations = sources.iter().map(|s| s.conversations).sum();
+            out.messages = sources.iter().map(|s| s.messages).sum();
+            out.sources = sources;
+        }
+        Err(e) => out.error = Some(e),
+    }
+    out
+}
+
+/// Per source: conversations, messages, newest time, files imported.
+fn sources(db: &Path) -> Result<Vec<Source>, String> {
+    let store = ConversationStore::open_ro(db).map_err(|e| e.to_string())?;
+    let conn = store.connection().map_err(|e| e.to_string())?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT source, count(DISTINCT conversation_id), count(*),
+                    strftime(max(created), '%Y-%m-%dT%H:%M:%SZ')
+             FROM all_conversations GROUP BY source ORDER BY source",
+        )
+        .map_err(|e| store.error(e).to_string())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(Source {
+                source: r.get(0)?,
+                files: 0,
+                conversations: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                messages: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
+                newest: r.get(3)?,
+            })
+        })
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(|e| store.error(e).to_string())?;
+    let mut rows = rows;
+    // Stores written before file tracking have no `ingest_files`: no counts then.
+    if let Ok(mut stmt) = conn.prepare("SELECT format, count(*) FROM ingest_files GROUP BY format") {
+        let files: Vec<(String, i64)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(Iterator::collect)
+            .unwrap_or_default();
+        for (format, n) in files {
+            if let Some(row) = rows.iter_mut().find(|s| s.source == format) {
+                row.files = u64::try_from(n).unwrap_or(0);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn derived_index(db: &Path) -> Derived {
+    let dir = index::dir_of(db);
+    let mut out = derived(&dir);
+    match index::Manifest::read(&dir) {
+        Ok(m) => {
+            out.state = if m.store == index::StoreStamp::of(db) {
+                "current"
+            } else {
+                "stale"
+            };
+            out.rows = Some(m.stamp.rows);
+        }
+        Err(e) => set_unavailable(&mut out, &e.to_string(), e == index::Unavailable::Missing),
+    }
+    out
+}
+
+fn derived_embeddings(db: &Path) -> Derived {
+    let dir = embeddings::dir_of(db);
+    let mut out = derived(&dir);
+    match embeddings::Manifest::read(&dir) {
+        Ok(m) => {
+            out.state = if m.store == index::StoreStamp::of(db) {
+                "current"
+            } else {
+                "stale"
+            };
+            out.rows = Some(m.units);
+            out.model = Some(m.model);
+        }
+        Err(e) => set_unavailable(&mut out, &e.to_string(), e == index::Unavailable::Missing),
+    }
+    out
+}
+
+fn derived(dir: &Path) -> Derived {
+    Derived {
+        path: dir.to_path_buf(),
+        state: "missing",
+        bytes: dir_bytes(dir),
+        rows: None,
+        model: None,
+        error: None,
+    }
+}
+
+fn set_unavailable(out: &mut Derived, why: &str, missing: bool) {
+    if missing {
+        out.state = "missing";
+    } else {
+        out.state = "damaged";
+        out.error = Some(why.to_owned());
+    }
+}
+
+fn memories(path: &Path) -> Memories {
+    let mut out = Memories {
+        path: path.to_path_buf(),
+        exists: path.exists(),
+        bytes: file_bytes(path),
+        memories: None,
+        error: None,
+    };
+    if out.exists {
+        match MemoryStore::open_ro(path).and_then(|s| s.count()) {
+            Ok(n) => out.memories = Some(n),
+            Err(e) => out.error = Some(e.to_string()),
+        }
+    }
+    out
+}
+
+fn model() -> Model {
+    let searched = Embedder::search_dirs();
+    let dir = Embedder::default_dir();
+    match Embedder::load_default() {
+        Ok(m) => Model {
+            found: true,
+            dir,
+            name: Some(m.name().to_owned()),
+            searched,
+            error: None,
+        },
+        Err(e) => Model {
+            found: false,
+            dir,
+            name: None,
+            searched,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+fn file_bytes(path: &Path) -> u64 {
+    fs_err::metadata(path).map_or(0, |m| m.len())
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    skills::walk::files_below(dir, skills::walk::Hidden::Include)
+        .files
+        .iter()
+        .map(|f| file_bytes(f))
+        .sum()
+}
+
+fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+fn print_text(session: &mut Session, s: &Status) -> Result<()> {
+    let p = &mut session.printer;
+    p.line(format_args!("skills {} — data folder `{}`", s.version, s.data_dir.display()))?;
+    let c = &s.conversations;
+    if c.exists {
+        p.line(format_args!(
+            "conversations: `{}` ({}), last written {}",
+            c.path.display(),
+            mb(c.bytes),
+            c.last_write.as_deref().unwrap_or("?")
+        ))?;
+    } else {
+        p.line(format_args!(
+            "conversations: `{}` does not exist yet: run `skills ingest` or `skills serve`",
+            c.path.display()
+        ))?;
+    }
+    if let Some(e) = &c.error {
+        p.line(format_args!("  cannot read the table: {e}"))?;
+    }
+    for src in &c.sources {
+        p.line(format_args!(
+            "  {:<14} {:>8} conversations {:>10} messages {:>7} files  newest {}",
+            src.source,
+            src.conversations,
+            src.messages,
+            src.files,
+            src.newest.as_deref().unwrap_or("-")
+        ))?;
+    }
+    if c.sources.len() > 1 {
+        p.line(format_args!(
+            "  {:<14} {:>8} conversations {:>10} messages",
+            "total", c.conversations, c.messages
+        ))?;
+    }
+    if c.exists {
+        for (what, d) in [("search index", &c.index), ("embeddings", &c.embeddings)] {
+            let mut line = format!("{what}: {}", d.state);
+            if let Some(rows) = d.rows {
+                let unit = if what == "embeddings" { "units" } else { "rows" };
+                line.push_str(&format!(", {rows} {unit}"));
+            }
+            if let Some(model) = &d.model {
+                line.push_str(&format!(" by `{model}`"));
+            }
+            line.push_str(&format!(" ({})", mb(d.bytes)));
+            if let Some(e) = &d.error {
+                line.push_str(&format!(": {e}"));
+            }
+            match d.state {
+                "stale" | "missing" if what == "embeddings" && !s.model.found => {
+                    line.push_str(" — no model to make them (see `model:` below)");
+                }
+                "stale" | "missing" => line.push_str(" — the next `skills ingest` brings it up to date"),
+                "damaged" => line.push_str(" — the next `skills ingest` rebuilds it"),
+                _ => {}
+            }
+            p.line(line)?;
+        }
+    }
+    let m = &s.memories;
+    match (m.exists, m.memories, &m.error) {
+        (false, _, _) => p.line(format_args!("memories: `{}` does not exist yet", m.path.display()))?,
+        (true, Some(n), _) => p.line(format_args!(
+            "memories: `{}` ({}), {n} memories",
+            m.path.display(),
+            mb(m.bytes)
+        ))?,
+        (true, None, e) => p.line(format_args!(
+            "memories: `{}`: {}",
+            m.path.display(),
+            e.as_deref().unwrap_or("cannot be read")
+        ))?,
+    }
+    let model = &s.model;
+    match (&model.name, &model.dir) {
+        (Some(name), Some(dir)) => p.line(format_args!("model: `{name}` in `{}`", dir.display()))?,
+        _ => {
+            let searched: Vec<String> = model
+                .searched
+                .iter()
+                .map(|d| format!("`{}`", d.display()))
+                .collect();
+            p.line(format_args!(
+                "model: none ({}); looked in {}",
+                model.error.as_deref().unwrap_or("not found"),
+                searched.join(", ")
+            ))?;
+        }
+    }
+    if s.servers.is_empty() {
+        p.line("servers: none keeping this store current (`skills serve` does while it runs)")?;
+    }
+    for server in &s.servers {
+        let w = &server.watch;
+        let how = match w.mode {
+            Some(ingest_watch::Mode::Notify) => "file events",
+            Some(ingest_watch::Mode::Poll) => "polling",
+            None => "starting",
+        };
+        p.line(format_args!(
+            "server pid {} since {}: watching {} paths ({how}), {} imports, {} new messages, last {}{}",
+            server.pid,
+            server.started,
+            w.paths.len(),
+            w.runs,
+            w.messages_added,
+            w.last_run.as_deref().unwrap_or("-"),
+            w.last_problem
+                .as_deref()
+                .map(|e| format!("; last problem: {e}"))
+                .unwrap_or_default()
+        ))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,321 @@
+//! `skills serve` keeps the conversations store current: in a fake home holding Claude
+//! Code and Codex sessions, the real server (stdio and `--http`) imports what is there
+//! at start, lines appended to a session and new session files, found through MCP
+//! without any `skills ingest`. Polls with a generous timeout: these are behaviour
+//! tests, not timing tests.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Longest wait for a change to be found.
+const PATIENCE: Duration = Duration::from_secs(90);
+
+/// A fake home: `~/.claude/projects/-work-demo/` and `~/.codex/sessions/2026/03/01/`,
+/// a data folder beside it, and nothing else.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in [".claude/projects/-work-demo", ".codex/sessions/2026/03/01", ".config"] {
+            fs_err::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn claude_session(&self, name: &str) -> PathBuf {
+        self.path()
+            .join(".claude/projects/-work-demo")
+            .join(format!("{name}.jsonl"))
+    }
+
+    fn codex_session(&self, name: &str) -> PathBuf {
+        self.path()
+            .join(".codex/sessions/2026/03/01")
+            .join(format!("rollout-2026-03-01T10-00-00-{name}.jsonl"))
+    }
+
+    /// `skills serve` (plus `extra`) in this home: every location variable unset or
+    /// pointing inside it, the data folder inside it, no embedding model.
+    fn serve(&self, extra: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"));
+        cmd.arg("serve")
+            .args(extra)
+            .env("HOME", self.path())
+            .env("XDG_CONFIG_HOME", self.path().join(".config"))
+            .env("XDG_DATA_HOME", self.path().join(".local/share"))
+            .env("SKILLS_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
+            .env("SKILLS_DATA_DIR", self.path().join("data"))
+            .env("SKILLS_EMBEDDER", "none")
+            .env_remove("SKILLS_WATCH");
+        for var in [
+            "CLAUDE_CONFIG_DIR",
+            "CODEX_HOME",
+            "COPILOT_HOME",
+            "SKILLS_CHATGPT_EXPORT",
+            "SKILLS_CLAUDE_AI_EXPORT",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd
+    }
+}
+
+impl Home {
+    /// `skills status --json` for this home's data folder.
+    fn status(&self) -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
+            .args(["status", "--json"])
+            .env("HOME", self.path())
+            .env("SKILLS_DATA_DIR", self.path().join("data"))
+            .env_remove("SKILLS_MODEL_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// One Claude Code record (the fields the importer reads, as Claude Code writes them).
+fn claude_line(session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str, second: u32) -> String {
+    let message = if role == "user" {
+        json!({"role": "user", "content": text})
+    } else {
+        json!({"id": format!("msg_{uuid}"), "type": "message", "role": "assistant",
+               "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": text}]})
+    };
+    let record = json!({
+        "parentUuid": parent, "isSidechain": false, "userType": "external",
+        "cwd": "/work/demo", "sessionId": session, "version": "2.0.0",
+        "type": role, "message": message, "uuid": uuid,
+        "timestamp": format!("2026-03-01T10:00:{second:02}.000Z"),
+    });
+    format!("{record}\n")
+}
+
+/// A Codex rollout: session meta and one user message.
+fn codex_rollout(id: &str, text: &str) -> String {
+    let meta = json!({"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
+        "payload": {"id": id, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/work/demo",
+                    "originator": "codex_cli_rs", "cli_version": "0.0.0"}});
+    let user = json!({"timestamp": "2026-03-01T10:00:02.000Z", "type": "response_item",
+        "payload": {"type": "message", "id": "m1", "role": "user",
+                    "content": [{"type": "input_text", "text": text}]}});
+    format!("{meta}\n{user}\n")
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut file = fs_err::OpenOptions::new().append(true).open(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Calls `search_conversations` for `term` until a row holds `expected`; panics with
+/// the last answer after [`PATIENCE`].
+async fn find(client: &Client, term: &str, expected: &str) {
+    let started = Instant::now();
+    loop {
+        let arguments = json!({"term": term}).as_object().unwrap().clone();
+        let result = client
+            .call_tool(CallToolRequestParams::new("search_conversations").with_arguments(arguments))
+            .await
+            .unwrap();
+        let answer = text(&result);
+        if answer.contains(expected) {
+            return;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "`{term}` not found within {} s; last answer: {answer}",
+            PATIENCE.as_secs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Sessions there at start, a turn appended to one, a new Claude Code session and a
+/// new Codex rollout: each found through MCP, without `skills ingest`.
+async fn keeps_current(client: &Client, home: &Home) {
+    find(client, "marmoset", "Where do marmoset monkeys sleep?").await;
+    find(client, "kafka", "rewind the kafka consumer").await;
+
+    // A user turn appended to the running session (the assistant still writing).
+    let session = home.claude_session("s1");
+    append(&session, &claude_line("s1", "u3", Some("a2"), "user", "And what about the capybara?", 3));
+    find(client, "capybara", "And what about the capybara?").await;
+
+    // A half-written line is not lost: finished later, it is found.
+    let line = claude_line("s1", "a4", Some("u3"), "assistant", "Capybaras doze near water, the axolotl does not.", 4);
+    let (head, tail) = line.split_at(line.len() / 2);
+    append(&session, head);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    append(&session, tail);
+    find(client, "axolotl", "the axolotl does not").await;
+
+    // A new session file and a new Codex rollout.
+    fs_err::write(
+        home.claude_session("s2"),
+        claude_line("s2", "v1", None, "user", "How heavy is a quokka?", 1),
+    )
+    .unwrap();
+    find(client, "quokka", "How heavy is a quokka?").await;
+    fs_err::write(
+        home.codex_session("c2"),
+        codex_rollout("22222222-0000-0000-0000-000000000002", "tune the zookeeper session timeout"),
+    )
+    .unwrap();
+    find(client, "zookeeper", "tune the zookeeper session timeout").await;
+
+    // Deleting a session keeps its stored rows.
+    fs_err::remove_file(home.claude_session("s2")).unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    find(client, "quokka", "How heavy is a quokka?").await;
+}
+
+fn seed(home: &Home) {
+    let mut s1 = claude_line("s1", "u1", None, "user", "Where do marmoset monkeys sleep?", 1);
+    s1.push_str(&claude_line("s1", "a2", Some("u1"), "assistant", "In tree holes, huddled together.", 2));
+    fs_err::write(home.claude_session("s1"), s1).unwrap();
+    fs_err::write(
+        home.codex_session("c1"),
+        codex_rollout("11111111-0000-0000-0000-000000000001", "how do I rewind the kafka consumer offsets"),
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_server_imports_sessions_as_they_change() {
+    let home = Home::new();
+    seed(&home);
+    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&[]))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    keeps_current(&client, &home).await;
+    // `skills status` shows the running server's watcher and what it imported.
+    let status = home.status();
+    let server = &status["servers"][0];
+    assert_eq!(server["watch"]["mode"], "notify", "{status}");
+    assert!(server["watch"]["runs"].as_u64().unwrap() >= 2, "{status}");
+    assert!(server["watch"]["messages_added"].as_u64().unwrap() >= 6, "{status}");
+    client.cancel().await.unwrap();
+    // Once the server is gone, so is its record.
+    let started = Instant::now();
+    while home.status()["servers"] != json!([]) {
+        assert!(started.elapsed() < PATIENCE, "the server's record outlived it");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_server_imports_sessions_as_they_change_and_polling_works_too() {
+    let home = Home::new();
+    seed(&home);
+    let mut cmd = home.serve(&["--http", "127.0.0.1:0"]);
+    // The poll fallback (network filesystems, the OS watch limit reached).
+    cmd.env("SKILLS_WATCH", "poll")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut url = None;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        said.lock().unwrap().push(line.clone());
+        if let Some(at) = line.find("http://") {
+            url = Some(line[at..].trim().to_owned());
+            break;
+        }
+    }
+    let url = url.expect("serve printed its address");
+    let drain = std::sync::Arc::clone(&said);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            drain.lock().unwrap().push(line);
+        }
+    });
+    let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+    keeps_current(&client, &home).await;
+    client.cancel().await.unwrap();
+    child.kill().await.unwrap();
+    let said = said.lock().unwrap().join("\n");
+    assert!(said.contains("(polling every 5 s)"), "the poll mode is said on stderr:\n{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_ingest_leaves_the_store_alone_and_a_missing_watch_path_is_named() {
+    let home = Home::new();
+    seed(&home);
+    let out = home
+        .serve(&["--watch", "/no/such/folder"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--watch `/no/such/folder`"), "{stderr}");
+
+    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&["--no-ingest"]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let arguments = json!({"term": "marmoset"}).as_object().unwrap().clone();
+    let result = client
+        .call_tool(CallToolRequestParams::new("search_conversations").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert!(!text(&result).contains("marmoset monkeys"), "{}", text(&result));
+    client.cancel().await.unwrap();
+    assert!(!home.path().join("data/conversations.duckdb").exists());
+}
+
+/// `--watch PATH` imports a folder outside the default locations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_path_imports_a_folder_of_transcripts() {
+    let home = Home::new();
+    let extra = home.path().join("exports");
+    fs_err::create_dir_all(&extra).unwrap();
+    let arg = extra.to_string_lossy().into_owned();
+    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&["--watch", &arg]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let generic = json!({"role": "user", "content": "Where do okapi live?", "timestamp": "2026-03-09T10:00:00Z"});
+    fs_err::write(extra.join("notes.jsonl"), format!("{generic}\n")).unwrap();
+    find(&client, "okapi", "Where do okapi live?").await;
+    client.cancel().await.unwrap();
+}

@@ -1,0 +1,135 @@
+//! `skills status`: what is stored and whether it is current, from the real binary.
+//! `--json` is snapshotted (insta) with the temp folder, sizes and write times
+//! replaced; the text form and the states of the index and embeddings are asserted.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `skills ARGS` with the data folder `data` and no embedding model.
+fn skills(data: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(args)
+        .env("SKILLS_DATA_DIR", data)
+        .env("SKILLS_MODEL_DIR", data.join("no-model"))
+        .env("SKILLS_DIR", root().join("skills"))
+        .env_remove("SKILLS_EMBEDDER")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "skills {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn status_json(data: &Path) -> Value {
+    serde_json::from_slice(&skills(data, &["status", "--json"]).stdout).unwrap()
+}
+
+/// Replaces what differs between runs: sizes (bytes) and the store's write time.
+fn stable(mut v: Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (k, x) in map.iter_mut() {
+                    if (k == "bytes" || k == "last_write") && !x.is_null() {
+                        *x = Value::String(format!("[{k}]"));
+                    } else {
+                        walk(x);
+                    }
+                }
+            }
+            Value::Array(xs) => xs.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut v);
+    v
+}
+
+#[test]
+fn status_json_reports_sources_index_embeddings_model_and_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    // Before any import: nothing stored, nothing current.
+    let empty = status_json(&data);
+    assert_eq!(empty["conversations"]["exists"], false);
+    assert_eq!(empty["conversations"]["index"]["state"], "missing");
+    assert_eq!(empty["servers"], serde_json::json!([]));
+
+    let sample = root().join("data/sample");
+    skills(
+        &data,
+        &[
+            "ingest",
+            "--quiet",
+            sample.join("claude-code").to_str().unwrap(),
+            sample.join("chatgpt").to_str().unwrap(),
+        ],
+    );
+    let status = status_json(&data);
+    assert_eq!(status["conversations"]["index"]["state"], "current");
+    // No model: no embeddings, and the model's absence names where it was looked for.
+    assert_eq!(status["conversations"]["embeddings"]["state"], "missing");
+    assert_eq!(status["model"]["found"], false);
+    let messages: u64 = status["conversations"]["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["messages"].as_u64().unwrap())
+        .sum();
+    assert_eq!(status["conversations"]["messages"].as_u64(), Some(messages));
+    assert!(messages > 0);
+
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.add_filter(&regex_literal(&tmp.path().display().to_string()), "[TMP]");
+    settings.add_filter(
+        &regex_literal(&format!("\"{}\"", env!("CARGO_PKG_VERSION"))),
+        "\"[VERSION]\"",
+    );
+    settings.bind(|| insta::assert_json_snapshot!("status_json", stable(status)));
+
+    // The text form says the same.
+    let text = String::from_utf8(skills(&data, &["status"]).stdout).unwrap();
+    assert!(text.contains("claude-code"), "{text}");
+    assert!(text.contains("search index: current"), "{text}");
+    assert!(text.contains("embeddings: missing"), "{text}");
+    assert!(text.contains("model: none"), "{text}");
+}
+
+#[test]
+fn status_says_when_the_index_is_older_than_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let sample = root().join("data/sample/claude-code");
+    skills(&data, &["ingest", "--quiet", sample.to_str().unwrap()]);
+    // Another writer changes the database after the index was published.
+    {
+        let conn = duckdb::Connection::open(data.join("conversations.duckdb")).unwrap();
+        conn.execute_batch("DELETE FROM all_conversations WHERE msg_index = 0; CHECKPOINT;")
+            .unwrap();
+    }
+    let status = status_json(&data);
+    assert_eq!(status["conversations"]["index"]["state"], "stale");
+}
+
+/// Escapes `text` for use as a literal in an insta filter (a regex).
+fn regex_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
