@@ -13,6 +13,7 @@ pub mod printer;
 pub mod run;
 pub mod serve;
 pub mod show;
+pub mod ui;
 pub mod validate;
 pub mod verify;
 
