@@ -174,15 +174,17 @@ impl Pages {
                 self.conversation(source, id, &paths::pairs(&query)).await
             }
             (["memories", id], true) => self.memory(id).await,
-            (_, true) => self.error(
+            ([] | ["static" | "skills" | "memories", _] | ["conversations", _, _], false) => {
+                self.error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "Method not allowed",
+                    &format!("`{}` is not served at `{path}`: pages are read with GET; only skills that write take a POST", parts.method),
+                )
+            }
+            _ => self.error(
                 StatusCode::NOT_FOUND,
                 "Not found",
                 &format!("nothing at `{path}`: the pages are `/`, `/skills/<name>`, `/conversations/<source>/<id>` and `/memories/<id>`; MCP is `/mcp`"),
-            ),
-            (_, false) => self.error(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "Method not allowed",
-                &format!("`{}` is not served at `{path}`: pages are read with GET; only skills that write take a POST", parts.method),
             ),
         }
     }
