@@ -89,12 +89,17 @@ fn run_chromium(browser: &Path, url: &str, mode: &[String]) -> Load {
 /// Loads `url`: its DOM and console, and screenshots at desktop and phone width.
 fn visit(browser: &Path, url: &str, name: &str, shots: &Path) -> Load {
     let load = run_chromium(browser, url, &["--dump-dom".to_owned()]);
+    // Headless screenshots of a page scrolled to a fragment come out blank: the
+    // picture is of the page from its top (a conversation's `?at=` redirects to a
+    // fragment, so it goes too).
+    let cut: &[char] = if url.contains("/conversations/") { &['?', '#'] } else { &['#'] };
+    let top = url.split(cut).next().unwrap_or(url);
     for (size, suffix) in [("1280,900", "desktop"), ("390,844", "phone")] {
         let file = shots.join(format!("{name}-{suffix}.png"));
         let _ = std::fs::remove_file(&file);
         run_chromium(
             browser,
-            url,
+            top,
             &[format!("--window-size={size}"), format!("--screenshot={}", file.display())],
         );
         let bytes = std::fs::read(&file)
