@@ -44,6 +44,16 @@ pub struct Shown {
     pub cut: usize,
 }
 
+/// A conversation's message count, title, project, model, first and last time.
+type Header = (
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
 /// What the page needs, or why there is no page.
 pub enum Outcome {
     /// The page's context.
@@ -90,14 +100,7 @@ pub fn read(
             None => Outcome::NotFound(format!("no conversation `{id}` is stored")),
         });
     }
-    let (count, title, project, model, first, last): (
-        i64,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    ) = conn
+    let (count, title, project, model, first, last): Header = conn
         .query_row(
             "SELECT count(*), max(conversation_title), max(project), max(model),
                     strftime(min(created), '%Y-%m-%dT%H:%M:%SZ'),
