@@ -5,8 +5,8 @@
 //! [`ingest`] imported from real transcript and memory formats. Retrieval machinery
 //! (BM25 postings, vectors, filters, typo lookup) is [`search`]; the records both
 //! ingest and stores handle are [`model`], times are read by [`time`], a call is stopped through [`cancel`], folders listed by [`walk`] and text is
-//! embedded by [`embed`]. Every entry point
-//! (CLI, MCP, `verify`) goes through [`runtime::Host::call`].
+//! embedded by [`embed`]; [`web`] serves pages for people beside `/mcp`. Every entry point
+//! (CLI, MCP, `verify`, the pages) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
 
 #[cfg(feature = "bench")]
@@ -23,3 +23,4 @@ pub mod search;
 pub mod stores;
 pub mod time;
 pub mod walk;
+pub mod web;

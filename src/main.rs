@@ -44,6 +44,9 @@ enum Command {
     /// Write portable copies of every skill (`--agent-skills DIR`): host fields moved
     /// into `metadata` and `references/`, valid for any Agent Skills host.
     Export(cli::export::Args),
+    /// Open the pages for people: print (and on a desktop open) the URL of the running
+    /// `skills serve --http`, or start one on a free loopback port.
+    Ui(cli::ui::Args),
     /// Generate documentation from the skill documents: markdown and HTML pages
     /// (`--out DIR`), or JSON (`--format json`, the tool definitions as `tools/list` serves them).
     Docs(cli::docs::Args),
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Memo(command) => cli::memo::execute(&mut session, command),
         Command::Docs(args) => cli::docs::execute(&mut session, args),
         Command::Status => cli::status::execute(&mut session),
+        Command::Ui(args) => cli::ui::execute(&mut session, args),
     };
     session.finish(result)
 }

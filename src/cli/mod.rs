@@ -15,6 +15,7 @@ pub mod serve;
 pub mod serve_ingest;
 pub mod show;
 pub mod status;
+pub mod ui;
 pub mod validate;
 pub mod verify;
 

@@ -101,6 +101,14 @@ impl Printer {
         let _ = writeln!(std::io::stderr(), "{message}");
     }
 
+    /// A result line on stdout from a task that does not hold the printer (the URL
+    /// `skills ui` opens, printed once the server listens).
+    pub fn out_line(message: impl Display) {
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "{message}");
+        let _ = out.flush();
+    }
+
     // Messages are best effort: a closed stderr must not turn into another error.
     fn message(&mut self, label: &str, message: impl Display) {
         let _ = writeln!(self.err, "{label}: {message}");

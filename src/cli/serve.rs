@@ -33,6 +33,23 @@ pub struct Args {
     /// locations, no background import (the store changes only by `skills ingest`).
     #[arg(long)]
     no_ingest: bool,
+    /// Set by `skills ui`: print the pages' URL on stdout and open it on a desktop.
+    #[arg(skip)]
+    pub(crate) open_pages: bool,
+}
+
+impl Args {
+    /// The arguments `skills ui` serves with: HTTP on `addr`, the pages opened.
+    pub(crate) fn for_ui(addr: SocketAddr) -> Self {
+        Self {
+            http: Some(addr),
+            allow_remote: false,
+            no_watch: false,
+            watch_paths: Vec::new(),
+            no_ingest: false,
+            open_pages: true,
+        }
+    }
 }
 
 /// Runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP). Logs go to
@@ -92,7 +109,15 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let (http, allow_remote) = (args.http, args.allow_remote);
+    let (http, allow_remote, open_pages) = (args.http, args.allow_remote, args.open_pages);
+    let data_dir = super::ui::data_dir(session);
+    let pages = match skills::web::Pages::new(Arc::clone(&catalog)) {
+        Ok(pages) => Some(Arc::new(pages).handler()),
+        Err(e) => {
+            session.printer.warning(format_args!("{e}; serving without pages"));
+            None
+        }
+    };
     let served = runtime.block_on(async move {
         let tools = catalog.current().tools.len();
         let Some(addr) = http else {
@@ -107,13 +132,24 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             on_signal.cancel();
         });
         let options = mcp::HttpOptions { addr, allow_remote };
-        mcp::serve_http(catalog, options, shutdown, |bound| {
+        let with_pages = pages.is_some();
+        mcp::serve_http_with(catalog, options, shutdown, |bound| {
             begin();
             Printer::log(format_args!(
                 "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
                 mcp::HTTP_PATH
             ));
-        })
+            if with_pages {
+                let url = format!("http://{bound}/");
+                Printer::log(format_args!("skills: pages at {url}"));
+                if let (Some(dir), true) = (&data_dir, bound.ip().is_loopback()) {
+                    super::ui::advertise(dir, &url);
+                }
+                if open_pages {
+                    super::ui::show(&url);
+                }
+            }
+        }, pages)
         .await
         .map_err(anyhow::Error::from)
     });

@@ -203,7 +203,11 @@ pub fn from_pairs(schema: &Value, pairs: &[String]) -> Result<Value, ArgError> {
     Ok(Value::Object(map))
 }
 
-fn coerce(prop: Option<&Value>, raw: &str) -> Value {
+/// Types one text value by its property's schema `prop` as [`from_pairs`] does:
+/// integers, numbers and booleans parsed, `null` kept as JSON null where allowed, JSON
+/// for arrays and objects; anything else (and a value that does not parse) stays a
+/// string, so validation reports it naming the argument. Web forms use it too.
+pub fn coerce(prop: Option<&Value>, raw: &str) -> Value {
     let Some(prop) = prop else {
         return Value::String(raw.to_owned());
     };

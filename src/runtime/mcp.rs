@@ -565,6 +565,34 @@ pub async fn serve_http(
     shutdown: CancellationToken,
     on_listen: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
+    serve_http_with(catalog, options, shutdown, on_listen, None).await
+}
+
+/// What answers the paths other than [`HTTP_PATH`] on the same listener (the web
+/// pages): called only after the `Host`/`Origin` check `/mcp` gets
+/// ([`super::http_guard::foreign_host_or_origin`], unless `allow_remote`) and the
+/// duplicate-header check.
+pub type Pages = Arc<
+    dyn Fn(
+            hyper::Request<Incoming>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = super::http_guard::Response> + Send>,
+        > + Send
+        + Sync,
+>;
+
+/// [`serve_http`] with `pages` answering every path but [`HTTP_PATH`] (`None`: `404`).
+/// An MCP request takes the same path as without pages.
+///
+/// # Errors
+/// As [`serve_http`].
+pub async fn serve_http_with(
+    catalog: Arc<Catalog>,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+    on_listen: impl FnOnce(SocketAddr),
+    pages: Option<Pages>,
+) -> Result<(), ServeError> {
     let HttpOptions { addr, allow_remote } = options;
     if !allow_remote && !addr.ip().is_loopback() {
         return Err(ServeError::NotLoopback { addr });
@@ -582,15 +610,8 @@ pub async fn serve_http(
         config.disable_allowed_hosts().disable_allowed_origins()
     } else {
         config
-            .with_allowed_hosts(["localhost", "127.0.0.1", "::1"])
-            .with_allowed_origins([
-                "http://localhost:*",
-                "http://127.0.0.1:*",
-                "http://[::1]:*",
-                "https://localhost:*",
-                "https://127.0.0.1:*",
-                "https://[::1]:*",
-            ])
+            .with_allowed_hosts(super::http_guard::LOOPBACK_HOSTS)
+            .with_allowed_origins(super::http_guard::LOOPBACK_ORIGINS)
     };
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(super::http_guard::SESSION_IDLE);
@@ -612,14 +633,30 @@ pub async fn serve_http(
         let service = service.clone();
         let shutdown = shutdown.clone();
         let sessions = Arc::clone(&sessions);
+        let pages = pages.clone();
         tokio::spawn(async move {
             let handler =
                 hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
                     let mut service = service.clone();
                     let sessions = Arc::clone(&sessions);
+                    let pages = pages.clone();
                     async move {
                         if request.uri().path() != HTTP_PATH {
-                            return Ok::<_, Infallible>(not_found());
+                            let Some(pages) = pages else {
+                                return Ok::<_, Infallible>(not_found());
+                            };
+                            let headers = request.headers();
+                            let refused = super::http_guard::duplicate_headers(headers).or_else(
+                                || {
+                                    (!allow_remote)
+                                        .then(|| super::http_guard::foreign_host_or_origin(headers))
+                                        .flatten()
+                                },
+                            );
+                            return Ok(match refused {
+                                Some(refused) => refused,
+                                None => pages(request).await,
+                            });
                         }
                         if let Some(refused) =
                             super::http_guard::duplicate_headers(request.headers())

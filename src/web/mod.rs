@@ -1,0 +1,290 @@
+//! Pages for people: a web UI generated from the skill documents, served by
+//! `skills serve --http` on the same listener as `/mcp` (behind the same `Host`/`Origin`
+//! check, see [`crate::runtime::mcp::serve_http_with`]).
+//!
+//! Routes, one module per kind of page:
+//! - `GET /` ([`index`]): every served skill, and a search box running `recall`.
+//! - `GET /skills/{name}` ([`skill`]): a form generated from the input schema
+//!   ([`form`]); with arguments it runs the skill through [`Host::call_with`] (the same
+//!   validation, access scoping, deadline and redaction as MCP) and shows the rendered
+//!   template as sanitised HTML ([`html`]), a result table with links to what each row
+//!   cites ([`results`]) and a JSON twin (`?format=json` or `Accept: application/json`).
+//!   A skill that writes is a POST form, accepted only from this server's own pages
+//!   with the per-server token ([`guard`]).
+//! - `GET /conversations/{source}/{id}` ([`conversation`]) and `GET /memories/{id}`
+//!   ([`memory`]): what citations link to.
+//! - `GET /static/style.css`, `/static/app.js`: embedded assets ([`respond`]).
+//!
+//! Nothing is written per skill: every page is built from the catalog current at the
+//! request, so a skill dropped into the folder (hot reload) gets its page at once.
+//! Page templates are `templates/web/*.html` (minijinja, HTML auto-escaping on),
+//! compiled into the binary.
+//!
+//! [`Host::call_with`]: crate::runtime::Host::call_with
+
+pub mod conversation;
+pub mod form;
+pub mod guard;
+pub mod html;
+pub mod index;
+pub mod memory;
+pub mod paths;
+pub mod respond;
+pub mod results;
+pub mod skill;
+
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::{Method, StatusCode};
+use minijinja::{AutoEscape, Environment};
+use serde_json::{json, Value};
+
+use crate::runtime::catalog::Catalog;
+pub use respond::Response;
+
+/// Page templates, by name: compiled into the binary.
+const TEMPLATES: [(&str, &str); 6] = [
+    ("base.html", include_str!("../../templates/web/base.html")),
+    ("index.html", include_str!("../../templates/web/index.html")),
+    ("skill.html", include_str!("../../templates/web/skill.html")),
+    (
+        "conversation.html",
+        include_str!("../../templates/web/conversation.html"),
+    ),
+    ("memory.html", include_str!("../../templates/web/memory.html")),
+    ("error.html", include_str!("../../templates/web/error.html")),
+];
+
+/// Largest POST body read (a memo-save body is at most 64 K characters).
+pub const MAX_FORM_BYTES: usize = 1 << 20;
+
+/// Skill calls from pages running at once; further ones wait.
+pub const CALL_SLOTS: usize = 4;
+
+/// Why the pages could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PagesError {
+    /// A page template does not parse (a build defect).
+    #[error("page template `{name}` does not parse: {source}")]
+    Template {
+        /// Template name.
+        name: &'static str,
+        /// minijinja error.
+        #[source]
+        source: minijinja::Error,
+    },
+    /// No randomness for the write-form token.
+    #[error("cannot make the write-form token: {0}")]
+    Token(getrandom::Error),
+}
+
+/// The `href` filter: a URL the pages built ([`paths`]: ids percent-encoded) written
+/// into an attribute with `&`, quotes and angle brackets escaped — `/` stays readable.
+fn href(url: &str) -> minijinja::Value {
+    let mut out = String::with_capacity(url.len());
+    for c in url.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    minijinja::Value::from_safe_string(out)
+}
+
+/// The pages over a [`Catalog`]: one per server, shared by every connection.
+pub struct Pages {
+    catalog: Arc<Catalog>,
+    env: Environment<'static>,
+    token: String,
+    slots: tokio::sync::Semaphore,
+}
+
+impl Pages {
+    /// Pages over `catalog`, with a fresh write-form token.
+    ///
+    /// # Errors
+    /// [`PagesError`]: a template that does not parse, no randomness.
+    pub fn new(catalog: Arc<Catalog>) -> Result<Self, PagesError> {
+        let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::Html);
+        env.add_filter("href", href);
+        for (name, source) in TEMPLATES {
+            env.add_template(name, source)
+                .map_err(|source| PagesError::Template { name, source })?;
+        }
+        Ok(Self {
+            catalog,
+            env,
+            token: guard::new_token().map_err(PagesError::Token)?,
+            slots: tokio::sync::Semaphore::new(CALL_SLOTS),
+        })
+    }
+
+    /// These pages as the listener's handler for every path but `/mcp`.
+    pub fn handler(self: Arc<Self>) -> crate::runtime::mcp::Pages {
+        Arc::new(move |request| {
+            let pages = Arc::clone(&self);
+            Box::pin(async move { pages.respond(request).await })
+        })
+    }
+
+    /// Answers one request (never panics, never a stack: every failure is a page
+    /// saying what was wrong).
+    pub async fn respond(&self, request: hyper::Request<Incoming>) -> Response {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path().to_owned();
+        let query = parts.uri.query().unwrap_or("").to_owned();
+        let Some(segments) = paths::segments(&path) else {
+            return self.error(StatusCode::BAD_REQUEST, "Bad path", "the path is not UTF-8 once decoded");
+        };
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let reading = parts.method == Method::GET || parts.method == Method::HEAD;
+        match (segments.as_slice(), reading) {
+            ([], true) => index::page(self),
+            (["static", name], true) => respond::asset(name)
+                .unwrap_or_else(|| self.error(StatusCode::NOT_FOUND, "Not found", "no such file")),
+            (["skills", name], true) => {
+                skill::page(self, name, paths::pairs(&query), &parts.headers, None).await
+            }
+            (["skills", name], false) if parts.method == Method::POST => {
+                let body = match http_body_util::Limited::new(body, MAX_FORM_BYTES)
+                    .collect()
+                    .await
+                {
+                    Ok(collected) => collected.to_bytes(),
+                    Err(e) => {
+                        return self.error(
+                            StatusCode::PAYLOAD_TOO_LARGE,
+                            "Form not read",
+                            &format!("the form could not be read (at most {MAX_FORM_BYTES} bytes): {e}"),
+                        )
+                    }
+                };
+                let pairs = paths::pairs(&String::from_utf8_lossy(&body));
+                skill::page(self, name, pairs, &parts.headers, Some(())).await
+            }
+            (["conversations", source, id], true) => {
+                self.conversation(source, id, &paths::pairs(&query)).await
+            }
+            (["memories", id], true) => self.memory(id).await,
+            ([] | ["static" | "skills" | "memories", _] | ["conversations", _, _], false) => {
+                self.error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "Method not allowed",
+                    &format!("`{}` is not served at `{path}`: pages are read with GET; only skills that write take a POST", parts.method),
+                )
+            }
+            _ => self.error(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                &format!("nothing at `{path}`: the pages are `/`, `/skills/<name>`, `/conversations/<source>/<id>` and `/memories/<id>`; MCP is `/mcp`"),
+            ),
+        }
+    }
+
+    /// The catalog the pages show.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// The write-form token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Renders page template `name` with `context` (plus `nav`: the version and whether
+    /// `recall` is served); a template failure is a plain-text 500 naming it.
+    pub fn render(&self, status: StatusCode, name: &str, context: Value) -> Response {
+        let mut context = context;
+        if let Value::Object(map) = &mut context {
+            let recall = self.catalog.current().host.get("recall").is_some();
+            map.entry("nav").or_insert_with(|| json!({}));
+            if let Some(Value::Object(nav)) = map.get_mut("nav") {
+                nav.insert("recall".into(), Value::Bool(recall));
+                nav.insert("version".into(), Value::from(env!("CARGO_PKG_VERSION")));
+            }
+        }
+        let rendered = self
+            .env
+            .get_template(name)
+            .and_then(|t| t.render(&context));
+        match rendered {
+            Ok(body) => respond::html(status, body),
+            Err(e) => respond::text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("page template `{name}` failed: {e:#}\n"),
+            ),
+        }
+    }
+
+    /// A page saying what went wrong.
+    pub fn error(&self, status: StatusCode, title: &str, message: &str) -> Response {
+        self.render(
+            status,
+            "error.html",
+            json!({"status": status.as_u16(), "title": title, "message": message}),
+        )
+    }
+
+    /// Runs blocking store work off the async threads; a panic there is a 500 page.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Response> {
+        tokio::task::spawn_blocking(work).await.map_err(|e| {
+            self.error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Failed",
+                &format!("the page's work stopped unexpectedly ({e})"),
+            )
+        })
+    }
+
+    async fn conversation(&self, source: &str, id: &str, query: &[(String, String)]) -> Response {
+        let get = |key: &str| query.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let page = get("page").and_then(|p| p.parse::<usize>().ok());
+        let at = get("at");
+        let stores = self.catalog.current().host.context().paths().clone();
+        let (source, id) = (source.to_owned(), id.to_owned());
+        let read = self
+            .blocking(move || conversation::read(&stores, &source, &id, page, at.as_deref()))
+            .await;
+        match read {
+            Err(response) => response,
+            Ok(Ok(conversation::Outcome::Page(context))) => {
+                self.render(StatusCode::OK, "conversation.html", context)
+            }
+            Ok(Ok(conversation::Outcome::Redirect(to))) => respond::redirect(&to),
+            Ok(Ok(conversation::Outcome::NotFound(why))) => {
+                self.error(StatusCode::NOT_FOUND, "No such conversation", &why)
+            }
+            Ok(Err(e)) => self.error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The conversations store could not be read",
+                &e.to_string(),
+            ),
+        }
+    }
+
+    async fn memory(&self, id: &str) -> Response {
+        let stores = self.catalog.current().host.context().paths().clone();
+        let id = id.to_owned();
+        match self.blocking(move || memory::read(&stores, &id)).await {
+            Err(response) => response,
+            Ok(Ok(Ok(context))) => self.render(StatusCode::OK, "memory.html", context),
+            Ok(Ok(Err(why))) => self.error(StatusCode::NOT_FOUND, "No such memory", &why),
+            Ok(Err(e)) => self.error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The memories store could not be read",
+                &e.to_string(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The pages' URLs: built with every id percent-encoded, and split back into decoded
+//! segments. Ids come from transcripts, so nothing here trusts their characters.
+
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+/// Characters left as they are in a path segment, query value or fragment.
+const KEEP: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// The source segment meaning "whichever source holds this conversation".
+pub const ANY_SOURCE: &str = "_";
+
+/// `text` percent-encoded for one path segment, query value or fragment.
+pub fn encode(text: &str) -> String {
+    utf8_percent_encode(text, KEEP).to_string()
+}
+
+/// The page of conversation `id` of `source` (any source when `None`), at `message`
+/// (`?at=` picks the page holding it, `#m-` scrolls to it).
+pub fn conversation(source: Option<&str>, id: &str, message: Option<&str>) -> String {
+    let mut href = format!(
+        "/conversations/{}/{}",
+        encode(source.unwrap_or(ANY_SOURCE)),
+        encode(id)
+    );
+    if let Some(message) = message {
+        let message = encode(message);
+        href.push_str(&format!("?at={message}#m-{message}"));
+    }
+    href
+}
+
+/// The page of memory `id`.
+pub fn memory(id: &str) -> String {
+    format!("/memories/{}", encode(id))
+}
+
+/// The page of skill `name`.
+pub fn skill(name: &str) -> String {
+    format!("/skills/{}", encode(name))
+}
+
+/// The decoded segments of `path` (empty segments dropped); `None` when a segment is
+/// not UTF-8 once decoded.
+pub fn segments(path: &str) -> Option<Vec<String>> {
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            percent_decode_str(s)
+                .decode_utf8()
+                .ok()
+                .map(std::borrow::Cow::into_owned)
+        })
+        .collect()
+}
+
+/// The pairs of a query string or form body, decoded, in order.
+pub fn pairs(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_through_paths() {
+        let href = conversation(Some("claude-code"), "a/b c<", Some("m\"1"));
+        assert_eq!(href, "/conversations/claude-code/a%2Fb%20c%3C?at=m%221#m-m%221");
+        let path = href.split('?').next().unwrap_or("");
+        assert_eq!(
+            segments(path).unwrap(),
+            ["conversations", "claude-code", "a/b c<"]
+        );
+        assert_eq!(pairs("a=1+2&b=%3Cx%3E&a=3"), [
+            ("a".to_owned(), "1 2".to_owned()),
+            ("b".to_owned(), "<x>".to_owned()),
+            ("a".to_owned(), "3".to_owned())
+        ]);
+    }
+}

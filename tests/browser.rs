@@ -1,0 +1,220 @@
+//! The pages in a real browser: headless Chromium (Debian's `chromium`; the test skips
+//! and says so when it is absent) loads the index, a recall result and a conversation
+//! page from `skills serve --http` over the shared corpus (skipped with a note when
+//! absent). For each page it checks the DOM after scripts ran (`--dump-dom`: the
+//! result table is there), that nothing was written to the console (no script error,
+//! no Content-Security-Policy refusal), and keeps a screenshot at desktop and phone
+//! width under `<target>/tmp/browser/` as a test artefact.
+//!
+//! A page with a deliberate script error is loaded first, so a console check that
+//! could not see errors fails instead of passing.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long one Chromium run may take.
+const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        })
+    })
+}
+
+/// What one Chromium run saw.
+struct Load {
+    dom: String,
+    console: Vec<String>,
+}
+
+/// Runs headless Chromium on `url` with `mode` (`--dump-dom` or `--screenshot=…`) in
+/// a fresh profile; kills it past [`CHROMIUM_TIMEOUT`].
+fn run_chromium(browser: &Path, url: &str, mode: &[String]) -> Load {
+    let profile = tempfile::tempdir().unwrap();
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(mode)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(out.reopen().unwrap())
+        .stderr(err.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + CHROMIUM_TIMEOUT;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish {url} within {CHROMIUM_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dom = std::fs::read_to_string(out.path()).unwrap_or_default();
+    let console = std::fs::read_to_string(err.path())
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains(":CONSOLE"))
+        .map(str::to_owned)
+        .collect();
+    Load { dom, console }
+}
+
+/// Loads `url`: its DOM and console, and screenshots at desktop and phone width.
+fn visit(browser: &Path, url: &str, name: &str, shots: &Path) -> Load {
+    let load = run_chromium(browser, url, &["--dump-dom".to_owned()]);
+    // Headless screenshots of a page scrolled to a fragment come out blank: the
+    // picture is of the page from its top (a conversation's `?at=` redirects to a
+    // fragment, so it goes too).
+    let cut: &[char] = if url.contains("/conversations/") { &['?', '#'] } else { &['#'] };
+    let top = url.split(cut).next().unwrap_or(url);
+    for (size, suffix) in [("1280,900", "desktop"), ("390,844", "phone")] {
+        let file = shots.join(format!("{name}-{suffix}.png"));
+        let _ = std::fs::remove_file(&file);
+        run_chromium(
+            browser,
+            top,
+            &[format!("--window-size={size}"), format!("--screenshot={}", file.display())],
+        );
+        let bytes = std::fs::read(&file)
+            .unwrap_or_else(|e| panic!("no screenshot of {url} at {}: {e}", file.display()));
+        assert!(bytes.starts_with(b"\x89PNG"), "{}: not a PNG", file.display());
+    }
+    load
+}
+
+/// A running `skills serve --http 127.0.0.1:0`, killed on drop.
+struct Server {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(data: &Path) -> Server {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("SKILLS_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
+        .env("SKILLS_DATA_DIR", data)
+        .env("SKILLS_EMBEDDER", "none")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("serve exited without printing the pages' address")
+            .unwrap();
+        if let Some(at) = line.find("pages at http://") {
+            break line[at + "pages at ".len()..].trim().trim_end_matches('/').to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, base }
+}
+
+#[test]
+fn pages_load_in_headless_chromium_without_console_errors() {
+    let Some(browser) = chromium() else {
+        println!("skipped: chromium not found (Debian's `chromium`; .ci/run installs it)");
+        return;
+    };
+    let Some(corpus) = common::corpus() else { return };
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&shots).unwrap();
+
+    // The console check sees a script error when there is one.
+    let broken = tempfile::Builder::new().suffix(".html").tempfile().unwrap();
+    std::fs::write(broken.path(), "<p>x</p><script>not_defined_anywhere()</script>").unwrap();
+    let load = run_chromium(
+        &browser,
+        &format!("file://{}", broken.path().display()),
+        &["--dump-dom".to_owned()],
+    );
+    assert!(
+        load.console.iter().any(|l| l.contains("not_defined_anywhere")),
+        "chromium's console is not visible to this test: {:?}",
+        load.console
+    );
+
+    let data = tempfile::tempdir().unwrap();
+    let ingest = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["ingest", "--quiet", "--no-embed"])
+        .arg(corpus.join("claude-code"))
+        .env("SKILLS_DATA_DIR", data.path())
+        .env("SKILLS_EMBEDDER", "none")
+        .output()
+        .unwrap();
+    assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
+    let server = serve(data.path());
+
+    let index = visit(&browser, &format!("{}/", server.base), "index", &shots);
+    assert!(index.dom.contains("<ul class=\"skills\">"), "{}", index.dom);
+    assert!(index.console.is_empty(), "index console: {:?}", index.console);
+
+    let search_url = format!("{}/skills/recall?question=calculator", server.base);
+    let search = visit(&browser, &search_url, "recall", &shots);
+    assert!(
+        search.dom.contains("<table class=\"results\" id=\"results\""),
+        "no result table in the DOM:\n{}",
+        search.dom
+    );
+    assert!(search.console.is_empty(), "recall console: {:?}", search.console);
+    let href = search
+        .dom
+        .split("<a class=\"cite\" href=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap_or(""))
+        .find(|href| href.starts_with("/conversations/"))
+        .expect("a result links to a conversation")
+        .replace("&amp;", "&");
+
+    let conversation = visit(&browser, &format!("{}{href}", server.base), "conversation", &shots);
+    let anchor = href.split("#m-").nth(1).unwrap();
+    let anchor = percent_encoding::percent_decode_str(anchor).decode_utf8().unwrap();
+    assert!(
+        conversation.dom.contains(&format!("id=\"m-{anchor}\"")),
+        "the cited message is on the page"
+    );
+    assert!(
+        conversation.console.is_empty(),
+        "conversation console: {:?}",
+        conversation.console
+    );
+    println!("screenshots in {}", shots.display());
+}
