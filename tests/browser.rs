@@ -125,7 +125,7 @@ impl Drop for Server {
 fn serve(data: &Path) -> Server {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
         .env("SKILLS_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
         .env("SKILLS_DATA_DIR", data)
         .env("SKILLS_EMBEDDER", "none")

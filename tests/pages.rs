@@ -38,7 +38,7 @@ struct Server {
 impl Server {
     async fn start(skills: &Path, data: &Path) -> Self {
         let mut child = tokio::process::Command::new(bin())
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
             .env("SKILLS_DIR", skills)
             .env("SKILLS_DATA_DIR", data)
             .env("SKILLS_EMBEDDER", "none")

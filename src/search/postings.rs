@@ -445,6 +445,7 @@ pub fn top_rows_in_context(
         }
     }
     let mut scored = Vec::with_capacity(candidates.len());
+    let mut tf: Vec<f64> = Vec::with_capacity(lists.len());
     for r in candidates {
         if !accept(r) {
             continue;
@@ -460,7 +461,9 @@ pub fn top_rows_in_context(
                         .map(|&n| acc.scores.get(n).copied().unwrap_or(0.0))
                         .sum::<f64>()
             }
-            Spread::Document { weight } => acc.document_score(postings, lists, r, &around, weight, avg_length)?,
+            Spread::Document { weight } => {
+                acc.document_score(postings, lists, r, &around, weight, avg_length, &mut tf)?
+            }
         };
         if score > 0.0 {
             scored.push(ContextScore { score, own, row: r });
@@ -487,19 +490,32 @@ struct Accumulated {
     scores: Vec<f64>,
     /// Rows with a positive score, in the order first touched.
     touched: Vec<u32>,
-    /// Per row: `(term index in lists, tf)`, for [`Spread::Document`] only.
-    counts: HashMap<usize, Vec<(usize, u32)>>,
+    /// For [`Spread::Document`] only: per row, 1 + its index in `touched` (0: not
+    /// touched), so its counts are `counts[i·terms..(i+1)·terms]`. Dense arrays, no
+    /// hashing: a common word touches a large share of the rows.
+    slot: Vec<u32>,
+    /// Term counts of the touched rows, `terms` per row (saturated at `u16::MAX`).
+    counts: Vec<u16>,
+    /// Terms per row in `counts`.
+    terms: usize,
 }
 
 impl Accumulated {
-    fn of(postings: &Postings<'_>, lists: &[(List<'_>, f64)], avg_length: f64, counts: bool) -> Result<Self, Corrupt> {
+    fn of(
+        postings: &Postings<'_>,
+        lists: &[(List<'_>, f64)],
+        avg_length: f64,
+        counts: bool,
+    ) -> Result<Self, Corrupt> {
         // Dense accumulators: a query's common words touch up to every row, and an
         // array beats a hash map there; untouched pages of the zeroed allocation cost
         // nothing.
         let mut acc = Self {
             scores: vec![0f64; postings.rows()],
             touched: Vec::new(),
-            counts: HashMap::new(),
+            slot: if counts { vec![0u32; postings.rows()] } else { Vec::new() },
+            counts: Vec::new(),
+            terms: lists.len(),
         };
         for (ti, &(list, idf)) in lists.iter().enumerate() {
             // A zero score marks an untouched row, so only positive idfs may add.
@@ -515,10 +531,17 @@ impl Accumulated {
                 if acc.scores[row] == 0.0 {
                     #[allow(clippy::cast_possible_truncation)] // rows ≤ u32::MAX when built
                     acc.touched.push(row as u32);
+                    if counts {
+                        #[allow(clippy::cast_possible_truncation)]
+                        let at = acc.touched.len() as u32;
+                        acc.slot[row] = at;
+                        acc.counts.resize(acc.counts.len() + acc.terms, 0);
+                    }
                 }
                 acc.scores[row] += term_score(idf, tf, len, avg_length);
                 if counts {
-                    acc.counts.entry(row).or_default().push((ti, tf));
+                    let at = (acc.slot[row] as usize - 1) * acc.terms + ti;
+                    acc.counts[at] = u16::try_from(tf).unwrap_or(u16::MAX);
                 }
             })?;
             if bad {
@@ -528,7 +551,23 @@ impl Accumulated {
         Ok(acc)
     }
 
-    /// BM25 of row `r`'s context document ([`Spread::Document`]).
+    /// Adds `weight` × row `r`'s term counts to `tf`.
+    fn add_counts(&self, r: usize, weight: f64, tf: &mut [f64]) {
+        let Some(&slot) = self.slot.get(r) else {
+            return;
+        };
+        if slot == 0 {
+            return;
+        }
+        let at = (slot as usize - 1) * self.terms;
+        for (t, &n) in tf.iter_mut().zip(&self.counts[at..at + self.terms]) {
+            *t += weight * f64::from(n);
+        }
+    }
+
+    /// BM25 of row `r`'s context document ([`Spread::Document`]); `tf` is scratch
+    /// space of one entry per term.
+    #[allow(clippy::too_many_arguments)]
     fn document_score(
         &self,
         postings: &Postings<'_>,
@@ -537,28 +576,22 @@ impl Accumulated {
         around: &[usize],
         weight: f64,
         avg_length: f64,
+        tf: &mut Vec<f64>,
     ) -> Result<f64, Corrupt> {
-        let mut tf = vec![0f64; lists.len()];
+        tf.clear();
+        tf.resize(lists.len(), 0.0);
         let mut len = f64::from(*postings.lengths.get(r).ok_or(Corrupt)?);
-        if let Some(c) = self.counts.get(&r) {
-            for &(t, n) in c {
-                tf[t] += f64::from(n);
-            }
-        }
+        self.add_counts(r, 1.0, tf);
         for &n in around {
             len += weight * f64::from(*postings.lengths.get(n).ok_or(Corrupt)?);
-            if let Some(c) = self.counts.get(&n) {
-                for &(t, k) in c {
-                    tf[t] += weight * f64::from(k);
-                }
-            }
+            self.add_counts(n, weight, tf);
         }
         #[allow(clippy::cast_precision_loss)]
         let avg = avg_length * (1.0 + weight * around.len() as f64);
         let norm = K1 * (1.0 - B + B * len / avg);
         Ok(lists
             .iter()
-            .zip(&tf)
+            .zip(tf.iter())
             .filter(|(_, &f)| f > 0.0)
             .map(|((_, idf), &f)| idf * f * (K1 + 1.0) / (f + norm))
             .sum())
