@@ -14,8 +14,13 @@
 //! `Embeddings::search_with`, forced on these small stores, which the default keeps
 //! exact), at the default oversampling and at a tight one.
 //!
-//! Run: `cargo bench --bench locomo_semantic` (`BENCH_UNITS="1:1:0,3:2:0"` as
-//! window:stride:title to choose the units measured).
+//! Run: `cargo bench --bench locomo_semantic`. `BENCH_VARIANTS` (comma-separated,
+//! default [`DEFAULT_VARIANTS`]): `default` (no `mode` argument, shipped tuning),
+//! `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]` (a
+//! [`Tuning`] set for the run); `BENCH_BASELINE` (default `hybrid:0.3:none`, the previous
+//! hybrid) is what the paired bootstrap intervals compare against; `BENCH_UNITS`
+//! (`"1:1:0,3:2:0"` as window:stride:title, default `1:1:0`) the embedded units;
+//! `BENCH_BITS=1` also measures the 1-bit first pass against the exact one.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 mod common;
