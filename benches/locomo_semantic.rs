@@ -378,7 +378,7 @@ fn main() -> Result<()> {
 /// Variants measured when `BENCH_VARIANTS` is not set: the seed's `semantic` mode,
 /// plain BM25 (the keyword leg alone, no neighbours), the previous hybrid, the keyword
 /// leg with neighbours alone, and the shipped default.
-const DEFAULT_VARIANTS: &str = "semantic,hybrid:0:none,hybrid:0.3:none,hybrid:0:sum:1:0.5,default";
+const DEFAULT_VARIANTS: &str = "semantic,hybrid:0:none,hybrid:0.3:none,hybrid:0:doc:2:0.5,default";
 
 /// One ranking variant: a `mode` argument (none: the default) and a [`Tuning`].
 struct Variant {

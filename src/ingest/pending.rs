@@ -19,6 +19,9 @@ use super::{
     FileImport, IngestError, JsonlEnd, Message,
 };
 
+
+/// A format's own cursor state: `(key, value)` pairs, each `None` left out.
+pub(crate) type Saved<'a> = &'a [(&'a str, Option<&'a str>)];
 /// Runs `each` over the conversations of an export file (an array of them, or one
 /// object: [`conversations_of`]) with each one's 0-based position and object and the
 /// file's import so far, to which it adds what it makes of that conversation; an entry
@@ -227,7 +230,7 @@ impl<'a> Records<'a> {
         self,
         named: &Named<'_>,
         time: DateTime<Utc>,
-        end: Option<(JsonlEnd, &[(&str, Option<&str>)])>,
+        end: Option<(JsonlEnd, Saved<'_>)>,
     ) -> FileImport {
         let start_index = self.start.map_or(0, |c| c.next_index);
         let cursor = end.map(|(end, saved)| {
