@@ -39,6 +39,10 @@ const QUERIES: &[(&str, &str)] = &[
         "hybrid, a question",
         "how do we handle serde errors in the tokio runtime",
     ),
+    (
+        "default (no mode: hybrid, keyword leg with neighbours)",
+        "how do we handle serde errors in the tokio runtime",
+    ),
 ];
 
 fn main() -> Result<()> {
@@ -116,6 +120,9 @@ fn main() -> Result<()> {
         }
         if label.starts_with("hybrid") {
             args["mode"] = json!("hybrid");
+        }
+        if label.starts_with("semantic") {
+            args["mode"] = json!("semantic");
         }
         let _ = host.call("semantic-search", args.clone());
         let (stats, out) = measure(runs, Duration::from_secs(60), || {

@@ -390,6 +390,14 @@ pub enum Spread {
     },
 }
 
+/// Seeds per result of [`top_rows_in_context`]: only the touched rows with the
+/// `k × CONTEXT_SEEDS` best own scores (at least [`CONTEXT_SEEDS_FLOOR`]) and their
+/// neighbours are scored in context. On LoCoMo no query touches that many rows, so the
+/// ranking there is exact; at 1M messages it bounds the work of a common word.
+pub const CONTEXT_SEEDS: usize = 32;
+/// The fewest seeds of [`top_rows_in_context`].
+pub const CONTEXT_SEEDS_FLOOR: usize = 2048;
+
 /// A row scored in context by [`top_rows_in_context`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ContextScore {
@@ -423,7 +431,17 @@ pub fn top_rows_in_context(
     }
     let document = matches!(spread, Spread::Document { .. });
     let acc = Accumulated::of(postings, lists, avg_length, document)?;
-    // Candidates: every touched row and every neighbour of one.
+    // Seeds: the touched rows with the best own scores, at most [`CONTEXT_SEEDS`] per
+    // result (a common word touches most rows of a large segment; a row ranked by its
+    // neighbours sits next to a seed). Candidates: the seeds and their neighbours.
+    let cap = k.saturating_mul(CONTEXT_SEEDS).max(CONTEXT_SEEDS_FLOOR);
+    let mut seeds = acc.touched.clone();
+    if seeds.len() > cap {
+        seeds.select_nth_unstable_by(cap - 1, |&a, &b| {
+            acc.scores[b as usize].total_cmp(&acc.scores[a as usize])
+        });
+        seeds.truncate(cap);
+    }
     let mut around: Vec<usize> = Vec::new();
     let mut seen = vec![0u64; postings.rows().div_ceil(64)];
     let mut candidates: Vec<usize> = Vec::with_capacity(acc.touched.len() * 3);
@@ -435,7 +453,7 @@ pub fn top_rows_in_context(
             }
         }
     };
-    for &t in &acc.touched {
+    for &t in &seeds {
         let t = t as usize;
         add(t, &mut candidates);
         around.clear();
