@@ -36,10 +36,10 @@ use skills::bench::locomo;
 use skills::embed::Embedder;
 use skills::engines::semantic_search::{self, Tuning};
 use skills::engines::Context;
-use skills::search::postings::Spread;
-use skills::stores::conversations::index::Neighbourhood;
 use skills::runtime::host::Host;
+use skills::search::postings::Spread;
 use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
+use skills::stores::conversations::index::Neighbourhood;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
@@ -135,13 +135,15 @@ fn convert(sample: &Value, out: &Path) -> Result<Vec<Question>> {
                 query: q["question"].as_str().unwrap_or("").to_owned(),
                 turns,
                 sessions,
-                category: q["category"].as_u64().and_then(|c| u8::try_from(c).ok()).unwrap_or(0),
+                category: q["category"]
+                    .as_u64()
+                    .and_then(|c| u8::try_from(c).ok())
+                    .unwrap_or(0),
             });
         }
     }
     Ok(qs)
 }
-
 
 fn main() -> Result<()> {
     if std::env::args().any(|a| a == "--list") {
@@ -238,7 +240,11 @@ fn main() -> Result<()> {
                 .embeddings
                 .context("no embeddings")?
                 .map_err(anyhow::Error::msg)?;
-            if unit.window == 1 && unit.stride == 1 && !unit.title && std::env::var("BENCH_BITS").is_ok() {
+            if unit.window == 1
+                && unit.stride == 1
+                && !unit.title
+                && std::env::var("BENCH_BITS").is_ok()
+            {
                 let e = Embeddings::open(&paths.conversations)
                     .map_err(|e| anyhow::anyhow!("embeddings: {e}"))?;
                 let damaged = |_| anyhow::anyhow!("damaged embeddings");
@@ -314,7 +320,12 @@ fn main() -> Result<()> {
             };
             let turn = |x: &Ranks| x.turn;
             let session = |x: &Ranks| x.session;
-            let mrr = r.iter().filter_map(|x| x.turn).map(|p| 1.0 / (p as f64 + 1.0)).sum::<f64>() / n;
+            let mrr = r
+                .iter()
+                .filter_map(|x| x.turn)
+                .map(|p| 1.0 / (p as f64 + 1.0))
+                .sum::<f64>()
+                / n;
             let ci = |f: fn(&Ranks) -> Option<usize>| match base {
                 Some(b) if b != vi => {
                     let (lo, hi) = paired_bootstrap(&ranks[b], r, f, 5);
@@ -333,7 +344,11 @@ fn main() -> Result<()> {
                 format!(
                     "{}{}{}",
                     unit.window,
-                    if unit.stride == 1 { String::new() } else { format!("/{}", unit.stride) },
+                    if unit.stride == 1 {
+                        String::new()
+                    } else {
+                        format!("/{}", unit.stride)
+                    },
                     if unit.title { " + title" } else { "" }
                 ),
                 format!("`{}`", v.name),
@@ -393,7 +408,10 @@ impl Variant {
         let name = s.trim().to_owned();
         let p: Vec<&str> = name.split(':').collect();
         let num = |i: usize, d: f64| -> Result<f64> {
-            p.get(i).map_or(Ok(d), |x| x.parse().with_context(|| format!("variant `{name}`: `{x}` is not a number")))
+            p.get(i).map_or(Ok(d), |x| {
+                x.parse()
+                    .with_context(|| format!("variant `{name}`: `{x}` is not a number"))
+            })
         };
         let (mode, tuning) = match p[0] {
             "default" => (None, None),
@@ -406,7 +424,9 @@ impl Variant {
                         let spread = match kind {
                             "sum" => Spread::Sum { weight },
                             "doc" => Spread::Document { weight },
-                            other => anyhow::bail!("variant `{name}`: context `{other}` is not none, sum or doc"),
+                            other => anyhow::bail!(
+                                "variant `{name}`: context `{other}` is not none, sum or doc"
+                            ),
                         };
                         Some(Neighbourhood {
                             window: num(3, 1.0)? as usize,
@@ -421,7 +441,9 @@ impl Variant {
                 };
                 (Some("hybrid".to_owned()), Some(tuning))
             }
-            other => anyhow::bail!("variant `{name}`: mode `{other}` is not default, semantic or hybrid"),
+            other => {
+                anyhow::bail!("variant `{name}`: mode `{other}` is not default, semantic or hybrid")
+            }
         };
         Ok(Self { name, mode, tuning })
     }
@@ -436,32 +458,17 @@ struct Ranks {
     category: u8,
 }
 
-/// The 95 % interval of mean(R@k of `b`) − mean(R@k of `a`) over the same questions,
-/// by 2,000 paired bootstrap resamples (a fixed-seed xorshift, so runs repeat).
-fn paired_bootstrap(a: &[Ranks], b: &[Ranks], f: fn(&Ranks) -> Option<usize>, k: usize) -> (f64, f64) {
-    let d: Vec<f64> = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| {
-            let hit = |r: &Ranks| f64::from(u8::from(f(r).is_some_and(|p| p < k)));
-            hit(y) - hit(x)
-        })
-        .collect();
-    if d.is_empty() {
-        return (0.0, 0.0);
-    }
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let mut means: Vec<f64> = (0..2000)
-        .map(|_| (0..d.len()).map(|_| d[(next() % d.len() as u64) as usize]).sum::<f64>() / d.len() as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    (means[50], means[1949])
+/// Paired bootstrap interval of R@k(`b`) − R@k(`a`) over the same questions
+/// ([`common::paired_bootstrap`]).
+fn paired_bootstrap(
+    a: &[Ranks],
+    b: &[Ranks],
+    f: fn(&Ranks) -> Option<usize>,
+    k: usize,
+) -> (f64, f64) {
+    let hits =
+        |r: &[Ranks]| -> Vec<bool> { r.iter().map(|x| f(x).is_some_and(|p| p < k)).collect() };
+    common::paired_bootstrap(&hits(a), &hits(b))
 }
 
 /// True when dia id `e` ("D3:7") lies between `a` and `b` of the same session.

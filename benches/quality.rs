@@ -279,7 +279,11 @@ fn main() -> Result<()> {
             if let Some(default) = tallies.get("default") {
                 let best = tallies
                     .iter()
-                    .filter(|(m, _)| !m.starts_with("hybrid") && m.as_str() != "default" && m.as_str() != BASELINE)
+                    .filter(|(m, _)| {
+                        !m.starts_with("hybrid")
+                            && m.as_str() != "default"
+                            && m.as_str() != BASELINE
+                    })
                     .max_by(|a, b| a.1.recall(5, None).total_cmp(&b.1.recall(5, None)));
                 if let Some((name, best)) = best {
                     summary.push(vec![
@@ -397,31 +401,16 @@ fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
     ))
 }
 
-/// The 95 % interval of R@k(`b`) − R@k(`a`) over the same questions (in the same
-/// order), by 2,000 paired bootstrap resamples (a fixed-seed xorshift: runs repeat).
+/// Paired bootstrap interval of R@k(`b`) − R@k(`a`) over the same questions (in the
+/// same order; [`common::paired_bootstrap`]).
 fn paired_bootstrap(a: &Tally, b: &Tally, k: usize) -> (f64, f64) {
-    let hit = |r: &Option<usize>| f64::from(u8::from(r.is_some_and(|x| x <= k)));
-    let d: Vec<f64> = a
-        .ranks
-        .iter()
-        .zip(&b.ranks)
-        .map(|(x, y)| hit(&y.1) - hit(&x.1))
-        .collect();
-    if d.is_empty() {
-        return (0.0, 0.0);
-    }
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
+    let hits = |t: &Tally| -> Vec<bool> {
+        t.ranks
+            .iter()
+            .map(|r| r.1.is_some_and(|x| x <= k))
+            .collect()
     };
-    let mut means: Vec<f64> = (0..2000)
-        .map(|_| (0..d.len()).map(|_| d[(next() % d.len() as u64) as usize]).sum::<f64>() / d.len() as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    (means[50], means[1949])
+    common::paired_bootstrap(&hits(a), &hits(b))
 }
 
 fn first_relevant(ids: &[String], relevant: &[String]) -> Option<usize> {

@@ -92,7 +92,11 @@ fn visit(browser: &Path, url: &str, name: &str, shots: &Path) -> Load {
     // Headless screenshots of a page scrolled to a fragment come out blank: the
     // picture is of the page from its top (a conversation's `?at=` redirects to a
     // fragment, so it goes too).
-    let cut: &[char] = if url.contains("/conversations/") { &['?', '#'] } else { &['#'] };
+    let cut: &[char] = if url.contains("/conversations/") {
+        &['?', '#']
+    } else {
+        &['#']
+    };
     let top = url.split(cut).next().unwrap_or(url);
     for (size, suffix) in [("1280,900", "desktop"), ("390,844", "phone")] {
         let file = shots.join(format!("{name}-{suffix}.png"));
@@ -100,11 +104,18 @@ fn visit(browser: &Path, url: &str, name: &str, shots: &Path) -> Load {
         run_chromium(
             browser,
             top,
-            &[format!("--window-size={size}"), format!("--screenshot={}", file.display())],
+            &[
+                format!("--window-size={size}"),
+                format!("--screenshot={}", file.display()),
+            ],
         );
         let bytes = std::fs::read(&file)
             .unwrap_or_else(|e| panic!("no screenshot of {url} at {}: {e}", file.display()));
-        assert!(bytes.starts_with(b"\x89PNG"), "{}: not a PNG", file.display());
+        assert!(
+            bytes.starts_with(b"\x89PNG"),
+            "{}: not a PNG",
+            file.display()
+        );
     }
     load
 }
@@ -126,7 +137,10 @@ fn serve(data: &Path) -> Server {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
-        .env("SKILLS_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
+        .env(
+            "SKILLS_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
+        )
         .env("SKILLS_DATA_DIR", data)
         .env("SKILLS_EMBEDDER", "none")
         .stdin(Stdio::null())
@@ -141,7 +155,10 @@ fn serve(data: &Path) -> Server {
             .expect("serve exited without printing the pages' address")
             .unwrap();
         if let Some(at) = line.find("pages at http://") {
-            break line[at + "pages at ".len()..].trim().trim_end_matches('/').to_owned();
+            break line[at + "pages at ".len()..]
+                .trim()
+                .trim_end_matches('/')
+                .to_owned();
         }
     };
     std::thread::spawn(move || for _ in lines {});
@@ -154,20 +171,28 @@ fn pages_load_in_headless_chromium_without_console_errors() {
         println!("skipped: chromium not found (Debian's `chromium`; .ci/run installs it)");
         return;
     };
-    let Some(corpus) = common::corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
     std::fs::create_dir_all(&shots).unwrap();
 
     // The console check sees a script error when there is one.
     let broken = tempfile::Builder::new().suffix(".html").tempfile().unwrap();
-    std::fs::write(broken.path(), "<p>x</p><script>not_defined_anywhere()</script>").unwrap();
+    std::fs::write(
+        broken.path(),
+        "<p>x</p><script>not_defined_anywhere()</script>",
+    )
+    .unwrap();
     let load = run_chromium(
         &browser,
         &format!("file://{}", broken.path().display()),
         &["--dump-dom".to_owned()],
     );
     assert!(
-        load.console.iter().any(|l| l.contains("not_defined_anywhere")),
+        load.console
+            .iter()
+            .any(|l| l.contains("not_defined_anywhere")),
         "chromium's console is not visible to this test: {:?}",
         load.console
     );
@@ -180,21 +205,35 @@ fn pages_load_in_headless_chromium_without_console_errors() {
         .env("SKILLS_EMBEDDER", "none")
         .output()
         .unwrap();
-    assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
+    assert!(
+        ingest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ingest.stderr)
+    );
     let server = serve(data.path());
 
     let index = visit(&browser, &format!("{}/", server.base), "index", &shots);
     assert!(index.dom.contains("<ul class=\"skills\">"), "{}", index.dom);
-    assert!(index.console.is_empty(), "index console: {:?}", index.console);
+    assert!(
+        index.console.is_empty(),
+        "index console: {:?}",
+        index.console
+    );
 
     let search_url = format!("{}/skills/recall?question=calculator", server.base);
     let search = visit(&browser, &search_url, "recall", &shots);
     assert!(
-        search.dom.contains("<table class=\"results\" id=\"results\""),
+        search
+            .dom
+            .contains("<table class=\"results\" id=\"results\""),
         "no result table in the DOM:\n{}",
         search.dom
     );
-    assert!(search.console.is_empty(), "recall console: {:?}", search.console);
+    assert!(
+        search.console.is_empty(),
+        "recall console: {:?}",
+        search.console
+    );
     let href = search
         .dom
         .split("<a class=\"cite\" href=\"")
@@ -204,9 +243,16 @@ fn pages_load_in_headless_chromium_without_console_errors() {
         .expect("a result links to a conversation")
         .replace("&amp;", "&");
 
-    let conversation = visit(&browser, &format!("{}{href}", server.base), "conversation", &shots);
+    let conversation = visit(
+        &browser,
+        &format!("{}{href}", server.base),
+        "conversation",
+        &shots,
+    );
     let anchor = href.split("#m-").nth(1).unwrap();
-    let anchor = percent_encoding::percent_decode_str(anchor).decode_utf8().unwrap();
+    let anchor = percent_encoding::percent_decode_str(anchor)
+        .decode_utf8()
+        .unwrap();
     assert!(
         conversation.dom.contains(&format!("id=\"m-{anchor}\"")),
         "the cited message is on the page"

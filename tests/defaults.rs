@@ -71,8 +71,14 @@ fn semantic_search_defaults_are_the_documented_ones() {
     assert_documented("semantic-search", "mode", semantic_search::DEFAULT_MODE);
     let t = semantic_search::Tuning::DEFAULT;
     assert_documented("semantic-search", "vec weight", &t.vec_weight.to_string());
-    let context = t.context.expect("semantic-search's keyword leg uses neighbours");
-    assert_documented("semantic-search", "context window", &context.window.to_string());
+    let context = t
+        .context
+        .expect("semantic-search's keyword leg uses neighbours");
+    assert_documented(
+        "semantic-search",
+        "context window",
+        &context.window.to_string(),
+    );
     let (spread, weight) = match context.spread {
         Spread::Sum { weight } => ("sum", weight),
         Spread::Document { weight } => ("document", weight),
@@ -103,6 +109,8 @@ fn recall_asks_semantic_search_for_its_default_mode() {
         .iter()
         .find(|s| s["skill"] == "semantic-search")
         .expect("recall calls semantic-search");
-    let mode = semantic["args"]["mode"].as_str().unwrap_or(semantic_search::DEFAULT_MODE);
+    let mode = semantic["args"]["mode"]
+        .as_str()
+        .unwrap_or(semantic_search::DEFAULT_MODE);
     assert_eq!(mode, semantic_search::DEFAULT_MODE);
 }

@@ -21,7 +21,10 @@ fn machine_model() -> Option<PathBuf> {
     if dir.join("model.safetensors").is_file() {
         Some(dir)
     } else {
-        println!("skipped: no embedding model in {} (run scripts/fetch-model)", dir.display());
+        println!(
+            "skipped: no embedding model in {} (run scripts/fetch-model)",
+            dir.display()
+        );
         None
     }
 }
@@ -59,7 +62,11 @@ fn an_installed_binary_finds_the_model_beside_it_with_an_empty_home() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let (prefix, home, data) = (tmp.path().join("prefix"), tmp.path().join("home"), tmp.path().join("data"));
+    let (prefix, home, data) = (
+        tmp.path().join("prefix"),
+        tmp.path().join("home"),
+        tmp.path().join("data"),
+    );
     fs_err::create_dir_all(&home).unwrap();
     let bin = install_binary(&prefix);
     let installed = prefix.join("share/skills/model");
@@ -68,10 +75,33 @@ fn an_installed_binary_finds_the_model_beside_it_with_an_empty_home() {
         fs_err::copy(model.join(file), installed.join(file)).unwrap();
     }
     let sample = root().join("data/sample/claude-code");
-    let ingest = run(&bin, &home, &data, &["ingest", "--quiet", sample.to_str().unwrap()]);
-    assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
-    assert!(stdout(&ingest).contains("embeddings: rebuilt"), "{}", stdout(&ingest));
-    let search = run(&bin, &home, &data, &["run", "semantic-search", "--arg", "query=linking the database library"]);
+    let ingest = run(
+        &bin,
+        &home,
+        &data,
+        &["ingest", "--quiet", sample.to_str().unwrap()],
+    );
+    assert!(
+        ingest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ingest.stderr)
+    );
+    assert!(
+        stdout(&ingest).contains("embeddings: rebuilt"),
+        "{}",
+        stdout(&ingest)
+    );
+    let search = run(
+        &bin,
+        &home,
+        &data,
+        &[
+            "run",
+            "semantic-search",
+            "--arg",
+            "query=linking the database library",
+        ],
+    );
     assert!(
         search.status.success(),
         "{}{}",
@@ -91,21 +121,46 @@ fn an_installed_binary_finds_the_model_beside_it_with_an_empty_home() {
 #[test]
 fn without_a_model_ingest_says_embeddings_were_skipped_and_search_names_the_model() {
     let tmp = tempfile::tempdir().unwrap();
-    let (prefix, home, data) = (tmp.path().join("prefix"), tmp.path().join("home"), tmp.path().join("data"));
+    let (prefix, home, data) = (
+        tmp.path().join("prefix"),
+        tmp.path().join("home"),
+        tmp.path().join("data"),
+    );
     fs_err::create_dir_all(&home).unwrap();
     let bin = install_binary(&prefix);
     let sample = root().join("data/sample/claude-code");
-    let ingest = run(&bin, &home, &data, &["ingest", "--quiet", sample.to_str().unwrap()]);
-    assert!(ingest.status.success(), "{}", String::from_utf8_lossy(&ingest.stderr));
+    let ingest = run(
+        &bin,
+        &home,
+        &data,
+        &["ingest", "--quiet", sample.to_str().unwrap()],
+    );
+    assert!(
+        ingest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ingest.stderr)
+    );
     let cache = home.join(".cache/skills/model");
     let summary = stdout(&ingest);
     assert!(
         summary.contains(&format!("embeddings: skipped — no embedding model (all-MiniLM-L6-v2, static) in `{}`; run `scripts/fetch-model`", cache.display())),
         "{summary}"
     );
-    let search = run(&bin, &home, &data, &["run", "semantic-search", "--arg", "query=linking"]);
+    let search = run(
+        &bin,
+        &home,
+        &data,
+        &["run", "semantic-search", "--arg", "query=linking"],
+    );
     assert!(!search.status.success());
-    let said = format!("{}{}", stdout(&search), String::from_utf8_lossy(&search.stderr));
-    assert!(said.contains("no embedding model (all-MiniLM-L6-v2, static)"), "{said}");
+    let said = format!(
+        "{}{}",
+        stdout(&search),
+        String::from_utf8_lossy(&search.stderr)
+    );
+    assert!(
+        said.contains("no embedding model (all-MiniLM-L6-v2, static)"),
+        "{said}"
+    );
     assert!(!said.contains("run `skills ingest`"), "{said}");
 }

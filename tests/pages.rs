@@ -168,7 +168,10 @@ fn assert_no_hostile_markup(page: &str, what: &str) {
             );
         }
         assert!(!lower.starts_with("<img"), "{what}: an image tag {tag}");
-        assert!(!lower.contains("onerror"), "{what}: an event handler in {tag}");
+        assert!(
+            !lower.contains("onerror"),
+            "{what}: an event handler in {tag}"
+        );
         assert!(
             !tag.to_ascii_lowercase().contains("href=\"javascript:"),
             "{what}: a javascript: URL in {tag}"
@@ -182,7 +185,10 @@ async fn index_lists_every_skill_and_serves_its_assets_under_the_csp() {
     let server = Server::start(&repo_skills(), data.path()).await;
     let response = client().get(server.url("/")).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    let csp = response.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    let csp = response.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(csp.contains("script-src 'self'"), "{csp}");
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     let page = response.text().await.unwrap();
@@ -192,7 +198,10 @@ async fn index_lists_every_skill_and_serves_its_assets_under_the_csp() {
             "index does not link {name}"
         );
     }
-    assert!(page.contains("action=\"/skills/recall\""), "the search box runs recall");
+    assert!(
+        page.contains("action=\"/skills/recall\""),
+        "the search box runs recall"
+    );
     let (status, css) = server.get("/static/style.css").await;
     assert_eq!(status, 200);
     assert!(css.contains("prefers-color-scheme: dark"));
@@ -215,7 +224,10 @@ async fn each_bundled_form_has_one_field_per_property_with_its_bounds() {
         );
         for (prop, spec) in properties {
             let field = section(&page, &format!("id=\"field-{prop}\""), "</div>");
-            assert!(field.contains(&format!("name=\"{prop}\"")), "{name}.{prop}: {field}");
+            assert!(
+                field.contains(&format!("name=\"{prop}\"")),
+                "{name}.{prop}: {field}"
+            );
             for (key, attr) in [("minimum", "min"), ("maximum", "max")] {
                 if let Some(bound) = spec.get(key) {
                     assert!(
@@ -234,7 +246,10 @@ async fn each_bundled_form_has_one_field_per_property_with_its_bounds() {
                 assert!(field.contains("<select"), "{name}.{prop}: enum → select");
             }
             if spec["type"] == "boolean" {
-                assert!(field.contains("type=\"checkbox\""), "{name}.{prop}: checkbox");
+                assert!(
+                    field.contains("type=\"checkbox\""),
+                    "{name}.{prop}: checkbox"
+                );
             }
             let required = schema["required"]
                 .as_array()
@@ -262,10 +277,19 @@ async fn bad_argument_is_a_400_naming_it_and_a_failed_call_a_readable_page() {
         .await;
     assert_eq!(status, 400);
     let field = section(&page, "id=\"field-limit\"", "</div>");
-    assert!(field.contains("class=\"error\""), "the field says what is wrong: {field}");
+    assert!(
+        field.contains("class=\"error\""),
+        "the field says what is wrong: {field}"
+    );
     assert!(page.contains("argument `limit`"), "{page}");
-    assert!(page.contains("<form class=\"skill-form\""), "the form is shown again");
-    assert!(field.contains("value=\"0\""), "the value given is kept: {field}");
+    assert!(
+        page.contains("<form class=\"skill-form\""),
+        "the form is shown again"
+    );
+    assert!(
+        field.contains("value=\"0\""),
+        "the value given is kept: {field}"
+    );
     let response = client()
         .get(server.url("/skills/search-conversations?limit=ten"))
         .header("accept", "application/json")
@@ -290,7 +314,9 @@ async fn bad_argument_is_a_400_naming_it_and_a_failed_call_a_readable_page() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recall_result_links_to_the_conversation_page_showing_the_cited_message() {
-    let Some(corpus) = common::corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let data = ingested(&[corpus.join("claude-code"), corpus.join("codex")]);
     let server = Server::start(&repo_skills(), data.path()).await;
     let (status, page) = server.get("/skills/recall?question=calculator").await;
@@ -338,7 +364,10 @@ async fn forged_host_and_cross_origin_posts_to_memo_save_are_refused_and_store_n
     let server = Server::start(&repo_skills(), data.path()).await;
     let (status, form) = server.get("/skills/memo-save").await;
     assert_eq!(status, 200);
-    assert!(form.contains("method=\"post\""), "a write skill is a POST form");
+    assert!(
+        form.contains("method=\"post\""),
+        "a write skill is a POST form"
+    );
     let token = section(&form, "name=\"_token\" value=\"", "\">")
         .trim_start_matches("name=\"_token\" value=\"")
         .trim_end_matches("\">")
@@ -361,10 +390,35 @@ async fn forged_host_and_cross_origin_posts_to_memo_save_are_refused_and_store_n
         request
     };
     let refused = [
-        ("forged Host", vec![("host", "evil.example".to_owned()), ("origin", own_origin.clone())], token.as_str()),
-        ("foreign Origin", vec![("origin", "http://evil.example".to_owned())], token.as_str()),
-        ("other loopback origin", vec![("origin", format!("http://localhost:{}", server.authority().rsplit(':').next().unwrap()))], token.as_str()),
-        ("cross-site fetch", vec![("sec-fetch-site", "cross-site".to_owned())], token.as_str()),
+        (
+            "forged Host",
+            vec![
+                ("host", "evil.example".to_owned()),
+                ("origin", own_origin.clone()),
+            ],
+            token.as_str(),
+        ),
+        (
+            "foreign Origin",
+            vec![("origin", "http://evil.example".to_owned())],
+            token.as_str(),
+        ),
+        (
+            "other loopback origin",
+            vec![(
+                "origin",
+                format!(
+                    "http://localhost:{}",
+                    server.authority().rsplit(':').next().unwrap()
+                ),
+            )],
+            token.as_str(),
+        ),
+        (
+            "cross-site fetch",
+            vec![("sec-fetch-site", "cross-site".to_owned())],
+            token.as_str(),
+        ),
         ("no origin at all", vec![], token.as_str()),
         ("wrong token", vec![("origin", own_origin.clone())], "0000"),
     ];
@@ -385,7 +439,10 @@ async fn forged_host_and_cross_origin_posts_to_memo_save_are_refused_and_store_n
     assert!(!page.contains("id=\"result\""), "{page}");
     assert_eq!(stored(), 0);
     // The form itself, from this server's page, does store.
-    let response = post(&[("origin", own_origin.clone())], &token).send().await.unwrap();
+    let response = post(&[("origin", own_origin.clone())], &token)
+        .send()
+        .await
+        .unwrap();
     let status = response.status();
     let page = response.text().await.unwrap();
     assert_eq!(status, 200, "{page}");
@@ -395,8 +452,11 @@ async fn forged_host_and_cross_origin_posts_to_memo_save_are_refused_and_store_n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hostile_transcript_never_comes_out_as_markup() {
-    let Some(corpus) = common::corpus() else { return };
-    let hostile = corpus.join("claude-code/ai-engineering-fluency__xss-hostile-claude-session.jsonl");
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let hostile =
+        corpus.join("claude-code/ai-engineering-fluency__xss-hostile-claude-session.jsonl");
     let data = ingested(std::slice::from_ref(&hostile));
     let server = Server::start(&repo_skills(), data.path()).await;
     let mut seen_escaped = false;
@@ -433,7 +493,11 @@ async fn a_skill_created_while_serving_gets_its_page() {
         .env("SKILLS_DATA_DIR", data.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (status, page) = server.get("/skills/fresh-pages").await;
@@ -441,7 +505,10 @@ async fn a_skill_created_while_serving_gets_its_page() {
             assert!(page.contains("<form class=\"skill-form\""), "{page}");
             break;
         }
-        assert!(Instant::now() < deadline, "no page for the new skill after 30 s");
+        assert!(
+            Instant::now() < deadline,
+            "no page for the new skill after 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (_, index) = server.get("/").await;

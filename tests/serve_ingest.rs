@@ -30,7 +30,11 @@ struct Home {
 impl Home {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        for sub in [".claude/projects/-work-demo", ".codex/sessions/2026/03/01", ".config"] {
+        for sub in [
+            ".claude/projects/-work-demo",
+            ".codex/sessions/2026/03/01",
+            ".config",
+        ] {
             fs_err::create_dir_all(dir.path().join(sub)).unwrap();
         }
         Self { dir }
@@ -61,7 +65,10 @@ impl Home {
             .env("HOME", self.path())
             .env("XDG_CONFIG_HOME", self.path().join(".config"))
             .env("XDG_DATA_HOME", self.path().join(".local/share"))
-            .env("SKILLS_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
+            .env(
+                "SKILLS_DIR",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
+            )
             .env("SKILLS_DATA_DIR", self.path().join("data"))
             .env("SKILLS_EMBEDDER", "none")
             .env_remove("SKILLS_WATCH");
@@ -88,13 +95,24 @@ impl Home {
             .env_remove("SKILLS_MODEL_DIR")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     }
 }
 
 /// One Claude Code record (the fields the importer reads, as Claude Code writes them).
-fn claude_line(session: &str, uuid: &str, parent: Option<&str>, role: &str, text: &str, second: u32) -> String {
+fn claude_line(
+    session: &str,
+    uuid: &str,
+    parent: Option<&str>,
+    role: &str,
+    text: &str,
+    second: u32,
+) -> String {
     let message = if role == "user" {
         json!({"role": "user", "content": text})
     } else {
@@ -168,11 +186,28 @@ async fn keeps_current(client: &Client, home: &Home) {
 
     // A user turn appended to the running session (the assistant still writing).
     let session = home.claude_session("s1");
-    append(&session, &claude_line("s1", "u3", Some("a2"), "user", "And what about the capybara?", 3));
+    append(
+        &session,
+        &claude_line(
+            "s1",
+            "u3",
+            Some("a2"),
+            "user",
+            "And what about the capybara?",
+            3,
+        ),
+    );
     find(client, "capybara", "And what about the capybara?").await;
 
     // A half-written line is not lost: finished later, it is found.
-    let line = claude_line("s1", "a4", Some("u3"), "assistant", "Capybaras doze near water, the axolotl does not.", 4);
+    let line = claude_line(
+        "s1",
+        "a4",
+        Some("u3"),
+        "assistant",
+        "Capybaras doze near water, the axolotl does not.",
+        4,
+    );
     let (head, tail) = line.split_at(line.len() / 2);
     append(&session, head);
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -188,7 +223,10 @@ async fn keeps_current(client: &Client, home: &Home) {
     find(client, "quokka", "How heavy is a quokka?").await;
     fs_err::write(
         home.codex_session("c2"),
-        codex_rollout("22222222-0000-0000-0000-000000000002", "tune the zookeeper session timeout"),
+        codex_rollout(
+            "22222222-0000-0000-0000-000000000002",
+            "tune the zookeeper session timeout",
+        ),
     )
     .unwrap();
     find(client, "zookeeper", "tune the zookeeper session timeout").await;
@@ -200,12 +238,29 @@ async fn keeps_current(client: &Client, home: &Home) {
 }
 
 fn seed(home: &Home) {
-    let mut s1 = claude_line("s1", "u1", None, "user", "Where do marmoset monkeys sleep?", 1);
-    s1.push_str(&claude_line("s1", "a2", Some("u1"), "assistant", "In tree holes, huddled together.", 2));
+    let mut s1 = claude_line(
+        "s1",
+        "u1",
+        None,
+        "user",
+        "Where do marmoset monkeys sleep?",
+        1,
+    );
+    s1.push_str(&claude_line(
+        "s1",
+        "a2",
+        Some("u1"),
+        "assistant",
+        "In tree holes, huddled together.",
+        2,
+    ));
     fs_err::write(home.claude_session("s1"), s1).unwrap();
     fs_err::write(
         home.codex_session("c1"),
-        codex_rollout("11111111-0000-0000-0000-000000000001", "how do I rewind the kafka consumer offsets"),
+        codex_rollout(
+            "11111111-0000-0000-0000-000000000001",
+            "how do I rewind the kafka consumer offsets",
+        ),
     )
     .unwrap();
 }
@@ -225,12 +280,18 @@ async fn stdio_server_imports_sessions_as_they_change() {
     let server = &status["servers"][0];
     assert_eq!(server["watch"]["mode"], "notify", "{status}");
     assert!(server["watch"]["runs"].as_u64().unwrap() >= 2, "{status}");
-    assert!(server["watch"]["messages_added"].as_u64().unwrap() >= 6, "{status}");
+    assert!(
+        server["watch"]["messages_added"].as_u64().unwrap() >= 6,
+        "{status}"
+    );
     client.cancel().await.unwrap();
     // Once the server is gone, so is its record.
     let started = Instant::now();
     while home.status()["servers"] != json!([]) {
-        assert!(started.elapsed() < PATIENCE, "the server's record outlived it");
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the server's record outlived it"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -269,7 +330,10 @@ async fn http_server_imports_sessions_as_they_change_and_polling_works_too() {
     client.cancel().await.unwrap();
     child.kill().await.unwrap();
     let said = said.lock().unwrap().join("\n");
-    assert!(said.contains("(polling every 5 s)"), "the poll mode is said on stderr:\n{said}");
+    assert!(
+        said.contains("(polling every 5 s)"),
+        "the poll mode is said on stderr:\n{said}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,7 +361,11 @@ async fn no_ingest_leaves_the_store_alone_and_a_missing_watch_path_is_named() {
         .call_tool(CallToolRequestParams::new("search_conversations").with_arguments(arguments))
         .await
         .unwrap();
-    assert!(!text(&result).contains("marmoset monkeys"), "{}", text(&result));
+    assert!(
+        !text(&result).contains("marmoset monkeys"),
+        "{}",
+        text(&result)
+    );
     client.cancel().await.unwrap();
     assert!(!home.path().join("data/conversations.duckdb").exists());
 }

@@ -201,7 +201,11 @@ async fn every_served_string_argument_declares_max_length() {
     let props = &dropped.input_schema["properties"];
     assert_eq!(props["source"]["maxLength"], host_bound, "{props}");
     assert_eq!(props["tags"]["items"]["maxLength"], host_bound, "{props}");
-    assert_eq!(props["role"]["maxLength"], "assistant".len() as u64, "{props}");
+    assert_eq!(
+        props["role"]["maxLength"],
+        "assistant".len() as u64,
+        "{props}"
+    );
     client.cancel().await.unwrap();
 }
 

@@ -103,7 +103,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let begin = move || {
         if let Some(options) = ingest {
             let started = super::serve_ingest::start(options);
-            *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = started;
+            *slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = started;
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -114,7 +116,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let pages = match skills::web::Pages::new(Arc::clone(&catalog)) {
         Ok(pages) => Some(Arc::new(pages).handler()),
         Err(e) => {
-            session.printer.warning(format_args!("{e}; serving without pages"));
+            session
+                .printer
+                .warning(format_args!("{e}; serving without pages"));
             None
         }
     };
@@ -133,23 +137,29 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         });
         let options = mcp::HttpOptions { addr, allow_remote };
         let with_pages = pages.is_some();
-        mcp::serve_http_with(catalog, options, shutdown, |bound| {
-            begin();
-            Printer::log(format_args!(
-                "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
-                mcp::HTTP_PATH
-            ));
-            if with_pages {
-                let url = format!("http://{bound}/");
-                Printer::log(format_args!("skills: pages at {url}"));
-                if let (Some(dir), true) = (&data_dir, bound.ip().is_loopback()) {
-                    super::ui::advertise(dir, &url);
+        mcp::serve_http_with(
+            catalog,
+            options,
+            shutdown,
+            |bound| {
+                begin();
+                Printer::log(format_args!(
+                    "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
+                    mcp::HTTP_PATH
+                ));
+                if with_pages {
+                    let url = format!("http://{bound}/");
+                    Printer::log(format_args!("skills: pages at {url}"));
+                    if let (Some(dir), true) = (&data_dir, bound.ip().is_loopback()) {
+                        super::ui::advertise(dir, &url);
+                    }
+                    if open_pages {
+                        super::ui::show(&url);
+                    }
                 }
-                if open_pages {
-                    super::ui::show(&url);
-                }
-            }
-        }, pages)
+            },
+            pages,
+        )
         .await
         .map_err(anyhow::Error::from)
     });

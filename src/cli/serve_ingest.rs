@@ -30,7 +30,10 @@ pub fn options(session: &Session, extra: &[PathBuf]) -> Result<ingest_watch::Opt
     let mut args: Vec<OsString> = vec!["--data-dir".into(), data_dir.clone().into()];
     args.extend(["ingest", "--json", "--quiet"].map(OsString::from));
     if let Some(missing) = extra.iter().find(|p| !p.exists()) {
-        return Err(UsageError::new(ingest_watch::WatchError::Missing(missing.clone()).to_string()).into());
+        return Err(UsageError::new(
+            ingest_watch::WatchError::Missing(missing.clone()).to_string(),
+        )
+        .into());
     }
     let extra = extra
         .iter()
@@ -51,6 +54,10 @@ pub fn options(session: &Session, extra: &[PathBuf]) -> Result<ingest_watch::Opt
 /// without it.
 pub fn start(options: ingest_watch::Options) -> Option<IngestWatch> {
     ingest_watch::start(options)
-        .map_err(|e| super::Printer::log(format_args!("warning: {e}; the store is updated by `skills ingest` only")))
+        .map_err(|e| {
+            super::Printer::log(format_args!(
+                "warning: {e}; the store is updated by `skills ingest` only"
+            ))
+        })
         .ok()
 }

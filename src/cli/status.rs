@@ -191,7 +191,8 @@ fn sources(db: &Path) -> Result<Vec<Source>, String> {
         .map_err(|e| store.error(e).to_string())?;
     let mut rows = rows;
     // Stores written before file tracking have no `ingest_files`: no counts then.
-    if let Ok(mut stmt) = conn.prepare("SELECT format, count(*) FROM ingest_files GROUP BY format") {
+    if let Ok(mut stmt) = conn.prepare("SELECT format, count(*) FROM ingest_files GROUP BY format")
+    {
         let files: Vec<(String, i64)> = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(Iterator::collect)
@@ -320,7 +321,11 @@ fn mb(bytes: u64) -> String {
 
 fn print_text(session: &mut Session, s: &Status) -> Result<()> {
     let p = &mut session.printer;
-    p.line(format_args!("skills {} — data folder `{}`", s.version, s.data_dir.display()))?;
+    p.line(format_args!(
+        "skills {} — data folder `{}`",
+        s.version,
+        s.data_dir.display()
+    ))?;
     let c = &s.conversations;
     if c.exists {
         p.line(format_args!(
@@ -358,7 +363,11 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
         for (what, d) in [("search index", &c.index), ("embeddings", &c.embeddings)] {
             let mut line = format!("{what}: {}", d.state);
             if let Some(rows) = d.rows {
-                let unit = if what == "embeddings" { "units" } else { "rows" };
+                let unit = if what == "embeddings" {
+                    "units"
+                } else {
+                    "rows"
+                };
                 line.push_str(&format!(", {rows} {unit}"));
             }
             if let Some(model) = &d.model {
@@ -372,7 +381,9 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
                 "stale" | "missing" if what == "embeddings" && !s.model.found => {
                     line.push_str(" — no model to make them (see `model:` below)");
                 }
-                "stale" | "missing" => line.push_str(" — the next `skills ingest` brings it up to date"),
+                "stale" | "missing" => {
+                    line.push_str(" — the next `skills ingest` brings it up to date")
+                }
                 "damaged" => line.push_str(" — the next `skills ingest` rebuilds it"),
                 _ => {}
             }
@@ -381,7 +392,10 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
     }
     let m = &s.memories;
     match (m.exists, m.memories, &m.error) {
-        (false, _, _) => p.line(format_args!("memories: `{}` does not exist yet", m.path.display()))?,
+        (false, _, _) => p.line(format_args!(
+            "memories: `{}` does not exist yet",
+            m.path.display()
+        ))?,
         (true, Some(n), _) => p.line(format_args!(
             "memories: `{}` ({}), {n} memories",
             m.path.display(),
@@ -395,7 +409,9 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
     }
     let model = &s.model;
     match (&model.name, &model.dir) {
-        (Some(name), Some(dir)) => p.line(format_args!("model: `{name}` in `{}`", dir.display()))?,
+        (Some(name), Some(dir)) => {
+            p.line(format_args!("model: `{name}` in `{}`", dir.display()))?
+        }
         _ => {
             let searched: Vec<String> = model
                 .searched

@@ -37,7 +37,9 @@ pub struct Args {
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     if let Some(dir) = data_dir(session) {
         if let Some(url) = running(&dir) {
-            session.printer.note("a server is already running over this data folder");
+            session
+                .printer
+                .note("a server is already running over this data folder");
             session.printer.line(&url)?;
             if !args.no_open {
                 open(&url);
@@ -80,13 +82,16 @@ fn running(dir: &Path) -> Option<String> {
     stream.set_read_timeout(Some(PROBE_TIMEOUT)).ok()?;
     stream.set_write_timeout(Some(PROBE_TIMEOUT)).ok()?;
     stream
-        .write_all(format!("GET / HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET / HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .ok()?;
     let mut answer = Vec::new();
     let _ = stream.take(256 * 1024).read_to_end(&mut answer);
     let answer = String::from_utf8_lossy(&answer);
-    (answer.starts_with("HTTP/1.1 200") && answer.contains("pages generated from the skill documents"))
-        .then_some(url)
+    (answer.starts_with("HTTP/1.1 200")
+        && answer.contains("pages generated from the skill documents"))
+    .then_some(url)
 }
 
 /// Prints `url` on stdout and opens it where a desktop exists.
@@ -116,6 +121,8 @@ fn open(url: &str) {
         .stderr(std::process::Stdio::null())
         .spawn();
     if let Err(e) = spawned {
-        Printer::log(format_args!("skills: cannot run `{opener}` to open the URL: {e}"));
+        Printer::log(format_args!(
+            "skills: cannot run `{opener}` to open the URL: {e}"
+        ));
     }
 }

@@ -550,7 +550,10 @@ impl Engine for Composed {
             .unwrap_or(self.budget_default);
         // `explain: true` (when the composed skill declares it): each item says which
         // source rows it fused and with what share.
-        let explain = args.get("explain").and_then(Value::as_bool).unwrap_or(false);
+        let explain = args
+            .get("explain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let mut notes: Vec<String> = Vec::new();
         let mut items: Vec<Item> = Vec::new();
         let mut calls = Vec::with_capacity(self.sources.len());

@@ -497,6 +497,36 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
     ]
 }
 
+/// A process-wide replacement of an engine's ranking parameters (its `Tuning`), so the
+/// quality harnesses can measure variants in one process; calls use the engine's
+/// default while none is set.
+pub struct Override<T: Copy>(std::sync::RwLock<Option<T>>);
+
+impl<T: Copy> Default for Override<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Copy> Override<T> {
+    /// None set.
+    pub const fn new() -> Self {
+        Self(std::sync::RwLock::new(None))
+    }
+
+    /// Sets (`Some`) or clears (`None`) the replacement for every later call.
+    pub fn set(&self, t: Option<T>) {
+        if let Ok(mut g) = self.0.write() {
+            *g = t;
+        }
+    }
+
+    /// The replacement when one is set, else `default`.
+    pub fn get_or(&self, default: T) -> T {
+        self.0.read().ok().and_then(|g| *g).unwrap_or(default)
+    }
+}
+
 /// Writes `line` to stderr the first time this process is told it (a fallback or a
 /// degraded answer is said once, not once per call).
 pub(crate) fn note_once(line: String) {

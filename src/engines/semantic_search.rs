@@ -25,9 +25,9 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::{Context, EngineError};
+use crate::search::postings::Spread;
 use crate::search::words::{is_term, words};
 use crate::stores::conversations::embeddings::{role, Filter, UnitHit, UnitSpec};
-use crate::search::postings::Spread;
 use crate::stores::conversations::index::{
     Hit, KeywordHit, KeywordQuery, Neighbourhood, Query, Unavailable,
 };
@@ -68,23 +68,17 @@ impl Tuning {
     };
 }
 
-static TUNING: std::sync::RwLock<Option<Tuning>> = std::sync::RwLock::new(None);
+static TUNING: super::Override<Tuning> = super::Override::new();
 
 /// Replaces [`Tuning::DEFAULT`] for every later call in this process (`None` restores
 /// it). For the quality harness (`benches/locomo_semantic.rs`) only.
 #[doc(hidden)]
 pub fn tune(t: Option<Tuning>) {
-    if let Ok(mut g) = TUNING.write() {
-        *g = t;
-    }
+    TUNING.set(t);
 }
 
 fn tuning() -> Tuning {
-    TUNING
-        .read()
-        .ok()
-        .and_then(|g| *g)
-        .unwrap_or(Tuning::DEFAULT)
+    TUNING.get_or(Tuning::DEFAULT)
 }
 
 /// The message every call without stored embeddings fails with.
@@ -267,7 +261,10 @@ impl super::Engine for SemanticSearch {
                     .insert("semantic".into(), json!({"rank": i + 1, "cosine": r.score}));
             }
         }
-        let explain = args.get("explain").and_then(Value::as_bool).unwrap_or(false);
+        let explain = args
+            .get("explain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let unit = embeddings.manifest().unit;
         let out: Vec<Value> = rows
             .iter()
@@ -633,7 +630,11 @@ fn keyword_leg(
         None => index.keyword(&q).map(|o| {
             o.map(|hits| {
                 hits.into_iter()
-                    .map(|(score, hit)| KeywordHit { score, own: score, hit })
+                    .map(|(score, hit)| KeywordHit {
+                        score,
+                        own: score,
+                        hit,
+                    })
                     .collect()
             })
         }),
@@ -699,7 +700,13 @@ fn shares(
     let literal = literal
         .into_iter()
         .enumerate()
-        .map(|(i, h)| (LITERAL_WEIGHT, h, json!({"rank": i + 1, "share": LITERAL_WEIGHT})))
+        .map(|(i, h)| {
+            (
+                LITERAL_WEIGHT,
+                h,
+                json!({"rank": i + 1, "share": LITERAL_WEIGHT}),
+            )
+        })
         .collect();
     (semantic, literal, keyword)
 }

@@ -19,7 +19,6 @@ use super::{
     FileImport, IngestError, JsonlEnd, Message,
 };
 
-
 /// A format's own cursor state: `(key, value)` pairs, each `None` left out.
 pub(crate) type Saved<'a> = &'a [(&'a str, Option<&'a str>)];
 /// Runs `each` over the conversations of an export file (an array of them, or one

@@ -220,12 +220,18 @@ mod tests {
         assert!(foreign_host_or_origin(&headers).is_none());
         headers.insert(hyper::header::ORIGIN, "http://localhost:9".parse().unwrap());
         assert!(foreign_host_or_origin(&headers).is_none());
-        headers.insert(hyper::header::ORIGIN, "http://evil.example".parse().unwrap());
+        headers.insert(
+            hyper::header::ORIGIN,
+            "http://evil.example".parse().unwrap(),
+        );
         assert!(foreign_host_or_origin(&headers).is_some());
         headers.remove(hyper::header::ORIGIN);
         headers.insert(hyper::header::HOST, "evil.example:8765".parse().unwrap());
         assert!(foreign_host_or_origin(&headers).is_some());
-        headers.insert(hyper::header::HOST, "localhost.evil.example".parse().unwrap());
+        headers.insert(
+            hyper::header::HOST,
+            "localhost.evil.example".parse().unwrap(),
+        );
         assert!(foreign_host_or_origin(&headers).is_some());
         headers.remove(hyper::header::HOST);
         assert!(foreign_host_or_origin(&headers).is_some());

@@ -366,7 +366,8 @@ impl Worker {
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(msg) => self.take(msg),
                 Err(RecvTimeoutError::Timeout) => {
-                    let mut batch: Vec<PathBuf> = std::mem::take(&mut self.pending).into_iter().collect();
+                    let mut batch: Vec<PathBuf> =
+                        std::mem::take(&mut self.pending).into_iter().collect();
                     self.first = None;
                     if self.retry.is_some_and(|(at, _)| at <= Instant::now()) {
                         batch.extend(std::mem::take(&mut self.failed));
@@ -387,7 +388,10 @@ impl Worker {
             .first
             .filter(|_| !self.pending.is_empty())
             .map(|first| (self.last + SETTLE).min(first + MAX_DELAY));
-        let retry = self.retry.map(|(at, _)| at).filter(|_| !self.failed.is_empty());
+        let retry = self
+            .retry
+            .map(|(at, _)| at)
+            .filter(|_| !self.failed.is_empty());
         match (batch, retry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -567,7 +571,11 @@ impl Worker {
 
     /// Runs the import command on `paths` until it ends; [`Ended::Stop`] (after
     /// killing it) when asked to stop meanwhile.
-    fn run_child(&mut self, paths: &[PathBuf], rx: &mpsc::Receiver<Msg>) -> Result<RunOutcome, Ended> {
+    fn run_child(
+        &mut self,
+        paths: &[PathBuf],
+        rx: &mpsc::Receiver<Msg>,
+    ) -> Result<RunOutcome, Ended> {
         let command = &self.options.command;
         let spawned = Command::new(&command.program)
             .args(&command.args)
@@ -625,7 +633,12 @@ impl Worker {
         let now = now();
         match outcome {
             RunOutcome::Ran(summary) => {
-                let count = |k: &str| summary.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+                let count = |k: &str| {
+                    summary
+                        .get(k)
+                        .and_then(serde_json::Value::as_u64)
+                        .unwrap_or(0)
+                };
                 let added = count("messages_added");
                 let imported = count("files_imported");
                 let faults: Vec<String> = summary
@@ -661,7 +674,9 @@ impl Worker {
                 });
             }
             RunOutcome::Failed(why) => {
-                let wait = self.retry.map_or(RETRY_AFTER, |(_, w)| (w * 2).min(RETRY_MAX));
+                let wait = self
+                    .retry
+                    .map_or(RETRY_AFTER, |(_, w)| (w * 2).min(RETRY_MAX));
                 eprintln!(
                     "skills: background import failed ({why}); trying again in {} s",
                     wait.as_secs()
@@ -740,7 +755,9 @@ fn poll(paths: Vec<PathBuf>, tx: mpsc::Sender<Msg>) -> Option<Poller> {
 }
 
 /// Size and modification time of every file in `paths` (folders walked).
-fn scan(paths: &[PathBuf]) -> std::collections::HashMap<PathBuf, (u64, Option<std::time::SystemTime>)> {
+fn scan(
+    paths: &[PathBuf],
+) -> std::collections::HashMap<PathBuf, (u64, Option<std::time::SystemTime>)> {
     paths
         .iter()
         .flat_map(|p| {

@@ -646,13 +646,12 @@ pub async fn serve_http_with(
                                 return Ok::<_, Infallible>(not_found());
                             };
                             let headers = request.headers();
-                            let refused = super::http_guard::duplicate_headers(headers).or_else(
-                                || {
+                            let refused =
+                                super::http_guard::duplicate_headers(headers).or_else(|| {
                                     (!allow_remote)
                                         .then(|| super::http_guard::foreign_host_or_origin(headers))
                                         .flatten()
-                                },
-                            );
+                                });
                             return Ok(match refused {
                                 Some(refused) => refused,
                                 None => pages(request).await,

@@ -488,7 +488,9 @@ mod tests {
         );
         // Output schemas describe what the engine returns: no bound is added there.
         assert_eq!(
-            served_output_schema(&json!({"type": "object", "properties": {"s": {"type": "string"}}})),
+            served_output_schema(
+                &json!({"type": "object", "properties": {"s": {"type": "string"}}})
+            ),
             json!({"type": "object", "properties": {"s": {"type": "string"}}})
         );
     }

@@ -491,7 +491,12 @@ pub fn top_rows_in_context(
 }
 
 /// The `k` best of `items` by `score` (descending), ties by `row` (ascending), sorted.
-fn best_k<T>(mut items: Vec<T>, k: usize, score: impl Fn(&T) -> f64, row: impl Fn(&T) -> usize) -> Vec<T> {
+fn best_k<T>(
+    mut items: Vec<T>,
+    k: usize,
+    score: impl Fn(&T) -> f64,
+    row: impl Fn(&T) -> usize,
+) -> Vec<T> {
     let better = |a: &T, b: &T| score(b).total_cmp(&score(a)).then(row(a).cmp(&row(b)));
     if items.len() > k {
         items.select_nth_unstable_by(k - 1, better);
@@ -531,7 +536,11 @@ impl Accumulated {
         let mut acc = Self {
             scores: vec![0f64; postings.rows()],
             touched: Vec::new(),
-            slot: if counts { vec![0u32; postings.rows()] } else { Vec::new() },
+            slot: if counts {
+                vec![0u32; postings.rows()]
+            } else {
+                Vec::new()
+            },
             counts: Vec::new(),
             terms: lists.len(),
         };
@@ -696,7 +705,11 @@ mod tests {
     /// Rows 0–3 are one conversation in order, row 4 another.
     fn neighbours_of(row: usize, out: &mut Vec<usize>) {
         if row < 4 {
-            out.extend([row.checked_sub(1), Some(row + 1).filter(|&n| n < 4)].into_iter().flatten());
+            out.extend(
+                [row.checked_sub(1), Some(row + 1).filter(|&n| n < 4)]
+                    .into_iter()
+                    .flatten(),
+            );
         }
     }
 
@@ -726,9 +739,13 @@ mod tests {
             .collect();
         let plain = top_rows(&p, &lists, avg, 10, |_| true).unwrap();
         let plain_rows: Vec<usize> = plain.iter().map(|x| x.1).collect();
-        assert!(!plain_rows.contains(&1), "row 1 holds no query word: {plain:?}");
+        assert!(
+            !plain_rows.contains(&1),
+            "row 1 holds no query word: {plain:?}"
+        );
         let spread = Spread::Sum { weight: 0.5 };
-        let ctx = top_rows_in_context(&p, &lists, avg, 10, spread, neighbours_of, |_| true).unwrap();
+        let ctx =
+            top_rows_in_context(&p, &lists, avg, 10, spread, neighbours_of, |_| true).unwrap();
         let own = |r: usize| plain.iter().find(|x| x.1 == r).map_or(0.0, |x| x.0);
         let got = |r: usize| ctx.iter().find(|c| c.row == r).copied().unwrap();
         // Row 1: nothing of its own, half of row 0's score.
@@ -741,15 +758,34 @@ mod tests {
         assert!(ctx.iter().all(|c| c.row != 2 && c.row != 3), "{ctx:?}");
         // Best first, and `accept` decides what is returned, not what counts.
         assert!(ctx.windows(2).all(|w| w[0].score >= w[1].score));
-        let only_1 = top_rows_in_context(&p, &lists, avg, 10, spread, neighbours_of, |r| r == 1).unwrap();
+        let only_1 =
+            top_rows_in_context(&p, &lists, avg, 10, spread, neighbours_of, |r| r == 1).unwrap();
         assert_eq!(only_1.len(), 1);
         assert_eq!(only_1[0], got(1));
         // Weight 0 is the row alone.
-        let alone = top_rows_in_context(&p, &lists, avg, 10, Spread::Sum { weight: 0.0 }, neighbours_of, |_| true).unwrap();
+        let alone = top_rows_in_context(
+            &p,
+            &lists,
+            avg,
+            10,
+            Spread::Sum { weight: 0.0 },
+            neighbours_of,
+            |_| true,
+        )
+        .unwrap();
         let alone: Vec<(f64, usize)> = alone.iter().map(|c| (c.score, c.row)).collect();
         assert_eq!(alone, plain);
         // A document of the row and its neighbours at weight 1 holds both words for row 1.
-        let doc = top_rows_in_context(&p, &lists, avg, 10, Spread::Document { weight: 1.0 }, neighbours_of, |_| true).unwrap();
+        let doc = top_rows_in_context(
+            &p,
+            &lists,
+            avg,
+            10,
+            Spread::Document { weight: 1.0 },
+            neighbours_of,
+            |_| true,
+        )
+        .unwrap();
         assert!(doc.iter().any(|c| c.row == 1 && c.score > 0.0), "{doc:?}");
     }
 }

@@ -107,7 +107,16 @@ pub fn read(
                     strftime(max(created), '%Y-%m-%dT%H:%M:%SZ')
              FROM all_conversations WHERE source = ? AND conversation_id = ?",
             [source, id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
         )
         .map_err(err)?;
     let count = usize::try_from(count).unwrap_or(0);

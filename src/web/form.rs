@@ -65,7 +65,11 @@ pub struct Choice {
 fn types(prop: &Value) -> (Vec<String>, bool) {
     let mut list: Vec<String> = match prop.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
         _ => Vec::new(),
     };
     let enum_null = prop
@@ -319,7 +323,9 @@ mod tests {
     }
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
     }
 
     #[test]
@@ -361,7 +367,10 @@ mod tests {
             args,
             json!({"q": "rust", "limit": 5, "role": "user", "explain": true, "tags": ["a", "b"]})
         );
-        let args = arguments(&schema(), &pairs(&[("q", ""), ("limit", "ten"), ("role", "")]));
+        let args = arguments(
+            &schema(),
+            &pairs(&[("q", ""), ("limit", "ten"), ("role", "")]),
+        );
         assert_eq!(args, json!({"q": "", "limit": "ten"}));
         let args = arguments(&schema(), &pairs(&[("limt", "3")]));
         assert_eq!(args, json!({"limt": "3"}));

@@ -20,7 +20,11 @@ pub fn new_token() -> Result<String, getrandom::Error> {
 ///
 /// # Errors
 /// A message naming the header or token that was wrong.
-pub fn same_origin_post(headers: &HeaderMap, token: &str, given: Option<&str>) -> Result<(), String> {
+pub fn same_origin_post(
+    headers: &HeaderMap,
+    token: &str,
+    given: Option<&str>,
+) -> Result<(), String> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let fetch_site = header("sec-fetch-site");
     if let Some(site) = fetch_site {

@@ -61,7 +61,9 @@ impl Linker {
             let next = self
                 .within
                 .iter()
-                .filter_map(|(needle, href)| rest.find(needle.as_str()).map(|at| (at, needle, href)))
+                .filter_map(|(needle, href)| {
+                    rest.find(needle.as_str()).map(|at| (at, needle, href))
+                })
                 .min_by_key(|(at, needle, _)| (*at, usize::MAX - needle.len()));
             let Some((at, needle, href)) = next else {
                 if !rest.is_empty() {
@@ -194,7 +196,10 @@ mod tests {
         assert!(html.contains("&lt;script&gt;"), "{html}");
         let html = render("<img src=x onerror=alert(1)>\n\nnext");
         assert!(!html.contains("<img"), "{html}");
-        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"), "{html}");
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
     }
 
     #[test]
@@ -224,8 +229,14 @@ mod tests {
             "| c |\n|---|\n| c1 |\n| c1 |\n\nsee [memory m-1 · 2026-01-01] now",
             &mut linker,
         );
-        assert!(html.contains("href=\"/conversations/x/c1?at=a#m-a\""), "{html}");
-        assert!(html.contains("href=\"/conversations/x/c1?at=b#m-b\""), "{html}");
+        assert!(
+            html.contains("href=\"/conversations/x/c1?at=a#m-a\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("href=\"/conversations/x/c1?at=b#m-b\""),
+            "{html}"
+        );
         assert!(
             html.contains("<a href=\"/memories/m-1\" rel=\"noopener noreferrer nofollow\">[memory m-1 · 2026-01-01]</a>"),
             "{html}"

@@ -13,7 +13,10 @@ use crate::stores::{StoreError, StorePaths};
 ///
 /// # Errors
 /// The outer error: a store that cannot be opened or read.
-pub fn read(stores: &StorePaths, id: &str) -> Result<Result<serde_json::Value, String>, StoreError> {
+pub fn read(
+    stores: &StorePaths,
+    id: &str,
+) -> Result<Result<serde_json::Value, String>, StoreError> {
     let store = match MemoryStore::open_ro(&stores.memories) {
         Ok(store) => store,
         Err(StoreError::Missing { .. }) => {

@@ -53,7 +53,10 @@ const TEMPLATES: [(&str, &str); 6] = [
         "conversation.html",
         include_str!("../../templates/web/conversation.html"),
     ),
-    ("memory.html", include_str!("../../templates/web/memory.html")),
+    (
+        "memory.html",
+        include_str!("../../templates/web/memory.html"),
+    ),
     ("error.html", include_str!("../../templates/web/error.html")),
 ];
 
@@ -142,7 +145,11 @@ impl Pages {
         let path = parts.uri.path().to_owned();
         let query = parts.uri.query().unwrap_or("").to_owned();
         let Some(segments) = paths::segments(&path) else {
-            return self.error(StatusCode::BAD_REQUEST, "Bad path", "the path is not UTF-8 once decoded");
+            return self.error(
+                StatusCode::BAD_REQUEST,
+                "Bad path",
+                "the path is not UTF-8 once decoded",
+            );
         };
         let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
         let reading = parts.method == Method::GET || parts.method == Method::HEAD;
@@ -211,10 +218,7 @@ impl Pages {
                 nav.insert("version".into(), Value::from(env!("CARGO_PKG_VERSION")));
             }
         }
-        let rendered = self
-            .env
-            .get_template(name)
-            .and_then(|t| t.render(&context));
+        let rendered = self.env.get_template(name).and_then(|t| t.render(&context));
         match rendered {
             Ok(body) => respond::html(status, body),
             Err(e) => respond::text(
@@ -248,7 +252,13 @@ impl Pages {
     }
 
     async fn conversation(&self, source: &str, id: &str, query: &[(String, String)]) -> Response {
-        let get = |key: &str| query.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let get = |key: &str| {
+            query
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
         let page = get("page").and_then(|p| p.parse::<usize>().ok());
         let at = get("at");
         let stores = self.catalog.current().host.context().paths().clone();

@@ -71,16 +71,22 @@ mod tests {
     #[test]
     fn ids_round_trip_through_paths() {
         let href = conversation(Some("claude-code"), "a/b c<", Some("m\"1"));
-        assert_eq!(href, "/conversations/claude-code/a%2Fb%20c%3C?at=m%221#m-m%221");
+        assert_eq!(
+            href,
+            "/conversations/claude-code/a%2Fb%20c%3C?at=m%221#m-m%221"
+        );
         let path = href.split('?').next().unwrap_or("");
         assert_eq!(
             segments(path).unwrap(),
             ["conversations", "claude-code", "a/b c<"]
         );
-        assert_eq!(pairs("a=1+2&b=%3Cx%3E&a=3"), [
-            ("a".to_owned(), "1 2".to_owned()),
-            ("b".to_owned(), "<x>".to_owned()),
-            ("a".to_owned(), "3".to_owned())
-        ]);
+        assert_eq!(
+            pairs("a=1+2&b=%3Cx%3E&a=3"),
+            [
+                ("a".to_owned(), "1 2".to_owned()),
+                ("b".to_owned(), "<x>".to_owned()),
+                ("a".to_owned(), "3".to_owned())
+            ]
+        );
     }
 }

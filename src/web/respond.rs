@@ -16,7 +16,8 @@ pub type Response = hyper::Response<BoxBody<Bytes, Infallible>>;
 /// The pages' Content-Security-Policy: scripts and styles only from this server's
 /// `/static/` files (never inline), nothing loaded from elsewhere, forms posting only
 /// here, no framing.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+pub const CSP: &str =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
 form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// The stylesheet, embedded in the binary.
@@ -26,7 +27,11 @@ pub const STYLE_CSS: &str = include_str!("../../templates/web/style.css");
 pub const APP_JS: &str = include_str!("../../templates/web/app.js");
 
 /// A response with `status`, `content_type` and `body`, and the security headers.
-pub fn with_body(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response {
+pub fn with_body(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response {
     let mut response = hyper::Response::new(Full::new(body.into()).boxed());
     *response.status_mut() = status;
     let headers = response.headers_mut();
@@ -71,7 +76,9 @@ pub fn text(status: StatusCode, body: String) -> Response {
 pub fn redirect(location: &str) -> Response {
     let mut response = with_body(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");
     if let Ok(value) = HeaderValue::from_str(location) {
-        response.headers_mut().insert(hyper::header::LOCATION, value);
+        response
+            .headers_mut()
+            .insert(hyper::header::LOCATION, value);
     }
     response
 }

@@ -57,7 +57,11 @@ pub struct Row {
 ///   that message;
 /// - an `id` in a skill reading memories, without `message_id` or `/` → that memory.
 pub fn row_links(row: &Value, reads_memories: bool) -> Vec<RowLink> {
-    let text = |key: &str| row.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let text = |key: &str| {
+        row.get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
     let mut links = Vec::new();
     let citation = text("citation").unwrap_or("");
     let mut memory = citation
@@ -210,7 +214,8 @@ mod tests {
 
     #[test]
     fn the_first_array_of_objects_is_the_table() {
-        let data = json!({"count": 2, "rows": [{"a": 1, "b": ["x", "y"]}, {"a": 2, "c": {"k": 1}}]});
+        let data =
+            json!({"count": 2, "rows": [{"a": 1, "b": ["x", "y"]}, {"a": 2, "c": {"k": 1}}]});
         let table = table(&data, false, &mut Linker::default()).unwrap();
         assert_eq!(table.key, "rows");
         assert_eq!(table.columns, ["a", "b", "c"]);

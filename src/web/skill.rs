@@ -15,7 +15,7 @@ use hyper::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
 
 use super::html::{self, Linker};
-use super::{form, guard, paths, results, respond, Pages, Response};
+use super::{form, guard, paths, respond, results, Pages, Response};
 use crate::runtime::host::CallError;
 use crate::stores::Store;
 
@@ -47,7 +47,8 @@ pub async fn page(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/html"));
     pairs.retain(|(key, value)| {
-        let control = FORMAT_KEYS.contains(&key.as_str()) && (key.starts_with('_') || !is_property(key));
+        let control =
+            FORMAT_KEYS.contains(&key.as_str()) && (key.starts_with('_') || !is_property(key));
         if control && value == "json" {
             as_json = true;
         }
@@ -56,7 +57,12 @@ pub async fn page(
     let writes = !skill.is_read_only();
     let token = post
         .is_some()
-        .then(|| pairs.iter().find(|(k, _)| k == "_token").map(|(_, v)| v.clone()))
+        .then(|| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == "_token")
+                .map(|(_, v)| v.clone())
+        })
         .flatten();
     let question = if skill.name() == "recall" {
         pairs
@@ -81,7 +87,10 @@ pub async fn page(
         "token": if writes { pages.token() } else { "" },
         "nav": {"question": question},
     });
-    let show = |status: StatusCode, extra: Value, pairs: &[(String, String)], errors: &[crate::runtime::args::ArgError]| {
+    let show = |status: StatusCode,
+                extra: Value,
+                pairs: &[(String, String)],
+                errors: &[crate::runtime::args::ArgError]| {
         let mut context = base.clone();
         if let (Value::Object(map), Value::Object(extra)) = (&mut context, extra) {
             map.extend(extra);
@@ -91,17 +100,25 @@ pub async fn page(
     };
     if post.is_some() {
         if !writes {
-            return fail(pages, as_json, StatusCode::METHOD_NOT_ALLOWED, &format!(
-                "`{name}` only reads: run it with GET (its form's query string)"
-            ));
+            return fail(
+                pages,
+                as_json,
+                StatusCode::METHOD_NOT_ALLOWED,
+                &format!("`{name}` only reads: run it with GET (its form's query string)"),
+            );
         }
         if let Err(why) = guard::same_origin_post(headers, pages.token(), token.as_deref()) {
-            return fail(pages, as_json, StatusCode::FORBIDDEN, &format!(
-                "refused, nothing was written: {why}"
-            ));
+            return fail(
+                pages,
+                as_json,
+                StatusCode::FORBIDDEN,
+                &format!("refused, nothing was written: {why}"),
+            );
         }
     }
-    let has_arguments = pairs.iter().any(|(k, _)| k == "_run" || !k.starts_with('_'));
+    let has_arguments = pairs
+        .iter()
+        .any(|(k, _)| k == "_run" || !k.starts_with('_'));
     if !has_arguments || (writes && post.is_none()) {
         let note = (writes && has_arguments)
             .then_some("This skill writes: check the values, then submit the form to run it.");
@@ -113,7 +130,12 @@ pub async fn page(
     let tool = skill.name().to_owned();
     let called = {
         let Ok(_slot) = pages.slots.acquire().await else {
-            return fail(pages, as_json, StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down");
+            return fail(
+                pages,
+                as_json,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down",
+            );
         };
         pages
             .blocking(move || host.call_with(&tool, args, &crate::cancel::Cancel::new()))
@@ -134,7 +156,11 @@ pub async fn page(
             let args: Vec<Value> = output
                 .args
                 .as_object()
-                .map(|m| m.iter().map(|(k, v)| json!({"name": k, "value": v.to_string()})).collect())
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| json!({"name": k, "value": v.to_string()}))
+                        .collect()
+                })
                 .unwrap_or_default();
             let json_href = twin(skill.name(), &pairs, is_property("format"));
             show(
@@ -151,7 +177,11 @@ pub async fn page(
             )
         }
         Err(CallError::InvalidArguments { errors, .. }) => {
-            let message = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+            let message = errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
             if as_json {
                 return respond::json(
                     StatusCode::BAD_REQUEST,
@@ -159,11 +189,28 @@ pub async fn page(
                 );
             }
             let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            show(StatusCode::BAD_REQUEST, json!({"errors": listed}), &pairs, &errors)
+            show(
+                StatusCode::BAD_REQUEST,
+                json!({"errors": listed}),
+                &pairs,
+                &errors,
+            )
         }
-        Err(e @ CallError::UnknownSkill { .. }) => fail(pages, as_json, StatusCode::NOT_FOUND, &e.to_string()),
-        Err(e @ CallError::Stopped { .. }) => fail(pages, as_json, StatusCode::GATEWAY_TIMEOUT, &with_causes(&e)),
-        Err(e) => fail(pages, as_json, StatusCode::INTERNAL_SERVER_ERROR, &with_causes(&e)),
+        Err(e @ CallError::UnknownSkill { .. }) => {
+            fail(pages, as_json, StatusCode::NOT_FOUND, &e.to_string())
+        }
+        Err(e @ CallError::Stopped { .. }) => fail(
+            pages,
+            as_json,
+            StatusCode::GATEWAY_TIMEOUT,
+            &with_causes(&e),
+        ),
+        Err(e) => fail(
+            pages,
+            as_json,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &with_causes(&e),
+        ),
     }
 }
 
@@ -203,6 +250,13 @@ fn twin(name: &str, pairs: &[(String, String)], format_is_argument: bool) -> Str
     for (k, v) in pairs.iter().filter(|(k, _)| k != "_token") {
         query.append_pair(k, v);
     }
-    query.append_pair(if format_is_argument { "_format" } else { "format" }, "json");
+    query.append_pair(
+        if format_is_argument {
+            "_format"
+        } else {
+            "format"
+        },
+        "json",
+    );
     format!("{}?{}", paths::skill(name), query.finish())
 }

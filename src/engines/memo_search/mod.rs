@@ -124,23 +124,17 @@ impl Tuning {
     };
 }
 
-static TUNING: std::sync::RwLock<Option<Tuning>> = std::sync::RwLock::new(None);
+static TUNING: super::Override<Tuning> = super::Override::new();
 
 /// Replaces [`Tuning::DEFAULT`] for every later call in this process (`None` restores
 /// it). For the quality harness (`benches/quality.rs`) only.
 #[doc(hidden)]
 pub fn tune(t: Option<Tuning>) {
-    if let Ok(mut g) = TUNING.write() {
-        *g = t;
-    }
+    TUNING.set(t);
 }
 
 fn tuning() -> Tuning {
-    TUNING
-        .read()
-        .ok()
-        .and_then(|g| *g)
-        .unwrap_or(Tuning::DEFAULT)
+    TUNING.get_or(Tuning::DEFAULT)
 }
 /// Most distinct query words searched (FTS5 expressions stay small).
 pub const MAX_TOKENS: usize = 64;
@@ -917,13 +911,7 @@ impl Leg<'_> {
     ) -> Result<Ranked, rusqlite::Error> {
         let query = TermQuery::tokens(&content_tokens(tokens));
         let weights = [5, 3, 1];
-        let matches = match self.scorer {
-            Scorer::Fast => self
-                .index
-                .fts(self.conn)?
-                .map(|fts| fts.query(&query.groups, weights)),
-            Scorer::Reference => None,
-        };
+        let matches = self.in_memory(&query, weights)?;
         let or = query.expr(false);
         let scored = self.every_score(&or, matches.as_ref(), weights)?;
         let meta = self.index.rows();
@@ -1031,13 +1019,7 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let matches = match self.scorer {
-            Scorer::Fast => self
-                .index
-                .fts(self.conn)?
-                .map(|fts| fts.query(&query.groups, weights)),
-            Scorer::Reference => None,
-        };
+        let matches = self.in_memory(query, weights)?;
         let or = query.expr(false);
         let ranked = self.top(&or, false, matches.as_ref(), weights, n)?;
         trace
@@ -1054,19 +1036,30 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let matches = match self.scorer {
-            Scorer::Fast => self
-                .index
-                .fts(self.conn)?
-                .map(|fts| fts.query(&query.groups, weights)),
-            Scorer::Reference => None,
-        };
+        let matches = self.in_memory(query, weights)?;
         let and = query.expr(true);
         let ranked = self.top(&and, true, matches.as_ref(), weights, n)?;
         trace.push(
             json!({"stage": "leg", "leg": leg, "fts_query": and, "candidates": ranked.len()}),
         );
         Ok(ranked)
+    }
+
+    /// `query` scored from the in-memory postings (FTS5's `bm25()` bit for bit), or
+    /// `None` when SQLite must answer: the reference scorer asked for, or postings
+    /// unavailable.
+    fn in_memory(
+        &self,
+        query: &TermQuery,
+        weights: [u32; 3],
+    ) -> Result<Option<Matches<'_>>, rusqlite::Error> {
+        Ok(match self.scorer {
+            Scorer::Fast => self
+                .index
+                .fts(self.conn)?
+                .map(|fts| fts.query(&query.groups, weights)),
+            Scorer::Reference => None,
+        })
     }
 
     /// Every row that `expr` (the OR form of the query) matches, filters not applied:
@@ -1079,20 +1072,35 @@ impl Leg<'_> {
         weights: [u32; 3],
     ) -> Result<Vec<(usize, f64)>, rusqlite::Error> {
         let mut out = Vec::new();
-        if let Some(matches) = matches {
-            matches.any_group(&self.filter.stop, |i, bm25| out.push((i, -bm25)));
-            return Ok(out);
+        match matches {
+            Some(matches) => matches.any_group(&self.filter.stop, |i, bm25| out.push((i, -bm25))),
+            None => self.sqlite_scores(expr, weights, |i, bm25| out.push((i, -bm25)))?,
         }
+        Ok(out)
+    }
+
+    /// `f(row, bm25)` for every stored row that `expr` matches, as SQLite's
+    /// `bm25(memories_fts, weights…)` scores it (negative, lower is better), until the
+    /// search stops.
+    fn sqlite_scores(
+        &self,
+        expr: &str,
+        weights: [u32; 3],
+        mut f: impl FnMut(usize, f64),
+    ) -> Result<(), rusqlite::Error> {
         let [w0, w1, w2] = weights;
         let sql = format!(
             "SELECT rowid, bm25(memories_fts, {w0}, {w1}, {w2}) FROM memories_fts WHERE memories_fts MATCH ?1"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
+        // A stop interrupts the statement (its next step fails) and ends the loop.
         let handle = self.conn.get_interrupt_handle();
         let _interrupt = self.filter.stop.on_stop(move || handle.interrupt());
         let mut rows = stmt.query([expr])?;
         let mut seen = 0usize;
         loop {
+            // Also before the first row: an interrupt sent before the statement
+            // started is forgotten when it starts.
             if seen.is_multiple_of(STOP_CHECK_ROWS) && self.filter.stop.is_stopped() {
                 break;
             }
@@ -1104,10 +1112,10 @@ impl Leg<'_> {
                 Err(e) => return Err(e),
             };
             if let Some(i) = self.index.position(r.get(0)?) {
-                out.push((i, -r.get::<_, f64>(1)?));
+                f(i, r.get(1)?);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The `n` best rows that `expr` matches (`every`: the AND form of the query) and
@@ -1147,36 +1155,11 @@ impl Leg<'_> {
                 });
             }
         } else {
-            let [w0, w1, w2] = weights;
-            let sql = format!(
-                "SELECT rowid, bm25(memories_fts, {w0}, {w1}, {w2}) FROM memories_fts WHERE memories_fts MATCH ?1"
-            );
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            // A stop interrupts the statement (its next step fails) and ends the loop.
-            let handle = self.conn.get_interrupt_handle();
-            let _interrupt = self.filter.stop.on_stop(move || handle.interrupt());
-            let mut rows = stmt.query([expr])?;
-            let mut seen = 0usize;
-            loop {
-                // Also before the first row: an interrupt sent before the statement
-                // started is forgotten when it starts.
-                if seen.is_multiple_of(STOP_CHECK_ROWS) && self.filter.stop.is_stopped() {
-                    break;
-                }
-                seen += 1;
-                let r = match rows.next() {
-                    Ok(Some(r)) => r,
-                    Ok(None) => break,
-                    Err(_) if self.filter.stop.is_stopped() => break,
-                    Err(e) => return Err(e),
-                };
-                let Some(i) = self.index.position(r.get(0)?) else {
-                    continue;
-                };
+            self.sqlite_scores(expr, weights, |i, bm25| {
                 if self.filter.keep(&meta[i]) && !self.filter.hidden(self.index, i) {
-                    hits.push((r.get(1)?, i));
+                    hits.push((bm25, i));
                 }
-            }
+            })?;
         }
         Ok(hits
             .into_sorted()

@@ -617,13 +617,7 @@ impl Index {
                         }
                     };
                     let rows = postings::top_rows_in_context(
-                        p,
-                        &lists[si],
-                        avg,
-                        q.limit,
-                        n.spread,
-                        neighbours,
-                        accept,
+                        p, &lists[si], avg, q.limit, n.spread, neighbours, accept,
                     )?;
                     best.extend(rows.into_iter().map(|c| (c.score, c.own, si, c.row)));
                 }

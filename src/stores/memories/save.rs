@@ -174,10 +174,7 @@ pub fn save_memory(
         .as_ref()
         .filter(|c| !c.trim().is_empty())
     {
-        pairs.push((
-            REL_CONVERSATION,
-            conv.trim().to_owned(),
-        ));
+        pairs.push((REL_CONVERSATION, conv.trim().to_owned()));
     }
     let before = store.links(std::slice::from_ref(&memory.id))?;
     // Embedded before the write so memory, links and vectors commit together (one
@@ -239,8 +236,7 @@ impl MemoryInput {
             title,
             kind,
             tags: dedup(
-                self
-                    .tags
+                self.tags
                     .iter()
                     .map(|t| t.trim().trim_start_matches('#').to_owned()),
             ),
@@ -281,7 +277,6 @@ pub fn first_line_title(body: &str) -> Option<String> {
     }
     Some(line.chars().take(120).collect())
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -324,7 +319,10 @@ mod tests {
         assert_eq!(m.tags, ["rust"]);
         assert_eq!(m.body, "## Use serde\n\nbecause it is fast");
         assert_eq!((m.created, m.updated), (t0(), t0()));
-        assert_eq!(m.id, Memory::stable_id("Use serde\u{0}## Use serde\n\nbecause it is fast"));
+        assert_eq!(
+            m.id,
+            Memory::stable_id("Use serde\u{0}## Use serde\n\nbecause it is fast")
+        );
         assert_eq!(MemoryInput::default().into_memory(t0()), None);
     }
 }

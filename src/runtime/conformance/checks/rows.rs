@@ -428,24 +428,9 @@ impl TypedCheck for SomeRowSatisfies {
 
     fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
         let source: &str = &p.expression;
-        let env = render::environment();
-        let expr = env
-            .compile_expression(source)
-            .map_err(|e| format!("`expression` does not parse: {e}"))?;
-        let (out, rows) = output_rows(probe, &p.rows, false)?;
-        for (i, row) in rows.iter().enumerate() {
-            let ctx = minijinja::context! {
-                row => minijinja::Value::from_serialize(row),
-                index => i,
-                args => minijinja::Value::from_serialize(&out.args),
-                data => minijinja::Value::from_serialize(&out.data),
-            };
-            let result = expr
-                .eval(ctx)
-                .map_err(|e| format!("row {}: `expression` failed: {e}", i + 1))?;
-            if result.is_true() {
-                return Ok(());
-            }
+        let (rows, truths) = truth_per_row(probe, source, &p.rows, false, true)?;
+        if truths.contains(&true) {
+            return Ok(());
         }
         Err(format!(
             "none of {} rows satisfies `{source}`; first: {}",
@@ -453,6 +438,41 @@ impl TypedCheck for SomeRowSatisfies {
             rows.first().map_or_else(String::new, show)
         ))
     }
+}
+
+/// `source` (a minijinja expression) evaluated on each row at `pointer` of the probe's
+/// output, with `row`, `index` (0-based), `args` (defaults applied) and `data` in
+/// scope, in order until a row gives `until`: the rows and whether each evaluated row
+/// made it true.
+fn truth_per_row(
+    probe: &Probe<'_>,
+    source: &str,
+    pointer: &Pointer,
+    allow_empty: bool,
+    until: bool,
+) -> Result<(Vec<Value>, Vec<bool>), String> {
+    let env = render::environment();
+    let expr = env
+        .compile_expression(source)
+        .map_err(|e| format!("`expression` does not parse: {e}"))?;
+    let (out, rows) = output_rows(probe, pointer, allow_empty)?;
+    let mut truths = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let ctx = minijinja::context! {
+            row => minijinja::Value::from_serialize(row),
+            index => i,
+            args => minijinja::Value::from_serialize(&out.args),
+            data => minijinja::Value::from_serialize(&out.data),
+        };
+        let result = expr
+            .eval(ctx)
+            .map_err(|e| format!("row {}: `expression` failed: {e}", i + 1))?;
+        truths.push(result.is_true());
+        if result.is_true() == until {
+            break;
+        }
+    }
+    Ok((rows, truths))
 }
 
 /// `every_row_satisfies`.
@@ -479,31 +499,16 @@ impl TypedCheck for EveryRowSatisfies {
 
     fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
         let source: &str = &p.expression;
-        let env = render::environment();
-        let expr = env
-            .compile_expression(source)
-            .map_err(|e| format!("`expression` does not parse: {e}"))?;
-        let (out, rows) = output_rows(probe, &p.rows, p.allow_empty)?;
-        for (i, row) in rows.iter().enumerate() {
-            let ctx = minijinja::context! {
-                row => minijinja::Value::from_serialize(row),
-                index => i,
-                args => minijinja::Value::from_serialize(&out.args),
-                data => minijinja::Value::from_serialize(&out.data),
-            };
-            let result = expr
-                .eval(ctx)
-                .map_err(|e| format!("row {}: `expression` failed: {e}", i + 1))?;
-            if !result.is_true() {
-                return Err(format!(
-                    "row {} of {} does not satisfy `{source}`: {}",
-                    i + 1,
-                    rows.len(),
-                    show(row)
-                ));
-            }
+        let (rows, truths) = truth_per_row(probe, source, &p.rows, p.allow_empty, false)?;
+        match truths.iter().position(|t| !t) {
+            None => Ok(()),
+            Some(i) => Err(format!(
+                "row {} of {} does not satisfy `{source}`: {}",
+                i + 1,
+                rows.len(),
+                show(&rows[i])
+            )),
         }
-        Ok(())
     }
 }
 
