@@ -5,7 +5,8 @@
 //! [`ingest`] imported from real transcript and memory formats. Retrieval machinery
 //! (BM25 postings, vectors, filters, typo lookup) is [`search`]; the records both
 //! ingest and stores handle are [`model`], times are read by [`time`], a call is stopped through [`cancel`], folders listed by [`walk`] and text is
-//! embedded by [`embed`]; [`web`] serves pages for people beside `/mcp`. Every entry point
+//! embedded by [`embed`]; [`web`] serves pages for people beside `/mcp`, and [`setup`]
+//! wires `skills serve` into MCP clients' config files. Every entry point
 //! (CLI, MCP, `verify`, the pages) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
 
@@ -20,6 +21,7 @@ pub mod model;
 pub mod redact;
 pub mod runtime;
 pub mod search;
+pub mod setup;
 pub mod stores;
 pub mod time;
 pub mod walk;

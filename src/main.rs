@@ -54,6 +54,11 @@ enum Command {
     /// messages and newest message, the search index and embeddings, memories, the
     /// embedding model, servers keeping the store current, paths and sizes.
     Status,
+    /// Add the `skills` server (this binary, `serve`) to an MCP client's config —
+    /// claude-code, codex, cursor, gemini-cli, vscode, claude-desktop, opencode,
+    /// windsurf — keeping comments and other servers; without a client, list them and
+    /// their state.
+    Setup(cli::setup::Args),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +78,7 @@ fn main() -> ExitCode {
         Command::Docs(args) => cli::docs::execute(&mut session, args),
         Command::Status => cli::status::execute(&mut session),
         Command::Ui(args) => cli::ui::execute(&mut session, args),
+        Command::Setup(args) => cli::setup::execute(&mut session, args),
     };
     session.finish(result)
 }

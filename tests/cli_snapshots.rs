@@ -191,6 +191,7 @@ fn help_of_every_command() {
         ("help_memo_import", vec!["memo", "import", "--help"]),
         ("help_memo_add", vec!["memo", "add", "--help"]),
         ("help_docs", vec!["docs", "--help"]),
+        ("help_setup", vec!["setup", "--help"]),
         ("version", vec!["--version"]),
     ] {
         // Help shows `[env: SKILLS_DIR=…]` when the variable is set: leave it unset.

@@ -12,6 +12,7 @@ use skills::runtime::conformance::VerifyError;
 use skills::runtime::mcp::ServeError;
 use skills::runtime::scaffold::ScaffoldError;
 use skills::runtime::CallError;
+use skills::setup::SetupError;
 use skills::stores::memories::save::AddMemoryError;
 use skills::stores::{Store, StoreError};
 
@@ -99,6 +100,7 @@ fn is_usage(err: &Error) -> bool {
                 )
             )
             || matches!(e.downcast_ref(), Some(AddMemoryError::Empty))
+            || matches!(e.downcast_ref(), Some(SetupError::NoProjectFile { .. }))
     })
 }
 
@@ -114,6 +116,16 @@ fn hint(err: &Error) -> Option<String> {
         if let Some(ServeError::NotLoopback { .. }) = e.downcast_ref() {
             return Some(
                 "bind `127.0.0.1:PORT`, or pass `--allow-remote` to accept remote clients".into(),
+            );
+        }
+        if let Some(
+            SetupError::Parse { .. } | SetupError::Shape { .. } | SetupError::NotText { .. },
+        ) = e.downcast_ref()
+        {
+            return Some(
+                "the file was left as it is: fix it (or move it aside) and run `skills setup` \
+                 again"
+                    .into(),
             );
         }
         // Engines wrap store errors transparently, so the store error is not in the chain.

@@ -13,6 +13,7 @@ pub mod printer;
 pub mod run;
 pub mod serve;
 pub mod serve_ingest;
+pub mod setup;
 pub mod show;
 pub mod status;
 pub mod ui;
