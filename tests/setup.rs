@@ -300,7 +300,7 @@ fn case(client: &str) -> &'static Case {
 /// The file as JSON: JSONC through the CST parser, TOML through `toml_edit`.
 fn parsed(case: &Case, text: &str) -> Value {
     if case.toml {
-        toml_json(&text.parse::<toml_edit::DocumentMut>().unwrap().as_item())
+        toml_json(text.parse::<toml_edit::DocumentMut>().unwrap().as_item())
     } else {
         CstRootNode::parse(text, &jsonc_parser::ParseOptions::default())
             .unwrap()

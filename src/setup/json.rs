@@ -226,8 +226,10 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(r#""other": { "command": "npx", "args": ["-y", "other"] }"#));
-        let entry = entry(&out, &["mcpServers"], "skills").expect("parses");
-        assert_eq!(entry, Some(Value::Object(fields())));
+        assert_eq!(
+            entry(&out, &["mcpServers"], "skills").expect("parses"),
+            Some(Value::Object(fields()))
+        );
         // Idempotent: the same fields leave the text as it is.
         assert_eq!(
             set(&out, &["mcpServers"], "skills", &fields()).expect("set"),
@@ -239,12 +241,9 @@ mod tests {
             back.contains("// keep me") && !back.contains("skills"),
             "{back}"
         );
-        assert_eq!(
-            entry(&back, &["mcpServers"], "other")
-                .expect("parses")
-                .is_some(),
-            true
-        );
+        assert!(entry(&back, &["mcpServers"], "other")
+            .expect("parses")
+            .is_some());
     }
 
     #[test]
