@@ -33,21 +33,26 @@ pub struct Args {
     /// locations, no background import (the store changes only by `skills ingest`).
     #[arg(long)]
     no_ingest: bool,
-    /// Set by `skills ui`: print the pages' URL on stdout and open it on a desktop.
+    /// Set by `skills ui`: print the pages' URL on stdout once the server listens.
+    #[arg(skip)]
+    pub(crate) print_pages: bool,
+    /// Set by `skills ui` unless `--no-open`: also open the URL where a desktop exists.
     #[arg(skip)]
     pub(crate) open_pages: bool,
 }
 
 impl Args {
-    /// The arguments `skills ui` serves with: HTTP on `addr`, the pages opened.
-    pub(crate) fn for_ui(addr: SocketAddr) -> Self {
+    /// The arguments `skills ui` serves with: HTTP on `addr`, the pages' URL printed,
+    /// and opened when `open`.
+    pub(crate) fn for_ui(addr: SocketAddr, open: bool) -> Self {
         Self {
             http: Some(addr),
             allow_remote: false,
             no_watch: false,
             watch_paths: Vec::new(),
             no_ingest: false,
-            open_pages: true,
+            print_pages: true,
+            open_pages: open,
         }
     }
 }
@@ -111,8 +116,12 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let (http, allow_remote, open_pages) = (args.http, args.allow_remote, args.open_pages);
+    let (http, allow_remote) = (args.http, args.allow_remote);
+    let (print_pages, open_pages) = (args.print_pages, args.open_pages);
     let data_dir = super::ui::data_dir(session);
+    // The pages' URL once recorded in the data folder, withdrawn at exit.
+    let advertised = Arc::new(std::sync::Mutex::new(None::<(std::path::PathBuf, String)>));
+    let record = Arc::clone(&advertised);
     let pages = match skills::web::Pages::new(Arc::clone(&catalog)) {
         Ok(pages) => Some(Arc::new(pages).handler()),
         Err(e) => {
@@ -149,12 +158,18 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                 ));
                 if with_pages {
                     let url = format!("http://{bound}/");
-                    Printer::log(format_args!("skills: pages at {url}"));
-                    if let (Some(dir), true) = (&data_dir, bound.ip().is_loopback()) {
-                        super::ui::advertise(dir, &url);
+                    // Recorded before it is announced: whoever saw the address finds it.
+                    if let (Some(dir), true) = (data_dir, bound.ip().is_loopback()) {
+                        if super::ui::advertise(&dir, &url) {
+                            *record
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                                Some((dir, url.clone()));
+                        }
                     }
-                    if open_pages {
-                        super::ui::show(&url);
+                    Printer::log(format_args!("skills: pages at {url}"));
+                    if print_pages {
+                        super::ui::show(&url, open_pages);
                     }
                 }
             },
@@ -173,6 +188,13 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take(),
     );
+    if let Some((dir, url)) = advertised
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+    {
+        super::ui::withdraw(&dir, &url);
+    }
     served?;
     Ok(Outcome::Success)
 }
