@@ -14,18 +14,22 @@
 //! largest 15-row result a bundled skill returns) and `search-conversations` with 15
 //! rows (200-character previews, its default limit).
 //!
-//! Environment: `BENCH_RUNS` (timed renders per case, default 500).
+//! Printed per case: wall-clock p50 and p95, and the rendering thread's CPU time (what
+//! the render itself costs, without the time another process held the core).
+//!
+//! Environment: `BENCH_RUNS` (timed renders per case, default 500); `BENCH_STAGES=1`
+//! also prints the time of the markdown step and of pulldown-cmark and ammonia alone
+//! (on stderr).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _, Result};
 use chrono::TimeZone;
 use common::{fmt_dur, Stats};
-use serde_json::json;
 use skills::ingest::Message;
 use skills::runtime::catalog::Catalog;
 use skills::runtime::Host;
@@ -157,26 +161,85 @@ fn main() -> Result<()> {
         let count = output.data["rows"].as_array().map_or(0, Vec::len);
         ensure!(count == ROWS, "`{name}` returned {count} rows, not {ROWS}");
         let text_chars = output.text.chars().count();
-        let (stats, page) = measure(runs, || {
-            skills::web::skill::result(&pages, skill, &pairs, &output)
-        });
+        let page = skills::web::skill::result(&pages, skill, &pairs, &output);
         ensure!(page.status() == 200, "`{name}`: status {}", page.status());
+        let (mut wall, mut cpu) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+        for _ in 0..runs.max(1) {
+            let (t, c) = (Instant::now(), thread_cpu());
+            let page = skills::web::skill::result(&pages, skill, &pairs, &output);
+            cpu.push(thread_cpu().saturating_sub(c));
+            wall.push(t.elapsed());
+            drop(page);
+        }
+        let (stats, cpu) = (Stats::of(wall), Stats::of(cpu));
         let bytes = body_len(page)?;
+        if std::env::var_os("BENCH_STAGES").is_some() {
+            let (md, _) = measure(runs, || {
+                skills::web::html::markdown(&output.text, &mut skills::web::html::Linker::default())
+            });
+            let mut raw = String::new();
+            let (cm, _) = measure(runs, || {
+                raw.clear();
+                pulldown_cmark::html::push_html(
+                    &mut raw,
+                    pulldown_cmark::Parser::new_ext(
+                        &output.text,
+                        pulldown_cmark::Options::ENABLE_TABLES,
+                    ),
+                );
+            });
+            let (am, _) = measure(runs, || skills::web::html::sanitize(&raw));
+            eprintln!(
+                "{name}: markdown() p50 {} · pulldown-cmark alone {} · ammonia alone {}",
+                fmt_dur(md.median),
+                fmt_dur(cm.median),
+                fmt_dur(am.median)
+            );
+        }
         rows.push(vec![
             format!("`{name}` ({ROWS} rows, rendered markdown {text_chars} chars)"),
             stats.runs.to_string(),
             fmt_dur(stats.median),
             fmt_dur(stats.p95),
+            format!("{} / {}", fmt_dur(cpu.median), fmt_dur(cpu.p95)),
             format!("{:.0} KB", bytes as f64 / 1e3),
         ]);
     }
     println!("## Result page render (`skills::web::skill::result`), result already computed\n");
     println!("machine: {}\n", common::machine());
     common::table(
-        &["result page", "renders", "p50", "p95", "page size"],
+        &[
+            "result page",
+            "renders",
+            "p50",
+            "p95",
+            "CPU p50 / p95",
+            "page size",
+        ],
         &rows,
     );
+    println!(
+        "p50 and p95 are wall-clock times; CPU is the rendering thread's own time \
+         (`CLOCK_THREAD_CPUTIME_ID`), which leaves out time the thread waited for a core.\n"
+    );
     Ok(())
+}
+
+/// This thread's CPU time so far.
+fn thread_cpu() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec` through the valid pointer given.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) } == 0;
+    if !ok {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// [`common::measure`] with no time budget: every run is timed.
