@@ -268,6 +268,22 @@ mod tests {
     }
 
     #[test]
+    fn text_the_parser_splits_is_joined_and_escaped() {
+        let html = render("a [b] c <x> d & e [memory m-1 · 2026-01-01] f");
+        assert_eq!(
+            html,
+            "<p>a [b] c &lt;x&gt; d &amp; e [memory m-1 · 2026-01-01] f</p>\n"
+        );
+        let mut linker = Linker::default();
+        linker.within("[memory m-1 · 2026-01-01]", "/memories/m-1".into());
+        let html = markdown("x <y> [memory m-1 · 2026-01-01] z", &mut linker);
+        assert!(
+            html.contains("x &lt;y&gt; <a href=\"/memories/m-1\""),
+            "a citation split by the parser is still found: {html}"
+        );
+    }
+
+    #[test]
     fn citations_and_ids_become_links_in_order() {
         let mut linker = Linker::default();
         linker.whole("c1", "/conversations/x/c1?at=a#m-a".into());
