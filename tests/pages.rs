@@ -1025,7 +1025,7 @@ async fn skills_ui_ignores_a_stale_record_and_opens_nothing_unasked_or_without_a
     assert_eq!(out.trim(), url);
     assert!(err.contains("no desktop found"), "{err}");
     assert!(home.opened().is_empty(), "nothing was opened");
-    // `--port` serves on the port asked for; a port in use is an error, not a hang.
+    // `--port` with a port in use: an error naming it, not a hang.
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy_port = busy.local_addr().unwrap().port().to_string();
     std::fs::remove_file(home.data().join("pages.url")).unwrap();
@@ -1041,7 +1041,20 @@ async fn skills_ui_ignores_a_stale_record_and_opens_nothing_unasked_or_without_a
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&busy_port), "{err}");
     drop(busy);
-    let _ = child.start_kill();
+    std::fs::write(home.data().join("pages.url"), format!("{url}\n")).unwrap();
+    // `SIGTERM` (a plain `kill`) stops it as Ctrl-C does: its record goes with it.
+    let pid = child.id().unwrap().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("`skills ui` did not stop on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!home.data().join("pages.url").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,7 +57,7 @@ impl Args {
     }
 }
 
-/// Runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP). Logs go to
+/// Runs the MCP server until stdin closes (stdio) or Ctrl-C or `SIGTERM` (HTTP). Logs go to
 /// stderr; stdout belongs to the stdio transport.
 ///
 /// Unless `--no-watch`, the skills folder is watched: a change reloads the skills,
@@ -141,7 +141,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         let shutdown = tokio_util::sync::CancellationToken::new();
         let on_signal = shutdown.clone();
         tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
+            stop_signal().await;
             on_signal.cancel();
         });
         let options = mcp::HttpOptions { addr, allow_remote };
@@ -197,4 +197,21 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     }
     served?;
     Ok(Outcome::Success)
+}
+
+/// Resolves at Ctrl-C (`SIGINT`) or, on Unix, `SIGTERM` (`kill`, a service manager):
+/// either stops the HTTP server the same way (the import ends, `pages.url` is removed).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }
