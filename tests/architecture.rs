@@ -6,7 +6,8 @@
 //! groups and inline paths; comments and doc links are ignored). Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,
 //! embed) form no cycle, that `search`, the retrieval library, names none of
-//! runtime, engines, stores or ingest, and that engines and stores name no ingest.
+//! runtime, engines, stores or ingest, that engines and stores name no ingest, and
+//! that no module names the web pages (`web`).
 //! Also two facts of the repository around `src/`: the benchmark generator is behind
 //! the `bench` feature, and the scripts name no absolute path of one machine.
 
@@ -207,6 +208,22 @@ fn shared_leaves_depend_on_no_layer_above() {
         embed.iter().all(|d| d == "search"),
         "src/embed uses {embed:?}"
     );
+}
+
+/// The pages for people (`src/web/`) sit on top of the library: no other module names
+/// `crate::web`, so nothing on an MCP call's path (`runtime::mcp` → `Host::call` →
+/// engines, stores) runs page code. Only the binary's `skills serve` hands the pages
+/// to the listener, which gives them every path but `/mcp`.
+#[test]
+fn nothing_below_the_pages_uses_them() {
+    let graph = src_graph();
+    assert!(graph.contains_key("web"), "no module `web` in src/");
+    for (module, deps) in &graph {
+        assert!(
+            module == "web" || !deps.contains("web"),
+            "src/{module} uses crate::web (its deps: {deps:?})"
+        );
+    }
 }
 
 /// The checker itself: it must see grouped, multi-line and inline paths, skip

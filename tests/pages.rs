@@ -8,7 +8,14 @@
 //! shows the cited message; a bad argument is a 400 naming it; a forged `Host` and a
 //! cross-origin POST to memo-save are refused and store nothing (a same-origin POST
 //! with the token stores one); the hostile transcript's markup never comes out as
-//! markup; a skill created with `skills new` while the server runs gets its page.
+//! markup; a skill created with `skills new` while the server runs gets its page; a
+//! memory's page shows it escaped with its links (supersedes, superseded by, the
+//! conversation), and a missing one is a readable 404.
+//!
+//! `skills ui` (in a fake home, with a fake `xdg-open` on `PATH` instead of a browser):
+//! it serves, records `pages.url`, prints the URL and opens it on a desktop; a second
+//! `skills ui` (or one beside `skills serve --http`) prints the running server's URL
+//! and exits; a stale record is ignored; Ctrl-C removes the record.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -313,6 +320,113 @@ async fn bad_argument_is_a_400_naming_it_and_a_failed_call_a_readable_page() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odd_requests_get_readable_answers_never_a_stack() {
+    let data = tempfile::tempdir().unwrap();
+    let store = skills::stores::conversations::ConversationStore::open_rw(
+        &skills::stores::StorePaths::in_dir(data.path()).conversations,
+    )
+    .unwrap();
+    store
+        .insert(&[
+            common::message(
+                "c-1",
+                0,
+                "東京🚀 was the meeting place <script>alert(1)</script>",
+            ),
+            common::message("c-1", 1, "ok"),
+        ])
+        .unwrap();
+    drop(store);
+    let server = Server::start(&repo_skills(), data.path()).await;
+    // A value the engine refuses (more `%` than a term may hold) is the caller's
+    // mistake: 400, the form again, the error beside the field.
+    let (status, page) = server
+        .get("/skills/search-conversations?term=%25a%25b%25c%25d%25e&_run=1")
+        .await;
+    assert_eq!(status, 400, "{page}");
+    let field = section(&page, "id=\"field-term\"", "</div>");
+    assert!(field.contains("class=\"error\""), "{field}");
+    assert!(page.contains("argument `term`"), "{page}");
+    // Methods a page does not take: 405 with `Allow`.
+    for (method, path, allowed) in [
+        (
+            reqwest::Method::POST,
+            "/skills/search-conversations",
+            "GET, HEAD",
+        ),
+        (reqwest::Method::PUT, "/", "GET, HEAD"),
+        (
+            reqwest::Method::DELETE,
+            "/skills/memo-save",
+            "GET, HEAD, POST",
+        ),
+        (reqwest::Method::PATCH, "/memories/x", "GET, HEAD"),
+    ] {
+        let response = client()
+            .request(method.clone(), server.url(path))
+            .header("origin", server.base.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method} {path}");
+        assert_eq!(response.headers()["allow"], allowed, "{method} {path}");
+    }
+    // HEAD: the status and headers of the GET, no body.
+    let response = client().head(server.url("/")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().contains_key("content-security-policy"));
+    assert!(response.bytes().await.unwrap().is_empty());
+    // The JSON twin of an unknown skill is JSON.
+    let response = client()
+        .get(server.url("/skills/nope?format=json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("`nope`"), "{body}");
+    // Traversal, bad encodings, unicode, huge and empty values: an answer page each.
+    let long = "why ".repeat(600);
+    for (path, expected) in [
+        ("/conversations/..%2F..%2Fetc/passwd", 404),
+        ("/conversations/_/..%2F..%2Fmemories.sqlite", 404),
+        ("/static/..%2F..%2FCargo.toml", 404),
+        ("/skills/..%2Fskills%2Frecall", 404),
+        ("/memories/%FF", 400),
+        (
+            "/skills/search-conversations?term=%E6%9D%B1%E4%BA%AC%F0%9F%9A%80&_run=1",
+            200,
+        ),
+        (
+            "/conversations/_/c-1?page=99999999999999999999999&at=nope",
+            200,
+        ),
+        (
+            "/skills/search-conversations?limit=99999999999999999999&_run=1",
+            400,
+        ),
+        ("/skills/recall?question=", 400),
+        (&format!("/skills/recall?question={long}"), 400),
+    ] {
+        let (status, page) = server.get(path).await;
+        assert_eq!(status, expected, "{path}: {page}");
+        assert!(page.contains("<h1"), "{path}: a page: {page}");
+        assert!(
+            !page.contains("panicked") && !page.contains("RUST_BACKTRACE"),
+            "{path}: {page}"
+        );
+        assert_no_hostile_markup(&page, path);
+    }
+    let (_, page) = server
+        .get("/skills/search-conversations?term=%E6%9D%B1%E4%BA%AC%F0%9F%9A%80&_run=1")
+        .await;
+    assert!(
+        page.contains("東京🚀 was the meeting place &lt;script&gt;"),
+        "{page}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recall_result_links_to_the_conversation_page_showing_the_cited_message() {
     let Some(corpus) = common::corpus() else {
         return;
@@ -513,6 +627,449 @@ async fn a_skill_created_while_serving_gets_its_page() {
     }
     let (_, index) = server.get("/").await;
     assert!(index.contains("href=\"/skills/fresh-pages\""));
+}
+
+/// `skills run memo-save --json` with `args` over data folder `data`: the new id.
+fn save_memory(data: &Path, args: &Value) -> String {
+    let out = Command::new(bin())
+        .args(["run", "memo-save", "--json", "--args-json"])
+        .arg(args.to_string())
+        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_DATA_DIR", data)
+        .env("SKILLS_EMBEDDER", "none")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memo-save failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let output: Value = serde_json::from_slice(&out.stdout).unwrap();
+    output["data"]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_page_shows_the_memory_escaped_with_its_links() {
+    let data = tempfile::tempdir().unwrap();
+    // A real conversation to be saved from, when the corpus is here.
+    let corpus = common::corpus();
+    if let Some(corpus) = &corpus {
+        let hostile =
+            corpus.join("claude-code/ai-engineering-fluency__xss-hostile-claude-session.jsonl");
+        let out = Command::new(bin())
+            .args(["ingest", "--quiet", "--no-embed"])
+            .arg(&hostile)
+            .env("SKILLS_DATA_DIR", data.path())
+            .env("SKILLS_EMBEDDER", "none")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let server = Server::start(&repo_skills(), data.path()).await;
+    // No memory stored yet: a 404 page saying so.
+    let (status, page) = server.get("/memories/anything").await;
+    assert_eq!(status, 404, "{page}");
+    assert!(page.contains("no memories are stored yet"), "{page}");
+
+    let old = save_memory(
+        data.path(),
+        &serde_json::json!({
+            "title": "Link <script>alert('title')</script> duckdb",
+            "body": "We link libduckdb statically.\n\n<script>alert('body')</script>\n\
+                     <img src=x onerror=alert(1)> [click](javascript:alert(2))\n\n\
+                     ```sh\ncargo build --release\n```",
+            "type": "decision",
+            "tags": ["build", "<b>bold</b>"],
+            "files_read": ["src/build.rs"],
+        }),
+    );
+    // The replacement goes through the page's own form: a same-origin POST with the
+    // token; its lines field carries the superseded id.
+    let (_, form) = server.get("/skills/memo-save").await;
+    let token = section(&form, "name=\"_token\" value=\"", "\">")
+        .trim_start_matches("name=\"_token\" value=\"")
+        .trim_end_matches("\">")
+        .to_owned();
+    let body = form_urlencoded::Serializer::new(String::new())
+        .append_pair("_token", &token)
+        .append_pair("title", "Link duckdb with an rpath")
+        .append_pair(
+            "body",
+            "We link libduckdb with an `$ORIGIN` rpath <svg onload=alert(3)>.",
+        )
+        .append_pair("type", "decision")
+        .append_pair("supersedes", &old)
+        .append_pair("conversation_id", "xss-test-session")
+        .append_pair("source", "claude-code")
+        .append_pair("format", "json")
+        .finish();
+    let response = client()
+        .post(server.url("/skills/memo-save"))
+        .header("origin", server.base.clone())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let saved: Value = response.json().await.unwrap();
+    let new = saved["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        saved["data"]["superseded"],
+        serde_json::json!([old]),
+        "{saved}"
+    );
+
+    let (status, page) = server.get(&format!("/memories/{new}")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_no_hostile_markup(&page, "the new memory");
+    assert!(
+        page.contains("<h1>Link duckdb with an rpath</h1>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<code>$ORIGIN</code>"),
+        "markdown renders: {page}"
+    );
+    assert!(page.contains("&lt;svg onload=alert(3)&gt;"), "{page}");
+    let supersedes = section(&page, "<dt>Supersedes</dt>", "</dd>");
+    assert!(
+        supersedes.contains(&format!("href=\"/memories/{old}\"")),
+        "{supersedes}"
+    );
+    let saved_from = section(&page, "<dt>Saved from</dt>", "</dd>");
+    assert!(
+        saved_from.contains("href=\"/conversations/_/xss-test-session\""),
+        "{saved_from}"
+    );
+    assert!(page.contains("<code>claude-code</code>"), "origin: {page}");
+
+    let (status, page) = server.get(&format!("/memories/{old}")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_no_hostile_markup(&page, "the old memory");
+    assert!(
+        page.contains("Link &lt;script&gt;alert(&#x27;title&#x27;)&lt;&#x2f;script&gt; duckdb"),
+        "the title is text: {page}"
+    );
+    assert!(
+        page.contains("&lt;script&gt;alert('body')&lt;/script&gt;"),
+        "{page}"
+    );
+    assert!(
+        page.contains("#&lt;b&gt;bold&lt;&#x2f;b&gt;"),
+        "the tag is text: {page}"
+    );
+    assert!(page.contains("<pre><code"), "code block: {page}");
+    let note = section(&page, "Superseded by", "</p>");
+    assert!(
+        note.contains(&format!("href=\"/memories/{new}\"")),
+        "{note}"
+    );
+    assert!(page.contains("<code>src&#x2f;build.rs</code>"), "{page}");
+
+    // memo-search cites the memory, and its row links to the memory's page.
+    let (status, page) = server
+        .get("/skills/memo-search?query=rpath&mode=bm25&_run=1")
+        .await;
+    assert_eq!(status, 200, "{page}");
+    let table = section(&page, "<table class=\"results\"", "</table>");
+    assert!(
+        table.contains(&format!(
+            "<a class=\"cite\" href=\"/memories/{new}\">memory</a>"
+        )),
+        "{table}"
+    );
+
+    // The conversation it was saved from opens (the any-source link redirects).
+    if corpus.is_some() {
+        let (status, page) = server.get("/conversations/_/xss-test-session").await;
+        assert_eq!(status, 200, "{page}");
+        assert!(page.contains("Please review this repo"), "{page}");
+    }
+
+    // Missing and odd ids: a readable 404 page, the id shown as text.
+    for (path, shown) in [
+        ("/memories/no-such-id", "no memory `no-such-id` is stored"),
+        (
+            "/memories/%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+            "no memory `&lt;script&gt;alert(1)&lt;&#x2f;script&gt;` is stored",
+        ),
+        (
+            "/memories/..%2F..%2Fmemories.sqlite",
+            "no memory `..&#x2f;..&#x2f;memories.sqlite` is stored",
+        ),
+    ] {
+        let response = client().get(server.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{path}"
+        );
+        let page = response.text().await.unwrap();
+        assert!(page.contains("<h1>No such memory</h1>"), "{path}: {page}");
+        assert!(page.contains(shown), "{path}: {page}");
+        assert_no_hostile_markup(&page, path);
+    }
+}
+
+/// An isolated home for `skills ui`, which imports from the default transcript
+/// locations: every location inside it, a data folder inside it, and a fake
+/// `xdg-open` (on `PATH`) that appends each URL it is asked to open to `opened`.
+struct UiHome {
+    dir: tempfile::TempDir,
+}
+
+impl UiHome {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let opener = bin.join("xdg-open");
+        std::fs::write(
+            &opener,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\n",
+                dir.path().join("opened").display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Self { dir }
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The URLs the fake `xdg-open` was given.
+    fn opened(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("opened"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `skills ui` plus `extra`; `desktop`: `DISPLAY` set (the fake opener runs).
+    fn ui(&self, extra: &[&str], desktop: bool) -> tokio::process::Command {
+        let home = self.dir.path();
+        let mut cmd = tokio::process::Command::new(bin());
+        cmd.arg("ui")
+            .args(extra)
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("SKILLS_DIR", repo_skills())
+            .env("SKILLS_DATA_DIR", self.data())
+            .env("SKILLS_EMBEDDER", "none")
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    home.join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for var in [
+            "CLAUDE_CONFIG_DIR",
+            "CODEX_HOME",
+            "COPILOT_HOME",
+            "SKILLS_CHATGPT_EXPORT",
+            "SKILLS_CLAUDE_AI_EXPORT",
+            "SKILLS_WATCH",
+            "WAYLAND_DISPLAY",
+        ] {
+            cmd.env_remove(var);
+        }
+        if desktop {
+            cmd.env("DISPLAY", ":99");
+        } else {
+            cmd.env_remove("DISPLAY");
+        }
+        cmd
+    }
+
+    /// Starts a serving `skills ui`: the process, the URL it printed on stdout, and its
+    /// stderr so far (collected into the shared buffer as it comes).
+    async fn serving(
+        &self,
+        extra: &[&str],
+        desktop: bool,
+    ) -> (
+        tokio::process::Child,
+        String,
+        std::sync::Arc<std::sync::Mutex<String>>,
+    ) {
+        let mut child = self.ui(extra, desktop).spawn().unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&stderr);
+        let mut err_lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = err_lines.next_line().await {
+                let mut text = sink.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        let mut out_lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = tokio::time::timeout(Duration::from_secs(60), out_lines.next_line())
+            .await
+            .expect("`skills ui` printed no URL within 60 s")
+            .unwrap()
+            .unwrap_or_else(|| panic!("`skills ui` exited: {}", stderr.lock().unwrap()));
+        (child, url, stderr)
+    }
+
+    /// Runs a `skills ui` that should find the running server and exit at once.
+    async fn finding(&self, extra: &[&str], desktop: bool) -> (String, String) {
+        let out = tokio::time::timeout(Duration::from_secs(30), self.ui(extra, desktop).output())
+            .await
+            .expect("`skills ui` did not exit: it should have found the running server")
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    }
+}
+
+/// Waits up to 10 s for `check`.
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what}: not within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_ui_serves_records_prints_and_opens_the_pages_once() {
+    let home = UiHome::new();
+    let (mut first, url, _stderr) = home.serving(&[], true).await;
+    let port = url
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("not a loopback URL: {url}"));
+    assert!(port.parse::<u16>().is_ok_and(|p| p > 0), "{url}");
+    let recorded = || std::fs::read_to_string(home.data().join("pages.url")).ok();
+    assert_eq!(recorded().as_deref().map(str::trim), Some(url.as_str()));
+    eventually("the desktop opener gets the URL", || {
+        home.opened() == [url.clone()]
+    })
+    .await;
+    let page = client().get(&url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page
+        .text()
+        .await
+        .unwrap()
+        .contains("href=\"/skills/recall\""));
+
+    // A second `skills ui` over the same data folder prints the running server's URL
+    // and exits; `--no-open` leaves the browser alone, without it the URL is opened.
+    let (out, err) = home.finding(&["--no-open"], true).await;
+    assert_eq!(out.trim(), url);
+    assert!(err.contains("already running"), "{err}");
+    assert_eq!(home.opened().len(), 1, "--no-open opened nothing");
+    let (out, _) = home.finding(&[], true).await;
+    assert_eq!(out.trim(), url);
+    eventually("the URL opened again", || home.opened().len() == 2).await;
+
+    // Ctrl-C stops the server, which withdraws its record.
+    let pid = first.id().unwrap().to_string();
+    let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(sent.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), first.wait())
+        .await
+        .expect("`skills ui` did not stop on SIGINT")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(recorded(), None, "pages.url is removed at exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_ui_ignores_a_stale_record_and_opens_nothing_unasked_or_without_a_desktop() {
+    let home = UiHome::new();
+    // A record left by a server that was killed: nothing listens there any more.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let stale = format!("http://{}/", dead.local_addr().unwrap());
+    drop(dead);
+    std::fs::create_dir_all(home.data()).unwrap();
+    std::fs::write(home.data().join("pages.url"), format!("{stale}\n")).unwrap();
+    // `--no-open`: the URL is printed, nothing is opened even on a desktop.
+    let (mut child, url, _stderr) = home.serving(&["--no-open"], true).await;
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert_ne!(url, stale);
+    assert_eq!(
+        std::fs::read_to_string(home.data().join("pages.url"))
+            .unwrap()
+            .trim(),
+        url,
+        "the record names the new server"
+    );
+    assert!(child.try_wait().unwrap().is_none(), "it keeps serving");
+    assert_eq!(client().get(&url).send().await.unwrap().status(), 200);
+    // Without a desktop a second `skills ui` prints the URL and says why it opens nothing.
+    let (out, err) = home.finding(&[], false).await;
+    assert_eq!(out.trim(), url);
+    assert!(err.contains("no desktop found"), "{err}");
+    assert!(home.opened().is_empty(), "nothing was opened");
+    // `--port` with a port in use: an error naming it, not a hang.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    std::fs::remove_file(home.data().join("pages.url")).unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        home.ui(&["--no-open", "--port", &busy_port], false)
+            .output(),
+    )
+    .await
+    .expect("`skills ui --port <busy>` hung")
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&busy_port), "{err}");
+    drop(busy);
+    std::fs::write(home.data().join("pages.url"), format!("{url}\n")).unwrap();
+    // `SIGTERM` (a plain `kill`) stops it as Ctrl-C does: its record goes with it.
+    let pid = child.id().unwrap().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("`skills ui` did not stop on SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!home.data().join("pages.url").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_ui_finds_a_running_skills_serve() {
+    let home = UiHome::new();
+    let server = Server::start(&repo_skills(), &home.data()).await;
+    let url = format!("{}/", server.base);
+    let recorded = std::fs::read_to_string(home.data().join("pages.url")).unwrap();
+    assert_eq!(
+        recorded.trim(),
+        url,
+        "`skills serve --http` records its pages"
+    );
+    let (out, _) = home.finding(&["--no-open"], false).await;
+    assert_eq!(out.trim(), url);
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -33,26 +33,31 @@ pub struct Args {
     /// locations, no background import (the store changes only by `skills ingest`).
     #[arg(long)]
     no_ingest: bool,
-    /// Set by `skills ui`: print the pages' URL on stdout and open it on a desktop.
+    /// Set by `skills ui`: print the pages' URL on stdout once the server listens.
+    #[arg(skip)]
+    pub(crate) print_pages: bool,
+    /// Set by `skills ui` unless `--no-open`: also open the URL where a desktop exists.
     #[arg(skip)]
     pub(crate) open_pages: bool,
 }
 
 impl Args {
-    /// The arguments `skills ui` serves with: HTTP on `addr`, the pages opened.
-    pub(crate) fn for_ui(addr: SocketAddr) -> Self {
+    /// The arguments `skills ui` serves with: HTTP on `addr`, the pages' URL printed,
+    /// and opened when `open`.
+    pub(crate) fn for_ui(addr: SocketAddr, open: bool) -> Self {
         Self {
             http: Some(addr),
             allow_remote: false,
             no_watch: false,
             watch_paths: Vec::new(),
             no_ingest: false,
-            open_pages: true,
+            print_pages: true,
+            open_pages: open,
         }
     }
 }
 
-/// Runs the MCP server until stdin closes (stdio) or Ctrl-C (HTTP). Logs go to
+/// Runs the MCP server until stdin closes (stdio) or Ctrl-C or `SIGTERM` (HTTP). Logs go to
 /// stderr; stdout belongs to the stdio transport.
 ///
 /// Unless `--no-watch`, the skills folder is watched: a change reloads the skills,
@@ -111,8 +116,12 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let (http, allow_remote, open_pages) = (args.http, args.allow_remote, args.open_pages);
+    let (http, allow_remote) = (args.http, args.allow_remote);
+    let (print_pages, open_pages) = (args.print_pages, args.open_pages);
     let data_dir = super::ui::data_dir(session);
+    // The pages' URL once recorded in the data folder, withdrawn at exit.
+    let advertised = Arc::new(std::sync::Mutex::new(None::<(std::path::PathBuf, String)>));
+    let record = Arc::clone(&advertised);
     let pages = match skills::web::Pages::new(Arc::clone(&catalog)) {
         Ok(pages) => Some(Arc::new(pages).handler()),
         Err(e) => {
@@ -132,7 +141,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         let shutdown = tokio_util::sync::CancellationToken::new();
         let on_signal = shutdown.clone();
         tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
+            stop_signal().await;
             on_signal.cancel();
         });
         let options = mcp::HttpOptions { addr, allow_remote };
@@ -149,12 +158,18 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                 ));
                 if with_pages {
                     let url = format!("http://{bound}/");
-                    Printer::log(format_args!("skills: pages at {url}"));
-                    if let (Some(dir), true) = (&data_dir, bound.ip().is_loopback()) {
-                        super::ui::advertise(dir, &url);
+                    // Recorded before it is announced: whoever saw the address finds it.
+                    if let (Some(dir), true) = (data_dir, bound.ip().is_loopback()) {
+                        if super::ui::advertise(&dir, &url) {
+                            *record
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                                Some((dir, url.clone()));
+                        }
                     }
-                    if open_pages {
-                        super::ui::show(&url);
+                    Printer::log(format_args!("skills: pages at {url}"));
+                    if print_pages {
+                        super::ui::show(&url, open_pages);
                     }
                 }
             },
@@ -173,6 +188,30 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take(),
     );
+    if let Some((dir, url)) = advertised
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+    {
+        super::ui::withdraw(&dir, &url);
+    }
     served?;
     Ok(Outcome::Success)
+}
+
+/// Resolves at Ctrl-C (`SIGINT`) or, on Unix, `SIGTERM` (`kill`, a service manager):
+/// either stops the HTTP server the same way (the import ends, `pages.url` is removed).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -2,7 +2,12 @@
 //! over the same data folder answers at the address it left in `pages.url`, its URL is
 //! printed; otherwise the HTTP server starts on a free loopback port (MCP at `/mcp`,
 //! the pages at `/`), prints the URL and serves until Ctrl-C. Where a desktop exists
-//! (`DISPLAY` or `WAYLAND_DISPLAY` set, or macOS) the URL is opened in the browser.
+//! (`DISPLAY` or `WAYLAND_DISPLAY` set, or macOS) the URL is opened in the browser
+//! (`xdg-open`, `open`), unless `--no-open`.
+//!
+//! A server records its loopback URL in `pages.url` once it listens and removes the
+//! file when it stops (if it still holds that URL); a file left by a server that was
+//! killed is ignored, since the URL must answer with the pages.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -47,8 +52,8 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             return Ok(Outcome::Success);
         }
     }
-    let mut serve = super::serve::Args::for_ui(SocketAddr::from(([127, 0, 0, 1], args.port)));
-    serve.open_pages = !args.no_open;
+    let serve =
+        super::serve::Args::for_ui(SocketAddr::from(([127, 0, 0, 1], args.port)), !args.no_open);
     super::serve::execute(session, &serve)
 }
 
@@ -60,12 +65,23 @@ pub fn data_dir(session: &Session) -> Option<PathBuf> {
         .and_then(|p| p.conversations.parent().map(Path::to_path_buf))
 }
 
-/// Records `url` as the pages served over data folder `dir` (best effort).
-pub fn advertise(dir: &Path, url: &str) {
-    if fs_err::create_dir_all(dir).is_ok() {
-        if let Err(e) = fs_err::write(dir.join(URL_FILE), format!("{url}\n")) {
-            Printer::log(format_args!("warning: cannot record the pages' URL: {e}"));
-        }
+/// Records `url` as the pages served over data folder `dir` (best effort); `true`
+/// when it was written.
+pub fn advertise(dir: &Path, url: &str) -> bool {
+    let written = fs_err::create_dir_all(dir)
+        .and_then(|()| fs_err::write(dir.join(URL_FILE), format!("{url}\n")));
+    if let Err(e) = &written {
+        Printer::log(format_args!("warning: cannot record the pages' URL: {e}"));
+    }
+    written.is_ok()
+}
+
+/// Removes the record [`advertise`] wrote, unless another server has replaced it
+/// since (best effort).
+pub fn withdraw(dir: &Path, url: &str) {
+    let file = dir.join(URL_FILE);
+    if fs_err::read_to_string(&file).is_ok_and(|held| held.trim() == url) {
+        let _ = fs_err::remove_file(&file);
     }
 }
 
@@ -94,10 +110,12 @@ fn running(dir: &Path) -> Option<String> {
     .then_some(url)
 }
 
-/// Prints `url` on stdout and opens it where a desktop exists.
-pub fn show(url: &str) {
+/// Prints `url` on stdout and, when `open`, opens it where a desktop exists.
+pub fn show(url: &str, open_it: bool) {
     Printer::out_line(url);
-    open(url);
+    if open_it {
+        open(url);
+    }
 }
 
 /// Opens `url` in the desktop's browser, when there is a desktop (best effort).

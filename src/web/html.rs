@@ -11,6 +11,7 @@
 //! never parse HTML themselves.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::LazyLock;
 
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
@@ -45,6 +46,9 @@ impl Linker {
 
     /// The href for a node equal to `text`, if any.
     fn take_whole(&mut self, text: &str) -> Option<String> {
+        if self.whole.is_empty() {
+            return None;
+        }
         let queue = self.whole.get_mut(text.trim())?;
         if queue.len() > 1 {
             queue.pop_front()
@@ -93,9 +97,12 @@ fn sanitizer() -> ammonia::Builder<'static> {
     builder
 }
 
+/// The sanitiser, built once (its tag and attribute sets) and shared by every page.
+static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(sanitizer);
+
 /// Sanitises HTML with the pages' rules (see the module docs).
 pub fn sanitize(html: &str) -> String {
-    sanitizer().clean(html).to_string()
+    SANITIZER.clean(html).to_string()
 }
 
 /// Renders `markdown` to sanitised HTML; raw HTML in it shows as text, and text the
@@ -105,6 +112,9 @@ pub fn markdown(markdown: &str, linker: &mut Linker) -> String {
     // First pass: raw HTML becomes text, and adjacent text is joined (the parser
     // splits text at brackets, which citations contain).
     let mut plain: Vec<Event<'_>> = Vec::new();
+    // Adjacent text waits here until the next other event: one piece borrowed, or
+    // several joined into one string.
+    let mut pending = PendingText::default();
     for event in Parser::new_ext(markdown, options) {
         let event = match event {
             Event::Html(raw) | Event::InlineHtml(raw) if is_line_break(&raw) => Event::HardBreak,
@@ -113,13 +123,15 @@ pub fn markdown(markdown: &str, linker: &mut Linker) -> String {
             Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::Paragraph),
             other => other,
         };
-        match (plain.last_mut(), event) {
-            (Some(Event::Text(before)), Event::Text(text)) => {
-                *before = CowStr::from(format!("{before}{text}"));
+        match event {
+            Event::Text(text) => pending.push(text),
+            event => {
+                pending.flush(&mut plain);
+                plain.push(event);
             }
-            (_, event) => plain.push(event),
         }
     }
+    pending.flush(&mut plain);
     let mut events: Vec<Event<'_>> = Vec::with_capacity(plain.len());
     for event in plain {
         match event {
@@ -138,6 +150,38 @@ pub fn markdown(markdown: &str, linker: &mut Linker) -> String {
     let mut html = String::with_capacity(markdown.len() * 2);
     pulldown_cmark::html::push_html(&mut html, events.into_iter());
     sanitize(&html)
+}
+
+/// Adjacent text events being joined (the parser splits text at brackets, which
+/// citations contain): linear in the text, whatever the number of pieces.
+#[derive(Default)]
+struct PendingText<'a> {
+    first: Option<CowStr<'a>>,
+    joined: Option<String>,
+}
+
+impl<'a> PendingText<'a> {
+    fn push(&mut self, text: CowStr<'a>) {
+        if let Some(joined) = &mut self.joined {
+            joined.push_str(&text);
+        } else if let Some(first) = self.first.take() {
+            let mut joined = String::with_capacity(2 * (first.len() + text.len()));
+            joined.push_str(&first);
+            joined.push_str(&text);
+            self.joined = Some(joined);
+        } else {
+            self.first = Some(text);
+        }
+    }
+
+    /// Pushes the joined text, if any, as one event.
+    fn flush(&mut self, events: &mut Vec<Event<'a>>) {
+        if let Some(joined) = self.joined.take() {
+            events.push(Event::Text(CowStr::from(joined)));
+        } else if let Some(first) = self.first.take() {
+            events.push(Event::Text(first));
+        }
+    }
 }
 
 fn is_line_break(raw: &str) -> bool {
@@ -161,6 +205,10 @@ fn push_linked_text<'a>(text: CowStr<'a>, linker: &mut Linker, events: &mut Vec<
         events.push(link_start(href));
         events.push(Event::Text(text));
         events.push(Event::End(TagEnd::Link));
+        return;
+    }
+    if linker.within.is_empty() {
+        events.push(Event::Text(text));
         return;
     }
     let pieces = linker.split(&text);
@@ -217,6 +265,22 @@ mod tests {
         assert!(html.contains("x<br>"), "{html}");
         assert!(html.contains("<code>c</code>"), "{html}");
         assert!(html.contains("<pre><code>fn main() {}"), "{html}");
+    }
+
+    #[test]
+    fn text_the_parser_splits_is_joined_and_escaped() {
+        let html = render("a [b] c <x> d & e [memory m-1 · 2026-01-01] f");
+        assert_eq!(
+            html,
+            "<p>a [b] c &lt;x&gt; d &amp; e [memory m-1 · 2026-01-01] f</p>\n"
+        );
+        let mut linker = Linker::default();
+        linker.within("[memory m-1 · 2026-01-01]", "/memories/m-1".into());
+        let html = markdown("x <y> [memory m-1 · 2026-01-01] z", &mut linker);
+        assert!(
+            html.contains("x &lt;y&gt; <a href=\"/memories/m-1\""),
+            "a citation split by the parser is still found: {html}"
+        );
     }
 
     #[test]

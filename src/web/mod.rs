@@ -182,10 +182,24 @@ impl Pages {
             }
             (["memories", id], true) => self.memory(id).await,
             ([] | ["static" | "skills" | "memories", _] | ["conversations", _, _], false) => {
-                self.error(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    "Method not allowed",
-                    &format!("`{}` is not served at `{path}`: pages are read with GET; only skills that write take a POST", parts.method),
+                let writes = |name: &str| {
+                    self.catalog
+                        .current()
+                        .host
+                        .get(name)
+                        .is_some_and(|skill| !skill.is_read_only())
+                };
+                let allowed = match segments.as_slice() {
+                    ["skills", name] if writes(name) => "GET, HEAD, POST",
+                    _ => "GET, HEAD",
+                };
+                respond::allow(
+                    self.error(
+                        StatusCode::METHOD_NOT_ALLOWED,
+                        "Method not allowed",
+                        &format!("`{}` is not served at `{path}`: pages are read with GET; only skills that write take a POST", parts.method),
+                    ),
+                    allowed,
                 )
             }
             _ => self.error(

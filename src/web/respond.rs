@@ -83,6 +83,14 @@ pub fn redirect(location: &str) -> Response {
     response
 }
 
+/// `response` with an `Allow` header listing `methods` (what a 405 must say).
+pub fn allow(mut response: Response, methods: &'static str) -> Response {
+    response
+        .headers_mut()
+        .insert(hyper::header::ALLOW, HeaderValue::from_static(methods));
+    response
+}
+
 /// One of the embedded `/static/` files, or `None`.
 pub fn asset(name: &str) -> Option<Response> {
     let (content_type, body) = match name {

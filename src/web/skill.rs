@@ -5,8 +5,10 @@
 //! empty shows a POST form and runs only on a POST that [`guard::same_origin_post`]
 //! accepts; a GET never runs it.
 //!
-//! Outcomes: the result (200); invalid arguments — 400, the form shown again with each
-//! argument's problem beside its field; an unknown skill — 404; a call stopped by its
+//! Outcomes: the result (200); invalid arguments (refused by the input schema, or by
+//! the engine as [`EngineError::Argument`]) — 400, the form shown again with each
+//! argument's problem beside its field; an unknown skill — 404; a read-only skill
+//! POSTed — 405 with `Allow: GET, HEAD`; a call stopped by its
 //! deadline — 504; any other failure — 500, a page with the error and its causes. The
 //! JSON twin (`?format=json`, `_format=json`, or `Accept: application/json`) has the
 //! same statuses, with `{skill, args, data, text}` or `{error, errors}`.
@@ -16,7 +18,10 @@ use serde_json::{json, Value};
 
 use super::html::{self, Linker};
 use super::{form, guard, paths, respond, results, Pages, Response};
-use crate::runtime::host::CallError;
+use crate::engines::EngineError;
+use crate::runtime::args::ArgError;
+use crate::runtime::host::{CallError, CallOutput};
+use crate::runtime::Skill;
 use crate::stores::Store;
 
 /// Query names that ask for JSON instead of a page.
@@ -32,20 +37,24 @@ pub async fn page(
     post: Option<()>,
 ) -> Response {
     let served = pages.catalog().current();
-    let Some(skill) = served.host.get(name) else {
-        let known: Vec<&str> = served.host.skills().iter().map(|s| s.name()).collect();
-        return pages.error(
-            StatusCode::NOT_FOUND,
-            "No such skill",
-            &format!("no skill `{name}` is served; skills: {}", known.join(", ")),
-        );
-    };
-    let schema = &skill.meta.input_schema;
-    let is_property = |key: &str| schema.get("properties").and_then(|p| p.get(key)).is_some();
     let mut as_json = headers
         .get(hyper::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/html"));
+    let Some(skill) = served.host.get(name) else {
+        let known: Vec<&str> = served.host.skills().iter().map(|s| s.name()).collect();
+        let message = format!("no skill `{name}` is served; skills: {}", known.join(", "));
+        let json_asked = as_json
+            || pairs
+                .iter()
+                .any(|(k, v)| FORMAT_KEYS.contains(&k.as_str()) && v == "json");
+        if json_asked {
+            return respond::json(StatusCode::NOT_FOUND, &json!({"error": message}));
+        }
+        return pages.error(StatusCode::NOT_FOUND, "No such skill", &message);
+    };
+    let schema = &skill.meta.input_schema;
+    let is_property = |key: &str| schema.get("properties").and_then(|p| p.get(key)).is_some();
     pairs.retain(|(key, value)| {
         let control =
             FORMAT_KEYS.contains(&key.as_str()) && (key.starts_with('_') || !is_property(key));
@@ -64,47 +73,20 @@ pub async fn page(
                 .map(|(_, v)| v.clone())
         })
         .flatten();
-    let question = if skill.name() == "recall" {
-        pairs
-            .iter()
-            .find(|(k, _)| k == "question")
-            .map_or("", |(_, v)| v.as_str())
-    } else {
-        ""
-    };
-    let base = json!({
-        "skill": {
-            "name": skill.name(),
-            "title": skill.meta.title,
-            "description": skill.meta.description,
-            "layer": skill.meta.layer,
-            "reads": skill.meta.reads,
-            "writes": skill.meta.writes,
-            "tool": skill.tool_name(),
-            "href": paths::skill(skill.name()),
-        },
-        "write": writes,
-        "token": if writes { pages.token() } else { "" },
-        "nav": {"question": question},
-    });
-    let show = |status: StatusCode,
-                extra: Value,
-                pairs: &[(String, String)],
-                errors: &[crate::runtime::args::ArgError]| {
-        let mut context = base.clone();
-        if let (Value::Object(map), Value::Object(extra)) = (&mut context, extra) {
-            map.extend(extra);
-            map.insert("fields".into(), json!(form::fields(schema, pairs, errors)));
-        }
-        pages.render(status, "skill.html", context)
-    };
+    let show =
+        |status: StatusCode, extra: Value, pairs: &[(String, String)], errors: &[ArgError]| {
+            render(pages, skill, status, extra, pairs, errors)
+        };
     if post.is_some() {
         if !writes {
-            return fail(
-                pages,
-                as_json,
-                StatusCode::METHOD_NOT_ALLOWED,
-                &format!("`{name}` only reads: run it with GET (its form's query string)"),
+            return respond::allow(
+                fail(
+                    pages,
+                    as_json,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    &format!("`{name}` only reads: run it with GET (its form's query string)"),
+                ),
+                "GET, HEAD",
             );
         }
         if let Err(why) = guard::same_origin_post(headers, pages.token(), token.as_deref()) {
@@ -125,7 +107,6 @@ pub async fn page(
         return show(StatusCode::OK, json!({"note": note}), &pairs, &[]);
     }
     let args = form::arguments(schema, &pairs);
-    let reads_memories = skill.access.reads(Store::Memories);
     let host = std::sync::Arc::clone(&served.host);
     let tool = skill.name().to_owned();
     let called = {
@@ -150,52 +131,26 @@ pub async fn page(
             if as_json {
                 return respond::json(StatusCode::OK, &json!(output));
             }
-            let mut linker = Linker::default();
-            let table = results::table(&output.data, reads_memories, &mut linker);
-            let rendered = html::markdown(&output.text, &mut linker);
-            let args: Vec<Value> = output
-                .args
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| json!({"name": k, "value": v.to_string()}))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let json_href = twin(skill.name(), &pairs, is_property("format"));
-            show(
-                StatusCode::OK,
-                json!({"result": {
-                    "html": rendered,
-                    "table": table,
-                    "args": args,
-                    "json_href": json_href,
-                    "redacted": output.redacted,
-                }}),
-                &pairs,
-                &[],
-            )
+            result(pages, skill, &pairs, &output)
         }
         Err(CallError::InvalidArguments { errors, .. }) => {
-            let message = errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ");
-            if as_json {
-                return respond::json(
-                    StatusCode::BAD_REQUEST,
-                    &json!({"error": format!("invalid arguments for `{name}`: {message}"), "errors": errors}),
-                );
-            }
-            let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            show(
-                StatusCode::BAD_REQUEST,
-                json!({"errors": listed}),
-                &pairs,
-                &errors,
-            )
+            invalid(pages, skill, as_json, &pairs, &errors)
         }
+        // The engine refused a value the schema cannot express (a `%` too many, a
+        // superseded id that is not stored): the caller's mistake, shown like one.
+        Err(CallError::Engine {
+            source: EngineError::Argument { name, reason },
+            ..
+        }) => invalid(
+            pages,
+            skill,
+            as_json,
+            &pairs,
+            &[ArgError {
+                argument: name,
+                reason,
+            }],
+        ),
         Err(e @ CallError::UnknownSkill { .. }) => {
             fail(pages, as_json, StatusCode::NOT_FOUND, &e.to_string())
         }
@@ -212,6 +167,129 @@ pub async fn page(
             &with_causes(&e),
         ),
     }
+}
+
+/// Invalid arguments: 400, the form shown again with each error beside its field
+/// (JSON: `{error, errors}`).
+fn invalid(
+    pages: &Pages,
+    skill: &Skill,
+    as_json: bool,
+    pairs: &[(String, String)],
+    errors: &[ArgError],
+) -> Response {
+    if as_json {
+        let message = errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
+        return respond::json(
+            StatusCode::BAD_REQUEST,
+            &json!({"error": format!("invalid arguments for `{}`: {message}", skill.name()), "errors": errors}),
+        );
+    }
+    let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    render(
+        pages,
+        skill,
+        StatusCode::BAD_REQUEST,
+        json!({"errors": listed}),
+        pairs,
+        errors,
+    )
+}
+
+/// The page of `output`, a successful call of `skill` whose form held `pairs` (the
+/// query string or POST body without the `format` keys): the form with those values,
+/// the call's arguments, a result table whose rows link to what they cite
+/// ([`results::table`]), the skill's own rendered template as sanitised HTML
+/// ([`html::markdown`]) with its citations linked, and the link to the JSON twin.
+///
+/// This is all the server does to show a result once the call returned (no store is
+/// read): `benches/pages.rs` measures it.
+pub fn result(
+    pages: &Pages,
+    skill: &Skill,
+    pairs: &[(String, String)],
+    output: &CallOutput,
+) -> Response {
+    let mut linker = Linker::default();
+    let reads_memories = skill.access.reads(Store::Memories);
+    let table = results::table(&output.data, reads_memories, &mut linker);
+    let rendered = html::markdown(&output.text, &mut linker);
+    let args: Vec<Value> = output
+        .args
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| json!({"name": k, "value": v.to_string()}))
+                .collect()
+        })
+        .unwrap_or_default();
+    let format_is_argument = skill
+        .meta
+        .input_schema
+        .get("properties")
+        .and_then(|p| p.get("format"))
+        .is_some();
+    let json_href = twin(skill.name(), pairs, format_is_argument);
+    render(
+        pages,
+        skill,
+        StatusCode::OK,
+        json!({"result": {
+            "html": rendered,
+            "table": table,
+            "args": args,
+            "json_href": json_href,
+            "redacted": output.redacted,
+        }}),
+        pairs,
+        &[],
+    )
+}
+
+/// The skill page (`skill.html`) with status `status`: the skill's header, its form
+/// filled from `pairs` with `errors` beside their fields, and `extra` (`note`,
+/// `errors`, `result`).
+fn render(
+    pages: &Pages,
+    skill: &Skill,
+    status: StatusCode,
+    extra: Value,
+    pairs: &[(String, String)],
+    errors: &[ArgError],
+) -> Response {
+    let writes = !skill.is_read_only();
+    let question = if skill.name() == "recall" {
+        pairs
+            .iter()
+            .find(|(k, _)| k == "question")
+            .map_or("", |(_, v)| v.as_str())
+    } else {
+        ""
+    };
+    let mut context = json!({
+        "skill": {
+            "name": skill.name(),
+            "title": skill.meta.title,
+            "description": skill.meta.description,
+            "layer": skill.meta.layer,
+            "reads": skill.meta.reads,
+            "writes": skill.meta.writes,
+            "tool": skill.tool_name(),
+            "href": paths::skill(skill.name()),
+        },
+        "write": writes,
+        "token": if writes { pages.token() } else { "" },
+        "nav": {"question": question},
+        "fields": form::fields(&skill.meta.input_schema, pairs, errors),
+    });
+    if let (Value::Object(map), Value::Object(extra)) = (&mut context, extra) {
+        map.extend(extra);
+    }
+    pages.render(status, "skill.html", context)
 }
 
 /// A failure as a page or as JSON `{error}`.

