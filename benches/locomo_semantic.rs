@@ -16,11 +16,14 @@
 //!
 //! Run: `cargo bench --bench locomo_semantic`. `BENCH_VARIANTS` (comma-separated,
 //! default [`DEFAULT_VARIANTS`]): `default` (no `mode` argument, shipped tuning),
-//! `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]` (a
+//! `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, either
+//! with a last part `mm` for min-max normalisation of the semantic leg (a
 //! [`Tuning`] set for the run); `BENCH_BASELINE` (default `hybrid:0.3:none`, the previous
 //! hybrid) is what the paired bootstrap intervals compare against; `BENCH_UNITS`
 //! (`"1:1:0,3:2:0"` as window:stride:title, default `1:1:0`) the embedded units;
-//! `BENCH_BITS=1` also measures the 1-bit first pass against the exact one.
+//! `BENCH_BITS=1` also measures the 1-bit first pass against the exact one;
+//! `BENCH_REUSE=1` keeps the stores under `$BENCH_DIR/locomo_semantic/<model>` and
+//! ingests into them again (nothing re-embedded) instead of fresh temporary ones.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 mod common;
@@ -35,7 +38,7 @@ use serde_json::{json, Value};
 use skills::bench::locomo;
 use skills::embed::Embedder;
 use skills::engines::semantic_search::{self, Tuning};
-use skills::engines::Context;
+use skills::engines::{Context, Norm};
 use skills::runtime::host::Host;
 use skills::search::postings::Spread;
 use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
@@ -174,11 +177,26 @@ fn main() -> Result<()> {
         })
         .collect();
     let skills_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
+    // `BENCH_REUSE=1`: one lasting folder per model under `$BENCH_DIR`, ingested into
+    // again (nothing changes, nothing is re-embedded), so a sweep over tunings does not
+    // pay the second tier's embedding each run; else a fresh temporary folder.
     let tmp = tempfile::tempdir()?;
+    let root = if std::env::var("BENCH_REUSE").as_deref() == Ok("1") {
+        let slug: String = embedder
+            .name()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let root = common::bench_dir().join("locomo_semantic").join(slug);
+        std::fs::create_dir_all(&root)?;
+        root
+    } else {
+        tmp.path().to_path_buf()
+    };
     let mut converted = Vec::new();
     for sample in &data {
         let id = sample["sample_id"].as_str().unwrap_or("conv").to_owned();
-        let path = tmp.path().join(format!("{id}.jsonl"));
+        let path = root.join(format!("{id}.jsonl"));
         let qs = convert(sample, &path)?;
         converted.push((id, path, qs));
     }
@@ -225,7 +243,7 @@ fn main() -> Result<()> {
         let mut ranks: Vec<Vec<Ranks>> = vec![Vec::new(); variants.len()];
         let mut windows5: Vec<usize> = vec![0; variants.len()];
         for (id, path, qs) in &converted {
-            let dir = tmp.path().join(format!(
+            let dir = root.join(format!(
                 "{id}-{}-{}-{}",
                 unit.window, unit.stride, unit.title
             ));
@@ -249,7 +267,7 @@ fn main() -> Result<()> {
                     .map_err(|e| anyhow::anyhow!("embeddings: {e}"))?;
                 let damaged = |_| anyhow::anyhow!("damaged embeddings");
                 for q in qs {
-                    let v = embedder.embed(&q.query);
+                    let v = embedder.embed_query(&q.query);
                     let f = Filter::default();
                     let exact = e
                         .search_with(&v, 15, &f, -1.0, 2, &stop, FirstPass::Exact)
@@ -406,7 +424,13 @@ impl Variant {
     /// `default`, `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`.
     fn parse(s: &str) -> Result<Self> {
         let name = s.trim().to_owned();
-        let p: Vec<&str> = name.split(':').collect();
+        let mut p: Vec<&str> = name.split(':').collect();
+        let vec_norm = if p.len() > 1 && p.last() == Some(&"mm") {
+            p.pop();
+            Norm::MinMax
+        } else {
+            Norm::Best
+        };
         let num = |i: usize, d: f64| -> Result<f64> {
             p.get(i).map_or(Ok(d), |x| {
                 x.parse()
@@ -438,6 +462,7 @@ impl Variant {
                     vec_weight: num(1, 0.3)?,
                     context,
                     own_weight: num(5, 0.0)?,
+                    vec_norm,
                 };
                 (Some("hybrid".to_owned()), Some(tuning))
             }

@@ -48,7 +48,7 @@ fn main() -> Result<()> {
     );
 
     let (embed, _) = measure(runs.max(200), Duration::from_secs(5), || {
-        embedder.embed(QUERY)
+        embedder.embed_query(QUERY)
     });
     let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
     let host = Host::load(&skills_dir, Context::new(StorePaths::in_dir(&dir)));
@@ -142,7 +142,7 @@ fn vec_first_pass(dir: &Path, embedder: &Embedder) -> Result<()> {
     let (mut found, mut asked) = (0usize, 0usize);
     let (mut fast_t, mut exact_t) = (Vec::new(), Vec::new());
     for t in &titles {
-        let q = embedder.embed(t);
+        let q = embedder.embed_query(t);
         let start = std::time::Instant::now();
         let got = best(true, &q);
         fast_t.push(start.elapsed());

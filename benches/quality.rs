@@ -6,14 +6,16 @@
 //! `$SKILLS_CORPUS_DIR/locomo/locomo-dev.json`, else `../shared/corpus/locomo/…`
 //! (skipped, saying so, when absent). Each unit set is written as JSON Lines and
 //! imported by the real memory importer (`import_paths_with`, embeddings included)
-//! into fresh stores under `$BENCH_DIR/quality` (default
+//! into fresh stores under `$BENCH_DIR/quality/<model>` (default
 //! `$CARGO_TARGET_DIR/bench-data/quality`); every question goes through
 //! [`Host::call`] with `limit` 10.
 //!
 //! Environment: `QUALITY_MODES` (comma-separated variants: `default`, a mode name, or
-//! `hybrid:VEC:BM25:none|WINDOW:WEIGHT`; default [`MODES`]), `QUALITY_UNITS`
+//! `hybrid:VEC:BM25:none|WINDOW:WEIGHT[:mm]`; default [`MODES`]), `QUALITY_UNITS`
 //! (`session,turn`), `QUALITY_HAYSTACKS` (`conversation,pooled`), `QUALITY_MISSES`
-//! (print up to N questions the default mode misses at 5 and plain BM25 finds).
+//! (print up to N questions the default mode misses at 5 and plain BM25 finds),
+//! `QUALITY_REUSE=1` (import into the previous run's stores of the same model instead
+//! of fresh ones: nothing is re-embedded).
 //! MRR is MRR@10 (a question with no relevant unit in the top 10 counts 0).
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
@@ -28,7 +30,7 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Value};
 use skills::bench::locomo::{self, Question, Unit};
 use skills::embed::Embedder;
-use skills::engines::memo_search::{self, Tuning};
+use skills::engines::memo_search::{self, Norm, Tuning};
 use skills::engines::Context;
 use skills::ingest::memories::import_paths_with;
 use skills::runtime::host::Host;
@@ -123,8 +125,19 @@ fn main() -> Result<()> {
         .collect();
     let haystacks = list("QUALITY_HAYSTACKS", "conversation,pooled");
     let misses = common::env_usize("QUALITY_MISSES", 0);
-    let root = common::bench_dir().join("quality");
-    let _ = std::fs::remove_dir_all(&root);
+    // One folder per model: with `QUALITY_REUSE=1` the stores of an earlier run with
+    // the same model are imported into again (nothing changes, nothing is re-embedded),
+    // so a sweep over tunings does not pay the second tier's embedding each time.
+    let model_slug: String = embedder
+        .as_ref()
+        .map_or("none", |e| e.name())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let root = common::bench_dir().join("quality").join(model_slug);
+    if std::env::var("QUALITY_REUSE").as_deref() != Ok("1") {
+        let _ = std::fs::remove_dir_all(&root);
+    }
     let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
 
     let questions: usize = convs.iter().map(|c| c.questions.len()).sum();
@@ -371,9 +384,16 @@ fn print_tables(unit: Unit, haystack: &str, tallies: &BTreeMap<String, Tally>, m
 }
 
 /// `(mode argument, tuning)` of a `QUALITY_MODES` entry: `default` (no mode argument),
-/// a mode name, or `hybrid:VEC:BM25:none` / `hybrid:VEC:BM25:WINDOW:WEIGHT`.
+/// a mode name, or `hybrid:VEC:BM25:none` / `hybrid:VEC:BM25:WINDOW:WEIGHT`, either
+/// with a last part `mm` for min-max normalisation of the vec leg ([`Norm::MinMax`]).
 fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
-    let p: Vec<&str> = name.split(':').collect();
+    let mut p: Vec<&str> = name.split(':').collect();
+    let vec_norm = if p.last() == Some(&"mm") {
+        p.pop();
+        Norm::MinMax
+    } else {
+        Norm::Best
+    };
     if p.len() == 1 {
         return Ok(((name != "default").then(|| name.to_owned()), None));
     }
@@ -397,6 +417,7 @@ fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
             vec_weight: num(1)?,
             bm25_weight: num(2)?,
             context,
+            vec_norm,
         }),
     ))
 }

@@ -172,7 +172,7 @@ fn main() -> Result<()> {
         found.map(|n| n.to_string()).unwrap_or_else(|e| e),
     ]);
     let (qe, _) = measure(runs, Duration::from_secs(10), || {
-        embedder.embed(QUERIES[0].1)
+        embedder.embed_query(QUERIES[0].1)
     });
     rows.push(vec![
         "query embedding alone".into(),
@@ -330,7 +330,7 @@ fn recall_table(db: &std::path::Path, embedder: &Embedder) -> Result<()> {
         let q: Vec<&str> = (0..words).map(|_| *rng.pick(WORDS)).collect();
         queries.push(q.join(" "));
     }
-    let vectors: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed(q)).collect();
+    let vectors: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed_query(q)).collect();
     // Every third query filtered to role=user, every third to assistant.
     let filter = |i: usize| Filter {
         roles: [0, embeddings::role::USER, embeddings::role::ASSISTANT][i % 3],

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use skills::engines::{memo_search, semantic_search};
+use skills::engines::{memo_search, semantic_search, Norm};
 use skills::search::postings::Spread;
 
 fn root() -> &'static Path {
@@ -85,6 +85,30 @@ fn semantic_search_defaults_are_the_documented_ones() {
     };
     assert_documented("semantic-search", "context spread", spread);
     assert_documented("semantic-search", "context weight", &weight.to_string());
+    assert_documented("semantic-search", "vec norm", norm(t.vec_norm));
+    let deep = semantic_search::Tuning::DEEP;
+    assert_eq!(
+        (deep.context, deep.own_weight),
+        (t.context, t.own_weight),
+        "the second tier changes only the semantic leg's weight and scale"
+    );
+    assert_documented(
+        "semantic-search",
+        "vec weight, second tier",
+        &deep.vec_weight.to_string(),
+    );
+    assert_documented(
+        "semantic-search",
+        "vec norm, second tier",
+        norm(deep.vec_norm),
+    );
+}
+
+fn norm(n: Norm) -> &'static str {
+    match n {
+        Norm::Best => "over best",
+        Norm::MinMax => "min-max",
+    }
 }
 
 #[test]
@@ -99,6 +123,19 @@ fn memo_search_defaults_are_the_documented_ones() {
     let context = t.context.expect("memo-search's bm25 leg uses neighbours");
     assert_documented("memo-search", "context window", &context.window.to_string());
     assert_documented("memo-search", "context weight", &context.weight.to_string());
+    assert_documented("memo-search", "vec norm", norm(t.vec_norm));
+    let deep = memo_search::Tuning::DEEP;
+    assert_eq!(
+        (deep.context, deep.bm25_weight),
+        (t.context, t.bm25_weight),
+        "the second tier changes only the vec leg's weight and scale"
+    );
+    assert_documented(
+        "memo-search",
+        "vec weight, second tier",
+        &deep.vec_weight.to_string(),
+    );
+    assert_documented("memo-search", "vec norm, second tier", norm(deep.vec_norm));
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::json;
 
+use skills::embed::{EmbedError, Embedder};
 use skills::ingest::IngestOptions;
 use skills::stores::conversations::embeddings::UnitSpec;
 use skills::stores::conversations::ConversationStore;
@@ -35,6 +36,44 @@ pub struct Args {
     /// this flag embeds the store).
     #[arg(long)]
     no_embed: bool,
+    /// The model semantic-search's embeddings come from: `static` (the static table,
+    /// microseconds per message) or `deep` (the second tier, multilingual-e5-small:
+    /// better recall, ~25 ms per message on 2 cores — for stores of thousands, not
+    /// millions, of messages). Default: the model the store's embeddings already
+    /// have, else `static`. A change re-embeds every message.
+    #[arg(long, value_enum)]
+    embedder: Option<Tier>,
+}
+
+/// `--embedder`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tier {
+    // (No doc comments on the values: clap would switch the help to its long layout.)
+    Static,
+    Deep,
+}
+
+/// The conversations' embedding model for this ingest: `--embedder`, else the tier
+/// the store's embeddings already have (a plain `skills ingest`, or `serve`'s
+/// background one, never switches a deep store back), else the static table.
+fn conversation_embedder(
+    store_path: &std::path::Path,
+    chosen: Option<Tier>,
+) -> Result<Embedder, EmbedError> {
+    use skills::stores::conversations::embeddings::{dir_of, Manifest};
+    let stored_deep =
+        || Manifest::read(&dir_of(store_path)).is_ok_and(|m| m.model == skills::embed::deep::NAME);
+    let tier = chosen.unwrap_or(if stored_deep() {
+        Tier::Deep
+    } else {
+        Tier::Static
+    });
+    let dir = Embedder::default_dir()
+        .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
+    match tier {
+        Tier::Deep => Embedder::load_deep(&dir),
+        Tier::Static => Embedder::load(&dir),
+    }
 }
 
 /// Imports `paths` (else every tool's default location) and prints the summary (under
@@ -67,9 +106,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let mut embed_note = None;
     if !args.no_embed {
         let model = if std::env::var("SKILLS_EMBEDDER").as_deref() == Ok("none") {
-            Err(skills::embed::EmbedError::Disabled)
+            Err(EmbedError::Disabled)
         } else {
-            skills::embed::Embedder::load_default()
+            conversation_embedder(&store_path, args.embedder)
         };
         match model {
             Ok(model) => store.embed_with(std::sync::Arc::new(model), UnitSpec::DEFAULT)?,

@@ -82,6 +82,11 @@ struct Memories {
     exists: bool,
     bytes: u64,
     memories: Option<usize>,
+    /// The model memo-search embeds queries with (the second tier when fetched), and
+    /// how many memories hold a vector from it (the rest are embedded by the next
+    /// `skills ingest`; until then only the keyword legs find them).
+    model: Option<String>,
+    embedded: Option<usize>,
     error: Option<String>,
 }
 
@@ -267,12 +272,27 @@ fn memories(path: &Path) -> Memories {
         exists: path.exists(),
         bytes: file_bytes(path),
         memories: None,
+        model: Embedder::load_for_memories()
+            .ok()
+            .map(|m| m.name().to_owned()),
+        embedded: None,
         error: None,
     };
     if out.exists {
-        match MemoryStore::open_ro(path).and_then(|s| s.count()) {
-            Ok(n) => out.memories = Some(n),
-            Err(e) => out.error = Some(e.to_string()),
+        let store = MemoryStore::open_ro(path);
+        match store.as_ref().map_err(ToString::to_string).and_then(|s| {
+            let n = s.count().map_err(|e| e.to_string())?;
+            let embedded = match &out.model {
+                Some(model) => Some(s.count_embedded(model).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            Ok((n, embedded))
+        }) {
+            Ok((n, embedded)) => {
+                out.memories = Some(n);
+                out.embedded = embedded;
+            }
+            Err(e) => out.error = Some(e),
         }
     }
     out
@@ -396,11 +416,17 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
             "memories: `{}` does not exist yet",
             m.path.display()
         ))?,
-        (true, Some(n), _) => p.line(format_args!(
-            "memories: `{}` ({}), {n} memories",
-            m.path.display(),
-            mb(m.bytes)
-        ))?,
+        (true, Some(n), _) => {
+            let vectors = match (&m.model, m.embedded) {
+                (Some(model), Some(e)) => format!(", {e} with vectors from `{model}`"),
+                _ => String::new(),
+            };
+            p.line(format_args!(
+                "memories: `{}` ({}), {n} memories{vectors}",
+                m.path.display(),
+                mb(m.bytes)
+            ))?
+        }
         (true, None, e) => p.line(format_args!(
             "memories: `{}`: {}",
             m.path.display(),

@@ -89,7 +89,7 @@ impl Engine for MemoSave {
             conversation_id: Some(text(args, "conversation_id")).filter(|c| !c.trim().is_empty()),
         };
         let store = ctx.memories_writable()?;
-        let (embedder, note) = match ctx.embedder() {
+        let (embedder, note) = match ctx.memory_embedder() {
             Ok(e) => (Some(e), None),
             Err(why) => (
                 None,

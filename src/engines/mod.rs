@@ -189,6 +189,8 @@ struct Shared {
     /// SQLite connection locks nothing between transactions).
     memories_writer: OnceLock<Arc<MemoryStore>>,
     embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
+    /// The memories' model: the second tier when fetched ([`Embedder::load_for_memories`]).
+    memory_embedder: OnceLock<Result<Arc<Embedder>, EmbedError>>,
     /// The conversations search index, reopened when it or the store changes.
     index: index::Cache,
     /// The conversations' L1 embeddings, reopened when they or the store change.
@@ -276,6 +278,7 @@ impl Context {
                 memories: OnceLock::new(),
                 memories_writer: OnceLock::new(),
                 embedder: OnceLock::new(),
+                memory_embedder: OnceLock::new(),
                 index: index::Cache::default(),
                 embeddings: embeddings::Cache::default(),
             }),
@@ -319,9 +322,12 @@ impl Context {
     /// on a private copy of the stores (conformance cases of skills that write).
     #[must_use]
     pub fn relocated(&self, paths: StorePaths) -> Self {
-        let embedder = OnceLock::new();
+        let (embedder, memory_embedder) = (OnceLock::new(), OnceLock::new());
         if let Some(chosen) = self.shared.embedder.get() {
             let _ = embedder.set(chosen.clone());
+        }
+        if let Some(chosen) = self.shared.memory_embedder.get() {
+            let _ = memory_embedder.set(chosen.clone());
         }
         Self {
             shared: Arc::new(Shared {
@@ -329,6 +335,7 @@ impl Context {
                 memories: OnceLock::new(),
                 memories_writer: OnceLock::new(),
                 embedder,
+                memory_embedder,
                 index: index::Cache::default(),
                 embeddings: embeddings::Cache::default(),
             }),
@@ -426,14 +433,14 @@ impl Context {
         Ok(Arc::new(store.interrupted_by(&self.cancel)))
     }
 
-    /// Fixes the embedding model (`None`: no model) instead of loading the default one
-    /// from `$SKILLS_MODEL_DIR` — tests and conformance runs.
+    /// Fixes the embedding model of conversations and memories alike (`None`: no
+    /// model) instead of loading the default ones from `$SKILLS_MODEL_DIR` — tests,
+    /// conformance runs and the quality harnesses.
     #[must_use]
     pub fn with_embedder(self, embedder: Option<Arc<Embedder>>) -> Self {
-        let _ = self
-            .shared
-            .embedder
-            .set(embedder.ok_or(EmbedError::Disabled));
+        let chosen = embedder.ok_or(EmbedError::Disabled);
+        let _ = self.shared.embedder.set(chosen.clone());
+        let _ = self.shared.memory_embedder.set(chosen);
         self
     }
 
@@ -479,9 +486,72 @@ impl Context {
             .clone()
     }
 
+    /// The model that made stored vectors named `model`, to embed a query beside
+    /// them: a model already loaded (or fixed by [`Context::with_embedder`]) of that
+    /// name; else the second tier ([`Context::memory_embedder`]) when `model` names it;
+    /// else [`Context::embedder`]. The caller compares names: a store made by a model
+    /// not at hand is the caller's error to report.
+    ///
+    /// # Errors
+    /// [`EmbedError`] saying why no model is available.
+    pub fn embedder_for(&self, model: &str) -> Result<Arc<Embedder>, EmbedError> {
+        for slot in [&self.shared.embedder, &self.shared.memory_embedder] {
+            if let Some(Ok(e)) = slot.get() {
+                if e.name() == model {
+                    return Ok(e.clone());
+                }
+            }
+        }
+        if model == crate::embed::deep::NAME {
+            let deep = self.memory_embedder()?;
+            if deep.is_deep() {
+                return Ok(deep);
+            }
+        }
+        self.embedder()
+    }
+
+    /// The memories' embedding model, loaded on first use: the second tier when its
+    /// files are fetched, else the static table ([`Embedder::load_for_memories`]); or
+    /// the one fixed by [`Context::with_embedder`].
+    ///
+    /// # Errors
+    /// [`EmbedError`] saying why no model is available.
+    pub fn memory_embedder(&self) -> Result<Arc<Embedder>, EmbedError> {
+        self.shared
+            .memory_embedder
+            .get_or_init(|| Embedder::load_for_memories().map(Arc::new))
+            .clone()
+    }
+
     /// Path of the memories store.
     pub fn memories_path(&self) -> PathBuf {
         self.shared.paths.memories.clone()
+    }
+}
+
+/// How a hybrid leg's scores are put on one scale before fusion (memo-search's vec
+/// leg, semantic-search's semantic leg).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Norm {
+    /// Each score over the leg's best (the best counts 1; 0 when the best is not
+    /// positive).
+    Best,
+    /// `(score − worst) / (best − worst)` over the leg's candidates (1 for all when
+    /// they are equal): spreads a model whose cosines all sit close together (e5's lie
+    /// in ~0.75–0.9, so over-best gives every candidate nearly the same share).
+    MinMax,
+}
+
+impl Norm {
+    /// `score` on [0, 1], given the leg's best `top` and worst `low` candidate scores.
+    pub fn apply(self, score: f64, top: f64, low: f64) -> f64 {
+        match self {
+            Self::Best if top > 0.0 => (score.max(0.0) / top).min(1.0),
+            Self::Best => 0.0,
+            Self::MinMax if top > low => ((score - low) / (top - low)).clamp(0.0, 1.0),
+            Self::MinMax => 1.0,
+        }
     }
 }
 

@@ -57,7 +57,14 @@ pub struct Tuning {
     /// Weight of a second keyword share: the message's own BM25 over the best own
     /// BM25 (0: the context score alone ranks).
     pub own_weight: f64,
+    /// How the semantic leg's cosines are put on one scale ([`VEC_NORM`]).
+    pub vec_norm: super::Norm,
 }
+
+/// The semantic leg's normalisation in hybrid (docs/performance.md, "Second tier").
+pub const VEC_NORM: super::Norm = super::Norm::Best;
+/// Hybrid's weight of the semantic leg over second-tier embeddings.
+pub const DEEP_VEC_WEIGHT: f64 = 0.5;
 
 impl Tuning {
     /// The shipped parameters.
@@ -65,6 +72,17 @@ impl Tuning {
         vec_weight: VEC_WEIGHT,
         context: Some(CONTEXT),
         own_weight: 0.0,
+        vec_norm: VEC_NORM,
+    };
+
+    /// The parameters when the conversations were embedded by the second tier
+    /// (`skills ingest --embedder deep`): e5's cosines spread min-max, weighted
+    /// [`DEEP_VEC_WEIGHT`].
+    pub const DEEP: Self = Self {
+        vec_weight: DEEP_VEC_WEIGHT,
+        context: Some(CONTEXT),
+        own_weight: 0.0,
+        vec_norm: super::Norm::MinMax,
     };
 }
 
@@ -77,8 +95,10 @@ pub fn tune(t: Option<Tuning>) {
     TUNING.set(t);
 }
 
-fn tuning() -> Tuning {
-    TUNING.get_or(Tuning::DEFAULT)
+/// The tuning of this call: the harness's override, else [`Tuning::DEEP`] when the
+/// stored embeddings are the second tier's, else [`Tuning::DEFAULT`].
+fn tuning(deep: bool) -> Tuning {
+    TUNING.get_or(if deep { Tuning::DEEP } else { Tuning::DEFAULT })
 }
 
 /// The message every call without stored embeddings fails with.
@@ -226,18 +246,20 @@ impl super::Engine for SemanticSearch {
             }
         };
         let embedder = ctx
-            .embedder()
+            .embedder_for(&embeddings.manifest().model)
             .map_err(|e| EngineError::Unavailable(format!("embedding unavailable: {e}")))?;
         if embedder.name() != embeddings.manifest().model
             || embedder.dim() != embeddings.manifest().dim as usize
         {
             return Err(EngineError::Unavailable(format!(
-                "{UNAVAILABLE} (they were made by `{}`, the model loaded now is `{}`)",
+                "{UNAVAILABLE} (they were made by `{}`, the model loaded now is `{}`: \
+                 `scripts/fetch-model` fetches both tiers; `skills ingest --embedder static|deep` \
+                 re-embeds with one)",
                 embeddings.manifest().model,
                 embedder.name()
             )));
         }
-        let q = embedder.embed(query);
+        let q = embedder.embed_query(query);
         let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let units = embeddings
             .search(&q, limit, &filter, min_score_f32, threads, ctx.cancel())
@@ -249,7 +271,7 @@ impl super::Engine for SemanticSearch {
                 rows.push(row);
             }
         }
-        let tuning = tuning();
+        let tuning = tuning(embedder.is_deep());
         if hybrid {
             let literal = literal_leg(ctx, query, limit, &filter, role_arg)?;
             let keyword = keyword_leg(ctx, query, limit, &filter, role_arg, tuning.context);
@@ -657,8 +679,8 @@ fn keyword_leg(
 type Scored = (f64, Hit, Value);
 
 /// Each leg's share of a hybrid score (score-normalised fusion, as memo-search's
-/// hybrid): a semantic row adds `vec_weight` × its cosine (clamped at 0) over the
-/// best row's, a keyword hit its BM25 score (with its neighbours) over the best hit's
+/// hybrid): a semantic row adds `vec_weight` × its cosine on [0, 1] by `vec_norm`
+/// (over the best row's, clamped at 0; or min-max over the leg's rows), a keyword hit its BM25 score (with its neighbours) over the best hit's
 /// (weight 1) plus `own_weight` × its own BM25 over the best own, a literal hit
 /// [`LITERAL_WEIGHT`]. Chosen on the LoCoMo dev half over RRF (k = 60), which ranked
 /// below the keyword leg alone (docs/performance.md, "semantic_search").
@@ -670,13 +692,10 @@ fn shares(
 ) -> (Vec<Row>, Vec<Scored>, Vec<Scored>) {
     let best = |scores: &mut dyn Iterator<Item = f64>| scores.fold(0.0, f64::max);
     let best_cos = best(&mut semantic.iter().map(|r| r.score));
+    let worst_cos = semantic.iter().map(|r| r.score).fold(best_cos, f64::min);
     for (i, r) in semantic.iter_mut().enumerate() {
         let cosine = r.score;
-        r.score = if best_cos > 0.0 {
-            tuning.vec_weight * r.score.max(0.0) / best_cos
-        } else {
-            0.0
-        };
+        r.score = tuning.vec_weight * tuning.vec_norm.apply(r.score, best_cos, worst_cos);
         r.legs.insert(
             "semantic".into(),
             json!({"rank": i + 1, "cosine": cosine, "share": r.score}),

@@ -95,13 +95,14 @@ impl ImportSummary {
 }
 
 /// Imports every memory file under `paths` (files or folders, walked recursively in
-/// name order; hidden folders are skipped) and embeds with the default model when it
-/// is available.
+/// name order; hidden folders are skipped) and embeds with the memories' model
+/// ([`Embedder::load_for_memories`]: the second tier when fetched) when one is
+/// available.
 ///
 /// # Errors
 /// Only store failures; bad files are faults in the summary.
 pub fn import_paths(store: &MemoryStore, paths: &[PathBuf]) -> Result<ImportSummary, StoreError> {
-    match Embedder::load_default() {
+    match Embedder::load_for_memories() {
         Ok(embedder) => import_paths_with(store, paths, Some(&embedder)),
         Err(e) => {
             let mut summary = import_paths_with(store, paths, None)?;

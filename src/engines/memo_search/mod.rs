@@ -113,7 +113,19 @@ pub struct Tuning {
     pub bm25_weight: f64,
     /// The bm25 leg's neighbours ([`CONTEXT`]); `None`: each memory alone.
     pub context: Option<Around>,
+    /// How the vec leg's cosines are normalised before weighting ([`VEC_NORM`]).
+    pub vec_norm: Norm,
 }
+
+pub use super::Norm;
+
+/// The vec leg's normalisation with the static model (docs/performance.md, "Second
+/// tier").
+pub const VEC_NORM: Norm = Norm::Best;
+/// Hybrid's weight of the vec leg when memories hold second-tier vectors.
+pub const DEEP_VEC_WEIGHT: f64 = 0.5;
+/// The vec leg's normalisation when memories hold second-tier vectors.
+pub const DEEP_VEC_NORM: Norm = Norm::MinMax;
 
 impl Tuning {
     /// The shipped parameters.
@@ -121,6 +133,17 @@ impl Tuning {
         vec_weight: VEC_WEIGHT,
         bm25_weight: BM25_WEIGHT,
         context: Some(CONTEXT),
+        vec_norm: VEC_NORM,
+    };
+
+    /// The parameters when the memories' model is the second tier ([`DEEP_VEC_WEIGHT`],
+    /// [`DEEP_VEC_NORM`]): e5's cosines sit close together, so they are spread
+    /// min-max before weighting.
+    pub const DEEP: Self = Self {
+        vec_weight: DEEP_VEC_WEIGHT,
+        bm25_weight: BM25_WEIGHT,
+        context: Some(CONTEXT),
+        vec_norm: DEEP_VEC_NORM,
     };
 }
 
@@ -133,8 +156,10 @@ pub fn tune(t: Option<Tuning>) {
     TUNING.set(t);
 }
 
-fn tuning() -> Tuning {
-    TUNING.get_or(Tuning::DEFAULT)
+/// The tuning of this call: the harness's override, else [`Tuning::DEEP`] when the
+/// memories' model is the second tier, else [`Tuning::DEFAULT`].
+fn tuning(deep: bool) -> Tuning {
+    TUNING.get_or(if deep { Tuning::DEEP } else { Tuning::DEFAULT })
 }
 /// Most distinct query words searched (FTS5 expressions stay small).
 pub const MAX_TOKENS: usize = 64;
@@ -403,7 +428,7 @@ impl Engine for MemoSearch {
             ));
         }
         let store = ctx.memories()?;
-        let embedder = ctx.embedder();
+        let embedder = ctx.memory_embedder();
         search(
             &store,
             embedder.as_deref().map_err(ToString::to_string),
@@ -419,6 +444,8 @@ type Ranked = Vec<(i64, f64)>;
 /// when the query has no searchable words), notes and trace so far.
 struct Ranking {
     fused: Option<Vec<Fused>>,
+    /// The tuning the fusion used.
+    tuning: Tuning,
     notes: Vec<String>,
     trace: Vec<Value>,
 }
@@ -438,6 +465,7 @@ pub fn search(
     let conn = store.lock();
     let Ranking {
         fused,
+        tuning,
         notes,
         mut trace,
     } = rank(store, &conn, embedder, req)?;
@@ -483,7 +511,7 @@ pub fn search(
             for (name, rank, score) in &f.legs {
                 let mut leg = json!({"rank": rank, "score": round6(*score)});
                 if req.mode == Mode::Hybrid {
-                    leg["weight"] = json!(Fusion::current().weight(name));
+                    leg["weight"] = json!(Fusion(&tuning).weight(name));
                     if let Some(n) = f.normalised.iter().find(|n| n.0 == *name) {
                         leg["normalised"] = json!(round6(n.1));
                     }
@@ -512,6 +540,7 @@ fn rank(
 ) -> Result<Ranking, EngineError> {
     let mut notes = req.notes.clone();
     let mut trace: Vec<Value> = Vec::new();
+    let tuning = tuning(embedder.as_ref().is_ok_and(|e| e.is_deep()));
     let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
     if tokens.len() > MAX_TOKENS {
         notes.push(format!(
@@ -528,6 +557,7 @@ fn rank(
         notes.push("query has no searchable words: no hits".into());
         return Ok(Ranking {
             fused: None,
+            tuning,
             notes,
             trace,
         });
@@ -592,7 +622,7 @@ fn rank(
                 )),
             }
             stopped(req)?;
-            let bm25 = match tuning().context {
+            let bm25 = match tuning.context {
                 Some(around) => leg.bm25_in_context(&tokens, n, around, &mut trace),
                 None => leg.bm25(&tokens, n, &mut trace),
             };
@@ -600,9 +630,10 @@ fn rank(
         }
     }
     stopped(req)?;
-    let fused = fuse(req.mode, &legs, req.limit, &mut trace);
+    let fused = fuse(req.mode, &legs, req.limit, &tuning, &mut trace);
     Ok(Ranking {
         fused: Some(fused),
+        tuning,
         notes,
         trace,
     })
@@ -1192,7 +1223,7 @@ fn vec_leg_until(
         return None;
     }
     // No timings in the trace: the skill is a pure function, `explain` included.
-    let q = embedder.embed(query);
+    let q = embedder.embed_query(query);
     let meta = index.rows();
     // Cosine descending, newer `updated`, smaller id.
     let mut scored = TopN::new(n, |a: &(f64, usize), b: &(f64, usize)| {
@@ -1242,24 +1273,28 @@ fn vec_leg_until(
     )
 }
 
-/// Hybrid's fusion: each leg's scores divided by that leg's best score (so every
-/// leg's top candidate counts 1), weighted, summed per memory. Weights chosen on the
+/// Hybrid's fusion under one [`Tuning`]: each leg's scores put on [0, 1] (bm25: over
+/// its best; vec: by `vec_norm`), weighted, summed per memory. Weights chosen on the
 /// LoCoMo dev half (`cargo bench --bench quality`, docs/performance.md "Retrieval
-/// quality"): bm25 1, vec 0.3; `exact` is not a hybrid leg (it is almost always empty
+/// quality", "Second tier"); `exact` is not a hybrid leg (it is almost always empty
 /// on natural-language questions, and when not it counts bm25's all-word matches twice).
 #[derive(Debug, Clone, Copy)]
-struct Fusion;
+struct Fusion<'a>(&'a Tuning);
 
-impl Fusion {
-    fn current() -> Self {
-        Self
+impl Fusion<'_> {
+    fn weight(&self, leg: &str) -> f64 {
+        match leg {
+            "vec" => self.0.vec_weight,
+            "bm25" => self.0.bm25_weight,
+            _ => 0.0,
+        }
     }
 
-    fn weight(self, leg: &str) -> f64 {
-        match leg {
-            "vec" => tuning().vec_weight,
-            "bm25" => tuning().bm25_weight,
-            _ => 0.0,
+    fn norm(&self, leg: &str) -> Norm {
+        if leg == "vec" {
+            self.0.vec_norm
+        } else {
+            Norm::Best
         }
     }
 }
@@ -1277,9 +1312,10 @@ fn fuse(
     mode: Mode,
     legs: &[(&'static str, Ranked)],
     limit: usize,
+    tuning: &Tuning,
     trace: &mut Vec<Value>,
 ) -> Vec<Fused> {
-    let fusion = Fusion::current();
+    let fusion = Fusion(tuning);
     let mut by_row: HashMap<i64, Fused> = HashMap::new();
     let mut order: Vec<i64> = Vec::new();
     for (name, ranked) in legs {
@@ -1294,11 +1330,14 @@ fn fuse(
                 }
             });
             entry.legs.push((name, i + 1, *score));
+            let norm = fusion.norm(name);
             if mode == Mode::Hybrid {
-                entry.normalised.push((name, normalised(ranked, *score)));
+                entry
+                    .normalised
+                    .push((name, normalised(ranked, *score, norm)));
             }
             entry.score += if mode == Mode::Hybrid {
-                fusion.weight(name) * normalised(ranked, *score)
+                fusion.weight(name) * normalised(ranked, *score, norm)
             } else {
                 *score
             };
@@ -1329,15 +1368,11 @@ fn fuse(
     fused
 }
 
-/// `score` over the best score of its leg `ranked` (in [0, 1]; 0 when the best is not
-/// positive).
-fn normalised(ranked: &Ranked, score: f64) -> f64 {
+/// `score` of leg `ranked` (best first) on [0, 1] by `norm` ([`Norm::apply`]).
+fn normalised(ranked: &Ranked, score: f64, norm: Norm) -> f64 {
     let top = ranked.first().map_or(0.0, |f| f.1);
-    if top > 0.0 {
-        score / top
-    } else {
-        0.0
-    }
+    let low = ranked.last().map_or(0.0, |f| f.1);
+    norm.apply(score, top, low)
 }
 
 fn best_rank(f: &Fused) -> usize {

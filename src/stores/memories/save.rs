@@ -90,15 +90,15 @@ pub struct SaveOutcome {
     pub stored_created: String,
 }
 
-/// Adds (or updates, by id) one memory and embeds it when the default model
-/// ([`Embedder::load_default`]) is available. Returns the memory's id. Adding the same
+/// Adds (or updates, by id) one memory and embeds it when the memories' model
+/// ([`Embedder::load_for_memories`]) is available. Returns the memory's id. Adding the same
 /// memory again changes nothing (see [`save_memory`]).
 ///
 /// # Errors
 /// [`AddMemoryError::Empty`] without title and body, [`AddMemoryError::Store`] when the
 /// store cannot be written.
 pub fn add_memory(store: &MemoryStore, input: MemoryInput) -> Result<String, AddMemoryError> {
-    let embedder = Embedder::load_default().ok();
+    let embedder = Embedder::load_for_memories().ok();
     add_memory_with(store, input, embedder.as_ref(), Utc::now())
 }
 

