@@ -51,10 +51,15 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{
-    first_free, next_name, read_tombstones, str_ref, sync_dir, touched_rows, write_synced,
-    FileStamp, IndexError, StoreStamp, Touched, Unavailable,
+use super::index::{str_ref, touched_rows};
+use crate::stores::segments::{
+    first_free, next_name, sync_dir, write_synced, FileStamp, SetError as IndexError, StoreStamp,
+    Touched, Unavailable,
 };
+
+fn read_tombstones(path: &Path, rows: usize) -> Result<Vec<u64>, String> {
+    crate::stores::segments::Tombstones::read(path, rows).map(|t| t.words().to_vec())
+}
 use super::segment::{u32_at, u64_at};
 use crate::cancel::Cancel;
 use crate::embed::Embedder;
