@@ -1044,8 +1044,9 @@ impl ConversationStore {
     ) -> Result<(), StoreError> {
         if let Some(base) = self.embed_base.clone() {
             self.embed = Some(
-                embeddings::Writer::begin(&self.path, base, embedder, unit)
-                    .map_err(|e| StoreError::Io(std::io::Error::other(format!("embeddings: {e}"))))?,
+                embeddings::Writer::begin(&self.path, base, embedder, unit).map_err(|e| {
+                    StoreError::Io(std::io::Error::other(format!("embeddings: {e}")))
+                })?,
             );
         }
         Ok(())

@@ -60,8 +60,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub use manifest::{
-    first_free, next_name, sync_dir, write_synced, FileStamp, Manifest, SegmentEntry,
-    StoreStamp, MANIFEST, MANIFEST_VERSION,
+    first_free, next_name, sync_dir, write_synced, FileStamp, Manifest, SegmentEntry, StoreStamp,
+    MANIFEST, MANIFEST_VERSION,
 };
 pub use reader::{Cache, Live, SegmentSet, Tombstones};
 pub use writer::{Base, Update, Writer, LOCK, LOCK_WAIT, TIER_FANOUT};

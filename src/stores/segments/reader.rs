@@ -91,7 +91,11 @@ impl<S> Live<S> {
     ///
     /// # Errors
     /// What is wrong, naming the file.
-    pub fn open<K>(dir: &Path, entry: &SegmentEntry<K::Entry>, meta: &K::Meta) -> Result<Self, String>
+    pub fn open<K>(
+        dir: &Path,
+        entry: &SegmentEntry<K::Entry>,
+        meta: &K::Meta,
+    ) -> Result<Self, String>
     where
         K: SegmentKind<Segment = S>,
     {

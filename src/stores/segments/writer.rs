@@ -273,19 +273,19 @@ impl<K: SegmentKind> Writer<K> {
             for (i, e) in entries.iter().enumerate() {
                 tiers.entry(tier(e.live)).or_default().push(i);
             }
-            let group = if let Some((_, g)) = tiers.into_iter().find(|(_, g)| g.len() >= TIER_FANOUT)
-            {
-                g
-            } else if let Some(i) = entries.iter().position(|e| e.live * 2 < e.kind.rows()) {
-                vec![i]
-            } else if let Some(i) = entries
-                .iter()
-                .position(|e| K::outdated(&self.dir.join(&e.file)))
-            {
-                vec![i]
-            } else {
-                return Ok(written);
-            };
+            let group =
+                if let Some((_, g)) = tiers.into_iter().find(|(_, g)| g.len() >= TIER_FANOUT) {
+                    g
+                } else if let Some(i) = entries.iter().position(|e| e.live * 2 < e.kind.rows()) {
+                    vec![i]
+                } else if let Some(i) = entries
+                    .iter()
+                    .position(|e| K::outdated(&self.dir.join(&e.file)))
+                {
+                    vec![i]
+                } else {
+                    return Ok(written);
+                };
             let mut parts: Vec<SegmentEntry<K::Entry>> =
                 group.iter().rev().map(|&i| entries.remove(i)).collect();
             parts.reverse();

@@ -426,7 +426,6 @@ pub(super) fn exact_dot(view: &View<'_>, q: &[f32], slot: usize) -> f32 {
     acc
 }
 
-
 /// The format version in the header of the segment file at `path`, `None` when it
 /// cannot be read (its open then reports why).
 pub(super) fn segment_version(path: &Path) -> Option<u32> {

@@ -68,8 +68,7 @@ use crate::search::quantized;
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
 use crate::stores::segments::{
-    self as set, EntryFields, Live, SegmentKind, SegmentSet, SetError, Tombstones, Touched,
-    Written,
+    self as set, EntryFields, Live, SegmentKind, SegmentSet, SetError, Tombstones, Touched, Written,
 };
 use format::{segment_version, Builder, Segment, VERSION};
 
@@ -92,7 +91,6 @@ pub type Base = set::Base<VectorKind>;
 
 /// Messages embedded per batch while writing (bounds memory: ~1 KB per message).
 const BATCH_MESSAGES: usize = 16_384;
-
 
 /// Live units from which [`FirstPass::DEFAULT`] uses the 1-bit pass: below, the exact
 /// 8-bit pass costs under ~6 ms at 256 dimensions and the store stays exact.
@@ -173,7 +171,6 @@ impl UnitSpec {
         out
     }
 }
-
 
 /// The embeddings' own manifest fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -384,7 +381,6 @@ pub struct EmbedReport {
     /// [`Embedder::name`].
     pub model: String,
 }
-
 
 /// The writer side, held by a writable store (under the search index's lock).
 pub struct Writer {
@@ -624,4 +620,3 @@ fn mask(seg: &Segment, touched: &Touched, dead: &mut Tombstones) -> Result<u64, 
     }
     Ok(n)
 }
-

@@ -361,10 +361,7 @@ fn a_damaged_bit_section_is_refused() {
         let len = u64_at(&bad, at) - 8;
         bad[at..at + 8].copy_from_slice(&len.to_le_bytes());
         std::fs::write(&path, &bad).unwrap();
-        assert!(
-            Segment::open(&path).is_err(),
-            "section {section}"
-        );
+        assert!(Segment::open(&path).is_err(), "section {section}");
     }
     let mut bad = good.clone();
     bad[36..40].copy_from_slice(&15u32.to_le_bytes());

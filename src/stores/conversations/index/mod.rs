@@ -31,8 +31,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::segment::{
-    self, key_hash, order, RowIn, Segment, SegmentBuilder, SegmentError, HAS_QUESTION,
-    NOT_INJECTED,
+    self, key_hash, order, RowIn, Segment, SegmentBuilder, SegmentError, HAS_QUESTION, NOT_INJECTED,
 };
 use crate::search::scan::{self, Corrupt};
 use crate::stores::segments::{
@@ -190,10 +189,12 @@ impl SegmentKind for IndexKind {
         meta: &IndexMeta,
     ) -> Result<Option<Counts>, SetError> {
         let (rows, newest) = table_figures(conn)?;
-        Ok((rows != meta.stamp.rows || newest != meta.stamp.max_created_us).then_some(Counts {
-            held: meta.stamp.rows,
-            table: rows,
-        }))
+        Ok(
+            (rows != meta.stamp.rows || newest != meta.stamp.max_created_us).then_some(Counts {
+                held: meta.stamp.rows,
+                table: rows,
+            }),
+        )
     }
 
     /// Newest data first: by newest live `created`, descending, then by file name.
@@ -264,7 +265,9 @@ impl Writer {
         conn: &duckdb::Connection,
         touched: &Touched,
     ) -> Result<(Manifest, UpdateReport), SetError> {
-        let (manifest, u) = self.0.update(&mut IndexKind, conn, touched, &mut |_, _| {})?;
+        let (manifest, u) = self
+            .0
+            .update(&mut IndexKind, conn, touched, &mut |_, _| {})?;
         let report = UpdateReport {
             rebuilt: u.rebuilt,
             reason: u.reason,
@@ -479,7 +482,6 @@ fn build_from_table(
 /// `strftime` and the index format the same way.
 const MIN_US: i64 = -62_135_596_800_000_000;
 const MAX_US: i64 = 253_402_300_799_999_999;
-
 
 /// Merges the live rows of `parts` into one segment at `path`.
 fn merge(parts: &[Live<Segment>], path: &Path) -> Result<segment::Written, SetError> {
