@@ -76,8 +76,8 @@ pub use crate::stores::segments::{Progress, MANIFEST, MANIFEST_VERSION};
 pub use format::UnitMessage;
 pub use query::{stored_vectors, Filter, FirstPass, StoredVector, UnitHit};
 
-/// Opened embeddings: their segments, memory-mapped; searched through [`query`]'s
-/// methods ([`Embeddings::search`]).
+/// Opened embeddings: their segments, memory-mapped; searched by the methods in
+/// `embeddings/query.rs` ([`Embeddings::search`], [`Embeddings::search_with`]).
 pub type Embeddings = SegmentSet<VectorKind>;
 /// Opened embeddings kept across calls of a long-running process.
 pub type Cache = set::Cache<VectorKind>;

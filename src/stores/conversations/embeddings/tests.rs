@@ -368,3 +368,31 @@ fn a_damaged_bit_section_is_refused() {
     std::fs::write(&path, &bad).unwrap();
     assert!(Segment::open(&path).is_err());
 }
+
+/// A manifest as the code before `stores::segments` wrote it (its fields in that
+/// order) reads into the same values and writes back the same JSON object.
+#[test]
+fn a_manifest_written_before_the_segment_set_reads_unchanged() {
+    let old = r#"{
+  "version": 1,
+  "generation": 2,
+  "next_file": 4,
+  "model": "e5-small",
+  "dim": 384,
+  "unit": { "window": 1, "stride": 1, "title": false },
+  "segments": [
+    { "file": "00000003.vec", "units": 5, "live": 4, "bytes": 999, "tombstones": "00000002.del" }
+  ],
+  "units": 4,
+  "store": { "db": null, "wal": null }
+}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join(MANIFEST), old).unwrap();
+    let m = Manifest::read(tmp.path()).unwrap();
+    assert_eq!((m.model.as_str(), m.dim, m.units), ("e5-small", 384, 4));
+    assert_eq!(m.unit, UnitSpec::DEFAULT);
+    assert_eq!(m.segments[0].kind.units, 5);
+    assert_eq!(m.segments[0].live, 4);
+    let before: serde_json::Value = serde_json::from_str(old).unwrap();
+    assert_eq!(serde_json::to_value(&m).unwrap(), before);
+}

@@ -21,7 +21,7 @@
 //! newest `created` and the XOR of the live rows' key hashes; before publishing, the
 //! count and the newest time are compared with the table and a mismatch rebuilds the
 //! index ([`Stamp::of_table`] computes the whole stamp from the table for tests,
-//! reading every key). The queries are in [`query`].
+//! reading every key). The queries are in `index/query.rs`.
 
 mod query;
 
@@ -49,7 +49,8 @@ pub fn dir_of(db: &Path) -> PathBuf {
     set::dir_of::<IndexKind>(db)
 }
 
-/// An opened index: its segments, memory-mapped; queried through [`query`]'s methods.
+/// An opened index: its segments, memory-mapped; queried by the methods in
+/// `index/query.rs` ([`Index::search`], [`Index::keyword`], [`Index::lookup`]).
 pub type Index = SegmentSet<IndexKind>;
 /// Opened indexes kept across calls of a long-running process (`skills serve`).
 pub type Cache = set::Cache<IndexKind>;
@@ -520,4 +521,44 @@ fn merge(parts: &[Live<Segment>], path: &Path) -> Result<segment::Written, SetEr
         cursor[p] += 1;
     }
     Ok(builder.write(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manifest as the code before `stores::segments` wrote it (its fields in that
+    /// order) reads into the same values and writes back the same JSON object.
+    #[test]
+    fn a_manifest_written_before_the_segment_set_reads_unchanged() {
+        let old = r#"{
+  "version": 1,
+  "generation": 3,
+  "next_file": 7,
+  "segments": [
+    {
+      "file": "00000005.seg",
+      "rows": 10,
+      "live": 9,
+      "bytes": 1234,
+      "crc32": 42,
+      "key_xor": "00000000000000ff",
+      "max_created_us": -5,
+      "tombstones": "00000006.del"
+    }
+  ],
+  "stamp": { "rows": 9, "max_created_us": -5, "key_xor": "00000000000000ff" },
+  "store": { "db": { "size": 1, "mtime_ns": 1700000000123456789, "ino": 5 }, "wal": null }
+}"#;
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(MANIFEST), old).unwrap();
+        let m = Manifest::read(tmp.path()).unwrap();
+        assert_eq!(m.stamp.rows, 9);
+        assert_eq!(m.segments[0].kind.rows, 10);
+        assert_eq!(m.segments[0].kind.max_created_us, Some(-5));
+        assert_eq!(m.segments[0].tombstones.as_deref(), Some("00000006.del"));
+        assert_eq!(m.store.db.unwrap().mtime_ns, 1_700_000_000_123_456_789);
+        let before: serde_json::Value = serde_json::from_str(old).unwrap();
+        assert_eq!(serde_json::to_value(&m).unwrap(), before);
+    }
 }
