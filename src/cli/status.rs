@@ -239,7 +239,7 @@ fn derived_embeddings(db: &Path) -> Derived {
                 "stale"
             };
             out.rows = Some(m.units);
-            out.model = Some(m.model);
+            out.model = Some(m.kind.model);
         }
         Err(e) => set_unavailable(&mut out, &e.to_string(), e == index::Unavailable::Missing),
     }

@@ -291,7 +291,7 @@ impl ConversationStore {
         // The index lock first: the manifest is compared with the database as the
         // last writer left it, before this open changes anything.
         let index = index::Writer::begin(path)
-            .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
+            .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
         let embed_base = Some(embeddings::Base::read(path));
         let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
         conn.execute_batch(CREATE_TABLE)
@@ -1044,8 +1044,9 @@ impl ConversationStore {
     ) -> Result<(), StoreError> {
         if let Some(base) = self.embed_base.clone() {
             self.embed = Some(
-                embeddings::Writer::begin(&self.path, base, embedder, unit)
-                    .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?,
+                embeddings::Writer::begin(&self.path, base, embedder, unit).map_err(|e| {
+                    StoreError::Io(std::io::Error::other(format!("embeddings: {e}")))
+                })?,
             );
         }
         Ok(())
@@ -1094,7 +1095,7 @@ impl ConversationStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (manifest, report) = writer
             .update(&conn, &touched)
-            .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
+            .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
         let embedded = embed.map(|w| {
             let done = w.update(&conn, &touched, progress);
             (w, done)
@@ -1104,7 +1105,7 @@ impl ConversationStore {
         conn.close().map_err(|(_, e)| duck(&path, e))?;
         writer
             .publish(manifest)
-            .map_err(|e| StoreError::Io(std::io::Error::other(e.to_string())))?;
+            .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
         let embeddings = embedded.map(|(w, done)| {
             let (m, r) = done.map_err(|e| e.to_string())?;
             w.publish(m).map_err(|e| e.to_string())?;

@@ -4,6 +4,7 @@
 pub mod conversations;
 pub mod memories;
 pub mod sandbox;
+pub mod segments;
 pub mod sql_value;
 
 use std::path::PathBuf;

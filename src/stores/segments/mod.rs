@@ -1,0 +1,264 @@
+//! One immutable segment set: the protocol the conversations store's derived files
+//! share — the search index ([`conversations::index`](super::conversations::index)) and
+//! the L1 embeddings ([`conversations::embeddings`](super::conversations::embeddings))
+//! are two kinds of it. A kind ([`SegmentKind`]) owns its segment file format, what
+//! building and merging a segment do, and its own query code; this module owns the rest.
+//!
+//! ## Files
+//!
+//! A set lives in a folder beside the DuckDB file (`conversations.duckdb` →
+//! `conversations.<SegmentKind::DIR_EXT>`, [`dir_of`]) holding `MANIFEST` (JSON,
+//! [`Manifest`]: the segment files, their tombstone files, the kind's own fields and
+//! the DuckDB stamp) and the files it names: segments `<8 digits>.<FILE_EXT>` and
+//! tombstones `<8 digits>.del` (a bit set over a segment's rows, little-endian `u64`
+//! words, [`Tombstones`]). A file number is never reused ([`first_free`]), and a file
+//! is never modified once written, so a reader that memory-maps one can keep it after
+//! a writer unlinked it.
+//!
+//! ## Publication and freshness
+//!
+//! A writer ([`Writer`]) writes new files under fresh names and fsyncs them; once the
+//! database is checkpointed and closed, [`Writer::publish`] writes `MANIFEST.tmp`,
+//! fsyncs it, renames it over `MANIFEST`, fsyncs the folder, and removes the files no
+//! manifest names. Readers see the old or the new set, never a mix; a writer killed
+//! before the rename leaves only unreferenced files, removed by the next publication.
+//!
+//! The manifest records the size, modification time and inode of the DuckDB file and
+//! its WAL ([`StoreStamp`]) as they were after the writer closed the database. A reader
+//! trusts the set only while they still match ([`SegmentSet::open`]): any later write
+//! to the database makes it [`Unavailable::Stale`], and the caller answers another
+//! way. The next writable open sees the mismatch and rebuilds the set from the table.
+//!
+//! One writer at a time: the search index's writer holds `conversations.index/LOCK`
+//! ([`Writer::begin_locked`]) from the store's writable open to its close, and the
+//! embeddings' writer runs under that lock ([`Writer::begin`]).
+//!
+//! ## Incremental upkeep
+//!
+//! The store reports which conversations a session wrote ([`Touched`]). At close their
+//! rows already in the set are masked by tombstones (a new `.del` file per segment
+//! that holds some, [`SegmentKind::mask`]), and all their current rows go into one new
+//! segment ([`SegmentKind::build`]). Segments are then merged by size tier: four or
+//! more whose live row counts share a power-of-four tier become one
+//! ([`SegmentKind::merge`], [`TIER_FANOUT`]), a segment with more masked than live
+//! rows is rewritten, and so is one of an older file format
+//! ([`SegmentKind::outdated`]), one group at a time until none is left. Before
+//! publishing the kind may compare the result with the table
+//! ([`SegmentKind::check`]); a mismatch, a damaged file or a manifest the kind does not
+//! accept ([`SegmentKind::accepts`]: another embedding model) rebuilds the set from the
+//! whole table.
+
+mod manifest;
+mod reader;
+mod writer;
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use manifest::{
+    first_free, next_name, sync_dir, write_synced, FileStamp, Manifest, SegmentEntry, StoreStamp,
+    MANIFEST, MANIFEST_VERSION,
+};
+pub use reader::{Cache, Live, SegmentSet, Tombstones};
+pub use writer::{Base, Update, Writer, LOCK, LOCK_WAIT, TIER_FANOUT};
+
+/// The conversations one writable session changed, as (`source`, `conversation_id`).
+pub type Touched = HashSet<(String, String)>;
+
+/// Called with (rows done, rows to do) while a segment is built.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// The manifest of kind `K`.
+pub type ManifestOf<K> = Manifest<<K as SegmentKind>::Meta, <K as SegmentKind>::Entry>;
+
+/// The folder of the set of kind `K` for the store at `db`
+/// (`conversations.duckdb` → `conversations.<K::DIR_EXT>`).
+pub fn dir_of<K: SegmentKind>(db: &Path) -> PathBuf {
+    db.with_extension(K::DIR_EXT)
+}
+
+/// Why a reader cannot use a set (the caller then answers another way).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// No set was written yet (a store from before it, or an in-memory one).
+    #[error("no search index yet")]
+    Missing,
+    /// The database changed after the set was published.
+    #[error("the search index is older than the store")]
+    Stale,
+    /// The files are damaged or of another version.
+    #[error("the search index is damaged ({0})")]
+    Corrupt(String),
+}
+
+/// Errors bringing a set up to date.
+#[derive(Debug, thiserror::Error)]
+pub enum SetError {
+    /// Reading the table failed.
+    #[error("reading `all_conversations`: {0}")]
+    DuckDb(#[from] duckdb::Error),
+    /// A segment could not be written or read (the kind's own error).
+    #[error(transparent)]
+    Format(Box<dyn std::error::Error + Send + Sync>),
+    /// Filesystem error.
+    #[error("`{path}`: {source}")]
+    Io {
+        /// File or folder.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The set disagrees with the table it was built from, or a file is damaged.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+/// The [`SetError::Io`] of `path`.
+pub fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SetError + '_ {
+    move |source| SetError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A segment file just written: its length and the kind's entry fields.
+#[derive(Debug, Clone)]
+pub struct Written<E> {
+    /// File length in bytes.
+    pub bytes: u64,
+    /// The kind's fields of the segment's manifest entry (all rows live).
+    pub entry: E,
+}
+
+/// Live and table row counts that differ ([`SegmentKind::check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Live rows of the set.
+    pub held: u64,
+    /// Rows of the table.
+    pub table: u64,
+}
+
+/// The kind's fields of one segment entry in the manifest.
+pub trait EntryFields: Serialize + DeserializeOwned + Clone + Debug + PartialEq {
+    /// Rows in the segment file, masked ones included.
+    fn rows(&self) -> u64;
+}
+
+/// One kind of segment set: the file format, building and merging segments, and the
+/// kind's own manifest fields. Everything else — file names, tombstones, the manifest,
+/// publication, the lock, the stamp check, merge policy, rebuilds — is the set's.
+///
+/// Reading needs no value of the kind (associated functions); writing takes one
+/// (`&mut self`), which carries what building needs (an embedding model) and may
+/// count what it did (messages embedded).
+pub trait SegmentKind {
+    /// What the set holds, in messages ("search index", "embeddings").
+    const NAME: &'static str;
+    /// Extension of the set's folder beside the database.
+    const DIR_EXT: &'static str;
+    /// Extension of its segment files.
+    const FILE_EXT: &'static str;
+    /// The rebuild reason when no manifest exists.
+    const MISSING: &'static str;
+    /// The rebuild reason when the manifest is older than the store.
+    const STALE: &'static str;
+
+    /// The kind's manifest fields, flattened into the manifest's JSON object.
+    type Meta: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
+    /// The kind's segment entry fields, flattened into each entry's JSON object.
+    type Entry: EntryFields;
+    /// One opened (memory-mapped) segment file.
+    type Segment;
+
+    /// Opens the segment file at `path`, checking its shape (and that it fits `meta`,
+    /// e.g. the vector dimension).
+    ///
+    /// # Errors
+    /// What is wrong, naming the file.
+    fn open(path: &Path, meta: &Self::Meta) -> Result<Self::Segment, String>;
+
+    /// Rows in an opened segment, masked ones included.
+    fn rows(segment: &Self::Segment) -> usize;
+
+    /// True when the file at `path` is of an older format that the next close
+    /// rewrites once (merged alone).
+    fn outdated(path: &Path) -> bool;
+
+    /// Writes the rows of the table (of the `only` conversations, when given) as one
+    /// segment at `path` (fsynced), calling `progress` as it goes.
+    ///
+    /// # Errors
+    /// [`SetError::DuckDb`] when the table cannot be read (the update then fails),
+    /// any other when the segment cannot be written (the set is then rebuilt).
+    fn build(
+        &mut self,
+        conn: &duckdb::Connection,
+        only: Option<&Touched>,
+        path: &Path,
+        progress: Progress<'_>,
+    ) -> Result<Written<Self::Entry>, SetError>;
+
+    /// Writes the live rows of `parts` as one segment at `path` (fsynced).
+    ///
+    /// # Errors
+    /// [`SetError`] when a part is damaged or the file cannot be written.
+    fn merge(
+        &mut self,
+        parts: &[Live<Self::Segment>],
+        path: &Path,
+    ) -> Result<Written<Self::Entry>, SetError>;
+
+    /// Sets the bits of `dead` (as long as the segment's rows) of the rows of
+    /// `segment` that belong to `touched` conversations and are not masked yet;
+    /// updates the kind's `entry` fields for them; returns how many were masked.
+    ///
+    /// # Errors
+    /// [`SetError::Mismatch`] when the segment is damaged.
+    fn mask(
+        &self,
+        segment: &Self::Segment,
+        touched: &Touched,
+        dead: &mut Tombstones,
+        entry: &mut Self::Entry,
+    ) -> Result<u64, SetError>;
+
+    /// The kind's manifest fields for the set made of `segments`.
+    fn meta(&self, segments: &[SegmentEntry<Self::Entry>]) -> Self::Meta;
+
+    /// Whether an update may start from a manifest with fields `base`; `Err` says
+    /// why not (the set is then rebuilt). All by default.
+    ///
+    /// # Errors
+    /// The rebuild reason.
+    fn accepts(&self, base: &Self::Meta) -> Result<(), String> {
+        let _ = base;
+        Ok(())
+    }
+
+    /// Compares a set about to be published with the table; `Some` when they differ
+    /// (after an incremental update the set is then rebuilt; after a rebuild the
+    /// update fails). Never differs by default.
+    ///
+    /// # Errors
+    /// [`SetError::DuckDb`].
+    fn check(
+        &self,
+        conn: &duckdb::Connection,
+        meta: &Self::Meta,
+    ) -> Result<Option<Counts>, SetError> {
+        let _ = (conn, meta);
+        Ok(None)
+    }
+
+    /// Puts the manifest's segments in the kind's order (default: as they are —
+    /// older segments first, then the new one, then merges).
+    fn order(segments: &mut [SegmentEntry<Self::Entry>]) {
+        let _ = segments;
+    }
+}
