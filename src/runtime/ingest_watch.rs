@@ -17,7 +17,8 @@
 //!   store's write lock, incremental reads of appended lines, the index and embeddings
 //!   published at close), and the lock is held for one chunk at a time, so calls wait
 //!   no longer than they would for a manual ingest. The child gets no stdin and never
-//!   serves or watches, so it cannot start more processes. At start one catch-up run
+//!   serves or watches, so it cannot start more processes, and it dies with the
+//!   server even when the server is killed ([`super::lifeline`]). At start one catch-up run
 //!   imports what changed while no server ran (unchanged files are not read).
 //! - **Safety.** Files that do not exist (deleted, renamed away) or that no importer
 //!   recognises yet (created empty, first line not written) are left for their next
@@ -577,7 +578,9 @@ impl Worker {
         rx: &mpsc::Receiver<Msg>,
     ) -> Result<RunOutcome, Ended> {
         let command = &self.options.command;
-        let spawned = Command::new(&command.program)
+        let mut cmd = Command::new(&command.program);
+        super::lifeline::mark(&mut cmd);
+        let spawned = cmd
             .args(&command.args)
             .args(paths)
             .stdin(Stdio::null())
