@@ -48,7 +48,7 @@ use notify::{EventKind, RecursiveMode, Watcher as _};
 use crate::ingest::watched::DefaultLocations;
 
 /// Quiet time after the last change before a batch is imported.
-pub const SETTLE: Duration = Duration::from_millis(300);
+pub const SETTLE: Duration = Duration::from_millis(100);
 /// Longest wait between the first pending change and its import, even while changes
 /// keep coming.
 pub const MAX_DELAY: Duration = Duration::from_secs(2);

@@ -17,7 +17,10 @@
 //! index only while those still match ([`Index::open`]): any later write to the
 //! database — an ingest killed before it published, another tool — makes the index
 //! stale, and the caller answers from DuckDB instead. The next writable open sees the
-//! mismatch and its close rebuilds the index from the table.
+//! mismatch and its close rebuilds the index from the table. A reader that finds the
+//! index stale while a writer still holds `LOCK` (an ingest about to publish, such as
+//! `skills serve`'s background import) may wait for it ([`wait_for_writer`]): the
+//! writer publishes the embeddings, then the index, then lets go of the lock.
 //!
 //! ## Incremental upkeep
 //!
@@ -812,6 +815,38 @@ fn questions_in(live: &Live, limit: usize) -> Result<Vec<usize>, Corrupt> {
         })
         .take(limit)
         .collect())
+}
+
+/// Longest wait of [`wait_for_writer`] in a call: a background import of a few appended
+/// lines publishes well within it.
+pub const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// For a reader that found the index (or the embeddings) of the store at `db` stale:
+/// when a writable session holds `conversations.index/LOCK` (an ingest that has not
+/// published yet, e.g. `skills serve`'s background import), waits up to `wait` for it
+/// to let go — it publishes the index and the embeddings first. True when a writer
+/// held the lock and let go within `wait` (open again: the files are likely current);
+/// false when none held it (the store was written by another tool, or an ingest was
+/// killed) or it still holds it.
+pub fn wait_for_writer(db: &Path, wait: std::time::Duration) -> bool {
+    let Ok(lock) = std::fs::File::open(dir_of(db).join("LOCK")) else {
+        return false;
+    };
+    let start = std::time::Instant::now();
+    let mut held = false;
+    loop {
+        match lock.try_lock_shared() {
+            Ok(()) => {
+                let _ = lock.unlock();
+                return held;
+            }
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                held = true;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(_) => return false,
+        }
+    }
 }
 
 /// Opened indexes kept across calls of a long-running process (`skills serve`):
