@@ -66,7 +66,9 @@ fn main() -> Result<()> {
     let load_rate = common::env_usize("BENCH_FRESH_LOAD_RATE", 20);
     let load_secs = common::env_usize("BENCH_FRESH_LOAD_SECS", 60);
     let Some(model) = Embedder::default_dir().filter(|d| Embedder::load(d).is_ok()) else {
-        println!("## skills serve freshness\n\nskipped: no embedding model (run scripts/fetch-model)\n");
+        println!(
+            "## skills serve freshness\n\nskipped: no embedding model (run scripts/fetch-model)\n"
+        );
         return Ok(());
     };
     println!("## `skills serve` keeps the store current (issue 30) at {n} messages\n");
@@ -93,7 +95,10 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(session.parent().unwrap())?;
     let mut chain = Chain::new("fresh-session");
     for i in 0..2 {
-        append(&session, &chain.line(&format!("opening line {i} of the session")))?;
+        append(
+            &session,
+            &chain.line(&format!("opening line {i} of the session")),
+        )?;
     }
     let t = Instant::now();
     env.ingest(&data, &[&projects])?;
@@ -130,12 +135,18 @@ fn main() -> Result<()> {
 
     // 2. Idle: the watching server and a `--no-ingest` one, side by side.
     wait_idle(&data, server.pid(), 0)?;
-    let quiet = env.serve(&["--no-ingest"], std::fs::File::create(root.join("quiet.log"))?)?;
+    let quiet = env.serve(
+        &["--no-ingest"],
+        std::fs::File::create(root.join("quiet.log"))?,
+    )?;
     let mut quiet = quiet;
     quiet.handshake()?;
     std::thread::sleep(Duration::from_secs(5));
     eprintln!("idle for {idle_secs} s …");
-    let idle = idle_window(&[server.pid(), quiet.pid()], Duration::from_secs(idle_secs as u64));
+    let idle = idle_window(
+        &[server.pid(), quiet.pid()],
+        Duration::from_secs(idle_secs as u64),
+    );
     quiet.close();
 
     // 3. Load: appends to new sessions at a steady rate.
@@ -166,7 +177,10 @@ fn main() -> Result<()> {
         let f = k % load_files;
         let token = format!("qzload{f:02}n{k:06}k");
         let (path, chain) = &mut chains[f];
-        append(path, &chain.line(&format!("load line {token} of the stream")))?;
+        append(
+            path,
+            &chain.line(&format!("load line {token} of the stream")),
+        )?;
         last_token[f] = token;
     }
     let written = start.elapsed();
@@ -212,7 +226,8 @@ fn main() -> Result<()> {
         let t0 = Instant::now();
         env.ingest(&data, &[&session])?;
         ingest_times.push(t0.elapsed());
-        let out = env.command(&data, &["run", "search-conversations", "--arg"])
+        let out = env
+            .command(&data, &["run", "search-conversations", "--arg"])
             .arg(format!("term={token}"))
             .output()?;
         ingest_search_times.push(t0.elapsed());
@@ -269,12 +284,21 @@ fn main() -> Result<()> {
             ],
         ],
     );
-    println!("lines not found within {} s: {missed}\n", PATIENCE.as_secs());
+    println!(
+        "lines not found within {} s: {missed}\n",
+        PATIENCE.as_secs()
+    );
 
     println!("### Idle: {idle_secs} s of nothing\n");
     let noop = Stats::of(noop);
     common::table(
-        &["server", "CPU (share of one core)", "RSS at start", "RSS at end", "RSS max"],
+        &[
+            "server",
+            "CPU (share of one core)",
+            "RSS at start",
+            "RSS at end",
+            "RSS max",
+        ],
         &[
             idle_row("`skills serve` (watching, background import)", &idle[0]),
             idle_row("`skills serve --no-ingest` (same window)", &idle[1]),
@@ -286,13 +310,14 @@ fn main() -> Result<()> {
         noop.runs
     );
 
-    println!(
-        "### Load: {load_rate} appends per second to {load_files} files for {load_secs} s\n"
-    );
+    println!("### Load: {load_rate} appends per second to {load_files} files for {load_secs} s\n");
     common::table(
         &["measure", "value"],
         &[
-            vec!["appends written".into(), format!("{total} in {}", fmt_dur(written))],
+            vec![
+                "appends written".into(),
+                format!("{total} in {}", fmt_dur(written)),
+            ],
             vec!["writer's worst lateness".into(), fmt_dur(late)],
             vec![
                 "background import runs during the load".into(),
@@ -343,7 +368,10 @@ fn base_store(n: usize, seed: u64, model: &Path) -> Result<PathBuf> {
     let t = Instant::now();
     let mut store = ConversationStore::open_rw(&dir.join("conversations.duckdb"))?;
     gen::fill_store(&store, Spec { messages: n, seed }, 50_000)?;
-    store.embed_with(std::sync::Arc::new(Embedder::load(model)?), UnitSpec::DEFAULT)?;
+    store.embed_with(
+        std::sync::Arc::new(Embedder::load(model)?),
+        UnitSpec::DEFAULT,
+    )?;
     store.close()?;
     eprintln!("built in {}", fmt_dur(t.elapsed()));
     std::fs::write(&done, b"")?;
@@ -375,7 +403,10 @@ impl Env {
         cmd.arg("--data-dir")
             .arg(data)
             .args(args)
-            .env("SKILLS_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
+            .env(
+                "SKILLS_DIR",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
+            )
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .stdin(Stdio::null());
@@ -481,9 +512,9 @@ fn wait_idle(data: &Path, pid: u32, runs: u64) -> Result<()> {
     let mut calm = 0;
     while calm < 3 {
         let rec = record(data, pid);
-        let done = rec
-            .as_ref()
-            .is_some_and(|r| r["watch"]["runs"].as_u64().unwrap_or(0) >= runs && r["watch"]["pending"] == 0);
+        let done = rec.as_ref().is_some_and(|r| {
+            r["watch"]["runs"].as_u64().unwrap_or(0) >= runs && r["watch"]["pending"] == 0
+        });
         calm = if done && children_of(pid).is_empty() {
             calm + 1
         } else {
@@ -555,9 +586,17 @@ fn idle_window(pids: &[u32], window: Duration) -> Vec<Idle> {
         .arg("CLK_TCK")
         .output()
         .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .unwrap_or(100.0);
-    let cpu0: Vec<u64> = pids.iter().map(|&p| cpu_ticks(p) + children_ticks(p)).collect();
+    let cpu0: Vec<u64> = pids
+        .iter()
+        .map(|&p| cpu_ticks(p) + children_ticks(p))
+        .collect();
     let mut out: Vec<Idle> = pids
         .iter()
         .map(|&p| {

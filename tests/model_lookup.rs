@@ -215,7 +215,9 @@ fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empt
     let installed = prefix.join("share/skills/model");
     assert_eq!(files_below(&installed), files_below(&model));
     let bin = prefix.join("bin/skills");
-    assert!(prefix.join("share/skills/skills/semantic-search/SKILL.md").is_file());
+    assert!(prefix
+        .join("share/skills/skills/semantic-search/SKILL.md")
+        .is_file());
 
     // The installed binary with an empty home and no SKILLS_DIR: its bundled skills.
     let run = |args: &[&str]| {

@@ -393,7 +393,11 @@ async fn watch_path_imports_a_folder_of_transcripts() {
 fn children_of(parent: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in fs_err::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
@@ -481,10 +485,7 @@ async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes
         if let Some(&child) = children_of(pid).first() {
             break child;
         }
-        assert!(
-            started.elapsed() < PATIENCE,
-            "no background import started"
-        );
+        assert!(started.elapsed() < PATIENCE, "no background import started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let store = home.path().join("data/conversations.duckdb");
