@@ -454,7 +454,11 @@ impl Chain {
     fn line(&mut self, text: &str) -> String {
         let uuid = format!("{}-{:06}", self.session, self.n);
         let parent = (self.n > 0).then(|| format!("{}-{:06}", self.session, self.n - 1));
-        let role = if self.n % 2 == 0 { "user" } else { "assistant" };
+        let role = if self.n.is_multiple_of(2) {
+            "user"
+        } else {
+            "assistant"
+        };
         let message = if role == "user" {
             json!({"role": "user", "content": text})
         } else {
