@@ -176,6 +176,10 @@ pub struct State {
     pub last_run: Option<String>,
     /// Files waiting for the next run.
     pub pending: usize,
+    /// Files the last run found ending in a line still being written (read when the
+    /// writer finishes it and the file changes again; not a fault).
+    #[serde(default)]
+    pub unfinished: u64,
     /// The last run's problem, if it had one (faults or failure).
     pub last_problem: Option<String>,
 }
@@ -674,6 +678,7 @@ impl Worker {
                     s.messages_added += added;
                     s.last_run = Some(now);
                     s.last_problem = faults.first().cloned();
+                    s.unfinished = count("lines_unfinished");
                 });
             }
             RunOutcome::Failed(why) => {

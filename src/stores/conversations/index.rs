@@ -1489,3 +1489,36 @@ fn merge(dir: &Path, parts: &[SegmentEntry], path: &Path) -> Result<segment::Wri
     }
     Ok(builder.write(path)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Issue 30: a reader waits for a writer holding `LOCK` to let go, not for a lock
+    /// nobody holds, and not past its wait.
+    #[test]
+    fn wait_for_writer_waits_only_for_a_writer_that_lets_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("conversations.duckdb");
+        // No index folder: nobody writes.
+        assert!(!wait_for_writer(&db, Duration::from_millis(50)));
+        let dir = dir_of(&db);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = std::fs::File::create(dir.join("LOCK")).unwrap();
+        // A LOCK file nobody holds.
+        assert!(!wait_for_writer(&db, Duration::from_millis(50)));
+        // Held past the wait.
+        lock.lock().unwrap();
+        assert!(!wait_for_writer(&db, Duration::from_millis(50)));
+        // Let go within the wait.
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            lock.unlock().unwrap();
+        });
+        let start = std::time::Instant::now();
+        assert!(wait_for_writer(&db, Duration::from_secs(5)));
+        assert!(start.elapsed() >= Duration::from_millis(150));
+        writer.join().unwrap();
+    }
+}
