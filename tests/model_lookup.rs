@@ -164,3 +164,106 @@ fn without_a_model_ingest_says_embeddings_were_skipped_and_search_names_the_mode
     );
     assert!(!said.contains("run `skills ingest`"), "{said}");
 }
+
+/// Every file below `dir`, relative to it, sorted.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs_err::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 30: `scripts/install` into a fresh `PREFIX` (the binary this test run built,
+/// `SKILLS_INSTALL_BIN`, so nothing is compiled again) copies the whole model folder,
+/// subfolders included; the installed binary, run with an empty `HOME`, imports with
+/// embeddings and `semantic-search` answers.
+#[cfg(unix)]
+#[test]
+fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empty_home() {
+    let Some(model) = machine_model() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (prefix, home, data) = (
+        tmp.path().join("prefix"),
+        tmp.path().join("home"),
+        tmp.path().join("data"),
+    );
+    fs_err::create_dir_all(&home).unwrap();
+    let install = Command::new("bash")
+        .arg(root().join("scripts/install"))
+        .env("PREFIX", &prefix)
+        .env("SKILLS_INSTALL_BIN", env!("CARGO_BIN_EXE_skills"))
+        .env("SKILLS_MODEL_DIR", &model)
+        .output()
+        .unwrap();
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let installed = prefix.join("share/skills/model");
+    assert_eq!(files_below(&installed), files_below(&model));
+    let bin = prefix.join("bin/skills");
+    assert!(prefix
+        .join("share/skills/skills/semantic-search/SKILL.md")
+        .is_file());
+
+    // The installed binary with an empty home and no SKILLS_DIR: its bundled skills.
+    let run = |args: &[&str]| {
+        Command::new(&bin)
+            .args(args)
+            .current_dir(&home)
+            .env("HOME", &home)
+            .env("SKILLS_DATA_DIR", &data)
+            .env_remove("SKILLS_DIR")
+            .env_remove("SKILLS_MODEL_DIR")
+            .env_remove("SKILLS_EMBEDDER")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .output()
+            .unwrap()
+    };
+    let sample = root().join("data/sample/claude-code");
+    let ingest = run(&["ingest", "--quiet", sample.to_str().unwrap()]);
+    assert!(
+        ingest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ingest.stderr)
+    );
+    assert!(
+        stdout(&ingest).contains("embeddings: rebuilt"),
+        "{}",
+        stdout(&ingest)
+    );
+    let search = run(&[
+        "run",
+        "semantic-search",
+        "--json",
+        "--arg",
+        "query=linking the database library",
+        "--arg",
+        "mode=semantic",
+    ]);
+    assert!(
+        search.status.success(),
+        "{}{}",
+        stdout(&search),
+        String::from_utf8_lossy(&search.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&search.stdout).unwrap();
+    assert!(
+        answer.to_string().contains("conversation_id"),
+        "no rows: {answer}"
+    );
+}

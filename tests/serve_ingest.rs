@@ -387,3 +387,206 @@ async fn watch_path_imports_a_folder_of_transcripts() {
     find(&client, "okapi", "Where do okapi live?").await;
     client.cancel().await.unwrap();
 }
+
+/// The pids of the running children of process `parent` (Linux: `/proc/*/stat`).
+#[cfg(target_os = "linux")]
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: the name may hold spaces, so split after `)`.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        if state != "Z" && fields.next().and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Whether process `pid` runs (and is not a zombie).
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.split_whitespace().next() != Some("Z"))
+        })
+        .unwrap_or(false)
+}
+
+/// Every row of `all_conversations` and every file state of `ingest_files`, as JSON
+/// text in a fixed order: what "the same store" means here.
+fn store_rows(data: &Path) -> (Vec<String>, Vec<String>) {
+    let conn = duckdb::Connection::open_with_flags(
+        data.join("conversations.duckdb"),
+        duckdb::Config::default()
+            .access_mode(duckdb::AccessMode::ReadOnly)
+            .unwrap(),
+    )
+    .unwrap();
+    let rows = |sql: &str| -> Vec<String> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    (
+        rows("SELECT to_json(t)::VARCHAR AS j FROM all_conversations t ORDER BY source, conversation_id, msg_index, message_id"),
+        rows("SELECT to_json(f)::VARCHAR AS j FROM (SELECT path, format, size, mtime_ns, byte_offset, line, next_index, tail_hash, messages FROM ingest_files) f ORDER BY j"),
+    )
+}
+
+/// Issue 30: the server killed (SIGKILL) while its background `skills ingest` writes
+/// takes that import with it (no orphan), and the next start brings the store to what
+/// one clean `skills ingest` of the same files gives: the same rows, the same file
+/// states, the search index current.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes_it() {
+    use skills::bench::gen::{self, Spec};
+    let home = Home::new();
+    seed(&home);
+    // Enough sessions that the catch-up import runs for a while.
+    gen::write_claude_code_tree(
+        &home.path().join(".claude"),
+        Spec {
+            messages: 60_000,
+            seed: 30,
+        },
+    )
+    .unwrap();
+
+    let mut first = home.serve(&[]);
+    first
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut server = first.spawn().unwrap();
+    let pid = server.id().unwrap();
+    // Wait for the background import, and for it to start writing the store.
+    let started = Instant::now();
+    let child = loop {
+        if let Some(&child) = children_of(pid).first() {
+            break child;
+        }
+        assert!(started.elapsed() < PATIENCE, "no background import started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let store = home.path().join("data/conversations.duckdb");
+    let writing = Instant::now();
+    while !store.exists() && writing.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        alive(child),
+        "the import ended before the kill: make the corpus bigger"
+    );
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    // The import dies with the server.
+    let killed = Instant::now();
+    while alive(child) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(5),
+            "`skills ingest` (pid {child}) outlived the killed server"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // One clean import of the same files into another data folder.
+    let clean = home.path().join("clean");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
+        .arg("--data-dir")
+        .arg(&clean)
+        .args(["ingest", "--quiet"])
+        .arg(home.path().join(".claude/projects"))
+        .arg(home.path().join(".codex/sessions"))
+        .env("SKILLS_EMBEDDER", "none")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (clean_rows, clean_files) = store_rows(&clean);
+    assert!(clean_rows.len() > 50_000, "{} rows", clean_rows.len());
+
+    // The next start's catch-up runs complete the store: as many messages as the clean
+    // import, no import running, the search index current.
+    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&[]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let started = Instant::now();
+    loop {
+        let status = home.status();
+        let server = &status["servers"][0];
+        let idle = server["pid"]
+            .as_u64()
+            .is_some_and(|pid| children_of(u32::try_from(pid).unwrap()).is_empty());
+        if idle
+            && server["watch"]["runs"].as_u64().unwrap_or(0) >= 1
+            && status["conversations"]["messages"].as_u64() == Some(clean_rows.len() as u64)
+            && status["conversations"]["index"]["state"] == "current"
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < PATIENCE * 2,
+            "the catch-up run did not finish: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    find(&client, "marmoset", "Where do marmoset monkeys sleep?").await;
+    client.cancel().await.unwrap();
+
+    let (rows, files) = store_rows(&home.path().join("data"));
+    assert_eq!(rows.len(), clean_rows.len());
+    assert!(rows == clean_rows, "the rows differ from a clean import");
+    assert_eq!(files, clean_files);
+}
+
+/// `skills serve --redact` imports in the background as `skills ingest --redact` does:
+/// the secret never reaches the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redact_applies_to_background_imports() {
+    let home = Home::new();
+    let extra = home.path().join("exports");
+    fs_err::create_dir_all(&extra).unwrap();
+    let arg = extra.to_string_lossy().into_owned();
+    let (transport, _stderr) =
+        TokioChildProcess::builder(home.serve(&["--redact", "--watch", &arg]))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let secret = "ghp_Zq8Xv3Lm9Tr2Kp7Wn4Hs6Jd1Fb5Gc0Ye2Ua9";
+    let line = json!({"role": "user", "content": format!("the pangolin token is {secret}"),
+                      "timestamp": "2026-03-09T10:00:00Z"});
+    fs_err::write(extra.join("notes.jsonl"), format!("{line}\n")).unwrap();
+    find(&client, "pangolin", "the pangolin token is").await;
+    client.cancel().await.unwrap();
+    let (rows, _) = store_rows(&home.path().join("data"));
+    let row = rows.iter().find(|r| r.contains("pangolin")).unwrap();
+    assert!(!row.contains(secret), "{row}");
+    assert!(row.contains("[REDACTED:"), "{row}");
+}

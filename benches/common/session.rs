@@ -25,15 +25,26 @@ impl Session {
     /// Starts `skills serve` over the bundled `skills/` folder with `SKILLS_DATA_DIR`
     /// = `data_dir`; `env` adds variables (e.g. `SKILLS_EMBEDDER`).
     pub fn start(data_dir: &Path, env: &[(&str, &str)]) -> Result<Self> {
+        Self::start_with(data_dir, &["--no-ingest"], env, Stdio::null())
+    }
+
+    /// Starts `skills serve ARGS` like [`Session::start`], its stderr going to `stderr`.
+    pub fn start_with(
+        data_dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Result<Self> {
         let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
         let mut child = Command::new(BIN)
-            .args(["serve", "--no-ingest"])
+            .arg("serve")
+            .args(args)
             .env("SKILLS_DIR", skills_dir)
             .env("SKILLS_DATA_DIR", data_dir)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .context("spawning `skills serve`")?;
         let stdin = child.stdin.take().context("stdin")?;
@@ -93,6 +104,11 @@ impl Session {
         )?;
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
         self.request("tools/list", json!({}))
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The server's peak RSS (`VmHWM`), bytes.

@@ -85,6 +85,8 @@ fn conversation_embedder(
 /// [`UsageError`] when no path is given and no default location holds transcripts;
 /// store failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
+    // Started by `skills serve`: end with it.
+    skills::runtime::lifeline::hold();
     let paths = if args.paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {

@@ -33,6 +33,11 @@ pub struct Args {
     /// locations, no background import (the store changes only by `skills ingest`).
     #[arg(long)]
     no_ingest: bool,
+    /// Replace secrets in the transcripts imported in the background before storing
+    /// them, as `skills ingest --redact` does (without it they are stored as written
+    /// and skills redact their output).
+    #[arg(long, conflicts_with = "no_ingest")]
+    redact: bool,
     /// Set by `skills ui`: print the pages' URL on stdout once the server listens.
     #[arg(skip)]
     pub(crate) print_pages: bool,
@@ -51,6 +56,7 @@ impl Args {
             no_watch: false,
             watch_paths: Vec::new(),
             no_ingest: false,
+            redact: false,
             print_pages: true,
             open_pages: open,
         }
@@ -100,7 +106,11 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let ingest = if args.no_ingest {
         None
     } else {
-        Some(super::serve_ingest::options(session, &args.watch_paths)?)
+        Some(super::serve_ingest::options(
+            session,
+            &args.watch_paths,
+            args.redact,
+        )?)
     };
     // Started once the server listens (not for an address refused), stopped before exit.
     let importing = Arc::new(std::sync::Mutex::new(None));

@@ -12,13 +12,18 @@ use skills::runtime::ingest_watch::{self, IngestCommand, IngestWatch, Mode};
 use super::{Session, UsageError};
 
 /// What to watch: the default transcript locations and `extra` (`--watch PATH`),
-/// changes imported with this binary's `skills --data-dir D ingest --json --quiet`.
-/// Start it with [`start`] once the server listens.
+/// changes imported with this binary's `skills --data-dir D ingest --json --quiet`
+/// (plus `--redact` when `redact`: `skills serve --redact`). Start it with [`start`]
+/// once the server listens.
 ///
 /// # Errors
 /// [`UsageError`] for a `--watch` path that does not exist or a bad `SKILLS_WATCH`;
 /// no data folder; the path of this binary unknown.
-pub fn options(session: &Session, extra: &[PathBuf]) -> Result<ingest_watch::Options> {
+pub fn options(
+    session: &Session,
+    extra: &[PathBuf],
+    redact: bool,
+) -> Result<ingest_watch::Options> {
     let mode = Mode::from_env().map_err(UsageError::new)?;
     let conversations = session.store_paths()?.conversations;
     let data_dir = conversations
@@ -29,6 +34,9 @@ pub fn options(session: &Session, extra: &[PathBuf]) -> Result<ingest_watch::Opt
         .context("cannot find the path of this `skills` binary to run `skills ingest`")?;
     let mut args: Vec<OsString> = vec!["--data-dir".into(), data_dir.clone().into()];
     args.extend(["ingest", "--json", "--quiet"].map(OsString::from));
+    if redact {
+        args.push("--redact".into());
+    }
     if let Some(missing) = extra.iter().find(|p| !p.exists()) {
         return Err(UsageError::new(
             ingest_watch::WatchError::Missing(missing.clone()).to_string(),

@@ -374,7 +374,10 @@ impl Context {
         self.use_index
     }
 
-    /// The conversations search index, when it is on and matches the store.
+    /// The conversations search index, when it is on and matches the store. Found
+    /// stale while an ingest holds the index lock (`skills serve`'s background import),
+    /// it waits up to [`index::PUBLISH_WAIT`] for that ingest to publish and opens
+    /// again.
     ///
     /// # Errors
     /// [`Unavailable`] saying why the caller must answer from DuckDB (`Missing` also
@@ -383,11 +386,19 @@ impl Context {
         if !self.use_index || !self.access.reads(Store::Conversations) {
             return Err(Unavailable::Missing);
         }
-        self.shared.index.get(&self.shared.paths.conversations)
+        let db = &self.shared.paths.conversations;
+        match self.shared.index.get(db) {
+            // An ingest (e.g. `skills serve`'s background import) is about to publish.
+            Err(Unavailable::Stale) if index::wait_for_writer(db, index::PUBLISH_WAIT) => {
+                self.shared.index.get(db)
+            }
+            other => other,
+        }
     }
 
     /// The conversations' L1 embeddings (written by `skills ingest`), when they match
-    /// the store.
+    /// the store; found stale while an ingest holds the index lock, waits for it as
+    /// [`Context::conversations_index`] does.
     ///
     /// # Errors
     /// [`Unavailable`]: `Missing` when never embedded (`skills ingest --no-embed`, no
@@ -396,7 +407,13 @@ impl Context {
         if !self.access.reads(Store::Conversations) {
             return Err(Unavailable::Missing);
         }
-        self.shared.embeddings.get(&self.shared.paths.conversations)
+        let db = &self.shared.paths.conversations;
+        match self.shared.embeddings.get(db) {
+            Err(Unavailable::Stale) if index::wait_for_writer(db, index::PUBLISH_WAIT) => {
+                self.shared.embeddings.get(db)
+            }
+            other => other,
+        }
     }
 
     /// Fixes the clock (for natural-language dates) — tests and conformance runs.

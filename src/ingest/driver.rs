@@ -36,6 +36,9 @@ pub struct FileSummary {
     /// Faults found in it (malformed lines, dangling references, or one fault for a
     /// file that could not be imported at all).
     pub faults: usize,
+    /// 1 when it ended in a line a writer had not finished (left for the next import,
+    /// not a fault), else 0.
+    pub unfinished: usize,
     /// False when the file could not be imported or stored at all.
     pub imported: bool,
     /// True when the file had not changed since the last import and was not read.
@@ -61,7 +64,7 @@ pub struct SourceCounts {
 
 /// Totals of one [`ingest_paths`] run. Serialises to
 /// `{"files_seen", "files_imported", "files_unchanged", "files_resumed",
-/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "secrets_redacted", "faults": [{"path", "line", "reason"}],
+/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "secrets_redacted", "faults": [{"path", "line", "reason"}], "lines_unfinished",
 /// "sources": {"<source>": {"files", "parsed", "added", "injected", "skipped"}}}`.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct IngestSummary {
@@ -96,6 +99,9 @@ pub struct IngestSummary {
     pub secrets_redacted: usize,
     /// Every fault, in file order.
     pub faults: Vec<Fault>,
+    /// Files that ended in a line a writer had not finished (a session being written):
+    /// that line is read by the next import and is not a fault.
+    pub lines_unfinished: usize,
     /// Totals per `source` value (`claude-code`, `chatgpt`…), sorted by name.
     pub sources: std::collections::BTreeMap<String, SourceCounts>,
 }
@@ -125,6 +131,13 @@ impl std::fmt::Display for IngestSummary {
                 f,
                 "  {} files unchanged since the last import, {} read from where it stopped",
                 self.files_unchanged, self.files_resumed
+            )?;
+        }
+        if self.lines_unfinished > 0 {
+            writeln!(
+                f,
+                "  {} files end in a line still being written, left for the next import",
+                self.lines_unfinished
             )?;
         }
         if self.secrets_redacted > 0 {
@@ -321,6 +334,7 @@ impl Storer<'_> {
             self.summary.messages_injected += r.summary.injected;
             self.summary.skipped += r.summary.skipped;
             self.summary.secrets_redacted += r.summary.redacted;
+            self.summary.lines_unfinished += r.summary.unfinished;
             self.summary.files_resumed += usize::from(r.summary.resumed);
         }
         self.batch.push(entry, faults);
@@ -832,6 +846,7 @@ fn prepare(
     fs.injected = import.messages.iter().filter(|m| m.is_injected).count();
     fs.skipped = import.skipped;
     fs.faults = import.faults.len();
+    fs.unfinished = import.unfinished;
     let (offset, line, next_index, context) = match &import.cursor {
         Some(c) => (
             c.offset,

@@ -98,6 +98,9 @@ pub struct FileImport {
     pub skipped: usize,
     /// Malformed records, reported and skipped.
     pub faults: Vec<Fault>,
+    /// Last lines left unread because a writer had not finished them (JSON Lines
+    /// formats: 0 or 1 per file); read by the next import, never a fault.
+    pub unfinished: usize,
     /// For append-only JSON Lines formats ([`Format::is_append_only`]): where a later
     /// import of the same file, grown by appending, can go on. `None` for
     /// whole-document formats.
@@ -111,6 +114,7 @@ impl FileImport {
         self.messages.extend(other.messages);
         self.skipped += other.skipped;
         self.faults.extend(other.faults);
+        self.unfinished += other.unfinished;
     }
 }
 

@@ -59,6 +59,8 @@ pub(crate) struct Records<'a> {
     skipped: usize,
     read: usize,
     faults: Vec<Fault>,
+    /// 1 when the file ended in a line a writer had not finished.
+    unfinished: usize,
     clock: Clock,
 }
 
@@ -122,6 +124,7 @@ impl<'a> Records<'a> {
             skipped: 0,
             read: 0,
             faults: Vec::new(),
+            unfinished: 0,
             clock: Clock::resume(start),
         }
     }
@@ -150,6 +153,9 @@ impl<'a> Records<'a> {
         });
         faults.append(&mut self.faults);
         self.faults = faults;
+        if let Ok(end) = &end {
+            self.unfinished = usize::from(end.unfinished);
+        }
         end
     }
 
@@ -254,6 +260,7 @@ impl<'a> Records<'a> {
             messages,
             skipped: self.skipped,
             faults: self.faults,
+            unfinished: self.unfinished,
             cursor,
         }
     }

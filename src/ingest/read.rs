@@ -12,6 +12,9 @@ pub(crate) struct JsonlEnd {
     pub offset: u64,
     /// Its 1-based line number.
     pub line: usize,
+    /// True when the file ends in a line without newline that is not yet whole JSON (a
+    /// writer mid-append): left for the next read, not a fault.
+    pub unfinished: bool,
 }
 
 /// Reads a JSON Lines file record by record, with no line-length limit, from `start`
@@ -19,7 +22,9 @@ pub(crate) struct JsonlEnd {
 /// a line that is not valid JSON or not a JSON object becomes a [`Fault`] (1-based line
 /// number) and reading goes on. `on_record` gets each object and its line number.
 /// Returns where the last complete (newline-terminated) line ends; a last line without
-/// newline is still offered to `on_record` but not counted as read.
+/// newline is still offered to `on_record` but not counted as read, and when its JSON
+/// stops short (a writer mid-append) it is no fault: [`JsonlEnd::unfinished`] says so
+/// and the next read, from the same offset, takes it whole.
 ///
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened, positioned or read.
@@ -37,6 +42,7 @@ pub(crate) fn read_jsonl_from(
         end = JsonlEnd {
             offset: c.offset,
             line: c.line,
+            unfinished: false,
         };
     }
     let mut reader = std::io::BufReader::new(file);
@@ -58,8 +64,10 @@ pub(crate) fn read_jsonl_from(
             end = JsonlEnd {
                 offset: end.offset + n as u64,
                 line: line_no,
+                unfinished: false,
             };
         }
+        let terminated = buf.ends_with(b"\n");
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let bytes = if line_no == 1 { strip_bom(line) } else { line };
@@ -73,6 +81,7 @@ pub(crate) fn read_jsonl_from(
                 Some(line_no),
                 format!("expected a JSON object, found {}", kind_of(&other)),
             )),
+            Err(e) if !terminated && e.is_eof() => end.unfinished = true,
             Err(e) => faults.push(Fault::new(
                 path,
                 Some(line_no),
@@ -188,6 +197,34 @@ pub(crate) fn parse_time(value: &serde_json::Value) -> Option<chrono::DateTime<c
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Issue 30: a last line a writer has not finished is left for the next read, not
+    /// a fault; a whole malformed line, or one malformed before its end, is a fault.
+    #[test]
+    fn an_unfinished_last_line_is_pending_not_a_fault() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let read = |text: &str| {
+            fs_err::write(&path, text).unwrap();
+            let mut faults = Vec::new();
+            let mut records = 0;
+            let end = read_jsonl_from(&path, None, &mut faults, |_, _| records += 1).unwrap();
+            (end, faults.len(), records)
+        };
+        let (end, faults, records) = read("{\"a\": 1}\n{\"b\": \"half wri");
+        assert_eq!((faults, records, end.line, end.offset), (0, 1, 1, 9));
+        assert!(end.unfinished);
+        // Finished: read whole.
+        let (end, faults, records) = read("{\"a\": 1}\n{\"b\": \"half written\"}\n");
+        assert_eq!((faults, records, end.line), (0, 2, 2));
+        assert!(!end.unfinished);
+        // Broken before its end, or broken and terminated: faults.
+        let (end, faults, _) = read("{\"a\": 1}\n{\"b\": ]x");
+        assert_eq!(faults, 1);
+        assert!(!end.unfinished);
+        let (_, faults, _) = read("{\"a\": 1}\n{\"b\": \"half\n");
+        assert_eq!(faults, 1);
+    }
 
     #[test]
     fn parse_time_variants() {

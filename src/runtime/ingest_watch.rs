@@ -17,7 +17,8 @@
 //!   store's write lock, incremental reads of appended lines, the index and embeddings
 //!   published at close), and the lock is held for one chunk at a time, so calls wait
 //!   no longer than they would for a manual ingest. The child gets no stdin and never
-//!   serves or watches, so it cannot start more processes. At start one catch-up run
+//!   serves or watches, so it cannot start more processes, and it dies with the
+//!   server even when the server is killed ([`super::lifeline`]). At start one catch-up run
 //!   imports what changed while no server ran (unchanged files are not read).
 //! - **Safety.** Files that do not exist (deleted, renamed away) or that no importer
 //!   recognises yet (created empty, first line not written) are left for their next
@@ -47,7 +48,7 @@ use notify::{EventKind, RecursiveMode, Watcher as _};
 use crate::ingest::watched::DefaultLocations;
 
 /// Quiet time after the last change before a batch is imported.
-pub const SETTLE: Duration = Duration::from_millis(300);
+pub const SETTLE: Duration = Duration::from_millis(100);
 /// Longest wait between the first pending change and its import, even while changes
 /// keep coming.
 pub const MAX_DELAY: Duration = Duration::from_secs(2);
@@ -175,6 +176,10 @@ pub struct State {
     pub last_run: Option<String>,
     /// Files waiting for the next run.
     pub pending: usize,
+    /// Files the last run found ending in a line still being written (read when the
+    /// writer finishes it and the file changes again; not a fault).
+    #[serde(default)]
+    pub unfinished: u64,
     /// The last run's problem, if it had one (faults or failure).
     pub last_problem: Option<String>,
 }
@@ -577,7 +582,9 @@ impl Worker {
         rx: &mpsc::Receiver<Msg>,
     ) -> Result<RunOutcome, Ended> {
         let command = &self.options.command;
-        let spawned = Command::new(&command.program)
+        let mut cmd = Command::new(&command.program);
+        super::lifeline::mark(&mut cmd);
+        let spawned = cmd
             .args(&command.args)
             .args(paths)
             .stdin(Stdio::null())
@@ -671,6 +678,7 @@ impl Worker {
                     s.messages_added += added;
                     s.last_run = Some(now);
                     s.last_problem = faults.first().cloned();
+                    s.unfinished = count("lines_unfinished");
                 });
             }
             RunOutcome::Failed(why) => {

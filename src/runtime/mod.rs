@@ -2,7 +2,8 @@
 //! argument checking ([`args`]), rendering ([`render`]), the [`Host`] that ties
 //! them together, and its MCP exposure ([`mcp`], behind the stdio line gate [`jsonrpc_gate`], with what it serves in [`catalog`],
 //! the SEP-2640 skill entries in [`skills_ext`], client-lenient schemas in
-//! [`served_schema`] and hot reload in [`watch`]); Agent Skills portability
+//! [`served_schema`] and hot reload in [`watch`]); keeping the store current while
+//! serving ([`ingest_watch`], its children ending with the server through [`lifeline`]); Agent Skills portability
 //! ([`portable`]: host fields read from `metadata`, `validate --portable`, export);
 //! [`yaml_depth`] bounds YAML nesting before parsing.
 //! The runtime knows no particular engine: engines come from [`crate::engines::registry`].
@@ -16,6 +17,7 @@ pub mod host;
 pub mod http_guard;
 pub mod ingest_watch;
 pub mod jsonrpc_gate;
+pub mod lifeline;
 pub mod mcp;
 pub mod portable;
 pub mod render;

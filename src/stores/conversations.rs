@@ -1103,14 +1103,16 @@ impl ConversationStore {
         conn.execute_batch("CHECKPOINT")
             .map_err(|e| duck(&path, e))?;
         conn.close().map_err(|(_, e)| duck(&path, e))?;
-        writer
-            .publish(manifest)
-            .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
+        // The embeddings first: the index writer holds the index lock until it
+        // publishes, and a reader waiting for that lock then finds both current.
         let embeddings = embedded.map(|(w, done)| {
             let (m, r) = done.map_err(|e| e.to_string())?;
             w.publish(m).map_err(|e| e.to_string())?;
             Ok(r)
         });
+        writer
+            .publish(manifest)
+            .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
         Ok(CloseReport {
             index: Some(report),
             embeddings,

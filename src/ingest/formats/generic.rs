@@ -161,6 +161,7 @@ pub(super) fn import(
         ));
     })?;
     out.skipped = skipped;
+    out.unfinished = usize::from(end.unfinished);
     let mut cursor = Cursor {
         offset: end.offset,
         line: end.line,

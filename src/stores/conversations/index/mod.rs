@@ -12,7 +12,11 @@
 //! takes `conversations.index/LOCK` until [`ConversationStore::close`](super::ConversationStore::close),
 //! which brings the index up to date and publishes a new manifest. A reader trusts
 //! the index only while the DuckDB stamp still matches ([`Index::open`]); otherwise
-//! the caller answers from DuckDB, and the next writable close rebuilds the index.
+//! the caller answers from DuckDB, and the next writable close rebuilds the index. A
+//! reader that finds the index stale while a writer still holds `LOCK` (an ingest about
+//! to publish, such as `skills serve`'s background import) may wait for it
+//! ([`wait_for_writer`]): the writer publishes the embeddings, then the index, then
+//! lets go of the lock.
 //!
 //! ## What this kind adds
 //!
@@ -560,5 +564,71 @@ mod tests {
         assert_eq!(m.store.db.unwrap().mtime_ns, 1_700_000_000_123_456_789);
         let before: serde_json::Value = serde_json::from_str(old).unwrap();
         assert_eq!(serde_json::to_value(&m).unwrap(), before);
+    }
+}
+
+/// Longest wait of [`wait_for_writer`] in a call: a background import of a few appended
+/// lines publishes well within it.
+pub const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// For a reader that found the index (or the embeddings) of the store at `db` stale:
+/// when a writable session holds `conversations.index/LOCK` (an ingest that has not
+/// published yet, e.g. `skills serve`'s background import), waits up to `wait` for it
+/// to let go — it publishes the index and the embeddings first. True when a writer
+/// held the lock and let go within `wait` (open again: the files are likely current);
+/// false when none held it (the store was written by another tool, or an ingest was
+/// killed) or it still holds it.
+pub fn wait_for_writer(db: &Path, wait: std::time::Duration) -> bool {
+    let Ok(lock) = std::fs::File::open(dir_of(db).join("LOCK")) else {
+        return false;
+    };
+    let start = std::time::Instant::now();
+    let mut held = false;
+    loop {
+        match lock.try_lock_shared() {
+            Ok(()) => {
+                let _ = lock.unlock();
+                return held;
+            }
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                held = true;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+
+#[cfg(test)]
+mod wait_tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Issue 30: a reader waits for a writer holding `LOCK` to let go, not for a lock
+    /// nobody holds, and not past its wait.
+    #[test]
+    fn wait_for_writer_waits_only_for_a_writer_that_lets_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("conversations.duckdb");
+        // No index folder: nobody writes.
+        assert!(!wait_for_writer(&db, Duration::from_millis(50)));
+        let dir = dir_of(&db);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = std::fs::File::create(dir.join("LOCK")).unwrap();
+        // A LOCK file nobody holds.
+        assert!(!wait_for_writer(&db, Duration::from_millis(50)));
+        // Held past the wait.
+        lock.lock().unwrap();
+        assert!(!wait_for_writer(&db, Duration::from_millis(50)));
+        // Let go within the wait.
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            lock.unlock().unwrap();
+        });
+        let start = std::time::Instant::now();
+        assert!(wait_for_writer(&db, Duration::from_secs(5)));
+        assert!(start.elapsed() >= Duration::from_millis(150));
+        writer.join().unwrap();
     }
 }
