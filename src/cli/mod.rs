@@ -244,7 +244,12 @@ fn context(paths: StorePaths) -> Result<Context> {
     match std::env::var("SKILLS_EMBEDDER").as_deref() {
         Err(_) | Ok("") => {}
         Ok("none") => ctx = ctx.with_embedder(None),
-        Ok(other) => anyhow::bail!("SKILLS_EMBEDDER `{other}`: the only value is `none`"),
+        // Read by `Embedder::load_default` / `load_for_memories` when the models load.
+        Ok("static" | "deep") => {}
+        Ok(other) => anyhow::bail!(
+            "SKILLS_EMBEDDER `{other}`: expected `none` (no model), `static` (the static table \
+             for memories too) or `deep` (the second tier for conversations too)"
+        ),
     }
     Ok(ctx)
 }

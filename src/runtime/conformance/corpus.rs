@@ -17,9 +17,9 @@ use crate::stores::StorePaths;
 ///   when the corpus holds transcripts;
 /// - memories (`memories.sqlite`): every other memory file (markdown with or without
 ///   YAML frontmatter, `MEMORY.md`, JSONL, Letta `.af`), imported by
-///   [`crate::ingest::memories::import_paths`], the importer `skills memo import` uses
-///   (embedding with the local model when it is present); built only when the corpus
-///   holds memory files.
+///   [`crate::ingest::memories::import_paths_with`], the importer `skills memo import`
+///   uses (embedding with the static table when it is present: the model conformance
+///   cases query with); built only when the corpus holds memory files.
 ///
 /// Stores are written and closed before this returns, so engines open them read-only.
 ///
@@ -74,8 +74,11 @@ pub fn build_stores(corpus_dir: &Path, data_dir: &Path) -> Result<StorePaths, St
     }
     if !memory_files.is_empty() {
         let store = MemoryStore::open_rw(&paths.memories).map_err(|e| e.to_string())?;
-        let summary = crate::ingest::memories::import_paths(&store, &memory_files)
-            .map_err(|e| e.to_string())?;
+        // Embedded by the static table, the model conformance cases query with.
+        let model = crate::embed::Embedder::load_default().ok();
+        let summary =
+            crate::ingest::memories::import_paths_with(&store, &memory_files, model.as_ref())
+                .map_err(|e| e.to_string())?;
         drop(store);
         if let Some(fault) = summary.faults.first() {
             return Err(format!("fixture import fault: {fault}"));

@@ -764,21 +764,29 @@ impl Verifier {
             })?;
             ctx = ctx.with_now(t.with_timezone(&chrono::Utc));
         }
+        // The static table for memories too, whatever tiers are fetched: the checklists
+        // state its behaviour (bounds, weights, accent folding of the query vector), and
+        // the corpus's memories are embedded by it; tests/second_tier.rs covers e5.
+        let static_model = || {
+            self.embedder
+                .get_or_init(|| {
+                    Embedder::load_default()
+                        .map(Arc::new)
+                        .map_err(|e| e.to_string())
+                })
+                .clone()
+        };
         match embedder {
-            EmbedderChoice::Auto => {}
+            EmbedderChoice::Auto => {
+                if let Ok(model) = static_model() {
+                    ctx = ctx.with_embedder(Some(model));
+                }
+            }
             EmbedderChoice::None => ctx = ctx.with_embedder(None),
             EmbedderChoice::Required => {
-                let model = self
-                    .embedder
-                    .get_or_init(|| {
-                        Embedder::load_default()
-                            .map(Arc::new)
-                            .map_err(|e| e.to_string())
-                    })
-                    .clone()
-                    .map_err(|e| {
-                        format!("this case needs the embedding model (`embedder: required`): {e}")
-                    })?;
+                let model = static_model().map_err(|e| {
+                    format!("this case needs the embedding model (`embedder: required`): {e}")
+                })?;
                 ctx = ctx.with_embedder(Some(model));
             }
         }

@@ -101,7 +101,8 @@ fn fresh_run(probe: &Probe<'_>) -> Result<Value, String> {
     };
     match probe.embedder {
         EmbedderChoice::None => command.env("SKILLS_EMBEDDER", "none"),
-        EmbedderChoice::Auto | EmbedderChoice::Required => command.env_remove("SKILLS_EMBEDDER"),
+        // The static table for memories too, as the in-process cases (conformance/mod.rs).
+        EmbedderChoice::Auto | EmbedderChoice::Required => command.env("SKILLS_EMBEDDER", "static"),
     };
     let output = command
         .output()

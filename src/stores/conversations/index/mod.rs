@@ -599,7 +599,6 @@ pub fn wait_for_writer(db: &Path, wait: std::time::Duration) -> bool {
     }
 }
 
-
 #[cfg(test)]
 mod wait_tests {
     use super::*;
