@@ -182,12 +182,7 @@ fn main() -> Result<()> {
     // pay the second tier's embedding each run; else a fresh temporary folder.
     let tmp = tempfile::tempdir()?;
     let root = if std::env::var("BENCH_REUSE").as_deref() == Ok("1") {
-        let slug: String = embedder
-            .name()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        let root = common::bench_dir().join("locomo_semantic").join(slug);
+        let root = common::model_dir("locomo_semantic", embedder.name());
         std::fs::create_dir_all(&root)?;
         root
     } else {

@@ -128,13 +128,7 @@ fn main() -> Result<()> {
     // One folder per model: with `QUALITY_REUSE=1` the stores of an earlier run with
     // the same model are imported into again (nothing changes, nothing is re-embedded),
     // so a sweep over tunings does not pay the second tier's embedding each time.
-    let model_slug: String = embedder
-        .as_ref()
-        .map_or("none", |e| e.name())
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let root = common::bench_dir().join("quality").join(model_slug);
+    let root = common::model_dir("quality", embedder.as_ref().map_or("none", |e| e.name()));
     if std::env::var("QUALITY_REUSE").as_deref() != Ok("1") {
         let _ = std::fs::remove_dir_all(&root);
     }

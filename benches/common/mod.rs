@@ -16,6 +16,18 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// `bench_dir()/<bench>/<model>`: where a harness keeps the stores it embedded with
+/// `model` between runs (`QUALITY_REUSE`, `BENCH_REUSE`), one folder per model so a
+/// store is never queried with another model's vectors.
+#[allow(dead_code)] // Not every bench including this module keeps stores.
+pub fn model_dir(bench: &str, model: &str) -> PathBuf {
+    let slug: String = model
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    bench_dir().join(bench).join(slug)
+}
+
 /// Folder for generated corpora and stores: `$BENCH_DIR`, else
 /// `$CARGO_TARGET_DIR/bench-data`, else `target/bench-data`.
 pub fn bench_dir() -> PathBuf {

@@ -60,20 +60,19 @@ fn conversation_embedder(
     store_path: &std::path::Path,
     chosen: Option<Tier>,
 ) -> Result<Embedder, EmbedError> {
+    use skills::embed::Tier as Model;
     use skills::stores::conversations::embeddings::{dir_of, Manifest};
-    let stored_deep =
-        || Manifest::read(&dir_of(store_path)).is_ok_and(|m| m.model == skills::embed::deep::NAME);
-    let tier = chosen.unwrap_or(if stored_deep() {
-        Tier::Deep
-    } else {
-        Tier::Static
-    });
-    let dir = Embedder::default_dir()
-        .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
-    match tier {
-        Tier::Deep => Embedder::load_deep(&dir),
-        Tier::Static => Embedder::load(&dir),
-    }
+    let tier = match chosen {
+        Some(Tier::Deep) => Model::Deep,
+        Some(Tier::Static) => Model::Static,
+        None if Manifest::read(&dir_of(store_path))
+            .is_ok_and(|m| m.model == skills::embed::deep::NAME) =>
+        {
+            Model::Deep
+        }
+        None => Model::Static,
+    };
+    Embedder::load_tier(tier)
 }
 
 /// Imports `paths` (else every tool's default location) and prints the summary (under

@@ -71,10 +71,12 @@ enum Backend {
     Deep(DeepModel),
 }
 
-/// The two tiers, as `SKILLS_EMBEDDER` names them.
+/// The two tiers, as `SKILLS_EMBEDDER` and `skills ingest --embedder` name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tier {
+pub enum Tier {
+    /// The static table ([`Embedder::load`]).
     Static,
+    /// The second tier ([`Embedder::load_deep`]).
     Deep,
 }
 
@@ -141,12 +143,21 @@ impl Embedder {
     /// [`EmbedError::NotFound`] when the folder or its files are missing,
     /// [`EmbedError::Load`] when they cannot be read.
     pub fn load_default() -> Result<Self, EmbedError> {
+        Self::load_tier(tier_setting().unwrap_or(Tier::Static))
+    }
+
+    /// Loads `tier` from [`Embedder::default_dir`].
+    ///
+    /// # Errors
+    /// As [`Embedder::load`] or [`Embedder::load_deep`]; [`EmbedError::NotFound`] when
+    /// no model folder is known at all.
+    pub fn load_tier(tier: Tier) -> Result<Self, EmbedError> {
         let dir = Self::default_dir()
             .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
-        if tier_setting() == Some(Tier::Deep) {
-            return Self::load_deep(&dir);
+        match tier {
+            Tier::Deep => Self::load_deep(&dir),
+            Tier::Static => Self::load(&dir),
         }
-        Self::load(&dir)
     }
 
     /// The memories' model: the second tier ([`deep`]) when its files are in
