@@ -1,0 +1,114 @@
+//! Fusion of the legs' rankings into one: hybrid's weighted, normalised sum (with its
+//! tie-breaks), or a single leg's scores as they are.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::{Mode, Norm, Ranked, Tuning};
+
+/// Hybrid's fusion under one [`Tuning`]: each leg's scores put on [0, 1] (bm25: over
+/// its best; vec: by `vec_norm`), weighted, summed per memory. Weights chosen on the
+/// LoCoMo dev half (`cargo bench --bench quality`, docs/performance.md "Retrieval
+/// quality", "Second tier"); `exact` is not a hybrid leg (it is almost always empty
+/// on natural-language questions, and when not it counts bm25's all-word matches twice).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fusion<'a>(pub(super) &'a Tuning);
+
+impl Fusion<'_> {
+    pub(super) fn weight(&self, leg: &str) -> f64 {
+        match leg {
+            "vec" => self.0.vec_weight,
+            "bm25" => self.0.bm25_weight,
+            _ => 0.0,
+        }
+    }
+
+    fn norm(&self, leg: &str) -> Norm {
+        if leg == "vec" {
+            self.0.vec_norm
+        } else {
+            Norm::Best
+        }
+    }
+}
+
+/// One fused hit: rowid, final score and its `(leg, rank, leg score)` provenance.
+pub(super) struct Fused {
+    pub(super) rowid: i64,
+    pub(super) score: f64,
+    pub(super) legs: Vec<(&'static str, usize, f64)>,
+    /// Hybrid: each leg's score over that leg's best.
+    pub(super) normalised: Vec<(&'static str, f64)>,
+}
+
+pub(super) fn fuse(
+    mode: Mode,
+    legs: &[(&'static str, Ranked)],
+    limit: usize,
+    tuning: &Tuning,
+    trace: &mut Vec<Value>,
+) -> Vec<Fused> {
+    let fusion = Fusion(tuning);
+    let mut by_row: HashMap<i64, Fused> = HashMap::new();
+    let mut order: Vec<i64> = Vec::new();
+    for (name, ranked) in legs {
+        for (i, (rowid, score)) in ranked.iter().enumerate() {
+            let entry = by_row.entry(*rowid).or_insert_with(|| {
+                order.push(*rowid);
+                Fused {
+                    rowid: *rowid,
+                    score: 0.0,
+                    legs: Vec::new(),
+                    normalised: Vec::new(),
+                }
+            });
+            entry.legs.push((name, i + 1, *score));
+            let norm = fusion.norm(name);
+            if mode == Mode::Hybrid {
+                entry
+                    .normalised
+                    .push((name, normalised(ranked, *score, norm)));
+            }
+            entry.score += if mode == Mode::Hybrid {
+                fusion.weight(name) * normalised(ranked, *score, norm)
+            } else {
+                *score
+            };
+        }
+    }
+    let candidates = order.len();
+    let mut fused: Vec<Fused> = order
+        .into_iter()
+        .filter_map(|r| by_row.remove(&r))
+        .collect();
+    if mode == Mode::Hybrid {
+        // Ties: best single-leg rank, then first-seen order (legs are already ordered
+        // by score, newer `updated`, smaller id).
+        let first_seen: HashMap<i64, usize> = fused
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.rowid, i))
+            .collect();
+        fused.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| best_rank(a).cmp(&best_rank(b)))
+                .then_with(|| first_seen.get(&a.rowid).cmp(&first_seen.get(&b.rowid)))
+        });
+        trace.push(json!({"stage": "fuse", "method": "normalised", "weights": {"vec": fusion.weight("vec"), "bm25": fusion.weight("bm25")}, "candidates": candidates}));
+    }
+    fused.truncate(limit);
+    fused
+}
+
+/// `score` of leg `ranked` (best first) on [0, 1] by `norm` ([`Norm::apply`]).
+fn normalised(ranked: &Ranked, score: f64, norm: Norm) -> f64 {
+    let top = ranked.first().map_or(0.0, |f| f.1);
+    let low = ranked.last().map_or(0.0, |f| f.1);
+    norm.apply(score, top, low)
+}
+
+fn best_rank(f: &Fused) -> usize {
+    f.legs.iter().map(|l| l.1).min().unwrap_or(usize::MAX)
+}
