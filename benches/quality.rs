@@ -11,7 +11,7 @@
 //! [`Host::call`] with `limit` 10.
 //!
 //! Environment: `QUALITY_MODES` (comma-separated variants: `default`, a mode name, or
-//! `hybrid:VEC:BM25:none|WINDOW:WEIGHT[:mm]`; default [`MODES`]), `QUALITY_UNITS`
+//! `hybrid:VEC:BM25:none|WINDOW:WEIGHT[:mm][:tB]`; default [`MODES`]), `QUALITY_UNITS`
 //! (`session,turn`), `QUALITY_HAYSTACKS` (`conversation,pooled`), `QUALITY_MISSES`
 //! (print up to N questions the default mode misses at 5 and plain BM25 finds),
 //! `QUALITY_REUSE=1` (import into the previous run's stores of the same model instead
@@ -379,9 +379,20 @@ fn print_tables(unit: Unit, haystack: &str, tallies: &BTreeMap<String, Tally>, m
 
 /// `(mode argument, tuning)` of a `QUALITY_MODES` entry: `default` (no mode argument),
 /// a mode name, or `hybrid:VEC:BM25:none` / `hybrid:VEC:BM25:WINDOW:WEIGHT`, either
-/// with a last part `mm` for min-max normalisation of the vec leg ([`Norm::MinMax`]).
+/// with a part `mm` for min-max normalisation of the vec leg ([`Norm::MinMax`]) and a
+/// last part `tB` for the temporal routing's boost (`t0`: none).
 fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
     let mut p: Vec<&str> = name.split(':').collect();
+    let temporal_boost = match p.last().and_then(|l| l.strip_prefix('t')) {
+        Some(b) => {
+            let b = b
+                .parse()
+                .with_context(|| format!("variant `{name}`: `t{b}` is not a boost"))?;
+            p.pop();
+            b
+        }
+        None => skills::engines::temporal::BOOST,
+    };
     let vec_norm = if p.last() == Some(&"mm") {
         p.pop();
         Norm::MinMax
@@ -412,6 +423,7 @@ fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
             bm25_weight: num(2)?,
             context,
             vec_norm,
+            temporal_boost,
         }),
     ))
 }

@@ -136,6 +136,19 @@ fn memo_search_defaults_are_the_documented_ones() {
         &deep.vec_weight.to_string(),
     );
     assert_documented("memo-search", "vec norm, second tier", norm(deep.vec_norm));
+    assert_eq!(
+        (t.temporal_boost, deep.temporal_boost),
+        (
+            skills::engines::temporal::BOOST,
+            skills::engines::temporal::BOOST
+        ),
+        "both tiers route temporal questions alike"
+    );
+    assert_documented(
+        "memo-search",
+        "temporal boost",
+        &t.temporal_boost.to_string(),
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub mod memo_search;
 pub mod search_conversations;
 pub mod semantic_search;
 pub mod sql;
+pub mod temporal;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -194,12 +194,13 @@ impl Engine for SqlQuery {
             }
         }
         let (columns, rows, truncated) = match self.store {
-            StoreKind::Conversations => self.run_duckdb(sql, &values, ctx)?,
-            StoreKind::Memories => {
-                ctx.may_read(crate::stores::Store::Memories)?;
-                self.run_sqlite(sql, &values, ctx)?
-            }
-        };
+            StoreKind::Conversations => self.run_duckdb(sql, &values, ctx),
+            StoreKind::Memories => ctx
+                .may_read(crate::stores::Store::Memories)
+                .map_err(EngineError::from)
+                .and_then(|()| self.run_sqlite(sql, &values, ctx)),
+        }
+        .map_err(|e| conversion_argument(e, args))?;
         Ok(json!({"columns": columns, "count": rows.len(), "truncated": truncated, "rows": rows}))
     }
 }
@@ -297,6 +298,32 @@ impl SqlQuery {
         rows.truncate(cap);
         (columns, rows, truncated)
     }
+}
+
+/// A value the schema let through but the database cannot convert ("9999-99-99" as a
+/// DATE): DuckDB's `Conversion Error` becomes an argument error naming the argument
+/// whose value the message quotes (`arguments` when none does), not a failed query.
+fn conversion_argument(e: EngineError, args: &Value) -> EngineError {
+    let EngineError::Query(message) = &e else {
+        return e;
+    };
+    let Some(at) = message.find("Conversion Error") else {
+        return e;
+    };
+    let reason = message[at + "Conversion Error".len()..]
+        .trim_start_matches(':')
+        .trim()
+        .to_owned();
+    let name = args
+        .as_object()
+        .and_then(|m| {
+            m.iter().find(|(_, v)| {
+                v.as_str()
+                    .is_some_and(|v| !v.is_empty() && message.contains(&format!("\"{v}\"")))
+            })
+        })
+        .map_or_else(|| "arguments".to_owned(), |(k, _)| k.clone());
+    EngineError::Argument { name, reason }
 }
 
 fn refused(e: sandbox::SandboxError) -> EngineError {

@@ -1,11 +1,14 @@
 //! Fusion of the legs' rankings into one: hybrid's weighted, normalised sum (with its
 //! tie-breaks), or a single leg's scores as they are.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params_from_iter, Connection};
 
 use serde_json::{json, Value};
 
 use super::{Mode, Norm, Ranked, Tuning};
+use crate::engines::temporal;
 
 /// Hybrid's fusion under one [`Tuning`]: each leg's scores put on [0, 1] (bm25: over
 /// its best; vec: by `vec_norm`), weighted, summed per memory. Weights chosen on the
@@ -40,6 +43,8 @@ pub(super) struct Fused {
     pub(super) legs: Vec<(&'static str, usize, f64)>,
     /// Hybrid: each leg's score over that leg's best.
     pub(super) normalised: Vec<(&'static str, f64)>,
+    /// What a temporal question's routing added ([`boost_times`]; 0: nothing).
+    pub(super) temporal: f64,
 }
 
 pub(super) fn fuse(
@@ -61,6 +66,7 @@ pub(super) fn fuse(
                     score: 0.0,
                     legs: Vec::new(),
                     normalised: Vec::new(),
+                    temporal: 0.0,
                 }
             });
             entry.legs.push((name, i + 1, *score));
@@ -111,4 +117,41 @@ fn normalised(ranked: &Ranked, score: f64, norm: Norm) -> f64 {
 
 fn best_rank(f: &Fused) -> usize {
     f.legs.iter().map(|l| l.1).min().unwrap_or(usize::MAX)
+}
+
+/// Routes a temporal question ([`temporal`]): each candidate whose body refers to a
+/// time gains `boost`; the order is then by score again (ties keep fusion's order).
+pub(super) fn boost_times(
+    conn: &Connection,
+    fused: &mut [Fused],
+    boost: f64,
+    trace: &mut Vec<Value>,
+) -> Result<(), rusqlite::Error> {
+    let rowids: Vec<i64> = fused.iter().map(|f| f.rowid).collect();
+    let mut timed = HashSet::new();
+    // SQLite binds at most 32,766 parameters per statement.
+    for chunk in rowids.chunks(1000) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = conn.prepare(&format!(
+            "SELECT rowid, body FROM memories WHERE rowid IN ({marks})"
+        ))?;
+        let rows = stmt.query_map(params_from_iter(chunk.iter()), |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        for row in rows {
+            let (rowid, body) = row?;
+            if temporal::refers_to_time(&body) {
+                timed.insert(rowid);
+            }
+        }
+    }
+    for f in fused.iter_mut() {
+        if timed.contains(&f.rowid) {
+            f.score += boost;
+            f.temporal = boost;
+        }
+    }
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+    trace.push(json!({"stage": "temporal", "boost": boost, "candidates": fused.len(), "refer_to_time": timed.len()}));
+    Ok(())
 }

@@ -102,6 +102,9 @@ pub(super) fn explain(f: &Fused, mode: Mode, tuning: &Tuning) -> Value {
     let mut explain = json!({"legs": legs_json});
     if mode == Mode::Hybrid {
         explain["fusion"] = json!({"method": "normalised", "score": round6(f.score)});
+        if f.temporal > 0.0 {
+            explain["fusion"]["temporal"] = json!(round6(f.temporal));
+        }
     }
     explain
 }

@@ -67,14 +67,14 @@ pub mod when;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-use super::{Context, Engine, EngineError};
+use super::{temporal, Context, Engine, EngineError};
 use crate::embed::Embedder;
 /// The stop words, shared with the conversations index's keyword postings.
 pub use crate::search::words::{is_stop_word, STOP_WORDS};
 use crate::stores::memories::{links_of, MemoryStore};
 use filter::Filter;
 use fts::{fold_tokens, Leg};
-use fuse::{fuse, Fused};
+use fuse::{boost_times, fuse, Fused};
 use hits::{finish, load_rows, round6, truncate_body};
 pub use request::Request;
 use vec_leg::vec_leg_until;
@@ -121,6 +121,9 @@ pub struct Tuning {
     pub context: Option<Around>,
     /// How the vec leg's cosines are normalised before weighting ([`VEC_NORM`]).
     pub vec_norm: Norm,
+    /// What a candidate whose body refers to a time gains in a temporal question's
+    /// fused score ([`temporal::BOOST`]; 0: no routing).
+    pub temporal_boost: f64,
 }
 
 pub use super::Norm;
@@ -140,6 +143,7 @@ impl Tuning {
         bm25_weight: BM25_WEIGHT,
         context: Some(CONTEXT),
         vec_norm: VEC_NORM,
+        temporal_boost: temporal::BOOST,
     };
 
     /// The parameters when the memories' model is the second tier ([`DEEP_VEC_WEIGHT`],
@@ -150,6 +154,7 @@ impl Tuning {
         bm25_weight: BM25_WEIGHT,
         context: Some(CONTEXT),
         vec_norm: DEEP_VEC_NORM,
+        temporal_boost: temporal::BOOST,
     };
 }
 
@@ -452,7 +457,16 @@ fn rank(
         }
     }
     stopped(req)?;
-    let fused = fuse(req.mode, &legs, req.limit, &tuning, &mut trace);
+    // A temporal question re-ranks every fused candidate, not only the first `limit`.
+    let temporal = req.mode == Mode::Hybrid
+        && tuning.temporal_boost > 0.0
+        && temporal::is_temporal_question(&req.query);
+    let pool = if temporal { usize::MAX } else { req.limit };
+    let mut fused = fuse(req.mode, &legs, pool, &tuning, &mut trace);
+    if temporal {
+        boost_times(conn, &mut fused, tuning.temporal_boost, &mut trace).map_err(map_err)?;
+        fused.truncate(req.limit);
+    }
     Ok(Ranking {
         fused: Some(fused),
         tuning,
