@@ -14,11 +14,16 @@
 //! is stored but only found without a role filter. The term's `%` and `_` are deliberately not escaped: they act
 //! as `ILIKE` wildcards. Empty term with `role = "user"` returns recent user
 //! questions (`has_question = 1`).
+//!
+//! `project` (optional, [`Project`]) adds `AND project ILIKE '%' || x || '%' ESCAPE '\'`
+//! with `x`'s `\`, `%` and `_` escaped: a case-insensitive literal substring of the
+//! stored project path, as memo-search's `file`. Without it the rows are the seed's.
 
 use serde_json::{json, Value};
 
 use super::{Context, Engine, EngineError};
 use crate::stores::conversations::index::{Hit, Query, Unavailable};
+use crate::stores::conversations::project::Project;
 
 /// Characters of message content kept in each row's `preview` (Unicode scalar values).
 pub use crate::stores::conversations::segment::PREVIEW_CHARS;
@@ -64,7 +69,8 @@ impl Engine for SearchConversations {
     /// Output shape:
     /// `{"term": str, "role": str|null, "limit": int, "mode": "keyword"|"questions",
     ///   "count": int, "rows": [{"date": "YYYY-MM-DD", "created": "YYYY-MM-DDTHH:MM:SS[.ffffff]Z",
-    ///   "source", "role", "conversation_id", "message_id", "preview"}]}`.
+    ///   "source", "role", "conversation_id", "message_id", "project": str|null, "preview"}],
+    ///   "project": str|null}`.
     /// `preview` is `substr(content, 1, 200)` — raw, unescaped.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
         let term = args.get("term").and_then(Value::as_str).unwrap_or("");
@@ -77,6 +83,7 @@ impl Engine for SearchConversations {
             });
         }
         check_wildcards("term", term)?;
+        let project = Project::from_arg(args.get("project").and_then(Value::as_str));
         let questions = term.is_empty() && role == Some("user");
         let done = |rows: Vec<Value>| {
             json!({
@@ -86,9 +93,13 @@ impl Engine for SearchConversations {
                 "mode": if questions { "questions" } else { "keyword" },
                 "count": rows.len(),
                 "rows": rows,
+                "project": project.as_ref().map(Project::fragment),
             })
         };
         match ctx.conversations_index() {
+            Ok(index) if !index.has_projects() => {
+                note("the search index predates the project column");
+            }
             Ok(index) => {
                 let q = Query {
                     term: (!questions).then_some(term),
@@ -97,7 +108,7 @@ impl Engine for SearchConversations {
                     limit: usize::try_from(limit).unwrap_or(15),
                     stop: ctx.cancel(),
                 };
-                match index.search(&q) {
+                match index.search_in(&q, project.as_ref()) {
                     Ok(hits) => return Ok(done(hits.iter().map(row_of_hit).collect())),
                     Err(e) => note(&format!("the search index is damaged ({e})")),
                 }
@@ -117,7 +128,7 @@ impl Engine for SearchConversations {
 
         let mut sql = String::from(
             "SELECT strftime(created, '%Y-%m-%d'), strftime(created, '%Y-%m-%dT%H:%M:%S.%fZ'), \
-             source, role, conversation_id, message_id, substr(content, 1, 200) \
+             source, role, conversation_id, message_id, substr(content, 1, 200), project \
              FROM all_conversations WHERE ",
         );
         let mut params: Vec<Box<dyn duckdb::ToSql>> = Vec::new();
@@ -136,6 +147,11 @@ impl Engine for SearchConversations {
                 }
             }
         }
+        if let Some(p) = &project {
+            sql.push_str(" AND ");
+            sql.push_str(Project::SQL);
+            params.push(Box::new(p.sql_param()));
+        }
         sql.push_str(
             " ORDER BY created DESC, source ASC, conversation_id ASC, message_id ASC LIMIT ?",
         );
@@ -153,6 +169,7 @@ impl Engine for SearchConversations {
                     "role": r.get::<_, String>(3)?,
                     "conversation_id": r.get::<_, String>(4)?,
                     "message_id": r.get::<_, String>(5)?,
+                    "project": r.get::<_, Option<String>>(7)?,
                     "preview": r.get::<_, String>(6)?,
                 }))
             })
@@ -173,6 +190,7 @@ fn row_of_hit(h: &Hit) -> Value {
         "role": h.role,
         "conversation_id": h.conversation_id,
         "message_id": h.message_id,
+        "project": h.project,
         "preview": h.preview,
     })
 }

@@ -28,6 +28,7 @@ use crate::model::Message;
 
 pub mod embeddings;
 pub mod index;
+pub mod project;
 pub mod segment;
 
 use std::sync::Arc;

@@ -2,15 +2,15 @@
 //! (`created DESC, source, conversation_id, message_id`), stored as columns that are
 //! used straight from a memory map, with no parse step.
 //!
-//! ## On-disk format (version 2, little-endian)
+//! ## On-disk format (version 3, little-endian)
 //!
 //! ```text
 //! offset 0   magic "SKILLSCI"                      8 bytes
-//!        8   format version (2; 1 is read too)     u32
+//!        8   format version (3; 2 and 1 are read)  u32
 //!       12   byte-order mark 0x01020304            u32
 //!       16   rows n                                u64
 //!       24   rows per filter block                 u32
-//!       28   number of sections (23; 18 in v1)     u32
+//!       28   number of sections (26; 23 v2, 18 v1) u32
 //!       32   words of all rows (v2; zero in v1)    u64
 //!       40   reserved, zero                        24 bytes
 //!       64   section table: (offset u64, length u64) per section, in the order below
@@ -34,9 +34,12 @@
 //! | 18, 19 | terms (v2) | `u64[t+1]`, bytes | sorted distinct terms of the folded text ([`postings`]) |
 //! | 20, 21 | term lists (v2) | `u64[t+1]`, bytes | each term's rows and frequencies, varint-coded ([`postings`]) |
 //! | 22 | row lengths (v2) | `u16[n]` | words per row, saturated ([`postings`]) |
+//! | 23 | project (v3) | `u32[n]` | index into the project dictionary; `u32::MAX` when `project` is NULL |
+//! | 24, 25 | project dictionary (v3) | `u64[p+1]`, bytes | sorted distinct projects |
 //!
-//! Version 1 files (no postings) are still read: [`Segment::postings`] is `None` for
-//! them, and the next ingest rewrites them ([`Segment::version`]).
+//! Version 1 files (no postings) and version 2 files (no project) are still read:
+//! [`Segment::postings`] is `None` for the first, [`Segment::has_projects`] false for
+//! both, and the next ingest rebuilds the index from the table ([`Segment::version`]).
 //!
 //! A string table is an offsets array (`u64`, one more than entries, starting at 0)
 //! and the concatenated UTF-8 bytes. Nothing in a file is trusted: every access is
@@ -59,14 +62,18 @@ use crate::search::scan::{self, Corrupt, Filter, Texts, BLOCK_WORDS};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"SKILLSCI";
-/// Format version written (and [`VERSION_1`] is read too).
-pub const VERSION: u32 = 2;
+/// Format version written ([`VERSION_2`] and [`VERSION_1`] are read too).
+pub const VERSION: u32 = 3;
+/// The second format version: postings, no project column.
+pub const VERSION_2: u32 = 2;
 /// The first format version: no postings.
 pub const VERSION_1: u32 = 1;
 const BOM: u32 = 0x0102_0304;
 const HEADER: usize = 64;
+/// Sections of a version 3 file.
+const SECTIONS: usize = 26;
 /// Sections of a version 2 file.
-const SECTIONS: usize = 23;
+const SECTIONS_V2: usize = 23;
 /// Sections of a version 1 file.
 const SECTIONS_V1: usize = 18;
 /// Rows per filter block (see docs/performance.md: 4-grams over 256 rows).
@@ -95,7 +102,12 @@ mod sec {
     pub const TERMS: usize = 18;
     pub const LISTS: usize = 20;
     pub const LENGTHS: usize = 22;
+    pub const PROJECT: usize = 23;
+    pub const PROJECTS: usize = 24;
 }
+
+/// The project index of a row whose `project` is NULL.
+pub const NO_PROJECT: u32 = u32::MAX;
 
 /// Errors reading or writing a segment.
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +147,8 @@ pub struct RowIn<'a> {
     pub message_id: &'a str,
     /// `role`.
     pub role: &'a str,
+    /// `project` (`None`: NULL).
+    pub project: Option<&'a str>,
     /// [`HAS_QUESTION`] | [`NOT_INJECTED`].
     pub flags: u8,
     /// Folded `content` ([`scan::fold`]).
@@ -227,6 +241,8 @@ pub struct SegmentBuilder {
     role: Vec<u32>,
     source: Vec<u32>,
     conv: Vec<u32>,
+    project: Vec<u32>,
+    projects: Dict,
     roles: Dict,
     sources: Dict,
     convs: Dict,
@@ -289,6 +305,8 @@ impl SegmentBuilder {
         let source = self.sources.id(row.source);
         let conv = self.convs.id(row.conversation_id);
         let role = self.roles.id(row.role);
+        let project = row.project.map_or(NO_PROJECT, |p| self.projects.id(p));
+        self.project.push(project);
         self.created.push(row.created_us);
         self.flags.push(row.flags);
         self.role.push(role);
@@ -318,6 +336,7 @@ impl SegmentBuilder {
         let (roles, role_map) = self.roles.sorted();
         let (sources, source_map) = self.sources.sorted();
         let (convs, conv_map) = self.convs.sorted();
+        let (projects, project_map) = self.projects.sorted();
         if roles.len() > 255 || sources.len() > 65_535 {
             return Err(SegmentError::Input(format!(
                 "{} roles, {} sources: more than the format holds",
@@ -338,6 +357,17 @@ impl SegmentBuilder {
             .map(|&s| source_map[s as usize] as u16)
             .collect();
         let conv: Vec<u32> = self.conv.iter().map(|&c| conv_map[c as usize]).collect();
+        let project: Vec<u32> = self
+            .project
+            .iter()
+            .map(|&p| {
+                if p == NO_PROJECT {
+                    NO_PROJECT
+                } else {
+                    project_map[p as usize]
+                }
+            })
+            .collect();
         let table = |strings: &[String]| {
             let mut offs = vec![0u64];
             let mut bytes = Vec::new();
@@ -350,6 +380,7 @@ impl SegmentBuilder {
         let (role_offs, role_bytes) = table(&roles);
         let (source_offs, source_bytes) = table(&sources);
         let (conv_offs, conv_bytes) = table(&convs);
+        let (project_offs, project_bytes) = table(&projects);
         let texts = Texts {
             text: &self.text,
             offsets: &self.text_offs,
@@ -382,6 +413,9 @@ impl SegmentBuilder {
             bytemuck::cast_slice(&posted.list_offsets),
             &posted.lists,
             bytemuck::cast_slice(&posted.lengths),
+            bytemuck::cast_slice(&project),
+            bytemuck::cast_slice(&project_offs),
+            &project_bytes,
         ];
         let mut header = Vec::with_capacity(HEADER + SECTIONS * 16);
         header.extend_from_slice(MAGIC);
@@ -496,10 +530,11 @@ impl Segment {
         let version = u32_at(b, 8);
         let count = match version {
             VERSION => SECTIONS,
+            VERSION_2 => SECTIONS_V2,
             VERSION_1 => SECTIONS_V1,
             v => {
                 return Err(bad(format!(
-                    "format version {v} (expected {VERSION_1} or {VERSION})"
+                    "format version {v} (expected {VERSION_1} to {VERSION})"
                 )))
             }
         };
@@ -547,7 +582,7 @@ impl Segment {
             }
         }
         let mut tables = vec![sec::ROLES, sec::SOURCES, sec::CONVS];
-        if version == VERSION {
+        if version >= VERSION_2 {
             if sections[sec::LENGTHS].1 != rows * 2 {
                 return Err(bad(format!(
                     "section {} has {} bytes, expected {}",
@@ -560,6 +595,17 @@ impl Segment {
                 return Err(bad("term and list offsets differ in length".into()));
             }
             tables.extend([sec::TERMS, sec::LISTS]);
+        }
+        if version >= VERSION {
+            if sections[sec::PROJECT].1 != rows * 4 {
+                return Err(bad(format!(
+                    "section {} has {} bytes, expected {}",
+                    sec::PROJECT,
+                    sections[sec::PROJECT].1,
+                    rows * 4
+                )));
+            }
+            tables.push(sec::PROJECTS);
         }
         for i in tables {
             if sections[i].1 < 8 || sections[i].1 % 8 != 0 {
@@ -582,14 +628,63 @@ impl Segment {
         &self.path
     }
 
-    /// The format version of the file ([`VERSION`] or [`VERSION_1`]).
+    /// The format version of the file ([`VERSION`], [`VERSION_2`] or [`VERSION_1`]).
     pub fn version(&self) -> u32 {
         self.version
     }
 
+    /// True when the file holds each row's `project` (version 3).
+    pub fn has_projects(&self) -> bool {
+        self.version >= VERSION
+    }
+
+    /// Project dictionary index per row ([`NO_PROJECT`] for NULL); empty before
+    /// version 3.
+    pub fn project_ids(&self) -> &[u32] {
+        if self.has_projects() {
+            self.words(sec::PROJECT)
+        } else {
+            &[]
+        }
+    }
+
+    /// Distinct projects in the file (0 before version 3).
+    pub fn project_count(&self) -> usize {
+        if self.has_projects() {
+            self.dict_len(sec::PROJECTS)
+        } else {
+            0
+        }
+    }
+
+    /// Entry `i` of the project dictionary.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the dictionary is damaged or `i` is past it.
+    pub fn project_name(&self, i: usize) -> Result<&str, Corrupt> {
+        if !self.has_projects() {
+            return Err(Corrupt);
+        }
+        self.string(sec::PROJECTS, i)
+    }
+
+    /// Row `i`'s project (`None`: NULL, or a file before version 3).
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the row or the dictionary is damaged.
+    pub fn project(&self, i: usize) -> Result<Option<&str>, Corrupt> {
+        if !self.has_projects() {
+            return Ok(None);
+        }
+        match *self.project_ids().get(i).ok_or(Corrupt)? {
+            NO_PROJECT => Ok(None),
+            p => self.string(sec::PROJECTS, p as usize).map(Some),
+        }
+    }
+
     /// The BM25 postings of the folded text; `None` in a version 1 file.
     pub fn postings(&self) -> Option<Postings<'_>> {
-        (self.version >= VERSION).then(|| Postings {
+        (self.version >= VERSION_2).then(|| Postings {
             term_offsets: self.words(sec::TERMS),
             terms: self.bytes(sec::TERMS + 1),
             list_offsets: self.words(sec::LISTS),
@@ -798,6 +893,7 @@ impl Segment {
             conversation_id: self.conversation_id(i)?,
             message_id: self.message_id(i)?,
             role: self.role(i)?,
+            project: self.project(i)?,
             flags: *self.flags().get(i).ok_or(Corrupt)?,
             folded: self.texts().row(i)?,
             case: self.cases().row(i)?,

@@ -1,7 +1,7 @@
 //! Semantic search over the opened [`Embeddings`]: the filters, the first passes
 //! (exact 8-bit, or 1-bit with exact re-scoring) and the stored vectors for tests.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::format::{exact_dot, Segment};
@@ -11,6 +11,7 @@ use crate::search::bits::{self, BitView};
 use crate::search::quantized::{self, View};
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
+use crate::stores::conversations::project::Scope;
 use crate::stores::segments::Unavailable;
 
 /// What a semantic search keeps: a row mask over units.
@@ -26,6 +27,8 @@ pub struct Filter<'a> {
     pub since_us: Option<i64>,
     /// Some message before this time (µs, exclusive).
     pub until_us: Option<i64>,
+    /// Some message of the project scope (`project` argument).
+    pub project: Option<&'a Scope>,
 }
 
 /// How [`Embeddings::search_with`] finds the top n (see the module docs).
@@ -131,6 +134,9 @@ impl Embeddings {
         for (si, live) in self.segments().iter().enumerate() {
             let seg = &live.seg;
             let keep_conv = conversation_mask(seg, filter)?;
+            // Conversations only some of whose messages are in the project scope: a
+            // unit is kept when one of its messages is.
+            let partly = partly_in_scope(seg, filter)?;
             let view = seg.view()?;
             let conv: &[u32] = seg.cast(4)?;
             let roles = seg.bytes(6);
@@ -151,6 +157,12 @@ impl Embeddings {
                     && filter
                         .until_us
                         .is_none_or(|s| first.get(u).is_some_and(|&t| t < s))
+                    && conv.get(u).is_some_and(|c| match partly.get(c) {
+                        None => true,
+                        Some(ids) => seg
+                            .unit_messages(u)
+                            .is_ok_and(|ms| ms.iter().any(|m| ids.contains(m.message_id.as_str()))),
+                    })
             };
             let fast = match candidates {
                 Some(c) => seg.bit_view()?.map(|b| (b, c)),
@@ -183,17 +195,39 @@ impl Embeddings {
 /// The conversation numbers of `seg` the source / conversation filters keep (`None`:
 /// all).
 fn conversation_mask(seg: &Segment, filter: &Filter<'_>) -> Result<Option<HashSet<u32>>, Corrupt> {
-    if filter.source.is_none() && filter.conversation_id.is_none() {
+    if filter.source.is_none() && filter.conversation_id.is_none() && filter.project.is_none() {
         return Ok(None);
     }
     let mut keep = HashSet::new();
     for c in 0..seg.conversations() {
         let (s, id) = seg.conversation(c)?;
-        if filter.source.is_none_or(|f| f == s) && filter.conversation_id.is_none_or(|f| f == id) {
+        if filter.source.is_none_or(|f| f == s)
+            && filter.conversation_id.is_none_or(|f| f == id)
+            && filter.project.is_none_or(|p| p.keeps_conversation(s, id))
+        {
             keep.insert(u32::try_from(c).unwrap_or(u32::MAX));
         }
     }
     Ok(Some(keep))
+}
+
+/// The conversation numbers of `seg` only some of whose messages are in the
+/// filter's project scope, with the ids of those messages.
+fn partly_in_scope<'s>(
+    seg: &Segment,
+    filter: &Filter<'s>,
+) -> Result<HashMap<u32, &'s HashSet<String>>, Corrupt> {
+    let mut out = HashMap::new();
+    let Some(scope) = filter.project else {
+        return Ok(out);
+    };
+    for c in 0..seg.conversations() {
+        let (s, id) = seg.conversation(c)?;
+        if let Some(Some(ids)) = scope.messages(s, id) {
+            out.insert(u32::try_from(c).unwrap_or(u32::MAX), ids);
+        }
+    }
+    Ok(out)
 }
 
 /// The top `n` (unit, exact score) of one segment among the units `keep` accepts, on

@@ -134,7 +134,8 @@ impl SegmentKind for IndexKind {
         segment.len()
     }
 
-    /// A version 1 file (no postings) is rewritten once to gain them.
+    /// A file of an older format is rewritten: version 1 (no postings) and version 2
+    /// (no project column; its merge fails, so the index is rebuilt from the table).
     fn outdated(path: &Path) -> bool {
         Segment::open(path).is_ok_and(|s| s.version() < segment::VERSION)
     }
@@ -424,7 +425,7 @@ pub(super) fn touched_rows(
 }
 
 const ROW_SQL: &str = "SELECT epoch_us(created), source, conversation_id, message_id, role, \
-     (has_question = 1) AS q, (is_injected IS FALSE) AS typed, content FROM all_conversations";
+     (has_question = 1) AS q, (is_injected IS FALSE) AS typed, content, project FROM all_conversations";
 const ROW_ORDER: &str = " ORDER BY created DESC, source ASC, conversation_id ASC, message_id ASC";
 
 /// Writes the rows of the table (of the `only` conversations, when given) as a
@@ -471,6 +472,10 @@ fn build_from_table(
                 conversation_id: str_ref(r, 2)?,
                 message_id: str_ref(r, 3)?,
                 role: str_ref(r, 4)?,
+                project: match r.get_ref(8)? {
+                    duckdb::types::ValueRef::Null => None,
+                    _ => Some(str_ref(r, 8)?),
+                },
                 flags,
                 folded: &folded,
                 case: &case,
@@ -496,6 +501,15 @@ fn merge(parts: &[Live<Segment>], path: &Path) -> Result<segment::Written, SetEr
             path.display()
         ))
     };
+    // A file before version 3 has no project column to carry over: the caller
+    // rebuilds the index from the table instead.
+    if let Some(old) = parts.iter().find(|l| !l.seg.has_projects()) {
+        return Err(SetError::Mismatch(format!(
+            "{} predates the project column (format version {})",
+            old.seg.path(),
+            old.seg.version()
+        )));
+    }
     let mut cursor = vec![0usize; parts.len()];
     let mut builder = SegmentBuilder::new();
     loop {

@@ -6,6 +6,7 @@ use super::Index;
 use crate::cancel::Cancel;
 use crate::search::postings::{self, Stats};
 use crate::search::scan::{self, Corrupt, Pattern};
+use crate::stores::conversations::project::{Project, RowMask};
 use crate::stores::conversations::segment::{order, Segment, HAS_QUESTION, NOT_INJECTED};
 use crate::stores::segments::Live;
 
@@ -39,6 +40,8 @@ pub struct Hit {
     pub conversation_id: String,
     /// `message_id`.
     pub message_id: String,
+    /// `project` (`None`: NULL, or an index segment without the project column).
+    pub project: Option<String>,
     /// First [`PREVIEW_CHARS`](crate::stores::conversations::segment::PREVIEW_CHARS) characters of `content`.
     pub preview: String,
 }
@@ -55,6 +58,23 @@ impl Index {
     /// # Errors
     /// [`Corrupt`] when a segment is damaged.
     pub fn search(&self, q: &Query<'_>) -> Result<Vec<Hit>, Corrupt> {
+        self.search_in(q, None)
+    }
+
+    /// True when every segment holds each row's `project` (format version 3): only
+    /// then can [`Index::search_in`] and [`Index::keyword_in_context_in`] apply a
+    /// [`Project`], and do hits carry their project.
+    pub fn has_projects(&self) -> bool {
+        self.segments().iter().all(|l| l.seg.has_projects())
+    }
+
+    /// [`Index::search`] of the rows whose `project` matches `project` too (`None`:
+    /// every row), as `… AND project ILIKE ? ESCAPE '\'` ([`Project::SQL`]).
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged, or has no project column while
+    /// `project` is given ([`Index::has_projects`]).
+    pub fn search_in(&self, q: &Query<'_>, project: Option<&Project>) -> Result<Vec<Hit>, Corrupt> {
         let pattern = q.term.map(Pattern::new);
         // (segment, row) candidates, kept sorted and cut to `limit`.
         let mut best: Vec<(usize, usize)> = Vec::new();
@@ -71,9 +91,13 @@ impl Index {
                     continue;
                 }
             }
+            let mask = match project {
+                Some(p) => Some(p.mask(seg)?.ok_or(Corrupt)?),
+                None => None,
+            };
             let rows = match &pattern {
-                Some(p) => find_in(live, p, q)?,
-                None => questions_in(live, q.limit)?,
+                Some(p) => find_in(live, p, q, mask.as_ref())?,
+                None => questions_in(live, q.limit, mask.as_ref())?,
             };
             if rows.is_empty() {
                 continue;
@@ -158,7 +182,7 @@ impl Index {
     /// [`Corrupt`] when a segment is damaged.
     pub fn keyword(&self, q: &KeywordQuery<'_>) -> Result<Option<Vec<(f64, Hit)>>, Corrupt> {
         Ok(self
-            .ranked(q, None)?
+            .ranked(q, None, None)?
             .map(|hits| hits.into_iter().map(|k| (k.score, k.hit)).collect()))
     }
 
@@ -177,13 +201,32 @@ impl Index {
         q: &KeywordQuery<'_>,
         around: Neighbourhood,
     ) -> Result<Option<Vec<KeywordHit>>, Corrupt> {
-        self.ranked(q, Some(around))
+        self.ranked(q, Some(around), None)
+    }
+
+    /// [`Index::keyword_in_context`] over the rows whose `project` matches `project`
+    /// (applied before ranking, as every filter; neighbours count whatever their
+    /// project). `None` also when a segment has no project column.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn keyword_in_context_in(
+        &self,
+        q: &KeywordQuery<'_>,
+        around: Option<Neighbourhood>,
+        project: Option<&Project>,
+    ) -> Result<Option<Vec<KeywordHit>>, Corrupt> {
+        if project.is_some() && !self.has_projects() {
+            return Ok(None);
+        }
+        self.ranked(q, around, project)
     }
 
     fn ranked(
         &self,
         q: &KeywordQuery<'_>,
         around: Option<Neighbourhood>,
+        project: Option<&Project>,
     ) -> Result<Option<Vec<KeywordHit>>, Corrupt> {
         let mut all = Vec::with_capacity(self.segments().len());
         for live in self.segments() {
@@ -244,6 +287,11 @@ impl Index {
                 },
                 None => None,
             };
+            let mask = match project {
+                Some(p) => Some(p.mask(seg)?.ok_or(Corrupt)?),
+                None => None,
+            };
+            let projects = seg.project_ids();
             let need_typed = q.exclude_injected && q.role == Some("user");
             let (roles, flags, sources, convs, created) = (
                 seg.role_ids(),
@@ -262,6 +310,7 @@ impl Index {
                         .is_none_or(|s| created.get(row).is_some_and(|&c| c >= s))
                     && q.until_us
                         .is_none_or(|u| created.get(row).is_some_and(|&c| c < u))
+                    && mask.as_ref().is_none_or(|m| m.keeps(projects.get(row)))
             };
             match around {
                 None => {
@@ -334,6 +383,7 @@ impl Index {
             role: seg.role(r)?.to_owned(),
             conversation_id: seg.conversation_id(r)?.to_owned(),
             message_id: seg.message_id(r)?.to_owned(),
+            project: seg.project(r)?.map(str::to_owned),
             preview: seg.preview(r)?,
         })
     }
@@ -372,6 +422,7 @@ impl Index {
                     role: seg.role(lo)?.to_owned(),
                     conversation_id: conversation_id.to_owned(),
                     message_id: message_id.to_owned(),
+                    project: seg.project(lo)?.map(str::to_owned),
                     preview: seg.preview(lo)?,
                 };
                 return Ok(Some((hit, text)));
@@ -382,7 +433,12 @@ impl Index {
 }
 
 /// Rows of one segment matching an `ILIKE` query, in order, at most `q.limit`.
-fn find_in(live: &Live<Segment>, pattern: &Pattern, q: &Query<'_>) -> Result<Vec<usize>, Corrupt> {
+fn find_in(
+    live: &Live<Segment>,
+    pattern: &Pattern,
+    q: &Query<'_>,
+    project: Option<&RowMask>,
+) -> Result<Vec<usize>, Corrupt> {
     let seg = &live.seg;
     let role = match q.role {
         Some(r) => match seg.role_id(r)? {
@@ -392,11 +448,12 @@ fn find_in(live: &Live<Segment>, pattern: &Pattern, q: &Query<'_>) -> Result<Vec
         None => None,
     };
     let need_typed = q.exclude_injected && q.role == Some("user");
-    let (roles, flags) = (seg.role_ids(), seg.flags());
+    let (roles, flags, projects) = (seg.role_ids(), seg.flags(), seg.project_ids());
     let mut accept = |row: usize| {
         !live.is_dead(row)
             && role.is_none_or(|id| roles.get(row) == Some(&id))
             && (!need_typed || flags.get(row).is_some_and(|f| f & NOT_INJECTED != 0))
+            && project.is_none_or(|m| m.keeps(projects.get(row)))
     };
     if let Some(rows) = find_by_postings(live, pattern, &mut accept, q)? {
         return Ok(rows);
@@ -478,18 +535,23 @@ fn find_by_postings(
 }
 
 /// Rows of one segment in the questions mode, in order, at most `limit`.
-fn questions_in(live: &Live<Segment>, limit: usize) -> Result<Vec<usize>, Corrupt> {
+fn questions_in(
+    live: &Live<Segment>,
+    limit: usize,
+    project: Option<&RowMask>,
+) -> Result<Vec<usize>, Corrupt> {
     let seg = &live.seg;
     let Some(user) = seg.role_id("user")? else {
         return Ok(Vec::new());
     };
     let want = HAS_QUESTION | NOT_INJECTED;
-    let (roles, flags) = (seg.role_ids(), seg.flags());
+    let (roles, flags, projects) = (seg.role_ids(), seg.flags(), seg.project_ids());
     Ok((0..seg.len())
         .filter(|&r| {
             roles.get(r) == Some(&user)
                 && flags.get(r).is_some_and(|f| f & want == want)
                 && !live.is_dead(r)
+                && project.is_none_or(|m| m.keeps(projects.get(r)))
         })
         .take(limit)
         .collect())
