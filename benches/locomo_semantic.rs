@@ -17,7 +17,8 @@
 //! Run: `cargo bench --bench locomo_semantic`. `BENCH_VARIANTS` (comma-separated,
 //! default [`DEFAULT_VARIANTS`]): `default` (no `mode` argument, shipped tuning),
 //! `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, either
-//! with a last part `mm` for min-max normalisation of the semantic leg (a
+//! with a part `mm` for min-max normalisation of the semantic leg and a last part
+//! `tB` for the temporal routing's boost (`t0`: none) (a
 //! [`Tuning`] set for the run); `BENCH_BASELINE` (default `hybrid:0.3:none`, the previous
 //! hybrid) is what the paired bootstrap intervals compare against; `BENCH_UNITS`
 //! (`"1:1:0,3:2:0"` as window:stride:title, default `1:1:0`) the embedded units;
@@ -416,10 +417,21 @@ struct Variant {
 }
 
 impl Variant {
-    /// `default`, `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`.
+    /// `default`, `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`,
+    /// then optionally `:mm` and `:tB`.
     fn parse(s: &str) -> Result<Self> {
         let name = s.trim().to_owned();
         let mut p: Vec<&str> = name.split(':').collect();
+        let temporal_boost = match p.last().and_then(|l| l.strip_prefix('t')) {
+            Some(b) if p.len() > 1 => {
+                let b = b
+                    .parse()
+                    .with_context(|| format!("variant `{name}`: `t{b}` is not a boost"))?;
+                p.pop();
+                b
+            }
+            _ => skills::engines::temporal::BOOST,
+        };
         let vec_norm = if p.len() > 1 && p.last() == Some(&"mm") {
             p.pop();
             Norm::MinMax
@@ -458,6 +470,7 @@ impl Variant {
                     context,
                     own_weight: num(5, 0.0)?,
                     vec_norm,
+                    temporal_boost,
                 };
                 (Some("hybrid".to_owned()), Some(tuning))
             }

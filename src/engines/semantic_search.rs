@@ -61,6 +61,9 @@ pub struct Tuning {
     pub own_weight: f64,
     /// How the semantic leg's cosines are put on one scale ([`VEC_NORM`]).
     pub vec_norm: super::Norm,
+    /// What a row whose preview refers to a time gains in a temporal question's fused
+    /// score ([`super::temporal::BOOST`]; 0: no routing).
+    pub temporal_boost: f64,
 }
 
 /// The semantic leg's normalisation in hybrid (docs/performance.md, "Second tier").
@@ -75,6 +78,7 @@ impl Tuning {
         context: Some(CONTEXT),
         own_weight: 0.0,
         vec_norm: VEC_NORM,
+        temporal_boost: super::temporal::BOOST,
     };
 
     /// The parameters when the conversations were embedded by the second tier
@@ -85,6 +89,7 @@ impl Tuning {
         context: Some(CONTEXT),
         own_weight: 0.0,
         vec_norm: super::Norm::MinMax,
+        temporal_boost: super::temporal::BOOST,
     };
 }
 
@@ -292,7 +297,12 @@ impl super::Engine for SemanticSearch {
                 project.as_ref(),
             );
             let (semantic, literal, keyword) = shares(rows, literal, keyword, &tuning);
-            rows = fuse(semantic, literal, keyword, limit);
+            let boost = if super::temporal::is_temporal_question(query) {
+                tuning.temporal_boost
+            } else {
+                0.0
+            };
+            rows = fuse(semantic, literal, keyword, boost, limit);
         } else {
             for (i, r) in rows.iter_mut().enumerate() {
                 r.legs
@@ -355,7 +365,8 @@ fn explain_json(hybrid: bool, tuning: &Tuning, query: &str) -> Value {
         },
         "keyword_terms": query_terms(query),
         "context": context,
-        "score": "Σ of the legs' shares: semantic weight × cosine / best cosine; keyword BM25 with neighbours / best; literal a fixed share",
+        "temporal": super::temporal::is_temporal_question(query).then_some(tuning.temporal_boost),
+        "score": "Σ of the legs' shares: semantic weight × cosine / best cosine; keyword BM25 with neighbours / best; literal a fixed share; + the temporal boost when the question asks when and the message refers to a time",
     })
 }
 
@@ -837,9 +848,17 @@ fn shares(
 /// Merges the legs' rows, each adding its share ([`shares`]); a literal hit inside a
 /// semantic window becomes that window's shown message. Every literal hit is kept:
 /// when the fused top `limit` would leave one out, it takes the place of the lowest
-/// row that is not literal. Best first (ties: the semantic order, then the literal
-/// order, then the keyword order).
-fn fuse(semantic: Vec<Row>, literal: Vec<Scored>, keyword: Vec<Scored>, limit: usize) -> Vec<Row> {
+/// row that is not literal. A temporal question (`boost` > 0) adds `boost` to every
+/// row whose shown message refers to a time (docs/performance.md "Temporal
+/// questions"). Best first (ties: the semantic order, then the literal order, then
+/// the keyword order).
+fn fuse(
+    semantic: Vec<Row>,
+    literal: Vec<Scored>,
+    keyword: Vec<Scored>,
+    boost: f64,
+    limit: usize,
+) -> Vec<Row> {
     let mut rows = semantic;
     for (share, hit, why) in literal {
         let within = rows.iter().position(|r| {
@@ -882,6 +901,14 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Scored>, keyword: Vec<Scored>, limit: u
                 let mut r = Row::lone(hit, share, false);
                 r.legs.insert("keyword".into(), why);
                 rows.push(r);
+            }
+        }
+    }
+    if boost > 0.0 {
+        for r in &mut rows {
+            if super::temporal::refers_to_time(&r.hit.preview) {
+                r.score += boost;
+                r.legs.insert("temporal".into(), json!({"boost": boost}));
             }
         }
     }
@@ -931,7 +958,7 @@ mod tests {
             })
             .collect();
         let (s, l, k) = shares(semantic, literal, keyword, &Tuning::DEFAULT);
-        fuse(s, l, k, limit)
+        fuse(s, l, k, 0.0, limit)
     }
 
     fn sem(id: &str, window: &[&str]) -> Row {
