@@ -1,7 +1,7 @@
 //! The layering of `src/`: which top-level modules may use which.
 //!
 //! Reads every `.rs` file under `src/`, takes the module it belongs to (its first path
-//! component: `src/stores/memories.rs` → `stores`, `src/time.rs` → `time`) and the
+//! component: `src/stores/memories/mod.rs` → `stores`, `src/time.rs` → `time`) and the
 //! modules it names through `crate::…` paths in code (`use` lines, `use crate::{…}`
 //! groups and inline paths; comments and doc links are ignored). Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,

@@ -49,7 +49,7 @@
 //! counts) is written. `source` is logged to stderr when `SKILLS_LOG` contains `debug`.
 //!
 //! One concern per file: this one holds the parameters, the engine and the call path
-//! (`search` → `rank` → legs → fusion → hits); [`request`] checks the arguments,
+//! (`search` → `rank` → legs → fusion → hits); `request` checks the arguments,
 //! `filter` the filters, `fts` and `vec_leg` the legs, `top_n` their bounded cut,
 //! `fuse` the fusion, `hits` the output; `differential` tests the two scorers.
 
@@ -59,7 +59,7 @@ mod filter;
 mod fts;
 mod fuse;
 mod hits;
-pub mod request;
+mod request;
 mod top_n;
 mod vec_leg;
 pub mod when;

@@ -312,10 +312,8 @@ mod tests {
     use serde_json::json;
 
     fn run(doc: &Value) -> FileImport {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("conversations.json");
-        fs_err::write(&path, serde_json::to_vec(doc).expect("json")).expect("write");
-        import(&path, DateTime::UNIX_EPOCH).expect("import")
+        let bytes = serde_json::to_vec(doc).expect("json");
+        super::super::import_fixture(&IMPORTER, "conversations.json", &bytes)
     }
 
     fn node(id: &str, parent: Option<&str>, role: &str, text: &str, time: Option<f64>) -> Value {

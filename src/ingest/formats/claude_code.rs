@@ -248,15 +248,9 @@ fn extract(content: &Value) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     fn run(lines: &str) -> FileImport {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("s.jsonl");
-        fs_err::File::create(&path)
-            .and_then(|mut f| f.write_all(lines.as_bytes()))
-            .expect("write");
-        import(&path, DateTime::UNIX_EPOCH, None).expect("import")
+        super::super::import_fixture(&IMPORTER, "s.jsonl", lines.as_bytes())
     }
 
     #[test]

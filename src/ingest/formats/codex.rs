@@ -244,10 +244,7 @@ mod tests {
     use super::*;
 
     fn run(lines: &str) -> FileImport {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("rollout-x.jsonl");
-        fs_err::write(&path, lines).expect("write");
-        import(&path, DateTime::UNIX_EPOCH, None).expect("import")
+        super::super::import_fixture(&IMPORTER, "rollout-x.jsonl", lines.as_bytes())
     }
 
     #[test]

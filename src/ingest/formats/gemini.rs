@@ -220,10 +220,7 @@ mod tests {
     use super::*;
 
     fn run(name: &str, text: &str) -> FileImport {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join(name);
-        fs_err::write(&path, text).expect("write");
-        import(&path, DateTime::UNIX_EPOCH).expect("import")
+        super::super::import_fixture(&IMPORTER, name, text.as_bytes())
     }
 
     #[test]

@@ -171,6 +171,19 @@ registry![
     made_up,
 ];
 
+/// What `importer` makes of a file named `name` holding `bytes`, imported whole with
+/// the epoch as the fallback time: the importers' unit tests run their fixtures
+/// through it, so each test says only its file name and text.
+#[cfg(test)]
+pub(super) fn import_fixture(importer: &dyn Importer, name: &str, bytes: &[u8]) -> FileImport {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(name);
+    fs_err::write(&path, bytes).expect("write");
+    importer
+        .import(&path, DateTime::UNIX_EPOCH, None)
+        .expect("import")
+}
+
 /// The importer whose source name is `source`.
 pub(crate) fn by_source(source: &str) -> Option<&'static dyn Importer> {
     IMPORTERS

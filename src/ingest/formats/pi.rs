@@ -186,10 +186,7 @@ mod tests {
     use super::*;
 
     fn run(lines: &str) -> FileImport {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("2025-01-01T00-00-00-000Z_x.jsonl");
-        fs_err::write(&path, lines).expect("write");
-        import(&path, DateTime::UNIX_EPOCH, None).expect("import")
+        super::super::import_fixture(&IMPORTER, "2025-01-01T00-00-00-000Z_x.jsonl", lines.as_bytes())
     }
 
     #[test]

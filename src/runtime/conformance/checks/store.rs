@@ -1,9 +1,10 @@
 //! Checks that compare output rows with the store records they came from (looked up
 //! by key through read-only SQL), with a reference query, or with the store files.
 //!
-//! Kept in one file (729 lines): the store family's checks share one set of key and query helpers.
+//! Kept in one file: the store family's checks share one set of key and query helpers.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -117,6 +118,66 @@ impl RecordLookup<'_> {
         }
         Ok(found.swap_remove(0))
     }
+
+    /// Hands each of `rows` (a call's output rows; `args` its arguments), in order, to
+    /// `visit` with its index, key and one store record (`select` evaluated on it). The
+    /// first error, of a lookup or of `visit`, ends the walk; so does `visit` answering
+    /// `Break`, which the walk then answers too. Every record check walks its rows here.
+    fn each_record(
+        &self,
+        probe: &Probe<'_>,
+        rows: &[Value],
+        args: &Value,
+        select: &str,
+        mut visit: impl FnMut(usize, &Value, &Value, Vec<Value>) -> Result<ControlFlow<()>, String>,
+    ) -> Result<ControlFlow<()>, String> {
+        for (i, row) in rows.iter().enumerate() {
+            let key = key_of(row, self.key_field, i)?;
+            let record = self.one_record(probe, select, &key, args, i)?;
+            if visit(i, row, &key, record)?.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
+/// The parameters that find each output row's store record, shared by the record checks
+/// (flattened into theirs, so the served schema lists them in place): the lookup of
+/// [`RecordLookup`] plus where the rows are.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RecordKey {
+    /// Store to query.
+    #[serde(default)]
+    pub store: StoreName,
+    /// Table holding the records.
+    pub table: Ident,
+    /// Row field, or fields of a composite key.
+    pub key_field: OneOrMany<Name>,
+    /// Store column, or columns parallel to `key_field`.
+    pub key_column: OneOrMany<Ident>,
+    /// Extra lookup conditions: store column = value of argument.
+    #[serde(default)]
+    pub arg_columns: BTreeMap<Ident, Name>,
+    /// JSON pointer to the row array in the structured output.
+    #[serde(default = "Pointer::rows")]
+    pub rows: Pointer,
+    /// Pass on an empty row list.
+    #[serde(default)]
+    pub allow_empty: bool,
+}
+
+impl RecordKey {
+    /// The lookup these parameters describe.
+    fn lookup(&self) -> RecordLookup<'_> {
+        RecordLookup {
+            store: self.store,
+            table: &self.table,
+            key_field: &self.key_field,
+            key_column: &self.key_column,
+            arg_columns: &self.arg_columns,
+        }
+    }
 }
 
 /// `prefix_of_store_field`.
@@ -190,9 +251,8 @@ impl TypedCheck for PrefixOfStoreField {
             None => p.chars.unwrap_or(0),
         };
         let chars = usize::try_from(chars).unwrap_or(usize::MAX);
-        for (i, row) in rows.iter().enumerate() {
-            let key = key_of(row, &p.key_field, i)?;
-            let record = lookup.one_record(probe, column, &key, &out.args, i)?;
+        // The visitor never breaks: every row is checked.
+        let _ = lookup.each_record(probe, &rows, &out.args, column, |i, row, key, record| {
             let source = record.first().and_then(Value::as_str).unwrap_or("");
             let cut = source.chars().count() > chars;
             let mut expected: String = source.chars().take(chars).collect();
@@ -211,7 +271,7 @@ impl TypedCheck for PrefixOfStoreField {
                     return Err(format!(
                         "row {} (`{key_field}` = {}): the store value has {} characters, limit {chars}, so `{mark}` should be {}, found {}",
                         i + 1,
-                        show(&key),
+                        show(key),
                         source.chars().count(),
                         if cut { "true" } else { "absent" },
                         row.get(&**mark).map_or("nothing".into(), show)
@@ -222,13 +282,14 @@ impl TypedCheck for PrefixOfStoreField {
                 return Err(format!(
                     "row {} (`{key_field}` = {}): `{name}` is not the first {chars} characters of `{column}` ({} vs {} characters): {}",
                     i + 1,
-                    show(&key),
+                    show(key),
                     actual.chars().count(),
                     expected.chars().count(),
                     first_difference(actual, &expected)
                 ));
             }
-        }
+            Ok(ControlFlow::Continue(()))
+        })?;
         Ok(())
     }
 }
@@ -258,24 +319,9 @@ pub struct StorePredicateParams {
     /// Whether every row or at least one must satisfy it.
     #[serde(default)]
     pub quantifier: Quantifier,
-    /// Store to query.
-    #[serde(default)]
-    pub store: StoreName,
-    /// Table holding the records.
-    pub table: Ident,
-    /// Row field, or fields of a composite key.
-    pub key_field: OneOrMany<Name>,
-    /// Store column, or columns parallel to `key_field`.
-    pub key_column: OneOrMany<Ident>,
-    /// Extra lookup conditions: store column = value of argument.
-    #[serde(default)]
-    pub arg_columns: BTreeMap<Ident, Name>,
-    /// JSON pointer to the row array in the structured output.
-    #[serde(default = "Pointer::rows")]
-    pub rows: Pointer,
-    /// Pass on an empty row list.
-    #[serde(default)]
-    pub allow_empty: bool,
+    /// How each row's store record is found.
+    #[serde(flatten)]
+    pub record: RecordKey,
 }
 
 impl TypedCheck for StorePredicate {
@@ -284,34 +330,35 @@ impl TypedCheck for StorePredicate {
     type Params = StorePredicateParams;
 
     fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
-        let lookup = RecordLookup {
-            store: p.store,
-            table: &p.table,
-            key_field: &p.key_field,
-            key_column: &p.key_column,
-            arg_columns: &p.arg_columns,
-        };
         let predicate: &str = &p.predicate;
         let some = p.quantifier == Quantifier::Some;
-        let key_field = key_label(&p.key_field);
+        let key_field = key_label(&p.record.key_field);
         let select = format!("({predicate}) IS TRUE");
-        let (out, rows) = output_rows(probe, &p.rows, p.allow_empty)?;
-        for (i, row) in rows.iter().enumerate() {
-            let key = key_of(row, &p.key_field, i)?;
-            let record = lookup.one_record(probe, &select, &key, &out.args, i)?;
-            let holds =
-                record.first() == Some(&Value::Bool(true)) || record.first() == Some(&json!(1));
-            if some && holds {
-                return Ok(());
-            }
-            if !some && !holds {
-                return Err(format!(
-                    "row {} (`{key_field}` = {}) does not satisfy `{predicate}`: {}",
-                    i + 1,
-                    show(&key),
-                    show(row)
-                ));
-            }
+        let (out, rows) = output_rows(probe, &p.record.rows, p.record.allow_empty)?;
+        let walk = p.record.lookup().each_record(
+            probe,
+            &rows,
+            &out.args,
+            &select,
+            |i, row, key, record| {
+                let holds =
+                    record.first() == Some(&Value::Bool(true)) || record.first() == Some(&json!(1));
+                if some && holds {
+                    return Ok(ControlFlow::Break(()));
+                }
+                if !some && !holds {
+                    return Err(format!(
+                        "row {} (`{key_field}` = {}) does not satisfy `{predicate}`: {}",
+                        i + 1,
+                        show(key),
+                        show(row)
+                    ));
+                }
+                Ok(ControlFlow::Continue(()))
+            },
+        )?;
+        if walk.is_break() {
+            return Ok(());
         }
         if some {
             return Err(format!(
@@ -434,24 +481,9 @@ pub struct StoreOrderedByParams {
     pub expression: Name,
     /// The sort direction.
     pub direction: Direction,
-    /// Store to query.
-    #[serde(default)]
-    pub store: StoreName,
-    /// Table holding the records.
-    pub table: Ident,
-    /// Row field, or fields of a composite key.
-    pub key_field: OneOrMany<Name>,
-    /// Store column, or columns parallel to `key_field`.
-    pub key_column: OneOrMany<Ident>,
-    /// Extra lookup conditions: store column = value of argument.
-    #[serde(default)]
-    pub arg_columns: BTreeMap<Ident, Name>,
-    /// JSON pointer to the row array in the structured output.
-    #[serde(default = "Pointer::rows")]
-    pub rows: Pointer,
-    /// Pass on an empty row list.
-    #[serde(default)]
-    pub allow_empty: bool,
+    /// How each row's store record is found.
+    #[serde(flatten)]
+    pub record: RecordKey,
 }
 
 impl TypedCheck for StoreOrderedBy {
@@ -460,23 +492,25 @@ impl TypedCheck for StoreOrderedBy {
     type Params = StoreOrderedByParams;
 
     fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
-        let lookup = RecordLookup {
-            store: p.store,
-            table: &p.table,
-            key_field: &p.key_field,
-            key_column: &p.key_column,
-            arg_columns: &p.arg_columns,
-        };
         let expression: &str = &p.expression;
-        let key_field = key_label(&p.key_field);
+        let key_field = key_label(&p.record.key_field);
         let select = format!("({expression})");
-        let (out, rows) = output_rows(probe, &p.rows, p.allow_empty)?;
+        let (out, rows) = output_rows(probe, &p.record.rows, p.record.allow_empty)?;
         let mut values = Vec::with_capacity(rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            let key = key_of(row, &p.key_field, i)?;
-            let record = lookup.one_record(probe, &select, &key, &out.args, i)?;
-            values.push((key, record.into_iter().next().unwrap_or(Value::Null)));
-        }
+        // The visitor never breaks: every row's value is read.
+        let _ = p.record.lookup().each_record(
+            probe,
+            &rows,
+            &out.args,
+            &select,
+            |_, _, key, record| {
+                values.push((
+                    key.clone(),
+                    record.into_iter().next().unwrap_or(Value::Null),
+                ));
+                Ok(ControlFlow::Continue(()))
+            },
+        )?;
         for (i, pair) in values.windows(2).enumerate() {
             let ord = compare(&pair[0].1, &pair[1].1);
             let wrong = match p.direction {
