@@ -11,7 +11,7 @@
 //! [`Host::call`] with `limit` 10.
 //!
 //! Environment: `QUALITY_MODES` (comma-separated variants: `default`, a mode name, or
-//! `hybrid:VEC:BM25:none|WINDOW:WEIGHT[:mm][:tB]`; default [`MODES`]), `QUALITY_UNITS`
+//! `hybrid:VEC:BM25:none|WINDOW:WEIGHT[:mm][:tB][:plain]`; default [`MODES`]), `QUALITY_UNITS`
 //! (`session,turn`), `QUALITY_HAYSTACKS` (`conversation,pooled`), `QUALITY_MISSES`
 //! (print up to N questions the default mode misses at 5 and plain BM25 finds),
 //! `QUALITY_REUSE=1` (import into the previous run's stores of the same model instead
@@ -380,9 +380,16 @@ fn print_tables(unit: Unit, haystack: &str, tallies: &BTreeMap<String, Tally>, m
 /// `(mode argument, tuning)` of a `QUALITY_MODES` entry: `default` (no mode argument),
 /// a mode name, or `hybrid:VEC:BM25:none` / `hybrid:VEC:BM25:WINDOW:WEIGHT`, either
 /// with a part `mm` for min-max normalisation of the vec leg ([`Norm::MinMax`]) and a
-/// last part `tB` for the temporal routing's boost (`t0`: none).
+/// part `tB` for the temporal routing's boost (`t0`: none), and a last part `plain`
+/// for the bm25 leg without stemming.
 fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
     let mut p: Vec<&str> = name.split(':').collect();
+    let stemmed = if p.len() > 1 && p.last() == Some(&"plain") {
+        p.pop();
+        false
+    } else {
+        memo_search::STEMMED
+    };
     let temporal_boost = match p.last().and_then(|l| l.strip_prefix('t')) {
         Some(b) => {
             let b = b
@@ -424,6 +431,7 @@ fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
             context,
             vec_norm,
             temporal_boost,
+            stemmed,
         }),
     ))
 }

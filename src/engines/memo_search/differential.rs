@@ -20,6 +20,7 @@ use crate::bench::corpus::import_memories;
 use crate::bench::gen::{self, Spec};
 use crate::cancel::Cancel;
 use crate::embed::Embedder;
+use crate::stores::memories::fts::Table;
 use crate::stores::memories::{Memory, MemoryStore};
 
 fn now() -> DateTime<Utc> {
@@ -327,13 +328,21 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                 continue;
             }
             for filter in filters() {
-                let leg = |scorer| Leg {
+                let leg = |scorer, table| Leg {
                     conn: &conn,
                     index: index.as_ref(),
                     filter: Filter::new(&request(q, "bm25", &filter, 10, scorer)),
                     scorer,
+                    table,
                 };
-                let (mem, sql) = (leg(Scorer::Fast), leg(Scorer::Reference));
+                let (mem, sql) = (
+                    leg(Scorer::Fast, Table::Plain),
+                    leg(Scorer::Reference, Table::Plain),
+                );
+                let (mem_stem, sql_stem) = (
+                    leg(Scorer::Fast, Table::Stemmed),
+                    leg(Scorer::Reference, Table::Stemmed),
+                );
                 // Every matching row (a huge n), then cuts.
                 for limit in [usize::MAX >> 1, 1, 10] {
                     let (mut tm, mut ts) = (Vec::new(), Vec::new());
@@ -350,8 +359,13 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                             mem.fuzzy(&tokens, limit, &mut tm).unwrap(),
                             sql.fuzzy(&tokens, limit, &mut ts).unwrap(),
                         ),
+                        (
+                            mem_stem.bm25(&tokens, limit, &mut tm).unwrap(),
+                            sql_stem.bm25(&tokens, limit, &mut ts).unwrap(),
+                        ),
                     ];
-                    for (which, (a, b)) in ["bm25", "exact", "fuzzy"].iter().zip(&pairs) {
+                    let names = ["bm25", "exact", "fuzzy", "bm25 stemmed"];
+                    for (which, (a, b)) in names.iter().zip(&pairs) {
                         assert_eq!(
                             bits(a),
                             bits(b),

@@ -13,17 +13,24 @@ use super::top_n::TopN;
 use super::{is_stop_word, Around, Ranked, Scorer, MAX_EXPANSIONS, STOP_CHECK_ROWS};
 use crate::search::bm25::Matches;
 use crate::search::fuzzy;
+use crate::stores::memories::fts::Table;
 use crate::stores::memories::SearchIndex;
 
 /// The query's tokens exactly as the store's FTS5 tokenizer (`unicode61
 /// remove_diacritics 2`) cuts and folds them: sorted, unique. Uses a private
 /// in-memory database, never the store.
 pub(super) fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
+    tokens_of(text, Table::Plain)
+}
+
+/// `text`'s tokens as `table`'s tokenizer cuts, folds (and stems) them: sorted, unique.
+fn tokens_of(text: &str, table: Table) -> Result<Vec<String>, rusqlite::Error> {
     let conn = Connection::open_in_memory()?;
-    conn.execute_batch(
-        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = 'unicode61 remove_diacritics 2');
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{}');
          CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'row');",
-    )?;
+        table.tokenizer()
+    ))?;
     conn.execute("INSERT INTO q(x) VALUES (?1)", [text])?;
     let mut stmt = conn.prepare("SELECT term FROM qv ORDER BY term")?;
     let terms = stmt
@@ -95,6 +102,9 @@ pub(super) struct Leg<'a> {
     pub(super) index: &'a SearchIndex,
     pub(super) filter: Filter,
     pub(super) scorer: Scorer,
+    /// The FTS5 table scored: [`Table::Plain`] but for hybrid's context-aware leg
+    /// ([`Leg::bm25_in_context`]), which reads [`Table::Stemmed`] when the store has it.
+    pub(super) table: Table,
 }
 
 impl Leg<'_> {
@@ -104,8 +114,19 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let query = TermQuery::tokens(&content_tokens(tokens));
+        let query = TermQuery::tokens(&self.content_terms(tokens)?);
         self.any_term("bm25", &query, [5, 3, 1], n, trace)
+    }
+
+    /// The terms the bm25 legs search for `tokens` (folded by [`fold_tokens`]): the
+    /// content words ([`content_tokens`]), Porter-stemmed when the leg reads
+    /// [`Table::Stemmed`] (after the stop words are left out: "was" stems to "wa").
+    fn content_terms(&self, tokens: &[String]) -> Result<Vec<String>, rusqlite::Error> {
+        let content = content_tokens(tokens);
+        match self.table {
+            Table::Plain => Ok(content),
+            Table::Stemmed => tokens_of(&content.join(" "), Table::Stemmed),
+        }
     }
 
     /// The bm25 leg with each memory scored together with its neighbours ([`CONTEXT`]):
@@ -120,7 +141,7 @@ impl Leg<'_> {
         around: Around,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let query = TermQuery::tokens(&content_tokens(tokens));
+        let query = TermQuery::tokens(&self.content_terms(tokens)?);
         let weights = [5, 3, 1];
         let matches = self.in_memory(&query, weights)?;
         let or = query.expr(false);
@@ -267,7 +288,7 @@ impl Leg<'_> {
         Ok(match self.scorer {
             Scorer::Fast => self
                 .index
-                .fts(self.conn)?
+                .fts_of(self.conn, self.table)?
                 .map(|fts| fts.query(&query.groups, weights)),
             Scorer::Reference => None,
         })
@@ -300,9 +321,8 @@ impl Leg<'_> {
         mut f: impl FnMut(usize, f64),
     ) -> Result<(), rusqlite::Error> {
         let [w0, w1, w2] = weights;
-        let sql = format!(
-            "SELECT rowid, bm25(memories_fts, {w0}, {w1}, {w2}) FROM memories_fts WHERE memories_fts MATCH ?1"
-        );
+        let t = self.table.name();
+        let sql = format!("SELECT rowid, bm25({t}, {w0}, {w1}, {w2}) FROM {t} WHERE {t} MATCH ?1");
         let mut stmt = self.conn.prepare_cached(&sql)?;
         // A stop interrupts the statement (its next step fails) and ends the loop.
         let handle = self.conn.get_interrupt_handle();
@@ -416,6 +436,7 @@ mod tests {
                     index: index.as_ref(),
                     filter: Filter::new(&req),
                     scorer,
+                    table: Table::Plain,
                 };
                 let mut trace = Vec::new();
                 let legs = [

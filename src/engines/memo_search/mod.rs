@@ -71,6 +71,7 @@ use super::{temporal, Context, Engine, EngineError};
 use crate::embed::Embedder;
 /// The stop words, shared with the conversations index's keyword postings.
 pub use crate::search::words::{is_stop_word, STOP_WORDS};
+use crate::stores::memories::fts::{self as fts_table, Table};
 use crate::stores::memories::{links_of, MemoryStore};
 use filter::Filter;
 use fts::{fold_tokens, Leg};
@@ -124,7 +125,14 @@ pub struct Tuning {
     /// What a candidate whose body refers to a time gains in a temporal question's
     /// fused score ([`temporal::BOOST`]; 0: no routing).
     pub temporal_boost: f64,
+    /// The bm25 leg reads the Porter-stemmed FTS5 table ([`STEMMED`]).
+    pub stemmed: bool,
 }
+
+/// Hybrid's bm25 leg matches words by their Porter stem ("painting" finds "paints"),
+/// through the store's `memories_stem` table; the `bm25` mode keeps the words as
+/// written (docs/performance.md, "Stemmed keyword leg").
+pub const STEMMED: bool = true;
 
 pub use super::Norm;
 
@@ -144,6 +152,7 @@ impl Tuning {
         context: Some(CONTEXT),
         vec_norm: VEC_NORM,
         temporal_boost: temporal::BOOST,
+        stemmed: STEMMED,
     };
 
     /// The parameters when the memories' model is the second tier ([`DEEP_VEC_WEIGHT`],
@@ -155,6 +164,7 @@ impl Tuning {
         context: Some(CONTEXT),
         vec_norm: DEEP_VEC_NORM,
         temporal_boost: temporal::BOOST,
+        stemmed: STEMMED,
     };
 }
 
@@ -394,11 +404,12 @@ fn rank(
     stopped(req)?;
     let index = store.search_index(conn, model).map_err(map_err)?;
     stopped(req)?;
-    let leg = Leg {
+    let mut leg = Leg {
         conn,
         index: index.as_ref(),
         filter: Filter::new(req),
         scorer: req.scorer,
+        table: Table::Plain,
     };
     let mut legs: Vec<(&'static str, Ranked)> = Vec::new();
     match req.mode {
@@ -449,6 +460,9 @@ fn rank(
                 )),
             }
             stopped(req)?;
+            if tuning.stemmed && fts_table::has_table(conn, Table::Stemmed).map_err(map_err)? {
+                leg.table = Table::Stemmed;
+            }
             let bm25 = match tuning.context {
                 Some(around) => leg.bm25_in_context(&tokens, n, around, &mut trace),
                 None => leg.bm25(&tokens, n, &mut trace),

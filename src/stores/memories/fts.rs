@@ -1,15 +1,18 @@
-//! Reads `memories_fts`'s postings, row sizes and totals out of FTS5's own data into a
-//! [`FtsIndex`] (the BM25 machinery of [`crate::search::bm25`]).
+//! Reads an FTS5 table's postings, row sizes and totals out of FTS5's own data into a
+//! [`FtsIndex`] (the BM25 machinery of [`crate::search::bm25`]). Two tables hold the
+//! same text ([`Table`]): `memories_fts` (words as written, accents folded) and
+//! `memories_stem` (the same, Porter-stemmed: what hybrid's keyword leg reads).
 //!
 //! Exactness. Nothing here re-tokenizes text; everything is read from FTS5's own data:
-//! - postings from an `fts5vocab` table of type `instance` over `memories_fts`
-//!   ([`INSTANCE_TABLE`], a per-connection temp table the store creates when it opens):
+//! - postings from an `fts5vocab` table of type `instance` over the table
+//!   (`temp.<table>_instance`, a per-connection temp table the store creates when it
+//!   opens: [`CREATE_INSTANCE_TABLE`]):
 //!   one row per token instance `(term, rowid, column, offset)`, in term then rowid
 //!   order; they are folded into one posting per (term, row) holding the term's count
 //!   in each column;
-//! - each row's length in tokens from `memories_fts_docsize` (what `xColumnSize`
+//! - each row's length in tokens from `<table>_docsize` (what `xColumnSize`
 //!   reads for `bm25()`);
-//! - the row count and total token count from the averages record (`memories_fts_data`
+//! - the row count and total token count from the averages record (`<table>_data`
 //!   id 1; what `xRowCount` and `xColumnTotalSize` read).
 //!
 //!
@@ -21,26 +24,88 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::search::bm25::{FtsIndex, Unavailable};
 
-/// The temp `fts5vocab` `instance` table over `memories_fts` that the store creates on
-/// each connection (temp objects never touch the database file).
-pub const INSTANCE_TABLE: &str = "temp.memories_fts_instance";
+/// One of the store's two FTS5 tables over the memories' title, tags and body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// `memories_fts`: `unicode61 remove_diacritics 2` (bm25, exact and fuzzy modes).
+    Plain,
+    /// `memories_stem`: `porter unicode61 remove_diacritics 2` (hybrid's keyword leg).
+    Stemmed,
+}
 
-/// A per-connection temp FTS5 table with `memories_fts`'s columns and tokenizer, into
-/// which [`load_rows`] copies the text of a few rows to read their token instances.
-pub const DELTA_TABLE: &str = "temp.memories_fts_delta";
+impl Table {
+    /// Both tables, [`Table::Plain`] first.
+    pub const ALL: [Self; 2] = [Self::Plain, Self::Stemmed];
 
-/// Statements creating [`INSTANCE_TABLE`], [`DELTA_TABLE`] and its `instance` table;
-/// run before `PRAGMA query_only` on read-only connections (that pragma refuses even
-/// temp schema changes). The tokenizer must stay that of `memories_fts` (the schema
-/// in `stores::memories`); [`load_rows`] checks the counts against `_docsize`.
-pub const CREATE_INSTANCE_TABLE: &str = "CREATE VIRTUAL TABLE IF NOT EXISTS \
-     temp.memories_fts_instance USING fts5vocab(main, 'memories_fts', 'instance'); \
-     CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_delta USING fts5(\
-     title, tags, body, tokenize = 'unicode61 remove_diacritics 2'); \
-     CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_delta_instance \
-     USING fts5vocab(temp, 'memories_fts_delta', 'instance');";
+    /// The table's name in the store.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plain => "memories_fts",
+            Self::Stemmed => "memories_stem",
+        }
+    }
 
-/// Columns of `memories_fts`, in table order (bm25() weights are given in this order).
+    /// The table's FTS5 tokenizer (the schema in `stores::memories` says the same).
+    #[must_use]
+    pub fn tokenizer(self) -> &'static str {
+        match self {
+            Self::Plain => "unicode61 remove_diacritics 2",
+            Self::Stemmed => "porter unicode61 remove_diacritics 2",
+        }
+    }
+
+    /// The temp `fts5vocab` `instance` table over the table, which the store creates
+    /// on each connection (temp objects never touch the database file).
+    fn instances(self) -> String {
+        format!("temp.{}_instance", self.name())
+    }
+
+    /// A per-connection temp FTS5 table with the table's columns and tokenizer, into
+    /// which [`load_rows`] copies the text of a few rows to read their token instances.
+    fn delta(self) -> String {
+        format!("temp.{}_delta", self.name())
+    }
+}
+
+/// Statements creating, for each [`Table`], its `instance` table, its delta table and
+/// the delta's `instance` table; run before `PRAGMA query_only` on read-only
+/// connections (that pragma refuses even temp schema changes). [`load_rows`] checks
+/// the counts against `_docsize`. (An `fts5vocab` table over a table the store does
+/// not have yet is created but fails when read; readers check [`has_table`] first.)
+pub static CREATE_INSTANCE_TABLE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    Table::ALL
+        .iter()
+        .map(|t| {
+            let name = t.name();
+            format!(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}_instance \
+                 USING fts5vocab(main, '{name}', 'instance'); \
+                 CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}_delta USING fts5(\
+                 title, tags, body, tokenize = '{}'); \
+                 CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}_delta_instance \
+                 USING fts5vocab(temp, '{name}_delta', 'instance');",
+                t.tokenizer()
+            )
+        })
+        .collect()
+});
+
+/// Whether the store behind `conn` has `table` (a store last written before
+/// `memories_stem` existed, opened read-only, does not).
+///
+/// # Errors
+/// A SQLite error while reading the schema.
+pub fn has_table(conn: &Connection, table: Table) -> Result<bool, rusqlite::Error> {
+    conn.query_row(
+        "SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = ?1",
+        [table.name()],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+/// Columns of both tables, in table order (bm25() weights are given in this order).
 pub const COLUMNS: [&str; 3] = ["title", "tags", "body"];
 
 enum LoadError {
@@ -77,6 +142,7 @@ impl From<Unavailable> for LoadError {
 /// A SQLite error while reading.
 pub fn load(
     conn: &Connection,
+    table: Table,
     rowids: &[i64],
 ) -> Result<Result<FtsIndex, Unavailable>, rusqlite::Error> {
     let row_of = |rowid: i64| {
@@ -87,7 +153,7 @@ pub fn load(
             _ => rowids.binary_search(&rowid).ok(),
         }
     };
-    settle(read(conn, rowids.len(), &row_of, "", INSTANCE_TABLE).map(|(index, _)| index))
+    settle(read(conn, table, rowids.len(), &row_of, "", &table.instances()).map(|(index, _)| index))
 }
 
 /// A load's outcome as the public functions give it: guards failed → `Ok(Err(why))`.
@@ -105,30 +171,32 @@ fn settle<T>(read: Result<T, LoadError>) -> Result<Result<T, Unavailable>, rusql
 /// tokens)` it was built for.
 fn read(
     conn: &Connection,
+    table: Table,
     n_meta: usize,
     row_of: &impl Fn(i64) -> Option<usize>,
     docsize_filter: &str,
     instances: &str,
 ) -> Result<(FtsIndex, (i64, i64)), LoadError> {
     let mut names = Vec::new();
-    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('memories_fts')")?;
+    let name = table.name();
+    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{name}')"))?;
     let mut q = stmt.query([])?;
     while let Some(r) = q.next()? {
         names.push(r.get::<_, String>(0)?);
     }
     if names != COLUMNS {
         return Err(LoadError::Unavailable(
-            "memories_fts columns are not title, tags, body",
+            "the FTS5 table's columns are not title, tags, body",
         ));
     }
 
     // Table totals, as xRowCount and xColumnTotalSize read them.
-    let (n_rows, n_tokens) = totals(conn)??;
+    let (n_rows, n_tokens) = totals(conn, table)??;
 
     // Row lengths, as xColumnSize reads them.
     let mut sizes: Vec<Option<[u32; 3]>> = vec![None; n_meta];
     let mut stmt = conn.prepare(&format!(
-        "SELECT id, sz FROM memories_fts_docsize {docsize_filter}"
+        "SELECT id, sz FROM {name}_docsize {docsize_filter}"
     ))?;
     let mut q = stmt.query([])?;
     while let Some(r) = q.next()? {
@@ -159,11 +227,11 @@ fn read(
     Ok((index.finish()?, (n_rows, n_tokens)))
 }
 
-/// The postings of `memories_fts` rows `rowids` (increasing; row `i` of the result is
+/// The postings of `table`'s rows `rowids` (increasing; row `i` of the result is
 /// `rowids[i]`) as an [`FtsIndex`] of just those rows, to be joined to an index of the
 /// rows before them with [`FtsIndex::append`]; plus the table totals `(nRow, tokens)`
-/// of the averages record. The rows' text is copied from `memories_fts` into
-/// [`DELTA_TABLE`] (the same tokenizer) and read back through its `instance` table;
+/// of the averages record. The rows' text is copied from `table` into its delta
+/// table (`temp.<table>_delta`, the same tokenizer) and read back through its `instance` table;
 /// the counts must equal the rows' `_docsize` records. `Ok(Err(why))` when the rows'
 /// data fails the guards.
 ///
@@ -174,6 +242,7 @@ fn read(
 /// A SQLite error while reading or writing the temp table.
 pub fn load_rows(
     conn: &Connection,
+    table: Table,
     rowids: &[i64],
 ) -> Result<Result<(FtsIndex, i64, i64), Unavailable>, rusqlite::Error> {
     let list = rowids
@@ -181,21 +250,23 @@ pub fn load_rows(
         .map(i64::to_string)
         .collect::<Vec<_>>()
         .join(",");
+    let (name, delta) = (table.name(), table.delta());
     let copied = conn.execute_batch(&format!(
-        "DELETE FROM {DELTA_TABLE}; INSERT INTO {DELTA_TABLE}(rowid, title, tags, body) \
-         SELECT rowid, title, tags, body FROM main.memories_fts WHERE rowid IN ({list});"
+        "DELETE FROM {delta}; INSERT INTO {delta}(rowid, title, tags, body) \
+         SELECT rowid, title, tags, body FROM main.{name} WHERE rowid IN ({list});"
     ));
     let row_of = |rowid: i64| rowids.binary_search(&rowid).ok();
     let read = copied.map_err(LoadError::from).and_then(|()| {
         read(
             conn,
+            table,
             rowids.len(),
             &row_of,
             &format!("WHERE id IN ({list})"),
-            "temp.memories_fts_delta_instance",
+            &format!("{delta}_instance"),
         )
     });
-    let cleared = conn.execute_batch(&format!("DELETE FROM {DELTA_TABLE};"));
+    let cleared = conn.execute_batch(&format!("DELETE FROM {delta};"));
     let read = settle(read.map(|(index, (n_rows, n_tokens))| (index, n_rows, n_tokens)))?;
     cleared?;
     Ok(read)
@@ -236,10 +307,13 @@ impl Drop for QueryOnlyLifted<'_> {
 }
 
 /// The averages record's `(nRow, Σ column totals)`; `(0, 0)` without one.
-fn totals(conn: &Connection) -> Result<Result<(i64, i64), Unavailable>, rusqlite::Error> {
+fn totals(
+    conn: &Connection,
+    table: Table,
+) -> Result<Result<(i64, i64), Unavailable>, rusqlite::Error> {
     let averages: Option<Vec<u8>> = conn
         .query_row(
-            "SELECT block FROM memories_fts_data WHERE id = 1",
+            &format!("SELECT block FROM {}_data WHERE id = 1", table.name()),
             [],
             |r| r.get(0),
         )

@@ -23,7 +23,7 @@
 //!   on their next writable open; until then readers reload whole.
 //! - per connection, not in the file: `temp.memories_fts_instance`, an `fts5vocab`
 //!   `instance` table from which [`fts::load`] copies the postings, and
-//!   `temp.memories_fts_delta` ([`fts::DELTA_TABLE`]), where the text of rows added
+//!   `temp.memories_fts_delta` ([`fts::CREATE_INSTANCE_TABLE`]), where the text of rows added
 //!   since is tokenized again for [`fts::load_rows`].
 //!
 //! Engines open the store with [`MemoryStore::open_ro`] (SQLite read-only flags plus

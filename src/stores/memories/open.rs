@@ -39,7 +39,7 @@ impl MemoryStore {
     /// [`StoreError::Sqlite`] when it is not a memories store.
     pub fn open_ro(path: &Path) -> Result<Self, StoreError> {
         // Temp schema only (never the file), and before `query_only`, which refuses it.
-        let conn = read_only_connection(path, Some(fts::CREATE_INSTANCE_TABLE))?;
+        let conn = read_only_connection(path, Some(&fts::CREATE_INSTANCE_TABLE))?;
         conn.query_row(
             "SELECT count(*) FROM memories_fts WHERE rowid = 0",
             [],
@@ -74,9 +74,29 @@ impl MemoryStore {
     fn init(&self) -> Result<(), StoreError> {
         let conn = self.lock();
         conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
-        conn.execute_batch(fts::CREATE_INSTANCE_TABLE)
+        fill_stemmed(&conn).map_err(|e| self.error(e))?;
+        conn.execute_batch(&fts::CREATE_INSTANCE_TABLE)
             .map_err(|e| self.error(e))
     }
+}
+
+/// Fills `memories_stem` from `memories` when their row counts differ: a store written
+/// before the stemmed table existed gets it on its first writable open (the schema
+/// has just created it empty). One transaction: readers see it whole or not at all.
+fn fill_stemmed(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let count = |table: &str| -> Result<i64, rusqlite::Error> {
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+    };
+    if count("memories")? == count("memories_stem_docsize")? {
+        return Ok(());
+    }
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(
+        "DELETE FROM memories_stem; \
+         INSERT INTO memories_stem(rowid, title, tags, body) \
+         SELECT rowid, title, tags, body FROM memories_fts;",
+    )?;
+    tx.commit()
 }
 
 /// A read-only connection to the memories file at `path`, for SQL the store does not

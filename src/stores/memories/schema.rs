@@ -29,6 +29,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     title, tags, body, tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_stem USING fts5(
+    title, tags, body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
 CREATE TABLE IF NOT EXISTS memory_links (
     id TEXT NOT NULL,
     rel TEXT NOT NULL,

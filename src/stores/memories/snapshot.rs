@@ -90,9 +90,10 @@ pub struct SearchIndex {
     filter_columns: OnceLock<FilterColumns>,
     /// Terms of `memories_vocab`, read on first use.
     vocab: OnceLock<Vocabulary>,
-    /// Postings of `memories_fts` for this snapshot, read on first use; the reason
-    /// when the store's FTS5 data cannot stand in for `bm25()`.
-    fts: OnceLock<Result<FtsIndex, Unavailable>>,
+    /// Postings of each [`fts::Table`] (by [`fts::Table::ALL`] position) for this
+    /// snapshot, read on first use; the reason when the store's FTS5 data cannot
+    /// stand in for `bm25()`.
+    fts: [OnceLock<Result<FtsIndex, Unavailable>>; 2],
     /// Newest `memories_changes.seq` this snapshot holds (`None`: the store has no
     /// change log, so a change means a whole reload).
     changes: Option<i64>,
@@ -141,7 +142,7 @@ impl SearchIndex {
             superseded_rows: 0,
             filter_columns: OnceLock::new(),
             vocab: OnceLock::new(),
-            fts: OnceLock::new(),
+            fts: [OnceLock::new(), OnceLock::new()],
             changes,
             sequence: Vec::new(),
             neighbours: OnceLock::new(),
@@ -279,10 +280,12 @@ impl SearchIndex {
             return Ok(Refresh::Reload);
         }
         let first_new = self.rows.len();
-        let fts_added = match (self.fts.get(), added.is_empty()) {
-            (Some(Ok(_)), false) => Some(fts::load_rows(conn, &added)?),
-            _ => None,
-        };
+        let mut fts_added = [None, None];
+        for (slot, table) in fts_added.iter_mut().zip(fts::Table::ALL) {
+            if let (Some(Ok(_)), false) = (self.fts[table as usize].get(), added.is_empty()) {
+                *slot = Some(fts::load_rows(conn, table, &added)?);
+            }
+        }
         // Reads done; from here on nothing fails, so the index changes all or not at all.
         let mut new_vectors: Vec<(u32, Vec<f32>)> = Vec::new();
         let before = (self.rows.len(), self.embedded_rows);
@@ -331,18 +334,20 @@ impl SearchIndex {
             }
             self.vocab = OnceLock::new();
             self.neighbours = OnceLock::new();
-            self.fts = match (self.fts.take(), fts_added) {
-                (Some(Ok(base)), Some(Ok((more, n_rows, n_tokens))))
-                    if more.rows() == self.rows.len() - first_new =>
-                {
-                    match base.append(&more, n_rows, n_tokens) {
-                        Ok(joined) => OnceLock::from(Ok(joined)),
-                        Err(_) => OnceLock::new(),
+            for (slot, added) in self.fts.iter_mut().zip(fts_added) {
+                *slot = match (slot.take(), added) {
+                    (Some(Ok(base)), Some(Ok((more, n_rows, n_tokens))))
+                        if more.rows() == self.rows.len() - first_new =>
+                    {
+                        match base.append(&more, n_rows, n_tokens) {
+                            Ok(joined) => OnceLock::from(Ok(joined)),
+                            Err(_) => OnceLock::new(),
+                        }
                     }
-                }
-                // Read again on next use.
-                _ => OnceLock::new(),
-            };
+                    // Read again on next use.
+                    _ => OnceLock::new(),
+                };
+            }
         }
         self.changes = Some(newest);
         self.version = version;
@@ -359,8 +364,25 @@ impl SearchIndex {
     /// # Errors
     /// A SQLite error while reading.
     pub fn fts(&self, conn: &Connection) -> Result<Option<&FtsIndex>, rusqlite::Error> {
-        if let Some(built) = self.fts.get() {
+        self.fts_of(conn, fts::Table::Plain)
+    }
+
+    /// As [`SearchIndex::fts`], for either [`fts::Table`]; `None` too when the store
+    /// lacks the table (a store not opened writable since `memories_stem` came).
+    ///
+    /// # Errors
+    /// A SQLite error while reading.
+    pub fn fts_of(
+        &self,
+        conn: &Connection,
+        table: fts::Table,
+    ) -> Result<Option<&FtsIndex>, rusqlite::Error> {
+        let slot = &self.fts[table as usize];
+        if let Some(built) = slot.get() {
             return Ok(built.as_ref().ok());
+        }
+        if !fts::has_table(conn, table)? {
+            return Ok(None);
         }
         // One read transaction, so postings, lengths and totals are one snapshot.
         let tx = if conn.is_autocommit() {
@@ -368,17 +390,21 @@ impl SearchIndex {
         } else {
             None
         };
-        conn.query_row("SELECT count(*) FROM memories_fts_config", [], |_| Ok(()))?;
+        conn.query_row(
+            &format!("SELECT count(*) FROM {}_config", table.name()),
+            [],
+            |_| Ok(()),
+        )?;
         let data_version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
         if (data_version, conn.total_changes()) != self.version {
             return Ok(None);
         }
         let rowids: Vec<i64> = self.rows.iter().map(|m| m.rowid).collect();
-        let built = fts::load(conn, &rowids)?;
+        let built = fts::load(conn, table, &rowids)?;
         if let Some(tx) = tx {
             tx.commit()?;
         }
-        Ok(self.fts.get_or_init(|| built).as_ref().ok())
+        Ok(slot.get_or_init(|| built).as_ref().ok())
     }
 
     /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order,

@@ -196,6 +196,7 @@ fn upsert_in(tx: &rusqlite::Transaction<'_>, memory: &Memory) -> Result<Upsert, 
                 )
                 ?;
             tx.execute("DELETE FROM memories_fts WHERE rowid = ?1", [rowid])?;
+            tx.execute("DELETE FROM memories_stem WHERE rowid = ?1", [rowid])?;
             (Upsert::Updated, Some(rowid))
         }
         None => {
@@ -222,10 +223,13 @@ fn upsert_in(tx: &rusqlite::Transaction<'_>, memory: &Memory) -> Result<Upsert, 
     };
     // New and changed memories get their full-text row (re)written the same way.
     if let Some(rowid) = rowid {
-        tx.execute(
-            "INSERT INTO memories_fts(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)",
-            params![rowid, memory.title, memory.tags.join(" "), memory.body],
-        )?;
+        let tags = memory.tags.join(" ");
+        for table in ["memories_fts", "memories_stem"] {
+            tx.execute(
+                &format!("INSERT INTO {table}(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)"),
+                params![rowid, memory.title, tags, memory.body],
+            )?;
+        }
     }
     Ok(outcome)
 }
