@@ -485,7 +485,7 @@ fn semantic_search_filters_by_project_before_the_cut_in_every_mode() {
     let none = run(&data, "semantic-search", &[q.clone(), "project=a%e".into()]);
     assert_eq!(none["count"], 0);
     // Absent: unchanged (no project echoed, same rows as an empty fragment).
-    let plain = run(&data, "semantic-search", &[q.clone()]);
+    let plain = run(&data, "semantic-search", std::slice::from_ref(&q));
     let empty = run(&data, "semantic-search", &[q, "project=".into()]);
     assert_eq!(plain["rows"], empty["rows"]);
     assert_eq!(plain["project"], Value::Null);
