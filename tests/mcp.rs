@@ -157,7 +157,10 @@ async fn check_tools(client: &Client) -> Vec<rmcp::model::Tool> {
         (Some(true), Some(true))
     );
     let props = search.input_schema["properties"].as_object().unwrap();
-    assert_eq!(props.keys().collect::<Vec<_>>(), ["term", "limit", "role"]);
+    assert_eq!(
+        props.keys().collect::<Vec<_>>(),
+        ["term", "limit", "role", "project"]
+    );
     assert_eq!(search.output_schema.as_ref().unwrap()["type"], "object");
 
     tools

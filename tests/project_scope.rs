@@ -60,7 +60,13 @@ fn run(data: &Path, skill: &str, args: &[String]) -> Value {
 
 /// One Claude Code session file: `turns` user/assistant pairs, the folder `cwd(i)`
 /// for message `i`.
-fn session(dir: &Path, id: &str, start_minute: u32, turns: usize, cwd: &dyn Fn(usize) -> &'static str) {
+fn session(
+    dir: &Path,
+    id: &str,
+    start_minute: u32,
+    turns: usize,
+    cwd: &dyn Fn(usize) -> &'static str,
+) {
     let mut lines = Vec::new();
     let mut parent = Value::Null;
     for i in 0..turns * 2 {
@@ -103,8 +109,15 @@ fn store(tmp: &Path) -> PathBuf {
     session(&cc.join("-home-me-Alpha-Repo"), "a2", 90, 8, &|_| ALPHA);
     session(&cc.join("-home-me-alphaXrepo"), "x1", 200, 8, &|_| ALPHA_X);
     session(&cc.join("-home-me-beta-repo"), "b1", 300, 10, &|_| BETA);
-    session(&cc.join("-home-me-Alpha-Repo"), "m1", 400, 8, &|i| if i < 8 { ALPHA } else { BETA });
-    let chatgpt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures/transcripts/chatgpt");
+    session(&cc.join("-home-me-Alpha-Repo"), "m1", 400, 8, &|i| {
+        if i < 8 {
+            ALPHA
+        } else {
+            BETA
+        }
+    });
+    let chatgpt = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/fixtures/transcripts/chatgpt");
     std::fs::create_dir_all(src.join("chatgpt")).unwrap();
     for f in std::fs::read_dir(chatgpt).unwrap() {
         let f = f.unwrap().path();
@@ -118,13 +131,24 @@ fn store(tmp: &Path) -> PathBuf {
 
 /// DuckDB's own answer: the rows of `term` (and `role`) whose project ILIKE-contains
 /// `project` with `\`, `%` and `_` escaped, in search order.
-fn duckdb_rows(data: &Path, term: &str, role: Option<&str>, project: &str, limit: i64) -> Vec<Value> {
+fn duckdb_rows(
+    data: &Path,
+    term: &str,
+    role: Option<&str>,
+    project: &str,
+    limit: i64,
+) -> Vec<Value> {
     let conn = duckdb::Connection::open_with_flags(
         StorePaths::in_dir(data).conversations,
-        duckdb::Config::default().access_mode(duckdb::AccessMode::ReadOnly).unwrap(),
+        duckdb::Config::default()
+            .access_mode(duckdb::AccessMode::ReadOnly)
+            .unwrap(),
     )
     .unwrap();
-    let escaped = project.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    let escaped = project
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
     let mut sql = String::from(
         "SELECT source, conversation_id, message_id, project, substr(content, 1, 200) \
          FROM all_conversations WHERE content ILIKE '%' || ? || '%'",
@@ -184,17 +208,35 @@ fn search_conversations_project_matches_duckdb_ilike_with_escapes() {
     let fast = Context::new(StorePaths::in_dir(&data)).with_search_index(true);
     let slow = Context::new(StorePaths::in_dir(&data)).with_search_index(false);
     let fragments = [
-        "alpha", "ALPHA_REPO", "Alpha_", "alpha_r", "alphax", "a_r", "beta%", "%", "_", "%repo",
-        "/home/me/", "repo", "\\", "me/beta%re", "no-such-project", "ALPHAXREPO",
+        "alpha",
+        "ALPHA_REPO",
+        "Alpha_",
+        "alpha_r",
+        "alphax",
+        "a_r",
+        "beta%",
+        "%",
+        "_",
+        "%repo",
+        "/home/me/",
+        "repo",
+        "\\",
+        "me/beta%re",
+        "no-such-project",
+        "ALPHAXREPO",
     ];
     let mut compared = 0;
     for fragment in fragments {
         for term in ["", "deploy", "LINKER", "turn 1", "e_p"] {
             for role in [None, Some("user"), Some("assistant")] {
                 for limit in [1i64, 7, 500] {
-                    let args = json!({"term": term, "role": role, "limit": limit, "project": fragment});
+                    let args =
+                        json!({"term": term, "role": role, "limit": limit, "project": fragment});
                     let (a, b) = (search(&fast, args.clone()), search(&slow, args));
-                    assert_eq!(a, b, "index vs DuckDB path: {fragment:?} {term:?} {role:?} {limit}");
+                    assert_eq!(
+                        a, b,
+                        "index vs DuckDB path: {fragment:?} {term:?} {role:?} {limit}"
+                    );
                     if term.is_empty() && role == Some("user") {
                         continue; // the questions mode: no ILIKE term
                     }
@@ -224,27 +266,52 @@ fn project_narrows_is_case_insensitive_literal_and_absent_changes_nothing() {
         .collect();
     assert_eq!(
         projects.into_iter().collect::<Vec<_>>(),
-        ["/home/me/Alpha_Repo", "/home/me/alphaXrepo", "/home/me/beta%repo", "NULL"]
+        [
+            "/home/me/Alpha_Repo",
+            "/home/me/alphaXrepo",
+            "/home/me/beta%repo",
+            "NULL"
+        ]
     );
     // Narrows, case-insensitively.
-    let alpha = search(&ctx, json!({"term": "", "limit": 500, "project": "alpha_repo"}));
-    let upper = search(&ctx, json!({"term": "", "limit": 500, "project": "  ALPHA_REPO "}));
+    let alpha = search(
+        &ctx,
+        json!({"term": "", "limit": 500, "project": "alpha_repo"}),
+    );
+    let upper = search(
+        &ctx,
+        json!({"term": "", "limit": 500, "project": "  ALPHA_REPO "}),
+    );
     assert_eq!(alpha["rows"], upper["rows"]);
     let n = alpha["count"].as_u64().unwrap();
     // a1 (20) + a2 (16) + the first 8 messages of m1.
     assert_eq!(n, 44, "{alpha}");
-    assert!(alpha["rows"].as_array().unwrap().iter().all(|r| r["project"] == ALPHA));
+    assert!(alpha["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["project"] == ALPHA));
     // `_` is literal: alphaXrepo is not matched by "alpha_repo" but by "alpha".
     let loose = search(&ctx, json!({"term": "", "limit": 500, "project": "ALPHA"}));
     assert_eq!(loose["count"].as_u64().unwrap(), n + 16);
     // `%` is literal: only the beta folder holds one.
     let pct = search(&ctx, json!({"term": "", "limit": 500, "project": "%"}));
     assert_eq!(pct["count"].as_u64().unwrap(), 20 + 8);
-    assert!(pct["rows"].as_array().unwrap().iter().all(|r| r["project"] == BETA));
+    assert!(pct["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["project"] == BETA));
     // As a wildcard `a%e` would match nearly every path; literally none holds it
     // (while `a%r`, inside beta%repo, is found).
-    assert_eq!(search(&ctx, json!({"term": "", "limit": 500, "project": "a%e"}))["count"], 0);
-    assert_eq!(search(&ctx, json!({"term": "", "limit": 500, "project": "A%R"}))["count"], 28);
+    assert_eq!(
+        search(&ctx, json!({"term": "", "limit": 500, "project": "a%e"}))["count"],
+        0
+    );
+    assert_eq!(
+        search(&ctx, json!({"term": "", "limit": 500, "project": "A%R"}))["count"],
+        28
+    );
     assert!(n < total);
     // Absent, null, empty and blank are the same unfiltered search.
     for none in [json!(null), json!(""), json!("   ")] {
@@ -252,9 +319,22 @@ fn project_narrows_is_case_insensitive_literal_and_absent_changes_nothing() {
         assert_eq!(same["rows"], all["rows"]);
     }
     // The rendered table is the seed's: no project column.
-    let (ok, out, err) = skills(&data, &["run", "search-conversations", "--arg", "term=deploy", "--arg", "project=beta"]);
+    let (ok, out, err) = skills(
+        &data,
+        &[
+            "run",
+            "search-conversations",
+            "--arg",
+            "term=deploy",
+            "--arg",
+            "project=beta",
+        ],
+    );
     assert!(ok, "{err}");
-    assert!(out.starts_with("| Date | Source | Role | conv_id | Preview (200ch) |"), "{out}");
+    assert!(
+        out.starts_with("| Date | Source | Role | conv_id | Preview (200ch) |"),
+        "{out}"
+    );
     assert!(out.contains("b1"), "{out}");
     assert!(!out.contains("| a1 |"), "{out}");
 }
@@ -271,11 +351,18 @@ fn an_overlong_project_is_a_clear_error() {
     ] {
         let (ok, out, err) = skills(&data, &["run", skill, "--arg", first, "--arg", &long]);
         assert!(!ok, "{skill}: {out}");
-        assert!(err.contains("project") && err.contains("1024"), "{skill}: {err}");
+        assert!(
+            err.contains("project") && err.contains("1024"),
+            "{skill}: {err}"
+        );
     }
     // 1024 characters are accepted (and match nothing).
     let ok_len = format!("project={}", "p".repeat(1024));
-    let out = run(&data, "search-conversations", &["term=deploy".into(), ok_len]);
+    let out = run(
+        &data,
+        "search-conversations",
+        &["term=deploy".into(), ok_len],
+    );
     assert_eq!(out["count"], 0);
 }
 
@@ -294,7 +381,13 @@ fn ids(v: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| format!("{}/{}", r["conversation_id"].as_str().unwrap(), r["message_id"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "{}/{}",
+                r["conversation_id"].as_str().unwrap(),
+                r["message_id"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -308,7 +401,11 @@ fn semantic_search_filters_by_project_before_the_cut_in_every_mode() {
     let q = "query=the linker cannot find the duckdb library".to_owned();
     // Semantic mode ranks by exact cosine: the filtered top k is the first k rows of
     // the whole ranking that pass the filter.
-    let everything = run(&data, "semantic-search", &[q.clone(), "limit=500".into(), "mode=semantic".into()]);
+    let everything = run(
+        &data,
+        "semantic-search",
+        &[q.clone(), "limit=500".into(), "mode=semantic".into()],
+    );
     for fragment in ["beta%", "ALPHA_repo", "alphax"] {
         let keep: Vec<String> = everything["rows"]
             .as_array()
@@ -319,37 +416,76 @@ fn semantic_search_filters_by_project_before_the_cut_in_every_mode() {
                     .as_str()
                     .is_some_and(|p| p.to_lowercase().contains(&fragment.to_lowercase()))
             })
-            .map(|r| format!("{}/{}", r["conversation_id"].as_str().unwrap(), r["message_id"].as_str().unwrap()))
+            .map(|r| {
+                format!(
+                    "{}/{}",
+                    r["conversation_id"].as_str().unwrap(),
+                    r["message_id"].as_str().unwrap()
+                )
+            })
             .collect();
         assert!(keep.len() >= 5, "{fragment}: {}", keep.len());
         let top = run(
             &data,
             "semantic-search",
-            &[q.clone(), "limit=5".into(), "mode=semantic".into(), format!("project={fragment}")],
+            &[
+                q.clone(),
+                "limit=5".into(),
+                "mode=semantic".into(),
+                format!("project={fragment}"),
+            ],
         );
         assert_eq!(top["project"], fragment);
         assert_eq!(ids(&top), keep[..5].to_vec(), "{fragment}");
         // Hybrid: still k rows, every one of the project.
-        let hybrid = run(&data, "semantic-search", &[q.clone(), "limit=5".into(), format!("project={fragment}")]);
+        let hybrid = run(
+            &data,
+            "semantic-search",
+            &[q.clone(), "limit=5".into(), format!("project={fragment}")],
+        );
         assert_eq!(hybrid["count"], 5, "{fragment}: {hybrid}");
         for r in hybrid["rows"].as_array().unwrap() {
             let p = r["project"].as_str().unwrap();
-            assert!(p.to_lowercase().contains(&fragment.to_lowercase()), "{fragment}: {r}");
+            assert!(
+                p.to_lowercase().contains(&fragment.to_lowercase()),
+                "{fragment}: {r}"
+            );
         }
     }
     // The switching session: only its beta half is kept for "beta".
-    let beta = run(&data, "semantic-search", &[q.clone(), "limit=500".into(), "project=BETA".into()]);
-    let m1: Vec<&Value> = beta["rows"].as_array().unwrap().iter().filter(|r| r["conversation_id"] == "m1").collect();
+    let beta = run(
+        &data,
+        "semantic-search",
+        &[q.clone(), "limit=500".into(), "project=BETA".into()],
+    );
+    let m1: Vec<&Value> = beta["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["conversation_id"] == "m1")
+        .collect();
     assert!(!m1.is_empty());
     assert!(m1.iter().all(|r| r["project"] == BETA));
     // Literal hits of the hybrid leg obey it too, and a `%` fragment is literal.
-    let lit = run(&data, "semantic-search", &["query=turn 3 in".into(), "limit=50".into(), "project=/home/me/beta%repo".into()]);
+    let lit = run(
+        &data,
+        "semantic-search",
+        &[
+            "query=turn 3 in".into(),
+            "limit=50".into(),
+            "project=/home/me/beta%repo".into(),
+        ],
+    );
     assert!(lit["count"].as_u64().unwrap() > 0);
-    assert!(lit["rows"].as_array().unwrap().iter().all(|r| r["project"] == BETA));
+    assert!(lit["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["project"] == BETA));
     let none = run(&data, "semantic-search", &[q.clone(), "project=a%e".into()]);
     assert_eq!(none["count"], 0);
     // Absent: unchanged (no project echoed, same rows as an empty fragment).
-    let plain = run(&data, "semantic-search", &[q.clone()]);
+    let plain = run(&data, "semantic-search", std::slice::from_ref(&q));
     let empty = run(&data, "semantic-search", &[q, "project=".into()]);
     assert_eq!(plain["rows"], empty["rows"]);
     assert_eq!(plain["project"], Value::Null);
@@ -381,7 +517,15 @@ fn recall_passes_project_to_its_transcript_sources() {
             .unwrap()
             .iter()
             .filter(|i| i["source"].as_str().unwrap().starts_with("transcript"))
-            .map(|i| i["id"].as_str().unwrap().split('/').next().unwrap().to_owned())
+            .map(|i| {
+                i["id"]
+                    .as_str()
+                    .unwrap()
+                    .split('/')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
             .collect()
     };
     assert!(convs(&all).len() >= 3, "{:?}", convs(&all));
@@ -393,7 +537,16 @@ fn recall_passes_project_to_its_transcript_sources() {
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|i| i["sources"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()))
+        .flat_map(|i| {
+            i["sources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_owned())
+        })
         .collect();
-    assert!(sources.contains("transcript (meaning)") && sources.contains("transcript (keyword)"), "{sources:?}");
+    assert!(
+        sources.contains("transcript (meaning)") && sources.contains("transcript (keyword)"),
+        "{sources:?}"
+    );
 }

@@ -163,8 +163,8 @@ mod breakage {
         let path = tmp.path().join(SKILL).join("conformance.yaml");
         std::fs::remove_file(&path).unwrap();
         let report = run_items(tmp.path(), &[""]);
-        if report.failed != 10 || report.passed != 0 {
-            return Err(format!("expected 10 failures, got {}", report.to_text()).into());
+        if report.failed != 11 || report.passed != 0 {
+            return Err(format!("expected 11 failures, got {}", report.to_text()).into());
         }
         expect(
             one(&report, ROLE_ITEM)?,
@@ -185,7 +185,7 @@ mod breakage {
         expect(
             one(&report, ORDER_ITEM)?,
             &[format!(
-            "binding text matches no checklist item (drift); closest item (line 109): \"{new}\""
+            "binding text matches no checklist item (drift); closest item (line 118): \"{new}\""
         )],
         )?;
         let path = tmp.path().join(SKILL).join("conformance.yaml");
@@ -336,7 +336,7 @@ mod breakage {
             .unwrap();
         let stdout = String::from_utf8(out.stdout).unwrap();
         if out.status.code() != Some(1)
-            || stdout.lines().last() != Some("10 passed, 1 failed, 0 excluded")
+            || stdout.lines().last() != Some("11 passed, 1 failed, 0 excluded")
         {
             return Err(format!("exit {:?}, stdout:\n{stdout}", out.status.code()).into());
         }
@@ -345,7 +345,7 @@ mod breakage {
             .output()
             .unwrap();
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        if out.status.code() != Some(0) || json["passed"] != 11 || json["failed"] != 0 {
+        if out.status.code() != Some(0) || json["passed"] != 12 || json["failed"] != 0 {
             return Err(format!("exit {:?}, json:\n{json:#}", out.status.code()).into());
         }
         let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
@@ -517,7 +517,7 @@ mod breakage {
         {
             return Err(format!("{r:#?}").into());
         }
-        if !report.to_text().contains("  EXCLUDED The role filter returns only rows of that role (SKILL.md:112)\n           reason: covered by hand\n") {
+        if !report.to_text().contains("  EXCLUDED The role filter returns only rows of that role (SKILL.md:121)\n           reason: covered by hand\n") {
             return Err(report.to_text().into());
         }
         Ok(())
