@@ -168,3 +168,35 @@ fn a_composed_call_goes_through_the_host_and_skips_missing_stores() {
         .to_string();
     assert!(err.contains("`question`"), "{err}");
 }
+
+/// A source that refuses the arguments the composition passes on (the caller's
+/// 1,500-character question as search-conversations' `term`, at most 1,000) is skipped
+/// and named in `notes`; the other sources still answer.
+#[test]
+fn a_source_refusing_the_passed_on_arguments_is_skipped_not_fatal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    for s in ["memo-search", "memo-save", "search-conversations"] {
+        copy_skill(&skills, s);
+    }
+    let doc = "---\nname: both\ndescription: test composition\nreads: [memories, conversations]\nwrites: []\nengine: compose\nengine-options:\n  sources:\n    - skill: memo-search\n      args: {query: \"{{ question }}\"}\n      rows: /hits\n      item: {citation: \"[{{ row.id }}]\", text: \"{{ row.body }}\"}\n    - skill: search-conversations\n      args: {term: \"{{ question }}\"}\n      rows: /rows\n      item: {citation: \"[{{ row.conversation_id }}]\", text: \"{{ row.preview }}\"}\ninput-schema:\n  type: object\n  additionalProperties: false\n  required: [question]\n  properties:\n    question: {type: string, maxLength: 2000}\n    max_tokens: {type: integer, default: 100}\n---\n# both\n\n## Verification checklist\n- [ ] x\n";
+    std::fs::create_dir_all(skills.join("both")).unwrap();
+    std::fs::write(skills.join("both/SKILL.md"), doc).unwrap();
+    std::fs::write(skills.join("both/template.md.j2"), "{{ data.pack }}").unwrap();
+    let host = load(&skills, &tmp.path().join("data"));
+    host.call(
+        "memo-save",
+        json!({"body": "Okapi live in the Ituri rainforest."}),
+    )
+    .unwrap();
+    let question = "okapi ".repeat(250);
+    let out = host
+        .call("both", json!({"question": question, "max_tokens": 100}))
+        .unwrap();
+    assert_eq!(out.data["count"], 1, "{}", out.data);
+    let notes = out.data["notes"].to_string();
+    assert!(
+        notes.contains("`search-conversations` skipped") && notes.contains("`term`"),
+        "{notes}"
+    );
+}

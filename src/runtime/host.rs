@@ -599,6 +599,16 @@ impl Skills for Nested<'_> {
                 source: EngineError::Unavailable(why),
                 ..
             }) => Err(SkillCallError::Skipped(why)),
+            // The composition's arguments (the caller's words passed on) do not fit this
+            // source: e.g. recall's 2,000-character question is too long for
+            // search-conversations' `term`. The other sources still answer.
+            Err(e @ CallError::InvalidArguments { .. }) => {
+                Err(SkillCallError::Skipped(e.to_string()))
+            }
+            Err(CallError::Engine {
+                source: e @ EngineError::Argument { .. },
+                ..
+            }) => Err(SkillCallError::Skipped(e.to_string())),
             Err(other) => Err(SkillCallError::Failed(other.to_string())),
         }
     }

@@ -52,8 +52,10 @@
 //!
 //! **Failures.** Sources are called through the host's one call path (their argument
 //! validation, declared effects and redaction apply). A source whose store does not
-//! exist yet, or that says a capability is unavailable (no embeddings), is skipped
-//! and named in `notes`; any other failure fails the call, naming the source.
+//! exist yet, that says a capability is unavailable (no embeddings), or that refuses
+//! the arguments the composition gives it (the caller's question too long for a
+//! keyword source's `term`), is skipped and named in `notes`; any other failure fails
+//! the call, naming the source.
 //!
 //! Engines know nothing of the host: calls go through [`Skills`], which
 //! [`crate::runtime::Host`] provides; the host refuses, when it loads, a composition
