@@ -14,6 +14,7 @@
 //! `hybrid:VEC:BM25:none|WINDOW:WEIGHT[:mm][:tB][:plain]`; default [`MODES`]), `QUALITY_UNITS`
 //! (`session,turn`), `QUALITY_HAYSTACKS` (`conversation,pooled`), `QUALITY_MISSES`
 //! (print up to N questions the default mode misses at 5 and plain BM25 finds),
+//! `QUALITY_PREVIOUS` (the variant the intervals compare with, default [`PREVIOUS`]),
 //! `QUALITY_REUSE=1` (import into the previous run's stores of the same model instead
 //! of fresh ones: nothing is re-embedded).
 //! MRR is MRR@10 (a question with no relevant unit in the top 10 counts 0).
@@ -38,11 +39,12 @@ use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 
 const K: usize = 10;
-/// `default` (no `mode` argument, the shipped tuning), the previous default (hybrid,
-/// each memory alone: `hybrid:VEC:BM25:none`), and the seed's single modes.
-const MODES: &str = "default,hybrid:0.3:1:none,vec,bm25,exact,fuzzy";
-/// The variant the intervals compare against: the previous default.
-const PREVIOUS: &str = "hybrid:0.3:1:none";
+/// `default` (no `mode` argument, the shipped tuning), the previous default
+/// ([`PREVIOUS`]), and the seed's single modes.
+const MODES: &str = "default,hybrid:0.3:1:2:0.5:t0:plain,vec,bm25,exact,fuzzy";
+/// The variant the intervals compare against (`QUALITY_PREVIOUS` overrides it): the
+/// previous default with the static table, before stemming and temporal routing.
+const PREVIOUS: &str = "hybrid:0.3:1:2:0.5:t0:plain";
 const BASELINE: &str = "plain BM25";
 
 /// Where each question's first relevant unit came (1-based), `None` past the top 10.
@@ -116,6 +118,7 @@ fn main() -> Result<()> {
             .collect()
     };
     let modes = list("QUALITY_MODES", MODES);
+    let previous = std::env::var("QUALITY_PREVIOUS").unwrap_or_else(|_| PREVIOUS.to_owned());
     let units: Vec<Unit> = list("QUALITY_UNITS", "session,turn")
         .iter()
         .map(|u| match u.as_str() {
@@ -302,7 +305,7 @@ fn main() -> Result<()> {
                             "{:.3}",
                             tallies.get(BASELINE).map_or(0.0, |b| b.recall(5, None))
                         ),
-                        tallies.get(PREVIOUS).map_or(String::new(), |p| {
+                        tallies.get(previous.as_str()).map_or(String::new(), |p| {
                             let (lo, hi) = paired_bootstrap(p, default, 5);
                             format!("{:.3} (Δ CI {lo:+.3}…{hi:+.3})", p.recall(5, None))
                         }),

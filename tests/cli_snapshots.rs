@@ -235,7 +235,7 @@ fn run_on_fixture_stores() {
         ("SKILLS_NOW", "2026-07-03T12:00:00Z"),
         ("SKILLS_EMBEDDER", "none"),
     ];
-    let cases: [(&str, Vec<&str>, bool); 7] = [
+    let cases: [(&str, Vec<&str>, bool); 8] = [
         (
             "run_search_conversations",
             vec!["run", "search-conversations", "--arg", "term=deadline"],
@@ -290,6 +290,27 @@ fn run_on_fixture_stores() {
                 "limit=2",
             ],
             true,
+        ),
+        (
+            // No model here: semantic-search is skipped (and named in notes); the
+            // memory and keyword rows show their own explanation inside each item's.
+            "run_recall_explain_json",
+            vec![
+                "run",
+                "recall",
+                "--json",
+                "--arg",
+                "question=when did we size the kubernetes node pools",
+                "--arg",
+                "term=deadline",
+                "--arg",
+                "per_source=2",
+                "--arg",
+                "max_tokens=300",
+                "--arg",
+                "explain=true",
+            ],
+            false,
         ),
         ("run_brain_stats", vec!["run", "brain-stats"], true),
         (

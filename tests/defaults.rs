@@ -102,6 +102,12 @@ fn semantic_search_defaults_are_the_documented_ones() {
         "vec norm, second tier",
         norm(deep.vec_norm),
     );
+    assert_eq!(t.temporal_boost, deep.temporal_boost);
+    assert_documented(
+        "semantic-search",
+        "temporal boost",
+        &t.temporal_boost.to_string(),
+    );
 }
 
 fn norm(n: Norm) -> &'static str {

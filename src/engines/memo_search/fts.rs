@@ -16,20 +16,42 @@ use crate::search::fuzzy;
 use crate::stores::memories::fts::Table;
 use crate::stores::memories::SearchIndex;
 
+/// Each of `words` (folded tokens) as [`Table::Stemmed`]'s tokenizer stems it, in
+/// order: one row per word, read back through an `instance` table.
+fn stems_of(words: &[String]) -> Result<Vec<String>, rusqlite::Error> {
+    let conn = Connection::open_in_memory()?;
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{}');
+         CREATE VIRTUAL TABLE qi USING fts5vocab(q, 'instance');",
+        Table::Stemmed.tokenizer()
+    ))?;
+    for (i, w) in words.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO q(rowid, x) VALUES (?1, ?2)",
+            rusqlite::params![i64::try_from(i).unwrap_or(i64::MAX), w],
+        )?;
+    }
+    let mut stems = words.to_vec();
+    let mut stmt = conn.prepare("SELECT doc, term FROM qi")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (doc, term) = row?;
+        if let Some(s) = usize::try_from(doc).ok().and_then(|d| stems.get_mut(d)) {
+            *s = term;
+        }
+    }
+    Ok(stems)
+}
+
 /// The query's tokens exactly as the store's FTS5 tokenizer (`unicode61
 /// remove_diacritics 2`) cuts and folds them: sorted, unique. Uses a private
 /// in-memory database, never the store.
 pub(super) fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
-    tokens_of(text, Table::Plain)
-}
-
-/// `text`'s tokens as `table`'s tokenizer cuts, folds (and stems) them: sorted, unique.
-fn tokens_of(text: &str, table: Table) -> Result<Vec<String>, rusqlite::Error> {
     let conn = Connection::open_in_memory()?;
     conn.execute_batch(&format!(
         "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{}');
          CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'row');",
-        table.tokenizer()
+        Table::Plain.tokenizer()
     ))?;
     conn.execute("INSERT INTO q(x) VALUES (?1)", [text])?;
     let mut stmt = conn.prepare("SELECT term FROM qv ORDER BY term")?;
@@ -66,6 +88,10 @@ struct TermQuery {
     groups: Vec<Vec<String>>,
     /// Write each group in parentheses (fuzzy groups: `("a" OR "b")`).
     parenthesized: bool,
+    /// What the `MATCH` text writes for each group when it differs from the group's
+    /// terms: the stemmed table's tokenizer stems query words again, and Porter is not
+    /// idempotent ("decision" → "decis" → "deci"), so SQLite gets the word as written.
+    written: Option<Vec<Vec<String>>>,
 }
 
 impl TermQuery {
@@ -74,13 +100,34 @@ impl TermQuery {
         Self {
             groups: tokens.iter().map(|t| vec![t.clone()]).collect(),
             parenthesized: false,
+            written: None,
+        }
+    }
+
+    /// One group per distinct stem of `words` (folded, in order; the first word of each
+    /// stem is the one SQLite gets): `stems[i]` is `words[i]`'s stem.
+    fn stems(words: &[String], stems: &[String]) -> Self {
+        let mut groups: Vec<Vec<String>> = Vec::new();
+        let mut written: Vec<Vec<String>> = Vec::new();
+        for (w, s) in words.iter().zip(stems) {
+            if !groups.iter().any(|g| &g[0] == s) {
+                groups.push(vec![s.clone()]);
+                written.push(vec![w.clone()]);
+            }
+        }
+        Self {
+            groups,
+            parenthesized: false,
+            written: Some(written),
         }
     }
 
     /// The `MATCH` text: groups joined by `AND` when `every`, else by `OR`.
     fn expr(&self, every: bool) -> String {
         let groups: Vec<String> = self
-            .groups
+            .written
+            .as_ref()
+            .unwrap_or(&self.groups)
             .iter()
             .map(|g| {
                 let terms = g.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" OR ");
@@ -114,19 +161,19 @@ impl Leg<'_> {
         n: usize,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let query = TermQuery::tokens(&self.content_terms(tokens)?);
+        let query = self.content_query(tokens)?;
         self.any_term("bm25", &query, [5, 3, 1], n, trace)
     }
 
-    /// The terms the bm25 legs search for `tokens` (folded by [`fold_tokens`]): the
-    /// content words ([`content_tokens`]), Porter-stemmed when the leg reads
-    /// [`Table::Stemmed`] (after the stop words are left out: "was" stems to "wa").
-    fn content_terms(&self, tokens: &[String]) -> Result<Vec<String>, rusqlite::Error> {
+    /// What the bm25 legs search for `tokens` (folded by [`fold_tokens`]): the content
+    /// words ([`content_tokens`]), one group each — by Porter stem when the leg reads
+    /// [`Table::Stemmed`] (stemmed after the stop words are left out: "was" → "wa").
+    fn content_query(&self, tokens: &[String]) -> Result<TermQuery, rusqlite::Error> {
         let content = content_tokens(tokens);
-        match self.table {
-            Table::Plain => Ok(content),
-            Table::Stemmed => tokens_of(&content.join(" "), Table::Stemmed),
-        }
+        Ok(match self.table {
+            Table::Plain => TermQuery::tokens(&content),
+            Table::Stemmed => TermQuery::stems(&content, &stems_of(&content)?),
+        })
     }
 
     /// The bm25 leg with each memory scored together with its neighbours ([`CONTEXT`]):
@@ -141,7 +188,7 @@ impl Leg<'_> {
         around: Around,
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
-        let query = TermQuery::tokens(&self.content_terms(tokens)?);
+        let query = self.content_query(tokens)?;
         let weights = [5, 3, 1];
         let matches = self.in_memory(&query, weights)?;
         let or = query.expr(false);
@@ -236,6 +283,7 @@ impl Leg<'_> {
         let query = TermQuery {
             groups,
             parenthesized: true,
+            written: None,
         };
         self.any_term("fuzzy", &query, [5, 3, 1], n, trace)
     }
