@@ -14,12 +14,15 @@
 //! messages a harness injected (see `ingest::injected`); user-role search
 //! leaves them out.
 //!
-//! Kept in one file (1146 lines): every writer of all_conversations in one module, so the key rule and the changed-conversation tracking exist once.
+//! Layout: this file holds the store handle and every writer of `all_conversations`
+//! (the key rule and the changed-conversation tracking exist once); `schema` the
+//! table, `rows` how one message becomes a row, `parquet` the Parquet import (a
+//! second `impl` block of the same writer), `lock` the waits for other processes'
+//! file locks.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use chrono::{Datelike, Timelike};
 use duckdb::{params, Connection};
 
 use super::StoreError;
@@ -28,104 +31,24 @@ use crate::model::Message;
 
 pub mod embeddings;
 pub mod index;
+mod lock;
+mod parquet;
 pub mod project;
+mod rows;
+mod schema;
 pub mod segment;
+
+pub use lock::lock_holder;
+use lock::{wait_for_lock, READ_LOCK_WAIT, WRITE_LOCK_WAIT};
+use rows::append;
+pub use schema::COLUMNS;
+use schema::CREATE_TABLE;
 
 use std::sync::Arc;
 
 use crate::embed::Embedder;
 use embeddings::{EmbedReport, UnitSpec};
 use index::{Touched, UpdateReport};
-
-/// Column list of `all_conversations`, in table order.
-pub const COLUMNS: &[&str] = &[
-    "source",
-    "model",
-    "project",
-    "conversation_id",
-    "conversation_title",
-    "created",
-    "updated",
-    "year",
-    "month",
-    "day_of_week",
-    "hour",
-    "message_id",
-    "parent_id",
-    "msg_index",
-    "msg_timestamp",
-    "timestamp_is_fallback",
-    "role",
-    "content_type",
-    "is_first",
-    "is_last",
-    "word_count",
-    "char_count",
-    "conversation_msg_count",
-    "has_code",
-    "has_url",
-    "has_question",
-    "has_attachment",
-    "has_citation",
-    "content",
-    "temporal_precision",
-    "is_injected",
-];
-
-const CREATE_TABLE: &str = "
-CREATE TABLE IF NOT EXISTS all_conversations (
-    source VARCHAR NOT NULL,
-    model VARCHAR,
-    project VARCHAR,
-    conversation_id VARCHAR NOT NULL,
-    conversation_title VARCHAR,
-    created TIMESTAMP NOT NULL,
-    updated TIMESTAMP NOT NULL,
-    year INTEGER NOT NULL,
-    month INTEGER NOT NULL,
-    day_of_week VARCHAR NOT NULL,
-    hour INTEGER NOT NULL,
-    message_id VARCHAR NOT NULL,
-    parent_id VARCHAR,
-    msg_index BIGINT NOT NULL,
-    msg_timestamp TIMESTAMP,
-    timestamp_is_fallback BOOLEAN NOT NULL,
-    role VARCHAR NOT NULL,
-    content_type VARCHAR NOT NULL,
-    is_first BOOLEAN NOT NULL,
-    is_last BOOLEAN NOT NULL,
-    word_count INTEGER NOT NULL,
-    char_count INTEGER NOT NULL,
-    conversation_msg_count INTEGER NOT NULL,
-    has_code INTEGER NOT NULL,
-    has_url INTEGER NOT NULL,
-    has_question INTEGER NOT NULL,
-    has_attachment INTEGER NOT NULL,
-    has_citation INTEGER NOT NULL,
-    content VARCHAR NOT NULL,
-    temporal_precision VARCHAR NOT NULL,
-    is_injected BOOLEAN NOT NULL DEFAULT false
-);
-ALTER TABLE all_conversations ADD COLUMN IF NOT EXISTS is_injected BOOLEAN DEFAULT false;
-CREATE TABLE IF NOT EXISTS ingest_files (
-    path VARCHAR PRIMARY KEY,
-    format VARCHAR NOT NULL,
-    size BIGINT NOT NULL,
-    mtime_ns BIGINT NOT NULL,
-    byte_offset BIGINT NOT NULL,
-    line BIGINT NOT NULL,
-    next_index BIGINT NOT NULL,
-    tail_hash VARCHAR NOT NULL,
-    context VARCHAR NOT NULL,
-    messages BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ingest_file_conversations (
-    path VARCHAR NOT NULL,
-    source VARCHAR NOT NULL,
-    conversation_id VARCHAR NOT NULL,
-    PRIMARY KEY (path, source, conversation_id)
-);
-";
 
 /// What the last import stored from one file (table `ingest_files`, one row per
 /// file; the conversations it produced are in `ingest_file_conversations`).
@@ -885,140 +808,6 @@ impl ConversationStore {
         Ok(())
     }
 
-    /// Imports a Parquet file shaped like `all_conversations` (brain-mcp's
-    /// `all_conversations.parquet`) in one transaction, through DuckDB `read_parquet`.
-    /// Columns `source`, `conversation_id`, `message_id`, `role`, `content` and
-    /// `created` are required; any other column of [`COLUMNS`] the file lacks is derived
-    /// (`year`… from `created`, `msg_index` by time within the conversation, flags from
-    /// the content) or defaulted (`is_injected` false, `temporal_precision` `message`).
-    /// Stored keys are ignored, as by [`Self::insert`]. With `state`, the file's
-    /// [`FileState`] and the conversations it holds are recorded in the same
-    /// transaction (as [`Self::store_file`] does), and `previous` says what to do with
-    /// the rows an earlier version of the file stored.
-    ///
-    /// # Errors
-    /// [`StoreError::DuckDb`] when the file cannot be read or lacks a required column;
-    /// nothing is stored then.
-    pub fn import_parquet(
-        &self,
-        parquet: &Path,
-        state: Option<&FileState>,
-        previous: Previous,
-    ) -> Result<StoredBatch, StoreError> {
-        let mut forgotten = Vec::new();
-        let source = format!(
-            "read_parquet('{}')",
-            parquet.to_string_lossy().replace('\'', "''")
-        );
-        let mut conn = self.connection()?;
-        let tx = conn.transaction().map_err(|e| self.error(e))?;
-        let present: std::collections::HashSet<String> = {
-            let mut stmt = tx
-                .prepare(&format!(
-                    "SELECT column_name FROM (DESCRIBE SELECT * FROM {source})"
-                ))
-                .map_err(|e| self.error(e))?;
-            let names = stmt
-                .query_map([], |r| r.get::<_, String>(0))
-                .map_err(|e| self.error(e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| self.error(e))?;
-            names
-        };
-        let derived = |column: &str| -> &'static str {
-            match column {
-                "updated" | "msg_timestamp" => "created",
-                "year" => "year(created)",
-                "month" => "month(created)",
-                "day_of_week" => "dayname(created)",
-                "hour" => "hour(created)",
-                "msg_index" => {
-                    "row_number() OVER (PARTITION BY source, conversation_id ORDER BY created, message_id) - 1"
-                }
-                "timestamp_is_fallback" | "is_first" | "is_last" | "is_injected" => "false",
-                "content_type" => "'text'",
-                "word_count" => "len(string_split_regex(trim(content), '\\s+')) * (trim(content) <> '')::INT",
-                "char_count" => "length(content)",
-                "conversation_msg_count" => "0",
-                "has_code" => "(content LIKE '%```%')::INT",
-                "has_url" => "(content LIKE '%http://%' OR content LIKE '%https://%')::INT",
-                "has_question" => "(content LIKE '%?%')::INT",
-                "has_attachment" | "has_citation" => "0",
-                "temporal_precision" => "'message'",
-                _ => "NULL",
-            }
-        };
-        let list: Vec<String> = COLUMNS
-            .iter()
-            .map(|c| {
-                if present.contains(*c) {
-                    format!("\"{c}\"")
-                } else {
-                    format!("{} AS \"{c}\"", derived(c))
-                }
-            })
-            .collect();
-        tx.execute_batch(&format!(
-            "CREATE OR REPLACE TEMP TABLE staging AS SELECT * FROM all_conversations LIMIT 0;
-             INSERT INTO staging SELECT {} FROM (SELECT * REPLACE (CAST(created AS TIMESTAMP) AS created) FROM {source})",
-            list.join(", ")
-        ))
-        .map_err(|e| self.error(e))?;
-        let offered: i64 = tx
-            .query_row("SELECT count(*) FROM staging", [], |r| r.get(0))
-            .map_err(|e| self.error(e))?;
-        if let (Some(state), Previous::Replace) = (state, previous) {
-            tx.execute_batch(
-                "CREATE OR REPLACE TEMP TABLE rewritten AS
-                   SELECT DISTINCT source, conversation_id FROM staging",
-            )
-            .map_err(|e| self.error(e))?;
-            forgotten = self.forget_previous(&tx, &state.path)?;
-        }
-        if let Some(state) = state {
-            tx.execute(
-                "INSERT OR IGNORE INTO ingest_file_conversations
-                   SELECT DISTINCT ?, source, conversation_id FROM staging",
-                params![state.path],
-            )
-            .map_err(|e| self.error(e))?;
-            let state = FileState {
-                messages: u64::try_from(offered).unwrap_or(0),
-                ..state.clone()
-            };
-            // No messages: the conversation list was written just above.
-            self.record_files(
-                &tx,
-                &[FileBatch {
-                    messages: &[],
-                    state: &state,
-                    previous,
-                }],
-            )?;
-        }
-        let staged: Vec<(String, String)> = {
-            let mut stmt = tx
-                .prepare("SELECT DISTINCT source, conversation_id FROM staging")
-                .map_err(|e| self.error(e))?;
-            let pairs = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(|e| self.error(e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| self.error(e))?;
-            pairs
-        };
-        let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
-        tx.commit().map_err(|e| self.error(e))?;
-        self.touched
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(staged);
-        Ok(StoredBatch {
-            counts: vec![counts],
-            forgotten: forgotten.into_iter().map(PathBuf::from).collect(),
-        })
-    }
-
     /// Records the conversations of `messages` as changed, for the index update.
     fn touch<'m>(&self, messages: impl Iterator<Item = &'m Message>) {
         let mut touched = self
@@ -1133,156 +922,9 @@ impl ConversationStore {
     }
 }
 
-/// How long [`ConversationStore::open_rw`] waits for other processes' locks.
-const WRITE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-/// How long [`ConversationStore::open_ro`] waits for a writer's lock.
-const READ_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Runs `open` until it succeeds, fails for another reason than a file lock held by
-/// another process, or `wait` has passed (then [`StoreError::Locked`]). When it has
-/// to wait longer than [`WAIT_NOTE_AFTER`], it says once on stderr which process
-/// holds the file (DuckDB's lock error names its program and PID).
-fn wait_for_lock(
-    path: &Path,
-    wait: std::time::Duration,
-    open: impl Fn() -> duckdb::Result<Connection>,
-) -> Result<Connection, StoreError> {
-    let start = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(10);
-    let mut said = false;
-    loop {
-        match open() {
-            Ok(conn) => return Ok(conn),
-            Err(e) if e.to_string().contains("Could not set lock on file") => {
-                let detail = e.to_string();
-                if start.elapsed() >= wait {
-                    return Err(StoreError::Locked {
-                        path: path.to_path_buf(),
-                        waited_secs: wait.as_secs(),
-                        holder: lock_holder(&detail),
-                        detail,
-                    });
-                }
-                if !said && start.elapsed() >= WAIT_NOTE_AFTER {
-                    said = true;
-                    eprintln!(
-                        "note: waiting up to {} s for `{}`: it is held by {}",
-                        wait.as_secs(),
-                        path.display(),
-                        lock_holder(&detail)
-                    );
-                }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(250));
-            }
-            Err(e) => return Err(duck(path, e)),
-        }
-    }
-}
-
-/// How long [`wait_for_lock`] waits before saying who holds the file.
-const WAIT_NOTE_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// The process named by DuckDB's lock error (`… Conflicting lock is held in
-/// /usr/bin/skills (PID 1234) by user me. See also …` → `/usr/bin/skills (PID 1234)
-/// by user me`), or "another process" when the message has no such part.
-pub fn lock_holder(detail: &str) -> String {
-    const HELD: &str = "lock is held in ";
-    let Some(at) = detail.find(HELD) else {
-        return "another process".into();
-    };
-    let rest = &detail[at + HELD.len()..];
-    let end = rest
-        .find(". See")
-        .or_else(|| rest.find('\n'))
-        .unwrap_or(rest.len());
-    rest[..end].trim_end_matches('.').trim().to_owned()
-}
-
 fn duck(path: &Path, source: duckdb::Error) -> StoreError {
     StoreError::DuckDb {
         path: path.to_path_buf(),
         source,
     }
 }
-
-/// Appends one message, computing the derived columns. With `conversation`, the
-/// per-conversation columns (`updated`, `is_first`, `is_last`,
-/// `conversation_msg_count`, a missing `conversation_title`) come from it; without,
-/// they are placeholders that [`ConversationStore::merge_staging`] fills in.
-fn append(
-    app: &mut duckdb::Appender<'_>,
-    m: &Message,
-    conversation: Option<&ConversationStats>,
-) -> duckdb::Result<()> {
-    use duckdb::types::{TimeUnit, Value};
-    let stamp = |t: chrono::DateTime<chrono::Utc>| {
-        Value::Timestamp(TimeUnit::Microsecond, t.timestamp_micros())
-    };
-    let ts = m.timestamp.naive_utc();
-    let flag = |b: bool| i32::from(b);
-    let word_count = i64::try_from(m.content.split_whitespace().count()).unwrap_or(i64::MAX);
-    let char_count = i64::try_from(m.content.chars().count()).unwrap_or(i64::MAX);
-    let (updated, is_first, is_last, count) = match conversation {
-        Some(c) => (
-            c.newest,
-            m.msg_index == c.first_index,
-            m.msg_index == c.last_index,
-            c.count,
-        ),
-        None => (m.timestamp, false, false, 0),
-    };
-    let title = m.conversation_title.as_deref().or_else(|| {
-        conversation
-            .and_then(|c| c.title.as_ref())
-            .map(|(_, t)| t.as_str())
-    });
-    app.append_row(params![
-        m.source,
-        m.model,
-        m.project,
-        m.conversation_id,
-        title,
-        stamp(m.timestamp),
-        stamp(updated),
-        ts.year(),
-        ts.month(),
-        WEEKDAYS[ts.weekday().num_days_from_monday() as usize],
-        ts.hour(),
-        m.message_id,
-        m.parent_id,
-        m.msg_index,
-        (!m.timestamp_is_fallback).then(|| stamp(m.timestamp)),
-        m.timestamp_is_fallback,
-        m.role,
-        m.content_type,
-        is_first,
-        is_last,
-        word_count,
-        char_count,
-        count,
-        flag(m.content.contains("```")),
-        flag(m.content.contains("http://") || m.content.contains("https://")),
-        flag(m.content.contains('?')),
-        flag(m.has_attachment),
-        flag(m.has_citation),
-        m.content,
-        if m.timestamp_is_fallback {
-            "conversation"
-        } else {
-            "message"
-        },
-        m.is_injected,
-    ])
-}
-
-/// `day_of_week` values, Monday first (as chrono's `%A`).
-const WEEKDAYS: [&str; 7] = [
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-];

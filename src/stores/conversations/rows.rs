@@ -1,0 +1,88 @@
+//! One message as a row of `all_conversations`: the derived columns computed on append.
+
+use chrono::{Datelike, Timelike};
+use duckdb::params;
+
+use super::ConversationStats;
+use crate::model::Message;
+
+/// Appends one message, computing the derived columns. With `conversation`, the
+/// per-conversation columns (`updated`, `is_first`, `is_last`,
+/// `conversation_msg_count`, a missing `conversation_title`) come from it; without,
+/// they are placeholders that [`super::ConversationStore::merge_staging`] fills in.
+pub(super) fn append(
+    app: &mut duckdb::Appender<'_>,
+    m: &Message,
+    conversation: Option<&ConversationStats>,
+) -> duckdb::Result<()> {
+    use duckdb::types::{TimeUnit, Value};
+    let stamp = |t: chrono::DateTime<chrono::Utc>| {
+        Value::Timestamp(TimeUnit::Microsecond, t.timestamp_micros())
+    };
+    let ts = m.timestamp.naive_utc();
+    let flag = |b: bool| i32::from(b);
+    let word_count = i64::try_from(m.content.split_whitespace().count()).unwrap_or(i64::MAX);
+    let char_count = i64::try_from(m.content.chars().count()).unwrap_or(i64::MAX);
+    let (updated, is_first, is_last, count) = match conversation {
+        Some(c) => (
+            c.newest,
+            m.msg_index == c.first_index,
+            m.msg_index == c.last_index,
+            c.count,
+        ),
+        None => (m.timestamp, false, false, 0),
+    };
+    let title = m.conversation_title.as_deref().or_else(|| {
+        conversation
+            .and_then(|c| c.title.as_ref())
+            .map(|(_, t)| t.as_str())
+    });
+    app.append_row(params![
+        m.source,
+        m.model,
+        m.project,
+        m.conversation_id,
+        title,
+        stamp(m.timestamp),
+        stamp(updated),
+        ts.year(),
+        ts.month(),
+        WEEKDAYS[ts.weekday().num_days_from_monday() as usize],
+        ts.hour(),
+        m.message_id,
+        m.parent_id,
+        m.msg_index,
+        (!m.timestamp_is_fallback).then(|| stamp(m.timestamp)),
+        m.timestamp_is_fallback,
+        m.role,
+        m.content_type,
+        is_first,
+        is_last,
+        word_count,
+        char_count,
+        count,
+        flag(m.content.contains("```")),
+        flag(m.content.contains("http://") || m.content.contains("https://")),
+        flag(m.content.contains('?')),
+        flag(m.has_attachment),
+        flag(m.has_citation),
+        m.content,
+        if m.timestamp_is_fallback {
+            "conversation"
+        } else {
+            "message"
+        },
+        m.is_injected,
+    ])
+}
+
+/// `day_of_week` values, Monday first (as chrono's `%A`).
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
