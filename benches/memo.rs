@@ -31,7 +31,7 @@ fn main() -> Result<()> {
     let seed = common::env_usize("BENCH_SEED", 0x5EED) as u64;
     let runs = common::env_usize("BENCH_RUNS", 20);
     let embedder = match Embedder::load_default() {
-        Ok(e) => e,
+        Ok(e) => std::sync::Arc::new(e),
         Err(e) => {
             println!("## memo_search\n\nskipped: {e}\n");
             return Ok(());
@@ -51,7 +51,12 @@ fn main() -> Result<()> {
         embedder.embed_query(QUERY)
     });
     let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
-    let host = Host::load(&skills_dir, Context::new(StorePaths::in_dir(&dir)));
+    // The model the store was embedded with, for conversations and memories alike (left
+    // to itself the host would take the second tier for memories when it is fetched).
+    let host = Host::load(
+        &skills_dir,
+        Context::new(StorePaths::in_dir(&dir)).with_embedder(Some(embedder.clone())),
+    );
     if host.get("memo-search").is_none() {
         bail!("skill `memo-search` did not load: {:?}", host.diagnostics());
     }
