@@ -317,3 +317,57 @@ fn open_ro_missing_file() {
         }
     ));
 }
+
+#[test]
+fn a_store_from_before_the_stemmed_table_gets_it_whole_on_its_next_writable_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memories.sqlite");
+    let count = |store: &MemoryStore, sql: &str| -> i64 {
+        store.lock().query_row(sql, [], |r| r.get(0)).unwrap()
+    };
+    {
+        let store = MemoryStore::open_rw(&path).unwrap();
+        store.upsert(&sample("a", "painting the fence")).unwrap();
+        store.upsert(&sample("b", "she paints on Sundays")).unwrap();
+        // What a store written by an earlier version looks like.
+        store
+            .lock()
+            .execute_batch("DROP TABLE memories_stem")
+            .unwrap();
+    }
+    {
+        // Read-only: the table stays missing, and readers fall back to the plain one.
+        let ro = MemoryStore::open_ro(&path).unwrap();
+        let conn = ro.lock();
+        assert!(!fts::has_table(&conn, fts::Table::Stemmed).unwrap());
+        let index = ro.search_index(&conn, None).unwrap();
+        assert!(index.fts_of(&conn, fts::Table::Stemmed).unwrap().is_none());
+        assert!(index.fts_of(&conn, fts::Table::Plain).unwrap().is_some());
+    }
+    let store = MemoryStore::open_rw(&path).unwrap();
+    assert_eq!(count(&store, "SELECT count(*) FROM memories_stem"), 2);
+    // "paint" finds both through their stems; the plain table only "paints" itself.
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM memories_stem WHERE memories_stem MATCH 'paint'"
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'paint'"
+        ),
+        0
+    );
+    // Later writes keep both tables in step.
+    store.upsert(&sample("b", "no longer")).unwrap();
+    assert_eq!(
+        count(
+            &store,
+            "SELECT count(*) FROM memories_stem WHERE memories_stem MATCH 'paint'"
+        ),
+        1
+    );
+}
