@@ -23,6 +23,10 @@
 //! hybrid) is what the paired bootstrap intervals compare against; `BENCH_UNITS`
 //! (`"1:1:0,3:2:0"` as window:stride:title, default `1:1:0`) the embedded units;
 //! `BENCH_BITS=1` also measures the 1-bit first pass against the exact one;
+//! `BENCH_SAVE=FILE` writes every variant's per-question ranks (JSON) and
+//! `BENCH_LOAD=FILE` adds those of an earlier run as variants `saved:NAME` (a baseline a
+//! change of the index format cannot show in the same run: run the previous commit with
+//! `BENCH_SAVE`, then this one with `BENCH_LOAD` and `BENCH_BASELINE=saved:default`);
 //! `BENCH_REUSE=1` keeps the stores under `$BENCH_DIR/locomo_semantic/<model>` and
 //! ingests into them again (nothing re-embedded) instead of fresh temporary ones.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
@@ -325,8 +329,32 @@ fn main() -> Result<()> {
                 semantic_search::tune(None);
             }
         }
-        let base = variants.iter().position(|v| v.name == baseline);
-        for (vi, v) in variants.iter().enumerate() {
+        let mut names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        if let Some(file) = std::env::var_os("BENCH_SAVE") {
+            let saved: serde_json::Map<String, Value> = names
+                .iter()
+                .zip(&ranks)
+                .map(|(name, r)| (name.clone(), Ranks::to_json(r)))
+                .collect();
+            std::fs::write(&file, serde_json::to_vec(&saved)?)?;
+        }
+        if let Some(file) = std::env::var_os("BENCH_LOAD") {
+            let saved: serde_json::Map<String, Value> =
+                serde_json::from_slice(&std::fs::read(&file)?)?;
+            for (name, r) in saved {
+                let r = Ranks::from_json(&r)?;
+                anyhow::ensure!(
+                    r.len() == ranks[0].len()
+                        && r.iter().zip(&ranks[0]).all(|(a, b)| a.category == b.category),
+                    "{}: `{name}` was measured on other questions",
+                    file.to_string_lossy()
+                );
+                names.push(format!("saved:{name}"));
+                ranks.push(r);
+            }
+        }
+        let base = names.iter().position(|v| *v == baseline);
+        for (vi, name) in names.iter().enumerate() {
             let r = &ranks[vi];
             let n = r.len().max(1) as f64;
             let at = |k: usize, f: fn(&Ranks) -> Option<usize>| {
@@ -365,10 +393,14 @@ fn main() -> Result<()> {
                     },
                     if unit.title { " + title" } else { "" }
                 ),
-                format!("`{}`", v.name),
+                format!("`{name}`"),
                 format!("{:.1} %{}", 100.0 * at(5, turn), ci(turn)),
                 format!("{:.1} %", 100.0 * at(15, turn)),
-                format!("{:.1} %", 100.0 * windows5[vi] as f64 / n),
+                if vi < variants.len() {
+                    format!("{:.1} %", 100.0 * windows5[vi] as f64 / n)
+                } else {
+                    "—".into() // not saved
+                },
                 format!("{:.1} %{}", 100.0 * at(5, session), ci(session)),
                 format!("{:.1} %", 100.0 * at(15, session)),
                 format!("{mrr:.3}"),
@@ -489,6 +521,32 @@ struct Ranks {
     turn: Option<usize>,
     session: Option<usize>,
     category: u8,
+}
+
+impl Ranks {
+    /// `[[turn, session, category], …]` (`null` for a rank not found), what
+    /// `BENCH_SAVE` writes per variant.
+    fn to_json(r: &[Ranks]) -> Value {
+        r.iter()
+            .map(|x| json!([x.turn, x.session, x.category]))
+            .collect()
+    }
+
+    fn from_json(v: &Value) -> Result<Vec<Ranks>> {
+        let bad = || anyhow::anyhow!("BENCH_LOAD: not what BENCH_SAVE writes");
+        v.as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .map(|x| {
+                let rank = |i: usize| x[i].as_u64().map(|p| p as usize);
+                Ok(Ranks {
+                    turn: rank(0),
+                    session: rank(1),
+                    category: u8::try_from(x[2].as_u64().ok_or_else(bad)?)?,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Paired bootstrap interval of R@k(`b`) − R@k(`a`) over the same questions
