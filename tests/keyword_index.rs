@@ -1,8 +1,8 @@
 //! The BM25 keyword postings of the conversations index score exactly as BM25 computed
 //! straight from DuckDB's rows: a reference here folds and tokenizes every row of
-//! `all_conversations`, counts the statistics over all of them and ranks with the
-//! formula written out again, and [`Index::keyword`] must return the same rows in the
-//! same order with the same scores — on a generated store across several segments, and
+//! `all_conversations` (each word as its stem), counts the statistics over all of them
+//! and ranks with the formula written out again, and [`Index::keyword`] must return the
+//! same rows in the same order with the same scores — on a generated store across several segments, and
 //! on the whole real corpus. After a rewrite (tombstones), no masked row comes back.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use skills::bench::gen::{self, Spec};
 use skills::cancel::Cancel;
 use skills::search::scan::fold;
-use skills::search::words::{is_term, words};
+use skills::search::words::{is_term, stem, words};
 use skills::stores::conversations::index::{Hit, Index, KeywordQuery};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
@@ -54,7 +54,7 @@ fn table(db: &Path) -> Vec<Row> {
         for w in words(&text) {
             len += 1;
             if is_term(w) {
-                *tf.entry(w.to_owned()).or_default() += 1;
+                *tf.entry(stem(w).into_owned()).or_default() += 1;
             }
         }
         out.push(Row {
@@ -136,8 +136,9 @@ fn terms_of(query: &str) -> Vec<String> {
     let text = String::from_utf8(folded).unwrap();
     let mut out: Vec<String> = Vec::new();
     for w in words(&text).filter(|w| is_term(w)) {
-        if !out.iter().any(|t| t == w) {
-            out.push(w.to_owned());
+        let s = stem(w);
+        if !out.iter().any(|t| *t == s) {
+            out.push(s.into_owned());
         }
     }
     out
@@ -338,7 +339,7 @@ fn a_touched_conversation_comes_back_once_from_its_new_segment() {
         unique, want,
         "the conversation's rows holding its old words"
     );
-    let new_terms = vec!["quokkarewrite".to_owned()];
+    let new_terms = vec![stem("quokkarewrite").into_owned()];
     let q = KeywordQuery {
         terms: &new_terms,
         conversation_id: None,

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use super::{Context, EngineError};
 use crate::search::postings::Spread;
-use crate::search::words::{is_term, words};
+use crate::search::words;
 use crate::stores::conversations::embeddings::{role, Filter, UnitHit, UnitSpec};
 use crate::stores::conversations::index::{
     Hit, KeywordHit, KeywordQuery, Neighbourhood, Query, Unavailable,
@@ -698,23 +698,10 @@ fn literal_leg(
     Ok(rows)
 }
 
-/// Terms of a query the keyword leg scores: its [`words`] folded as the index folds
-/// text, those that [`is_term`] keeps, each once, at most [`KEYWORD_WORDS`] of them
-/// in query order.
+/// Terms of a query the keyword leg scores: [`words::query_terms`], at most
+/// [`KEYWORD_WORDS`] of them.
 fn query_terms(query: &str) -> Vec<String> {
-    let mut folded = Vec::with_capacity(query.len());
-    crate::search::scan::fold(query, &mut folded);
-    let folded = String::from_utf8_lossy(&folded);
-    let mut terms: Vec<String> = Vec::new();
-    for w in words(&folded).filter(|w| is_term(w)) {
-        if !terms.iter().any(|t| t == w) {
-            terms.push(w.to_owned());
-        }
-        if terms.len() == KEYWORD_WORDS {
-            break;
-        }
-    }
-    terms
+    words::query_terms(query, KEYWORD_WORDS)
 }
 
 /// At most this many query words are scored by the keyword leg.

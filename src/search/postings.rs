@@ -3,9 +3,10 @@
 //!
 //! ## Encoding
 //!
-//! Terms are the [`words`] of a row that pass [`is_term`], sorted bytewise and stored as
-//! a string table (`u64` offsets, one more than terms, and the bytes). Each term's list
-//! is a byte run (`u64` offsets, one more than terms) of LEB128 varints: the number of
+//! Terms are the [`stem`]s of the [`words`] of a row that pass [`is_term`] (the words of
+//! one stem share a list, their counts added), sorted bytewise and stored as a string
+//! table (`u64` offsets, one more than terms, and the bytes). Each term's list is a
+//! byte run (`u64` offsets, one more than terms) of LEB128 varints: the number of
 //! rows holding the term (its document frequency), then per row, in ascending row
 //! order, `2 × gap + (tf > 1)` followed by `tf` when `tf > 1` (`gap` is the row minus
 //! the previous row of the list, the first row counted from 0). A row's length is its
@@ -23,7 +24,7 @@
 use std::collections::HashMap;
 
 use super::scan::{Corrupt, Texts};
-use super::words::{is_term, words};
+use super::words::{is_term, stem, words};
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
@@ -50,11 +51,13 @@ pub struct Built {
     pub total_length: u64,
 }
 
+/// The list id of a word [`is_term`] leaves out.
+const NOT_INDEXED: u32 = u32::MAX;
+
 #[derive(Default)]
 struct ListBuilder {
-    /// [`is_term`] of the word: the map holds every distinct word, so that test runs
-    /// once per word instead of once per occurrence.
-    indexed: bool,
+    /// The term: the [`stem`] shared by every word posted in this list.
+    term: String,
     df: u32,
     next: u32,
     bytes: Vec<u8>,
@@ -94,7 +97,10 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
     if u32::try_from(n).is_err() {
         return Err(Corrupt);
     }
+    // Word → list id, so `is_term` and `stem` run once per distinct word, not once per
+    // occurrence; stem → list id, so the words of one stem share a list.
     let mut ids: HashMap<&[u8], u32, foldhash::fast::FixedState> = HashMap::default();
+    let mut stems: HashMap<String, u32, foldhash::fast::FixedState> = HashMap::default();
     let mut lists: Vec<ListBuilder> = Vec::new();
     let mut lengths = Vec::with_capacity(n);
     let mut total_length = 0u64;
@@ -108,15 +114,29 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
             if w.len() > super::words::MAX_BYTES {
                 continue;
             }
-            let next_id = u32::try_from(lists.len()).map_err(|_| Corrupt)?;
-            let id = *ids.entry(w.as_bytes()).or_insert_with(|| {
-                lists.push(ListBuilder {
-                    indexed: is_term(w),
-                    ..ListBuilder::default()
-                });
-                next_id
-            });
-            if lists[id as usize].indexed {
+            let id = match ids.get(w.as_bytes()) {
+                Some(&id) => id,
+                None => {
+                    let id = if is_term(w) {
+                        let next_id = u32::try_from(lists.len())
+                            .ok()
+                            .filter(|&i| i != NOT_INDEXED)
+                            .ok_or(Corrupt)?;
+                        *stems.entry(stem(w).into_owned()).or_insert_with_key(|term| {
+                            lists.push(ListBuilder {
+                                term: term.clone(),
+                                ..ListBuilder::default()
+                            });
+                            next_id
+                        })
+                    } else {
+                        NOT_INDEXED
+                    };
+                    ids.insert(w.as_bytes(), id);
+                    id
+                }
+            };
+            if id != NOT_INDEXED {
                 row_terms.push(id);
             }
         }
@@ -137,23 +157,19 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
         lengths.push(u16::try_from(len).unwrap_or(u16::MAX));
         total_length += len;
     }
-    let mut sorted: Vec<(&[u8], u32)> = ids
-        .into_iter()
-        .filter(|&(_, id)| lists[id as usize].indexed)
-        .collect();
-    sorted.sort_unstable_by_key(|&(t, _)| t);
+    drop(ids);
+    lists.sort_unstable_by(|a, b| a.term.as_bytes().cmp(b.term.as_bytes()));
     let mut out = Built {
-        term_offsets: Vec::with_capacity(sorted.len() + 1),
-        list_offsets: Vec::with_capacity(sorted.len() + 1),
+        term_offsets: Vec::with_capacity(lists.len() + 1),
+        list_offsets: Vec::with_capacity(lists.len() + 1),
         lengths,
         total_length,
         ..Built::default()
     };
     out.term_offsets.push(0);
     out.list_offsets.push(0);
-    for (term, id) in sorted {
-        let list = std::mem::take(&mut lists[id as usize]);
-        out.terms.extend_from_slice(term);
+    for list in lists {
+        out.terms.extend_from_slice(list.term.as_bytes());
         out.term_offsets.push(out.terms.len() as u64);
         put_varint(&mut out.lists, u64::from(list.df));
         out.lists.extend_from_slice(&list.bytes);
@@ -657,7 +673,7 @@ mod tests {
         assert_eq!(p.lengths, &[6, 3, 4, 5]);
         assert_eq!(p.total_length, 18);
         let mut serde = Vec::new();
-        p.list("serde")
+        p.list(&stem("serde"))
             .unwrap()
             .unwrap()
             .for_each(|r, tf| serde.push((r, tf)))
@@ -676,6 +692,31 @@ mod tests {
         let mut sorted = terms.clone();
         sorted.sort_unstable();
         assert_eq!(terms, sorted, "terms not in bytewise order");
+    }
+
+    #[test]
+    fn words_of_one_stem_share_a_list_and_add_their_counts() {
+        let (text, offsets) = texts_of(&["Running runs; he ran to run", "the runner", "RUN"]);
+        let built = build(&Texts {
+            text: &text,
+            offsets: &offsets,
+        })
+        .unwrap();
+        let p = Postings::of(&built);
+        assert_eq!(stem("running"), "run");
+        let mut run = Vec::new();
+        p.list("run")
+            .unwrap()
+            .unwrap()
+            .for_each(|r, tf| run.push((r, tf)))
+            .unwrap();
+        // `ran` and `runner` are other stems; `running`, `runs`, `run` are one.
+        assert_eq!(run, [(0, 3), (2, 1)]);
+        assert!(p.list("running").unwrap().is_none(), "a word posted unstemmed");
+        assert!(p.list("ran").unwrap().is_some());
+        assert!(p.list("runner").unwrap().is_some());
+        // Lengths count every word as written.
+        assert_eq!(p.lengths, &[6, 2, 1]);
     }
 
     #[test]
@@ -733,7 +774,7 @@ mod tests {
         let lists: Vec<(List<'_>, f64)> = ["hiking", "summer"]
             .iter()
             .map(|t| {
-                let l = p.list(t).unwrap().unwrap();
+                let l = p.list(&stem(t)).unwrap().unwrap();
                 (l, idf(5, u64::from(l.df)))
             })
             .collect();

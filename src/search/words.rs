@@ -1,7 +1,8 @@
 //! Words of folded text, as the keyword (BM25) postings of the conversations index and
 //! the queries over them see it: maximal runs of alphanumeric characters
 //! (`char::is_alphanumeric`, so `user_id` is `user` and `id`, `café` one word), with
-//! English function words ([`STOP_WORDS`]) left out of postings and queries.
+//! English function words ([`STOP_WORDS`]) left out of postings and queries, and each
+//! remaining word posted and searched as its English stem ([`stem`]).
 //!
 //! Text is expected folded already ([`crate::search::scan::fold`], DuckDB's `lower`),
 //! so the same word in any case is one term.
@@ -23,6 +24,42 @@ pub fn words(text: &str) -> impl Iterator<Item = &str> {
 /// [`MIN_CHARS`] characters, at most [`MAX_BYTES`] bytes, not a stop word.
 pub fn is_term(word: &str) -> bool {
     word.len() <= MAX_BYTES && word.chars().nth(MIN_CHARS - 1).is_some() && !is_stop_word(word)
+}
+
+/// The term a word ([`is_term`]) is posted and searched as: its Snowball English
+/// (Porter2) stem, so `running`, `runs` and `run` are one term (`rust-stemmers`, the
+/// stemmer tantivy uses). Words without a Latin-script suffix the algorithm knows (names,
+/// numbers, other scripts) come back unchanged. Deterministic, so a segment written
+/// today and a query tomorrow agree; a change of stemmer is a change of the segment
+/// format (`stores::conversations::segment::VERSION`).
+///
+/// Measured on LoCoMo (docs/performance.md, "Stemmed keyword leg and temporal
+/// questions"): semantic-search's default turn R@5 with stemmed postings against the
+/// words as written.
+pub fn stem(word: &str) -> std::borrow::Cow<'_, str> {
+    static STEMMER: std::sync::LazyLock<rust_stemmers::Stemmer> =
+        std::sync::LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
+    STEMMER.stem(word)
+}
+
+/// The terms the conversations index's keyword leg scores for `query`: its [`words`]
+/// folded as the index folds text ([`crate::search::scan::fold`]), those [`is_term`]
+/// keeps, as their [`stem`]s, each stem once, at most `max` of them, in query order.
+pub fn query_terms(query: &str, max: usize) -> Vec<String> {
+    let mut folded = Vec::with_capacity(query.len());
+    crate::search::scan::fold(query, &mut folded);
+    let folded = String::from_utf8_lossy(&folded);
+    let mut terms: Vec<String> = Vec::new();
+    for w in words(&folded).filter(|w| is_term(w)) {
+        if terms.len() == max {
+            break;
+        }
+        let s = stem(w);
+        if !terms.iter().any(|t| *t == s) {
+            terms.push(s.into_owned());
+        }
+    }
+    terms
 }
 
 /// English function words, sorted: left out of memo-search's `bm25` and `fuzzy` legs'

@@ -106,11 +106,13 @@ fn bare_dates_take_the_whole_day() {
 }
 
 #[test]
-fn query_terms_fold_and_drop_stop_words_short_words_and_repeats() {
+fn query_terms_fold_stem_and_drop_stop_words_short_words_and_repeats() {
     assert_eq!(
         query_terms("What did Caroline research about ADOPTION? Caroline's adoption!"),
-        ["caroline", "research", "adoption"]
+        ["carolin", "research", "adopt"]
     );
+    // Words of one stem are one term.
+    assert_eq!(query_terms("adopting adopted adoptions"), ["adopt"]);
     assert!(query_terms("is the a of?").is_empty());
     assert_eq!(query_terms(&"word ".repeat(3)).len(), 1);
     let many: String = (0..40).map(|i| format!("term{i} ")).collect();

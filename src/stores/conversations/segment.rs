@@ -2,15 +2,15 @@
 //! (`created DESC, source, conversation_id, message_id`), stored as columns that are
 //! used straight from a memory map, with no parse step.
 //!
-//! ## On-disk format (version 3, little-endian)
+//! ## On-disk format (version 4, little-endian)
 //!
 //! ```text
 //! offset 0   magic "SKILLSCI"                      8 bytes
-//!        8   format version (3; 2 and 1 are read)  u32
+//!        8   format version (4; 3, 2, 1 are read)  u32
 //!       12   byte-order mark 0x01020304            u32
 //!       16   rows n                                u64
 //!       24   rows per filter block                 u32
-//!       28   number of sections (26; 23 v2, 18 v1) u32
+//!       28   number of sections (26 v3+; 23 v2; 18) u32
 //!       32   words of all rows (v2; zero in v1)    u64
 //!       40   reserved, zero                        24 bytes
 //!       64   section table: (offset u64, length u64) per section, in the order below
@@ -31,15 +31,17 @@
 //! | 13, 14 | folded text | `u64[n+1]`, bytes | `content` lowercased as DuckDB does ([`fold`]) |
 //! | 15, 16 | case exceptions | `u64[n+1]`, bytes | how to restore the first 200 characters ([`fold_with_case`]) |
 //! | 17 | filter | `u64[blocks × 1024]` | 4-gram bit set per block of rows ([`Filter`]) |
-//! | 18, 19 | terms (v2) | `u64[t+1]`, bytes | sorted distinct terms of the folded text ([`postings`]) |
+//! | 18, 19 | terms (v2) | `u64[t+1]`, bytes | sorted distinct terms of the folded text ([`postings`]): stems from v4, words as written before |
 //! | 20, 21 | term lists (v2) | `u64[t+1]`, bytes | each term's rows and frequencies, varint-coded ([`postings`]) |
 //! | 22 | row lengths (v2) | `u16[n]` | words per row, saturated ([`postings`]) |
 //! | 23 | project (v3) | `u32[n]` | index into the project dictionary; `u32::MAX` when `project` is NULL |
 //! | 24, 25 | project dictionary (v3) | `u64[p+1]`, bytes | sorted distinct projects |
 //!
-//! Version 1 files (no postings) and version 2 files (no project) are still read:
-//! [`Segment::postings`] is `None` for the first, [`Segment::has_projects`] false for
-//! both, and the next ingest rebuilds the index from the table ([`Segment::version`]).
+//! Version 4 is version 3 with stemmed terms ([`crate::search::words::stem`]). Older
+//! files are still read: [`Segment::postings`] is `None` before version 4 (their terms
+//! are words as written, which stemmed queries would miss), [`Segment::has_projects`]
+//! false before version 3; the next ingest rewrites them ([`Segment::version`]): a
+//! version 3 file by merging (its postings are built again), older ones from the table.
 //!
 //! A string table is an offsets array (`u64`, one more than entries, starting at 0)
 //! and the concatenated UTF-8 bytes. Nothing in a file is trusted: every access is
@@ -50,7 +52,8 @@
 //! [`Filter`]: crate::search::scan::Filter
 //! [`postings`]: crate::search::postings
 //!
-//! Kept in one file (732 lines): the file format's writer and reader sit side by side so the layout cannot drift between them.
+//! Kept in one file: the file format's writer and reader sit side by side so the layout
+//! cannot drift between them.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -62,15 +65,18 @@ use crate::search::scan::{self, Corrupt, Filter, Texts, BLOCK_WORDS};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"SKILLSCI";
-/// Format version written ([`VERSION_2`] and [`VERSION_1`] are read too).
-pub const VERSION: u32 = 3;
+/// Format version written ([`VERSION_3`], [`VERSION_2`] and [`VERSION_1`] are read
+/// too): stemmed postings.
+pub const VERSION: u32 = 4;
+/// The third format version: project column, postings of words as written.
+pub const VERSION_3: u32 = 3;
 /// The second format version: postings, no project column.
 pub const VERSION_2: u32 = 2;
 /// The first format version: no postings.
 pub const VERSION_1: u32 = 1;
 const BOM: u32 = 0x0102_0304;
 const HEADER: usize = 64;
-/// Sections of a version 3 file.
+/// Sections of a version 3 or 4 file.
 const SECTIONS: usize = 26;
 /// Sections of a version 2 file.
 const SECTIONS_V2: usize = 23;
@@ -529,7 +535,7 @@ impl Segment {
         }
         let version = u32_at(b, 8);
         let count = match version {
-            VERSION => SECTIONS,
+            VERSION | VERSION_3 => SECTIONS,
             VERSION_2 => SECTIONS_V2,
             VERSION_1 => SECTIONS_V1,
             v => {
@@ -596,7 +602,7 @@ impl Segment {
             }
             tables.extend([sec::TERMS, sec::LISTS]);
         }
-        if version >= VERSION {
+        if version >= VERSION_3 {
             if sections[sec::PROJECT].1 != rows * 4 {
                 return Err(bad(format!(
                     "section {} has {} bytes, expected {}",
@@ -628,14 +634,14 @@ impl Segment {
         &self.path
     }
 
-    /// The format version of the file ([`VERSION`], [`VERSION_2`] or [`VERSION_1`]).
+    /// The format version of the file ([`VERSION`] or an older one it reads).
     pub fn version(&self) -> u32 {
         self.version
     }
 
-    /// True when the file holds each row's `project` (version 3).
+    /// True when the file holds each row's `project` (version 3 on).
     pub fn has_projects(&self) -> bool {
-        self.version >= VERSION
+        self.version >= VERSION_3
     }
 
     /// Project dictionary index per row ([`NO_PROJECT`] for NULL); empty before
@@ -682,9 +688,10 @@ impl Segment {
         }
     }
 
-    /// The BM25 postings of the folded text; `None` in a version 1 file.
+    /// The BM25 postings of the folded text, terms stemmed; `None` before version 4
+    /// (no postings, or postings of words as written, which stemmed queries miss).
     pub fn postings(&self) -> Option<Postings<'_>> {
-        (self.version >= VERSION_2).then(|| Postings {
+        (self.version >= VERSION).then(|| Postings {
             term_offsets: self.words(sec::TERMS),
             terms: self.bytes(sec::TERMS + 1),
             list_offsets: self.words(sec::LISTS),

@@ -135,7 +135,8 @@ impl SegmentKind for IndexKind {
     }
 
     /// A file of an older format is rewritten: version 1 (no postings) and version 2
-    /// (no project column; its merge fails, so the index is rebuilt from the table).
+    /// (no project column; its merge fails, so the index is rebuilt from the table),
+    /// version 3 (postings of unstemmed words; merged, which builds them again).
     fn outdated(path: &Path) -> bool {
         Segment::open(path).is_ok_and(|s| s.version() < segment::VERSION)
     }

@@ -119,8 +119,8 @@ impl Index {
 /// the answer is the best `limit` rows that pass them.
 #[derive(Debug, Clone, Copy)]
 pub struct KeywordQuery<'a> {
-    /// Terms, already folded and chosen by [`crate::search::words::is_term`]; each is
-    /// scored once.
+    /// Terms as [`crate::search::words::query_terms`] gives them (folded, chosen by
+    /// `is_term`, stemmed): the postings' own terms; each is scored once.
     pub terms: &'a [String],
     /// `role = ?`.
     pub role: Option<&'a str>,
@@ -165,8 +165,8 @@ pub struct KeywordHit {
 }
 
 impl Index {
-    /// True when every segment holds BM25 postings (version 2 files); an index with
-    /// version 1 segments answers [`Index::keyword`] with `None` until the next ingest
+    /// True when every segment holds stemmed BM25 postings (version 4 files); an index
+    /// with older segments answers [`Index::keyword`] with `None` until the next ingest
     /// rewrites them.
     pub fn has_postings(&self) -> bool {
         self.segments().iter().all(|l| l.seg.postings().is_some())
@@ -499,7 +499,9 @@ fn find_by_postings(
         if !crate::search::words::is_term(word) {
             continue;
         }
-        match p.list(word)? {
+        // A row holding `word` is in its stem's list (a superset: the other words of
+        // that stem are there too), so the list still bounds the rows to test.
+        match p.list(&crate::search::words::stem(word))? {
             // No row holds a word every match must hold.
             None => return Ok(Some(Vec::new())),
             Some(l) if rarest.is_none_or(|r| l.df < r.df) => rarest = Some(l),
