@@ -33,7 +33,7 @@ pub(super) struct ClaudeAi;
 /// The registry's instance.
 pub(super) static IMPORTER: ClaudeAi = ClaudeAi;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Claude.ai export",
     unit: "export file",
@@ -41,14 +41,15 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for ClaudeAi {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for ClaudeAi {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         doc.contains(b"\"chat_messages\"")
     }
 }

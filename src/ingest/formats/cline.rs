@@ -50,7 +50,7 @@ pub(super) struct Cline;
 /// The registry's instance.
 pub(super) static IMPORTER: Cline = Cline;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Cline",
     unit: "task",
@@ -61,10 +61,11 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for Cline {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for Cline {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 

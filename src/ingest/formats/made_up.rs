@@ -10,20 +10,15 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use crate::ingest::pending::{file_stem, Named, Records};
 use crate::ingest::{parse_time, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "made-up";
 
-/// The made-up importer (registered in [`super::IMPORTERS`] under `cfg(test)`).
-pub(super) struct MadeUp;
-
-/// The registry's instance.
-pub(super) static IMPORTER: MadeUp = MadeUp;
-
-static ABOUT: super::About = super::About {
+/// The made-up importer (registered in [`super::IMPORTERS`] under `cfg(test)`): its
+/// records are all its evidence, so its [`super::About`] is the whole importer.
+pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "Made Up",
     unit: "chat file",
@@ -34,17 +29,8 @@ static ABOUT: super::About = super::About {
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: Some(|line| line.get("speaker").is_some() && line.get("said").is_some()),
 };
-
-impl super::Importer for MadeUp {
-    fn about(&self) -> &'static super::About {
-        &ABOUT
-    }
-
-    fn recognise_line(&self, line: &Value) -> super::LineMatch {
-        super::LineMatch::yes_if(line.get("speaker").is_some() && line.get("said").is_some())
-    }
-}
 
 /// Reads one chat file: a message per `me`/`bot` line, any other speaker skipped.
 fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
