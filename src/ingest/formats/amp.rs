@@ -44,7 +44,7 @@ static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Amp",
     unit: "thread",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::DataHome("amp/threads"), &["*.json"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::XdgData("amp/threads"), &["*.json"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),

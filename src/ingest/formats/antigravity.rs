@@ -38,7 +38,7 @@ pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "Google Antigravity",
     unit: "transcript",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini/antigravity/brain"), &["*/.system_generated/logs/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".gemini/antigravity/brain"), &["*/.system_generated/logs/*.jsonl"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),

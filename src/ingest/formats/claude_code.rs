@@ -48,7 +48,7 @@ static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Claude Code",
     unit: "session file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CLAUDE_CONFIG_DIR", home: ".claude" }, &["projects/**/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::VarOrHome { var: "CLAUDE_CONFIG_DIR", home: ".claude" }, &["projects/**/*.jsonl"])],
     note: Some("subagent transcripts included"),
     append_only: true,
     import,

@@ -55,7 +55,7 @@ static ABOUT: super::About = super::About {
     tool: "Cline",
     unit: "task",
     locations: &[crate::ingest::locations::Location::all(
-        crate::ingest::locations::Root::Config(""),
+        crate::places::Root::AppConfig(""),
         &["{Code,Code - Insiders,VSCodium,Cursor,Windsurf}/User/globalStorage/saoudrizwan.claude-dev/tasks/*/ui_messages.json"],
     )],
     note: None,

@@ -43,7 +43,7 @@ pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "Codex CLI",
     unit: "rollout file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CODEX_HOME", home: ".codex" }, &["sessions/**/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::VarOrHome { var: "CODEX_HOME", home: ".codex" }, &["sessions/**/*.jsonl"])],
     note: None,
     append_only: true,
     import,

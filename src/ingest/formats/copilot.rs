@@ -62,7 +62,7 @@ static ABOUT: super::About = super::About {
     tool: "GitHub Copilot CLI",
     unit: "session",
     locations: &[crate::ingest::locations::Location::all(
-        crate::ingest::locations::Root::VarOrHome { var: "COPILOT_HOME", home: ".copilot" },
+        crate::places::Root::VarOrHome { var: "COPILOT_HOME", home: ".copilot" },
         &["session-state/**/*.jsonl", "history-session-state/*.json"],
     )],
     note: None,

@@ -83,9 +83,9 @@ static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Cursor",
     unit: "transcript; the whole database",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".cursor/projects"), &["**/agent-transcripts/**/*.jsonl"]),
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".cursor/projects"), &["**/agent-transcripts/**/*.jsonl"]),
         crate::ingest::locations::Location::all(
-            crate::ingest::locations::Root::Config("Cursor/User"),
+            crate::places::Root::AppConfig("Cursor/User"),
             &["globalStorage/state.vscdb", "workspaceStorage/*/state.vscdb"],
         ),],
     note: None,

@@ -37,7 +37,7 @@ static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Gemini CLI",
     unit: "session file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini"), &["tmp/**/chats/*.{json,jsonl}"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".gemini"), &["tmp/**/chats/*.{json,jsonl}"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),

@@ -23,7 +23,7 @@ pub(super) static IMPORTER: super::About = super::About {
     tool: "Made Up",
     unit: "chat file",
     locations: &[crate::ingest::locations::Location::all(
-        crate::ingest::locations::Root::Var("SKILLS_MADE_UP_HOME"),
+        crate::places::Root::Var("SKILLS_MADE_UP_HOME"),
         &["**/made-up/*.jsonl"],
     )],
     note: None,
@@ -52,7 +52,8 @@ fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestErro
 
 #[cfg(test)]
 mod tests {
-    use crate::ingest::{self, locations::Environment};
+    use crate::ingest;
+    use crate::places::Environment;
 
     #[test]
     fn a_registered_format_is_detected_imported_discovered_and_stored() {

@@ -67,7 +67,7 @@ static ABOUT: super::About = super::About {
     tool: "OpenCode",
     unit: "the database; one message file",
     locations: &[crate::ingest::locations::Location::first_of(
-        crate::ingest::locations::Root::DataHome("opencode"),
+        crate::places::Root::XdgData("opencode"),
         // OpenCode 1.2 migrated the JSON files into the database and keeps them.
         &["opencode.db", "storage/message/*/*.json"],
     )],

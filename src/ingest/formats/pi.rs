@@ -38,7 +38,7 @@ pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "pi",
     unit: "session file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".pi/agent/sessions"), &["**/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".pi/agent/sessions"), &["**/*.jsonl"])],
     note: None,
     append_only: true,
     import,
