@@ -4,8 +4,10 @@
 //! bound to a Rust engine from [`engines`], which reads the data in [`stores`] that
 //! [`ingest`] imported from real transcript and memory formats. Retrieval machinery
 //! (BM25 postings, vectors, filters, typo lookup) is [`search`]; the records both
-//! ingest and stores handle are [`model`], times are read by [`time`], a call is stopped through [`cancel`], folders listed by [`walk`] and text is
-//! embedded by [`embed`]; [`web`] serves pages for people beside `/mcp`, and [`setup`]
+//! ingest and stores handle are [`model`], times are read by [`time`], a call is
+//! stopped through [`cancel`], folders listed by [`walk`], the user's folders that
+//! tools keep their files in (transcripts, MCP configs) named by [`places`], and text
+//! is embedded by [`embed`]; [`web`] serves pages for people beside `/mcp`, and [`setup`]
 //! wires `skills serve` into MCP clients' config files. Every entry point
 //! (CLI, MCP, `verify`, the pages) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
@@ -18,6 +20,7 @@ pub mod embed;
 pub mod engines;
 pub mod ingest;
 pub mod model;
+pub mod places;
 pub mod redact;
 pub mod runtime;
 pub mod search;

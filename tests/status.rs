@@ -122,6 +122,60 @@ fn status_says_when_the_index_is_older_than_the_store() {
     assert_eq!(status["conversations"]["index"]["state"], "stale");
 }
 
+/// `skills status` names the memories' model from the files: with the second tier's
+/// files in the model folder it names the second tier, without loading its engine
+/// (a library that leaves a mark when loaded) or its weights just to print a name.
+/// Skipped, with a note, without a C compiler (`cc`) to build that library.
+#[cfg(target_os = "linux")]
+#[test]
+fn status_names_the_second_tier_without_loading_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e5 = tmp.path().join("model/e5");
+    std::fs::create_dir_all(&e5).unwrap();
+    let source = tmp.path().join("mark.c");
+    std::fs::write(
+        &source,
+        "#include <stdio.h>\n#include <stdlib.h>\n\
+         __attribute__((constructor)) static void loaded(void) {\n\
+         const char *mark = getenv(\"SKILLS_TEST_E5_MARK\");\n\
+         if (mark) { FILE *f = fopen(mark, \"w\"); if (f) fclose(f); }\n}\n",
+    )
+    .unwrap();
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(e5.join("libe5.so"))
+        .arg(&source)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("note: no C compiler to build a marking libe5.so; skipped");
+        return;
+    }
+    std::fs::write(e5.join("e5-small-q4.bin"), b"not loaded").unwrap();
+    let mark = tmp.path().join("loaded");
+    let data = tmp.path().join("data");
+    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["status", "--json"])
+        .env("SKILLS_DATA_DIR", &data)
+        .env("SKILLS_MODEL_DIR", tmp.path().join("model"))
+        .env("SKILLS_DIR", root().join("skills"))
+        .env("SKILLS_TEST_E5_MARK", &mark)
+        .env_remove("SKILLS_EMBEDDER")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        status["memories"]["model"],
+        skills::embed::deep::NAME,
+        "{status}"
+    );
+    assert!(!mark.exists(), "status loaded the second tier's engine");
+}
+
 /// Escapes `text` for use as a literal in an insta filter (a regex).
 fn regex_literal(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

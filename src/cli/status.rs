@@ -272,9 +272,7 @@ fn memories(path: &Path) -> Memories {
         exists: path.exists(),
         bytes: file_bytes(path),
         memories: None,
-        model: Embedder::load_for_memories()
-            .ok()
-            .map(|m| m.name().to_owned()),
+        model: Embedder::name_for_memories().ok(),
         embedded: None,
         error: None,
     };
@@ -301,11 +299,11 @@ fn memories(path: &Path) -> Memories {
 fn model() -> Model {
     let searched = Embedder::search_dirs();
     let dir = Embedder::default_dir();
-    match Embedder::load_default() {
-        Ok(m) => Model {
+    match Embedder::default_name() {
+        Ok(name) => Model {
             found: true,
             dir,
-            name: Some(m.name().to_owned()),
+            name: Some(name),
             searched,
             error: None,
         },

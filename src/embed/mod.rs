@@ -92,6 +92,23 @@ fn tier_setting() -> Option<Tier> {
     }
 }
 
+/// The tier [`Embedder::load_default`] loads: `SKILLS_EMBEDDER`'s, else the static table.
+fn default_tier() -> Tier {
+    tier_setting().unwrap_or(Tier::Static)
+}
+
+/// The tier memories are embedded with ([`Embedder::load_for_memories`]): the second
+/// when its files are in [`Embedder::default_dir`] (unless `SKILLS_EMBEDDER=static`),
+/// else [`default_tier`].
+fn memories_tier() -> Tier {
+    let deep_here = || Embedder::default_dir().is_some_and(|dir| deep::is_complete(&dir));
+    if tier_setting() != Some(Tier::Static) && deep_here() {
+        Tier::Deep
+    } else {
+        default_tier()
+    }
+}
+
 /// A loaded embedding model: the static table, or the second tier ([`deep`]).
 pub struct Embedder {
     backend: Backend,
@@ -143,7 +160,7 @@ impl Embedder {
     /// [`EmbedError::NotFound`] when the folder or its files are missing,
     /// [`EmbedError::Load`] when they cannot be read.
     pub fn load_default() -> Result<Self, EmbedError> {
-        Self::load_tier(tier_setting().unwrap_or(Tier::Static))
+        Self::load_tier(default_tier())
     }
 
     /// Loads `tier` from [`Embedder::default_dir`].
@@ -170,14 +187,47 @@ impl Embedder {
     /// # Errors
     /// As [`Embedder::load_default`] when the static table is needed and missing.
     pub fn load_for_memories() -> Result<Self, EmbedError> {
-        if tier_setting() != Some(Tier::Static) {
-            if let Some(dir) = Self::default_dir().filter(|d| deep::is_complete(d)) {
-                if let Ok(deep) = Self::load_deep(&dir) {
-                    return Ok(deep);
-                }
+        if memories_tier() == Tier::Deep {
+            if let Ok(deep) = Self::load_tier(Tier::Deep) {
+                return Ok(deep);
             }
         }
         Self::load_default()
+    }
+
+    /// The name of the model [`Embedder::load_tier`] would load for `tier`, without
+    /// loading the second tier: its name when its files are there (an engine that then
+    /// fails to load is not found out), the static table's from the table (its name
+    /// holds its dimension).
+    ///
+    /// # Errors
+    /// [`EmbedError::NotFound`] when the tier's files are missing; for the static
+    /// table, as [`Embedder::load`].
+    pub fn tier_name(tier: Tier) -> Result<String, EmbedError> {
+        let dir = Self::default_dir()
+            .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
+        match tier {
+            Tier::Deep if deep::is_complete(&dir) => Ok(deep::NAME.to_owned()),
+            Tier::Deep => Err(EmbedError::NotFound(dir.join(deep::SUBDIR))),
+            Tier::Static => Self::load(&dir).map(|m| m.name),
+        }
+    }
+
+    /// [`Embedder::tier_name`] of [`Embedder::load_default`]'s tier.
+    ///
+    /// # Errors
+    /// As [`Embedder::tier_name`].
+    pub fn default_name() -> Result<String, EmbedError> {
+        Self::tier_name(default_tier())
+    }
+
+    /// [`Embedder::tier_name`] of [`Embedder::load_for_memories`]'s tier (`skills
+    /// status`).
+    ///
+    /// # Errors
+    /// As [`Embedder::tier_name`].
+    pub fn name_for_memories() -> Result<String, EmbedError> {
+        Self::tier_name(memories_tier())
     }
 
     /// Loads the model in `dir` (local files only).

@@ -1,5 +1,5 @@
-//! Default transcript locations as data: each importer lists [`Location`]s (a [`Root`]
-//! the environment decides, plus patterns below it); [`find`] turns them into the
+//! Default transcript locations as data: each importer lists [`Location`]s (a
+//! [`Root`] the [`Environment`] decides, plus patterns below it); [`find`] turns them into the
 //! existing files of this machine and [`readme_table`] into the README's importer
 //! table, so the two cannot drift apart.
 //!
@@ -17,32 +17,9 @@
 //! matched ignoring ASCII case (`*.JSONL`, `Conversations.json`). Only regular files
 //! are found.
 
-use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-/// Where a [`Location`]'s patterns start.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Root {
-    /// `~/<path>`.
-    Home(&'static str),
-    /// `$<var>` when set and not empty, else `~/<home>`.
-    VarOrHome {
-        /// The variable that moves the whole folder.
-        var: &'static str,
-        /// The folder below the home directory otherwise.
-        home: &'static str,
-    },
-    /// `<config>/<path>`: the platform's configuration folder (`$XDG_CONFIG_HOME`,
-    /// default `~/.config`, on Linux; `~/Library/Application Support` on macOS;
-    /// `%APPDATA%` on Windows), where VS Code-based editors keep `User/`.
-    Config(&'static str),
-    /// `$XDG_DATA_HOME/<path>` (default `~/.local/share/<path>`), on every platform.
-    DataHome(&'static str),
-    /// `$<var>` when set and not empty; nothing otherwise (exports people unzip
-    /// anywhere).
-    Var(&'static str),
-}
+use crate::places::{Environment, Root};
 
 /// A default location of one tool: patterns below a root.
 #[derive(Debug, Clone, Copy)]
@@ -72,54 +49,6 @@ impl Location {
             root,
             patterns,
             first_found: true,
-        }
-    }
-}
-
-/// What locations depend on: the home and configuration folders and the environment
-/// variables.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Environment {
-    /// The home folder (`~`).
-    pub home: Option<PathBuf>,
-    /// The platform's configuration folder (see [`Root::Config`]).
-    pub config: Option<PathBuf>,
-    /// Environment variables.
-    pub vars: BTreeMap<String, OsString>,
-}
-
-impl Environment {
-    /// This process's environment.
-    pub(crate) fn current() -> Self {
-        Self {
-            home: dirs::home_dir(),
-            config: dirs::config_dir(),
-            vars: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
-                .collect(),
-        }
-    }
-
-    /// A variable's value as a path, when set and not empty.
-    fn var(&self, name: &str) -> Option<PathBuf> {
-        self.vars
-            .get(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    }
-
-    /// The folder `root` names here, if any.
-    fn resolve(&self, root: Root) -> Option<PathBuf> {
-        let home = |rel: &str| self.home.as_ref().map(|h| h.join(rel));
-        match root {
-            Root::Home(rel) => home(rel),
-            Root::VarOrHome { var, home: rel } => self.var(var).or_else(|| home(rel)),
-            Root::Config(rel) => self.config.as_ref().map(|c| c.join(rel)),
-            Root::DataHome(rel) => self
-                .var("XDG_DATA_HOME")
-                .or_else(|| home(".local/share"))
-                .map(|d| d.join(rel)),
-            Root::Var(var) => self.var(var),
         }
     }
 }
@@ -320,24 +249,11 @@ fn alternatives(segment: &str) -> Vec<String> {
 
 /// A location as people read it, e.g. ``~/.claude/projects/**/*.jsonl` (`CLAUDE_CONFIG_DIR`)``.
 fn describe(location: &Location) -> String {
-    let (prefix, var) = match location.root {
-        Root::Home(rel) => (format!("~/{rel}"), None),
-        Root::VarOrHome { var, home } => (format!("~/{home}"), Some(var)),
-        Root::Config(rel) => (format!("<config>/{rel}"), None),
-        Root::DataHome(rel) => (format!("~/.local/share/{rel}"), Some("XDG_DATA_HOME")),
-        Root::Var(var) => (format!("${var}"), None),
-    };
-    let prefix = prefix.trim_end_matches('/').to_owned();
+    let (prefix, var) = location.root.shown();
     let paths: Vec<String> = location
         .patterns
         .iter()
-        .map(|p| {
-            if p.is_empty() {
-                format!("`{prefix}`")
-            } else {
-                format!("`{prefix}/{p}`")
-            }
-        })
+        .map(|p| format!("`{}`", crate::places::join(&prefix, p)))
         .collect();
     let joined = paths.join(if location.first_found {
         ", else "

@@ -372,7 +372,7 @@ pub(crate) fn stable_id(fields: &[&str]) -> String {
 ///
 /// Reads the environment and lists folders; no file is opened.
 pub fn discover() -> Vec<PathBuf> {
-    discover_in(&locations::Environment::current())
+    discover_in(&crate::places::Environment::current())
 }
 
 /// The README's importer table (markdown): one row per importer, in detection
@@ -383,7 +383,7 @@ pub fn importer_table() -> String {
 }
 
 /// [`discover`] in a given environment.
-fn discover_in(env: &locations::Environment) -> Vec<PathBuf> {
+fn discover_in(env: &crate::places::Environment) -> Vec<PathBuf> {
     formats::IMPORTERS
         .iter()
         .flat_map(|importer| importer.about().locations)

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::locations::{self, Environment};
+use super::locations;
+use crate::places::Environment;
 
 /// The default locations of every importer, resolved in one environment (home,
 /// configuration folder, variables) captured at [`DefaultLocations::current`].
@@ -30,7 +31,7 @@ impl DefaultLocations {
             env: Environment {
                 home: Some(home.to_path_buf()),
                 config: Some(config.to_path_buf()),
-                vars: std::collections::BTreeMap::new(),
+                ..Environment::default()
             },
         }
     }

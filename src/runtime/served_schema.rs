@@ -9,7 +9,9 @@
 //! - clients that convert schemas to their own types (google-genai's MCP converter,
 //!   OpenAI-style function definitions) read `additionalProperties` as a schema and
 //!   crash on `false`, and need a `type` beside every `enum`;
-//! - several clients reject `null` inside `enum` and `type: [X, "null"]` unions;
+//! - several clients reject `null` inside `enum` and `type: [X, "null"]` unions in the
+//!   schemas of arguments (an output schema keeps them: clients validate
+//!   `structuredContent` against it, and a `null` the engine returns must pass);
 //! - `$ref` / `$defs` are not followed by most converters.
 
 use serde_json::{Map, Value};
@@ -39,18 +41,19 @@ use super::args::MAX_STRING_CHARS;
 /// Input `{"type":"object","additionalProperties":false,"properties":{"role":{"enum":["user",null],"default":null}}}`
 /// gives `{"type":"object","properties":{"role":{"enum":["user"],"type":"string","maxLength":4}}}`.
 pub fn served_input_schema(schema: &Value) -> Value {
-    let mut out = object_root(sanitise_root(schema));
+    let mut out = object_root(sanitise_root(schema, Mode::Input));
     lenient(&mut out, Mode::Input);
     out
 }
 
 /// The served `outputSchema` of a document's `output-schema`: the same rewriting as
-/// [`served_input_schema`] for the root, unions, `anyOf` and `$ref`s, and every
-/// `enum`/`const` typed, but `null` stays in enums (typed `[X, "null"]`) and
-/// `additionalProperties` is kept: clients validate `structuredContent` against it,
-/// and the engine's output does carry those nulls.
+/// [`served_input_schema`] for the root and `$ref`s, and every `enum`/`const` typed,
+/// but nullability stays — `type: [X, "null"]` unions, `anyOf`/`oneOf` with a
+/// `{type: "null"}` branch and `null` in enums (typed `[X, "null"]`) are kept — and so
+/// is `additionalProperties`: clients validate `structuredContent` against it, and the
+/// engine's output does carry those nulls.
 pub fn served_output_schema(schema: &Value) -> Value {
-    let mut out = object_root(sanitise_root(schema));
+    let mut out = object_root(sanitise_root(schema, Mode::Output));
     lenient(&mut out, Mode::Output);
     out
 }
@@ -58,7 +61,7 @@ pub fn served_output_schema(schema: &Value) -> Value {
 /// The rewrite shared by input and output schemas, without the enum and
 /// `additionalProperties` rules; kept for callers of the old name.
 pub fn tool_input_schema(schema: &Value) -> Value {
-    object_root(sanitise_root(schema))
+    object_root(sanitise_root(schema, Mode::Input))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -67,9 +70,9 @@ enum Mode {
     Output,
 }
 
-fn sanitise_root(schema: &Value) -> Value {
+fn sanitise_root(schema: &Value, mode: Mode) -> Value {
     let defs = collect_defs(schema);
-    sanitise(schema, &defs, &mut Vec::new())
+    Sanitise { defs, mode }.schema(schema, &mut Vec::new())
 }
 
 fn object_root(mut out: Value) -> Value {
@@ -119,36 +122,81 @@ const LIST_KEYS: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
 /// Keywords whose value maps names to schemas.
 const MAP_KEYS: [&str; 3] = ["properties", "patternProperties", "dependentSchemas"];
 
-fn sanitise(schema: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Value {
-    let Value::Object(map) = schema else {
-        return schema.clone();
-    };
-    // Inline a local reference, merging any sibling keywords over the target.
-    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-        let target = defs
-            .get(reference)
-            .filter(|_| !stack.iter().any(|r| r == reference));
-        let Some(target) = target else {
-            return Value::Object(Map::new());
+/// The structural rewrite: `$ref`s inlined against `defs`, and in [`Mode::Input`]
+/// nullable unions narrowed.
+struct Sanitise {
+    /// `$ref` targets ([`collect_defs`]).
+    defs: Map<String, Value>,
+    mode: Mode,
+}
+
+impl Sanitise {
+    /// `schema` rewritten; `stack` holds the references being inlined (a recursive one
+    /// becomes `{}`).
+    fn schema(&self, schema: &Value, stack: &mut Vec<String>) -> Value {
+        let Value::Object(map) = schema else {
+            return schema.clone();
         };
-        stack.push(reference.to_owned());
-        let mut merged = match sanitise(target, defs, stack) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        stack.pop();
-        for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "$ref") {
-            merged.insert(k.clone(), sanitise_keyword(k, v, defs, stack));
+        // Inline a local reference, merging any sibling keywords over the target.
+        if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+            let target = self
+                .defs
+                .get(reference)
+                .filter(|_| !stack.iter().any(|r| r == reference));
+            let Some(target) = target else {
+                return Value::Object(Map::new());
+            };
+            stack.push(reference.to_owned());
+            let mut merged = match self.schema(target, stack) {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            stack.pop();
+            for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "$ref") {
+                merged.insert(k.clone(), self.keyword(k, v, stack));
+            }
+            return Value::Object(merged);
         }
-        return Value::Object(merged);
-    }
-    let mut out = Map::new();
-    for (key, value) in map {
-        if key == "$defs" || key == "definitions" {
-            continue;
+        let mut out = Map::new();
+        for (key, value) in map {
+            if key == "$defs" || key == "definitions" {
+                continue;
+            }
+            out.insert(key.clone(), self.keyword(key, value, stack));
         }
-        out.insert(key.clone(), sanitise_keyword(key, value, defs, stack));
+        if self.mode == Mode::Input {
+            drop_null(&mut out);
+        }
+        Value::Object(out)
     }
+
+    fn keyword(&self, key: &str, value: &Value, stack: &mut Vec<String>) -> Value {
+        if SCHEMA_KEYS.contains(&key) {
+            return self.schema(value, stack);
+        }
+        if LIST_KEYS.contains(&key) {
+            if let Value::Array(items) = value {
+                return Value::Array(items.iter().map(|s| self.schema(s, stack)).collect());
+            }
+        }
+        if MAP_KEYS.contains(&key) {
+            if let Value::Object(entries) = value {
+                return Value::Object(
+                    entries
+                        .iter()
+                        .map(|(k, s)| (k.clone(), self.schema(s, stack)))
+                        .collect(),
+                );
+            }
+        }
+        value.clone()
+    }
+}
+
+/// An argument's nullable unions narrowed: `type: [X, "null"]` → `type: X`,
+/// `anyOf: [S, {type: null}]` → S merged with the siblings, and a `default: null` that
+/// no longer fits dropped.
+fn drop_null(out: &mut Map<String, Value>) {
     let mut dropped_null = false;
     // `type: [X, "null"]` → `type: X`.
     if let Some(Value::Array(types)) = out.get("type") {
@@ -188,34 +236,6 @@ fn sanitise(schema: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) 
     if dropped_null && out.get("default") == Some(&Value::Null) {
         out.remove("default");
     }
-    Value::Object(out)
-}
-
-fn sanitise_keyword(
-    key: &str,
-    value: &Value,
-    defs: &Map<String, Value>,
-    stack: &mut Vec<String>,
-) -> Value {
-    if SCHEMA_KEYS.contains(&key) {
-        return sanitise(value, defs, stack);
-    }
-    if LIST_KEYS.contains(&key) {
-        if let Value::Array(items) = value {
-            return Value::Array(items.iter().map(|s| sanitise(s, defs, stack)).collect());
-        }
-    }
-    if MAP_KEYS.contains(&key) {
-        if let Value::Object(entries) = value {
-            return Value::Object(
-                entries
-                    .iter()
-                    .map(|(k, s)| (k.clone(), sanitise(s, defs, stack)))
-                    .collect(),
-            );
-        }
-    }
-    value.clone()
 }
 
 fn is_null_schema(schema: &Value) -> bool {
@@ -402,6 +422,36 @@ mod tests {
                 "role": {"enum": ["user", "assistant", null], "type": ["string", "null"]},
                 "mode": {"enum": ["keyword", "questions"], "type": "string"}
             }})
+        );
+    }
+
+    #[test]
+    fn output_schemas_keep_nullable_types() {
+        let schema = json!({"type": "object", "properties": {
+            "project": {"type": ["string", "null"]},
+            "rows": {"type": "array", "items": {"$ref": "#/$defs/Row"}},
+            "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+        }, "$defs": {"Row": {"type": "object", "required": ["project"],
+            "properties": {"project": {"type": ["string", "null"]}}}}});
+        let served = served_output_schema(&schema);
+        assert_eq!(
+            served,
+            json!({"type": "object", "properties": {
+                "project": {"type": ["string", "null"]},
+                "rows": {"type": "array", "items": {"type": "object", "required": ["project"],
+                    "properties": {"project": {"type": ["string", "null"]}}}},
+                "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+            }})
+        );
+        // What the engine returns for a message whose source records no project passes.
+        let output = json!({"project": null, "rows": [{"project": null}, {"project": "/w"}],
+            "limit": null});
+        let validator = jsonschema::validator_for(&served).expect("a valid schema");
+        assert!(validator.is_valid(&output), "{served}");
+        // Arguments still narrow: an absent argument is the null.
+        assert_eq!(
+            served_input_schema(&schema)["properties"]["project"],
+            json!({"type": "string", "maxLength": MAX_STRING_CHARS})
         );
     }
 

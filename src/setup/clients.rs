@@ -8,11 +8,11 @@
 //! folder, environment variables, the project folder and `PATH`), so tests can point
 //! every client at a fake home.
 
-use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+
+pub use crate::places::{Environment, Root};
 
 /// The config file format of a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -32,29 +32,6 @@ impl Format {
             Format::Toml => "TOML",
         }
     }
-}
-
-/// Where a config file's folder starts.
-#[derive(Debug, Clone, Copy)]
-pub enum Root {
-    /// `~/<path>`.
-    Home(&'static str),
-    /// `$<var>` when set and not empty, else `~/<home>`.
-    VarOrHome {
-        /// The variable that moves the folder.
-        var: &'static str,
-        /// The folder below the home directory otherwise (`""`: the home itself).
-        home: &'static str,
-    },
-    /// `$XDG_CONFIG_HOME/<path>`, default `~/.config/<path>`, on every platform (tools
-    /// that follow the XDG layout on macOS and Windows too).
-    XdgConfig(&'static str),
-    /// `<config>/<path>`: the platform's configuration folder (`$XDG_CONFIG_HOME`,
-    /// default `~/.config`, on Linux; `~/Library/Application Support` on macOS;
-    /// `%APPDATA%` on Windows).
-    AppConfig(&'static str),
-    /// `<project>/<path>`: the project folder (the current folder).
-    Project(&'static str),
 }
 
 /// One config file: a folder and the file names a client reads there.
@@ -330,69 +307,9 @@ pub fn find(name: &str) -> Option<&'static Client> {
     CLIENTS.iter().find(|c| c.name == name)
 }
 
-/// What config paths depend on: folders, variables and `PATH`.
-#[derive(Debug, Clone, Default)]
-pub struct Environment {
-    /// The home folder (`~`).
-    pub home: Option<PathBuf>,
-    /// The platform's configuration folder (see [`Root::AppConfig`]).
-    pub config: Option<PathBuf>,
-    /// The project folder ([`Root::Project`]).
-    pub project: PathBuf,
-    /// Environment variables (`PATH` among them).
-    pub vars: BTreeMap<String, OsString>,
-}
-
+// What an environment says of one client: its config file, whether it is installed
+// (a folder, or a command on `PATH`).
 impl Environment {
-    /// This process's environment: `HOME`, `dirs::config_dir()`, the current folder.
-    pub fn current() -> Self {
-        Self {
-            home: dirs::home_dir(),
-            config: dirs::config_dir(),
-            project: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            vars: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
-                .collect(),
-        }
-    }
-
-    /// A variable's value as a path, when set and not empty.
-    fn var(&self, name: &str) -> Option<PathBuf> {
-        self.vars
-            .get(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    }
-
-    /// The folder `root` names here; `None` when the home (or configuration) folder it
-    /// needs is unknown.
-    pub fn resolve(&self, root: Root) -> Option<PathBuf> {
-        let home = |rel: &str| {
-            self.home.as_ref().map(|h| {
-                if rel.is_empty() {
-                    h.clone()
-                } else {
-                    h.join(rel)
-                }
-            })
-        };
-        match root {
-            Root::Home(rel) => home(rel),
-            Root::VarOrHome { var, home: rel } => self.var(var).or_else(|| home(rel)),
-            Root::XdgConfig(rel) => self
-                .var("XDG_CONFIG_HOME")
-                .filter(|d| d.is_absolute())
-                .or_else(|| home(".config"))
-                .map(|d| d.join(rel)),
-            Root::AppConfig(rel) => self.config.as_ref().map(|c| c.join(rel)),
-            Root::Project(rel) => Some(if rel.is_empty() {
-                self.project.clone()
-            } else {
-                self.project.join(rel)
-            }),
-        }
-    }
-
     /// The path of `file`: the first of its names that exists, else the first name.
     pub fn file(&self, file: &ConfigFile) -> Option<PathBuf> {
         let dir = self.resolve(file.root)?;
@@ -489,24 +406,11 @@ pub fn readme_table() -> String {
 /// A config file for the README: `` `~/.cursor/mcp.json` ``, `` `~/.codex/config.toml`
 /// (`$CODEX_HOME`) `` (the variable that moves the folder), `` `<config>/Claude/…` ``.
 fn describe(file: &ConfigFile) -> String {
-    fn join(a: &str, b: &str) -> String {
-        match (a.is_empty(), b.is_empty()) {
-            (true, _) => b.to_owned(),
-            (_, true) => a.to_owned(),
-            _ => format!("{a}/{b}"),
-        }
-    }
-    let (dir, var) = match file.root {
-        Root::Home(rel) => (join("~", rel), None),
-        Root::VarOrHome { var, home } => (join("~", home), Some(var)),
-        Root::XdgConfig(rel) => (join("~/.config", rel), Some("XDG_CONFIG_HOME")),
-        Root::AppConfig(rel) => (join("<config>", rel), None),
-        Root::Project(rel) => (rel.to_owned(), None),
-    };
+    let (dir, var) = file.root.shown();
     let paths = file
         .names
         .iter()
-        .map(|name| format!("`{}`", join(&dir, name)))
+        .map(|name| format!("`{}`", crate::places::join(&dir, name)))
         .collect::<Vec<_>>()
         .join(" or ");
     match var {
@@ -524,7 +428,7 @@ mod tests {
             home: Some(home.to_path_buf()),
             config: Some(home.join(".config")),
             project: home.join("project"),
-            vars: BTreeMap::new(),
+            vars: std::collections::BTreeMap::new(),
         }
     }
 

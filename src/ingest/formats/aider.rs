@@ -32,7 +32,7 @@ pub(super) struct Aider;
 /// The registry's instance.
 pub(super) static IMPORTER: Aider = Aider;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Aider",
     unit: "chat log",
@@ -40,10 +40,11 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     note: Some("none: `.aider.chat.history.md` lives in each project, give its path"),
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for Aider {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for Aider {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 

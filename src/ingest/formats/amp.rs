@@ -40,22 +40,23 @@ pub(super) struct Amp;
 /// The registry's instance.
 pub(super) static IMPORTER: Amp = Amp;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Amp",
     unit: "thread",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::DataHome("amp/threads"), &["*.json"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::XdgData("amp/threads"), &["*.json"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for Amp {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for Amp {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         doc.parsed.as_ref().is_some_and(|parsed| looks_like(parsed, doc.path))
     }
 }

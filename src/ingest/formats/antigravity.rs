@@ -34,33 +34,19 @@ use crate::ingest::{parse_time, str_field, FileImport, IngestError};
 const SOURCE: &str = "antigravity";
 
 /// The Google Antigravity importer (registered in [`super::IMPORTERS`]).
-pub(super) struct Antigravity;
-
-/// The registry's instance.
-pub(super) static IMPORTER: Antigravity = Antigravity;
-
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "Google Antigravity",
     unit: "transcript",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini/antigravity/brain"), &["*/.system_generated/logs/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".gemini/antigravity/brain"), &["*/.system_generated/logs/*.jsonl"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: Some(looks_like),
 };
 
-impl crate::ingest::formats::Importer for Antigravity {
-    fn about(&self) -> &'static crate::ingest::formats::About {
-        &ABOUT
-    }
-
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
-        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-}
-
-/// True when one parsed JSON Lines record is an Antigravity step (used by `detect`).
-pub(super) fn looks_like(line: &Value) -> bool {
+/// True when one parsed JSON Lines record is an Antigravity step ([`super::About::looks_like`]).
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };

@@ -46,22 +46,23 @@ pub(super) struct ChatGpt;
 /// The registry's instance.
 pub(super) static IMPORTER: ChatGpt = ChatGpt;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "ChatGPT export",
     unit: "export file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Var("SKILLS_CHATGPT_EXPORT"), &["", "**/conversations.json"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Var("SKILLS_CHATGPT_EXPORT"), &["", "**/conversations.json"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for ChatGpt {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for ChatGpt {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         doc.contains(b"\"mapping\"")
     }
 }

@@ -33,22 +33,23 @@ pub(super) struct ClaudeAi;
 /// The registry's instance.
 pub(super) static IMPORTER: ClaudeAi = ClaudeAi;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Claude.ai export",
     unit: "export file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Var("SKILLS_CLAUDE_AI_EXPORT"), &["", "**/conversations.json"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Var("SKILLS_CLAUDE_AI_EXPORT"), &["", "**/conversations.json"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for ClaudeAi {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for ClaudeAi {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         doc.contains(b"\"chat_messages\"")
     }
 }

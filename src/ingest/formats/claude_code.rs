@@ -44,23 +44,20 @@ pub(super) struct ClaudeCode;
 /// The registry's instance.
 pub(super) static IMPORTER: ClaudeCode = ClaudeCode;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Claude Code",
     unit: "session file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CLAUDE_CONFIG_DIR", home: ".claude" }, &["projects/**/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::VarOrHome { var: "CLAUDE_CONFIG_DIR", home: ".claude" }, &["projects/**/*.jsonl"])],
     note: Some("subagent transcripts included"),
     append_only: true,
     import,
+    looks_like: Some(looks_like),
 };
 
-impl crate::ingest::formats::Importer for ClaudeCode {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for ClaudeCode {
+    fn about(&self) -> &super::About {
         &ABOUT
-    }
-
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
-        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
     }
 
     fn recognise_jsonl_head(&self, head: &[u8]) -> bool {
@@ -82,8 +79,8 @@ const NON_MESSAGE_TYPES: &[&str] = &[
     "last-prompt",
 ];
 
-/// True when one parsed line looks like a Claude Code record (used by `detect`).
-pub(super) fn looks_like(line: &Value) -> bool {
+/// True when one parsed line looks like a Claude Code record ([`super::About::looks_like`]).
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };

@@ -50,21 +50,22 @@ pub(super) struct Cline;
 /// The registry's instance.
 pub(super) static IMPORTER: Cline = Cline;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Cline",
     unit: "task",
     locations: &[crate::ingest::locations::Location::all(
-        crate::ingest::locations::Root::Config(""),
+        crate::places::Root::AppConfig(""),
         &["{Code,Code - Insiders,VSCodium,Cursor,Windsurf}/User/globalStorage/saoudrizwan.claude-dev/tasks/*/ui_messages.json"],
     )],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for Cline {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for Cline {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 

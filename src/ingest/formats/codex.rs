@@ -39,30 +39,16 @@ use crate::ingest::{parse_time, str_field, Cursor, FileImport, IngestError};
 const SOURCE: &str = "codex";
 
 /// The Codex CLI importer (registered in [`super::IMPORTERS`]).
-pub(super) struct Codex;
-
-/// The registry's instance.
-pub(super) static IMPORTER: Codex = Codex;
-
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "Codex CLI",
     unit: "rollout file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::VarOrHome { var: "CODEX_HOME", home: ".codex" }, &["sessions/**/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::VarOrHome { var: "CODEX_HOME", home: ".codex" }, &["sessions/**/*.jsonl"])],
     note: None,
     append_only: true,
     import,
+    looks_like: Some(looks_like),
 };
-
-impl crate::ingest::formats::Importer for Codex {
-    fn about(&self) -> &'static crate::ingest::formats::About {
-        &ABOUT
-    }
-
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
-        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-}
 
 /// Envelope `type`s of current rollouts.
 const ENVELOPE_TYPES: &[&str] = &[
@@ -73,8 +59,8 @@ const ENVELOPE_TYPES: &[&str] = &[
     "compacted",
 ];
 
-/// True when one parsed line looks like a Codex rollout record (used by `detect`).
-pub(super) fn looks_like(line: &Value) -> bool {
+/// True when one parsed line looks like a Codex rollout record ([`super::About::looks_like`]).
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };

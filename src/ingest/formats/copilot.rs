@@ -57,29 +57,26 @@ pub(super) struct Copilot;
 /// The registry's instance.
 pub(super) static IMPORTER: Copilot = Copilot;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "GitHub Copilot CLI",
     unit: "session",
     locations: &[crate::ingest::locations::Location::all(
-        crate::ingest::locations::Root::VarOrHome { var: "COPILOT_HOME", home: ".copilot" },
+        crate::places::Root::VarOrHome { var: "COPILOT_HOME", home: ".copilot" },
         &["session-state/**/*.jsonl", "history-session-state/*.json"],
     )],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: Some(looks_like),
 };
 
-impl crate::ingest::formats::Importer for Copilot {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for Copilot {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
-        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         match &doc.parsed {
             Some(parsed) => looks_like_history(parsed),
             None => !doc.whole && doc.contains(b"\"chatMessages\""),
@@ -90,8 +87,8 @@ impl crate::ingest::formats::Importer for Copilot {
 /// Event types of the Copilot CLI log (prefixes), for `detect`.
 const EVENT_PREFIXES: &[&str] = &["session.", "user.", "assistant.", "tool."];
 
-/// True when one parsed JSON Lines record is a Copilot CLI event (used by `detect`).
-pub(super) fn looks_like(line: &Value) -> bool {
+/// True when one parsed JSON Lines record is a Copilot CLI event ([`super::About::looks_like`]).
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };

@@ -79,22 +79,23 @@ pub(super) struct CursorImporter;
 /// The registry's instance.
 pub(super) static IMPORTER: CursorImporter = CursorImporter;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Cursor",
     unit: "transcript; the whole database",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".cursor/projects"), &["**/agent-transcripts/**/*.jsonl"]),
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".cursor/projects"), &["**/agent-transcripts/**/*.jsonl"]),
         crate::ingest::locations::Location::all(
-            crate::ingest::locations::Root::Config("Cursor/User"),
+            crate::places::Root::AppConfig("Cursor/User"),
             &["globalStorage/state.vscdb", "workspaceStorage/*/state.vscdb"],
         ),],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: Some(looks_like),
 };
 
-impl crate::ingest::formats::Importer for CursorImporter {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for CursorImporter {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
@@ -104,11 +105,7 @@ impl crate::ingest::formats::Importer for CursorImporter {
             || (crate::ingest::has_ext(path, "jsonl") && is_transcript_path(path) && path.is_file())
     }
 
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
-        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         doc.contains(b"\"composerData:")
     }
 }
@@ -124,7 +121,7 @@ pub(super) fn is_transcript_path(path: &Path) -> bool {
 
 /// True when one parsed JSON Lines record has Cursor's own transcript shape: a string
 /// `role`, a `message` object and no `type` (Claude Code lines always have `type`).
-pub(super) fn looks_like(line: &Value) -> bool {
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };

@@ -33,33 +33,30 @@ pub(super) struct GeminiCli;
 /// The registry's instance.
 pub(super) static IMPORTER: GeminiCli = GeminiCli;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Gemini CLI",
     unit: "session file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".gemini"), &["tmp/**/chats/*.{json,jsonl}"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".gemini"), &["tmp/**/chats/*.{json,jsonl}"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: Some(looks_like),
 };
 
-impl crate::ingest::formats::Importer for GeminiCli {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for GeminiCli {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
-        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         doc.contains(b"\"messages\"")
             && (doc.contains(b"\"projectHash\"") || doc.contains(b"\"sessionId\""))
     }
 }
 
-/// True when one parsed JSON Lines record looks like Gemini CLI (used by `detect`).
-pub(super) fn looks_like(line: &Value) -> bool {
+/// True when one parsed JSON Lines record looks like Gemini CLI ([`super::About::looks_like`]).
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };

@@ -33,7 +33,7 @@ pub(super) struct Generic;
 /// The registry's instance.
 pub(super) static IMPORTER: Generic = Generic;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "any other tool",
     unit: "file",
@@ -41,18 +41,19 @@ static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
     note: Some("none: JSON Lines with `role`, `content`, optional `timestamp`, `conversation_id`, `id`, `title`"),
     append_only: true,
     import,
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for Generic {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for Generic {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
+    fn recognise_line(&self, line: &Value) -> super::LineMatch {
         if looks_like(line) {
-            crate::ingest::formats::LineMatch::Fallback
+            super::LineMatch::Fallback
         } else {
-            crate::ingest::formats::LineMatch::No
+            super::LineMatch::No
         }
     }
 }
@@ -69,7 +70,7 @@ fn role_of(obj: &Map<String, Value>) -> Option<&'static str> {
 /// True when one parsed line looks like a generic message line (used by `detect`,
 /// after every specific format): a string `role` and a string or array `content`, and
 /// no `type` / `message` / `payload` key of the specific formats.
-pub(super) fn looks_like(line: &Value) -> bool {
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };

@@ -10,41 +10,27 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use crate::ingest::pending::{file_stem, Named, Records};
 use crate::ingest::{parse_time, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "made-up";
 
-/// The made-up importer (registered in [`super::IMPORTERS`] under `cfg(test)`).
-pub(super) struct MadeUp;
-
-/// The registry's instance.
-pub(super) static IMPORTER: MadeUp = MadeUp;
-
-static ABOUT: super::About = super::About {
+/// The made-up importer (registered in [`super::IMPORTERS`] under `cfg(test)`): its
+/// records are all its evidence, so its [`super::About`] is the whole importer.
+pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "Made Up",
     unit: "chat file",
     locations: &[crate::ingest::locations::Location::all(
-        crate::ingest::locations::Root::Var("SKILLS_MADE_UP_HOME"),
+        crate::places::Root::Var("SKILLS_MADE_UP_HOME"),
         &["**/made-up/*.jsonl"],
     )],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: Some(|line| line.get("speaker").is_some() && line.get("said").is_some()),
 };
-
-impl super::Importer for MadeUp {
-    fn about(&self) -> &'static super::About {
-        &ABOUT
-    }
-
-    fn recognise_line(&self, line: &Value) -> super::LineMatch {
-        super::LineMatch::yes_if(line.get("speaker").is_some() && line.get("said").is_some())
-    }
-}
 
 /// Reads one chat file: a message per `me`/`bot` line, any other speaker skipped.
 fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestError> {
@@ -66,7 +52,8 @@ fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestErro
 
 #[cfg(test)]
 mod tests {
-    use crate::ingest::{self, locations::Environment};
+    use crate::ingest;
+    use crate::places::Environment;
 
     #[test]
     fn a_registered_format_is_detected_imported_discovered_and_stored() {

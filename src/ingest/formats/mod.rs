@@ -1,8 +1,9 @@
 //! The transcript formats: one file per tool, each an [`Importer`], and the one
 //! ordered list of them, [`IMPORTERS`].
 //!
-//! Adding a format is one new file here (a unit type implementing [`Importer`], with a
-//! `pub(super) static IMPORTER`) and one line in the [`registry!`] call below. Its
+//! Adding a format is one new file here (a `pub(super) static IMPORTER`: its [`About`]
+//! itself when its JSON Lines records are all its evidence ([`About::looks_like`]), else
+//! a unit type implementing [`Importer`]) and one line in the [`registry!`] call below. Its
 //! parser runs the one record loop of [`crate::ingest::pending::Records`] (clock,
 //! skipped count, faults with path and line, resumption) and says only how its records
 //! read and what names the conversation. The
@@ -39,6 +40,10 @@ pub(crate) struct About {
     pub append_only: bool,
     /// Parses one file: see [`Importer::import`].
     pub import: ImportFn,
+    /// True when one parsed JSON Lines record is this format's: the default
+    /// [`Importer::recognise_line`] answers [`LineMatch::Yes`] for it. `None` for a
+    /// format whose records never decide (documents, databases, paths).
+    pub looks_like: Option<fn(&Value) -> bool>,
 }
 
 /// An importer's parser of one file: the file, the time of a file whose records carry
@@ -90,11 +95,12 @@ impl Document<'_> {
 }
 
 /// One transcript format. Only [`Importer::about`] is required (it names the parser,
-/// [`About::import`]); the `recognise_*` methods default to "not mine", so an importer
-/// answers only for the evidence it has.
+/// [`About::import`], and the record test, [`About::looks_like`]); the other
+/// `recognise_*` methods default to "not mine", so an importer answers only for the
+/// evidence it has.
 pub(crate) trait Importer: Sync {
-    /// Name, README row and default locations.
-    fn about(&self) -> &'static About;
+    /// Name, README row, default locations, parser and record test.
+    fn about(&self) -> &About;
 
     /// True for JSON Lines formats written only by appending ([`About::append_only`]).
     fn is_append_only(&self) -> bool {
@@ -107,9 +113,10 @@ pub(crate) trait Importer: Sync {
         false
     }
 
-    /// How one parsed record of a `.jsonl` file speaks for this format.
-    fn recognise_line(&self, _line: &Value) -> LineMatch {
-        LineMatch::No
+    /// How one parsed record of a `.jsonl` file speaks for this format: by default
+    /// [`LineMatch::Yes`] when [`About::looks_like`] says so, else [`LineMatch::No`].
+    fn recognise_line(&self, line: &Value) -> LineMatch {
+        LineMatch::yes_if(self.about().looks_like.is_some_and(|mine| mine(line)))
     }
 
     /// Last resort for a `.jsonl` file no record decided (e.g. a first line longer than
@@ -137,6 +144,14 @@ pub(crate) trait Importer: Sync {
         start: Option<&Cursor>,
     ) -> Result<FileImport, IngestError> {
         (self.about().import)(path, fallback, start)
+    }
+}
+
+/// A format whose JSON Lines records are all its evidence is its [`About`]: every
+/// other `recognise_*` says "not mine".
+impl Importer for About {
+    fn about(&self) -> &About {
+        self
     }
 }
 

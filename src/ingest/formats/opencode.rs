@@ -62,22 +62,23 @@ pub(super) struct OpenCode;
 /// The registry's instance.
 pub(super) static IMPORTER: OpenCode = OpenCode;
 
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "OpenCode",
     unit: "the database; one message file",
     locations: &[crate::ingest::locations::Location::first_of(
-        crate::ingest::locations::Root::DataHome("opencode"),
+        crate::places::Root::XdgData("opencode"),
         // OpenCode 1.2 migrated the JSON files into the database and keeps them.
         &["opencode.db", "storage/message/*/*.json"],
     )],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),
+    looks_like: None,
 };
 
-impl crate::ingest::formats::Importer for OpenCode {
-    fn about(&self) -> &'static crate::ingest::formats::About {
+impl super::Importer for OpenCode {
+    fn about(&self) -> &super::About {
         &ABOUT
     }
 
@@ -85,7 +86,7 @@ impl crate::ingest::formats::Importer for OpenCode {
         path.file_name().is_some_and(|n| n == "opencode.db") && crate::ingest::detect::is_sqlite(path)
     }
 
-    fn recognise_document(&self, doc: &crate::ingest::formats::Document<'_>) -> bool {
+    fn recognise_document(&self, doc: &super::Document<'_>) -> bool {
         match &doc.parsed {
             Some(parsed) => kind_of_doc(parsed).is_some(),
             None => !doc.whole && kind_of_path(doc.path).is_some(),

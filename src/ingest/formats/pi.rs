@@ -34,33 +34,19 @@ use crate::ingest::{join_texts, parse_time, str_field, Cursor, FileImport, Inges
 const SOURCE: &str = "pi";
 
 /// The pi importer (registered in [`super::IMPORTERS`]).
-pub(super) struct Pi;
-
-/// The registry's instance.
-pub(super) static IMPORTER: Pi = Pi;
-
-static ABOUT: crate::ingest::formats::About = crate::ingest::formats::About {
+pub(super) static IMPORTER: super::About = super::About {
     source: SOURCE,
     tool: "pi",
     unit: "session file",
-    locations: &[crate::ingest::locations::Location::all(crate::ingest::locations::Root::Home(".pi/agent/sessions"), &["**/*.jsonl"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Home(".pi/agent/sessions"), &["**/*.jsonl"])],
     note: None,
     append_only: true,
     import,
+    looks_like: Some(looks_like),
 };
 
-impl crate::ingest::formats::Importer for Pi {
-    fn about(&self) -> &'static crate::ingest::formats::About {
-        &ABOUT
-    }
-
-    fn recognise_line(&self, line: &Value) -> crate::ingest::formats::LineMatch {
-        crate::ingest::formats::LineMatch::yes_if(looks_like(line))
-    }
-}
-
-/// True when one parsed line looks like a pi session record (used by `detect`).
-pub(super) fn looks_like(line: &Value) -> bool {
+/// True when one parsed line looks like a pi session record ([`super::About::looks_like`]).
+fn looks_like(line: &Value) -> bool {
     let Some(obj) = line.as_object() else {
         return false;
     };
