@@ -15,6 +15,7 @@ use skills::engines::{Context, Engine};
 use skills::model::Message;
 use skills::search::scan::fold;
 use skills::stores::conversations::index::{self, Index, Unavailable};
+use skills::stores::conversations::segment;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
@@ -85,6 +86,11 @@ const TERMS: &[&str] = &[
     "% ǅemal %",
     "_.iter()_",
     "x an absent-word-zq7 y",
+    // Whole words whose stems are other words (postings hold stems: `builds` is
+    // looked up as `build`, whose list holds more rows than `builds` matches).
+    "the builds failed ",
+    " running tests ",
+    " errors in ",
 ];
 
 const TRICKY: &[&str] = &[
@@ -248,6 +254,43 @@ fn index_answers_as_duckdb_after_builds_appends_and_merges() {
     let report = open(dir).close().unwrap().unwrap();
     assert!(report.rebuilt);
     assert_same(dir, "rebuilt after a stale index");
+}
+
+/// An index written before stemming (segment format 3: postings of words as written,
+/// which stemmed lookups would miss) is not read for BM25 nor for the postings
+/// prefilter, still answers as DuckDB does, and the next writable close rewrites it in
+/// the current format.
+#[test]
+fn an_index_from_before_stemming_is_not_read_for_postings_and_is_rewritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let store = open(dir);
+    gen::fill_store(&store, Spec::new(2_000), 500).unwrap();
+    store.close().unwrap().unwrap();
+    let db = StorePaths::in_dir(dir).conversations;
+    let mut patched = 0;
+    for e in std::fs::read_dir(index::dir_of(&db)).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "seg") {
+            let mut b = std::fs::read(&p).unwrap();
+            let version = u32::from_le_bytes(b[8..12].try_into().unwrap());
+            assert_eq!(version, segment::VERSION);
+            b[8..12].copy_from_slice(&segment::VERSION_3.to_le_bytes());
+            std::fs::write(&p, b).unwrap();
+            patched += 1;
+        }
+    }
+    assert!(patched > 0);
+    let ix = Index::open(&db).unwrap();
+    assert!(ix.has_projects() && !ix.has_postings());
+    drop(ix);
+    assert_same(dir, "format 3 segments");
+
+    let report = open(dir).close().unwrap().unwrap();
+    let ix = Index::open(&db).unwrap();
+    assert!(ix.has_postings(), "not rewritten: {report:?}");
+    drop(ix);
+    assert_same(dir, "rewritten in the current format");
 }
 
 #[test]
