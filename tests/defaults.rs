@@ -108,6 +108,11 @@ fn semantic_search_defaults_are_the_documented_ones() {
         "temporal boost",
         &t.temporal_boost.to_string(),
     );
+    assert_documented(
+        "semantic-search",
+        "keyword leg stems",
+        skills::search::words::STEMMER.0,
+    );
 }
 
 fn norm(n: Norm) -> &'static str {
@@ -154,6 +159,12 @@ fn memo_search_defaults_are_the_documented_ones() {
         "memo-search",
         "temporal boost",
         &t.temporal_boost.to_string(),
+    );
+    let stemmed = skills::stores::memories::fts::Table::Stemmed.tokenizer();
+    assert_documented(
+        "memo-search",
+        "bm25 leg stems",
+        stemmed.split_whitespace().next().unwrap_or(stemmed),
     );
 }
 
