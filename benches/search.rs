@@ -230,7 +230,14 @@ fn main() -> Result<()> {
     );
 
     let db = dir.join("conversations.duckdb");
-    if let Err(why) = Index::open(&db) {
+    // An index of an older format (e.g. unstemmed postings) is rewritten too: the
+    // figures are the current format's.
+    let why = match Index::open(&db) {
+        Err(why) => Some(why.to_string()),
+        Ok(ix) if !ix.has_postings() => Some("an older segment format".into()),
+        Ok(_) => None,
+    };
+    if let Some(why) = why {
         eprintln!("index unusable ({why}): building it …");
         let t = Instant::now();
         let report = ConversationStore::open_rw(&db)?.close()?;
