@@ -189,3 +189,43 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `explain` on the default (hybrid) mode, as an insta snapshot of what does not depend
+/// on the fetched model: the call-wide fusion (method, weights, the keyword leg's
+/// stemmed terms, the neighbourhood, the temporal boost) and, per row (by message id),
+/// the legs that found it with the keyword and literal legs' ranks and shares; the
+/// semantic leg's cosine, rank and share are the model's and are replaced by `"…"`.
+#[test]
+fn explain_shows_each_rows_legs_and_the_fusion() {
+    if model().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    ingest_json(&data, &[&fixtures()], &[]);
+    let out = search(
+        &data,
+        "when did the linker flags get passed from the build scripts",
+        &["--arg", "limit=50", "--arg", "explain=true"],
+    );
+    let d = &out["data"];
+    let mut rows: Vec<Value> = d["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut legs = r["explain"]["legs"].clone();
+            if let Some(sem) = legs.get_mut("semantic").and_then(Value::as_object_mut) {
+                for v in sem.values_mut() {
+                    *v = Value::from("…");
+                }
+            }
+            serde_json::json!({"message_id": r["message_id"], "legs": legs})
+        })
+        .collect();
+    rows.sort_by(|a, b| a["message_id"].as_str().cmp(&b["message_id"].as_str()));
+    insta::assert_json_snapshot!(
+        "semantic_search_explain",
+        serde_json::json!({"mode": d["mode"], "explain": d["explain"], "rows": rows})
+    );
+}
