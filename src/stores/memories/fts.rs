@@ -306,6 +306,16 @@ impl Drop for QueryOnlyLifted<'_> {
     }
 }
 
+/// `table`'s row count as FTS5 keeps it (the averages record's nRow, what `xRowCount`
+/// reads; 0 without one): one point read, where `count(*)` walks every row. `None`
+/// when the record is unreadable.
+///
+/// # Errors
+/// A SQLite error while reading (the table missing included).
+pub(super) fn row_count(conn: &Connection, table: Table) -> Result<Option<i64>, rusqlite::Error> {
+    Ok(totals(conn, table)?.ok().map(|(n_rows, _)| n_rows))
+}
+
 /// The averages record's `(nRow, Σ column totals)`; `(0, 0)` without one.
 fn totals(
     conn: &Connection,
