@@ -71,7 +71,7 @@ use super::{temporal, Context, Engine, EngineError};
 use crate::embed::Embedder;
 /// The stop words, shared with the conversations index's keyword postings.
 pub use crate::search::words::{is_stop_word, STOP_WORDS};
-use crate::stores::memories::fts::{self as fts_table, Table};
+use crate::stores::memories::fts::Table;
 use crate::stores::memories::{links_of, MemoryStore};
 use filter::Filter;
 use fts::{fold_tokens, Leg};
@@ -460,7 +460,8 @@ fn rank(
                 )),
             }
             stopped(req)?;
-            if tuning.stemmed && fts_table::has_table(conn, Table::Stemmed).map_err(map_err)? {
+            // Asked of the snapshot, which read the store's tables when it was loaded.
+            if tuning.stemmed && leg.index.has_table(Table::Stemmed) {
                 leg.table = Table::Stemmed;
             }
             let bm25 = match tuning.context {
@@ -492,4 +493,71 @@ fn rank(
 /// `Err` with [`EngineError::Stopped`] once `req`'s call has stopped.
 fn stopped(req: &Request) -> Result<(), EngineError> {
     req.stop.check().map_err(EngineError::Stopped)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::model::Memory;
+
+    fn memory(id: &str, body: &str) -> Memory {
+        let t = DateTime::parse_from_rfc3339("2026-07-01T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        Memory {
+            id: id.into(),
+            title: format!("Note {id}"),
+            kind: "fact".into(),
+            tags: vec!["home".into()],
+            created: t,
+            updated: t,
+            body: body.into(),
+            files_read: vec!["notes/fence.md".into()],
+            files_modified: vec!["notes/paint.md".into()],
+            origin: None,
+        }
+    }
+
+    fn hybrid(store: &MemoryStore, query: &str) -> Value {
+        let req =
+            Request::from_args(&json!({"query": query, "explain": true}), Utc::now()).unwrap();
+        search(store, Err("no model in this test".into()), &req).unwrap()
+    }
+
+    fn ids(out: &Value) -> Vec<&str> {
+        out["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap())
+            .collect()
+    }
+
+    /// A read-only store open while another open upgrades the file in place (creates
+    /// and fills `memories_stem`): hybrid's keyword leg reads the stemmed table from
+    /// the next search on, as the snapshot reloads with the file's change.
+    #[test]
+    fn hybrid_searches_the_stemmed_table_of_a_store_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memories.sqlite");
+        {
+            let store = MemoryStore::open_rw(&path).unwrap();
+            store.upsert(&memory("a", "painting the fence")).unwrap();
+            store.upsert(&memory("b", "she paints on Sundays")).unwrap();
+            store
+                .lock()
+                .execute_batch("DROP TABLE memories_stem")
+                .unwrap();
+        }
+        let ro = MemoryStore::open_ro(&path).unwrap();
+        // The plain table holds neither "painting" nor "paints" as "paint".
+        assert_eq!(ids(&hybrid(&ro, "paint")), Vec::<&str>::new());
+        drop(MemoryStore::open_rw(&path).unwrap());
+        let after = hybrid(&ro, "paint");
+        let mut found = ids(&after);
+        found.sort_unstable();
+        assert_eq!(found, ["a", "b"]);
+    }
 }

@@ -105,6 +105,17 @@ pub fn has_table(conn: &Connection, table: Table) -> Result<bool, rusqlite::Erro
     .map(|n| n > 0)
 }
 
+/// [`has_table`] for each of [`Table::ALL`], by position.
+///
+/// # Errors
+/// A SQLite error while reading the schema.
+pub fn tables(conn: &Connection) -> Result<[bool; 2], rusqlite::Error> {
+    Ok([
+        has_table(conn, Table::ALL[0])?,
+        has_table(conn, Table::ALL[1])?,
+    ])
+}
+
 /// Columns of both tables, in table order (bm25() weights are given in this order).
 pub const COLUMNS: [&str; 3] = ["title", "tags", "body"];
 
