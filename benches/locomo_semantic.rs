@@ -454,16 +454,7 @@ impl Variant {
     fn parse(s: &str) -> Result<Self> {
         let name = s.trim().to_owned();
         let mut p: Vec<&str> = name.split(':').collect();
-        let temporal_boost = match p.last().and_then(|l| l.strip_prefix('t')) {
-            Some(b) if p.len() > 1 => {
-                let b = b
-                    .parse()
-                    .with_context(|| format!("variant `{name}`: `t{b}` is not a boost"))?;
-                p.pop();
-                b
-            }
-            _ => skills::engines::temporal::BOOST,
-        };
+        let temporal_boost = common::temporal_boost(&mut p, &name, false)?;
         let vec_norm = if p.len() > 1 && p.last() == Some(&"mm") {
             p.pop();
             Norm::MinMax

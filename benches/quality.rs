@@ -393,16 +393,7 @@ fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
     } else {
         memo_search::STEMMED
     };
-    let temporal_boost = match p.last().and_then(|l| l.strip_prefix('t')) {
-        Some(b) => {
-            let b = b
-                .parse()
-                .with_context(|| format!("variant `{name}`: `t{b}` is not a boost"))?;
-            p.pop();
-            b
-        }
-        None => skills::engines::temporal::BOOST,
-    };
+    let temporal_boost = common::temporal_boost(&mut p, name, true)?;
     let vec_norm = if p.last() == Some(&"mm") {
         p.pop();
         Norm::MinMax

@@ -16,6 +16,29 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The temporal routing's boost a ranking variant names with a last part `tB` (`t0`:
+/// none; quality's and locomo_semantic's variants), taken off `parts` (the variant
+/// `name` split on `:`); [`skills::engines::temporal::BOOST`] when the last part is
+/// no `t` part. `alone`: whether the only part of a one-part variant is read as one
+/// too (quality: `t…` alone is refused as a boost; locomo_semantic: it stays the mode
+/// name).
+///
+/// # Errors
+/// A last part `t…` whose rest is not a number.
+pub fn temporal_boost(parts: &mut Vec<&str>, name: &str, alone: bool) -> anyhow::Result<f64> {
+    use anyhow::Context as _;
+    match parts.last().and_then(|l| l.strip_prefix('t')) {
+        Some(b) if alone || parts.len() > 1 => {
+            let boost = b
+                .parse::<f64>()
+                .with_context(|| format!("variant `{name}`: `t{b}` is not a boost"))?;
+            parts.pop();
+            Ok(boost)
+        }
+        _ => Ok(skills::engines::temporal::BOOST),
+    }
+}
+
 /// `bench_dir()/<bench>/<model>`: where a harness keeps the stores it embedded with
 /// `model` between runs (`QUALITY_REUSE`, `BENCH_REUSE`), one folder per model so a
 /// store is never queried with another model's vectors.

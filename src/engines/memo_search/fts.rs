@@ -16,23 +16,46 @@ use crate::search::fuzzy;
 use crate::stores::memories::fts::Table;
 use crate::stores::memories::SearchIndex;
 
+/// The `fts5vocab` table kinds [`scratch`] reads back.
+#[derive(Clone, Copy)]
+enum Vocab {
+    /// One row per distinct term (`term`, …).
+    Row,
+    /// One row per token instance (`term`, `doc`, `col`, `offset`).
+    Instance,
+}
+
+/// A private in-memory database (never the store) holding `texts` (row `i` of an FTS5
+/// table `q` is `texts[i]`) tokenized as `table`'s tokenizer does, and `v`, an
+/// `fts5vocab` table of kind `vocab` over `q`: what [`fold_tokens`] and [`stems_of`]
+/// read their tokens from.
+fn scratch(table: Table, vocab: Vocab, texts: &[&str]) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open_in_memory()?;
+    let kind = match vocab {
+        Vocab::Row => "row",
+        Vocab::Instance => "instance",
+    };
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{}');
+         CREATE VIRTUAL TABLE v USING fts5vocab(q, '{kind}');",
+        table.tokenizer()
+    ))?;
+    for (i, text) in texts.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO q(rowid, x) VALUES (?1, ?2)",
+            rusqlite::params![i64::try_from(i).unwrap_or(i64::MAX), text],
+        )?;
+    }
+    Ok(conn)
+}
+
 /// Each of `words` (folded tokens) as [`Table::Stemmed`]'s tokenizer stems it, in
 /// order: one row per word, read back through an `instance` table.
 fn stems_of(words: &[String]) -> Result<Vec<String>, rusqlite::Error> {
-    let conn = Connection::open_in_memory()?;
-    conn.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{}');
-         CREATE VIRTUAL TABLE qi USING fts5vocab(q, 'instance');",
-        Table::Stemmed.tokenizer()
-    ))?;
-    for (i, w) in words.iter().enumerate() {
-        conn.execute(
-            "INSERT INTO q(rowid, x) VALUES (?1, ?2)",
-            rusqlite::params![i64::try_from(i).unwrap_or(i64::MAX), w],
-        )?;
-    }
+    let texts: Vec<&str> = words.iter().map(String::as_str).collect();
+    let conn = scratch(Table::Stemmed, Vocab::Instance, &texts)?;
     let mut stems = words.to_vec();
-    let mut stmt = conn.prepare("SELECT doc, term FROM qi")?;
+    let mut stmt = conn.prepare("SELECT doc, term FROM v")?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
     for row in rows {
         let (doc, term) = row?;
@@ -47,14 +70,8 @@ fn stems_of(words: &[String]) -> Result<Vec<String>, rusqlite::Error> {
 /// remove_diacritics 2`) cuts and folds them: sorted, unique. Uses a private
 /// in-memory database, never the store.
 pub(super) fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
-    let conn = Connection::open_in_memory()?;
-    conn.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE q USING fts5(x, tokenize = '{}');
-         CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'row');",
-        Table::Plain.tokenizer()
-    ))?;
-    conn.execute("INSERT INTO q(x) VALUES (?1)", [text])?;
-    let mut stmt = conn.prepare("SELECT term FROM qv ORDER BY term")?;
+    let conn = scratch(Table::Plain, Vocab::Row, &[text])?;
+    let mut stmt = conn.prepare("SELECT term FROM v ORDER BY term")?;
     let terms = stmt
         .query_map([], |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>, _>>()?;

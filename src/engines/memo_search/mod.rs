@@ -64,6 +64,8 @@ mod top_n;
 mod vec_leg;
 pub mod when;
 
+use std::collections::HashMap;
+
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
@@ -71,12 +73,12 @@ use super::{temporal, Context, Engine, EngineError};
 use crate::embed::Embedder;
 /// The stop words, shared with the conversations index's keyword postings.
 pub use crate::search::words::{is_stop_word, STOP_WORDS};
-use crate::stores::memories::fts::{self as fts_table, Table};
+use crate::stores::memories::fts::Table;
 use crate::stores::memories::{links_of, MemoryStore};
 use filter::Filter;
 use fts::{fold_tokens, Leg};
 use fuse::{boost_times, fuse, Fused};
-use hits::{finish, load_rows, round6, truncate_body};
+use hits::{finish, load_bodies, load_rows, round6, truncate_body, Row};
 pub use request::Request;
 use vec_leg::vec_leg_until;
 
@@ -300,6 +302,9 @@ struct Ranking {
     tuning: Tuning,
     notes: Vec<String>,
     trace: Vec<Value>,
+    /// The hits' rows when the ranking read them (a temporal question's, with the
+    /// bodies its routing read), so they are not read again.
+    rows: Option<HashMap<i64, Row>>,
 }
 
 /// Runs `req` against `store`. `embedder` is the model, or why there is none.
@@ -320,25 +325,33 @@ pub fn search(
         tuning,
         notes,
         mut trace,
+        rows,
     } = rank(store, &conn, embedder, req)?;
     stopped(req)?;
     let Some(fused) = fused else {
         return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
     };
-    let rows = load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>())
-        .map_err(|e| EngineError::Store(store.error(e)))?;
-    let ids: Vec<String> = rows
-        .values()
-        .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_owned))
+    let mut rows = match rows {
+        Some(rows) => rows,
+        None => load_rows(
+            &conn,
+            &fused.iter().map(|f| f.rowid).collect::<Vec<_>>(),
+            None,
+        )
+        .map_err(|e| EngineError::Store(store.error(e)))?,
+    };
+    let ids: Vec<String> = fused
+        .iter()
+        .filter_map(|f| rows.get(&f.rowid).map(|r| r.id.clone()))
         .collect();
     let links = links_of(&conn, &ids).map_err(|e| EngineError::Store(store.error(e)))?;
     drop(conn);
     let mut hits = Vec::with_capacity(fused.len());
     for f in &fused {
-        let Some(row) = rows.get(&f.rowid) else {
+        let Some(row) = rows.remove(&f.rowid) else {
             continue;
         };
-        let mut hit = row.clone();
+        let mut hit = row.into_hit();
         if let Some(l) = hit
             .get("id")
             .and_then(Value::as_str)
@@ -397,6 +410,7 @@ fn rank(
             tuning,
             notes,
             trace,
+            rows: None,
         });
     }
     let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
@@ -460,7 +474,8 @@ fn rank(
                 )),
             }
             stopped(req)?;
-            if tuning.stemmed && fts_table::has_table(conn, Table::Stemmed).map_err(map_err)? {
+            // Asked of the snapshot, which read the store's tables when it was loaded.
+            if tuning.stemmed && leg.index.has_table(Table::Stemmed) {
                 leg.table = Table::Stemmed;
             }
             let bm25 = match tuning.context {
@@ -477,19 +492,152 @@ fn rank(
         && temporal::is_temporal_question(&req.query);
     let pool = if temporal { usize::MAX } else { req.limit };
     let mut fused = fuse(req.mode, &legs, pool, &tuning, &mut trace);
+    let mut rows = None;
     if temporal {
-        boost_times(conn, &mut fused, tuning.temporal_boost, &mut trace).map_err(map_err)?;
+        // The routing reads every candidate's body; the hits keep theirs instead of
+        // reading them again. One read transaction over both reads, so a hit's body
+        // and its other columns are one version of the row.
+        let read = if conn.is_autocommit() {
+            Some(conn.unchecked_transaction().map_err(map_err)?)
+        } else {
+            None
+        };
+        let candidates: Vec<i64> = fused.iter().map(|f| f.rowid).collect();
+        let mut bodies = load_bodies(conn, &candidates).map_err(map_err)?;
+        boost_times(
+            &mut fused,
+            |rowid| bodies.get(&rowid).map(String::as_str),
+            tuning.temporal_boost,
+            &mut trace,
+        );
         fused.truncate(req.limit);
+        let top: Vec<i64> = fused.iter().map(|f| f.rowid).collect();
+        rows = Some(load_rows(conn, &top, Some(&mut bodies)).map_err(map_err)?);
+        if let Some(read) = read {
+            read.commit().map_err(map_err)?;
+        }
     }
     Ok(Ranking {
         fused: Some(fused),
         tuning,
         notes,
         trace,
+        rows,
     })
 }
 
 /// `Err` with [`EngineError::Stopped`] once `req`'s call has stopped.
 fn stopped(req: &Request) -> Result<(), EngineError> {
     req.stop.check().map_err(EngineError::Stopped)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::model::Memory;
+
+    fn memory(id: &str, body: &str) -> Memory {
+        let t = DateTime::parse_from_rfc3339("2026-07-01T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        Memory {
+            id: id.into(),
+            title: format!("Note {id}"),
+            kind: "fact".into(),
+            tags: vec!["home".into()],
+            created: t,
+            updated: t,
+            body: body.into(),
+            files_read: vec!["notes/fence.md".into()],
+            files_modified: vec!["notes/paint.md".into()],
+            origin: None,
+        }
+    }
+
+    fn hybrid(store: &MemoryStore, query: &str) -> Value {
+        let req =
+            Request::from_args(&json!({"query": query, "explain": true}), Utc::now()).unwrap();
+        search(store, Err("no model in this test".into()), &req).unwrap()
+    }
+
+    fn ids(out: &Value) -> Vec<&str> {
+        out["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap())
+            .collect()
+    }
+
+    /// A read-only store open while another open upgrades the file in place (creates
+    /// and fills `memories_stem`): hybrid's keyword leg reads the stemmed table from
+    /// the next search on, as the snapshot reloads with the file's change.
+    #[test]
+    fn hybrid_searches_the_stemmed_table_of_a_store_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memories.sqlite");
+        {
+            let store = MemoryStore::open_rw(&path).unwrap();
+            store.upsert(&memory("a", "painting the fence")).unwrap();
+            store.upsert(&memory("b", "she paints on Sundays")).unwrap();
+            store
+                .lock()
+                .execute_batch("DROP TABLE memories_stem")
+                .unwrap();
+        }
+        let ro = MemoryStore::open_ro(&path).unwrap();
+        // The plain table holds neither "painting" nor "paints" as "paint".
+        assert_eq!(ids(&hybrid(&ro, "paint")), Vec::<&str>::new());
+        drop(MemoryStore::open_rw(&path).unwrap());
+        let after = hybrid(&ro, "paint");
+        let mut found = ids(&after);
+        found.sort_unstable();
+        assert_eq!(found, ["a", "b"]);
+    }
+
+    /// A temporal question's hits take their rows from the routing's read: every field
+    /// equals what the same memories show for a question that is not temporal, and
+    /// only the bodies that refer to a time gain the boost.
+    #[test]
+    fn temporal_hits_show_the_rows_the_routing_read() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        store
+            .upsert(&memory("a", "We painted the fence last week."))
+            .unwrap();
+        store
+            .upsert(&memory("b", "The fence paint is green."))
+            .unwrap();
+        store.upsert(&memory("c", "Nothing about it.")).unwrap();
+        let temporal = hybrid(&store, "When did we paint the fence?");
+        let plain = hybrid(&store, "did we paint the fence?");
+        assert_eq!(ids(&temporal), ["a", "b"]);
+        let strip = |out: &Value| -> Vec<Value> {
+            let mut hits: Vec<Value> = out["hits"].as_array().unwrap().clone();
+            for h in &mut hits {
+                let h = h.as_object_mut().unwrap();
+                h.remove("score");
+                h.remove("explain");
+            }
+            hits.sort_by_key(|h| h["id"].as_str().unwrap().to_owned());
+            hits
+        };
+        assert_eq!(strip(&temporal), strip(&plain));
+        let boosts: Vec<Option<f64>> = temporal["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["explain"]["fusion"]["temporal"].as_f64())
+            .collect();
+        assert_eq!(boosts, [Some(temporal::BOOST), None]);
+        let stage = temporal["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == "temporal")
+            .unwrap();
+        assert_eq!(stage["refer_to_time"], 1);
+        assert_eq!(stage["candidates"], 2);
+    }
 }

@@ -105,6 +105,17 @@ pub fn has_table(conn: &Connection, table: Table) -> Result<bool, rusqlite::Erro
     .map(|n| n > 0)
 }
 
+/// [`has_table`] for each of [`Table::ALL`], by position.
+///
+/// # Errors
+/// A SQLite error while reading the schema.
+pub fn tables(conn: &Connection) -> Result<[bool; 2], rusqlite::Error> {
+    Ok([
+        has_table(conn, Table::ALL[0])?,
+        has_table(conn, Table::ALL[1])?,
+    ])
+}
+
 /// Columns of both tables, in table order (bm25() weights are given in this order).
 pub const COLUMNS: [&str; 3] = ["title", "tags", "body"];
 
@@ -304,6 +315,16 @@ impl Drop for QueryOnlyLifted<'_> {
             let _ = self.conn.pragma_update(None, "query_only", 1);
         }
     }
+}
+
+/// `table`'s row count as FTS5 keeps it (the averages record's nRow, what `xRowCount`
+/// reads; 0 without one): one point read, where `count(*)` walks every row. `None`
+/// when the record is unreadable.
+///
+/// # Errors
+/// A SQLite error while reading (the table missing included).
+pub(super) fn row_count(conn: &Connection, table: Table) -> Result<Option<i64>, rusqlite::Error> {
+    Ok(totals(conn, table)?.ok().map(|(n_rows, _)| n_rows))
 }
 
 /// The averages record's `(nRow, Σ column totals)`; `(0, 0)` without one.

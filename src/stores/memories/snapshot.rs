@@ -94,6 +94,13 @@ pub struct SearchIndex {
     /// snapshot, read on first use; the reason when the store's FTS5 data cannot
     /// stand in for `bm25()`.
     fts: [OnceLock<Result<FtsIndex, Unavailable>>; 2],
+    /// Whether the store has each [`fts::Table`] (by position), read with the rows
+    /// ([`fts::tables`]) so a search asks `sqlite_master` once per snapshot, not per
+    /// call. A table another process creates (a writable open upgrading the store
+    /// in place) is seen once this connection sees the file change: the next
+    /// [`MemoryStore::search_index`] reloads the snapshot ([`SearchIndex::refresh`]
+    /// answers [`Refresh::Reload`] when the tables differ).
+    tables: [bool; 2],
     /// Newest `memories_changes.seq` this snapshot holds (`None`: the store has no
     /// change log, so a change means a whole reload).
     changes: Option<i64>,
@@ -129,6 +136,7 @@ impl SearchIndex {
             None
         };
         let changes = change_range(conn)?.map(|(_, newest)| newest);
+        let tables = fts::tables(conn)?;
         let dim = model.map_or(0, |m| m.1);
         let model = model.map(|m| m.0);
         let mut index = Self {
@@ -143,6 +151,7 @@ impl SearchIndex {
             filter_columns: OnceLock::new(),
             vocab: OnceLock::new(),
             fts: [OnceLock::new(), OnceLock::new()],
+            tables,
             changes,
             sequence: Vec::new(),
             neighbours: OnceLock::new(),
@@ -241,8 +250,9 @@ impl SearchIndex {
     /// of `memory_links`. The new rows' metadata and vectors are appended, the FTS5
     /// postings (when already read) are joined with the new rows' own
     /// ([`fts::load_rows`], [`FtsIndex::append`]): the result equals a whole reload.
-    /// Anything else (a row updated or deleted, a trimmed change log, no log) answers
-    /// [`Refresh::Reload`] and leaves the index as it was.
+    /// Anything else (a row updated or deleted, a trimmed change log, no log, an FTS5
+    /// table created or dropped since) answers [`Refresh::Reload`] and leaves the
+    /// index as it was.
     ///
     /// # Errors
     /// A SQLite error while reading; the index is then unchanged.
@@ -265,6 +275,11 @@ impl SearchIndex {
             return Ok(Refresh::Reload);
         };
         if newest < seen || (newest > seen && oldest > seen + 1) {
+            return Ok(Refresh::Reload);
+        }
+        // A store upgraded in place (`memories_stem` created and filled by a writable
+        // open) logs no change of `memories`: its tables are compared here.
+        if fts::tables(conn)? != self.tables {
             return Ok(Refresh::Reload);
         }
         let mut stmt = conn.prepare_cached(
@@ -368,7 +383,8 @@ impl SearchIndex {
     }
 
     /// As [`SearchIndex::fts`], for either [`fts::Table`]; `None` too when the store
-    /// lacks the table (a store not opened writable since `memories_stem` came).
+    /// lacks the table (a store not opened writable since `memories_stem` came:
+    /// [`SearchIndex::has_table`]).
     ///
     /// # Errors
     /// A SQLite error while reading.
@@ -381,7 +397,7 @@ impl SearchIndex {
         if let Some(built) = slot.get() {
             return Ok(built.as_ref().ok());
         }
-        if !fts::has_table(conn, table)? {
+        if !self.has_table(table) {
             return Ok(None);
         }
         // One read transaction, so postings, lengths and totals are one snapshot.
@@ -405,6 +421,13 @@ impl SearchIndex {
             tx.commit()?;
         }
         Ok(slot.get_or_init(|| built).as_ref().ok())
+    }
+
+    /// Whether the store had `table` when this snapshot was read (a store last written
+    /// before `memories_stem` existed, opened read-only, has not); see the field's
+    /// note on tables created by another process.
+    pub fn has_table(&self, table: fts::Table) -> bool {
+        self.tables[table as usize]
     }
 
     /// The indexed FTS5 terms (`SELECT term FROM memories_vocab`, in its order,

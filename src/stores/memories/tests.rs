@@ -371,3 +371,96 @@ fn a_store_from_before_the_stemmed_table_gets_it_whole_on_its_next_writable_open
         1
     );
 }
+
+/// A read-only store open across the upgrade (a server while `skills memo add` opens
+/// the file writable): its snapshot says the stemmed table is missing, then, once
+/// the writable open has created and filled it, the next snapshot has it and its
+/// postings; the same holds when the snapshot is refreshed in place after a save.
+#[test]
+fn a_read_only_store_sees_the_stemmed_table_once_another_open_upgrades_the_file() {
+    for save_after in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memories.sqlite");
+        {
+            let store = MemoryStore::open_rw(&path).unwrap();
+            store.upsert(&sample("a", "painting the fence")).unwrap();
+            store.upsert(&sample("b", "she paints on Sundays")).unwrap();
+            store
+                .lock()
+                .execute_batch("DROP TABLE memories_stem")
+                .unwrap();
+        }
+        let ro = MemoryStore::open_ro(&path).unwrap();
+        {
+            let conn = ro.lock();
+            let index = ro.search_index(&conn, None).unwrap();
+            assert!(!index.has_table(fts::Table::Stemmed));
+            assert!(index.has_table(fts::Table::Plain));
+            assert!(index.fts_of(&conn, fts::Table::Stemmed).unwrap().is_none());
+        }
+        let rw = MemoryStore::open_rw(&path).unwrap();
+        if save_after {
+            rw.upsert(&sample("c", "he painted it red")).unwrap();
+        }
+        let conn = ro.lock();
+        let index = ro.search_index(&conn, None).unwrap();
+        assert!(
+            index.has_table(fts::Table::Stemmed),
+            "save_after={save_after}"
+        );
+        let stemmed = index.fts_of(&conn, fts::Table::Stemmed).unwrap();
+        assert_eq!(
+            stemmed.map(crate::search::bm25::FtsIndex::rows),
+            Some(if save_after { 3 } else { 2 }),
+            "save_after={save_after}"
+        );
+    }
+}
+
+/// A writer from before `memories_stem` (rows in `memories` and `memories_fts` only)
+/// leaves the tables out of step; the next writable open fills the stemmed table
+/// again from the plain one.
+#[test]
+fn rows_written_without_the_stemmed_table_are_filled_on_the_next_writable_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memories.sqlite");
+    let stemmed = |store: &MemoryStore, word: &str| -> i64 {
+        store
+            .lock()
+            .query_row(
+                "SELECT count(*) FROM memories_stem WHERE memories_stem MATCH ?1",
+                [word],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    {
+        let store = MemoryStore::open_rw(&path).unwrap();
+        store.upsert(&sample("a", "painting the fence")).unwrap();
+        let conn = store.lock();
+        // What `upsert` wrote before the stemmed table existed.
+        conn.execute_batch(
+            "INSERT INTO memories(id, title, type, tags, created, updated, body, files_read, \
+             files_modified, content_hash) VALUES ('b', 'b', 'fact', '[]', \
+             '2026-07-01T10:00:00Z', '2026-07-01T10:00:00Z', 'she paints on Sundays', '[]', \
+             '[]', 'h'); \
+             INSERT INTO memories_fts(rowid, title, tags, body) \
+             SELECT rowid, title, '', body FROM memories WHERE id = 'b';",
+        )
+        .unwrap();
+    }
+    {
+        let ro = MemoryStore::open_ro(&path).unwrap();
+        assert_eq!(stemmed(&ro, "paint"), 1);
+    }
+    let store = MemoryStore::open_rw(&path).unwrap();
+    assert_eq!(stemmed(&store, "paint"), 2);
+    assert_eq!(
+        store
+            .lock()
+            .query_row("SELECT count(*) FROM memories_stem_docsize", [], |r| r
+                .get::<_, i64>(0))
+            .unwrap(),
+        2
+    );
+}
