@@ -345,7 +345,9 @@ fn main() -> Result<()> {
                 let r = Ranks::from_json(&r)?;
                 anyhow::ensure!(
                     r.len() == ranks[0].len()
-                        && r.iter().zip(&ranks[0]).all(|(a, b)| a.category == b.category),
+                        && r.iter()
+                            .zip(&ranks[0])
+                            .all(|(a, b)| a.category == b.category),
                     "{}: `{name}` was measured on other questions",
                     file.to_string_lossy()
                 );

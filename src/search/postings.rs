@@ -122,13 +122,15 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
                             .ok()
                             .filter(|&i| i != NOT_INDEXED)
                             .ok_or(Corrupt)?;
-                        *stems.entry(stem(w).into_owned()).or_insert_with_key(|term| {
-                            lists.push(ListBuilder {
-                                term: term.clone(),
-                                ..ListBuilder::default()
-                            });
-                            next_id
-                        })
+                        *stems
+                            .entry(stem(w).into_owned())
+                            .or_insert_with_key(|term| {
+                                lists.push(ListBuilder {
+                                    term: term.clone(),
+                                    ..ListBuilder::default()
+                                });
+                                next_id
+                            })
                     } else {
                         NOT_INDEXED
                     };
@@ -712,7 +714,10 @@ mod tests {
             .unwrap();
         // `ran` and `runner` are other stems; `running`, `runs`, `run` are one.
         assert_eq!(run, [(0, 3), (2, 1)]);
-        assert!(p.list("running").unwrap().is_none(), "a word posted unstemmed");
+        assert!(
+            p.list("running").unwrap().is_none(),
+            "a word posted unstemmed"
+        );
         assert!(p.list("ran").unwrap().is_some());
         assert!(p.list("runner").unwrap().is_some());
         // Lengths count every word as written.
