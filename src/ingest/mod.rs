@@ -43,8 +43,8 @@ pub use driver::{
     ingest_paths, ingest_paths_with, FileSummary, IngestOptions, IngestSummary, SourceCounts,
 };
 pub(crate) use read::{
-    conversations_of, count_i64, join_texts, kind_of, parse_time, read_json, read_jsonl_from,
-    str_field, strip_bom, JsonlEnd,
+    chat_role, content_texts, conversations_of, count_i64, join_texts, kind_of, parse_time,
+    read_json, read_jsonl_from, str_field, strip_bom, JsonlEnd,
 };
 pub(crate) use sqlite::{open_sqlite_read_only, sqlite_tables, sqlite_text};
 

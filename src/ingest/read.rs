@@ -118,6 +118,51 @@ pub(crate) fn join_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> String
         .join("\n")
 }
 
+/// `user` or `assistant` for a message role that is one of them (the roles imported as
+/// conversation turns); `None` for any other (system, tool, developer…).
+pub(crate) fn chat_role(role: &str) -> Option<&'static str> {
+    match role {
+        "user" => Some("user"),
+        "assistant" => Some("assistant"),
+        _ => None,
+    }
+}
+
+/// The texts of a message's `content` and whether it carries an attachment: a string is
+/// one text; in an array, a string element is a text, an object whose `type` is one of
+/// `text_types` gives its `text` field, one whose `type` is one of `attachment_types`
+/// marks an attachment, and anything else (tool calls, reasoning, unknown blocks) is
+/// left out. Texts are as written; [`join_texts`] drops the blank ones.
+pub(crate) fn content_texts<'a>(
+    content: Option<&'a serde_json::Value>,
+    text_types: &[&str],
+    attachment_types: &[&str],
+) -> (Vec<&'a str>, bool) {
+    use serde_json::Value;
+    let mut texts: Vec<&str> = Vec::new();
+    let mut attachment = false;
+    match content {
+        Some(Value::String(s)) => texts.push(s),
+        Some(Value::Array(blocks)) => {
+            for block in blocks {
+                match block {
+                    Value::String(s) => texts.push(s),
+                    Value::Object(b) => match b.get("type").and_then(Value::as_str) {
+                        Some(t) if text_types.contains(&t) => {
+                            texts.extend(b.get("text").and_then(Value::as_str));
+                        }
+                        Some(t) if attachment_types.contains(&t) => attachment = true,
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    (texts, attachment)
+}
+
 /// Reads a whole file as one JSON document (a leading byte-order mark is ignored).
 ///
 /// # Errors

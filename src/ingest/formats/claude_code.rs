@@ -34,7 +34,9 @@ use serde_json::Value;
 
 use crate::ingest::injected::is_injected_text;
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
-use crate::ingest::{join_texts, parse_time, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::{
+    content_texts, join_texts, parse_time, str_field, Cursor, FileImport, IngestError,
+};
 
 const SOURCE: &str = "claude-code";
 
@@ -218,24 +220,8 @@ pub(super) fn import(
 fn extract(content: &Value) -> (String, bool) {
     match content {
         Value::String(s) => (s.clone(), false),
-        Value::Array(blocks) => {
-            let mut texts: Vec<&str> = Vec::new();
-            let mut attachment = false;
-            for block in blocks {
-                match block {
-                    Value::String(s) => texts.push(s),
-                    Value::Object(b) => match b.get("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            if let Some(t) = b.get("text").and_then(Value::as_str) {
-                                texts.push(t);
-                            }
-                        }
-                        Some("image" | "document") => attachment = true,
-                        _ => {}
-                    },
-                    _ => {}
-                }
-            }
+        Value::Array(_) => {
+            let (texts, attachment) = content_texts(Some(content), &["text"], &["image", "document"]);
             (join_texts(texts), attachment)
         }
         _ => (String::new(), false),

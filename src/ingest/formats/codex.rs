@@ -34,7 +34,9 @@ use serde_json::{Map, Value};
 
 use crate::ingest::injected::realtime_delegation_input;
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
-use crate::ingest::{parse_time, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::{
+    chat_role, content_texts, parse_time, str_field, Cursor, FileImport, IngestError,
+};
 
 const SOURCE: &str = "codex";
 
@@ -195,28 +197,12 @@ fn message_item(item: &Map<String, Value>) -> Option<(&'static str, String, bool
     if str_field(item, "type") != Some("message") {
         return None;
     }
-    let role = match str_field(item, "role")? {
-        "user" => "user",
-        "assistant" => "assistant",
-        _ => return None,
-    };
-    let mut texts: Vec<&str> = Vec::new();
-    let mut attachment = false;
-    match item.get("content") {
-        Some(Value::String(s)) => texts.push(s),
-        Some(Value::Array(blocks)) => {
-            for block in blocks.iter().filter_map(Value::as_object) {
-                match str_field(block, "type") {
-                    Some("input_text" | "output_text" | "text") => {
-                        texts.extend(str_field(block, "text"));
-                    }
-                    Some("input_image" | "image") => attachment = true,
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
+    let role = chat_role(str_field(item, "role")?)?;
+    let (texts, attachment) = content_texts(
+        item.get("content"),
+        &["input_text", "output_text", "text"],
+        &["input_image", "image"],
+    );
     let texts: Vec<&str> = texts
         .into_iter()
         .filter(|t| !t.trim().is_empty())

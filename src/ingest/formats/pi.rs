@@ -29,7 +29,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
-use crate::ingest::{join_texts, parse_time, str_field, Cursor, FileImport, IngestError};
+use crate::ingest::{
+    chat_role, content_texts, join_texts, parse_time, str_field, Cursor, FileImport, IngestError,
+};
 
 const SOURCE: &str = "pi";
 
@@ -143,26 +145,8 @@ pub(super) fn import(
 
 /// `(role, text, has_attachment)` of a user/assistant message with non-empty text.
 fn message_text(message: &Map<String, Value>) -> Option<(&'static str, String, bool)> {
-    let role = match str_field(message, "role")? {
-        "user" => "user",
-        "assistant" => "assistant",
-        _ => return None,
-    };
-    let mut texts: Vec<&str> = Vec::new();
-    let mut attachment = false;
-    match message.get("content") {
-        Some(Value::String(s)) => texts.push(s),
-        Some(Value::Array(blocks)) => {
-            for block in blocks.iter().filter_map(Value::as_object) {
-                match str_field(block, "type") {
-                    Some("text") => texts.extend(str_field(block, "text")),
-                    Some("image") => attachment = true,
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
+    let role = chat_role(str_field(message, "role")?)?;
+    let (texts, attachment) = content_texts(message.get("content"), &["text"], &["image"]);
     let text = join_texts(texts);
     (!text.trim().is_empty()).then_some((role, text, attachment))
 }
