@@ -43,6 +43,8 @@ impl<K: SegmentKind> Base<K> {
             Ok(m) if m.store != StoreStamp::of(db) => Err(K::STALE.to_owned()),
             Ok(m) => Ok(m),
             Err(Unavailable::Missing) => Err(K::MISSING.to_owned()),
+            // The kind's name, not `Unavailable`'s wording (which names the search index).
+            Err(Unavailable::Corrupt(why)) => Err(format!("damaged {} ({why})", K::NAME)),
             Err(e) => Err(e.to_string()),
         })
     }

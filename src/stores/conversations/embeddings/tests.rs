@@ -396,3 +396,17 @@ fn a_manifest_written_before_the_segment_set_reads_unchanged() {
     let before: serde_json::Value = serde_json::from_str(old).unwrap();
     assert_eq!(serde_json::to_value(&m).unwrap(), before);
 }
+
+/// A damaged embeddings manifest is the embeddings' rebuild reason, named as such (the
+/// reason once said "the search index is damaged").
+#[test]
+fn a_damaged_manifest_is_named_by_its_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("conversations.duckdb");
+    let dir = crate::stores::segments::dir_of::<VectorKind>(&db);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(crate::stores::segments::MANIFEST), b"not json").unwrap();
+    let shown = format!("{:?}", Base::read(&db));
+    assert!(shown.contains("damaged embeddings ("), "{shown}");
+    assert!(!shown.contains("search index"), "{shown}");
+}
