@@ -14,6 +14,11 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
+/// Unit tests that cannot run here (no model, no corpus) say so: the integration
+/// tests' mechanism, one file for both.
+#[cfg(test)]
+#[path = "../tests/common/not_run.rs"]
+pub(crate) mod not_run;
 pub mod cancel;
 pub mod confine;
 pub mod embed;

@@ -120,55 +120,17 @@ fn visit(browser: &Path, url: &str, name: &str, shots: &Path) -> Load {
     load
 }
 
-/// A running `skills serve --http 127.0.0.1:0`, killed on drop.
-struct Server {
-    child: std::process::Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(data: &Path) -> Server {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
-        .env(
-            "SKILLS_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
-        )
-        .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_EMBEDDER", "none")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("serve exited without printing the pages' address")
-            .unwrap();
-        if let Some(at) = line.find("pages at http://") {
-            break line[at + "pages at ".len()..]
-                .trim()
-                .trim_end_matches('/')
-                .to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, base }
+/// `skills serve --http 127.0.0.1:0` over `data`, without an embedding model.
+fn serve(data: &Path) -> common::serve::HttpServer {
+    let mut cmd = common::serve::HttpServer::command(&common::repo_skills(), data, &[]);
+    cmd.env("SKILLS_EMBEDDER", "none");
+    common::serve::HttpServer::start(cmd)
 }
 
 #[test]
 fn pages_load_in_headless_chromium_without_console_errors() {
     let Some(browser) = chromium() else {
-        println!("skipped: chromium not found (Debian's `chromium`; .ci/run installs it)");
+        common::not_run("chromium not found (Debian's `chromium`; .ci/run installs it)");
         return;
     };
     let Some(corpus) = common::corpus() else {
@@ -198,17 +160,12 @@ fn pages_load_in_headless_chromium_without_console_errors() {
     );
 
     let data = tempfile::tempdir().unwrap();
-    let ingest = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["ingest", "--quiet", "--no-embed"])
-        .arg(corpus.join("claude-code"))
-        .env("SKILLS_DATA_DIR", data.path())
-        .env("SKILLS_EMBEDDER", "none")
-        .output()
-        .unwrap();
-    assert!(
-        ingest.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ingest.stderr)
+    let ingest = common::cli::ok(
+        Command::new(env!("CARGO_BIN_EXE_skills"))
+            .args(["ingest", "--quiet", "--no-embed"])
+            .arg(corpus.join("claude-code"))
+            .env("SKILLS_DATA_DIR", data.path())
+            .env("SKILLS_EMBEDDER", "none"),
     );
     let server = serve(data.path());
 

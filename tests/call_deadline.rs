@@ -61,16 +61,13 @@ impl Fixture {
     /// A `sql` skill whose own query watchdog (`engine-options.timeout-ms`) is far
     /// away, so only the host's deadline or a cancel can stop it.
     fn add_sql(&self, name: &str, store: &str, frontmatter: &str, query: &str) -> PathBuf {
-        let d = self.dir.path().join("skills").join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(
-            d.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: test\nengine: sql\nreads: [{store}]\n{frontmatter}engine-options: {{store: {store}, timeout-ms: 3600000}}\ninput-schema:\n  type: object\n  properties: {{}}\n---\n# {name}\n"),
+        common::sql_skill(
+            &self.dir.path().join("skills"),
+            name,
+            &format!("reads: [{store}]\n{frontmatter}engine-options: {{store: {store}, timeout-ms: 3600000}}\ninput-schema:\n  type: object\n  properties: {{}}\n"),
+            query,
+            "{{ data.count }}",
         )
-        .unwrap();
-        std::fs::write(d.join("template.md.j2"), "{{ data.count }}").unwrap();
-        std::fs::write(d.join("query.sql"), query).unwrap();
-        d
     }
 }
 

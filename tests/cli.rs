@@ -12,15 +12,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 fn skills(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(args)
-        .env("SKILLS_DATA_DIR", data)
-        .env(
-            "SKILLS_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
-        )
-        .output()
-        .unwrap()
+    common::cli::with_data(data).args(args).output().unwrap()
 }
 
 fn stdout(o: &Output) -> String {

@@ -7,13 +7,11 @@
 //! --release --test cli_snapshots`) and commit `tests/snapshots/`.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Environment variables of the developer's shell that would change the output.
 const CLEARED_ENV: [&str; 7] = [
@@ -68,10 +66,10 @@ impl<'a> Call<'a> {
         }
         command
             .args(self.args)
-            .current_dir(root())
+            .current_dir(common::repo())
             // No embedding model: imports and searches are the same on every machine.
             .env("SKILLS_MODEL_DIR", no_model_dir())
-            .env("SKILLS_DIR", root().join("skills"));
+            .env("SKILLS_DIR", common::repo().join("skills"));
         if let Some(dir) = self.data {
             command.env("SKILLS_DATA_DIR", dir);
         }
@@ -115,7 +113,7 @@ fn fixture_data() -> &'static Path {
     static DONE: OnceLock<PathBuf> = OnceLock::new();
     DONE.get_or_init(|| {
         let data = scratch().join("fixture-data");
-        let fixtures = root().join("tests/conformance/fixtures");
+        let fixtures = common::repo().join("tests/conformance/fixtures");
         for args in [
             vec![
                 "ingest",
@@ -147,18 +145,6 @@ fn empty_data() -> PathBuf {
     scratch().join("empty-data")
 }
 
-/// Escapes `text` for use as a literal in an insta filter (a regex).
-fn literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 // Memories of the fixtures without a date of their own are dated by their file's
 // modification time, so the memo-search cases query JSONL memories, which carry ids and dates.
 
@@ -166,10 +152,10 @@ fn literal(text: &str) -> String {
 fn snapshot(name: &str, text: &str) {
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
-    settings.add_filter(&literal(&scratch().display().to_string()), "[TMP]");
-    settings.add_filter(&literal(&root().display().to_string()), "[ROOT]");
+    settings.add_filter(&regex_syntax::escape(&scratch().display().to_string()), "[TMP]");
+    settings.add_filter(&regex_syntax::escape(&common::repo().display().to_string()), "[ROOT]");
     settings.add_filter(
-        &literal(&format!("skills {}", env!("CARGO_PKG_VERSION"))),
+        &regex_syntax::escape(&format!("skills {}", env!("CARGO_PKG_VERSION"))),
         "skills [VERSION]",
     );
     settings.bind(|| insta::assert_snapshot!(name, text));

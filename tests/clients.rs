@@ -12,17 +12,16 @@
 //! - the official conformance suite: its `sep-2640-*` server scenarios pass, and the
 //!   rest of its active server suite fails only where `conformance-baseline.yml` says.
 //!
-//! Each test skips, saying why, when its client is not installed (CI installs them).
+//! A test whose client is not installed is reported as not run, saying which (CI
+//! installs them).
 #![allow(clippy::unwrap_used)]
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// `$SKILLS_CLIENTS_DIR`, else `$SKILLS_CACHE/clients`, else `~/.cache/skills/clients`.
 fn clients_dir() -> PathBuf {
@@ -51,11 +50,12 @@ fn python() -> Option<PathBuf> {
     py.is_file().then_some(py)
 }
 
+/// Records the test as not run: client `what` is not installed.
 fn skip(what: &str) {
-    eprintln!(
-        "skipped: {what} is not installed in `{}`; run `scripts/install-test-clients`",
+    common::not_run(&format!(
+        "{what} is not installed in `{}` (run scripts/install-test-clients)",
         clients_dir().display()
-    );
+    ));
 }
 
 /// Runs a client script with the skills binary as its server command; returns its
@@ -64,7 +64,7 @@ fn run_client(mut cmd: Command, data: &Path) -> Value {
     cmd.arg(env!("CARGO_BIN_EXE_skills"))
         .args([
             "--skills-dir",
-            repo().join("skills").to_str().unwrap(),
+            common::repo().join("skills").to_str().unwrap(),
             "serve",
             "--no-ingest",
         ])
@@ -84,7 +84,7 @@ fn run_client(mut cmd: Command, data: &Path) -> Value {
 }
 
 fn skill_folders() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(repo().join("skills"))
+    let mut names: Vec<String> = std::fs::read_dir(common::repo().join("skills"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
@@ -100,7 +100,7 @@ fn typescript_sdk_skills_client_lists_gets_and_verifies_every_skill() {
     let data = tempfile::tempdir().unwrap();
     // ES modules resolve imports beside the script: run a copy inside the install.
     let script = clients_dir().join("node/ts_skills.mjs");
-    std::fs::copy(repo().join("tests/clients/ts_skills.mjs"), &script).unwrap();
+    std::fs::copy(common::repo().join("tests/clients/ts_skills.mjs"), &script).unwrap();
     let mut cmd = Command::new(node);
     cmd.arg(&script).current_dir(clients_dir().join("node"));
     let summary = run_client(cmd, data.path());
@@ -112,7 +112,7 @@ fn typescript_sdk_skills_client_lists_gets_and_verifies_every_skill() {
     assert_eq!(names, skill_folders());
     for s in skills {
         let name = s["name"].as_str().unwrap();
-        let files = std::fs::read_dir(repo().join("skills").join(name))
+        let files = std::fs::read_dir(common::repo().join("skills").join(name))
             .unwrap()
             .count();
         assert_eq!(
@@ -144,14 +144,9 @@ fn fastmcp_skills_client_lists_gets_and_reads_every_skill() {
     };
     let data = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(python);
-    cmd.arg(repo().join("tests/clients/py_skills.py"));
+    cmd.arg(common::repo().join("tests/clients/py_skills.py"));
     let summary = run_client(cmd, data.path());
-    let names: Vec<&str> = summary["skills"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names = common::strings(&summary["skills"], "name");
     assert_eq!(names, skill_folders(), "{summary}");
     assert_eq!(
         summary["tools"].as_array().unwrap().len(),
@@ -170,7 +165,7 @@ fn python_sdk_saves_a_memory_and_finds_it_again_after_a_restart() {
     };
     let data = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(python);
-    cmd.arg(repo().join("tests/clients/py_remember.py"));
+    cmd.arg(common::repo().join("tests/clients/py_remember.py"));
     let summary = run_client(cmd, data.path());
     let id = summary["saved"]["id"].as_str().unwrap();
     assert!(id.starts_with("m-"), "{summary}");
@@ -201,7 +196,7 @@ fn google_genai_converts_every_served_tool() {
     };
     let data = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(python);
-    cmd.arg(repo().join("tests/clients/genai_schemas.py"));
+    cmd.arg(common::repo().join("tests/clients/genai_schemas.py"));
     let summary = run_client(cmd, data.path());
     assert_eq!(summary["converted"], summary["tools"], "{summary}");
     assert_eq!(
@@ -227,19 +222,14 @@ fn skills_ref_accepts_every_exported_skill() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("exported");
-    let export = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["--skills-dir", repo().join("skills").to_str().unwrap()])
-        .args(["export", "--agent-skills", out.to_str().unwrap()])
-        .env("SKILLS_DATA_DIR", tmp.path().join("data"))
-        .output()
-        .unwrap();
-    assert!(
-        export.status.success(),
-        "{}",
-        String::from_utf8_lossy(&export.stderr)
+    let export = common::cli::ok(
+        Command::new(env!("CARGO_BIN_EXE_skills"))
+            .args(["--skills-dir", common::repo().join("skills").to_str().unwrap()])
+            .args(["export", "--agent-skills", out.to_str().unwrap()])
+            .env("SKILLS_DATA_DIR", tmp.path().join("data")),
     );
     for name in skill_folders() {
-        let original = skills_ref(&node, &repo().join("skills").join(&name));
+        let original = skills_ref(&node, &common::repo().join("skills").join(&name));
         assert!(
             !original.status.success()
                 && String::from_utf8_lossy(&original.stdout)
@@ -299,8 +289,8 @@ fn conformance_suite_other_scenarios_match_the_baseline() {
         return skip("@modelcontextprotocol/conformance 0.2.0-alpha.12");
     };
     let data = tempfile::tempdir().unwrap();
-    let (mut server, url) = serve_http(&repo().join("skills"), data.path());
-    let baseline = repo().join("tests/clients/conformance-baseline.yml");
+    let (mut server, url) = serve_http(&common::repo().join("skills"), data.path());
+    let baseline = common::repo().join("tests/clients/conformance-baseline.yml");
     let mut failed = Vec::new();
     for era in [None, Some("2026-07-28")] {
         let mut cmd = Command::new(&node);
@@ -343,7 +333,7 @@ fn conformance_suite_sep_2640_scenarios_pass() {
     let data = tempfile::tempdir().unwrap();
     let exported = data.path().join("exported");
     let export = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["--skills-dir", repo().join("skills").to_str().unwrap()])
+        .args(["--skills-dir", common::repo().join("skills").to_str().unwrap()])
         .args(["export", "--agent-skills", exported.to_str().unwrap()])
         .env("SKILLS_DATA_DIR", data.path())
         .output()

@@ -3,6 +3,8 @@
 //! writer), and a composed call through the host's one call path.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::Path;
 
 use serde_json::json;
@@ -10,13 +12,9 @@ use skills::engines::Context;
 use skills::runtime::Host;
 use skills::stores::StorePaths;
 
-fn repo_skills() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
-
 /// Copies bundled skill `name` into `dir`.
 fn copy_skill(dir: &Path, name: &str) {
-    let from = repo_skills().join(name);
+    let from = common::repo_skills().join(name);
     let to = dir.join(name);
     std::fs::create_dir_all(&to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {

@@ -2,19 +2,17 @@
 //! (what `tools/list` serves) and against the "Defaults" table of docs/performance.md,
 //! so changing a default fails here until the docs say what was measured for it.
 
+mod common;
+
 use std::path::Path;
 
 use serde_json::Value;
 use skills::engines::{memo_search, semantic_search, Norm};
 use skills::search::postings::Spread;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The frontmatter of `skills/<name>/SKILL.md` as JSON.
 fn frontmatter(name: &str) -> Value {
-    let text = std::fs::read_to_string(root().join("skills").join(name).join("SKILL.md"))
+    let text = std::fs::read_to_string(common::repo().join("skills").join(name).join("SKILL.md"))
         .expect("bundled skill document");
     let yaml = text
         .strip_prefix("---\n")
@@ -27,7 +25,7 @@ fn frontmatter(name: &str) -> Value {
 /// The rows of the "Defaults" table in docs/performance.md: `(skill, parameter,
 /// value)`.
 fn documented() -> Vec<(String, String, String)> {
-    let doc = std::fs::read_to_string(root().join("docs/performance.md")).expect("docs");
+    let doc = std::fs::read_to_string(common::repo().join("docs/performance.md")).expect("docs");
     let section = doc
         .split("\n## Defaults")
         .nth(1)

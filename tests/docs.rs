@@ -3,19 +3,17 @@
 //! Set `UPDATE_DOCS=1` to rewrite the committed copy after changing a document.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn generate(out: &Path) {
     let o = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["docs", "--out", out.to_str().unwrap()])
-        .env("SKILLS_DIR", root().join("skills"))
+        .env("SKILLS_DIR", common::repo().join("skills"))
         .env("SKILLS_DATA_DIR", out.join("no-data"))
         .output()
         .unwrap();
@@ -36,7 +34,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 fn committed_docs_are_up_to_date() {
     let tmp = tempfile::tempdir().unwrap();
     generate(tmp.path());
-    let committed = root().join("docs/skills");
+    let committed = common::repo().join("docs/skills");
     if std::env::var_os("UPDATE_DOCS").is_some() {
         let _ = std::fs::remove_dir_all(&committed);
         std::fs::create_dir_all(&committed).unwrap();
@@ -135,7 +133,7 @@ fn html_links_resolve_and_pages_carry_the_documents() {
 fn json_format_carries_the_tools_list_definitions() {
     let o = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["docs", "--format", "json"])
-        .env("SKILLS_DIR", root().join("skills"))
+        .env("SKILLS_DIR", common::repo().join("skills"))
         .output()
         .unwrap();
     assert!(o.status.success());

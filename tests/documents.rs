@@ -2,36 +2,24 @@
 //! line and reason while the good ones beside it still load.
 
 #![allow(clippy::unwrap_used)]
+
+mod common;
 use std::path::{Path, PathBuf};
 
 use skills::engines::Context;
 use skills::runtime::Host;
 use skills::stores::StorePaths;
 
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
-
-/// Copies the repository's skills into a temp folder so a test can break one.
-fn copy_skills() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(repo_skills()).unwrap() {
-        let entry = entry.unwrap();
-        if !entry.path().is_dir() {
-            continue;
-        }
-        let dest = tmp.path().join(entry.file_name());
-        std::fs::create_dir_all(&dest).unwrap();
-        for f in std::fs::read_dir(entry.path()).unwrap() {
-            let f = f.unwrap();
-            std::fs::copy(f.path(), dest.join(f.file_name())).unwrap();
-        }
-    }
-    tmp
-}
-
 fn load(dir: &Path) -> Host {
     Host::load(dir, Context::new(StorePaths::in_dir(dir.join("data"))))
+}
+
+/// The host's diagnostic about `file`.
+fn diagnostic<'h>(host: &'h Host, file: &Path) -> &'h skills::runtime::Diagnostic {
+    host.diagnostics()
+        .iter()
+        .find(|d| d.file == file)
+        .unwrap_or_else(|| panic!("no diagnostic about {}", file.display()))
 }
 
 fn add_doc(dir: &Path, folder: &str, text: &str) -> PathBuf {
@@ -45,10 +33,7 @@ fn add_doc(dir: &Path, folder: &str, text: &str) -> PathBuf {
 
 #[test]
 fn repository_skills_are_all_valid() {
-    let host = Host::load(
-        &repo_skills(),
-        Context::new(StorePaths::in_dir("/nonexistent")),
-    );
+    let host = common::bundled_host("/nonexistent");
     assert!(host.diagnostics().is_empty(), "{:#?}", host.diagnostics());
     assert!(host.get("search-conversations").is_some());
     assert_eq!(
@@ -59,7 +44,7 @@ fn repository_skills_are_all_valid() {
 
 #[test]
 fn broken_document_is_reported_and_others_still_load() {
-    let tmp = copy_skills();
+    let tmp = common::copy_skills();
     let good_count = load(tmp.path()).skills().len();
     let bad = add_doc(
         tmp.path(),
@@ -80,7 +65,7 @@ fn broken_document_is_reported_and_others_still_load() {
 
 #[test]
 fn yaml_syntax_error_names_the_line() {
-    let tmp = copy_skills();
+    let tmp = common::copy_skills();
     let bad = add_doc(
         tmp.path(),
         "bad-yaml",
@@ -99,7 +84,7 @@ fn yaml_syntax_error_names_the_line() {
 
 #[test]
 fn name_rules_follow_agent_skills() {
-    let tmp = copy_skills();
+    let tmp = common::copy_skills();
     let upper = add_doc(tmp.path(), "Upper", "---\nname: Upper\ndescription: x\nengine: search_conversations\ninput-schema: {type: object, properties: {}}\n---\n");
     let mismatch = add_doc(tmp.path(), "folder-a", "---\nname: folder-b\ndescription: x\nengine: search_conversations\ninput-schema: {type: object, properties: {}}\n---\n");
     let long = "d".repeat(1025);
@@ -114,11 +99,7 @@ fn name_rules_follow_agent_skills() {
     assert_eq!(field_of(&upper).as_deref(), Some("/name"));
     assert_eq!(field_of(&mismatch).as_deref(), Some("/name"));
     assert_eq!(field_of(&long_desc).as_deref(), Some("/description"));
-    let d = host
-        .diagnostics()
-        .iter()
-        .find(|d| d.file == mismatch)
-        .unwrap();
+    let d = diagnostic(&host, &mismatch);
     assert!(
         d.reason.contains("must equal the folder name `folder-a`"),
         "{}",
@@ -128,7 +109,7 @@ fn name_rules_follow_agent_skills() {
 
 #[test]
 fn unknown_engine_and_missing_field_are_reported() {
-    let tmp = copy_skills();
+    let tmp = common::copy_skills();
     let unknown = add_doc(tmp.path(), "ghost", "---\nname: ghost\ndescription: x\nengine: no_such_engine\ninput-schema: {type: object, properties: {}}\n---\n");
     let missing = add_doc(
         tmp.path(),
@@ -136,11 +117,7 @@ fn unknown_engine_and_missing_field_are_reported() {
         "---\nname: no-engine\ndescription: x\ninput-schema: {type: object, properties: {}}\n---\n",
     );
     let host = load(tmp.path());
-    let d = host
-        .diagnostics()
-        .iter()
-        .find(|d| d.file == unknown)
-        .unwrap();
+    let d = diagnostic(&host, &unknown);
     assert_eq!(d.field, "/engine");
     assert_eq!(d.line, Some(4));
     assert!(
@@ -148,18 +125,14 @@ fn unknown_engine_and_missing_field_are_reported() {
         "{}",
         d.reason
     );
-    let d = host
-        .diagnostics()
-        .iter()
-        .find(|d| d.file == missing)
-        .unwrap();
+    let d = diagnostic(&host, &missing);
     assert_eq!(d.field, "/engine");
     assert!(d.reason.contains("required"), "{}", d.reason);
 }
 
 #[test]
 fn engine_without_document_is_reported() {
-    let tmp = copy_skills();
+    let tmp = common::copy_skills();
     std::fs::remove_dir_all(tmp.path().join("search-conversations")).unwrap();
     let host = load(tmp.path());
     assert!(
@@ -172,16 +145,12 @@ fn engine_without_document_is_reported() {
 
 #[test]
 fn invalid_input_schema_and_bad_template_are_reported() {
-    let tmp = copy_skills();
+    let tmp = common::copy_skills();
     let bad_schema = add_doc(tmp.path(), "bad-schema", "---\nname: bad-schema\ndescription: x\nengine: search_conversations\ninput-schema:\n  type: object\n  properties:\n    limit: {type: integer, minimum: \"one\"}\n---\n");
     let bad_tpl = add_doc(tmp.path(), "bad-template", "---\nname: bad-template\ndescription: x\nengine: search_conversations\nreads: [conversations]\nallowed-tools: mcp__x__bad_template\ninput-schema: {type: object, properties: {}}\n---\n");
     std::fs::write(bad_tpl.with_file_name("template.md.j2"), "{% for %}").unwrap();
     let host = load(tmp.path());
-    let d = host
-        .diagnostics()
-        .iter()
-        .find(|d| d.file == bad_schema)
-        .unwrap();
+    let d = diagnostic(&host, &bad_schema);
     assert!(d.field.starts_with("/input-schema"), "{d:?}");
     assert!(
         host.diagnostics()

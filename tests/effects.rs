@@ -4,6 +4,8 @@
 //! does not bind, and `skills verify` fails a read-only skill that wrote anyway.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -117,21 +119,9 @@ fn stores() -> (tempfile::TempDir, StorePaths) {
         .with_timezone(&chrono::Utc);
     conv.insert(&[skills::model::Message {
         source: "generic".into(),
-        model: None,
-        project: None,
-        conversation_id: "c1".into(),
-        conversation_title: None,
         message_id: "m1".into(),
-        parent_id: None,
-        msg_index: 0,
         timestamp: t,
-        timestamp_is_fallback: false,
-        role: "user".into(),
-        content_type: "text".into(),
-        content: "hello".into(),
-        has_attachment: false,
-        has_citation: false,
-        is_injected: false,
+        ..common::message("c1", 0, "hello")
     }])
     .unwrap();
     conv.close().unwrap();
@@ -143,20 +133,13 @@ fn stores() -> (tempfile::TempDir, StorePaths) {
 
 /// Every file under `dir` with its bytes.
 fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for e in fs_err::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                pending.push(p);
-            } else {
-                out.push((p.clone(), fs_err::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    common::files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let bytes = fs_err::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
 }
 
 /// Issue 17 "a skill that declares `writes: []` is read-only only because its engine

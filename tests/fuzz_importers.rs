@@ -11,6 +11,8 @@
 
 mod common;
 
+use common::Rng;
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -21,26 +23,6 @@ use skills::stores::memories::MemoryStore;
 
 /// How long one import of one mutated file may take before it counts as a hang.
 const DEADLINE: Duration = Duration::from_secs(20);
-
-/// xorshift64*: a small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            usize::try_from(self.next() % n as u64).unwrap()
-        }
-    }
-}
 
 /// The mutations of one file's bytes, each with a name for the report.
 fn mutations(bytes: &[u8], rng: &mut Rng, rounds: usize) -> Vec<(String, Vec<u8>)> {
@@ -170,7 +152,7 @@ fn importers_survive_mutated_corpus_files() {
         corpus.display()
     );
     let work = tempfile::tempdir().unwrap();
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed | 1);
     let mut problems = Vec::new();
     let mut runs = 0usize;
     let mut faults_seen = 0usize;

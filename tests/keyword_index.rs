@@ -202,14 +202,21 @@ const QUERIES: &[&str] = &[
     "zqxjvkw",
 ];
 
+/// A closed store of `messages` generated messages, written `batch` at a time: its
+/// folder and its database file.
+fn generated(messages: usize, batch: usize) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    gen::fill_store(&store, Spec::new(messages), batch).unwrap();
+    store.close().unwrap();
+    let db = StorePaths::in_dir(tmp.path()).conversations;
+    (tmp, db)
+}
+
 #[test]
 fn keyword_scores_equal_bm25_from_the_table_across_segments() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, db) = generated(2_000, 500);
     let dir = tmp.path();
-    let db = StorePaths::in_dir(dir).conversations;
-    let store = open(dir);
-    gen::fill_store(&store, Spec::new(2_000), 500).unwrap();
-    store.close().unwrap();
     let found = assert_same(&db, "one segment", QUERIES);
     assert!(found >= 30, "the probe queries found too little: {found}");
     for round in 0..3 {
@@ -269,12 +276,8 @@ fn keyword_scores_equal_bm25_from_the_table_on_the_real_corpus() {
 
 #[test]
 fn a_touched_conversation_comes_back_once_from_its_new_segment() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, db) = generated(500, 500);
     let dir = tmp.path();
-    let db = StorePaths::in_dir(dir).conversations;
-    let store = open(dir);
-    gen::fill_store(&store, Spec::new(500), 500).unwrap();
-    store.close().unwrap();
     // Add two messages to a stored conversation: its old rows are masked and all of
     // its rows written again into a new segment.
     let rows = table(&db);

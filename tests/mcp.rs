@@ -4,6 +4,8 @@
 //! protocol errors.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -21,34 +23,18 @@ use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-type Client = RunningService<RoleClient, ()>;
+use common::mcp::{Client, args, call, text};
 
 const TOOL: &str = "search_conversations";
 
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
-
 fn message(conv: &str, index: i64, role: &str, day: u32, content: &str) -> Message {
     Message {
-        source: "claude-code".into(),
-        model: None,
         project: Some("/work/demo".into()),
-        conversation_id: conv.into(),
-        conversation_title: None,
-        message_id: format!("{conv}-{index}"),
-        parent_id: None,
-        msg_index: index,
         timestamp: chrono::Utc
             .with_ymd_and_hms(2026, 3, day, 12, 0, 0)
             .unwrap(),
-        timestamp_is_fallback: false,
         role: role.into(),
-        content_type: "text".into(),
-        content: content.into(),
-        has_attachment: false,
-        has_citation: false,
-        is_injected: false,
+        ..common::message(conv, index, content)
     }
 }
 
@@ -78,30 +64,9 @@ fn serve_command(data: &Path, extra: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"));
     cmd.args(["serve", "--no-ingest"])
         .args(extra)
-        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_DIR", common::repo_skills())
         .env("SKILLS_DATA_DIR", data);
     cmd
-}
-
-fn args(value: &Value) -> JsonObject {
-    value.as_object().unwrap().clone()
-}
-
-async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
-    client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(&arguments)))
-        .await
-        .unwrap()
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The checks every transport must pass.
@@ -173,12 +138,7 @@ async fn check_calls(client: &Client, tools: &[rmcp::model::Tool]) {
     assert_eq!(result.is_error, Some(false), "{}", text(&result));
     let data = result.structured_content.clone().unwrap();
     assert_eq!(data["count"], 3, "{data}");
-    let convs: Vec<&str> = data["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["conversation_id"].as_str().unwrap())
-        .collect();
+    let convs = common::strings(&data["rows"], "conversation_id");
     assert_eq!(convs, ["c2", "c1", "c1"], "newest first");
     let table = text(&result);
     assert!(
@@ -237,7 +197,7 @@ async fn check_resources(client: &Client) {
     assert_eq!(mime_type.as_deref(), Some("text/markdown"));
     assert_eq!(
         text,
-        &std::fs::read_to_string(repo_skills().join("search-conversations/SKILL.md")).unwrap()
+        &std::fs::read_to_string(common::repo_skills().join("search-conversations/SKILL.md")).unwrap()
     );
     assert!(client
         .read_resource(ReadResourceRequestParams::new("skill://nope/SKILL.md"))
@@ -310,27 +270,11 @@ async fn ingest_runs_while_the_server_is_up_and_the_server_sees_it() {
 fn stdio_stdout_carries_only_json_rpc() {
     use std::io::{BufRead, Write};
     let data = data_dir();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["serve", "--no-ingest"])
-        .env("SKILLS_DIR", repo_skills())
-        .env("SKILLS_DATA_DIR", data.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::serve::spawn_stdio(&common::repo_skills(), data.path());
     let mut stdin = child.stdin.take().unwrap();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": TOOL, "arguments": {"limit": true}}});
-    writeln!(stdin, "{init}").unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
+    common::serve::initialize(&mut stdin, 1);
     writeln!(stdin, "{list}\n{bad}").unwrap();
     stdin.flush().unwrap();
     let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
@@ -365,41 +309,22 @@ fn stdio_stdout_carries_only_json_rpc() {
         .contains("`limit`"));
 }
 
-/// A running `skills serve --http 127.0.0.1:0`, killed on drop.
+/// A running `skills serve --http 127.0.0.1:0` over [`data_dir`], killed on drop.
 struct HttpServer {
-    child: tokio::process::Child,
+    /// Its MCP endpoint.
     url: String,
+    _server: common::serve::HttpServer,
     _data: tempfile::TempDir,
 }
 
 impl HttpServer {
     async fn start(extra: &[&str]) -> Self {
         let data = data_dir();
-        let mut args = vec!["--http", "127.0.0.1:0"];
-        args.extend_from_slice(extra);
-        let mut child = serve_command(data.path(), &args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(at) = line.find("http://") {
-                    return line[at..].trim().to_owned();
-                }
-            }
-            panic!("serve exited without printing its address")
-        })
-        .await
-        .unwrap();
-        // Keep draining stderr so the child never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let cmd = common::serve::HttpServer::command(&common::repo_skills(), data.path(), extra);
+        let server = common::serve::HttpServer::start(cmd);
         Self {
-            child,
-            url,
+            url: server.mcp.clone(),
+            _server: server,
             _data: data,
         }
     }
@@ -408,12 +333,6 @@ impl HttpServer {
         ().serve(StreamableHttpClientTransport::from_uri(self.url.clone()))
             .await
             .unwrap()
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
     }
 }
 
@@ -483,7 +402,7 @@ async fn http_rejects_foreign_host_and_origin() {
 fn http_refuses_non_loopback_bind_without_allow_remote() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["serve", "--http", "0.0.0.0:0"])
-        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_DIR", common::repo_skills())
         .env("SKILLS_DATA_DIR", std::env::temp_dir())
         .output()
         .unwrap();
@@ -548,10 +467,7 @@ async fn in_process_duplex_server() {
     use skills::engines::Context;
     use skills::runtime::{mcp::SkillServer, Host};
     let data = data_dir();
-    let host = Host::load(
-        &repo_skills(),
-        Context::new(StorePaths::in_dir(data.path())),
-    );
+    let host = common::bundled_host(data.path());
     let server = SkillServer::new(std::sync::Arc::new(host));
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     let running =

@@ -3,6 +3,8 @@
 //! with `memo_search` and `recall` in the same session, then again after a restart.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -12,16 +14,12 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
-type Client = RunningService<RoleClient, ()>;
-
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
+use common::mcp::{Client, args, call, text};
 
 async fn serve(data: &Path, embedder_none: bool) -> Client {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"));
     cmd.args(["serve", "--no-ingest"])
-        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_DIR", common::repo_skills())
         .env("SKILLS_DATA_DIR", data);
     if embedder_none {
         cmd.env("SKILLS_EMBEDDER", "none");
@@ -35,25 +33,14 @@ async fn serve(data: &Path, embedder_none: bool) -> Client {
     ().serve(transport).await.unwrap()
 }
 
-fn args(value: &Value) -> JsonObject {
-    value.as_object().unwrap().clone()
-}
-
-async fn call(client: &Client, name: &str, arguments: Value) -> CallToolResult {
-    client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(&arguments)))
-        .await
-        .unwrap()
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .collect::<Vec<_>>()
-        .join("\n")
+/// memo-search for the okapi memories, superseded ones included.
+async fn search_with_superseded(client: &Client) -> CallToolResult {
+    call(
+        client,
+        "memo_search",
+        json!({"query": "okapi rainforest", "include_superseded": true}),
+    )
+    .await
 }
 
 fn data(result: &CallToolResult) -> Value {
@@ -146,12 +133,7 @@ async fn save_then_recall(embedder_none: bool) {
     assert_eq!(newer["superseded"], json!([id]));
     let ranked = call(&client, "memo_search", json!({"query": "okapi rainforest"})).await;
     assert_eq!(hit_ids(&ranked), std::slice::from_ref(&new_id));
-    let all = call(
-        &client,
-        "memo_search",
-        json!({"query": "okapi rainforest", "include_superseded": true}),
-    )
-    .await;
+    let all = search_with_superseded(&client).await;
     assert_eq!(hit_ids(&all).len(), 2);
 
     // recall: one cited pack, the newer memory first, the older one noted.
@@ -185,12 +167,7 @@ async fn save_then_recall(embedder_none: bool) {
 
     // After a restart the memories are still there.
     let client = serve(tmp.path(), embedder_none).await;
-    let after = call(
-        &client,
-        "memo_search",
-        json!({"query": "okapi rainforest", "include_superseded": true}),
-    )
-    .await;
+    let after = search_with_superseded(&client).await;
     assert_eq!(hit_ids(&after).len(), 2);
     client.cancel().await.unwrap();
 }

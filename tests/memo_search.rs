@@ -33,10 +33,7 @@ fn corpus_memories() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "note: corpus not found at `{}` (set SKILLS_CORPUS_DIR); test skipped",
-            dir.display()
-        );
+        common::not_run(&format!("no memories/ in the corpus at {}", dir.display()));
         None
     }
 }
@@ -263,12 +260,7 @@ fn bm25_ranks_the_disjunction_but_exact_is_strict_and() {
     let Some(fx) = lexical() else { return };
     let out = fx.run(json!({"query": "sqlite zebracornish", "mode": "bm25", "explain": true}));
     assert!(out["count"].as_u64().unwrap() > 0);
-    let legs: Vec<&Value> = out["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["stage"] == "leg")
-        .collect();
+    let legs = common::items_where(&out["trace"], "stage", "leg");
     assert_eq!(legs[0]["fts_query"], "\"sqlite\" OR \"zebracornish\"");
     let out = fx.run(json!({"query": "sqlite zebracornish", "mode": "exact"}));
     assert_eq!(out["count"], 0);
@@ -533,12 +525,7 @@ fn explain_adds_leg_ranks_and_trace() {
     assert_eq!(hit["explain"]["legs"]["bm25"]["rank"], 1);
     assert_eq!(hit["explain"]["legs"]["bm25"]["weight"], 1.0);
     assert_eq!(hit["explain"]["fusion"]["method"], "normalised");
-    let stages: Vec<&str> = out["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stage"].as_str().unwrap())
-        .collect();
+    let stages = common::strings(&out["trace"], "stage");
     // Without a model, hybrid has one leg (bm25); `exact` is not a hybrid leg.
     assert_eq!(stages, vec!["parse", "leg", "fuse", "output"]);
     let plain = fx.run(json!({"query": "defensive fallbacks"}));
@@ -571,14 +558,17 @@ fn searches_leave_the_database_byte_identical() {
         v
     };
     let dir = fx.paths.memories.parent().unwrap().to_path_buf();
-    let before = (
-        digest(&fx.paths.memories),
-        listing(&dir),
-        std::fs::metadata(&fx.paths.memories)
-            .unwrap()
-            .modified()
-            .unwrap(),
-    );
+    let state = || {
+        (
+            digest(&fx.paths.memories),
+            listing(&dir),
+            std::fs::metadata(&fx.paths.memories)
+                .unwrap()
+                .modified()
+                .unwrap(),
+        )
+    };
+    let before = state();
     for mode in ["hybrid", "vec", "bm25", "exact", "fuzzy", "bogus"] {
         for q in ["sqlite", "wrong-book", "", "\"", "décision"] {
             let _ =
@@ -587,15 +577,7 @@ fn searches_leave_the_database_byte_identical() {
                 fx.try_run(json!({"query": q, "mode": mode, "file": "src", "when": "last week"}));
         }
     }
-    let after = (
-        digest(&fx.paths.memories),
-        listing(&dir),
-        std::fs::metadata(&fx.paths.memories)
-            .unwrap()
-            .modified()
-            .unwrap(),
-    );
-    assert_eq!(before, after);
+    assert_eq!(before, state());
 }
 
 #[test]
@@ -703,12 +685,7 @@ fn model_hybrid_fuses_vec_and_bm25() {
     assert_eq!(titles(&out)[0], "No defensive fallbacks");
     let legs = out["hits"][0]["explain"]["legs"].as_object().unwrap();
     assert!(legs.contains_key("vec") && legs.contains_key("bm25") && !legs.contains_key("exact"));
-    let stages: Vec<&str> = out["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stage"].as_str().unwrap())
-        .collect();
+    let stages = common::strings(&out["trace"], "stage");
     assert_eq!(stages, vec!["parse", "leg", "leg", "fuse", "output"]);
     // Filters still apply to the vec leg.
     let out = fx.run(json!({"query": "storage", "type": "bug"}));

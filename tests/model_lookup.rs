@@ -5,15 +5,13 @@
 //! missing model instead of asking for an ingest.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The model this machine has (`$SKILLS_MODEL_DIR`, else `~/.cache/skills/model`), or
-/// `None` after saying the test is skipped.
+/// `None` after recording the test as not run.
 fn machine_model() -> Option<PathBuf> {
     let dir = std::env::var_os("SKILLS_MODEL_DIR")
         .map(PathBuf::from)
@@ -21,10 +19,10 @@ fn machine_model() -> Option<PathBuf> {
     if dir.join("model.safetensors").is_file() {
         Some(dir)
     } else {
-        println!(
-            "skipped: no embedding model in {} (run scripts/fetch-model)",
+        common::not_run(&format!(
+            "no embedding model in {} (run scripts/fetch-model)",
             dir.display()
-        );
+        ));
         None
     }
 }
@@ -36,7 +34,7 @@ fn run(bin: &Path, home: &Path, data: &Path, args: &[&str]) -> Output {
         .current_dir(home)
         .env("HOME", home)
         .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_DIR", root().join("skills"))
+        .env("SKILLS_DIR", common::repo().join("skills"))
         .env_remove("SKILLS_MODEL_DIR")
         .env_remove("SKILLS_EMBEDDER")
         .env_remove("XDG_DATA_HOME")
@@ -74,7 +72,7 @@ fn an_installed_binary_finds_the_model_beside_it_with_an_empty_home() {
     for file in ["model.safetensors", "tokenizer.json", "config.json"] {
         fs_err::copy(model.join(file), installed.join(file)).unwrap();
     }
-    let sample = root().join("data/sample/claude-code");
+    let sample = common::repo().join("data/sample/claude-code");
     let ingest = run(
         &bin,
         &home,
@@ -128,7 +126,7 @@ fn without_a_model_ingest_says_embeddings_were_skipped_and_search_names_the_mode
     );
     fs_err::create_dir_all(&home).unwrap();
     let bin = install_binary(&prefix);
-    let sample = root().join("data/sample/claude-code");
+    let sample = common::repo().join("data/sample/claude-code");
     let ingest = run(
         &bin,
         &home,
@@ -200,17 +198,12 @@ fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empt
         tmp.path().join("data"),
     );
     fs_err::create_dir_all(&home).unwrap();
-    let install = Command::new("bash")
-        .arg(root().join("scripts/install"))
-        .env("PREFIX", &prefix)
-        .env("SKILLS_INSTALL_BIN", env!("CARGO_BIN_EXE_skills"))
-        .env("SKILLS_MODEL_DIR", &model)
-        .output()
-        .unwrap();
-    assert!(
-        install.status.success(),
-        "{}",
-        String::from_utf8_lossy(&install.stderr)
+    let install = common::cli::ok(
+        Command::new("bash")
+            .arg(common::repo().join("scripts/install"))
+            .env("PREFIX", &prefix)
+            .env("SKILLS_INSTALL_BIN", env!("CARGO_BIN_EXE_skills"))
+            .env("SKILLS_MODEL_DIR", &model),
     );
     let installed = prefix.join("share/skills/model");
     assert_eq!(files_below(&installed), files_below(&model));
@@ -234,7 +227,7 @@ fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empt
             .output()
             .unwrap()
     };
-    let sample = root().join("data/sample/claude-code");
+    let sample = common::repo().join("data/sample/claude-code");
     let ingest = run(&["ingest", "--quiet", sample.to_str().unwrap()]);
     assert!(
         ingest.status.success(),

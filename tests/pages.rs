@@ -27,48 +27,23 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_skills")
-}
-
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
-
-/// A running `skills serve --http 127.0.0.1:0`, killed on drop.
+/// A running `skills serve --http 127.0.0.1:0` without an embedding model, killed
+/// on drop.
 struct Server {
-    child: tokio::process::Child,
     /// `http://127.0.0.1:<port>` (no trailing slash).
     base: String,
+    _server: common::serve::HttpServer,
 }
 
 impl Server {
     async fn start(skills: &Path, data: &Path) -> Self {
-        let mut child = tokio::process::Command::new(bin())
-            .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
-            .env("SKILLS_DIR", skills)
-            .env("SKILLS_DATA_DIR", data)
-            .env("SKILLS_EMBEDDER", "none")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(at) = line.find("pages at http://") {
-                    let url = line[at + "pages at ".len()..].trim();
-                    return url.trim_end_matches('/').to_owned();
-                }
-            }
-            panic!("serve exited without printing the pages' address")
-        })
-        .await
-        .unwrap();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self { child, base }
+        let mut cmd = common::serve::HttpServer::command(skills, data, &[]);
+        cmd.env("SKILLS_EMBEDDER", "none");
+        let server = common::serve::HttpServer::start(cmd);
+        Self {
+            base: server.base.clone(),
+            _server: server,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -87,12 +62,6 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-    }
-}
-
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::limited(3))
@@ -103,19 +72,12 @@ fn client() -> reqwest::Client {
 /// A data folder with `paths` imported by `skills ingest --no-embed`.
 fn ingested(paths: &[PathBuf]) -> tempfile::TempDir {
     let data = tempfile::tempdir().unwrap();
-    let out = Command::new(bin())
-        .arg("ingest")
-        .arg("--quiet")
-        .arg("--no-embed")
-        .args(paths)
-        .env("SKILLS_DATA_DIR", data.path())
-        .env("SKILLS_EMBEDDER", "none")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ingest failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    common::cli::ok(
+        common::cli::skills()
+            .args(["ingest", "--quiet", "--no-embed"])
+            .args(paths)
+            .env("SKILLS_DATA_DIR", data.path())
+            .env("SKILLS_EMBEDDER", "none"),
     );
     data
 }
@@ -124,7 +86,7 @@ fn ingested(paths: &[PathBuf]) -> tempfile::TempDir {
 fn bundled() -> Vec<(String, Value)> {
     let data = tempfile::tempdir().unwrap();
     let host = skills::runtime::Host::load(
-        &repo_skills(),
+        &common::repo_skills(),
         skills::engines::Context::new(skills::stores::StorePaths::in_dir(data.path())),
     );
     host.skills()
@@ -189,7 +151,7 @@ fn assert_no_hostile_markup(page: &str, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_lists_every_skill_and_serves_its_assets_under_the_csp() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     let response = client().get(server.url("/")).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let csp = response.headers()["content-security-policy"]
@@ -219,7 +181,7 @@ async fn index_lists_every_skill_and_serves_its_assets_under_the_csp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_bundled_form_has_one_field_per_property_with_its_bounds() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     for (name, schema) in bundled() {
         let (status, page) = server.get(&format!("/skills/{name}")).await;
         assert_eq!(status, 200, "{name}");
@@ -278,7 +240,7 @@ async fn each_bundled_form_has_one_field_per_property_with_its_bounds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_argument_is_a_400_naming_it_and_a_failed_call_a_readable_page() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     let (status, page) = server
         .get("/skills/search-conversations?term=x&limit=0&_run=1")
         .await;
@@ -337,7 +299,7 @@ async fn odd_requests_get_readable_answers_never_a_stack() {
         ])
         .unwrap();
     drop(store);
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     // A value the engine refuses (more `%` than a term may hold) is the caller's
     // mistake: 400, the form again, the error beside the field.
     let (status, page) = server
@@ -432,7 +394,7 @@ async fn a_recall_result_links_to_the_conversation_page_showing_the_cited_messag
         return;
     };
     let data = ingested(&[corpus.join("claude-code"), corpus.join("codex")]);
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     let (status, page) = server.get("/skills/recall?question=calculator").await;
     assert_eq!(status, 200, "{page}");
     let table = section(&page, "<table class=\"results\"", "</table>");
@@ -475,7 +437,7 @@ async fn a_recall_result_links_to_the_conversation_page_showing_the_cited_messag
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_host_and_cross_origin_posts_to_memo_save_are_refused_and_store_nothing() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     let (status, form) = server.get("/skills/memo-save").await;
     assert_eq!(status, 200);
     assert!(
@@ -572,7 +534,7 @@ async fn the_hostile_transcript_never_comes_out_as_markup() {
     let hostile =
         corpus.join("claude-code/ai-engineering-fluency__xss-hostile-claude-session.jsonl");
     let data = ingested(std::slice::from_ref(&hostile));
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     let mut seen_escaped = false;
     for path in [
         "/skills/search-conversations?term=script&_run=1",
@@ -596,21 +558,16 @@ async fn the_hostile_transcript_never_comes_out_as_markup() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skill_created_while_serving_gets_its_page() {
     let skills = tempfile::tempdir().unwrap();
-    copy_dir(&repo_skills(), skills.path());
+    common::copy_dir(&common::repo_skills(), skills.path());
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(skills.path(), data.path()).await;
     let (status, _) = server.get("/skills/fresh-pages").await;
     assert_eq!(status, 404);
-    let out = Command::new(bin())
-        .args(["new", "fresh-pages"])
-        .env("SKILLS_DIR", skills.path())
-        .env("SKILLS_DATA_DIR", data.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::cli::ok(
+        common::cli::skills()
+            .args(["new", "fresh-pages"])
+            .env("SKILLS_DIR", skills.path())
+            .env("SKILLS_DATA_DIR", data.path()),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -631,18 +588,13 @@ async fn a_skill_created_while_serving_gets_its_page() {
 
 /// `skills run memo-save --json` with `args` over data folder `data`: the new id.
 fn save_memory(data: &Path, args: &Value) -> String {
-    let out = Command::new(bin())
-        .args(["run", "memo-save", "--json", "--args-json"])
-        .arg(args.to_string())
-        .env("SKILLS_DIR", repo_skills())
-        .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_EMBEDDER", "none")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "memo-save failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::cli::ok(
+        common::cli::skills()
+            .args(["run", "memo-save", "--json", "--args-json"])
+            .arg(args.to_string())
+            .env("SKILLS_DIR", common::repo_skills())
+            .env("SKILLS_DATA_DIR", data)
+            .env("SKILLS_EMBEDDER", "none"),
     );
     let output: Value = serde_json::from_slice(&out.stdout).unwrap();
     output["data"]["id"].as_str().unwrap().to_owned()
@@ -651,25 +603,21 @@ fn save_memory(data: &Path, args: &Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_memory_page_shows_the_memory_escaped_with_its_links() {
     let data = tempfile::tempdir().unwrap();
-    // A real conversation to be saved from, when the corpus is here.
-    let corpus = common::corpus();
+    // A real conversation to be saved from, when the corpus is here (the rest runs
+    // without it).
+    let corpus = Some(common::corpus_dir()).filter(|d| d.is_dir());
     if let Some(corpus) = &corpus {
         let hostile =
             corpus.join("claude-code/ai-engineering-fluency__xss-hostile-claude-session.jsonl");
-        let out = Command::new(bin())
-            .args(["ingest", "--quiet", "--no-embed"])
-            .arg(&hostile)
-            .env("SKILLS_DATA_DIR", data.path())
-            .env("SKILLS_EMBEDDER", "none")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        common::cli::ok(
+            common::cli::skills()
+                .args(["ingest", "--quiet", "--no-embed"])
+                .arg(&hostile)
+                .env("SKILLS_DATA_DIR", data.path())
+                .env("SKILLS_EMBEDDER", "none"),
         );
     }
-    let server = Server::start(&repo_skills(), data.path()).await;
+    let server = Server::start(&common::repo_skills(), data.path()).await;
     // No memory stored yet: a 404 page saying so.
     let (status, page) = server.get("/memories/anything").await;
     assert_eq!(status, 404, "{page}");
@@ -861,13 +809,13 @@ impl UiHome {
     /// `skills ui` plus `extra`; `desktop`: `DISPLAY` set (the fake opener runs).
     fn ui(&self, extra: &[&str], desktop: bool) -> tokio::process::Command {
         let home = self.dir.path();
-        let mut cmd = tokio::process::Command::new(bin());
+        let mut cmd = tokio::process::common::cli::skills();
         cmd.arg("ui")
             .args(extra)
             .env("HOME", home)
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env("XDG_DATA_HOME", home.join(".local/share"))
-            .env("SKILLS_DIR", repo_skills())
+            .env("SKILLS_DIR", common::repo_skills())
             .env("SKILLS_DATA_DIR", self.data())
             .env("SKILLS_EMBEDDER", "none")
             .env(
@@ -882,15 +830,7 @@ impl UiHome {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        for var in [
-            "CLAUDE_CONFIG_DIR",
-            "CODEX_HOME",
-            "COPILOT_HOME",
-            "SKILLS_CHATGPT_EXPORT",
-            "SKILLS_CLAUDE_AI_EXPORT",
-            "SKILLS_WATCH",
-            "WAYLAND_DISPLAY",
-        ] {
+        for var in common::TOOL_LOCATIONS.iter().chain(&["SKILLS_WATCH", "WAYLAND_DISPLAY"]) {
             cmd.env_remove(var);
         }
         if desktop {
@@ -1060,7 +1000,7 @@ async fn skills_ui_ignores_a_stale_record_and_opens_nothing_unasked_or_without_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skills_ui_finds_a_running_skills_serve() {
     let home = UiHome::new();
-    let server = Server::start(&repo_skills(), &home.data()).await;
+    let server = Server::start(&common::repo_skills(), &home.data()).await;
     let url = format!("{}/", server.base);
     let recorded = std::fs::read_to_string(home.data().join("pages.url")).unwrap();
     assert_eq!(
@@ -1070,19 +1010,6 @@ async fn skills_ui_finds_a_running_skills_serve() {
     );
     let (out, _) = home.finding(&["--no-open"], false).await;
     assert_eq!(out.trim(), url);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn percent_decode(text: &str) -> String {

@@ -7,9 +7,10 @@
 //! before the top `limit` in every mode; recall passes it to its transcript sources.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::{json, Value};
 use skills::engines::search_conversations::SearchConversations;
 use skills::engines::{Context, Engine};
@@ -29,19 +30,10 @@ const TOPICS: &[&str] = &[
 ];
 
 fn skills(data: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = cargo_bin_cmd!("skills")
-        .arg("--skills-dir")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
-        .arg("--data-dir")
-        .arg(data)
-        .env("SKILLS_NOW", "2026-07-03T12:00:00Z")
-        .args(args)
-        .output()
-        .expect("run skills");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    common::cli::run(
+        common::cli::with_data(data)
+            .env("SKILLS_NOW", "2026-07-03T12:00:00Z")
+            .args(args),
     )
 }
 
@@ -366,14 +358,13 @@ fn an_overlong_project_is_a_clear_error() {
     assert_eq!(out["count"], 0);
 }
 
-fn model_present() -> bool {
-    match skills::embed::Embedder::load_default() {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("note: {e}; semantic-search project tests skipped");
-            false
-        }
-    }
+/// [`store`] in a temporary folder, when the embedding model is here (else the test
+/// is recorded as not run).
+fn store_with_model() -> Option<(tempfile::TempDir, PathBuf)> {
+    common::embedder()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = store(tmp.path());
+    Some((tmp, data))
 }
 
 fn ids(v: &Value) -> Vec<String> {
@@ -393,11 +384,9 @@ fn ids(v: &Value) -> Vec<String> {
 
 #[test]
 fn semantic_search_filters_by_project_before_the_cut_in_every_mode() {
-    if !model_present() {
+    let Some((_tmp, data)) = store_with_model() else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let data = store(tmp.path());
+    };
     let q = "query=the linker cannot find the duckdb library".to_owned();
     // Semantic mode ranks by exact cosine: the filtered top k is the first k rows of
     // the whole ranking that pass the filter.
@@ -458,12 +447,7 @@ fn semantic_search_filters_by_project_before_the_cut_in_every_mode() {
         "semantic-search",
         &[q.clone(), "limit=500".into(), "project=BETA".into()],
     );
-    let m1: Vec<&Value> = beta["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["conversation_id"] == "m1")
-        .collect();
+    let m1 = common::items_where(&beta["rows"], "conversation_id", "m1");
     assert!(!m1.is_empty());
     assert!(m1.iter().all(|r| r["project"] == BETA));
     // Literal hits of the hybrid leg obey it too, and a `%` fragment is literal.
@@ -493,11 +477,9 @@ fn semantic_search_filters_by_project_before_the_cut_in_every_mode() {
 
 #[test]
 fn recall_passes_project_to_its_transcript_sources() {
-    if !model_present() {
+    let Some((_tmp, data)) = store_with_model() else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let data = store(tmp.path());
+    };
     let args = |p: Option<&str>| {
         let mut a = vec![
             "question=the linker cannot find the duckdb library".to_owned(),

@@ -6,15 +6,13 @@
 //! them before storing.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 use skills::redact::{examples, DETECTORS};
-
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
 
 fn skills(data: &Path, skills_dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_skills"))
@@ -65,11 +63,11 @@ fn imported(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let mut args = vec!["ingest", "--quiet"];
     args.extend_from_slice(extra);
     args.push(transcript.to_str().unwrap());
-    let o = skills(&data, &repo_skills(), &args);
+    let o = skills(&data, &common::repo_skills(), &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = skills(
         &data,
-        &repo_skills(),
+        &common::repo_skills(),
         &["memo", "import", memories.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -128,7 +126,7 @@ fn bundled_skills_return_no_secret_of_any_documented_kind() {
     let mut seen_markers = std::collections::BTreeSet::new();
     let mut skills_called = std::collections::BTreeSet::new();
     for (skill, args) in calls() {
-        let out = run(&data, &repo_skills(), skill, &args);
+        let out = run(&data, &common::repo_skills(), skill, &args);
         skills_called.insert(skill);
         let whole = out.to_string();
         for (id, _, secret) in &secrets {
@@ -195,7 +193,7 @@ fn skill_that_opts_out_returns_raw_text() {
     let skills_dir = dir.path().join("skills");
     let dst = skills_dir.join("get-conversation");
     fs_err::create_dir_all(&dst).unwrap();
-    for e in fs_err::read_dir(repo_skills().join("get-conversation")).unwrap() {
+    for e in fs_err::read_dir(common::repo_skills().join("get-conversation")).unwrap() {
         let p = e.unwrap().path();
         fs_err::copy(&p, dst.join(p.file_name().unwrap())).unwrap();
     }
@@ -224,7 +222,7 @@ fn ingest_redact_removes_secrets_from_the_store() {
     let data = dir.path().join("data");
     let o = skills(
         &data,
-        &repo_skills(),
+        &common::repo_skills(),
         &["ingest", "--json", "--redact", transcript.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -281,30 +279,10 @@ fn floor_boundary(s: &str, mut at: usize) -> usize {
 #[test]
 fn fast_redaction_finds_exactly_what_the_per_string_reference_finds() {
     let r = skills::redact::Redactor::global().unwrap();
-    let Some(dir) = std::env::var_os("SKILLS_CORPUS_DIR").map(PathBuf::from) else {
-        eprintln!("skipped: SKILLS_CORPUS_DIR is not set (the corpus of real transcripts)");
+    let Some(dir) = common::corpus() else {
         return;
     };
-    if !dir.is_dir() {
-        eprintln!(
-            "skipped: SKILLS_CORPUS_DIR `{}` is not a folder",
-            dir.display()
-        );
-        return;
-    }
-    let mut files = Vec::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in fs_err::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files = common::files_under(&dir);
     assert!(!files.is_empty(), "the corpus is empty");
     let secrets = examples();
     let mut rng = Rng(0x5EED_CAFE);

@@ -6,35 +6,25 @@
 //! `scripts/fetch-model` has not fetched the second tier.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The model folder holding the second tier, or `None` (the test then skips).
+/// The model folder holding the second tier, or `None` (the test is then not run).
 fn model_dir() -> Option<PathBuf> {
     skills::embed::Embedder::default_dir().filter(|d| skills::embed::deep::is_complete(d))
 }
 
 fn skills(data: &Path, model: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(args)
-        .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_MODEL_DIR", model)
-        .env("SKILLS_DIR", root().join("skills"))
-        .env_remove("SKILLS_EMBEDDER")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "skills {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::cli::ok(
+        common::cli::with_data(data)
+            .args(args)
+            .env("SKILLS_MODEL_DIR", model)
+            .env_remove("SKILLS_EMBEDDER"),
+    )
 }
 
 fn run_json(data: &Path, model: &Path, skill: &str, args: &Value) -> Value {
@@ -49,7 +39,7 @@ fn run_json(data: &Path, model: &Path, skill: &str, args: &Value) -> Value {
 #[test]
 fn memories_use_the_second_tier_and_match_across_languages() {
     let Some(model) = model_dir() else {
-        eprintln!("skipped: no second-tier model (run scripts/fetch-model)");
+        common::not_run("no second-tier model (run scripts/fetch-model)");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -95,12 +85,12 @@ fn memories_use_the_second_tier_and_match_across_languages() {
 #[test]
 fn conversations_opt_in_and_stay_on_the_second_tier() {
     let Some(model) = model_dir() else {
-        eprintln!("skipped: no second-tier model (run scripts/fetch-model)");
+        common::not_run("no second-tier model (run scripts/fetch-model)");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let sample = root().join("data/sample/claude-code");
+    let sample = common::repo().join("data/sample/claude-code");
     let sample = sample.to_str().unwrap();
     skills(
         &data,

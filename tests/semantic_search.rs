@@ -6,10 +6,11 @@
 //! absent (`scripts/fetch-model`).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
 use skills::embed::Embedder;
 
@@ -18,29 +19,11 @@ fn fixtures() -> PathBuf {
 }
 
 fn model() -> Option<Embedder> {
-    match Embedder::load_default() {
-        Ok(e) => Some(e),
-        Err(e) => {
-            eprintln!("note: {e}; semantic-search tests skipped");
-            None
-        }
-    }
+    common::embedder()
 }
 
 fn skills(data: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = cargo_bin_cmd!("skills")
-        .arg("--skills-dir")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .output()
-        .expect("run skills");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::cli::run(common::cli::with_data(data).args(args))
 }
 
 fn ingest_json(data: &Path, paths: &[&Path], extra: &[&str]) -> Value {
@@ -69,7 +52,7 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let src = tmp.path().join("src");
-    copy_dir(&fixtures(), &src);
+    common::copy_dir(&fixtures(), &src);
     let first = ingest_json(&data, &[&src], &[]);
     let e = &first["embeddings"];
     assert_eq!(e["model"], model.name());
@@ -93,12 +76,7 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
         "executable cannot locate dynamic lib",
         &["--arg", "limit=3"],
     );
-    let previews: Vec<&str> = found["data"]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["preview"].as_str().unwrap())
-        .collect();
+    let previews = common::strings(&found["data"]["rows"], "preview");
     assert!(previews.iter().any(|p| p.contains("rpath")), "{previews:?}");
 
     // Appending to one Claude Code session re-embeds that conversation only.
@@ -137,9 +115,7 @@ fn ingest_embeds_incrementally_and_the_skill_finds_by_meaning() {
 
 #[test]
 fn without_embeddings_the_skill_says_to_run_ingest() {
-    if model().is_none() {
-        return;
-    }
+    let Some(_model) = model() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let out = ingest_json(&data, &[&fixtures()], &["--no-embed"]);
@@ -177,19 +153,6 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        let dest = to.join(e.file_name());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
-
 /// `explain` on the default (hybrid) mode, as an insta snapshot of what does not depend
 /// on the fetched model: the call-wide fusion (method, weights, the keyword leg's
 /// stemmed terms, the neighbourhood, the temporal boost) and, per row (by message id),
@@ -197,9 +160,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// semantic leg's cosine, rank and share are the model's and are replaced by `"…"`.
 #[test]
 fn explain_shows_each_rows_legs_and_the_fusion() {
-    if model().is_none() {
-        return;
-    }
+    let Some(_model) = model() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     ingest_json(&data, &[&fixtures()], &[]);

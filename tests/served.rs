@@ -6,6 +6,8 @@
 //! stdio discover-then-close).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 /// The bundled skills' names, sorted (one per folder with a `SKILL.md`).
 fn bundled_names() -> Vec<String> {
-    let mut names: Vec<String> = fs_err::read_dir(repo_skills())
+    let mut names: Vec<String> = fs_err::read_dir(common::repo_skills())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("SKILL.md").is_file())
@@ -31,10 +33,6 @@ fn bundled_names() -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
 }
 
 fn serve(skills: &Path, data: &Path, extra: &[&str]) -> tokio::process::Command {
@@ -70,26 +68,13 @@ async fn connect<H: ClientHandler>(
     handler.serve(transport).await.unwrap()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// The served `tools/list` equals the committed golden file
 /// (`tests/golden/tools-list.json`); on a mismatch `tools-list.json.current` is written
 /// and `UPDATE_GOLDEN=1` accepts it. Every served schema is the lenient subset.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_list_matches_golden_and_is_client_lenient() {
     let data = tempfile::tempdir().unwrap();
-    let client = connect((), serve(&repo_skills(), data.path(), &["--no-watch"])).await;
+    let client = connect((), serve(&common::repo_skills(), data.path(), &["--no-watch"])).await;
     let tools = client.list_all_tools().await.unwrap();
     let served = serde_json::to_value(&tools).unwrap();
     for tool in &tools {
@@ -152,7 +137,7 @@ async fn tools_list_matches_golden_and_is_client_lenient() {
 async fn every_served_string_argument_declares_max_length() {
     let tmp = tempfile::tempdir().unwrap();
     let skills = tmp.path().join("skills");
-    copy_dir(&repo_skills(), &skills);
+    common::copy_dir(&common::repo_skills(), &skills);
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
         .arg("--skills-dir")
         .arg(&skills)
@@ -223,7 +208,7 @@ fn walk(schema: &Value, f: &mut impl FnMut(&Value)) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skills_list_and_get_carry_verified_digests() {
     let data = tempfile::tempdir().unwrap();
-    let client = connect((), serve(&repo_skills(), data.path(), &[])).await;
+    let client = connect((), serve(&common::repo_skills(), data.path(), &[])).await;
     let info = client.peer_info().unwrap();
     assert!(
         info.capabilities.extensions.as_ref().unwrap()["io.modelcontextprotocol/skills"]
@@ -235,7 +220,7 @@ async fn skills_list_and_get_carry_verified_digests() {
     let names: Vec<&str> = listed.skills.iter().map(|s| s.name()).collect();
     assert_eq!(names, bundled_names());
     for entry in &listed.skills {
-        let dir = repo_skills().join(entry.name());
+        let dir = common::repo_skills().join(entry.name());
         let SkillResources::Files(files) = &entry.resources else {
             panic!("static skill expected")
         };
@@ -290,7 +275,7 @@ async fn skills_list_and_get_carry_verified_digests() {
 async fn dropped_in_skill_appears_and_broken_document_keeps_serving() {
     let tmp = tempfile::tempdir().unwrap();
     let skills = tmp.path().join("skills");
-    copy_dir(&repo_skills(), &skills);
+    common::copy_dir(&common::repo_skills(), &skills);
     let data = tmp.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let counter = Counter::default();
@@ -314,9 +299,10 @@ async fn dropped_in_skill_appears_and_broken_document_keeps_serving() {
         if tools.iter().any(|t| t.name == "dropped_in") && counter.0.load(Ordering::SeqCst) > 0 {
             break started.elapsed();
         }
+        // A hang guard, not a speed target (a loaded machine is slow).
         assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "not served within 2 s: {:?}",
+            started.elapsed() < Duration::from_secs(60),
+            "not served within 60 s: {:?}",
             tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -376,7 +362,7 @@ fn exported_folder_reads_back_serves_and_verifies() {
             .output()
             .unwrap()
     };
-    let repo = repo_skills();
+    let repo = common::repo_skills();
     let bundled = skills(&[
         "--skills-dir",
         repo.to_str().unwrap(),
@@ -458,20 +444,7 @@ fn exported_folder_reads_back_serves_and_verifies() {
 fn stdio_discover_then_close_exits_zero() {
     use std::io::Write;
     let data = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args([
-            "--skills-dir",
-            repo_skills().to_str().unwrap(),
-            "serve",
-            "--no-watch",
-            "--no-ingest",
-        ])
-        .env("SKILLS_DATA_DIR", data.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::serve::spawn_stdio(&common::repo_skills(), data.path());
     let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
         "params": {"_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -495,7 +468,7 @@ fn stdio_discover_then_close_exits_zero() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_result_carries_server_info() {
     let data = tempfile::tempdir().unwrap();
-    let client = connect((), serve(&repo_skills(), data.path(), &["--no-watch"])).await;
+    let client = connect((), serve(&common::repo_skills(), data.path(), &["--no-watch"])).await;
     let key = "io.modelcontextprotocol/serverInfo";
     let tools = client.list_tools(None).await.unwrap();
     assert_eq!(tools.meta.unwrap().0[key]["name"], "skills");
@@ -533,20 +506,15 @@ async fn every_call_result_validates_against_the_served_output_schema() {
         vec!["ingest", "--quiet", "claude-code", "chatgpt"],
         vec!["memo", "import", "memories"],
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-            .args(&args)
-            .current_dir(&sample)
-            .env("SKILLS_DATA_DIR", &data)
-            .env_remove("SKILLS_DIR")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = common::cli::ok(
+            std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
+                .args(&args)
+                .current_dir(&sample)
+                .env("SKILLS_DATA_DIR", &data)
+                .env_remove("SKILLS_DIR"),
         );
     }
-    let client = connect((), serve(&repo_skills(), &data, &["--no-watch"])).await;
+    let client = connect((), serve(&common::repo_skills(), &data, &["--no-watch"])).await;
     let call = |name: &str, arguments: Value| {
         rmcp::model::CallToolRequestParams::new(name.to_owned())
             .with_arguments(arguments.as_object().unwrap().clone())

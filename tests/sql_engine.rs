@@ -2,6 +2,8 @@
 //! are read-only and bounded; broken query files are reported when the skill binds.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use chrono::TimeZone;
@@ -14,24 +16,11 @@ use skills::stores::StorePaths;
 
 fn message(conv: &str, i: i64, role: &str, day: u32, content: &str) -> Message {
     Message {
-        source: "claude-code".into(),
-        model: None,
-        project: None,
-        conversation_id: conv.into(),
-        conversation_title: None,
-        message_id: format!("{conv}-{i}"),
-        parent_id: None,
-        msg_index: i,
         timestamp: chrono::Utc
             .with_ymd_and_hms(2025, 3, day, 10, 0, u32::try_from(i).unwrap())
             .unwrap(),
-        timestamp_is_fallback: false,
         role: role.into(),
-        content_type: "text".into(),
-        content: content.into(),
-        has_attachment: false,
-        has_citation: false,
-        is_injected: false,
+        ..common::message(conv, i, content)
     }
 }
 
@@ -43,7 +32,7 @@ struct Fixture {
 impl Fixture {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+        let src = common::repo_skills();
         for entry in std::fs::read_dir(src).unwrap() {
             let entry = entry.unwrap();
             let dest = dir.path().join("skills").join(entry.file_name());
@@ -84,16 +73,14 @@ impl Fixture {
 
     /// Adds a drop-in `sql` skill with the given query and options.
     fn add_sql_skill(&self, name: &str, options: &str, query: &str) -> PathBuf {
-        let d = self.skills().join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(
-            d.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: test\nengine: sql\nreads: [conversations, memories]\nengine-options: {options}\ninput-schema:\n  type: object\n  properties:\n    id: {{type: string, default: x}}\n---\n# {name}\n"),
+        common::sql_skill(
+            &self.skills(),
+            name,
+            &format!("reads: [conversations, memories]\nengine-options: {options}\ninput-schema:\n  type: object\n  properties:\n    id: {{type: string, default: x}}\n"),
+            query,
+            "{{ data.count }}",
         )
-        .unwrap();
-        std::fs::write(d.join("template.md.j2"), "{{ data.count }}").unwrap();
-        std::fs::write(d.join("query.sql"), query).unwrap();
-        d.join("SKILL.md")
+        .join("SKILL.md")
     }
 }
 
@@ -159,12 +146,7 @@ fn enum_arguments_choose_structure_and_bad_values_are_argument_errors() {
     let f = Fixture::new();
     let host = f.host();
     let out = host.call("brain-stats", json!({"by": "role"})).unwrap();
-    let keys: Vec<&str> = out.data["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["key"].as_str().unwrap())
-        .collect();
+    let keys = common::strings(&out.data["rows"], "key");
     assert_eq!(keys, ["assistant", "user"]);
     match host.call("brain-stats", json!({"by": "source; DROP TABLE x"})) {
         Err(CallError::InvalidArguments { errors, .. }) => assert_eq!(errors[0].argument, "by"),

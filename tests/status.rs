@@ -3,31 +3,21 @@
 //! replaced; the text form and the states of the index and embeddings are asserted.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// `skills ARGS` with the data folder `data` and no embedding model.
 fn skills(data: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(args)
-        .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_MODEL_DIR", data.join("no-model"))
-        .env("SKILLS_DIR", root().join("skills"))
-        .env_remove("SKILLS_EMBEDDER")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "skills {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::cli::ok(
+        common::cli::with_data(data)
+            .args(args)
+            .env("SKILLS_MODEL_DIR", data.join("no-model"))
+            .env_remove("SKILLS_EMBEDDER"),
+    )
 }
 
 fn status_json(data: &Path) -> Value {
@@ -65,7 +55,7 @@ fn status_json_reports_sources_index_embeddings_model_and_paths() {
     assert_eq!(empty["conversations"]["index"]["state"], "missing");
     assert_eq!(empty["servers"], serde_json::json!([]));
 
-    let sample = root().join("data/sample");
+    let sample = common::repo().join("data/sample");
     skills(
         &data,
         &[
@@ -91,9 +81,9 @@ fn status_json_reports_sources_index_embeddings_model_and_paths() {
 
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
-    settings.add_filter(&regex_literal(&tmp.path().display().to_string()), "[TMP]");
+    settings.add_filter(&regex_syntax::escape(&tmp.path().display().to_string()), "[TMP]");
     settings.add_filter(
-        &regex_literal(&format!("\"{}\"", env!("CARGO_PKG_VERSION"))),
+        &regex_syntax::escape(&format!("\"{}\"", env!("CARGO_PKG_VERSION"))),
         "\"[VERSION]\"",
     );
     settings.bind(|| insta::assert_json_snapshot!("status_json", stable(status)));
@@ -110,7 +100,7 @@ fn status_json_reports_sources_index_embeddings_model_and_paths() {
 fn status_says_when_the_index_is_older_than_the_store() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
-    let sample = root().join("data/sample/claude-code");
+    let sample = common::repo().join("data/sample/claude-code");
     skills(&data, &["ingest", "--quiet", sample.to_str().unwrap()]);
     // Another writer changes the database after the index was published.
     {
@@ -147,27 +137,19 @@ fn status_names_the_second_tier_without_loading_it() {
         .arg(&source)
         .status();
     if !built.is_ok_and(|s| s.success()) {
-        eprintln!("note: no C compiler to build a marking libe5.so; skipped");
+        common::not_run("no C compiler (`cc`) to build a marking libe5.so");
         return;
     }
     std::fs::write(e5.join("e5-small-q4.bin"), b"not loaded").unwrap();
     let mark = tmp.path().join("loaded");
     let data = tmp.path().join("data");
-    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["status", "--json"])
-        .env("SKILLS_DATA_DIR", &data)
-        .env("SKILLS_MODEL_DIR", tmp.path().join("model"))
-        .env("SKILLS_DIR", root().join("skills"))
-        .env("SKILLS_TEST_E5_MARK", &mark)
-        .env_remove("SKILLS_EMBEDDER")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let status = common::cli::json(
+        common::cli::with_data(&data)
+            .args(["status", "--json"])
+            .env("SKILLS_MODEL_DIR", tmp.path().join("model"))
+            .env("SKILLS_TEST_E5_MARK", &mark)
+            .env_remove("SKILLS_EMBEDDER"),
     );
-    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         status["memories"]["model"],
         skills::embed::deep::NAME,
@@ -176,14 +158,3 @@ fn status_names_the_second_tier_without_loading_it() {
     assert!(!mark.exists(), "status loaded the second tier's engine");
 }
 
-/// Escapes `text` for use as a literal in an insta filter (a regex).
-fn regex_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}

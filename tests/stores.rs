@@ -4,6 +4,8 @@
 //! 1, and read-only opens leave the search index's stamp of the store unchanged.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -14,15 +16,9 @@ use skills::stores::conversations::index::{Index, StoreStamp};
 use skills::stores::memories::{Memory, MemoryStore};
 use skills::stores::StorePaths;
 
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
-
 fn skills(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skills"))
+    common::cli::with_data(data)
         .args(args)
-        .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_DIR", repo_skills())
         .env("SKILLS_EMBEDDER", "none")
         .output()
         .unwrap()
@@ -88,7 +84,7 @@ fn serve_holds_no_duckdb_lock_between_calls() {
     let db = StorePaths::in_dir(data.path()).conversations;
     let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["serve", "--no-ingest"])
-        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_DIR", common::repo_skills())
         .env("SKILLS_DATA_DIR", data.path())
         // DuckDB answers every search: the path that opens the store.
         .env("SKILLS_SEARCH_INDEX", "off")
@@ -158,19 +154,26 @@ fn ingest_waiting_for_the_store_names_the_process_holding_it() {
     let holder = duckdb::Connection::open(&db).unwrap();
     let second = data.path().join("second.jsonl");
     transcript(&second, "c2", 4, "giraffe");
-    let ingest = Command::new(env!("CARGO_BIN_EXE_skills"))
+    let mut ingest = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["ingest", "--quiet", second.to_str().unwrap()])
         .env("SKILLS_DATA_DIR", data.path())
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // The lock is released once ingest said it waits (not after a guessed time: a
+    // slow start must not make it miss the lock).
+    let mut said = String::new();
+    let mut lines = std::io::BufReader::new(ingest.stderr.take().unwrap()).lines();
+    while !said.contains("waiting up to 30 s for") {
+        let line = lines.next().unwrap_or_else(|| panic!("ingest ended without waiting: {said}"));
+        said.push_str(&line.unwrap());
+        said.push('\n');
+    }
     drop(holder);
-    let o = ingest.wait_with_output().unwrap();
-    let err = stderr(&o);
-    assert!(o.status.success(), "{err}");
-    assert!(err.contains("waiting up to 30 s for"), "{err}");
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let err = format!("{said}{}", rest.join("\n"));
+    assert!(ingest.wait().unwrap().success(), "{err}");
     assert!(
         err.contains(&format!("(PID {})", std::process::id())),
         "the note does not name this test's PID {}: {err}",
@@ -371,7 +374,7 @@ fn read_only_opens_keep_the_search_index_stamp() {
         let store = ctx.conversations().unwrap();
         assert_eq!(store.count().unwrap(), 6);
     }
-    let host = skills::runtime::Host::load(&repo_skills(), Context::new(paths.clone()));
+    let host = skills::runtime::Host::load(&common::repo_skills(), Context::new(paths.clone()));
     for (skill, args) in [
         ("brain-stats", json!({})),
         ("get-conversation", json!({"conversation_id": "c1"})),

@@ -1,6 +1,5 @@
-//! Benchmark support: a deterministic corpus generator ([`gen`]), the LoCoMo
-//! benchmark's loader ([`locomo`]) for quality harnesses, and the real test corpus
-//! read into stores ([`corpus`]).
+//! Benchmark support: a deterministic corpus generator ([`gen`]) and the LoCoMo
+//! benchmark's loader ([`locomo`]) for quality harnesses.
 //!
 //! Nothing here is used by the runtime, the engines or the CLI: the `benches/` runners
 //! and the tests are the only callers. This module may read and write stores through
@@ -11,6 +10,5 @@
 //! turn on (Cargo.toml's dev-dependency of the package on itself) and a release build
 //! of the binary leaves off, so the installed `skills` does not carry it.
 
-pub mod corpus;
 pub mod gen;
 pub mod locomo;

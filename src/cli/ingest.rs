@@ -97,9 +97,14 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     } else {
         args.paths.clone()
     };
+    // The test hook of `tests/serve_ingest.rs`' kill test (see `IngestOptions::pause_at`).
+    let pause_at = std::env::var_os("SKILLS_INGEST_PAUSE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     let options = IngestOptions {
         keep_injected: args.keep_injected,
         redact: args.redact,
+        pause_at: pause_at.as_deref(),
     };
     let store_path = session.store_paths()?.conversations;
     let mut store = ConversationStore::open_rw(&store_path)?;

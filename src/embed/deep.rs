@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn ranks_the_answering_passage_first_when_fetched() {
         let Some(dir) = crate::embed::Embedder::default_dir().filter(|d| is_complete(d)) else {
-            eprintln!("skipped: no second-tier model (run scripts/fetch-model)");
+            crate::not_run::not_run("no second-tier model (run scripts/fetch-model)");
             return;
         };
         let deep = DeepModel::load(&dir).expect("load e5");

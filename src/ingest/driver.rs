@@ -177,7 +177,7 @@ impl IngestSummary {
 
 /// Options of [`ingest_paths_with`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct IngestOptions {
+pub struct IngestOptions<'a> {
     /// Store injected harness text as ordinary messages (`is_injected` false) instead
     /// of setting it aside (`skills ingest --keep-injected`).
     pub keep_injected: bool,
@@ -185,6 +185,11 @@ pub struct IngestOptions {
     /// storing ([`crate::redact`]; `skills ingest --redact`). Without it the store keeps
     /// raw text and skills redact their output.
     pub redact: bool,
+    /// Test hook (`$SKILLS_INGEST_PAUSE`, read by `skills ingest`): store the first
+    /// file alone as the first batch, then write this file and wait until it is
+    /// removed. A test kills the import at that known point (one file committed, the
+    /// rest not) instead of racing a timer. `None` in every real run.
+    pub pause_at: Option<&'a Path>,
 }
 
 /// [`ingest_paths_with`] with default [`IngestOptions`].
@@ -232,7 +237,7 @@ const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 pub fn ingest_paths_with(
     store: &ConversationStore,
     paths: &[PathBuf],
-    options: IngestOptions,
+    options: IngestOptions<'_>,
     on_file: &mut dyn FnMut(&Path, &FileSummary),
 ) -> IngestSummary {
     let mut summary = IngestSummary::default();
@@ -254,6 +259,7 @@ pub fn ingest_paths_with(
         batch: Batch::default(),
         reimported: HashSet::new(),
         unchanged: HashSet::new(),
+        paused: false,
     };
     std::thread::scope(|scope| {
         let states = &states;
@@ -271,7 +277,7 @@ pub fn ingest_paths_with(
 /// along ([`StoredBatch::forgotten`](crate::stores::conversations::StoredBatch::forgotten)).
 struct Storer<'a> {
     store: &'a ConversationStore,
-    options: IngestOptions,
+    options: IngestOptions<'a>,
     summary: IngestSummary,
     batch: Batch,
     /// State keys of the files imported again in this run: the walk's later news
@@ -280,6 +286,8 @@ struct Storer<'a> {
     /// State keys of the files counted as unchanged in this run: one imported again
     /// afterwards is counted as imported instead.
     unchanged: HashSet<String>,
+    /// Whether [`IngestOptions::pause_at`] was done.
+    paused: bool,
 }
 
 impl Storer<'_> {
@@ -314,7 +322,9 @@ impl Storer<'_> {
                     return;
                 }
                 self.add(entry, faults);
-                if self.batch.messages >= BATCH_MESSAGES
+                let pause = self.options.pause_at.filter(|_| !self.paused);
+                if pause.is_some()
+                    || self.batch.messages >= BATCH_MESSAGES
                     || self.batch.ready >= BATCH_FILES
                     || self
                         .batch
@@ -322,6 +332,10 @@ impl Storer<'_> {
                         .is_some_and(|t| t.elapsed() >= BATCH_TIME)
                 {
                     self.flush(on_file);
+                }
+                if let Some(checkpoint) = pause {
+                    self.paused = true;
+                    pause_at(checkpoint);
                 }
             }
         }
@@ -401,12 +415,24 @@ enum Step {
     Ignored,
 }
 
+/// [`IngestOptions::pause_at`]: writes `checkpoint`, then waits until it is removed.
+/// When it cannot be written the import goes on (the waiting test then fails naming
+/// the missing checkpoint).
+fn pause_at(checkpoint: &Path) {
+    if std::fs::write(checkpoint, "paused after the first batch\n").is_err() {
+        return;
+    }
+    while checkpoint.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Walks `paths` in order, deciding per file what to do, and parses the files to
 /// import; stops early when the receiver is gone.
 fn walk_and_parse(
     paths: &[PathBuf],
     states: &HashMap<String, FileState>,
-    options: IngestOptions,
+    options: IngestOptions<'_>,
     steps: &std::sync::mpsc::SyncSender<Step>,
 ) {
     let mut reached = HashSet::new();
@@ -746,7 +772,7 @@ fn prepare(
     format: Option<Format>,
     stat: Option<Stat>,
     state: Option<FileState>,
-    options: IngestOptions,
+    options: IngestOptions<'_>,
 ) -> (Entry, Vec<Fault>) {
     let mut fs = FileSummary {
         path: path.to_path_buf(),

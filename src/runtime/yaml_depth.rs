@@ -109,7 +109,8 @@ mod tests {
         );
         let start = std::time::Instant::now();
         assert_eq!(check(&deep), Err(TooDeep { line: 2 }));
-        assert!(start.elapsed() < std::time::Duration::from_millis(500));
+        // A hang guard (loaded machines included), not a speed target.
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
         let mut block = String::new();
         for depth in 0..100 {
             block.push_str(&format!("{}k{depth}:\n", "  ".repeat(depth)));

@@ -7,6 +7,9 @@
 // A test binary (`harness = false`): clippy's `allow-unwrap-in-tests` does not see it.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -84,24 +87,6 @@ mod breakage {
 
     const SKILL: &str = "search-conversations";
 
-    /// Copies the repository's skills into a temp folder so a test can break one.
-    fn copy_skills() -> tempfile::TempDir {
-        let tmp = tempfile::tempdir().unwrap();
-        for entry in std::fs::read_dir(repo().join("skills")).unwrap() {
-            let entry = entry.unwrap();
-            if !entry.path().is_dir() {
-                continue;
-            }
-            let dest = tmp.path().join(entry.file_name());
-            std::fs::create_dir_all(&dest).unwrap();
-            for f in std::fs::read_dir(entry.path()).unwrap() {
-                let f = f.unwrap();
-                std::fs::copy(f.path(), dest.join(f.file_name())).unwrap();
-            }
-        }
-        tmp
-    }
-
     /// Replaces `from` (which must occur exactly once) by `to` in a skill file.
     fn edit(dir: &Path, file: &str, from: &str, to: &str) -> PathBuf {
         let path = dir.join(SKILL).join(file);
@@ -141,7 +126,7 @@ mod breakage {
         "If term has no match, output is f\"No conversations found containing '{term}'\" — not an empty table";
 
     fn missing_binding() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         let path = edit(
             tmp.path(),
             "conformance.yaml",
@@ -159,7 +144,7 @@ mod breakage {
     }
 
     fn missing_binding_file() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         let path = tmp.path().join(SKILL).join("conformance.yaml");
         std::fs::remove_file(&path).unwrap();
         let report = run_items(tmp.path(), &[""]);
@@ -173,7 +158,7 @@ mod breakage {
     }
 
     fn drifted_text() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         let new = "Rows are ordered by created DESC (most recent first)";
         edit(
             tmp.path(),
@@ -199,7 +184,7 @@ mod breakage {
     }
 
     fn unknown_check() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         edit(
             tmp.path(),
             "conformance.yaml",
@@ -221,7 +206,7 @@ mod breakage {
     }
 
     fn bad_params() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         edit(
             tmp.path(),
             "conformance.yaml",
@@ -242,7 +227,7 @@ mod breakage {
 
     /// A misspelt parameter is named, with the parameters the check knows.
     fn unknown_param() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         edit(
             tmp.path(),
             "conformance.yaml",
@@ -258,7 +243,7 @@ mod breakage {
 
     /// A parameter of the wrong type is named with the type expected.
     fn mistyped_param() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         edit(
             tmp.path(),
             "conformance.yaml",
@@ -274,7 +259,7 @@ mod breakage {
 
     /// A missing required parameter is named; the other checks of the item still run.
     fn missing_param() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         edit(
             tmp.path(),
             "conformance.yaml",
@@ -302,7 +287,7 @@ mod breakage {
     }
 
     fn failing_check() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         edit(
             tmp.path(),
             "conformance.yaml",
@@ -321,7 +306,7 @@ mod breakage {
     }
 
     fn cli_exit_code_and_summary() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         edit(
             tmp.path(),
             "conformance.yaml",
@@ -451,7 +436,7 @@ mod breakage {
     /// A new checklist item becomes executable with YAML only (here: argument errors),
     /// and a wrong expectation fails with the argument the host actually named.
     fn new_item_needs_only_yaml() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         let item = "Invalid arguments are rejected before the engine runs, naming the argument";
         let doc = tmp.path().join(SKILL).join("SKILL.md");
         let mut text = std::fs::read_to_string(&doc).unwrap();
@@ -478,7 +463,7 @@ mod breakage {
     }
 
     fn excluded_item_is_reported() -> Result<(), Failed> {
-        let tmp = copy_skills();
+        let tmp = crate::common::copy_skills();
         let path = edit(
             tmp.path(),
             "conformance.yaml",

@@ -278,7 +278,7 @@ fn the_next_close_rewrites_a_version_one_segment_with_bits() {
     use crate::bench::gen::{Generator, Spec};
     use crate::stores::conversations::ConversationStore;
     let Ok(embedder) = Embedder::load_default() else {
-        eprintln!("skipped: no embedding model (run scripts/fetch-model)");
+        crate::not_run::not_run("no embedding model (run scripts/fetch-model)");
         return;
     };
     let embedder = Arc::new(embedder);
