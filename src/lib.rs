@@ -14,17 +14,17 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
-/// Unit tests that cannot run here (no model, no corpus) say so: the integration
-/// tests' mechanism, one file for both.
-#[cfg(test)]
-#[path = "../tests/common/not_run.rs"]
-pub(crate) mod not_run;
 pub mod cancel;
 pub mod confine;
 pub mod embed;
 pub mod engines;
 pub mod ingest;
 pub mod model;
+/// Unit tests that cannot run here (no model, no corpus) say so: the integration
+/// tests' mechanism, one file for both.
+#[cfg(test)]
+#[path = "../tests/common/not_run.rs"]
+pub(crate) mod not_run;
 pub mod places;
 pub mod redact;
 pub mod runtime;

@@ -115,7 +115,10 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
                 .iter()
                 .find(|l| !l.starts_with("#[") && !l.starts_with("//"));
             let Some(name) = decl
-                .and_then(|l| l.strip_prefix("mod ").or_else(|| l.strip_prefix("pub(crate) mod ")))
+                .and_then(|l| {
+                    l.strip_prefix("mod ")
+                        .or_else(|| l.strip_prefix("pub(crate) mod "))
+                })
                 .and_then(|l| l.strip_suffix(';'))
             else {
                 continue;

@@ -160,7 +160,7 @@ fn pages_load_in_headless_chromium_without_console_errors() {
     );
 
     let data = tempfile::tempdir().unwrap();
-    let ingest = common::cli::ok(
+    common::cli::ok(
         Command::new(env!("CARGO_BIN_EXE_skills"))
             .args(["ingest", "--quiet", "--no-embed"])
             .arg(corpus.join("claude-code"))

@@ -152,8 +152,14 @@ fn empty_data() -> PathBuf {
 fn snapshot(name: &str, text: &str) {
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
-    settings.add_filter(&regex_syntax::escape(&scratch().display().to_string()), "[TMP]");
-    settings.add_filter(&regex_syntax::escape(&common::repo().display().to_string()), "[ROOT]");
+    settings.add_filter(
+        &regex_syntax::escape(&scratch().display().to_string()),
+        "[TMP]",
+    );
+    settings.add_filter(
+        &regex_syntax::escape(&common::repo().display().to_string()),
+        "[ROOT]",
+    );
     settings.add_filter(
         &regex_syntax::escape(&format!("skills {}", env!("CARGO_PKG_VERSION"))),
         "skills [VERSION]",

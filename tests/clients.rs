@@ -222,9 +222,12 @@ fn skills_ref_accepts_every_exported_skill() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("exported");
-    let export = common::cli::ok(
+    common::cli::ok(
         Command::new(env!("CARGO_BIN_EXE_skills"))
-            .args(["--skills-dir", common::repo().join("skills").to_str().unwrap()])
+            .args([
+                "--skills-dir",
+                common::repo().join("skills").to_str().unwrap(),
+            ])
             .args(["export", "--agent-skills", out.to_str().unwrap()])
             .env("SKILLS_DATA_DIR", tmp.path().join("data")),
     );
@@ -333,7 +336,10 @@ fn conformance_suite_sep_2640_scenarios_pass() {
     let data = tempfile::tempdir().unwrap();
     let exported = data.path().join("exported");
     let export = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["--skills-dir", common::repo().join("skills").to_str().unwrap()])
+        .args([
+            "--skills-dir",
+            common::repo().join("skills").to_str().unwrap(),
+        ])
         .args(["export", "--agent-skills", exported.to_str().unwrap()])
         .env("SKILLS_DATA_DIR", data.path())
         .output()

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::path::Path;
-
 use serde_json::Value;
 use skills::engines::{memo_search, semantic_search, Norm};
 use skills::search::postings::Spread;

@@ -33,7 +33,7 @@ fn add_doc(dir: &Path, folder: &str, text: &str) -> PathBuf {
 
 #[test]
 fn repository_skills_are_all_valid() {
-    let host = common::bundled_host("/nonexistent");
+    let host = common::bundled_host(Path::new("/nonexistent"));
     assert!(host.diagnostics().is_empty(), "{:#?}", host.diagnostics());
     assert!(host.get("search-conversations").is_some());
     assert_eq!(

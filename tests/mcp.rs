@@ -6,24 +6,20 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use chrono::TimeZone;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, JsonObject, ReadResourceRequestParams, ResourceContents,
-};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{ReadResourceRequestParams, ResourceContents};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use skills::ingest::Message;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-use common::mcp::{Client, args, call, text};
+use common::mcp::{call, text, Client};
 
 const TOOL: &str = "search_conversations";
 
@@ -197,7 +193,8 @@ async fn check_resources(client: &Client) {
     assert_eq!(mime_type.as_deref(), Some("text/markdown"));
     assert_eq!(
         text,
-        &std::fs::read_to_string(common::repo_skills().join("search-conversations/SKILL.md")).unwrap()
+        &std::fs::read_to_string(common::repo_skills().join("search-conversations/SKILL.md"))
+            .unwrap()
     );
     assert!(client
         .read_resource(ReadResourceRequestParams::new("skill://nope/SKILL.md"))
@@ -464,8 +461,7 @@ async fn http_load_1000_concurrent_calls() {
 /// The same server in-process over `tokio::io::duplex`: no binary, no sockets.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_process_duplex_server() {
-    use skills::engines::Context;
-    use skills::runtime::{mcp::SkillServer, Host};
+    use skills::runtime::mcp::SkillServer;
     let data = data_dir();
     let host = common::bundled_host(data.path());
     let server = SkillServer::new(std::sync::Arc::new(host));

@@ -7,8 +7,7 @@
 mod common;
 
 use std::io::{BufRead, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};

@@ -5,16 +5,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::CallToolResult;
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
-use common::mcp::{Client, args, call, text};
+use common::mcp::{call, text, Client};
 
 async fn serve(data: &Path, embedder_none: bool) -> Client {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skills"));

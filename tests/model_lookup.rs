@@ -198,7 +198,7 @@ fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empt
         tmp.path().join("data"),
     );
     fs_err::create_dir_all(&home).unwrap();
-    let install = common::cli::ok(
+    common::cli::ok(
         Command::new("bash")
             .arg(common::repo().join("scripts/install"))
             .env("PREFIX", &prefix)

@@ -563,7 +563,7 @@ async fn a_skill_created_while_serving_gets_its_page() {
     let server = Server::start(skills.path(), data.path()).await;
     let (status, _) = server.get("/skills/fresh-pages").await;
     assert_eq!(status, 404);
-    let out = common::cli::ok(
+    common::cli::ok(
         common::cli::skills()
             .args(["new", "fresh-pages"])
             .env("SKILLS_DIR", skills.path())
@@ -809,7 +809,7 @@ impl UiHome {
     /// `skills ui` plus `extra`; `desktop`: `DISPLAY` set (the fake opener runs).
     fn ui(&self, extra: &[&str], desktop: bool) -> tokio::process::Command {
         let home = self.dir.path();
-        let mut cmd = tokio::process::common::cli::skills();
+        let mut cmd = tokio::process::Command::new(common::cli::bin());
         cmd.arg("ui")
             .args(extra)
             .env("HOME", home)
@@ -830,7 +830,10 @@ impl UiHome {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        for var in common::TOOL_LOCATIONS.iter().chain(&["SKILLS_WATCH", "WAYLAND_DISPLAY"]) {
+        for var in common::TOOL_LOCATIONS
+            .iter()
+            .chain(&["SKILLS_WATCH", "WAYLAND_DISPLAY"])
+        {
             cmd.env_remove(var);
         }
         if desktop {

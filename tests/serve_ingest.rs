@@ -11,14 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use common::mcp::{Client, text};
+use common::mcp::{text, Client};
 
 /// Longest wait for a change to be found.
 const PATIENCE: Duration = Duration::from_secs(90);
@@ -477,7 +476,11 @@ async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let importing = children_of(pid);
-    assert_eq!(importing.len(), 1, "one `skills ingest` child: {importing:?}");
+    assert_eq!(
+        importing.len(),
+        1,
+        "one `skills ingest` child: {importing:?}"
+    );
     let child = importing[0];
     server.start_kill().unwrap();
     server.wait().await.unwrap();

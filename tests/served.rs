@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -74,7 +74,11 @@ async fn connect<H: ClientHandler>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_list_matches_golden_and_is_client_lenient() {
     let data = tempfile::tempdir().unwrap();
-    let client = connect((), serve(&common::repo_skills(), data.path(), &["--no-watch"])).await;
+    let client = connect(
+        (),
+        serve(&common::repo_skills(), data.path(), &["--no-watch"]),
+    )
+    .await;
     let tools = client.list_all_tools().await.unwrap();
     let served = serde_json::to_value(&tools).unwrap();
     for tool in &tools {
@@ -468,7 +472,11 @@ fn stdio_discover_then_close_exits_zero() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_result_carries_server_info() {
     let data = tempfile::tempdir().unwrap();
-    let client = connect((), serve(&common::repo_skills(), data.path(), &["--no-watch"])).await;
+    let client = connect(
+        (),
+        serve(&common::repo_skills(), data.path(), &["--no-watch"]),
+    )
+    .await;
     let key = "io.modelcontextprotocol/serverInfo";
     let tools = client.list_tools(None).await.unwrap();
     assert_eq!(tools.meta.unwrap().0[key]["name"], "skills");
@@ -506,7 +514,7 @@ async fn every_call_result_validates_against_the_served_output_schema() {
         vec!["ingest", "--quiet", "claude-code", "chatgpt"],
         vec!["memo", "import", "memories"],
     ] {
-        let out = common::cli::ok(
+        common::cli::ok(
             std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
                 .args(&args)
                 .current_dir(&sample)

@@ -81,7 +81,10 @@ fn status_json_reports_sources_index_embeddings_model_and_paths() {
 
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
-    settings.add_filter(&regex_syntax::escape(&tmp.path().display().to_string()), "[TMP]");
+    settings.add_filter(
+        &regex_syntax::escape(&tmp.path().display().to_string()),
+        "[TMP]",
+    );
     settings.add_filter(
         &regex_syntax::escape(&format!("\"{}\"", env!("CARGO_PKG_VERSION"))),
         "\"[VERSION]\"",
@@ -157,4 +160,3 @@ fn status_names_the_second_tier_without_loading_it() {
     );
     assert!(!mark.exists(), "status loaded the second tier's engine");
 }
-

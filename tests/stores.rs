@@ -166,7 +166,9 @@ fn ingest_waiting_for_the_store_names_the_process_holding_it() {
     let mut said = String::new();
     let mut lines = std::io::BufReader::new(ingest.stderr.take().unwrap()).lines();
     while !said.contains("waiting up to 30 s for") {
-        let line = lines.next().unwrap_or_else(|| panic!("ingest ended without waiting: {said}"));
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("ingest ended without waiting: {said}"));
         said.push_str(&line.unwrap());
         said.push('\n');
     }

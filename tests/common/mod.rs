@@ -216,7 +216,9 @@ pub fn embedder() -> Option<skills::embed::Embedder> {
     match skills::embed::Embedder::load_default() {
         Ok(e) => Some(e),
         Err(e) => {
-            not_run(&format!("no embedding model ({e}; run scripts/fetch-model)"));
+            not_run(&format!(
+                "no embedding model ({e}; run scripts/fetch-model)"
+            ));
             None
         }
     }

@@ -88,7 +88,12 @@ impl HttpServer {
 
     /// The port.
     pub fn port(&self) -> u16 {
-        self.authority().rsplit(':').next().unwrap().parse().unwrap()
+        self.authority()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
     }
 
     /// The port-qualified authority (`127.0.0.1:<port>`), as a browser sends it in `Host`.
