@@ -298,7 +298,7 @@ fn serve_over_stdio(user: &User) {
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "search-conversations", "arguments": {"query": "RUNPATH"}}}),
+        "name": "search-conversations", "arguments": {"term": "RUNPATH"}}}),
     );
     let call = answer(2);
     assert_eq!(call["result"]["isError"], false, "{call}");
@@ -589,7 +589,10 @@ fn the_third_party_notice_lists_every_compiled_crate() {
     // the tests), so the notice may list a few crates only test builds compile; it must
     // never miss one the binary compiles.
     let missing: Vec<&String> = want.difference(&listed).collect();
-    assert!(missing.is_empty(), "compiled crates missing from the notice: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "compiled crates missing from the notice: {missing:?}"
+    );
     assert!(text.contains("| `bin/skills` | skills |"), "{text}");
     std::fs::create_dir_all(stage.join("lib/skills")).unwrap();
     std::fs::write(stage.join("lib/skills/libstray.so"), "x").unwrap();
