@@ -165,7 +165,7 @@ fn snapshot(name: &str, text: &str) {
         &regex_syntax::escape(&format!("skills {}", env!("CARGO_PKG_VERSION"))),
         "skills [VERSION]",
     );
-    settings.add_filter(&literal(env!("SKILLS_TARGET")), "[TARGET]");
+    settings.add_filter(&regex_syntax::escape(env!("SKILLS_TARGET")), "[TARGET]");
     settings.bind(|| insta::assert_snapshot!(name, text));
 }
 
