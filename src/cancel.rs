@@ -1,7 +1,7 @@
 //! Stopping one call: a deadline, or a stop from outside (the client left or sent
 //! `notifications/cancelled`).
 //!
-//! A [`Cancel`] is made per call by the host ([`crate::runtime::Host::call_with`]) and
+//! A [`Cancel`] is made per call by the host ([`crate::host::Host::call_with`]) and
 //! handed to engines through their context. Work stops in two ways, both driven by the
 //! same state:
 //!

@@ -5,9 +5,11 @@
 //! modules it names through `crate::…` paths in code (`use` lines, `use crate::{…}`
 //! groups and inline paths; comments and doc links are ignored). Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,
-//! embed) form no cycle, that `search`, the retrieval library, names none of
-//! runtime, engines, stores or ingest, that engines and stores name no ingest, and
-//! that no module names the web pages (`web`).
+//! embed) form no cycle, that no two top-level modules use each other in a circle,
+//! that `search`, the retrieval library, names none of the application modules, that
+//! engines and stores name no ingest, that the skill host (`host`) names none of the
+//! modules built on it (the MCP server, verify, the site, the background importer),
+//! and that no module names the web pages (`web`).
 //! Also two facts of the repository around `src/`: the benchmark generator is behind
 //! the `bench` feature, and the scripts name no absolute path of one machine.
 
@@ -174,10 +176,52 @@ fn layers_form_no_cycle() {
 fn search_depends_on_no_application_layer() {
     let graph = src_graph();
     let deps = &graph["search"];
-    for forbidden in ["runtime", "engines", "stores", "ingest"] {
+    for forbidden in [
+        "host",
+        "mcp",
+        "verify",
+        "site",
+        "background_import",
+        "engines",
+        "stores",
+        "ingest",
+    ] {
         assert!(
             !deps.contains(forbidden),
             "src/search uses crate::{forbidden} (search deps: {deps:?})"
+        );
+    }
+}
+
+/// No circle among the top-level modules at all: each one can be read knowing only
+/// the modules below it.
+#[test]
+fn top_level_modules_form_no_cycle() {
+    let graph = src_graph();
+    let all: Vec<&str> = graph.keys().map(String::as_str).collect();
+    if let Some(cycle) = find_cycle(&graph, &all) {
+        panic!("module cycle: {} (graph: {graph:?})", cycle.join(" -> "));
+    }
+}
+
+/// The skill host is the base the MCP server, `verify`, the site and the background
+/// importer build on: it names none of them, so a change to a transport or to the
+/// docs site cannot reach into how a call is validated and run.
+#[test]
+fn the_host_uses_nothing_built_on_it() {
+    let graph = src_graph();
+    let deps = &graph["host"];
+    for above in ["mcp", "verify", "site", "background_import", "web", "setup"] {
+        assert!(
+            !deps.contains(above),
+            "src/host uses crate::{above} (its deps: {deps:?})"
+        );
+    }
+    let mcp = &graph["mcp"];
+    for above in ["verify", "site", "background_import"] {
+        assert!(
+            !mcp.contains(above),
+            "src/mcp uses crate::{above} (its deps: {mcp:?})"
         );
     }
 }
@@ -211,7 +255,7 @@ fn shared_leaves_depend_on_no_layer_above() {
 }
 
 /// The pages for people (`src/web/`) sit on top of the library: no other module names
-/// `crate::web`, so nothing on an MCP call's path (`runtime::mcp` → `Host::call` →
+/// `crate::web`, so nothing on an MCP call's path (`mcp` → `Host::call` →
 /// engines, stores) runs page code. Only the binary's `skills serve` hands the pages
 /// to the listener, which gives them every path but `/mcp`.
 #[test]
@@ -230,7 +274,7 @@ fn nothing_below_the_pages_uses_them() {
 /// comments, and report a cycle when there is one.
 #[test]
 fn checker_sees_every_path_form_and_finds_cycles() {
-    let text = "//! see [`crate::runtime::Host`]\n\
+    let text = "//! see [`crate::host::Host`]\n\
                 use crate::{\n    stores::memories::{Memory, MemoryStore},\n    time,\n};\n\
                 use crate::search::bm25::FtsIndex;\n\
                 fn f() { crate::ingest::detect(p); } // crate::engines::x\n\

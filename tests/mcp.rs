@@ -546,7 +546,8 @@ async fn http_load_1000_concurrent_calls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_process_duplex_server() {
     use skills::engines::Context;
-    use skills::runtime::{mcp::SkillServer, Host};
+    use skills::host::Host;
+    use skills::mcp::SkillServer;
     let data = data_dir();
     let host = Host::load(
         &repo_skills(),

@@ -197,7 +197,7 @@ async fn every_served_string_argument_declares_max_length() {
     }
     assert!(strings > 20, "only {strings} string arguments seen");
     let dropped = tools.iter().find(|t| t.name == "unbounded").unwrap();
-    let host_bound = skills::runtime::args::MAX_STRING_CHARS as u64;
+    let host_bound = skills::host::args::MAX_STRING_CHARS as u64;
     let props = &dropped.input_schema["properties"];
     assert_eq!(props["source"]["maxLength"], host_bound, "{props}");
     assert_eq!(props["tags"]["items"]["maxLength"], host_bound, "{props}");

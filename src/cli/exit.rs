@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use anyhow::Error;
 
 use skills::engines::EngineError;
-use skills::runtime::conformance::VerifyError;
-use skills::runtime::mcp::ServeError;
-use skills::runtime::scaffold::ScaffoldError;
-use skills::runtime::CallError;
+use skills::host::CallError;
+use skills::mcp::ServeError;
 use skills::setup::SetupError;
+use skills::site::scaffold::ScaffoldError;
 use skills::stores::memories::save::AddMemoryError;
 use skills::stores::{Store, StoreError};
+use skills::verify::VerifyError;
 
 use super::Printer;
 

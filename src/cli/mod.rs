@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use skills::engines::Context;
-use skills::runtime::{Host, Skill};
+use skills::host::{Host, Skill};
 use skills::stores::StorePaths;
 
 pub use exit::{Outcome, UsageError};

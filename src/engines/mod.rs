@@ -86,7 +86,7 @@ pub trait Engine: Send + Sync {
 
 /// Other skills, as a composing engine reaches them: the host's one call path
 /// (argument validation, declared effects, redaction), implemented by
-/// [`crate::runtime::Host`]. `Sync`: a composition may call its sources side by side.
+/// [`crate::host::Host`]. `Sync`: a composition may call its sources side by side.
 pub trait Skills: Sync {
     /// Calls skill `name` with `args` and returns its structured output.
     ///
@@ -291,7 +291,7 @@ impl Context {
     }
 
     /// The same stores, caches, clock and model, limited to `access` — what
-    /// [`crate::runtime::Host::call`] hands each engine call.
+    /// [`crate::host::Host::call`] hands each engine call.
     #[must_use]
     pub fn scoped(&self, access: Access) -> Self {
         Self {

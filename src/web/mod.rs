@@ -1,6 +1,6 @@
 //! Pages for people: a web UI generated from the skill documents, served by
 //! `skills serve --http` on the same listener as `/mcp` (behind the same `Host`/`Origin`
-//! check, see [`crate::runtime::mcp::serve_http_with`]).
+//! check, see [`crate::mcp::serve_http_with`]).
 //!
 //! Routes, one module per kind of page:
 //! - `GET /` ([`index`]): every served skill, and a search box running `recall`.
@@ -20,7 +20,7 @@
 //! Page templates are `templates/web/*.html` (minijinja, HTML auto-escaping on),
 //! compiled into the binary.
 //!
-//! [`Host::call_with`]: crate::runtime::Host::call_with
+//! [`Host::call_with`]: crate::host::Host::call_with
 
 pub mod conversation;
 pub mod form;
@@ -41,7 +41,7 @@ use hyper::{Method, StatusCode};
 use minijinja::{AutoEscape, Environment};
 use serde_json::{json, Value};
 
-use crate::runtime::catalog::Catalog;
+use crate::mcp::catalog::Catalog;
 pub use respond::Response;
 
 /// Page templates, by name: compiled into the binary.
@@ -131,7 +131,7 @@ impl Pages {
     }
 
     /// These pages as the listener's handler for every path but `/mcp`.
-    pub fn handler(self: Arc<Self>) -> crate::runtime::mcp::Pages {
+    pub fn handler(self: Arc<Self>) -> crate::mcp::Pages {
         Arc::new(move |request| {
             let pages = Arc::clone(&self);
             Box::pin(async move { pages.respond(request).await })

@@ -19,9 +19,9 @@ use serde_json::{json, Value};
 use super::html::{self, Linker};
 use super::{form, guard, paths, respond, results, Pages, Response};
 use crate::engines::EngineError;
-use crate::runtime::args::ArgError;
-use crate::runtime::host::{CallError, CallOutput};
-use crate::runtime::Skill;
+use crate::host::args::ArgError;
+use crate::host::Skill;
+use crate::host::{CallError, CallOutput};
 use crate::stores::Store;
 
 /// Query names that ask for JSON instead of a page.

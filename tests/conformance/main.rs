@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use skills::runtime::conformance::{Options, Report, Status, Verifier};
+use skills::verify::{Options, Report, Status, Verifier};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -207,7 +207,7 @@ mod breakage {
             "check: every_row_hass",
         );
         let report = run_items(tmp.path(), &[CONV_ID_ITEM]);
-        let known = skills::runtime::conformance::checks::vocabulary()
+        let known = skills::verify::checks::vocabulary()
             .iter()
             .map(|c| c.id)
             .collect::<Vec<_>>()
@@ -389,8 +389,8 @@ mod breakage {
     /// The transcripts corpus goes through the real importers without faults and
     /// yields every message the fixtures hold (tool calls and summaries skipped).
     fn fixtures_import_cleanly() -> Result<(), Failed> {
-        use skills::runtime::conformance::corpus::build_stores;
         use skills::stores::conversations::ConversationStore;
+        use skills::verify::corpus::build_stores;
         let tmp = tempfile::tempdir().unwrap();
         let paths = build_stores(
             &repo().join("tests/conformance/fixtures/transcripts"),
@@ -418,7 +418,7 @@ mod breakage {
     /// file format yields its memories (MEMORY.md one per section, JSONL one per line),
     /// and no transcript store is built from it.
     fn memory_fixtures_import_cleanly() -> Result<(), Failed> {
-        use skills::runtime::conformance::corpus::build_stores;
+        use skills::verify::corpus::build_stores;
         let tmp = tempfile::tempdir().unwrap();
         let paths = build_stores(
             &repo().join("tests/conformance/fixtures/memories"),

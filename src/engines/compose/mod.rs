@@ -58,7 +58,7 @@
 //! the call, naming the source.
 //!
 //! Engines know nothing of the host: calls go through [`Skills`], which
-//! [`crate::runtime::Host`] provides; the host refuses, when it loads, a composition
+//! [`crate::host::Host`] provides; the host refuses, when it loads, a composition
 //! naming an unknown skill, itself or a cycle, and one whose sources read stores its
 //! `reads` does not declare.
 //!

@@ -1,5 +1,22 @@
-//! The host: loads every document under a skills folder, binds valid ones to engines,
-//! keeps diagnostics for the rest, and runs calls (validate → engine → render).
+//! The skill host: loads every document under a skills folder, binds valid ones to
+//! engines, keeps diagnostics for the rest, and runs calls (validate → engine →
+//! render) through [`Host`].
+//!
+//! Its parts: [`document`] reads a `SKILL.md` (frontmatter and sections),
+//! [`agent_skills`] the Agent Skills field list and the host fields written inside
+//! `metadata`, [`skill`] validates a document and binds it to an engine, [`args`]
+//! checks a call's arguments against the input schema, and [`render`] renders the
+//! output template. The host knows no transport (MCP is [`crate::mcp`]) and no
+//! particular engine: engines come from [`crate::engines::registry`].
+
+pub mod agent_skills;
+pub mod args;
+pub mod document;
+pub mod render;
+pub mod skill;
+
+pub use document::{Diagnostic, SkillDoc};
+pub use skill::Skill;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,13 +24,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::args::{self, ArgError};
-use super::doc::{Diagnostic, SkillDoc};
-use super::render;
-use super::skill::{self, Skill};
 use crate::cancel::{Cancel, Stop};
 use crate::engines::{self, Context, Engine, EngineError, SkillCallError, Skills};
 use crate::stores::StoreError;
+use args::ArgError;
 
 /// Deepest nesting of calls through composed skills (cycles are refused when the host
 /// loads; this bounds what a misbehaving engine could do).
@@ -251,7 +265,7 @@ impl Host {
                     continue;
                 }
             };
-            let effective = super::portable::effective_frontmatter(&doc);
+            let effective = agent_skills::effective_frontmatter(&doc);
             let fields = effective.as_ref().unwrap_or(&doc.frontmatter);
             if let Some(engine) = fields.get("engine").and_then(Value::as_str) {
                 named.insert(engine.to_owned());

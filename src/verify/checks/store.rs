@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::params::{string_enum_schema, Direction, Ident, Name, OneOrMany, Pointer, StoreName};
 use super::util::{compare, field, first_difference, key_label, key_of, output_rows, rows, show};
 use super::{Probe, TypedCheck};
-use crate::runtime::Host;
+use crate::host::Host;
 use crate::stores::{sandbox, sql_value, StoreError};
 
 impl Probe<'_> {

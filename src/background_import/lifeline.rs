@@ -1,5 +1,5 @@
 //! Ending with the parent process: a child that `skills serve` starts (the background
-//! `skills ingest` of [`super::ingest_watch`]) must not outlive the server, also when
+//! `skills ingest` of [`super`]) must not outlive the server, also when
 //! the server is killed with SIGKILL and gets no chance to stop it.
 //!
 //! The parent names its pid in the child's environment ([`ENV`], see [`mark`]); the

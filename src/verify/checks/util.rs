@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::params::{Name, OneOrMany, Pointer};
 use super::Probe;
-use crate::runtime::CallOutput;
+use crate::host::CallOutput;
 
 /// The row array of `data` at `pointer`; an error when missing or (unless
 /// `allow_empty`) empty, so a row check never passes vacuously.

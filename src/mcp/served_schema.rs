@@ -16,7 +16,7 @@
 
 use serde_json::{Map, Value};
 
-use super::args::MAX_STRING_CHARS;
+use crate::host::args::MAX_STRING_CHARS;
 
 /// The served `inputSchema` of a document's `input-schema`.
 ///

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::params::Pointer;
 use super::util::{output_rows, show};
 use super::{Probe, TypedCheck};
-use crate::runtime::render;
+use crate::host::render;
 
 /// `text_equals`.
 pub struct TextEquals;

@@ -29,8 +29,8 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use serde_json::Value;
 
-use super::doc::Diagnostic;
-use super::skill::Skill;
+use crate::host::agent_skills::AGENT_SKILLS_FIELDS;
+use crate::host::{Diagnostic, Skill};
 use crate::walk::{files_below, Hidden};
 
 /// The `_meta` key prefix SEP-2640 reserves for skill resources.
@@ -41,17 +41,6 @@ pub const FILE_LIMIT: usize = 512;
 
 /// Bytes per skill above which the skill is not served (SEP-2640 "Limits": 16 MiB).
 pub const BYTE_LIMIT: u64 = 16 * 1024 * 1024;
-
-/// Frontmatter fields the Agent Skills specification defines; every other field is
-/// this host's and is repeated under [`META_PREFIX`] on the `SKILL.md` resource.
-pub const AGENT_SKILLS_FIELDS: [&str; 6] = [
-    "name",
-    "description",
-    "license",
-    "compatibility",
-    "metadata",
-    "allowed-tools",
-];
 
 /// One served file: its bytes and MIME type.
 #[derive(Debug, Clone)]

@@ -2,22 +2,21 @@
 //! resources and as a SEP-2640 skill (`skills/list`, `skills/get`,
 //! `resources/directory/read`), over stdio or streamable HTTP (rmcp).
 //!
-//! This module owns the mapping from a [`Skill`] to an MCP tool ([`tool_for`]; served
-//! schemas come from [`super::served_schema`]), the hand-written [`ServerHandler`]
-//! ([`SkillServer`]) and the two transports ([`serve_stdio`], [`serve_http`]). What is
-//! served comes from a [`Catalog`] (replaced on hot reload, see [`super::watch`]; the
-//! skill entries from [`super::skills_ext`]). It runs skills only through
-//! [`Host::call`], so arguments are validated exactly as on the CLI; it knows nothing
-//! of particular engines or stores.
+//! Its parts: [`catalog`] holds what is served at one moment (the [`Host`], one tool
+//! per skill from [`tool_for`], the SEP-2640 entries of [`skills_ext`]) and swaps in
+//! what [`watch`] reloads; [`served_schema`] makes the client-lenient schemas a tool
+//! advertises; on stdio every line passes [`jsonrpc_gate`] first, on HTTP every
+//! request passes [`http_guard`] (loopback `Host`/`Origin`, session limits). This file
+//! holds the hand-written [`ServerHandler`] ([`SkillServer`]) and the two transports
+//! ([`serve_stdio`], [`serve_http`]), which share session and error handling. It runs
+//! skills only through [`Host::call`], so arguments are validated exactly as on the
+//! CLI; it knows nothing of particular engines or stores.
 //!
 //! Errors a caller can fix (bad arguments, unknown tool, engine or template failure)
 //! come back as tool results with `isError: true` and a message naming the argument;
 //! protocol errors are kept for requests that cannot be routed (unknown resource URI).
 //! Nothing here writes to stdout: on stdio, stdout is the transport.
-//!
-//! Kept in one file (738 lines): one ServerHandler and both of its transports, which share session and error handling.
 
-use std::borrow::Cow;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,7 +30,7 @@ use rmcp::model::{
     GetSkillResult, JsonObject, ListResourcesResult, ListSkillsResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool, ToolAnnotations,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -41,11 +40,17 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::Catalog;
-use super::host::{CallError, Host};
-pub use super::served_schema::tool_input_schema;
-use super::served_schema::{served_input_schema, served_output_schema};
-use super::skill::Skill;
+pub mod catalog;
+pub mod http_guard;
+pub mod jsonrpc_gate;
+pub mod served_schema;
+pub mod skills_ext;
+pub mod watch;
+
+use crate::host::{CallError, Host, Skill};
+pub use catalog::tool_for;
+use catalog::Catalog;
+pub use served_schema::tool_input_schema;
 
 /// The path streamable HTTP is served under.
 pub const HTTP_PATH: &str = "/mcp";
@@ -235,58 +240,6 @@ fn call_error_message(error: &CallError, tools: &[Tool]) -> String {
             }
             msg
         }
-    }
-}
-
-/// The MCP tool for a skill.
-///
-/// Shape: `name` = [`Skill::tool_name`], `title`, `description`, `inputSchema` =
-/// [`served_input_schema`] of the document's `input-schema` (the client-lenient
-/// subset), `outputSchema` = [`served_output_schema`] when its root is an object, and
-/// annotations `readOnlyHint` ([`Skill::is_read_only`]), `idempotentHint` (the
-/// document's `annotations.idempotent`, else [`Skill::is_deterministic`]),
-/// `destructiveHint` (the document's
-/// `annotations.destructive`, else false for read-only skills) and `openWorldHint`
-/// (the document's `annotations.open-world`, else false).
-pub fn tool_for(skill: &Skill) -> Tool {
-    let input = as_object(served_input_schema(&skill.meta.input_schema));
-    let mut tool = Tool::new_with_raw(
-        skill.tool_name().to_owned(),
-        Some(Cow::Owned(skill.meta.description.clone())),
-        Arc::new(input),
-    );
-    if let Some(title) = &skill.meta.title {
-        tool = tool.with_title(title.clone());
-    }
-    if let Some(out) = &skill.meta.output_schema {
-        let out = served_output_schema(out);
-        if out.get("type").and_then(Value::as_str) == Some("object") {
-            tool = tool.with_raw_output_schema(Arc::new(as_object(out)));
-        }
-    }
-    let declared = &skill.meta.annotations;
-    let read_only = skill.is_read_only();
-    let mut annotations = ToolAnnotations::new()
-        .read_only(read_only)
-        .idempotent(
-            declared
-                .idempotent
-                .unwrap_or_else(|| skill.is_deterministic()),
-        )
-        .open_world(declared.open_world.unwrap_or(false));
-    if let Some(title) = &skill.meta.title {
-        annotations.title = Some(title.clone());
-    }
-    if let Some(destructive) = declared.destructive.or(read_only.then_some(false)) {
-        annotations = annotations.destructive(destructive);
-    }
-    tool.with_annotations(annotations)
-}
-
-fn as_object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
     }
 }
 
@@ -489,7 +442,7 @@ impl ServerHandler for SkillServer {
 /// before `initialize` (for example after only `server/discover`) ends the session
 /// normally.
 ///
-/// Lines pass through [`super::jsonrpc_gate`] first: any line that is not a valid
+/// Lines pass through [`jsonrpc_gate`] first: any line that is not a valid
 /// JSON-RPC message is answered there (never dropped). When stdin closes, calls still
 /// running get [`STDIN_CLOSE_GRACE`] to answer, then they are cancelled (their work
 /// interrupted, up to another grace period to stop) and the server stops without them.
@@ -499,8 +452,7 @@ impl ServerHandler for SkillServer {
 pub async fn serve_stdio(catalog: Arc<Catalog>) -> Result<(), ServeError> {
     let server = SkillServer::with_catalog(catalog);
     let calls = server.clone();
-    let (gate, transport) =
-        super::jsonrpc_gate::Gate::start(tokio::io::stdin(), tokio::io::stdout());
+    let (gate, transport) = jsonrpc_gate::Gate::start(tokio::io::stdin(), tokio::io::stdout());
     let running = match server.serve(transport).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
@@ -570,14 +522,14 @@ pub async fn serve_http(
 
 /// What answers the paths other than [`HTTP_PATH`] on the same listener (the web
 /// pages): called only after the `Host`/`Origin` check `/mcp` gets
-/// ([`super::http_guard::foreign_host_or_origin`], unless `allow_remote`) and the
+/// ([`http_guard::foreign_host_or_origin`], unless `allow_remote`) and the
 /// duplicate-header check.
 pub type Pages = Arc<
     dyn Fn(
             hyper::Request<Incoming>,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = super::http_guard::Response> + Send>,
-        > + Send
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = http_guard::Response> + Send>>
+        + Send
         + Sync,
 >;
 
@@ -610,11 +562,11 @@ pub async fn serve_http_with(
         config.disable_allowed_hosts().disable_allowed_origins()
     } else {
         config
-            .with_allowed_hosts(super::http_guard::LOOPBACK_HOSTS)
-            .with_allowed_origins(super::http_guard::LOOPBACK_ORIGINS)
+            .with_allowed_hosts(http_guard::LOOPBACK_HOSTS)
+            .with_allowed_origins(http_guard::LOOPBACK_ORIGINS)
     };
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(super::http_guard::SESSION_IDLE);
+    sessions.session_config.keep_alive = Some(http_guard::SESSION_IDLE);
     let sessions = Arc::new(sessions);
     let service: StreamableHttpService<SkillServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), config);
@@ -646,27 +598,23 @@ pub async fn serve_http_with(
                                 return Ok::<_, Infallible>(not_found());
                             };
                             let headers = request.headers();
-                            let refused =
-                                super::http_guard::duplicate_headers(headers).or_else(|| {
-                                    (!allow_remote)
-                                        .then(|| super::http_guard::foreign_host_or_origin(headers))
-                                        .flatten()
-                                });
+                            let refused = http_guard::duplicate_headers(headers).or_else(|| {
+                                (!allow_remote)
+                                    .then(|| http_guard::foreign_host_or_origin(headers))
+                                    .flatten()
+                            });
                             return Ok(match refused {
                                 Some(refused) => refused,
                                 None => pages(request).await,
                             });
                         }
-                        if let Some(refused) =
-                            super::http_guard::duplicate_headers(request.headers())
-                        {
+                        if let Some(refused) = http_guard::duplicate_headers(request.headers()) {
                             return Ok(refused);
                         }
-                        if super::http_guard::opens_session(&request)
-                            && sessions.sessions.read().await.len()
-                                >= super::http_guard::MAX_SESSIONS
+                        if http_guard::opens_session(&request)
+                            && sessions.sessions.read().await.len() >= http_guard::MAX_SESSIONS
                         {
-                            return Ok(super::http_guard::too_many_sessions());
+                            return Ok(http_guard::too_many_sessions());
                         }
                         // A call stops when its client disconnects: hyper drops the
                         // response body (the SSE stream of a `tools/call`) when the
@@ -674,8 +622,8 @@ pub async fn serve_http_with(
                         let gone = CancellationToken::new();
                         request.extensions_mut().insert(ClientGone(gone.clone()));
                         let response = tower_service::Service::call(&mut service, request).await?;
-                        let response = super::http_guard::as_jsonrpc(response).await;
-                        Ok(super::http_guard::cancel_when_dropped(response, gone))
+                        let response = http_guard::as_jsonrpc(response).await;
+                        Ok(http_guard::cancel_when_dropped(response, gone))
                     }
                 });
             let connection = hyper::server::conn::http1::Builder::new()

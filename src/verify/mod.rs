@@ -1,4 +1,4 @@
-//! Executable checklists: every "Verification checklist" item of a skill document is
+//! `skills verify`, executable checklists: every "Verification checklist" item of a skill document is
 //! bound, in `skills/<name>/conformance.yaml`, to checks from the host's vocabulary
 //! ([`checks`]) run on cases (arguments + fixture corpus), or excluded with a reason.
 //!
@@ -8,7 +8,7 @@
 //! <corpus>/` through the importers ([`corpus::build_stores`]); every call goes through
 //! [`Host::call`]. This module knows no particular skill or engine.
 //!
-//! Kept in one file (795 lines): loading bindings and running them share the case/corpus model.
+//! Loading bindings and running them stay in one file: they share the case/corpus model.
 
 pub mod checks;
 pub mod corpus;
@@ -22,12 +22,12 @@ use serde_json::Value;
 
 use crate::embed::Embedder;
 use crate::engines::Context;
-use crate::runtime::Host;
+use crate::host::Host;
 use crate::stores::StorePaths;
 use checks::Probe;
 
 /// The binding schema every `conformance.yaml` is validated against.
-pub const CONFORMANCE_SCHEMA: &str = include_str!("../../../schemas/conformance.schema.json");
+pub const CONFORMANCE_SCHEMA: &str = include_str!("../../schemas/conformance.schema.json");
 
 /// File name of a skill's binding, beside its `SKILL.md`.
 pub const BINDING_FILE: &str = "conformance.yaml";
@@ -421,7 +421,7 @@ impl Verifier {
             let name = skill.name().to_owned();
             let section = skill
                 .doc
-                .section(crate::runtime::doc::section_names::VERIFICATION_CHECKLIST);
+                .section(crate::host::document::section_names::VERIFICATION_CHECKLIST);
             let items: Vec<(String, Option<usize>)> = section
                 .map(|s| {
                     s.items
@@ -871,7 +871,7 @@ fn read_binding(path: &Path) -> Option<Result<Binding, String>> {
 
 fn parse_binding(path: &Path) -> Result<Binding, String> {
     let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
-    crate::runtime::yaml_depth::check(&text)
+    crate::yaml::check(&text)
         .map_err(|deep| format!("`{}`: invalid YAML: {deep}", path.display()))?;
     let value: Value = yaml_serde::from_str(&text)
         .map_err(|e| format!("`{}`: invalid YAML: {e}", path.display()))?;

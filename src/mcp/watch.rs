@@ -15,8 +15,7 @@ use std::time::Duration;
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use super::catalog::{Catalog, Served};
-use super::doc::Diagnostic;
-use super::host::Host;
+use crate::host::{Diagnostic, Host};
 
 /// How long the folder must stay quiet before a reload starts: editors write a file in
 /// several steps, and `cp -r` of a skill folder is many events.

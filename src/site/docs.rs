@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::doc::section_names;
-use super::skill::Skill;
-use super::Host;
+use crate::host::document::section_names;
+use crate::host::{Host, Skill};
 
 const INDEX_MD: &str = include_str!("../../templates/docs/index.md.j2");
 const SKILL_MD: &str = include_str!("../../templates/docs/skill.md.j2");
@@ -202,7 +201,7 @@ pub fn write_site(data: &Value, out: &Path) -> Result<Vec<PathBuf>, DocsError> {
             minijinja::AutoEscape::None
         }
     });
-    env.add_filter("cell", |s: String| super::render::cell(&s));
+    env.add_filter("cell", |s: String| crate::host::render::cell(&s));
     env.add_template("index.md.j2", INDEX_MD)?;
     env.add_template("skill.md.j2", SKILL_MD)?;
     env.add_template("page.html.j2", PAGE_HTML)?;

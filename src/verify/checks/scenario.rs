@@ -17,7 +17,7 @@ use super::params::{Name, Pointer};
 use super::util::show;
 use super::{Probe, TypedCheck};
 use crate::engines::compose::Template;
-use crate::runtime::Host;
+use crate::host::Host;
 use crate::stores::StorePaths;
 
 /// `scenario`.
@@ -336,7 +336,7 @@ fn check(e: &Expect, data: &Value, vars: &Map<String, Value>) -> Result<(), Stri
         let mut scope = vars.clone();
         scope.insert("value".into(), value.clone());
         scope.insert("data".into(), data.clone());
-        let env = crate::runtime::render::environment();
+        let env = crate::host::render::environment();
         let compiled = env
             .compile_expression(expr)
             .map_err(|err| format!("`expression` does not parse: {err}"))?;

@@ -152,7 +152,7 @@ impl SkillDoc {
             ));
         };
         let frontmatter_src = &text[fm_start..fm_stop];
-        if let Err(deep) = super::yaml_depth::check(frontmatter_src) {
+        if let Err(deep) = crate::yaml::check(frontmatter_src) {
             // Lines of the frontmatter start at the document's line 2.
             return Err(Diagnostic::new(
                 path,

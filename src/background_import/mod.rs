@@ -1,6 +1,6 @@
-//! Keeping the conversations store current while serving: watches the default
-//! transcript locations ([`DefaultLocations`]) and any extra paths, and imports what
-//! changed in the background.
+//! The background importer of `skills serve`, keeping the conversations store current
+//! while serving: watches the default transcript locations ([`DefaultLocations`]) and
+//! any extra paths, and imports what changed in the background.
 //!
 //! How, and why so:
 //! - **Noticing.** The `notify` crate (inotify on Linux, FSEvents, ReadDirectoryChangesW)
@@ -18,7 +18,7 @@
 //!   published at close), and the lock is held for one chunk at a time, so calls wait
 //!   no longer than they would for a manual ingest. The child gets no stdin and never
 //!   serves or watches, so it cannot start more processes, and it dies with the
-//!   server even when the server is killed ([`super::lifeline`]). At start one catch-up run
+//!   server even when the server is killed ([`lifeline`]). At start one catch-up run
 //!   imports what changed while no server ran (unchanged files are not read).
 //! - **Safety.** Files that do not exist (deleted, renamed away) or that no importer
 //!   recognises yet (created empty, first line not written) are left for their next
@@ -46,6 +46,8 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use crate::ingest::watched::DefaultLocations;
+
+pub mod lifeline;
 
 /// Quiet time after the last change before a batch is imported.
 pub const SETTLE: Duration = Duration::from_millis(100);
@@ -583,7 +585,7 @@ impl Worker {
     ) -> Result<RunOutcome, Ended> {
         let command = &self.options.command;
         let mut cmd = Command::new(&command.program);
-        super::lifeline::mark(&mut cmd);
+        lifeline::mark(&mut cmd);
         let spawned = cmd
             .args(&command.args)
             .args(paths)

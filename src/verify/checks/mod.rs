@@ -35,7 +35,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use super::EmbedderChoice;
-use crate::runtime::{CallOutput, Host, Skill};
+use crate::host::{CallOutput, Host, Skill};
 
 /// What a check can reach while running one case.
 pub struct Probe<'a> {

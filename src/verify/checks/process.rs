@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::params::Name;
 use super::util::{first_difference, show};
 use super::{Probe, TypedCheck};
-use crate::runtime::conformance::EmbedderChoice;
-use crate::runtime::CallError;
+use crate::host::CallError;
+use crate::verify::EmbedderChoice;
 
 /// `deterministic`.
 pub struct Deterministic;

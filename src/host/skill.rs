@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::doc::{Diagnostic, SkillDoc};
+use super::document::{Diagnostic, SkillDoc};
 use crate::engines::{Access, Binding, Engine};
 use crate::stores::Store;
 
@@ -49,7 +49,7 @@ pub struct Frontmatter {
     #[serde(default)]
     pub redact_secrets: Option<bool>,
     /// This skill's per-call deadline in milliseconds; it can only shorten the host's
-    /// ([`crate::runtime::host::call_timeout_from_env`]), never lengthen it.
+    /// ([`crate::host::call_timeout_from_env`]), never lengthen it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// Engine-specific settings (e.g. `store` and `query` for `sql`).
@@ -139,7 +139,7 @@ impl Skill {
 
 /// Validates a document's frontmatter and binds it.
 ///
-/// The frontmatter checked is [`super::portable::effective_frontmatter`]: the
+/// The frontmatter checked is [`super::agent_skills::effective_frontmatter`]: the
 /// document's, with host fields absent at the top level read from `metadata`.
 /// Checks, in order: the frontmatter schema (every violation becomes a diagnostic
 /// naming its field and line), name equals folder name, the input schema compiles as
@@ -155,7 +155,7 @@ pub fn bind(
     let path = doc.path.clone();
     let mut diags = Vec::new();
     // Host fields may be written inside `metadata` (Agent Skills' extension point).
-    let frontmatter = super::portable::effective_frontmatter(&doc)?;
+    let frontmatter = super::agent_skills::effective_frontmatter(&doc)?;
     for error in schema.iter_errors(&frontmatter) {
         let field = error.instance_path().to_string();
         let top = field

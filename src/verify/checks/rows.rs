@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::params::{present, Direction, Name, Pointer};
 use super::util::{compare, field, output_rows, rows, show};
 use super::{Probe, TypedCheck};
-use crate::runtime::render;
+use crate::host::render;
 
 /// `every_row_has`.
 pub struct EveryRowHas;

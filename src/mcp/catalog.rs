@@ -4,18 +4,18 @@
 //!
 //! A call or read takes the current [`Served`] once (an `Arc`) and finishes on it, so a
 //! reload never changes a request half-way. This module knows nothing of file watching
-//! (see [`super::watch`]) or transports (see [`super::mcp`]).
+//! (see [`super::watch`]) or transports (see [`crate::mcp`]).
 
+use std::borrow::Cow;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use rmcp::model::{CacheScope, Implementation, MetaObject, Tool};
-use serde_json::Value;
+use rmcp::model::{CacheScope, Implementation, JsonObject, MetaObject, Tool, ToolAnnotations};
+use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use super::doc::Diagnostic;
-use super::host::Host;
-use super::mcp::tool_for;
+use super::served_schema::{served_input_schema, served_output_schema};
 use super::skills_ext::SkillSet;
+use crate::host::{Diagnostic, Host, Skill};
 
 /// `ttlMs` served while the skills folder is watched: clients may cache lists this long,
 /// and are told sooner through `list_changed` notifications.
@@ -140,4 +140,56 @@ pub fn server_info() -> Implementation {
     Implementation::new("skills", env!("CARGO_PKG_VERSION"))
         .with_title("Skills")
         .with_description("Skill documents bound to retrieval engines")
+}
+
+/// The MCP tool for a skill.
+///
+/// Shape: `name` = [`Skill::tool_name`], `title`, `description`, `inputSchema` =
+/// [`served_input_schema`] of the document's `input-schema` (the client-lenient
+/// subset), `outputSchema` = [`served_output_schema`] when its root is an object, and
+/// annotations `readOnlyHint` ([`Skill::is_read_only`]), `idempotentHint` (the
+/// document's `annotations.idempotent`, else [`Skill::is_deterministic`]),
+/// `destructiveHint` (the document's
+/// `annotations.destructive`, else false for read-only skills) and `openWorldHint`
+/// (the document's `annotations.open-world`, else false).
+pub fn tool_for(skill: &Skill) -> Tool {
+    let input = as_object(served_input_schema(&skill.meta.input_schema));
+    let mut tool = Tool::new_with_raw(
+        skill.tool_name().to_owned(),
+        Some(Cow::Owned(skill.meta.description.clone())),
+        Arc::new(input),
+    );
+    if let Some(title) = &skill.meta.title {
+        tool = tool.with_title(title.clone());
+    }
+    if let Some(out) = &skill.meta.output_schema {
+        let out = served_output_schema(out);
+        if out.get("type").and_then(Value::as_str) == Some("object") {
+            tool = tool.with_raw_output_schema(Arc::new(as_object(out)));
+        }
+    }
+    let declared = &skill.meta.annotations;
+    let read_only = skill.is_read_only();
+    let mut annotations = ToolAnnotations::new()
+        .read_only(read_only)
+        .idempotent(
+            declared
+                .idempotent
+                .unwrap_or_else(|| skill.is_deterministic()),
+        )
+        .open_world(declared.open_world.unwrap_or(false));
+    if let Some(title) = &skill.meta.title {
+        annotations.title = Some(title.clone());
+    }
+    if let Some(destructive) = declared.destructive.or(read_only.then_some(false)) {
+        annotations = annotations.destructive(destructive);
+    }
+    tool.with_annotations(annotations)
+}
+
+fn as_object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
 }
