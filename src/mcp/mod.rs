@@ -36,7 +36,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -47,7 +47,7 @@ pub mod served_schema;
 pub mod skills_ext;
 pub mod watch;
 
-use crate::host::{CallError, Host, Skill};
+use crate::host::{CallError, Host};
 pub use catalog::tool_for;
 use catalog::Catalog;
 pub use served_schema::tool_input_schema;
