@@ -627,3 +627,19 @@ pub(crate) fn note_once(line: String) {
         said.push(line);
     }
 }
+
+/// The `cites` object of an output row citing message `message_id` of conversation
+/// `conversation_id` from `source`: what pages link from (never from a row's text).
+pub fn cites_message(source: &str, conversation_id: &str, message_id: &str) -> Value {
+    serde_json::json!({
+        "kind": "conversation",
+        "source": source,
+        "conversation_id": conversation_id,
+        "message_id": message_id,
+    })
+}
+
+/// The `cites` object of an output row citing memory `id`.
+pub fn cites_memory(id: &str) -> Value {
+    serde_json::json!({"kind": "memory", "id": id})
+}

@@ -162,13 +162,16 @@ impl Engine for SearchConversations {
         let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(AsRef::as_ref).collect();
         let rows = stmt
             .query_map(refs.as_slice(), |r| {
+                let (source, conversation_id, message_id): (String, String, String) =
+                    (r.get(2)?, r.get(4)?, r.get(5)?);
                 Ok(json!({
                     "date": r.get::<_, String>(0)?,
                     "created": r.get::<_, String>(1)?,
-                    "source": r.get::<_, String>(2)?,
+                    "cites": super::cites_message(&source, &conversation_id, &message_id),
+                    "source": source,
                     "role": r.get::<_, String>(3)?,
-                    "conversation_id": r.get::<_, String>(4)?,
-                    "message_id": r.get::<_, String>(5)?,
+                    "conversation_id": conversation_id,
+                    "message_id": message_id,
                     "project": r.get::<_, Option<String>>(7)?,
                     "preview": r.get::<_, String>(6)?,
                 }))
@@ -192,6 +195,7 @@ fn row_of_hit(h: &Hit) -> Value {
         "message_id": h.message_id,
         "project": h.project,
         "preview": h.preview,
+        "cites": super::cites_message(&h.source, &h.conversation_id, &h.message_id),
     })
 }
 

@@ -394,6 +394,7 @@ fn row_json(r: &Row) -> Value {
             _ => "semantic",
         },
         "preview": r.hit.preview,
+        "cites": super::cites_message(&r.hit.source, &r.hit.conversation_id, &r.hit.message_id),
     })
 }
 

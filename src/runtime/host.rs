@@ -147,6 +147,20 @@ pub enum CallError {
     },
 }
 
+impl CallError {
+    /// True when the call failed because a store it reads does not exist yet (nothing
+    /// was imported): callers such as the pages show that as "nothing stored yet".
+    pub fn is_missing_store(&self) -> bool {
+        matches!(
+            self,
+            Self::Engine {
+                source: EngineError::Store(StoreError::Missing { .. }),
+                ..
+            }
+        )
+    }
+}
+
 fn stopped_message(skill: &str, stop: &Stop, source: DeadlineSource) -> String {
     match stop {
         Stop::Deadline(d) => format!(

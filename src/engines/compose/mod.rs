@@ -357,6 +357,9 @@ impl Engine for Composed {
                 }
             }
             obj.insert("text".into(), json!(shown));
+            if let Some(cites) = item.fields.get("cites").filter(|c| c.is_object()) {
+                obj.insert("cites".into(), cites.clone());
+            }
             if let Some(age) = age {
                 obj.insert("age_days".into(), json!(age));
             }
