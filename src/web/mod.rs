@@ -60,7 +60,7 @@ use crate::runtime::catalog::Catalog;
 pub use respond::Response;
 
 /// Page templates, by name: compiled into the binary.
-const TEMPLATES: [(&str, &str); 14] = [
+const TEMPLATES: [(&str, &str); 13] = [
     ("base.html", include_str!("../../templates/web/base.html")),
     ("macros.html", include_str!("../../templates/web/macros.html")),
     ("index.html", include_str!("../../templates/web/index.html")),
