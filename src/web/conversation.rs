@@ -80,10 +80,13 @@ pub async fn page(
         };
         return calls::fail(pages, as_json, StatusCode::NOT_FOUND, "No such conversation", &why);
     };
-    if any {
-        let real = calls::text(&row, "source").unwrap_or(paths::ANY_SOURCE);
-        return respond::redirect(&paths::conversation(Some(real), id, at));
+    // The page lives at its real source; the JSON twin answers here, so a client
+    // reading it needs no redirect (which would drop `format=json`).
+    let real = calls::text(&row, "source").unwrap_or(paths::ANY_SOURCE).to_owned();
+    if any && !as_json {
+        return respond::redirect(&paths::conversation(Some(&real), id, at));
     }
+    let source = if any { real.as_str() } else { source };
     calls.add("conversation", &header);
     let count = calls::count(&row, "messages").max(1);
     let pages_count = count.div_ceil(PAGE_SIZE).max(1);

@@ -55,7 +55,7 @@ pub async fn page(pages: &Pages, id: &str, as_json: bool) -> Response {
             })
             .unwrap_or_default()
     };
-    let memory_links = |ids: Vec<String>| -> Vec<Value> {
+    let linked_memories = |ids: Vec<String>| -> Vec<Value> {
         ids.iter()
             .map(|other| json!({"id": view::Id::of(other), "href": paths::memory(other)}))
             .collect()
@@ -80,8 +80,8 @@ pub async fn page(pages: &Pages, id: &str, as_json: bool) -> Response {
             "files_read": list("files_read"),
             "files_modified": list("files_modified"),
             "origin": calls::text(&memory, "origin"),
-            "supersedes": memory_links(list("supersedes")),
-            "superseded_by": memory_links(list("superseded_by")),
+            "supersedes": linked_memories(list("supersedes")),
+            "superseded_by": linked_memories(list("superseded_by")),
             "conversation": conversation.map(|c| json!({
                 "id": view::Id::of(c),
                 "href": paths::conversation(None, c, None),
