@@ -246,7 +246,10 @@ fn browse_store(messages: usize, memories: usize) -> Result<std::path::PathBuf> 
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    eprintln!("generating {messages} messages and {memories} memories into {} …", dir.display());
+    eprintln!(
+        "generating {messages} messages and {memories} memories into {} …",
+        dir.display()
+    );
     let t = Instant::now();
     let paths = StorePaths::in_dir(&dir);
     let store = ConversationStore::open_rw(&paths.conversations)?;
@@ -294,7 +297,10 @@ fn browse() -> Result<()> {
     let row = &conversations.data["rows"][0];
     let (source, id) = (
         row["source"].as_str().context("a conversation")?.to_owned(),
-        row["conversation_id"].as_str().context("a conversation")?.to_owned(),
+        row["conversation_id"]
+            .as_str()
+            .context("a conversation")?
+            .to_owned(),
     );
     let projects = host.call("list-projects", serde_json::json!({"limit": 1}))?;
     let project = projects.data["rows"][0]["project"]
@@ -356,10 +362,13 @@ fn browse() -> Result<()> {
     time("`/conversations?since=D&until=D` (a heatmap day)", &|| {
         runtime.block_on(conversations::page(&pages, &by_day, false))
     })?;
-    time("`/projects`", &|| runtime.block_on(projects::list(&pages, false)))?;
-    time("`/projects/<project>` (charts and 50 conversations)", &|| {
-        runtime.block_on(projects::page(&pages, &project, false))
+    time("`/projects`", &|| {
+        runtime.block_on(projects::list(&pages, false))
     })?;
+    time(
+        "`/projects/<project>` (charts and 50 conversations)",
+        &|| runtime.block_on(projects::page(&pages, &project, false)),
+    )?;
     time("`/conversations/<source>/<id>`", &|| {
         runtime.block_on(conversation::page(&pages, &source, &id, None, None, false))
     })?;

@@ -355,7 +355,11 @@ fn code_of(dir: &Path) -> Vec<(PathBuf, String)> {
 fn the_pages_hold_no_sql_open_no_store_and_name_no_skill() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = code_of(&root.join("src/web"));
-    assert!(files.len() > 5, "src/web has too few files: {}", files.len());
+    assert!(
+        files.len() > 5,
+        "src/web has too few files: {}",
+        files.len()
+    );
     let mut skill_names: Vec<String> = std::fs::read_dir(root.join("skills"))
         .unwrap()
         .filter_map(Result::ok)
@@ -393,7 +397,8 @@ fn the_pages_hold_no_sql_open_no_store_and_name_no_skill() {
         }
         for name in &skill_names {
             assert!(
-                !code.contains(&format!("\"{name}\"")) && !code.contains(&format!("/skills/{name}")),
+                !code.contains(&format!("\"{name}\""))
+                    && !code.contains(&format!("/skills/{name}")),
                 "{} names skill `{name}`: a page finds its skill by the documents' `page:` field",
                 file.display()
             );

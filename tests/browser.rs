@@ -232,7 +232,11 @@ fn pages_load_in_headless_chromium_without_console_errors() {
 
     let list_url = format!("{}/conversations", server.base);
     let list = visit(&browser, &list_url, "conversations", &shots);
-    assert!(list.dom.contains("<table class=\"list conversations\">"), "{}", list.dom);
+    assert!(
+        list.dom.contains("<table class=\"list conversations\">"),
+        "{}",
+        list.dom
+    );
     assert!(list.console.is_empty(), "list console: {:?}", list.console);
     let project_href = list
         .dom
@@ -247,8 +251,16 @@ fn pages_load_in_headless_chromium_without_console_errors() {
         "project",
         &shots,
     );
-    assert!(project.dom.contains("<svg class=\"heatmap\""), "{}", project.dom);
-    assert!(project.console.is_empty(), "project console: {:?}", project.console);
+    assert!(
+        project.dom.contains("<svg class=\"heatmap\""),
+        "{}",
+        project.dom
+    );
+    assert!(
+        project.console.is_empty(),
+        "project console: {:?}",
+        project.console
+    );
 
     let search_url = format!("{}/skills/recall?question=calculator", server.base);
     let search = visit(&browser, &search_url, "recall", &shots);
@@ -341,7 +353,7 @@ fn accessibility(browser: &Path, urls: &[String]) {
     let (node, axe) = match axe_tools() {
         Ok(tools) => tools,
         Err(why) => {
-            println!("not run: the axe-core accessibility check: {why}");
+            eprintln!("not run: the axe-core accessibility check: {why}");
             return;
         }
     };
@@ -369,7 +381,10 @@ fn accessibility(browser: &Path, urls: &[String]) {
             let url = page["url"].as_str().unwrap_or("");
             let violations = page["violations"].as_array().cloned().unwrap_or_default();
             for v in &violations {
-                println!("axe at {size}: {url}: {} ({}): {}", v["id"], v["impact"], v["help"]);
+                eprintln!(
+                    "axe at {size}: {url}: {} ({}): {}",
+                    v["id"], v["impact"], v["help"]
+                );
             }
             let grave: Vec<&serde_json::Value> = violations
                 .iter()
@@ -379,6 +394,9 @@ fn accessibility(browser: &Path, urls: &[String]) {
             let console = page["console"].as_array().cloned().unwrap_or_default();
             assert!(console.is_empty(), "{url} at {size}: console {console:?}");
         }
-        println!("axe-core at {size}: {} pages, no serious or critical violation", lines.len());
+        eprintln!(
+            "axe-core at {size}: {} pages, no serious or critical violation",
+            lines.len()
+        );
     }
 }

@@ -162,7 +162,11 @@ fn bundled_skills_return_no_secret_of_any_documented_kind() {
             );
         }
     }
-    assert_eq!(skills_called.len(), 10, "every bundled skill that reads is exercised");
+    assert_eq!(
+        skills_called.len(),
+        10,
+        "every bundled skill that reads is exercised"
+    );
     let missing: Vec<&str> = DETECTORS
         .iter()
         .map(|d| d.id)

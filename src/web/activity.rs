@@ -120,8 +120,12 @@ pub async fn charts(
 fn month_start(day: NaiveDate, back: u32) -> NaiveDate {
     let index = day.year() * 12 + i32::try_from(day.month0()).unwrap_or(0)
         - i32::try_from(back).unwrap_or(0);
-    NaiveDate::from_ymd_opt(index.div_euclid(12), index.rem_euclid(12).unsigned_abs() + 1, 1)
-        .unwrap_or(day)
+    NaiveDate::from_ymd_opt(
+        index.div_euclid(12),
+        index.rem_euclid(12).unsigned_abs() + 1,
+        1,
+    )
+    .unwrap_or(day)
 }
 
 /// Escapes text for SVG/HTML text and attribute values.
@@ -175,7 +179,10 @@ pub fn heatmap(
     );
     for (row, name) in [(0, "Mon"), (2, "Wed"), (4, "Fri")] {
         let y = TOP + row * (CELL + GAP) + CELL - 2;
-        let _ = write!(svg, r#"<text class="label" x="0" y="{y}" aria-hidden="true">{name}</text>"#);
+        let _ = write!(
+            svg,
+            r#"<text class="label" x="0" y="{y}" aria-hidden="true">{name}</text>"#
+        );
     }
     let mut labelled_month = None;
     let mut day = start;
@@ -232,7 +239,11 @@ pub fn heatmap(
 
 /// The bar chart: one stacked bar per month from `first_month` to `today`'s month,
 /// one segment per source, with a legend naming the sources.
-pub fn month_bars(rows: &[(String, String, usize)], first_month: NaiveDate, today: NaiveDate) -> String {
+pub fn month_bars(
+    rows: &[(String, String, usize)],
+    first_month: NaiveDate,
+    today: NaiveDate,
+) -> String {
     let mut months: Vec<String> = Vec::new();
     let mut m = first_month;
     while m <= today {
@@ -246,11 +257,18 @@ pub fn month_bars(rows: &[(String, String, usize)], first_month: NaiveDate, toda
     sources.dedup();
     let mut per_month: BTreeMap<&str, Vec<(&str, usize)>> = BTreeMap::new();
     for (month, source, n) in rows {
-        per_month.entry(month.as_str()).or_default().push((source.as_str(), *n));
+        per_month
+            .entry(month.as_str())
+            .or_default()
+            .push((source.as_str(), *n));
     }
     let totals: Vec<usize> = months
         .iter()
-        .map(|m| per_month.get(m.as_str()).map_or(0, |v| v.iter().map(|s| s.1).sum()))
+        .map(|m| {
+            per_month
+                .get(m.as_str())
+                .map_or(0, |v| v.iter().map(|s| s.1).sum())
+        })
         .collect();
     let max = totals.iter().copied().max().unwrap_or(0).max(1);
     let (bar, gap, chart_h, left, top) = (40_i64, 12_i64, 140_i64, 8_i64, 14_i64);
@@ -277,9 +295,14 @@ pub fn month_bars(rows: &[(String, String, usize)], first_month: NaiveDate, toda
         let mut y = top + chart_h;
         let total = totals[i];
         let segments = per_month.get(month.as_str()).cloned().unwrap_or_default();
-        let _ = write!(svg, r#"<g class="month"><title>{month}: {total} messages</title>"#);
+        let _ = write!(
+            svg,
+            r#"<g class="month"><title>{month}: {total} messages</title>"#
+        );
         for (source, n) in segments {
-            let h = i64::try_from(n * usize::try_from(chart_h).unwrap_or(140) / max).unwrap_or(0).max(1);
+            let h = i64::try_from(n * usize::try_from(chart_h).unwrap_or(140) / max)
+                .unwrap_or(0)
+                .max(1);
             y -= h;
             let _ = write!(
                 svg,

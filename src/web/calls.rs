@@ -82,7 +82,13 @@ impl Failed {
     /// The answer to send: "nothing stored yet" as a 404 naming what to run.
     pub fn into_response(self, pages: &Pages, as_json: bool) -> Response {
         match self {
-            Self::NothingStored(why) => fail(pages, as_json, StatusCode::NOT_FOUND, "Nothing stored yet", &why),
+            Self::NothingStored(why) => fail(
+                pages,
+                as_json,
+                StatusCode::NOT_FOUND,
+                "Nothing stored yet",
+                &why,
+            ),
             Self::Answer(response) => response,
         }
     }
@@ -119,7 +125,12 @@ impl Pages {
     /// Calls the skill feeding `role` with `args`, on a call slot, off the async
     /// threads. Failures are answered as a page (or JSON when `as_json`): no such
     /// skill 404, invalid arguments 400, deadline 504, anything else 500.
-    pub async fn call_role(&self, role: Role, args: Value, as_json: bool) -> Result<CallOutput, Failed> {
+    pub async fn call_role(
+        &self,
+        role: Role,
+        args: Value,
+        as_json: bool,
+    ) -> Result<CallOutput, Failed> {
         let served = self.catalog().current();
         let Some(skill) = skill_for(served.host.skills(), role) else {
             return Err(Failed::Answer(fail(
@@ -138,7 +149,12 @@ impl Pages {
     }
 
     /// Calls skill `name` with `args` (see [`Pages::call_role`]).
-    pub async fn call_skill(&self, name: &str, args: Value, as_json: bool) -> Result<CallOutput, Failed> {
+    pub async fn call_skill(
+        &self,
+        name: &str,
+        args: Value,
+        as_json: bool,
+    ) -> Result<CallOutput, Failed> {
         let host = std::sync::Arc::clone(&self.catalog().current().host);
         let tool = name.to_owned();
         let called = {
@@ -169,14 +185,26 @@ impl Pages {
                     CallError::Stopped { .. } => (StatusCode::GATEWAY_TIMEOUT, "Stopped"),
                     _ => (StatusCode::INTERNAL_SERVER_ERROR, "The call failed"),
                 };
-                Err(Failed::Answer(fail(self, as_json, status, title, &with_causes(&e))))
+                Err(Failed::Answer(fail(
+                    self,
+                    as_json,
+                    status,
+                    title,
+                    &with_causes(&e),
+                )))
             }
         }
     }
 }
 
 /// A failure as a page or as JSON `{error}`.
-pub fn fail(pages: &Pages, as_json: bool, status: StatusCode, title: &str, message: &str) -> Response {
+pub fn fail(
+    pages: &Pages,
+    as_json: bool,
+    status: StatusCode,
+    title: &str,
+    message: &str,
+) -> Response {
     if as_json {
         return respond::json(status, &json!({"error": message}));
     }

@@ -57,15 +57,16 @@ pub async fn page(
     as_json: bool,
 ) -> Response {
     let mut calls = Calls::default();
-    let nothing = |why: String| {
-        pages.error(StatusCode::NOT_FOUND, "No such conversation", &why)
-    };
+    let nothing = |why: String| pages.error(StatusCode::NOT_FOUND, "No such conversation", &why);
     let any = source == paths::ANY_SOURCE;
     let mut header_args = json!({"conversation_id": id, "limit": 1});
     if !any {
         header_args["source"] = json!(source);
     }
-    let header = match pages.call_role(Role::Conversations, header_args, as_json).await {
+    let header = match pages
+        .call_role(Role::Conversations, header_args, as_json)
+        .await
+    {
         Ok(output) => output,
         Err(Failed::NothingStored(_)) if !as_json => {
             return nothing("no conversations are stored yet: run `skills ingest` first".into())
@@ -78,11 +79,19 @@ pub async fn page(
         } else {
             format!("no conversation `{id}` from source `{source}` is stored")
         };
-        return calls::fail(pages, as_json, StatusCode::NOT_FOUND, "No such conversation", &why);
+        return calls::fail(
+            pages,
+            as_json,
+            StatusCode::NOT_FOUND,
+            "No such conversation",
+            &why,
+        );
     };
     // The page lives at its real source; the JSON twin answers here, so a client
     // reading it needs no redirect (which would drop `format=json`).
-    let real = calls::text(&row, "source").unwrap_or(paths::ANY_SOURCE).to_owned();
+    let real = calls::text(&row, "source")
+        .unwrap_or(paths::ANY_SOURCE)
+        .to_owned();
     if any && !as_json {
         return respond::redirect(&paths::conversation(Some(&real), id, at));
     }
@@ -111,7 +120,9 @@ pub async fn page(
     }
     let now = pages.now();
     let rows = calls::rows(&output);
-    let first_position = rows.first().map_or(1, |r| calls::count(r, "position").max(1));
+    let first_position = rows
+        .first()
+        .map_or(1, |r| calls::count(r, "position").max(1));
     let current = (first_position - 1) / PAGE_SIZE + 1;
     let messages: Vec<Shown> = rows
         .iter()

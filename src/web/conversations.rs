@@ -99,7 +99,10 @@ pub struct Row {
 }
 
 /// The list rows of a call's output.
-pub fn rows(output: &crate::runtime::host::CallOutput, now: chrono::DateTime<chrono::Utc>) -> Vec<Row> {
+pub fn rows(
+    output: &crate::runtime::host::CallOutput,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Row> {
     calls::rows(output)
         .iter()
         .map(|r| {
@@ -167,7 +170,10 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
             json!({"filters": filters, "rows": [], "empty": "No conversations are stored yet: run `skills ingest` first."}),
         )
     };
-    let output = match pages.call_role(Role::Conversations, Value::Object(args), as_json).await {
+    let output = match pages
+        .call_role(Role::Conversations, Value::Object(args), as_json)
+        .await
+    {
         Ok(output) => output,
         Err(Failed::NothingStored(_)) if !as_json => return empty_store(pages),
         Err(failed) => return failed.into_response(pages, as_json),

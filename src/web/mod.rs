@@ -62,7 +62,10 @@ pub use respond::Response;
 /// Page templates, by name: compiled into the binary.
 const TEMPLATES: [(&str, &str); 13] = [
     ("base.html", include_str!("../../templates/web/base.html")),
-    ("macros.html", include_str!("../../templates/web/macros.html")),
+    (
+        "macros.html",
+        include_str!("../../templates/web/macros.html"),
+    ),
     ("index.html", include_str!("../../templates/web/index.html")),
     ("skill.html", include_str!("../../templates/web/skill.html")),
     (

@@ -78,7 +78,11 @@ fn cited_project(row: &Value) -> Option<String> {
 /// One project's page.
 pub async fn page(pages: &Pages, project: &str, as_json: bool) -> Response {
     let header = match pages
-        .call_role(Role::Projects, json!({"project": project, "limit": 1}), as_json)
+        .call_role(
+            Role::Projects,
+            json!({"project": project, "limit": 1}),
+            as_json,
+        )
         .await
     {
         Ok(output) => output,
@@ -131,7 +135,9 @@ pub async fn page(pages: &Pages, project: &str, as_json: bool) -> Response {
         .first()
         .map_or(0, |r| calls::count(r, "total"));
     let (heatmap, months, missing) = match charts {
-        Charts::Drawn { heatmap, months, .. } => (Some(heatmap), Some(months), None),
+        Charts::Drawn {
+            heatmap, months, ..
+        } => (Some(heatmap), Some(months), None),
         Charts::Missing(why) => (None, None, Some(why)),
     };
     pages.render(

@@ -111,7 +111,11 @@ fn is_plain_name(s: &str) -> bool {
 }
 
 /// The result table of `data` and, into `linker`, the links of its rows.
-pub fn table(data: &Value, linker: &mut Linker, now: chrono::DateTime<chrono::Utc>) -> Option<Table> {
+pub fn table(
+    data: &Value,
+    linker: &mut Linker,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Table> {
     let (key, items) = data.as_object()?.iter().find_map(|(key, value)| {
         let items = value.as_array()?;
         items
@@ -237,13 +241,17 @@ mod tests {
             }]
         );
         let labelled = json!({"cites": {"kind": "conversation", "source": "transcript (keyword)", "conversation_id": "c1", "message_id": "m1"}});
-        assert_eq!(row_links(&labelled)[0].href, "/conversations/_/c1?at=m1#m-m1");
+        assert_eq!(
+            row_links(&labelled)[0].href,
+            "/conversations/_/c1?at=m1#m-m1"
+        );
         let memory = json!({"cites": [{"kind": "memory", "id": "m-1"}, {"kind": "conversation", "conversation_id": "c9"}]});
         let links = row_links(&memory);
         assert_eq!(links[0].href, "/memories/m-1");
         assert_eq!(links[1].href, "/conversations/_/c9");
         // A citation in the text, or an id, is not a link: only `cites` is.
-        let text_only = json!({"id": "m-2", "citation": "[memory m-2 · 2026-01-01]", "conversation_id": "c9"});
+        let text_only =
+            json!({"id": "m-2", "citation": "[memory m-2 · 2026-01-01]", "conversation_id": "c9"});
         assert!(row_links(&text_only).is_empty());
         assert!(row_links(&json!({"cites": {"kind": "elsewhere", "id": "x"}})).is_empty());
     }

@@ -16,8 +16,8 @@
 use hyper::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
 
-use super::html::{self, Linker};
 use super::calls::{self, with_causes};
+use super::html::{self, Linker};
 use super::{form, guard, paths, respond, results, Pages, Response};
 use crate::engines::EngineError;
 use crate::runtime::args::ArgError;
