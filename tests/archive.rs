@@ -229,7 +229,7 @@ fn two_machines_push_idempotently_and_search_finds_both() {
 
     // An appended message re-sends only its conversation; a conversation gone
     // locally stays unless --prune.
-    store(&a, &[msg("alpha-c3", 99, 999_999, "appended later")]);
+    store(&a, &[msg("alpha-c3", 5, 999_999, "appended later")]);
     let more = push(&a, &db, &[]);
     assert_eq!(more["conversations_sent"], 1, "{more}");
     assert_eq!(more["messages_sent"], 6, "{more}");
@@ -447,8 +447,10 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
     let archive = Context::new(paths)
         .with_archive(Some(std::sync::Arc::new(skills::archive::search::Pool::new(target))));
     let engine = skills::engines::search_conversations::SearchConversations;
+    let index = Context::new(StorePaths::in_dir(&data));
     let mut compared = 0;
     let mut nonempty = 0;
+    let mut mismatches = Vec::new();
     let strip = |mut v: Value| {
         for r in v["rows"].as_array_mut().unwrap() {
             let o = r.as_object_mut().unwrap();
@@ -469,12 +471,23 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
             let args = json!({"term": term, "role": role, "limit": limit, "project": project});
             let want = engine.call(&args, &local);
             let got = engine.call(&args, &archive);
+            let indexed = engine.call(&args, &index);
+            let count = |v: &Value| v["rows"].as_array().map_or(0, Vec::len);
             match (want, got) {
                 (Ok(w), Ok(g)) => {
                     if !w["rows"].as_array().unwrap().is_empty() {
                         nonempty += 1;
                     }
-                    assert_eq!(strip(g), w, "term {term:?} role {role} limit {limit}");
+                    let g = strip(g);
+                    if g != w {
+                        mismatches.push(format!(
+                            "term {term:?} role {role} limit {limit} project {project}: \
+                             DuckDB {} rows, index {:?} rows, archive {} rows",
+                            count(&w),
+                            indexed.as_ref().map(count),
+                            count(&g)
+                        ));
+                    }
                 }
                 (Err(w), Err(g)) => assert_eq!(w.to_string(), g.to_string()),
                 (w, g) => panic!("term {term:?}: DuckDB {w:?}, archive {g:?}"),
@@ -483,6 +496,7 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
         }
     }
     println!("{compared} searches compared, {nonempty} with rows");
+    assert!(mismatches.is_empty(), "{} differ:\n{}", mismatches.len(), mismatches.join("\n"));
     assert!(compared >= 1500, "{compared}");
     assert!(nonempty >= 500, "{nonempty}");
 }
