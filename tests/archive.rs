@@ -430,6 +430,15 @@ fn patterns(messages: &[Message]) -> Vec<String> {
     out
 }
 
+/// Every pattern (role, limit and project varied) gives the same rows in the same
+/// order from the archive as from DuckDB's `ILIKE` and from the local search index.
+///
+/// One exception, measured here on DuckDB 1.5.6: with a NUL in the *term*, DuckDB's
+/// `ILIKE` does not match the NUL as a literal character (`\0` alone found 34 of the
+/// 101 messages holding a NUL, `b \0 ` none of 7), while the local search index — the
+/// path `skills` answers from by default — does. For those terms the archive is
+/// compared with the index (and agrees with it); NUL in the stored *text* is compared
+/// with DuckDB like every other character.
 #[test]
 fn search_conversations_on_the_archive_equals_duckdb_ilike() {
     let Some(admin) = server() else { return };
@@ -451,6 +460,7 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
     let mut compared = 0;
     let mut nonempty = 0;
     let mut mismatches = Vec::new();
+    let mut nul_terms_duckdb_differs = 0;
     let strip = |mut v: Value| {
         for r in v["rows"].as_array_mut().unwrap() {
             let o = r.as_object_mut().unwrap();
@@ -472,30 +482,41 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
             let want = engine.call(&args, &local);
             let got = engine.call(&args, &archive);
             let indexed = engine.call(&args, &index);
-            let count = |v: &Value| v["rows"].as_array().map_or(0, Vec::len);
-            match (want, got) {
-                (Ok(w), Ok(g)) => {
+            match (want, got, indexed) {
+                (Ok(w), Ok(g), Ok(i)) => {
                     if !w["rows"].as_array().unwrap().is_empty() {
                         nonempty += 1;
                     }
                     let g = strip(g);
-                    if g != w {
+                    let count = |v: &Value| v["rows"].as_array().map_or(0, Vec::len);
+                    // DuckDB's ILIKE does not match a NUL in the pattern as a literal
+                    // character (see the test's doc); there the reference is the local
+                    // search index, the path `skills` answers from by default.
+                    let reference = if term.contains('\0') { &i } else { &w };
+                    if &g != reference || g != i {
                         mismatches.push(format!(
                             "term {term:?} role {role} limit {limit} project {project}: \
-                             DuckDB {} rows, index {:?} rows, archive {} rows",
+                             DuckDB {} rows, index {} rows, archive {} rows",
                             count(&w),
-                            indexed.as_ref().map(count),
+                            count(&i),
                             count(&g)
                         ));
                     }
+                    if term.contains('\0') && w != i {
+                        nul_terms_duckdb_differs += 1;
+                    }
                 }
-                (Err(w), Err(g)) => assert_eq!(w.to_string(), g.to_string()),
-                (w, g) => panic!("term {term:?}: DuckDB {w:?}, archive {g:?}"),
+                (Err(w), Err(g), Err(_)) => assert_eq!(w.to_string(), g.to_string()),
+                (w, g, i) => panic!("term {term:?}: DuckDB {w:?}, archive {g:?}, index {i:?}"),
             }
             compared += 1;
         }
     }
-    println!("{compared} searches compared, {nonempty} with rows");
+    println!(
+        "{compared} searches compared, {nonempty} with rows; {nul_terms_duckdb_differs} with \
+         NUL in the term where DuckDB's ILIKE differs from the local index (the archive \
+         follows the index)"
+    );
     assert!(mismatches.is_empty(), "{} differ:\n{}", mismatches.len(), mismatches.join("\n"));
     assert!(compared >= 1500, "{compared}");
     assert!(nonempty >= 500, "{nonempty}");
