@@ -82,7 +82,10 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+            let _ = c.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
         }
     }
 }
@@ -182,7 +185,10 @@ fn two_machines_push_idempotently_and_search_finds_both() {
     assert_eq!(first["messages_sent"], 100);
     assert!(first["secrets_redacted"].as_u64().unwrap() > 0, "{first}");
     push(&b, &db, &[]);
-    assert_eq!(db.count("SELECT count(*) FROM skills_archive.messages"), 140);
+    assert_eq!(
+        db.count("SELECT count(*) FROM skills_archive.messages"),
+        140
+    );
     assert_eq!(
         db.count("SELECT count(DISTINCT machine) FROM skills_archive.messages"),
         2
@@ -204,21 +210,38 @@ fn two_machines_push_idempotently_and_search_finds_both() {
     let (ok, out, err) = run(
         &a,
         &db.url,
-        &["--json", "run", "search-conversations", "--arg", "term=CACHE IS", "--arg", "limit=500"],
+        &[
+            "--json",
+            "run",
+            "search-conversations",
+            "--arg",
+            "term=CACHE IS",
+            "--arg",
+            "limit=500",
+        ],
     );
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let rows = v["data"]["rows"].as_array().unwrap();
-    let machines: std::collections::BTreeSet<&str> =
-        rows.iter().map(|r| r["machine"].as_str().unwrap()).collect();
+    let machines: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["machine"].as_str().unwrap())
+        .collect();
     assert_eq!(machines, ["desktop", "laptop"].into_iter().collect());
     assert!(rows.iter().all(|r| r["user"].is_string()));
     let (ok, out, _) = run(
         &a,
         &db.url,
         &[
-            "--json", "run", "search-conversations", "--arg", "term=cache", "--arg",
-            "machine=desktop", "--arg", "limit=500",
+            "--json",
+            "run",
+            "search-conversations",
+            "--arg",
+            "term=cache",
+            "--arg",
+            "machine=desktop",
+            "--arg",
+            "limit=500",
         ],
     );
     assert!(ok);
@@ -233,7 +256,10 @@ fn two_machines_push_idempotently_and_search_finds_both() {
     let more = push(&a, &db, &[]);
     assert_eq!(more["conversations_sent"], 1, "{more}");
     assert_eq!(more["messages_sent"], 6, "{more}");
-    assert_eq!(db.count("SELECT count(*) FROM skills_archive.messages"), 141);
+    assert_eq!(
+        db.count("SELECT count(*) FROM skills_archive.messages"),
+        141
+    );
 
     // The skills that cannot answer from the archive yet say so.
     let (ok, _, err) = run(&a, &db.url, &["run", "memo-search", "--arg", "query=cache"]);
@@ -264,7 +290,14 @@ fn a_push_killed_mid_way_completes_on_the_next_one() {
         let mut child = skills()
             .arg("--data-dir")
             .arg(&data)
-            .args(["--archive", &killed.url, "archive", "push", "--batch-rows", "40"])
+            .args([
+                "--archive",
+                &killed.url,
+                "archive",
+                "push",
+                "--batch-rows",
+                "40",
+            ])
             .env("SKILLS_MACHINE_NAME", "m")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -280,7 +313,10 @@ fn a_push_killed_mid_way_completes_on_the_next_one() {
     println!("pushes killed mid-way: {kills}");
     push(&data, &killed, &["--batch-rows", "40"]);
     push(&data, &clean, &[]);
-    assert_eq!(killed.count("SELECT count(*) FROM skills_archive.messages"), 4000);
+    assert_eq!(
+        killed.count("SELECT count(*) FROM skills_archive.messages"),
+        4000
+    );
     assert_eq!(killed.dump(), clean.dump());
     assert_eq!(
         killed.count("SELECT count(*) FROM skills_archive.conversations"),
@@ -308,7 +344,10 @@ fn the_password_never_appears_in_any_output() {
         (&no_schema, vec!["archive", "push"]),
         (&no_schema, vec!["archive", "status"]),
         (&bad_db, vec!["archive", "migrate"]),
-        (&no_schema, vec!["run", "search-conversations", "--arg", "term=x"]),
+        (
+            &no_schema,
+            vec!["run", "search-conversations", "--arg", "term=x"],
+        ),
         (&wrong, vec!["archive", "status"]),
         (&no_schema, vec!["archive", "migrate"]),
         (&no_schema, vec!["--json", "archive", "migrate"]),
@@ -321,7 +360,10 @@ fn the_password_never_appears_in_any_output() {
     }
     let all = outputs.join("\n");
     assert!(!all.contains(&password), "the password leaked:\n{all}");
-    assert!(!all.contains("wrong-password-123"), "the password leaked:\n{all}");
+    assert!(
+        !all.contains("wrong-password-123"),
+        "the password leaked:\n{all}"
+    );
     assert!(all.contains("skills archive migrate"), "{all}");
     assert!(all.contains("password authentication failed"), "{all}");
     assert!(all.contains("no_such_database"), "{all}");
@@ -372,7 +414,11 @@ fn differential_corpus() -> Vec<Message> {
                 text.push_str(words[(next() % words.len() as u64) as usize]);
             }
             // Equal times across conversations: the tie-break decides the order.
-            let t = if c % 3 == 0 { 5_000 } else { (c * 10 + i) as i64 };
+            let t = if c % 3 == 0 {
+                5_000
+            } else {
+                (c * 10 + i) as i64
+            };
             let mut m = msg(&format!("conv-{c:02}"), i as i64, t, &text);
             if c % 4 == 0 {
                 m.source = "codex".into();
@@ -390,20 +436,67 @@ fn differential_corpus() -> Vec<Message> {
 /// wildcards put in, plus the edge list.
 fn patterns(messages: &[Message]) -> Vec<String> {
     let mut out: Vec<String> = [
-        "\\", "%", "_", "%%", "__", "\\%", "%\\", "İ", "i", "ı", "ẞ", "ß", "ss", "ΟΔΟΣ", "οδος",
-        "οδοσ", "ς", "東京", "日本", "🎉", "👍", "\0", "nul\0in", "\u{FFFF}", "K", "k", "Å",
-        "å", "c:\\dir", "C:\\DIR\\", "50 %", "a_b", "a\\_b", "snake%name", "_%_", "",
-        "straße", "STRASSE", "ǅ", "ǆ", "Ǆ", "naïve", "NAÏVE", "\t", "\n",
+        "\\",
+        "%",
+        "_",
+        "%%",
+        "__",
+        "\\%",
+        "%\\",
+        "İ",
+        "i",
+        "ı",
+        "ẞ",
+        "ß",
+        "ss",
+        "ΟΔΟΣ",
+        "οδος",
+        "οδοσ",
+        "ς",
+        "東京",
+        "日本",
+        "🎉",
+        "👍",
+        "\0",
+        "nul\0in",
+        "\u{FFFF}",
+        "K",
+        "k",
+        "Å",
+        "å",
+        "c:\\dir",
+        "C:\\DIR\\",
+        "50 %",
+        "a_b",
+        "a\\_b",
+        "snake%name",
+        "_%_",
+        "",
+        "straße",
+        "STRASSE",
+        "ǅ",
+        "ǆ",
+        "Ǆ",
+        "naïve",
+        "NAÏVE",
+        "\t",
+        "\n",
     ]
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
     let mut seed = 42u64;
     let mut next = move || {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         seed >> 33
     };
-    let texts: Vec<&str> = messages.iter().map(|m| m.content.as_str()).filter(|t| !t.is_empty()).collect();
+    let texts: Vec<&str> = messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
     while out.len() < 560 {
         let t: Vec<char> = texts[(next() as usize) % texts.len()].chars().collect();
         if t.is_empty() {
@@ -453,8 +546,9 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
     let paths = StorePaths::in_dir(&data);
     let local = Context::new(paths.clone()).with_search_index(false);
     let target = skills::archive::Target::parse(&db.url).unwrap();
-    let archive = Context::new(paths)
-        .with_archive(Some(std::sync::Arc::new(skills::archive::search::Pool::new(target))));
+    let archive = Context::new(paths).with_archive(Some(std::sync::Arc::new(
+        skills::archive::search::Pool::new(target),
+    )));
     let engine = skills::engines::search_conversations::SearchConversations;
     let index = Context::new(StorePaths::in_dir(&data));
     let mut compared = 0;
@@ -517,7 +611,12 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
          NUL in the term where DuckDB's ILIKE differs from the local index (the archive \
          follows the index)"
     );
-    assert!(mismatches.is_empty(), "{} differ:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} differ:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
     assert!(compared >= 1500, "{compared}");
     assert!(nonempty >= 500, "{nonempty}");
 }

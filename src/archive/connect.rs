@@ -159,7 +159,9 @@ impl Target {
             }
         }
         if config.get_user().is_none() {
-            let user = env("PGUSER").or_else(os_user).unwrap_or_else(|| "postgres".into());
+            let user = env("PGUSER")
+                .or_else(os_user)
+                .unwrap_or_else(|| "postgres".into());
             config.user(&user);
         }
         if config.get_dbname().is_none() {
@@ -194,8 +196,10 @@ impl Target {
         };
         let root_cert = root_cert.or_else(|| env("PGSSLROOTCERT")).map(|r| {
             if r == "system" {
-                env("SSL_CERT_FILE")
-                    .map_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"), PathBuf::from)
+                env("SSL_CERT_FILE").map_or_else(
+                    || PathBuf::from("/etc/ssl/certs/ca-certificates.crt"),
+                    PathBuf::from,
+                )
             } else {
                 PathBuf::from(r)
             }
@@ -407,7 +411,12 @@ fn pgpass_lookup(file: &Path, config: &postgres::Config) -> Option<String> {
         Some(Host::Tcp(h)) => h.clone(),
         _ => "localhost".into(),
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
     let want = [
         host.as_str(),
         port.as_str(),
@@ -460,9 +469,8 @@ fn split_pgpass(line: &str) -> Vec<String> {
 /// Root certificates from a PEM file.
 fn read_roots(file: &Path) -> Result<rustls::RootCertStore, ArchiveError> {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
-    let certs = CertificateDer::pem_file_iter(file).map_err(|e| {
-        ArchiveError::new(format!("root certificate file {}: {e}", file.display()))
-    })?;
+    let certs = CertificateDer::pem_file_iter(file)
+        .map_err(|e| ArchiveError::new(format!("root certificate file {}: {e}", file.display())))?;
     let mut roots = rustls::RootCertStore::empty();
     for cert in certs {
         let cert = cert.map_err(|e| {
@@ -585,7 +593,12 @@ mod tests {
     use super::*;
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        }
     }
 
     #[test]
@@ -621,11 +634,10 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("sslmode"), "{e}");
         assert!(!e.to_string().contains("hunter2"), "{e}");
-        let e = Target::parse_with("postgres://u:hunter2@h:notaport/db", &env_of(&[]))
-            .unwrap_err();
+        let e = Target::parse_with("postgres://u:hunter2@h:notaport/db", &env_of(&[])).unwrap_err();
         assert!(!e.to_string().contains("hunter2"), "{e}");
-        let e = Target::parse_with("postgres://h/db?sslmode=verify-full", &env_of(&[]))
-            .unwrap_err();
+        let e =
+            Target::parse_with("postgres://h/db?sslmode=verify-full", &env_of(&[])).unwrap_err();
         assert!(e.to_string().contains("sslrootcert"), "{e}");
     }
 
@@ -654,7 +666,11 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
             let t = Target::parse_with("postgres://alice@db.example/team", &env).unwrap();
-            assert_eq!(t.scrub("a:b\\c"), "a:b\\c", "a world-readable file is ignored");
+            assert_eq!(
+                t.scrub("a:b\\c"),
+                "a:b\\c",
+                "a world-readable file is ignored"
+            );
         }
     }
 }

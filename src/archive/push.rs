@@ -182,7 +182,14 @@ type Prints = HashMap<(String, String), Print>;
 /// conversation's fingerprint.
 fn local_prints(
     paths: &StorePaths,
-) -> Result<(crate::stores::conversations::ConversationStore, bool, Prints), ArchiveError> {
+) -> Result<
+    (
+        crate::stores::conversations::ConversationStore,
+        bool,
+        Prints,
+    ),
+    ArchiveError,
+> {
     let store = crate::stores::conversations::ConversationStore::open_ro(&paths.conversations)
         .map_err(|e| ArchiveError::new(e.to_string()))?;
     let injected = store
@@ -482,9 +489,7 @@ fn delete_conversations(
     sources: &[&str],
     ids: &[&str],
 ) -> Result<(), postgres::Error> {
-    let keys = format!(
-        "(source, conversation_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))"
-    );
+    let keys = "(source, conversation_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))";
     tx.execute(
         &format!("DELETE FROM {SCHEMA}.messages WHERE machine = $1 AND {keys}"),
         &[&machine, &sources, &ids],
@@ -646,9 +651,8 @@ fn push_memories(
     report: &mut PushReport,
 ) -> Result<(), ArchiveError> {
     use crate::stores::memories::{parse_time, REL_CONVERSATION, REL_SUPERSEDES};
-    let local_err = |e: rusqlite::Error| {
-        ArchiveError::new(format!("memories store `{}`: {e}", path.display()))
-    };
+    let local_err =
+        |e: rusqlite::Error| ArchiveError::new(format!("memories store `{}`: {e}", path.display()));
     let conn = crate::stores::memories::query_connection(path)
         .map_err(|e| ArchiveError::new(e.to_string()))?;
     let mut links: HashMap<String, (Vec<String>, Vec<String>)> = HashMap::new();
@@ -657,7 +661,9 @@ fn push_memories(
             .prepare("SELECT id, rel, target FROM memory_links ORDER BY id, rel, target")
             .map_err(local_err)?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?)))
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            })
             .map_err(local_err)?;
         for row in rows {
             let (id, rel, target) = row.map_err(local_err)?;
@@ -733,7 +739,10 @@ fn push_memories(
         return Ok(());
     }
     let redactor = crate::redact::Redactor::global();
-    let mut tx = archive.client().transaction().map_err(err("sending memories"))?;
+    let mut tx = archive
+        .client()
+        .transaction()
+        .map_err(err("sending memories"))?;
     if !gone.is_empty() {
         tx.execute(
             &format!("DELETE FROM {SCHEMA}.memories WHERE machine = $1 AND id = ANY($2)"),

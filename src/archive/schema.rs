@@ -173,8 +173,14 @@ pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
         ..Migration::default()
     };
     for (name, why) in [
-        ("pg_trgm", "searches then scan every row (still exact, slower)"),
-        ("vector", "needed by semantic search on the archive (not yet available)"),
+        (
+            "pg_trgm",
+            "searches then scan every row (still exact, slower)",
+        ),
+        (
+            "vector",
+            "needed by semantic search on the archive (not yet available)",
+        ),
     ] {
         match create_extension(&mut tx, name) {
             Ok(()) => out.extensions.push(name.to_owned()),
@@ -303,7 +309,10 @@ CREATE VIEW {SCHEMA}.all_conversations AS
 /// Month `(year, month)` plus `n` months.
 fn add_months((y, m): (i32, u32), n: u32) -> (i32, u32) {
     let total = y * 12 + i32::try_from(m).unwrap_or(1) - 1 + i32::try_from(n).unwrap_or(0);
-    (total.div_euclid(12), u32::try_from(total.rem_euclid(12)).unwrap_or(0) + 1)
+    (
+        total.div_euclid(12),
+        u32::try_from(total.rem_euclid(12)).unwrap_or(0) + 1,
+    )
 }
 
 /// Name of the partition of month `(y, m)`: `messages_YYYY_MM`.
@@ -451,6 +460,9 @@ mod tests {
     #[test]
     fn message_columns_carry_the_local_columns_in_order() {
         let names: Vec<&str> = MESSAGE_COLUMNS.iter().map(|c| c.name).collect();
-        assert_eq!(&names[2..names.len() - 3], crate::stores::conversations::COLUMNS);
+        assert_eq!(
+            &names[2..names.len() - 3],
+            crate::stores::conversations::COLUMNS
+        );
     }
 }

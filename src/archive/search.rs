@@ -160,7 +160,10 @@ pub fn search(pool: &Pool, q: &Query<'_>) -> Result<Vec<Value>, ArchiveError> {
             let mut f = Vec::new();
             fold(project, &mut f);
             let folded = String::from_utf8(f).unwrap_or_default();
-            let p = param(Box::new(format!("%{}%", like_literal(&super::push::storable(&folded)))));
+            let p = param(Box::new(format!(
+                "%{}%",
+                like_literal(&super::push::storable(&folded))
+            )));
             sql.push_str(&format!(" AND m.project_folded LIKE {p}"));
         }
         if let Some(machine) = q.machine {

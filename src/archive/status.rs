@@ -75,7 +75,10 @@ pub fn status(
         .map_err(err)?
         .get(0);
     let default_rows: i64 = c
-        .query_one(&format!("SELECT count(*) FROM {SCHEMA}.messages_default"), &[])
+        .query_one(
+            &format!("SELECT count(*) FROM {SCHEMA}.messages_default"),
+            &[],
+        )
         .map_err(err)?
         .get(0);
     let slices = c

@@ -145,7 +145,11 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                     report.memories_sent,
                     report.conversations_pruned + report.memories_pruned,
                     report.secrets_redacted,
-                    if report.redacted { "" } else { " (--no-redact)" },
+                    if report.redacted {
+                        ""
+                    } else {
+                        " (--no-redact)"
+                    },
                     report.batches,
                     report.seconds,
                     &report.machine[..8.min(report.machine.len())],

@@ -53,7 +53,12 @@ pub struct GlobalArgs {
     /// The team archive (PostgreSQL, `postgres://user@host:5432/database`; password
     /// from PGPASSWORD or ~/.pgpass rather than the URL): `skills archive` works on it,
     /// and `run`, `serve`, `ui` and `status` read it instead of the local stores.
-    #[arg(long, global = true, env = "SKILLS_ARCHIVE_URL", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "SKILLS_ARCHIVE_URL",
+        hide_env_values = true
+    )]
     pub archive: Option<String>,
 }
 
@@ -77,11 +82,16 @@ impl Session {
     /// [`UsageError`] (exit 2) saying what is wrong with the address (never echoing
     /// it: it may hold the password).
     pub fn archive_target(&self) -> Result<Option<skills::archive::Target>> {
-        match self.global.archive.as_deref().filter(|u| !u.trim().is_empty()) {
+        match self
+            .global
+            .archive
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
             None => Ok(None),
-            Some(url) => skills::archive::Target::parse(url)
-                .map(Some)
-                .map_err(|e| UsageError::new(format!("`--archive` / SKILLS_ARCHIVE_URL: {e}")).into()),
+            Some(url) => skills::archive::Target::parse(url).map(Some).map_err(|e| {
+                UsageError::new(format!("`--archive` / SKILLS_ARCHIVE_URL: {e}")).into()
+            }),
         }
     }
 
