@@ -5,7 +5,8 @@
 //! [`ingest`] imported from real transcript and memory formats. Retrieval machinery
 //! (BM25 postings, vectors, filters, typo lookup) is [`search`]; the records both
 //! ingest and stores handle are [`model`], times are read by [`time`], a call is
-//! stopped through [`cancel`], folders listed by [`walk`], the user's folders that
+//! stopped through [`cancel`], folders listed by [`walk`], text for a terminal escaped
+//! by [`terminal`], the user's folders that
 //! tools keep their files in (transcripts, MCP configs) named by [`places`], and text
 //! is embedded by [`embed`]; [`web`] serves pages for people beside `/mcp`, and [`setup`]
 //! wires `skills serve` into MCP clients' config files. Every entry point
@@ -27,6 +28,7 @@ pub mod runtime;
 pub mod search;
 pub mod setup;
 pub mod stores;
+pub mod terminal;
 pub mod time;
 pub mod walk;
 pub mod web;

@@ -664,7 +664,7 @@ pub(crate) fn note_once(line: String) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !said.contains(&line) {
-        eprintln!("{line}");
+        crate::terminal::log(format_args!("{line}"));
         said.push(line);
     }
 }
