@@ -52,7 +52,8 @@ pub struct GlobalArgs {
     pub json: bool,
     /// The team archive (PostgreSQL, `postgres://user@host:5432/database`; password
     /// from PGPASSWORD or ~/.pgpass rather than the URL): `skills archive` works on it,
-    /// and `run`, `serve`, `ui` and `status` read it instead of the local stores.
+    /// and the skills that `run` and `serve` call answer from it instead of the local
+    /// stores.
     #[arg(
         long,
         global = true,
