@@ -8,7 +8,8 @@
 //! stopped through [`cancel`], folders listed by [`walk`], text for a terminal escaped
 //! by [`terminal`], the user's folders that
 //! tools keep their files in (transcripts, MCP configs) named by [`places`], and text
-//! is embedded by [`embed`]; [`web`] serves pages for people beside `/mcp`, and [`setup`]
+//! is embedded by [`embed`]; [`listener`] accepts HTTP connections (limits, the
+//! `Host`/`Origin` guard); [`web`] serves pages for people beside `/mcp`, and [`setup`]
 //! wires `skills serve` into MCP clients' config files. Every entry point
 //! (CLI, MCP, `verify`, the pages) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
@@ -21,6 +22,7 @@ pub mod confine;
 pub mod embed;
 pub mod engines;
 pub mod ingest;
+pub mod listener;
 pub mod model;
 pub mod places;
 pub mod redact;
