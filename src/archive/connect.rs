@@ -135,7 +135,12 @@ impl Target {
                 _ => kept.push((k.into_owned(), v.into_owned())),
             }
         }
-        let mut rebuilt = base.to_owned();
+        // The parser fills in 5432 for a host without a port, so PGPORT goes into the
+        // URL before parsing, as libpq reads it: only when the URL names no port.
+        let mut rebuilt = match env("PGPORT").and_then(|p| p.parse::<u16>().ok()) {
+            Some(port) if !names_a_port(base, &kept) => with_port(base, port),
+            _ => base.to_owned(),
+        };
         if !kept.is_empty() {
             rebuilt.push('?');
             let mut ser = form_urlencoded::Serializer::new(String::new());
@@ -152,11 +157,6 @@ impl Target {
         })?;
         if config.get_hosts().is_empty() {
             config.host(env("PGHOST").as_deref().unwrap_or("localhost"));
-        }
-        if config.get_ports().is_empty() {
-            if let Some(port) = env("PGPORT").and_then(|p| p.parse::<u16>().ok()) {
-                config.port(port);
-            }
         }
         if config.get_user().is_none() {
             let user = env("PGUSER")
@@ -264,10 +264,16 @@ impl Target {
     pub fn scrub(&self, text: &str) -> String {
         match &self.secret {
             Some(p) => {
-                let encoded: String =
+                // A URL may spell the password fully encoded or with RFC 3986's
+                // unreserved marks (`-._~`) left as they are: scrub both.
+                let every =
                     percent_encoding::utf8_percent_encode(p, percent_encoding::NON_ALPHANUMERIC)
                         .to_string();
-                text.replace(p.as_str(), "***").replace(&encoded, "***")
+                let unreserved =
+                    percent_encoding::utf8_percent_encode(p, UNRESERVED_KEPT).to_string();
+                text.replace(p.as_str(), "***")
+                    .replace(&every, "***")
+                    .replace(&unreserved, "***")
             }
             None => text.to_owned(),
         }
@@ -346,6 +352,56 @@ fn display_of(config: &postgres::Config) -> String {
 }
 
 /// `text` with any `user:password@` part of `url` hidden.
+/// Percent-encoding that leaves RFC 3986's unreserved marks as they are.
+const UNRESERVED_KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Whether the URL without its query (`postgres://[user@]host[:port][,host[:port]]/db`)
+/// or its query (`port=`) names a port.
+fn names_a_port(base: &str, query: &[(String, String)]) -> bool {
+    if query.iter().any(|(k, _)| k == "port") {
+        return true;
+    }
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    hosts.split(',').any(|host| {
+        // An IPv6 literal's colons are inside its brackets.
+        let after = host.rsplit_once(']').map_or(host, |(_, a)| a);
+        after.contains(':')
+    })
+}
+
+/// `base` (a URL without its query and without ports) with `:port` after each host.
+fn with_port(base: &str, port: u16) -> String {
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return base.to_owned();
+    };
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    let (user, hosts) = authority
+        .rsplit_once('@')
+        .map_or(("", authority), |(u, h)| (u, h));
+    let hosts: Vec<String> = hosts
+        .split(',')
+        .map(|h| {
+            if h.is_empty() {
+                h.to_owned()
+            } else {
+                format!("{h}:{port}")
+            }
+        })
+        .collect();
+    let at = if user.is_empty() && !authority.contains('@') {
+        ""
+    } else {
+        "@"
+    };
+    format!("{scheme}://{user}{at}{}{path}", hosts.join(","))
+}
+
 fn scrub_in(text: &str, url: &str) -> String {
     let Some(rest) = url.split_once("://").map(|(_, r)| r) else {
         return text.to_owned();
@@ -624,6 +680,17 @@ mod tests {
         assert_eq!(t.shown(), "postgres://bob@db.example:7000/bob");
         assert_eq!(t.ssl(), Ssl::Prefer);
         assert_eq!(t.scrub("pw1"), "***");
+    }
+
+    #[test]
+    fn a_port_in_the_url_wins_over_pgport() {
+        let env = env_of(&[("PGPORT", "7000")]);
+        let t = Target::parse_with("postgres://u@db.example:6543/d", &env).unwrap();
+        assert_eq!(t.shown(), "postgres://u@db.example:6543/d");
+        let t = Target::parse_with("postgres://u@[::1]/d", &env).unwrap();
+        assert!(t.shown().ends_with(":7000/d"), "{}", t.shown());
+        let t = Target::parse_with("postgres://u@[::1]:6543/d", &env).unwrap();
+        assert!(t.shown().ends_with(":6543/d"), "{}", t.shown());
     }
 
     #[test]
