@@ -359,16 +359,26 @@ const UNRESERVED_KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPH
     .remove(b'_')
     .remove(b'~');
 
+/// A URL without its query split around its host list:
+/// (`postgres://user@`, `h1:5432,h2`, `/db`). No `://`: all of it is the hosts.
+fn split_hosts(base: &str) -> (&str, &str, &str) {
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let end = base[after_scheme..]
+        .find('/')
+        .map_or(base.len(), |i| after_scheme + i);
+    let start = base[after_scheme..end]
+        .rfind('@')
+        .map_or(after_scheme, |i| after_scheme + i + 1);
+    (&base[..start], &base[start..end], &base[end..])
+}
+
 /// Whether the URL without its query (`postgres://[user@]host[:port][,host[:port]]/db`)
 /// or its query (`port=`) names a port.
 fn names_a_port(base: &str, query: &[(String, String)]) -> bool {
     if query.iter().any(|(k, _)| k == "port") {
         return true;
     }
-    let rest = base.split_once("://").map_or(base, |(_, r)| r);
-    let authority = rest.split('/').next().unwrap_or("");
-    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    hosts.split(',').any(|host| {
+    split_hosts(base).1.split(',').any(|host| {
         // An IPv6 literal's colons are inside its brackets.
         let after = host.rsplit_once(']').map_or(host, |(_, a)| a);
         after.contains(':')
@@ -377,13 +387,7 @@ fn names_a_port(base: &str, query: &[(String, String)]) -> bool {
 
 /// `base` (a URL without its query and without ports) with `:port` after each host.
 fn with_port(base: &str, port: u16) -> String {
-    let Some((scheme, rest)) = base.split_once("://") else {
-        return base.to_owned();
-    };
-    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
-    let (user, hosts) = authority
-        .rsplit_once('@')
-        .map_or(("", authority), |(u, h)| (u, h));
+    let (head, hosts, tail) = split_hosts(base);
     let hosts: Vec<String> = hosts
         .split(',')
         .map(|h| {
@@ -394,12 +398,7 @@ fn with_port(base: &str, port: u16) -> String {
             }
         })
         .collect();
-    let at = if user.is_empty() && !authority.contains('@') {
-        ""
-    } else {
-        "@"
-    };
-    format!("{scheme}://{user}{at}{}{path}", hosts.join(","))
+    format!("{head}{}{tail}", hosts.join(","))
 }
 
 fn scrub_in(text: &str, url: &str) -> String {
