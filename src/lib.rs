@@ -14,6 +14,7 @@
 //! (CLI, MCP, `verify`, the pages) goes through [`runtime::Host::call`].
 #![warn(missing_docs)]
 
+pub mod archive;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod cancel;

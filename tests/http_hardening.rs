@@ -203,16 +203,21 @@ fn a_flood_of_idle_connections_under_a_low_open_file_limit_degrades_gracefully()
     assert!(flood.len() >= 150, "the flood opened {}", flood.len());
     let cpu_before = server.cpu();
     let started = Instant::now();
-    // During the flood the pages and /mcp still answer.
+    // During the flood the pages and /mcp still answer. At the cap the listener closes
+    // the longest-idle connection, and a fresh one can be closed before its request is
+    // read (seen about once in six runs): a client retries a connection closed without
+    // an answer, so the probe does too, at most three times.
+    let answer =
+        |request: &str| (0..3).find_map(|_| server.status(request, Duration::from_secs(30)));
     for _ in 0..3 {
         let host = "127.0.0.1:{port}";
         assert_eq!(
-            server.status(&page(host, None), Duration::from_secs(30)),
+            answer(&page(host, None)),
             Some(200),
             "a page during the flood"
         );
         assert_eq!(
-            server.status(&initialize(host, None), Duration::from_secs(30)),
+            answer(&initialize(host, None)),
             Some(200),
             "/mcp during the flood"
         );

@@ -1,11 +1,12 @@
 //! Nothing raw to a terminal: a transcript whose file name and text hold ESC, BEL, CR
-//! and a C1 control (CSI, U+009B) is imported by `skills ingest` and found by
-//! `skills run`; none of those bytes reach stdout
+//! and a C1 control (CSI, U+009B) is imported by `skills ingest`, by `skills serve`'s
+//! background importer, and found by `skills run`; none of those bytes reach stdout
 //! or stderr raw, and the escaped form (`\x1b`, …) is printed instead.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -79,4 +80,38 @@ fn ingest_and_run_escape_control_characters() {
     assert!(out.status.success(), "{shown}");
     assert!(shown.contains("zebrafish"), "{shown}");
     assert_eq!(raw_controls(&all), Vec::<String>::new(), "{shown}");
+}
+
+#[test]
+fn serve_logs_escape_control_characters() {
+    let (dir, folder) = hostile_folder();
+    let data = dir.path().join("data");
+    let stderr = dir.path().join("stderr");
+    let mut child = skills(&data)
+        .args(["serve", "--watch"])
+        .arg(&folder)
+        .env("HOME", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let logged = loop {
+        let logged = fs_err::read(&stderr).unwrap();
+        if String::from_utf8_lossy(&logged).contains("import fault") {
+            break logged;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no import fault logged: {}",
+            String::from_utf8_lossy(&logged)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let shown = String::from_utf8_lossy(&logged);
+    assert!(shown.contains("pwn\\x1b]0;owned"), "{shown}");
+    assert_eq!(raw_controls(&logged), Vec::<String>::new(), "{shown}");
 }

@@ -96,6 +96,30 @@ impl Engine for SearchConversations {
                 "project": project.as_ref().map(Project::fragment),
             })
         };
+        let machine = args.get("machine").and_then(Value::as_str);
+        let user = args.get("user").and_then(Value::as_str);
+        if let Some(pool) = ctx.archive() {
+            ctx.may_read(crate::stores::Store::Conversations)?;
+            let q = crate::archive::search::Query {
+                term: (!questions).then_some(term),
+                role,
+                project: project.as_ref().map(Project::fragment),
+                machine,
+                user,
+                limit,
+            };
+            let rows = crate::archive::search::search(pool, &q)
+                .map_err(|e| EngineError::Query(e.to_string()))?;
+            return Ok(done(rows));
+        }
+        if machine.is_some() || user.is_some() {
+            return Err(EngineError::Argument {
+                name: if machine.is_some() { "machine" } else { "user" }.into(),
+                reason: "filters the team archive's rows; give `--archive` (or \
+                         SKILLS_ARCHIVE_URL) to search the archive"
+                    .into(),
+            });
+        }
         match ctx.conversations_index() {
             Ok(index) if !index.has_projects() => {
                 note("the search index predates the project column");

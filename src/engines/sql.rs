@@ -199,6 +199,7 @@ impl Engine for SqlQuery {
     }
 
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        ctx.local_only(ctx.access().skill().unwrap_or("this sql skill"))?;
         let (sql, values) = self.prepare(args)?;
         let sql = sql.trim().trim_end_matches(';').trim_end();
         sandbox::require_select(sql).map_err(refused)?;

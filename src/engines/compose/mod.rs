@@ -154,6 +154,7 @@ impl Engine for Composed {
         ctx: &Context,
         skills: &dyn Skills,
     ) -> Result<Value, EngineError> {
+        ctx.local_only(ctx.access().skill().unwrap_or("this composed skill"))?;
         let mut vars = args.as_object().cloned().unwrap_or_default();
         vars.insert("args".into(), args.clone());
         let budget = args
