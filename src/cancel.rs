@@ -222,7 +222,9 @@ fn timer() -> &'static Timer {
             .spawn(move || timer.run());
         if let Err(e) = spawned {
             // Deadlines then only show through the host's check after the engine returns.
-            eprintln!("warning: cannot start the call-deadline thread: {e}");
+            crate::terminal::log(format_args!(
+                "warning: cannot start the call-deadline thread: {e}"
+            ));
         }
         timer
     })

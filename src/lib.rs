@@ -10,13 +10,16 @@
 //! filters, typo lookup) is [`search`]; the records both ingest and stores handle are
 //! [`model`], times are read by [`time`], YAML is parsed with a nesting bound by
 //! [`yaml`], a call is stopped through [`cancel`], folders listed by [`walk`], paths
-//! kept inside a folder by [`confine`], the user's folders that tools keep their files
+//! kept inside a folder by [`confine`], text for a terminal escaped by [`terminal`], the user's folders that tools keep their files
 //! in (transcripts, MCP configs) named by [`places`], and text is embedded by
-//! [`embed`]; [`web`] serves pages for people beside `/mcp`, and [`setup`] wires
-//! `skills serve` into MCP clients' config files. The CLI, MCP and `verify` run
-//! skills through [`host::Host::call`].
+//! [`embed`]; [`listener`] accepts HTTP connections (limits, the `Host`/`Origin`
+//! guard); [`web`] serves pages for people beside `/mcp`, [`setup`] wires `skills
+//! serve` into MCP clients' config files, and [`archive`] pushes to and searches a
+//! team's archive on PostgreSQL. Every entry point (CLI, MCP, `verify`, the pages)
+//! runs skills through [`host::Host::call`].
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod background_import;
 #[cfg(feature = "bench")]
 pub mod bench;
@@ -26,6 +29,7 @@ pub mod embed;
 pub mod engines;
 pub mod host;
 pub mod ingest;
+pub mod listener;
 pub mod mcp;
 pub mod model;
 pub mod places;
@@ -34,6 +38,7 @@ pub mod search;
 pub mod setup;
 pub mod site;
 pub mod stores;
+pub mod terminal;
 pub mod time;
 pub mod verify;
 pub mod walk;

@@ -243,9 +243,15 @@ fn engines_and_stores_do_not_import_ingest() {
 #[test]
 fn shared_leaves_depend_on_no_layer_above() {
     let graph = src_graph();
-    for leaf in ["model", "time", "cancel"] {
+    // A leaf may use another leaf (cancel's note goes through terminal's escaping),
+    // nothing else.
+    let leaves = ["model", "time", "terminal", "cancel"];
+    for leaf in leaves {
         let deps = &graph[leaf];
-        assert!(deps.is_empty(), "src/{leaf} uses {deps:?}");
+        assert!(
+            deps.iter().all(|d| leaves.contains(&d.as_str())),
+            "src/{leaf} uses {deps:?}"
+        );
     }
     let embed = &graph["embed"];
     assert!(
@@ -369,6 +375,95 @@ fn scripts_name_no_absolute_machine_path() {
                     i + 1
                 );
             }
+        }
+    }
+}
+
+/// Code of every `.rs` file under `dir`, comments cut, with its path.
+fn code_of(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            let code = text
+                .lines()
+                .map(|line| line.find("//").map_or(line, |i| &line[..i]))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (f, code)
+        })
+        .collect()
+}
+
+/// Every page's data is a skill's output, called through `Host::call_with` (the same
+/// validation, store scoping, deadline and redaction as MCP): `src/web` names no
+/// store module, database client or SQL, and no skill by name (the skill documents
+/// say which skill feeds which page, `page:` in the frontmatter).
+#[test]
+fn the_pages_hold_no_sql_open_no_store_and_name_no_skill() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = code_of(&root.join("src/web"));
+    assert!(
+        files.len() > 5,
+        "src/web has too few files: {}",
+        files.len()
+    );
+    let mut skill_names: Vec<String> = std::fs::read_dir(root.join("skills"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("SKILL.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    skill_names.sort();
+    assert!(skill_names.len() >= 8, "{skill_names:?}");
+    let forbidden = [
+        "duckdb",
+        "rusqlite",
+        "ConversationStore",
+        "MemoryStore",
+        "StorePaths",
+        ".paths()",
+        "all_conversations",
+        "memory_links",
+        "SELECT ",
+        " FROM ",
+        " WHERE ",
+    ];
+    for (file, code) in &files {
+        let modules = crate_modules(code);
+        assert!(
+            !modules.contains("stores"),
+            "{} names crate::stores: the pages read data only through skill calls",
+            file.display()
+        );
+        for word in forbidden {
+            assert!(
+                !code.contains(word),
+                "{} contains `{word}`: the pages hold no SQL and open no store",
+                file.display()
+            );
+        }
+        for name in &skill_names {
+            assert!(
+                !code.contains(&format!("\"{name}\""))
+                    && !code.contains(&format!("/skills/{name}")),
+                "{} names skill `{name}`: a page finds its skill by the documents' `page:` field",
+                file.display()
+            );
+        }
+    }
+    // The page templates name no skill either.
+    for entry in std::fs::read_dir(root.join("templates/web")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for name in &skill_names {
+            assert!(
+                !text.contains(&format!("/skills/{name}")),
+                "{} links skill `{name}` by name",
+                path.display()
+            );
         }
     }
 }

@@ -159,7 +159,7 @@ async fn check_tools(client: &Client) -> Vec<rmcp::model::Tool> {
     let props = search.input_schema["properties"].as_object().unwrap();
     assert_eq!(
         props.keys().collect::<Vec<_>>(),
-        ["term", "limit", "role", "project"]
+        ["term", "limit", "role", "project", "machine", "user"]
     );
     assert_eq!(search.output_schema.as_ref().unwrap()["type"], "object");
 

@@ -8,6 +8,14 @@
 //!   (at start or later) or [`Mode::Poll`] is asked for, a thread compares every
 //!   file's size and modification time every [`POLL_INTERVAL`] instead. Which one runs is
 //!   said once on stderr.
+//! - **New folders.** A folder that appears under a watched location (Claude Code
+//!   starts a project's history in a new folder) may hold files before its own watch
+//!   exists, so their events are never sent: it is walked at once, and again every
+//!   [`FRESH_REWALK`] until a walk finds nothing new and it is at least
+//!   [`FRESH_SETTLED`] old. Every file found is imported.
+//! - **Rescan.** Every [`RESCAN_INTERVAL`], the watched locations are walked and files
+//!   whose size or modification time changed since the last walk are imported: a lost
+//!   event (an overflowed inotify queue) delays an import by at most that long.
 //! - **Debouncing.** Changed transcripts are collected until no change came for
 //!   [`SETTLE`], or at the latest [`MAX_DELAY`] after the first one (a session being
 //!   written without pause is still imported every couple of seconds).
@@ -56,6 +64,12 @@ pub const SETTLE: Duration = Duration::from_millis(100);
 pub const MAX_DELAY: Duration = Duration::from_secs(2);
 /// How often the poll fallback compares modification times.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// Pause between two walks of a folder that just appeared.
+pub const FRESH_REWALK: Duration = Duration::from_millis(250);
+/// A new folder is walked until a walk finds nothing new and it is this old.
+pub const FRESH_SETTLED: Duration = Duration::from_secs(1);
+/// How often the watched locations are walked for changes the events missed.
+pub const RESCAN_INTERVAL: Duration = Duration::from_secs(60);
 /// Most files given to one import run.
 pub const CHUNK: usize = 256;
 /// First wait before a run that could not import is tried again.
@@ -286,7 +300,16 @@ struct Worker {
     /// Where the [`ServerRecord`] is written, and when watching started.
     record: Option<PathBuf>,
     started: String,
+    /// Folders that appeared: what their last walk found, when they appeared and when
+    /// to walk them next.
+    fresh: std::collections::HashMap<PathBuf, (Snapshot, Instant, Instant)>,
+    /// What the last rescan found, and when the next is due (file events only).
+    seen: Snapshot,
+    rescan_at: Option<Instant>,
 }
+
+/// Size and modification time of files, by path.
+type Snapshot = std::collections::HashMap<PathBuf, (u64, Option<std::time::SystemTime>)>;
 
 /// Why a run ended early.
 enum Ended {
@@ -322,6 +345,9 @@ impl Worker {
             failed: BTreeSet::new(),
             record,
             started: now(),
+            fresh: std::collections::HashMap::new(),
+            seen: Snapshot::new(),
+            rescan_at: None,
         }
     }
 
@@ -353,6 +379,10 @@ impl Worker {
         self.set_state(|s| s.paths = paths.clone());
         let mode = self.options.mode;
         self.watch(&paths, mode);
+        if self.poller.is_none() {
+            self.seen = scan(&paths);
+            self.rescan_at = Some(Instant::now() + RESCAN_INTERVAL);
+        }
         // Catch up with what changed while no server ran.
         let mut catch_up: Vec<PathBuf> = self
             .options
@@ -373,6 +403,13 @@ impl Worker {
                 Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(msg) => self.take(msg),
                 Err(RecvTimeoutError::Timeout) => {
+                    self.rewalk_fresh();
+                    self.rescan_if_due();
+                    if self.first.is_some_and(|first| {
+                        Instant::now() < (self.last + SETTLE).min(first + MAX_DELAY)
+                    }) {
+                        continue;
+                    }
                     let mut batch: Vec<PathBuf> =
                         std::mem::take(&mut self.pending).into_iter().collect();
                     self.first = None;
@@ -399,10 +436,68 @@ impl Worker {
             .retry
             .map(|(at, _)| at)
             .filter(|_| !self.failed.is_empty());
-        match (batch, retry) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let fresh = self.fresh.values().map(|(_, _, at)| *at).min();
+        let rescan = self.rescan_at.filter(|_| self.poller.is_none());
+        [batch, retry, fresh, rescan].into_iter().flatten().min()
+    }
+
+    /// Queues the wanted files of `files` whose size or time differ from `before`.
+    fn queue_changed(&mut self, files: &Snapshot, before: &Snapshot) {
+        let changed: Vec<PathBuf> = files
+            .iter()
+            .filter(|(path, stamp)| before.get(*path) != Some(*stamp))
+            .map(|(path, _)| path.clone())
+            .collect();
+        if !changed.is_empty() {
+            self.take(Msg::Changed(changed));
         }
+    }
+
+    /// Walks the new folders that are due again; forgets those that settled.
+    fn rewalk_fresh(&mut self) {
+        let now = Instant::now();
+        let due: Vec<PathBuf> = self
+            .fresh
+            .iter()
+            .filter(|(_, (_, _, at))| *at <= now)
+            .map(|(dir, _)| dir.clone())
+            .collect();
+        for dir in due {
+            let Some((before, born, _)) = self.fresh.remove(&dir) else {
+                continue;
+            };
+            let files = scan(std::slice::from_ref(&dir));
+            let same = files == before;
+            self.queue_changed(&files, &before);
+            if !same || now.duration_since(born) < FRESH_SETTLED {
+                self.fresh.insert(dir, (files, born, now + FRESH_REWALK));
+            }
+        }
+    }
+
+    /// Every [`RESCAN_INTERVAL`]: queues the files that changed since the last rescan.
+    fn rescan_if_due(&mut self) {
+        let Some(at) = self.rescan_at else {
+            return;
+        };
+        if at > Instant::now() || self.poller.is_some() {
+            return;
+        }
+        let files = scan(&self.watch_paths());
+        let before = std::mem::take(&mut self.seen);
+        self.queue_changed(&files, &before);
+        self.seen = files;
+        self.rescan_at = Some(Instant::now() + RESCAN_INTERVAL);
+    }
+
+    /// True for a folder inside a watched location (not an ignored one).
+    fn watched_folder(&self, path: &Path) -> bool {
+        path.is_dir()
+            && !self.ignore.iter().any(|dir| path.starts_with(dir))
+            && self
+                .watch_paths()
+                .iter()
+                .any(|root| path.starts_with(root) && path != root)
     }
 
     /// Files and folders to watch: the default locations' fixed folders and the extra
@@ -443,7 +538,7 @@ impl Worker {
         let mut watcher = match notify::recommended_watcher(handler) {
             Ok(w) => w,
             Err(e) => {
-                eprintln!("skills: cannot watch transcripts ({e}); the store is updated by `skills ingest` only");
+                crate::terminal::log(format_args!("skills: cannot watch transcripts ({e}); the store is updated by `skills ingest` only"));
                 return;
             }
         };
@@ -455,14 +550,17 @@ impl Worker {
             };
             if let Err(e) = watcher.watch(target, recursive) {
                 if mode == Mode::Notify && matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
-                    eprintln!(
+                    crate::terminal::log(format_args!(
                         "skills: the OS file watch limit is reached; polling transcripts for changes every {} s instead (raise fs.inotify.max_user_watches to watch)",
                         POLL_INTERVAL.as_secs()
-                    );
+                    ));
                     drop(watcher);
                     return self.watch(paths, Mode::Poll);
                 }
-                eprintln!("skills: cannot watch `{}`: {e}", target.display());
+                crate::terminal::log(format_args!(
+                    "skills: cannot watch `{}`: {e}",
+                    target.display()
+                ));
             }
         }
         self.watcher = Some(Box::new(watcher));
@@ -477,12 +575,12 @@ impl Worker {
         };
         let names: Vec<String> = paths.iter().map(|p| format!("`{}`", p.display())).collect();
         if names.is_empty() {
-            eprintln!("skills: no transcript location to watch; the store is updated by `skills ingest` only");
+            crate::terminal::log(format_args!("skills: no transcript location to watch; the store is updated by `skills ingest` only"));
         } else {
-            eprintln!(
+            crate::terminal::log(format_args!(
                 "skills: keeping the store current ({how}): {}",
                 names.join(", ")
-            );
+            ));
         }
         self.set_state(|s| s.mode = Some(mode));
         self.write_record();
@@ -498,7 +596,17 @@ impl Worker {
                     // A SQLite source (Cursor, OpenCode) changes through its WAL.
                     let path = database_of_wal(&path).unwrap_or(path);
                     if self.wanted(&path) {
-                        added |= self.pending.insert(path);
+                        added |= self.pending.insert(path.clone());
+                    }
+                    // A folder that appeared: its files may predate its watch.
+                    if !self.fresh.contains_key(&path) && self.watched_folder(&path) {
+                        let files = scan(std::slice::from_ref(&path));
+                        for file in files.keys() {
+                            if self.wanted(file) {
+                                added |= self.pending.insert(file.clone());
+                            }
+                        }
+                        self.fresh.insert(path, (files, now, now + FRESH_REWALK));
                     }
                 }
                 if added {
@@ -510,10 +618,10 @@ impl Worker {
             }
             Msg::Limit => {
                 if self.state().mode == Some(Mode::Notify) {
-                    eprintln!(
+                    crate::terminal::log(format_args!(
                         "skills: the OS file watch limit is reached; polling transcripts for changes every {} s instead (raise fs.inotify.max_user_watches to watch)",
                         POLL_INTERVAL.as_secs()
-                    );
+                    ));
                     let paths = self.watch_paths();
                     self.watch(&paths, Mode::Poll);
                 }
@@ -657,17 +765,20 @@ impl Worker {
                     .unwrap_or_default();
                 if added > 0 {
                     let plural = |n: u64| if n == 1 { "" } else { "s" };
-                    eprintln!(
+                    crate::terminal::log(format_args!(
                         "skills: imported {added} new message{} from {imported} changed file{}",
                         plural(added),
                         plural(imported)
-                    );
+                    ));
                 }
                 for fault in faults.iter().take(5) {
-                    eprintln!("skills: import fault: {fault}");
+                    crate::terminal::log(format_args!("skills: import fault: {fault}"));
                 }
                 if faults.len() > 5 {
-                    eprintln!("skills: … and {} more import faults", faults.len() - 5);
+                    crate::terminal::log(format_args!(
+                        "skills: … and {} more import faults",
+                        faults.len() - 5
+                    ));
                 }
                 for path in paths {
                     self.failed.remove(path);
@@ -687,10 +798,10 @@ impl Worker {
                 let wait = self
                     .retry
                     .map_or(RETRY_AFTER, |(_, w)| (w * 2).min(RETRY_MAX));
-                eprintln!(
+                crate::terminal::log(format_args!(
                     "skills: background import failed ({why}); trying again in {} s",
                     wait.as_secs()
-                );
+                ));
                 self.failed.extend(paths.iter().cloned());
                 self.retry = Some((Instant::now() + wait, wait));
                 self.set_state(|s| {
@@ -765,9 +876,7 @@ fn poll(paths: Vec<PathBuf>, tx: mpsc::Sender<Msg>) -> Option<Poller> {
 }
 
 /// Size and modification time of every file in `paths` (folders walked).
-fn scan(
-    paths: &[PathBuf],
-) -> std::collections::HashMap<PathBuf, (u64, Option<std::time::SystemTime>)> {
+fn scan(paths: &[PathBuf]) -> Snapshot {
     paths
         .iter()
         .flat_map(|p| {

@@ -118,6 +118,18 @@ fn hint(err: &Error) -> Option<String> {
                 "bind `127.0.0.1:PORT`, or pass `--allow-remote` to accept remote clients".into(),
             );
         }
+        if let Some(SetupError::ReadOnly { .. }) = e.downcast_ref() {
+            return Some(
+                "make it writable, or pass `--force` to write it anyway (its permissions are kept)"
+                    .into(),
+            );
+        }
+        if let Some(SetupError::OutsideProject { .. }) = e.downcast_ref() {
+            return Some(
+                "a symlink in the project leads elsewhere: remove it, or run `skills setup` without `--project`"
+                    .into(),
+            );
+        }
         if let Some(
             SetupError::Parse { .. } | SetupError::Shape { .. } | SetupError::NotText { .. },
         ) = e.downcast_ref()

@@ -38,7 +38,7 @@ enum Kind {
 }
 
 /// The host's frontmatter fields that may come from `metadata`, and how each is written.
-const HOST_FIELDS: [(&str, Kind); 12] = [
+const HOST_FIELDS: [(&str, Kind); 13] = [
     ("title", Kind::Text),
     ("layer", Kind::Text),
     ("reads", Kind::Structured),
@@ -49,6 +49,7 @@ const HOST_FIELDS: [(&str, Kind); 12] = [
     ("engine-options", Kind::Structured),
     ("template", Kind::Text),
     ("annotations", Kind::Structured),
+    ("page", Kind::Structured),
     ("input-schema", Kind::Structured),
     ("output-schema", Kind::Structured),
 ];

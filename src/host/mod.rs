@@ -161,6 +161,20 @@ pub enum CallError {
     },
 }
 
+impl CallError {
+    /// True when the call failed because a store it reads does not exist yet (nothing
+    /// was imported): callers such as the pages show that as "nothing stored yet".
+    pub fn is_missing_store(&self) -> bool {
+        matches!(
+            self,
+            Self::Engine {
+                source: EngineError::Store(StoreError::Missing { .. }),
+                ..
+            }
+        )
+    }
+}
+
 fn stopped_message(skill: &str, stop: &Stop, source: DeadlineSource) -> String {
     match stop {
         Stop::Deadline(d) => format!(
@@ -549,6 +563,7 @@ impl Host {
             host: self,
             depth,
             cancel,
+            redacted: std::sync::atomic::AtomicUsize::new(0),
         };
         let mut data = skill
             .engine
@@ -563,7 +578,9 @@ impl Host {
             .redacts_secrets()
             .then(crate::redact::Redactor::global)
             .flatten();
-        let mut redacted = redactor.map_or(0, |r| r.redact_json(&mut data));
+        // A composed skill's data holds its sub-calls' markers: they count as its own.
+        let mut redacted = redactor.map_or(0, |r| r.redact_json(&mut data))
+            + nested.redacted.load(std::sync::atomic::Ordering::Relaxed);
         if redacted > 0 {
             if let Value::Object(map) = &mut data {
                 map.insert("redacted".into(), Value::from(redacted));
@@ -599,12 +616,18 @@ struct Nested<'h> {
     host: &'h Host,
     depth: usize,
     cancel: &'h Cancel,
+    /// Secrets the sub-calls replaced.
+    redacted: std::sync::atomic::AtomicUsize,
 }
 
 impl Skills for Nested<'_> {
     fn call_skill(&self, name: &str, args: Value) -> Result<Value, SkillCallError> {
         match self.host.call_at(name, args, self.depth + 1, self.cancel) {
-            Ok(out) => Ok(out.data),
+            Ok(out) => {
+                self.redacted
+                    .fetch_add(out.redacted, std::sync::atomic::Ordering::Relaxed);
+                Ok(out.data)
+            }
             Err(CallError::Engine {
                 source: EngineError::Store(e @ StoreError::Missing { .. }),
                 ..

@@ -55,6 +55,9 @@ pub struct Frontmatter {
     /// Engine-specific settings (e.g. `store` and `query` for `sql`).
     #[serde(default)]
     pub engine_options: Option<Value>,
+    /// Which page of the host this skill feeds (`page` in the frontmatter).
+    #[serde(default, skip_serializing_if = "PageBinding::is_empty")]
+    pub page: PageBinding,
     /// JSON Schema of the arguments.
     pub input_schema: Value,
     /// JSON Schema of the structured output.
@@ -73,6 +76,27 @@ pub struct Annotations {
     pub destructive: Option<bool>,
     /// The tool interacts with an open world of external entities.
     pub open_world: Option<bool>,
+}
+
+/// `page` of the frontmatter: which of the host's pages a skill's output feeds
+/// (see `schemas/skill.schema.json` for the arguments each page passes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PageBinding {
+    /// The page whose data this skill's output is: `conversation`, `memory`,
+    /// `conversations`, `projects`, `memories` or `activity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shows: Option<String>,
+    /// The search box of every page runs this skill (argument `question`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub search_box: bool,
+}
+
+impl PageBinding {
+    /// True when the skill feeds no page.
+    pub fn is_empty(&self) -> bool {
+        self.shows.is_none() && !self.search_box
+    }
 }
 
 /// A validated skill bound to its engine: what `call`, MCP and docs work from.

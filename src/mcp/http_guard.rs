@@ -5,17 +5,17 @@
 //!   -32600): DNS-rebinding protection must not depend on which copy is read.
 //! - A new session (a POST without `Mcp-Session-Id`) past [`MAX_SESSIONS`] live sessions
 //!   is refused (`503`, JSON-RPC -32000); idle sessions expire after [`SESSION_IDLE`].
-//! - Paths other than `/mcp` (the pages) get the same `Host`/`Origin` check rmcp makes
-//!   for `/mcp` ([`foreign_host_or_origin`]): `403` outside loopback names.
+//! - Every path (`/mcp` and the pages) gets one `Host`/`Origin` check
+//!   ([`foreign_host_or_origin`], see [`crate::listener::authority`]): `403` outside
+//!   loopback names.
 //! - rmcp's plain-text client errors (a body that does not parse is `415` text) are
 //!   rewritten as JSON-RPC error objects with `id: null`, keeping the status: -32700
 //!   when the body was not JSON, -32600 otherwise.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
 use super::jsonrpc_gate::{INVALID_REQUEST, PARSE_ERROR};
@@ -26,25 +26,11 @@ pub const MAX_SESSIONS: usize = 256;
 /// A session unused this long is closed (rmcp's keep-alive).
 pub const SESSION_IDLE: Duration = Duration::from_secs(300);
 
-/// The `Host` names a loopback server answers to (any port): DNS-rebinding protection
-/// for `/mcp` (checked by rmcp) and the pages (checked by [`foreign_host_or_origin`]).
-pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
-
-/// The `Origin`s a loopback server accepts (any port), in rmcp's pattern syntax.
-pub const LOOPBACK_ORIGINS: [&str; 6] = [
-    "http://localhost:*",
-    "http://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://localhost:*",
-    "https://127.0.0.1:*",
-    "https://[::1]:*",
-];
-
 /// JSON-RPC server error code used for "too many sessions".
 pub const SERVER_BUSY: i64 = -32000;
 
 /// An HTTP response as rmcp's service returns them.
-pub type Response = hyper::Response<BoxBody<Bytes, Infallible>>;
+pub type Response = crate::listener::Response;
 
 /// A response with `status` and a JSON-RPC error body (`id: null`).
 pub fn jsonrpc_error(status: hyper::StatusCode, code: i64, message: &str) -> Response {
@@ -72,48 +58,23 @@ pub fn duplicate_headers(headers: &hyper::HeaderMap) -> Option<Response> {
     None
 }
 
-/// `Some(403 response)` when a request to a loopback server names a `Host` outside
-/// [`LOOPBACK_HOSTS`] or an `Origin` outside [`LOOPBACK_ORIGINS`] — the check rmcp
-/// makes for `/mcp`, made for every other path of the same listener.
+/// `Some(403 response)` when a request to a loopback server names a `Host` or an
+/// `Origin` that [`crate::listener::authority::refusal`] refuses: the one check for
+/// `/mcp` and the pages.
 pub fn foreign_host_or_origin(headers: &hyper::HeaderMap) -> Option<Response> {
-    let refuse = |what: &str| {
-        let mut response =
-            hyper::Response::new(Full::new(Bytes::from(format!("forbidden: {what}\n"))).boxed());
-        *response.status_mut() = hyper::StatusCode::FORBIDDEN;
-        response.headers_mut().insert(
-            hyper::header::CONTENT_TYPE,
-            hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
-        );
-        response
-    };
-    let host = headers
-        .get(hyper::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if !LOOPBACK_HOSTS.contains(&host_name(host)) {
-        return Some(refuse(
-            "the `Host` header does not name this loopback server (localhost, 127.0.0.1 or [::1])",
-        ));
-    }
-    if let Some(origin) = headers.get(hyper::header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
-        let host = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"));
-        if !host.is_some_and(|h| LOOPBACK_HOSTS.contains(&host_name(h))) {
-            return Some(refuse("the `Origin` header is not a loopback origin"));
-        }
-    }
-    None
-}
-
-/// The host name of a `Host` header value or of an origin's authority: the port
-/// dropped, brackets of an IPv6 literal removed.
-pub fn host_name(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    authority.split(':').next().unwrap_or("")
+    let header = |name| headers.get(name).map(|v| v.to_str().unwrap_or(""));
+    let why = crate::listener::authority::refusal(
+        header(hyper::header::HOST),
+        header(hyper::header::ORIGIN),
+    )?;
+    let mut response =
+        hyper::Response::new(Full::new(Bytes::from(format!("forbidden: {why}\n"))).boxed());
+    *response.status_mut() = hyper::StatusCode::FORBIDDEN;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    Some(response)
 }
 
 /// True for a request that would open a new session (a POST with no session id).

@@ -24,7 +24,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
     GetSkillResult, JsonObject, ListResourcesResult, ListSkillsResult, ListToolsResult,
@@ -476,14 +475,14 @@ pub async fn serve_stdio(catalog: Arc<Catalog>) -> Result<(), ServeError> {
             // Nobody will read the answer: the running call's work is interrupted
             // (its query, its scan) rather than left burning CPU until exit.
             let stopped = calls.stop_calls_and_wait(STDIN_CLOSE_GRACE).await;
-            eprintln!(
+            crate::terminal::log(format_args!(
                 "skills: stdin closed; {}",
                 if stopped {
                     "the call still running was cancelled"
                 } else {
                     "stopping with a call still running (cancelled, not yet stopped)"
                 }
-            );
+            ));
         }
     }
     Ok(())
@@ -556,91 +555,56 @@ pub async fn serve_http_with(
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
     let server = SkillServer::with_catalog(catalog);
-    let mut config =
-        StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
-    config = if allow_remote {
-        config.disable_allowed_hosts().disable_allowed_origins()
-    } else {
-        config
-            .with_allowed_hosts(http_guard::LOOPBACK_HOSTS)
-            .with_allowed_origins(http_guard::LOOPBACK_ORIGINS)
-    };
+    // Host/Origin are checked by our one guard (crate::listener::authority) for every
+    // path, so rmcp's own checks are off.
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(http_guard::SESSION_IDLE);
     let sessions = Arc::new(sessions);
     let service: StreamableHttpService<SkillServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), config);
     on_listen(bound);
-    loop {
-        let (stream, _peer) = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    eprintln!("warning: accepting a connection failed: {e}");
-                    continue;
-                }
-            },
-        };
-        let service = service.clone();
-        let shutdown = shutdown.clone();
+    let handler = move |mut request: hyper::Request<Incoming>| {
+        let mut service = service.clone();
         let sessions = Arc::clone(&sessions);
         let pages = pages.clone();
-        tokio::spawn(async move {
-            let handler =
-                hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
-                    let mut service = service.clone();
-                    let sessions = Arc::clone(&sessions);
-                    let pages = pages.clone();
-                    async move {
-                        if request.uri().path() != HTTP_PATH {
-                            let Some(pages) = pages else {
-                                return Ok::<_, Infallible>(not_found());
-                            };
-                            let headers = request.headers();
-                            let refused = http_guard::duplicate_headers(headers).or_else(|| {
-                                (!allow_remote)
-                                    .then(|| http_guard::foreign_host_or_origin(headers))
-                                    .flatten()
-                            });
-                            return Ok(match refused {
-                                Some(refused) => refused,
-                                None => pages(request).await,
-                            });
-                        }
-                        if let Some(refused) = http_guard::duplicate_headers(request.headers()) {
-                            return Ok(refused);
-                        }
-                        if http_guard::opens_session(&request)
-                            && sessions.sessions.read().await.len() >= http_guard::MAX_SESSIONS
-                        {
-                            return Ok(http_guard::too_many_sessions());
-                        }
-                        // A call stops when its client disconnects: hyper drops the
-                        // response body (the SSE stream of a `tools/call`) when the
-                        // connection closes, which cancels the token the call watches.
-                        let gone = CancellationToken::new();
-                        request.extensions_mut().insert(ClientGone(gone.clone()));
-                        let response = tower_service::Service::call(&mut service, request).await?;
-                        let response = http_guard::as_jsonrpc(response).await;
-                        Ok(http_guard::cancel_when_dropped(response, gone))
-                    }
-                });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler);
-            tokio::pin!(connection);
-            tokio::select! {
-                result = connection.as_mut() => {
-                    if let Err(e) = result {
-                        if !e.is_incomplete_message() {
-                            eprintln!("warning: HTTP connection: {e}");
-                        }
-                    }
-                }
-                () = shutdown.cancelled() => connection.as_mut().graceful_shutdown(),
+        async move {
+            let headers = request.headers();
+            if let Some(refused) = http_guard::duplicate_headers(headers).or_else(|| {
+                (!allow_remote)
+                    .then(|| http_guard::foreign_host_or_origin(headers))
+                    .flatten()
+            }) {
+                return refused;
             }
-        });
-    }
+            if request.uri().path() != HTTP_PATH {
+                return match pages {
+                    Some(pages) => pages(request).await,
+                    None => not_found(),
+                };
+            }
+            if http_guard::opens_session(&request)
+                && sessions.sessions.read().await.len() >= http_guard::MAX_SESSIONS
+            {
+                return http_guard::too_many_sessions();
+            }
+            // A call stops when its client disconnects: hyper drops the response body
+            // (the SSE stream of a `tools/call`) when the connection closes, which
+            // cancels the token the call watches.
+            let gone = CancellationToken::new();
+            request.extensions_mut().insert(ClientGone(gone.clone()));
+            let response = match tower_service::Service::call(&mut service, request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            let response = http_guard::as_jsonrpc(response).await;
+            http_guard::cancel_when_dropped(response, gone)
+        }
+    };
+    crate::listener::serve(listener, shutdown, handler).await;
     Ok(())
 }
 

@@ -185,7 +185,7 @@ mod breakage {
         expect(
             one(&report, ORDER_ITEM)?,
             &[format!(
-            "binding text matches no checklist item (drift); closest item (line 118): \"{new}\""
+            "binding text matches no checklist item (drift); closest item (line 130): \"{new}\""
         )],
         )?;
         let path = tmp.path().join(SKILL).join("conformance.yaml");
@@ -517,7 +517,7 @@ mod breakage {
         {
             return Err(format!("{r:#?}").into());
         }
-        if !report.to_text().contains("  EXCLUDED The role filter returns only rows of that role (SKILL.md:121)\n           reason: covered by hand\n") {
+        if !report.to_text().contains("  EXCLUDED The role filter returns only rows of that role (SKILL.md:133)\n           reason: covered by hand\n") {
             return Err(report.to_text().into());
         }
         Ok(())
