@@ -7,6 +7,7 @@ use serde_json::json;
 
 use skills::embed::{EmbedError, Embedder};
 use skills::ingest::IngestOptions;
+use skills::settings::{self, EmbedderSetting};
 use skills::stores::conversations::embeddings::UnitSpec;
 use skills::stores::conversations::ConversationStore;
 
@@ -106,7 +107,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let json = session.json();
     let mut embed_note = None;
     if !args.no_embed {
-        let model = if std::env::var("SKILLS_EMBEDDER").as_deref() == Ok("none") {
+        let model = if matches!(settings::embedder(), Ok(Some(EmbedderSetting::None))) {
             Err(EmbedError::Disabled)
         } else {
             conversation_embedder(&store_path, args.embedder)

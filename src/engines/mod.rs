@@ -291,7 +291,7 @@ impl Context {
                 embeddings: embeddings::Cache::default(),
             }),
             now: None,
-            use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
+            use_index: crate::settings::search_index(),
             access: Access::unrestricted(),
             cancel: Cancel::new(),
             archive: None,

@@ -175,9 +175,6 @@ impl StorePaths {
 
     /// The default data directory (see the type docs); `None` when no home is known.
     pub fn default_dir() -> Option<PathBuf> {
-        if let Some(dir) = std::env::var_os("SKILLS_DATA_DIR").filter(|v| !v.is_empty()) {
-            return Some(PathBuf::from(dir));
-        }
         dirs::data_dir().map(|d| d.join("skills"))
     }
 }

@@ -103,8 +103,7 @@ fn traps() -> Vec<Memory> {
 }
 
 fn corpus_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
+    let base = crate::settings::corpus_dir()
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
     let dir = base.join("memories");
     dir.is_dir().then_some(dir)
