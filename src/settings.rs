@@ -310,6 +310,16 @@ pub const TARGET: Setting = Setting {
     audience: Audience::Build,
 };
 
+/// A prebuilt DuckDB to link against.
+pub const DUCKDB_LIB_DIR: Setting = Setting {
+    name: "DUCKDB_LIB_DIR",
+    meaning: "A folder holding a prebuilt `libduckdb` to link against (`scripts/env.sh` \
+              sets it), ignored by a portable (`SKILLS_GLIBC`) build.",
+    default: "DuckDB built from source (`--features bundled`)",
+    read_by: "`build.rs`",
+    audience: Audience::Build,
+};
+
 /// [`COMMIT`]'s value when this binary was built.
 pub const BUILT_COMMIT: Option<&str> = option_env!("SKILLS_COMMIT");
 /// [`GLIBC`]'s value when this binary was built.
@@ -408,7 +418,7 @@ pub const USER: Setting = Setting {
     meaning: "The user name on pushed rows and the archive's default role (libpq's rule), \
               else `LOGNAME`.",
     default: "`LOGNAME`",
-    read_by: "`archive`",
+    read_by: "`archive`, `--archive`",
     audience: Audience::Standard,
 };
 
@@ -417,7 +427,7 @@ pub const LOGNAME: Setting = Setting {
     name: "LOGNAME",
     meaning: "The user name when `USER` is unset.",
     default: "none",
-    read_by: "`archive`",
+    read_by: "`archive`, `--archive`",
     audience: Audience::Standard,
 };
 
@@ -455,7 +465,11 @@ pub const PGHOST: Setting = libpq("PGHOST", "The archive's host (libpq).", "`loc
 /// libpq's `PGPORT`.
 pub const PGPORT: Setting = libpq("PGPORT", "The archive's port (libpq).", "5432");
 /// libpq's `PGUSER`.
-pub const PGUSER: Setting = libpq("PGUSER", "The archive's role (libpq).", "`USER`");
+pub const PGUSER: Setting = libpq(
+    "PGUSER",
+    "The archive's role (libpq).",
+    "`USER`, else `LOGNAME`, else `postgres`",
+);
 /// libpq's `PGDATABASE`.
 pub const PGDATABASE: Setting = libpq(
     "PGDATABASE",
@@ -473,15 +487,25 @@ pub const PGPASSFILE: Setting = libpq("PGPASSFILE", "The password file (libpq)."
 /// libpq's `PGSSLMODE`.
 pub const PGSSLMODE: Setting = libpq(
     "PGSSLMODE",
-    "TLS to the archive: `disable`, `prefer`, `require`, `verify-ca`, `verify-full` (libpq).",
+    "TLS to the archive: `disable`, `allow`, `prefer`, `require`, `verify-ca`, `verify-full` \
+     (libpq; `require` with a CA file verifies the CA).",
     "`prefer`",
 );
 /// libpq's `PGSSLROOTCERT`.
 pub const PGSSLROOTCERT: Setting = libpq(
     "PGSSLROOTCERT",
-    "The CA file for `verify-ca` / `verify-full` (libpq).",
+    "The CA file for `verify-ca` / `verify-full` (libpq; `system`: the system's CAs).",
     "`~/.postgresql/root.crt`",
 );
+
+/// The system's CA bundle, OpenSSL's convention.
+pub const SSL_CERT_FILE: Setting = Setting {
+    name: "SSL_CERT_FILE",
+    meaning: "The system's CA bundle, used for the archive when `sslrootcert=system`.",
+    default: "`/etc/ssl/certs/ca-certificates.crt`",
+    read_by: "`archive`, `--archive`",
+    audience: Audience::Standard,
+};
 
 /// Every variable the program reads, in the README's order: its own for people, test
 /// hooks, internal, build time, then the standard ones.
@@ -506,6 +530,7 @@ pub const ALL: &[Setting] = &[
     COMMIT,
     GLIBC,
     TARGET,
+    DUCKDB_LIB_DIR,
     HOME,
     XDG_DATA_HOME,
     XDG_CONFIG_HOME,
@@ -527,6 +552,7 @@ pub const ALL: &[Setting] = &[
     PGPASSFILE,
     PGSSLMODE,
     PGSSLROOTCERT,
+    SSL_CERT_FILE,
 ];
 
 /// The setting named `name`, if the program reads one of that name.
@@ -693,12 +719,15 @@ mod tests {
         assert_eq!(names.len(), count, "a variable is listed twice");
         for s in ALL {
             let own = s.name.starts_with("SKILLS_");
-            assert_eq!(
-                own,
-                s.audience != Audience::Standard,
-                "{}: only the program's own variables are `SKILLS_…`",
-                s.name
-            );
+            match s.audience {
+                Audience::Standard => assert!(!own, "{}: a standard variable", s.name),
+                Audience::Build => {}
+                _ => assert!(
+                    own,
+                    "{}: the program's own variables are `SKILLS_…`",
+                    s.name
+                ),
+            }
             assert!(
                 !s.meaning.contains('|') && !s.default.contains('|') && !s.read_by.contains('|'),
                 "{}: a `|` breaks the README's table",
