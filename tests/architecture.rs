@@ -3,7 +3,9 @@
 //! Reads every `.rs` file under `src/`, takes the module it belongs to (its first path
 //! component: `src/stores/memories/mod.rs` → `stores`, `src/time.rs` → `time`) and the
 //! modules it names through `crate::…` paths in code (`use` lines, `use crate::{…}`
-//! groups and inline paths; comments and doc links are ignored). Then checks that the
+//! groups and inline paths; comments and doc links are ignored, and so is test code:
+//! an inline `#[cfg(test)] mod tests { … }` and the files of a `#[cfg(test)] mod x;`).
+//! Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,
 //! embed) form no cycle, that no two top-level modules use each other in a circle,
 //! that `search`, the retrieval library, names none of the application modules, that
@@ -102,6 +104,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn module_graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     rust_files(src, &mut files);
+    let test_files = test_only_files(&files);
     let mut graph = Graph::new();
     for file in files {
         let rel = file.strip_prefix(src).expect("file under src");
@@ -118,9 +121,77 @@ fn module_graph(src: &Path) -> Graph {
         }
         let text = std::fs::read_to_string(&file).expect("readable source");
         let deps = graph.entry(first.clone()).or_default();
-        deps.extend(crate_modules(&text).into_iter().filter(|m| *m != first));
+        if test_files.contains(&file) {
+            continue;
+        }
+        deps.extend(
+            crate_modules(product_code(&text))
+                .into_iter()
+                .filter(|m| *m != first),
+        );
     }
     graph
+}
+
+/// The lines that open a test-only module: `#[cfg(test)]` then `mod name;` or
+/// `mod name {`.
+fn test_module_at(lines: &[&str], i: usize) -> Option<String> {
+    if lines[i].trim() != "#[cfg(test)]" {
+        return None;
+    }
+    let next = lines.get(i + 1)?.trim();
+    let name = next.strip_prefix("mod ")?;
+    Some(
+        name.trim_end_matches(|c| c == ';' || c == '{' || c == ' ')
+            .to_owned(),
+    )
+}
+
+/// The source before its inline test module (`#[cfg(test)] mod tests { … }`, kept at
+/// the end of a file): what a test needs (benchmark generators, fixtures) is not a
+/// dependency of the module.
+fn product_code(source: &str) -> &str {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut offset = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if test_module_at(&lines, i).is_some() && lines[i + 1].trim_end().ends_with('{') {
+            return &source[..offset];
+        }
+        offset += line.len() + 1;
+    }
+    source
+}
+
+/// Files declared as test-only modules (`#[cfg(test)] mod name;` → `name.rs` or
+/// `name/mod.rs` beside the declaring file), and every file below them.
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("readable source");
+        let lines: Vec<&str> = text.lines().collect();
+        let stem = file.file_stem().expect("file name").to_string_lossy();
+        let dir = match stem.as_ref() {
+            "mod" | "lib" | "main" => file.parent().expect("parent").to_path_buf(),
+            _ => file.with_extension(""),
+        };
+        for i in 0..lines.len() {
+            let Some(name) = test_module_at(&lines, i) else {
+                continue;
+            };
+            if !lines[i + 1].trim_end().ends_with(';') {
+                continue;
+            }
+            let as_file = dir.join(format!("{name}.rs"));
+            let as_dir = dir.join(&name);
+            out.extend(
+                files
+                    .iter()
+                    .filter(|f| **f == as_file || f.starts_with(&as_dir))
+                    .cloned(),
+            );
+        }
+    }
+    out
 }
 
 /// A cycle among `nodes` (as a path that returns to its start), if there is one.

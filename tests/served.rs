@@ -563,8 +563,22 @@ async fn every_call_result_validates_against_the_served_output_schema() {
     let row = &found["rows"][0];
     assert_eq!(row["source"], "chatgpt", "{found}");
     assert_eq!(row["project"], Value::Null, "{found}");
+    // A saved memory, for get_memory.
+    let memories = client
+        .call_tool(call("list_memories", serde_json::json!({"limit": 1})))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    let memory_id = memories["rows"][0]["id"].clone();
+    assert!(memory_id.is_string(), "{memories}");
     let calls = serde_json::json!({
         "brain_stats": {"by": "source"},
+        "get_memory": {"id": memory_id},
+        "list_conversations": {"source": "chatgpt", "since": row["date"]},
+        "list_memories": {"limit": 5},
+        "list_projects": {},
+        "message_activity": {"by": "month"},
         "conversations_by_date": {"date": row["date"]},
         "get_conversation": {"conversation_id": row["conversation_id"]},
         "memo_save": {"title": "Served schemas", "body": "Output schemas keep null.", "type": "fact"},
