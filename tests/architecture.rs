@@ -613,25 +613,6 @@ fn variables_named(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// `text` up to its test module (`#[cfg(test)]` then `mod … {`), which may make up
-/// names (a fake environment's `X`).
-fn before_tests(text: &str) -> &str {
-    let mut offset = 0;
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        if line.trim() == "#[cfg(test)]" {
-            if let Some(next) = lines.peek() {
-                let next = next.trim();
-                if next.starts_with("mod ") && next.ends_with('{') {
-                    return &text[..offset];
-                }
-            }
-        }
-        offset += line.len() + 1;
-    }
-    text
-}
-
 /// Every environment variable `src/` reads or mentions (outside test modules) is a
 /// row of the settings module's table (and so of the README's), so a new one cannot
 /// be read unlisted.
@@ -640,10 +621,11 @@ fn every_variable_named_in_src_is_a_setting() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
+    let tests_only = test_only_files(&files);
     let mut unlisted = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("readable source");
-        for name in variables_named(before_tests(&text)) {
+    for file in files.iter().filter(|f| !tests_only.contains(*f)) {
+        let text = std::fs::read_to_string(file).expect("readable source");
+        for name in variables_named(product_code(&text)) {
             if skills::settings::find(&name).is_none() {
                 unlisted.push(format!("{}: {name}", file.display()));
             }
@@ -680,6 +662,5 @@ fn the_variable_scanner_sees_each_form() {
         ]
     );
     let file = "fn f() {}\n#[cfg(test)]\nmod tests {\n    Root::Var(\"X\");\n}\n";
-    assert_eq!(before_tests(file), "fn f() {}\n");
-    assert!(variables_named(before_tests(file)).is_empty());
+    assert!(variables_named(product_code(file)).is_empty());
 }
