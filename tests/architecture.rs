@@ -3,13 +3,18 @@
 //! Reads every `.rs` file under `src/`, takes the module it belongs to (its first path
 //! component: `src/stores/memories/mod.rs` → `stores`, `src/time.rs` → `time`) and the
 //! modules it names through `crate::…` paths in code (`use` lines, `use crate::{…}`
-//! groups and inline paths; comments and doc links are ignored). Then checks that the
+//! groups and inline paths; comments and doc links are ignored, and so is test code:
+//! an inline `#[cfg(test)] mod tests { … }` and the files of a `#[cfg(test)] mod x;`).
+//! Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,
-//! embed) form no cycle, that `search`, the retrieval library, names none of
-//! runtime, engines, stores or ingest, that engines and stores name no ingest outside
-//! their test modules, and that no module names the web pages (`web`).
-//! Also two facts of the repository around `src/`: the benchmark generator is behind
-//! the `bench` feature, and the scripts name no absolute path of one machine.
+//! embed) form no cycle, that no two top-level modules use each other in a circle,
+//! that `search`, the retrieval library, names none of the application modules, that
+//! engines and stores name no ingest, that the skill host (`host`) names none of the
+//! modules built on it (the MCP server, verify, the site, the background importer),
+//! and that no module names the web pages (`web`).
+//! Also facts of the repository around `src/`: the benchmark generator is behind
+//! the `bench` feature, the scripts name no absolute path of one machine, and every
+//! environment variable is defined in `src/settings.rs` and named only there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -95,57 +100,13 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The files of modules compiled for tests only: those declared `#[cfg(test)] mod
-/// NAME;` (as `NAME.rs` or `NAME/mod.rs` beside their parent's module folder), and
-/// every file below such a module's folder.
-fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
-    let mut roots = BTreeSet::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).expect("readable source");
-        let folder = match file.file_stem().and_then(|s| s.to_str()) {
-            Some("mod" | "lib" | "main") => file.parent().expect("file in a folder").to_owned(),
-            _ => file.with_extension(""),
-        };
-        let lines: Vec<&str> = text.lines().map(str::trim).collect();
-        for (i, line) in lines.iter().enumerate() {
-            if *line != "#[cfg(test)]" {
-                continue;
-            }
-            let decl = lines[i + 1..]
-                .iter()
-                .find(|l| !l.starts_with("#[") && !l.starts_with("//"));
-            let Some(name) = decl
-                .and_then(|l| {
-                    l.strip_prefix("mod ")
-                        .or_else(|| l.strip_prefix("pub(crate) mod "))
-                })
-                .and_then(|l| l.strip_suffix(';'))
-            else {
-                continue;
-            };
-            roots.insert(folder.join(format!("{name}.rs")));
-            roots.insert(folder.join(name));
-        }
-    }
-    files
-        .iter()
-        .filter(|f| roots.iter().any(|r| f.starts_with(r)))
-        .cloned()
-        .collect()
-}
-
-/// The module graph of the crate in `src`: module → modules it names; with
-/// `with_tests` false, files compiled for tests only ([`test_only_files`]) are left out.
-fn module_graph_of(src: &Path, with_tests: bool) -> Graph {
+/// The module graph of the crate in `src`: module → modules it names.
+fn module_graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     rust_files(src, &mut files);
-    let tests = if with_tests {
-        BTreeSet::new()
-    } else {
-        test_only_files(&files)
-    };
+    let test_files = test_only_files(&files);
     let mut graph = Graph::new();
-    for file in files.into_iter().filter(|f| !tests.contains(f)) {
+    for file in files {
         let rel = file.strip_prefix(src).expect("file under src");
         let first = rel
             .components()
@@ -160,9 +121,74 @@ fn module_graph_of(src: &Path, with_tests: bool) -> Graph {
         }
         let text = std::fs::read_to_string(&file).expect("readable source");
         let deps = graph.entry(first.clone()).or_default();
-        deps.extend(crate_modules(&text).into_iter().filter(|m| *m != first));
+        if test_files.contains(&file) {
+            continue;
+        }
+        deps.extend(
+            crate_modules(product_code(&text))
+                .into_iter()
+                .filter(|m| *m != first),
+        );
     }
     graph
+}
+
+/// The lines that open a test-only module: `#[cfg(test)]` then `mod name;` or
+/// `mod name {`.
+fn test_module_at(lines: &[&str], i: usize) -> Option<String> {
+    if lines[i].trim() != "#[cfg(test)]" {
+        return None;
+    }
+    let next = lines.get(i + 1)?.trim();
+    let name = next.strip_prefix("mod ")?;
+    Some(name.trim_end_matches([';', '{', ' ']).to_owned())
+}
+
+/// The source before its inline test module (`#[cfg(test)] mod tests { … }`, kept at
+/// the end of a file): what a test needs (benchmark generators, fixtures) is not a
+/// dependency of the module.
+fn product_code(source: &str) -> &str {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut offset = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if test_module_at(&lines, i).is_some() && lines[i + 1].trim_end().ends_with('{') {
+            return &source[..offset];
+        }
+        offset += line.len() + 1;
+    }
+    source
+}
+
+/// Files declared as test-only modules (`#[cfg(test)] mod name;` → `name.rs` or
+/// `name/mod.rs` beside the declaring file), and every file below them.
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("readable source");
+        let lines: Vec<&str> = text.lines().collect();
+        let stem = file.file_stem().expect("file name").to_string_lossy();
+        let dir = match stem.as_ref() {
+            "mod" | "lib" | "main" => file.parent().expect("parent").to_path_buf(),
+            _ => file.with_extension(""),
+        };
+        for i in 0..lines.len() {
+            let Some(name) = test_module_at(&lines, i) else {
+                continue;
+            };
+            if !lines[i + 1].trim_end().ends_with(';') {
+                continue;
+            }
+            let as_file = dir.join(format!("{name}.rs"));
+            let as_dir = dir.join(&name);
+            out.extend(
+                files
+                    .iter()
+                    .filter(|f| **f == as_file || f.starts_with(&as_dir))
+                    .cloned(),
+            );
+        }
+    }
+    out
 }
 
 /// A cycle among `nodes` (as a path that returns to its start), if there is one.
@@ -200,11 +226,6 @@ fn find_cycle(graph: &Graph, nodes: &[&str]) -> Option<Vec<String>> {
         .find_map(|n| visit(n, graph, nodes, &mut Vec::new(), &mut done))
 }
 
-/// [`module_graph_of`] with the tests.
-fn module_graph(src: &Path) -> Graph {
-    module_graph_of(src, true)
-}
-
 fn src_graph() -> Graph {
     module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
 }
@@ -224,7 +245,16 @@ fn layers_form_no_cycle() {
 fn search_depends_on_no_application_layer() {
     let graph = src_graph();
     let deps = &graph["search"];
-    for forbidden in ["runtime", "engines", "stores", "ingest"] {
+    for forbidden in [
+        "host",
+        "mcp",
+        "verify",
+        "site",
+        "background_import",
+        "engines",
+        "stores",
+        "ingest",
+    ] {
         assert!(
             !deps.contains(forbidden),
             "src/search uses crate::{forbidden} (search deps: {deps:?})"
@@ -232,18 +262,44 @@ fn search_depends_on_no_application_layer() {
     }
 }
 
+/// No circle among the top-level modules at all: each one can be read knowing only
+/// the modules below it.
+#[test]
+fn top_level_modules_form_no_cycle() {
+    let graph = src_graph();
+    let all: Vec<&str> = graph.keys().map(String::as_str).collect();
+    if let Some(cycle) = find_cycle(&graph, &all) {
+        panic!("module cycle: {} (graph: {graph:?})", cycle.join(" -> "));
+    }
+}
+
+/// The skill host is the base the MCP server, `verify`, the site and the background
+/// importer build on: it names none of them, so a change to a transport or to the
+/// docs site cannot reach into how a call is validated and run.
+#[test]
+fn the_host_uses_nothing_built_on_it() {
+    let graph = src_graph();
+    let deps = &graph["host"];
+    for above in ["mcp", "verify", "site", "background_import", "web", "setup"] {
+        assert!(
+            !deps.contains(above),
+            "src/host uses crate::{above} (its deps: {deps:?})"
+        );
+    }
+    let mcp = &graph["mcp"];
+    for above in ["verify", "site", "background_import"] {
+        assert!(
+            !mcp.contains(above),
+            "src/mcp uses crate::{above} (its deps: {mcp:?})"
+        );
+    }
+}
+
 /// Engines and stores never name the importers: the writers they share (such as
-/// `stores::memories::save`) live in the stores, and ingest calls them there. Their
-/// tests may (a store of real files, imported as `skills ingest` does, is test data).
+/// `stores::memories::save`) live in the stores, and ingest calls them there.
 #[test]
 fn engines_and_stores_do_not_import_ingest() {
-    let graph = module_graph_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), false);
-    let tests = src_graph();
-    assert!(
-        tests["engines"].contains("ingest"),
-        "the test-only files are no longer told apart: memo-search's differential test \
-         imports the corpus through crate::ingest"
-    );
+    let graph = src_graph();
     for layer in ["engines", "stores"] {
         let deps = &graph[layer];
         assert!(
@@ -256,19 +312,25 @@ fn engines_and_stores_do_not_import_ingest() {
 #[test]
 fn shared_leaves_depend_on_no_layer_above() {
     let graph = src_graph();
-    for leaf in ["model", "time", "cancel"] {
+    // A leaf may use another leaf (cancel's note goes through terminal's escaping),
+    // nothing else; every module may read a setting.
+    let leaves = ["model", "time", "terminal", "cancel", "settings"];
+    for leaf in leaves {
         let deps = &graph[leaf];
-        assert!(deps.is_empty(), "src/{leaf} uses {deps:?}");
+        assert!(
+            deps.iter().all(|d| leaves.contains(&d.as_str())),
+            "src/{leaf} uses {deps:?}"
+        );
     }
     let embed = &graph["embed"];
     assert!(
-        embed.iter().all(|d| d == "search"),
+        embed.iter().all(|d| d == "search" || d == "settings"),
         "src/embed uses {embed:?}"
     );
 }
 
 /// The pages for people (`src/web/`) sit on top of the library: no other module names
-/// `crate::web`, so nothing on an MCP call's path (`runtime::mcp` → `Host::call` →
+/// `crate::web`, so nothing on an MCP call's path (`mcp` → `Host::call` →
 /// engines, stores) runs page code. Only the binary's `skills serve` hands the pages
 /// to the listener, which gives them every path but `/mcp`.
 #[test]
@@ -287,7 +349,7 @@ fn nothing_below_the_pages_uses_them() {
 /// comments, and report a cycle when there is one.
 #[test]
 fn checker_sees_every_path_form_and_finds_cycles() {
-    let text = "//! see [`crate::runtime::Host`]\n\
+    let text = "//! see [`crate::host::Host`]\n\
                 use crate::{\n    stores::memories::{Memory, MemoryStore},\n    time,\n};\n\
                 use crate::search::bm25::FtsIndex;\n\
                 fn f() { crate::ingest::detect(p); } // crate::engines::x\n\
@@ -384,4 +446,218 @@ fn scripts_name_no_absolute_machine_path() {
             }
         }
     }
+}
+
+/// Code of every `.rs` file under `dir`, comments cut, with its path.
+fn code_of(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            let code = text
+                .lines()
+                .map(|line| line.find("//").map_or(line, |i| &line[..i]))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (f, code)
+        })
+        .collect()
+}
+
+/// Every page's data is a skill's output, called through `Host::call_with` (the same
+/// validation, store scoping, deadline and redaction as MCP): `src/web` names no
+/// store module, database client or SQL, and no skill by name (the skill documents
+/// say which skill feeds which page, `page:` in the frontmatter).
+#[test]
+fn the_pages_hold_no_sql_open_no_store_and_name_no_skill() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = code_of(&root.join("src/web"));
+    assert!(
+        files.len() > 5,
+        "src/web has too few files: {}",
+        files.len()
+    );
+    let mut skill_names: Vec<String> = std::fs::read_dir(root.join("skills"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("SKILL.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    skill_names.sort();
+    assert!(skill_names.len() >= 8, "{skill_names:?}");
+    let forbidden = [
+        "duckdb",
+        "rusqlite",
+        "ConversationStore",
+        "MemoryStore",
+        "StorePaths",
+        ".paths()",
+        "all_conversations",
+        "memory_links",
+        "SELECT ",
+        " FROM ",
+        " WHERE ",
+    ];
+    for (file, code) in &files {
+        let modules = crate_modules(code);
+        assert!(
+            !modules.contains("stores"),
+            "{} names crate::stores: the pages read data only through skill calls",
+            file.display()
+        );
+        for word in forbidden {
+            assert!(
+                !code.contains(word),
+                "{} contains `{word}`: the pages hold no SQL and open no store",
+                file.display()
+            );
+        }
+        for name in &skill_names {
+            assert!(
+                !code.contains(&format!("\"{name}\""))
+                    && !code.contains(&format!("/skills/{name}")),
+                "{} names skill `{name}`: a page finds its skill by the documents' `page:` field",
+                file.display()
+            );
+        }
+    }
+    // The page templates name no skill either.
+    for entry in std::fs::read_dir(root.join("templates/web")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for name in &skill_names {
+            assert!(
+                !text.contains(&format!("/skills/{name}")),
+                "{} links skill `{name}` by name",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Whether `path` (under `src/`) is the settings module, the one place that names the
+/// program's environment variables.
+fn is_settings_module(src: &Path, path: &Path) -> bool {
+    let rel = path.strip_prefix(src).expect("file under src");
+    rel == Path::new("settings.rs") || rel.starts_with("settings")
+}
+
+/// Every `SKILLS_…` environment variable is named in code only by `src/settings`:
+/// elsewhere a read, a clap `env`, an `option_env!` or a child's environment takes the
+/// name from a `skills::settings::Setting`, so the README's generated table lists
+/// everything the program reads (`build.rs`, a separate program run by cargo, is
+/// exempt).
+#[test]
+fn no_skills_variable_literal_outside_the_settings_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for (file, code) in code_of(&src) {
+        if is_settings_module(&src, &file) {
+            continue;
+        }
+        for (i, line) in code.lines().enumerate() {
+            if line.contains("\"SKILLS_") {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`\"SKILLS_…\"` literals outside src/settings.rs (name the variable through \
+         skills::settings::<SETTING>.name, or add a Setting there):\n{}",
+        found.join("\n")
+    );
+}
+
+/// Names of environment variables `text` mentions: every `SKILLS_…` word (code,
+/// messages and comments alike), and the quoted name of each read written as
+/// `var("X")`, `var_os("X")`, `env("X")`, `process_env("X")`, `Root::Var("X")` or
+/// `var: "X"` (a `places::Root` that a variable moves).
+fn variables_named(text: &str) -> BTreeSet<String> {
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for (at, _) in text.match_indices("SKILLS_") {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // AGENT_SKILLS_FIELDS and the like
+        }
+        let name = word(&text[at..]);
+        if name.len() > "SKILLS_".len() {
+            out.insert(name);
+        }
+    }
+    for read in [
+        "var(\"",
+        "var_os(\"",
+        "env(\"",
+        "process_env(\"",
+        "Var(\"",
+        "var: \"",
+    ] {
+        for (at, _) in text.match_indices(read) {
+            let name = word(&text[at + read.len()..]);
+            if !name.is_empty() && text[at + read.len() + name.len()..].starts_with('"') {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// Every environment variable `src/` reads or mentions (outside test modules) is a
+/// row of the settings module's table (and so of the README's), so a new one cannot
+/// be read unlisted.
+#[test]
+fn every_variable_named_in_src_is_a_setting() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let tests_only = test_only_files(&files);
+    let mut unlisted = Vec::new();
+    for file in files.iter().filter(|f| !tests_only.contains(*f)) {
+        let text = std::fs::read_to_string(file).expect("readable source");
+        for name in variables_named(product_code(&text)) {
+            if skills::settings::find(&name).is_none() {
+                unlisted.push(format!("{}: {name}", file.display()));
+            }
+        }
+    }
+    let build = repo_file("build.rs");
+    for name in variables_named(&build) {
+        if name.starts_with("SKILLS_") && skills::settings::find(&name).is_none() {
+            unlisted.push(format!("build.rs: {name}"));
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "environment variables named in src/ but not defined in src/settings.rs:\n{}",
+        unlisted.join("\n")
+    );
+}
+
+/// The scanner behind the two tests above.
+#[test]
+fn the_variable_scanner_sees_each_form() {
+    let text = "let a = std::env::var(\"SKILLS_NOW\"); // SKILLS_WATCH\n\
+                AGENT_SKILLS_FIELDS; env(\"PGPORT\"); Root::Var(\"X_HOME\");\n\
+                VarOrHome { var: \"CODEX_HOME\", home: \".codex\" }; var(name); SKILLS_\n";
+    let got: Vec<String> = variables_named(text).into_iter().collect();
+    assert_eq!(
+        got,
+        [
+            "CODEX_HOME",
+            "PGPORT",
+            "SKILLS_NOW",
+            "SKILLS_WATCH",
+            "X_HOME"
+        ]
+    );
+    let file = "fn f() {}\n#[cfg(test)]\nmod tests {\n    Root::Var(\"X\");\n}\n";
+    assert!(variables_named(product_code(file)).is_empty());
 }

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use skills::engines::Context;
-use skills::runtime::Host;
+use skills::host::Host;
 use skills::stores::StorePaths;
 
 fn load(dir: &Path) -> Host {

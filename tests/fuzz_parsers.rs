@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use skills::engines::Context;
-use skills::runtime::{args, Host, SkillDoc};
+use skills::host::{args, Host, SkillDoc};
 use skills::stores::StorePaths;
 
 fn seed() -> u64 {

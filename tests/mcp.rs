@@ -120,7 +120,7 @@ async fn check_tools(client: &Client) -> Vec<rmcp::model::Tool> {
     let props = search.input_schema["properties"].as_object().unwrap();
     assert_eq!(
         props.keys().collect::<Vec<_>>(),
-        ["term", "limit", "role", "project"]
+        ["term", "limit", "role", "project", "machine", "user"]
     );
     assert_eq!(search.output_schema.as_ref().unwrap()["type"], "object");
 
@@ -461,7 +461,7 @@ async fn http_load_1000_concurrent_calls() {
 /// The same server in-process over `tokio::io::duplex`: no binary, no sockets.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_process_duplex_server() {
-    use skills::runtime::mcp::SkillServer;
+    use skills::mcp::SkillServer;
     let data = data_dir();
     let host = common::bundled_host(data.path());
     let server = SkillServer::new(std::sync::Arc::new(host));

@@ -13,10 +13,12 @@
 //!   (checked against `cargo tree`), and refuses a bundled file it does not name.
 //!
 //! Without `dist/` (building it is a second full Rust build, for glibc 2.28, longer
-//! than CI's budget on 2 cores) the dist tests print `not run: …`;
+//! than CI's budget on 2 cores) the dist tests are reported as not run ([`common::not_run`]);
 //! `scripts/check-install` builds `dist/` and runs them with SKILLS_REQUIRE_DIST=1,
 //! which turns a missing `dist/` into a failure.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+mod common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -74,7 +76,7 @@ fn dist() -> Option<(PathBuf, PathBuf, PathBuf)> {
                 std::env::var_os("SKILLS_REQUIRE_DIST").is_none(),
                 "SKILLS_REQUIRE_DIST is set and {why}"
             );
-            println!("not run: {why}");
+            common::not_run(&why);
             return None;
         }
     }
@@ -356,7 +358,7 @@ fn the_wheels_install_into_a_venv_and_run_without_a_toolchain() {
         return;
     };
     let Some(python) = which("python3") else {
-        println!("not run: no python3 here to make the virtual environment");
+        common::not_run("no python3 here to make the virtual environment");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -520,7 +522,7 @@ fn the_stated_glibc_floor_is_the_one_the_release_builds_for() {
 #[test]
 fn the_third_party_notice_lists_every_compiled_crate() {
     let Some(python) = which("python3") else {
-        println!("not run: no python3 to run scripts/third-party-notices");
+        common::not_run("no python3 to run scripts/third-party-notices");
         return;
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use skills::embed::{EmbedError, Embedder};
 use skills::ingest::IngestOptions;
+use skills::settings::{self, EmbedderSetting};
 use skills::stores::conversations::embeddings::UnitSpec;
 use skills::stores::conversations::ConversationStore;
 
@@ -85,7 +86,7 @@ fn conversation_embedder(
 /// store failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     // Started by `skills serve`: end with it.
-    skills::runtime::lifeline::hold();
+    skills::background_import::lifeline::hold();
     let paths = if args.paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {
@@ -98,9 +99,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         args.paths.clone()
     };
     // The test hook of `tests/serve_ingest.rs`' kill test (see `IngestOptions::pause_at`).
-    let pause_at = std::env::var_os("SKILLS_INGEST_PAUSE")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
+    let pause_at = crate::settings::ingest_pause();
     let options = IngestOptions {
         keep_injected: args.keep_injected,
         redact: args.redact,
@@ -111,7 +110,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let json = session.json();
     let mut embed_note = None;
     if !args.no_embed {
-        let model = if std::env::var("SKILLS_EMBEDDER").as_deref() == Ok("none") {
+        let model = if matches!(settings::embedder(), Ok(Some(EmbedderSetting::None))) {
             Err(EmbedError::Disabled)
         } else {
             conversation_embedder(&store_path, args.embedder)

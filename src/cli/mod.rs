@@ -2,6 +2,7 @@
 //! that owns stdout and stderr, and [`exit`], the one place that turns how a command
 //! ended (an [`Outcome`] or an error) into an exit code and hints.
 
+pub mod archive;
 pub mod docs;
 pub mod exit;
 pub mod export;
@@ -27,7 +28,8 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use skills::engines::Context;
-use skills::runtime::{Host, Skill};
+use skills::host::{Host, Skill};
+use skills::settings;
 use skills::stores::StorePaths;
 
 pub use exit::{Outcome, UsageError};
@@ -40,15 +42,26 @@ pub struct GlobalArgs {
     /// exists, else the bundled skills installed beside this binary
     /// (`<bin>/../share/skills/skills`, see `scripts/install`), else the folder this
     /// binary was built from.
-    #[arg(long, global = true, env = "SKILLS_DIR")]
+    #[arg(long, global = true, env = settings::SKILLS_DIR.name)]
     pub skills_dir: Option<PathBuf>,
     /// Data folder holding `conversations.duckdb` and `memories.sqlite`.
     /// Default: `$XDG_DATA_HOME/skills` (`~/.local/share/skills`).
-    #[arg(long, global = true, env = "SKILLS_DATA_DIR")]
+    #[arg(long, global = true, env = settings::DATA_DIR.name)]
     pub data_dir: Option<PathBuf>,
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The team archive (PostgreSQL, `postgres://user@host:5432/database`; password
+    /// from PGPASSWORD or ~/.pgpass rather than the URL): `skills archive` works on it,
+    /// and the skills that `run` and `serve` call answer from it instead of the local
+    /// stores.
+    #[arg(
+        long,
+        global = true,
+        env = settings::ARCHIVE_URL.name,
+        hide_env_values = true
+    )]
+    pub archive: Option<String>,
 }
 
 /// One run of the binary: the global options and the [`Printer`].
@@ -63,6 +76,25 @@ impl Session {
     pub fn new(global: GlobalArgs) -> Self {
         let printer = Printer::new(global.json);
         Self { global, printer }
+    }
+
+    /// The archive named by `--archive` / `SKILLS_ARCHIVE_URL`, parsed (not connected).
+    ///
+    /// # Errors
+    /// [`UsageError`] (exit 2) saying what is wrong with the address (never echoing
+    /// it: it may hold the password).
+    pub fn archive_target(&self) -> Result<Option<skills::archive::Target>> {
+        match self
+            .global
+            .archive
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            None => Ok(None),
+            Some(url) => skills::archive::Target::parse(url).map(Some).map_err(|e| {
+                UsageError::new(format!("`--archive` / SKILLS_ARCHIVE_URL: {e}")).into()
+            }),
+        }
     }
 
     /// Whether `--json` was given.
@@ -148,10 +180,18 @@ impl Session {
     /// A skills folder given that cannot be read ([`Session::skills_dir`]), bad
     /// `SKILLS_NOW` / `SKILLS_EMBEDDER` values or no data folder.
     pub fn load_host_quietly(&self) -> Result<Host> {
-        Ok(Host::load(
-            &self.skills_dir()?,
-            context(self.store_paths()?)?,
-        ))
+        let ctx = context(self.store_paths()?)?.with_archive(self.archive_pool()?);
+        Ok(Host::load(&self.skills_dir()?, ctx))
+    }
+
+    /// A connection pool for `--archive` (connected on first use), or `None`.
+    ///
+    /// # Errors
+    /// As [`Session::archive_target`].
+    pub fn archive_pool(&self) -> Result<Option<std::sync::Arc<skills::archive::search::Pool>>> {
+        Ok(self
+            .archive_target()?
+            .map(|t| std::sync::Arc::new(skills::archive::search::Pool::new(t))))
     }
 
     /// A function that loads the skills folder again over the same stores (hot reload
@@ -163,9 +203,10 @@ impl Session {
         let dir = self.skills_dir()?;
         let paths = self.store_paths()?;
         context(paths.clone())?;
+        let archive = self.archive_pool()?;
         Ok(move || {
             let ctx = context(paths.clone()).unwrap_or_else(|_| Context::new(paths.clone()));
-            Host::load(&dir, ctx)
+            Host::load(&dir, ctx.with_archive(archive.clone()))
         })
     }
 
@@ -228,29 +269,20 @@ pub fn find_skill<'h>(host: &'h Host, name: &str) -> Result<&'h Skill> {
     })
 }
 
-/// The engines' context. Two environment variables exist as testing aids (used by
+/// The engines' context, with the two testing aids of [`settings`] applied (used by
 /// `skills verify` for fresh-process checks, so a new process sees the same world as
-/// the case): `SKILLS_NOW` (RFC 3339, e.g. `2026-07-03T12:00:00Z`) fixes the clock that
-/// natural-language dates resolve against; `SKILLS_EMBEDDER=none` runs without the
-/// embedding model even when one is installed.
+/// the case): [`settings::NOW`] fixes the clock that natural-language dates resolve
+/// against; [`settings::EMBEDDER`] `none` runs without the embedding model even when
+/// one is installed.
 fn context(paths: StorePaths) -> Result<Context> {
     let mut ctx = Context::new(paths);
-    if let Some(now) = std::env::var_os("SKILLS_NOW").filter(|v| !v.is_empty()) {
-        let now = now.to_string_lossy();
-        let t = chrono::DateTime::parse_from_rfc3339(&now).with_context(|| {
-            format!("SKILLS_NOW `{now}` is not an RFC 3339 time (e.g. 2026-07-03T12:00:00Z)")
-        })?;
-        ctx = ctx.with_now(t.with_timezone(&chrono::Utc));
+    if let Some(now) = settings::now()? {
+        ctx = ctx.with_now(now);
     }
-    match std::env::var("SKILLS_EMBEDDER").as_deref() {
-        Err(_) | Ok("") => {}
-        Ok("none") => ctx = ctx.with_embedder(None),
+    match settings::embedder()? {
+        Some(settings::EmbedderSetting::None) => ctx = ctx.with_embedder(None),
         // Read by `Embedder::load_default` / `load_for_memories` when the models load.
-        Ok("static" | "deep") => {}
-        Ok(other) => anyhow::bail!(
-            "SKILLS_EMBEDDER `{other}`: expected `none` (no model), `static` (the static table \
-             for memories too) or `deep` (the second tier for conversations too)"
-        ),
+        Some(settings::EmbedderSetting::Static | settings::EmbedderSetting::Deep) | None => {}
     }
     Ok(ctx)
 }

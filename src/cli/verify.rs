@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use skills::runtime::conformance::{checks, Options, Verifier};
+use skills::verify::{checks, Options, Verifier};
 
 use super::{Outcome, Session};
 
@@ -15,7 +15,7 @@ pub struct Args {
     names: Vec<String>,
     /// Fixture corpora folder. Default: `tests/conformance/fixtures` beside the skills
     /// folder, else that folder of the source tree this binary was built from.
-    #[arg(long, env = "SKILLS_FIXTURES_DIR")]
+    #[arg(long, env = skills::settings::FIXTURES_DIR.name)]
     fixtures_dir: Option<PathBuf>,
     /// List the check vocabulary (id, what it proves, parameter schema) and exit.
     #[arg(long)]
@@ -26,7 +26,7 @@ pub struct Args {
 /// `--list-checks` the check vocabulary as JSON. [`Outcome::Failed`] when an item fails.
 ///
 /// # Errors
-/// [`skills::runtime::conformance::VerifyError`] for an unknown skill name (exit 2) or
+/// [`skills::verify::VerifyError`] for an unknown skill name (exit 2) or
 /// no temporary folder; load failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     if args.list_checks {

@@ -105,9 +105,7 @@ fn traps() -> Vec<Memory> {
 /// The corpus's memories (`$SKILLS_CORPUS_DIR/memories`, default beside the clone),
 /// or `None` after recording the test as not run.
 fn corpus_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("SKILLS_CORPUS_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    let base = crate::settings::corpus_dir()
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
     let dir = base.join("memories");
     if !dir.is_dir() {

@@ -75,6 +75,7 @@ impl Row {
             "files_modified".into(),
             json!(json_list(&self.files_modified)),
         );
+        m.insert("cites".into(), crate::engines::cites_memory(&self.id));
         m
     }
 }
