@@ -10,6 +10,7 @@ pub mod ingest;
 pub mod list;
 pub mod memo;
 pub mod new;
+pub mod pages_url;
 pub mod printer;
 pub mod run;
 pub mod serve;

@@ -128,7 +128,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         .build()?;
     let (http, allow_remote) = (args.http, args.allow_remote);
     let (print_pages, open_pages) = (args.print_pages, args.open_pages);
-    let data_dir = super::ui::data_dir(session);
+    let data_dir = super::pages_url::data_dir(session);
     // The pages' URL once recorded in the data folder, withdrawn at exit.
     let advertised = Arc::new(std::sync::Mutex::new(None::<(std::path::PathBuf, String)>));
     let record = Arc::clone(&advertised);
@@ -170,7 +170,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                     let url = format!("http://{bound}/");
                     // Recorded before it is announced: whoever saw the address finds it.
                     if let (Some(dir), true) = (data_dir, bound.ip().is_loopback()) {
-                        if super::ui::advertise(&dir, &url) {
+                        if super::pages_url::advertise(&dir, &url) {
                             *record
                                 .lock()
                                 .unwrap_or_else(std::sync::PoisonError::into_inner) =
@@ -179,7 +179,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                     }
                     Printer::log(format_args!("skills: pages at {url}"));
                     if print_pages {
-                        super::ui::show(&url, open_pages);
+                        super::pages_url::show(&url, open_pages);
                     }
                 }
             },
@@ -203,7 +203,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take()
     {
-        super::ui::withdraw(&dir, &url);
+        super::pages_url::withdraw(&dir, &url);
     }
     served?;
     Ok(Outcome::Success)
