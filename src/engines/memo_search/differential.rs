@@ -110,8 +110,9 @@ fn corpus_dir() -> Option<PathBuf> {
     let dir = base.join("memories");
     if !dir.is_dir() {
         crate::not_run::not_run(&format!(
-            "no corpus at {} (set SKILLS_CORPUS_DIR)",
-            base.display()
+            "no corpus at {} (set {})",
+            base.display(),
+            crate::settings::CORPUS_DIR.name
         ));
         return None;
     }
