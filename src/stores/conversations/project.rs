@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::index::Index;
-use super::segment::{Segment, NO_PROJECT};
+use super::index::segment::{Segment, NO_PROJECT};
 use crate::search::scan::{self, Corrupt};
 
 /// Longest `project` argument, in characters (the skills' `maxLength`, as

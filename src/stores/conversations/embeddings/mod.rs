@@ -62,13 +62,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{str_ref, touched_rows};
 use crate::embed::Embedder;
 use crate::search::quantized;
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
 use crate::stores::segments::{
-    self as set, EntryFields, Live, SegmentKind, SegmentSet, SetError, Tombstones, Touched, Written,
+    self as set, str_ref, touched_rows, EntryFields, Live, SegmentKind, SegmentSet, SetError, Tombstones, Touched, Written,
 };
 use format::{segment_version, Builder, Segment, VERSION};
 
