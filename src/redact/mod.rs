@@ -53,7 +53,11 @@ use regex_automata::{meta, Anchored, Input};
 use serde_json::Value;
 
 use detectors::WINDOWED;
-pub use detectors::{detector_table, examples, Detector, DETECTORS};
+#[cfg(test)]
+pub use detectors::detector_table;
+#[cfg(any(test, feature = "bench"))]
+pub use detectors::examples;
+pub use detectors::{Detector, DETECTORS};
 use keywords::KeywordSearch;
 
 /// The compiled detector set. Build once ([`Redactor::global`]) and share.

@@ -168,11 +168,12 @@ impl Tuning {
     };
 }
 
+#[cfg(feature = "bench")]
 static TUNING: super::Override<Tuning> = super::Override::new();
 
 /// Replaces [`Tuning::DEFAULT`] for every later call in this process (`None` restores
-/// it). For the quality harness (`benches/quality.rs`) only.
-#[doc(hidden)]
+/// it). For the quality harness (`benches/quality.rs`) only (feature `bench`).
+#[cfg(feature = "bench")]
 pub fn tune(t: Option<Tuning>) {
     TUNING.set(t);
 }
@@ -180,7 +181,10 @@ pub fn tune(t: Option<Tuning>) {
 /// The tuning of this call: the harness's override, else [`Tuning::DEEP`] when the
 /// memories' model is the second tier, else [`Tuning::DEFAULT`].
 fn tuning(deep: bool) -> Tuning {
-    TUNING.get_or(if deep { Tuning::DEEP } else { Tuning::DEFAULT })
+    let default = if deep { Tuning::DEEP } else { Tuning::DEFAULT };
+    #[cfg(feature = "bench")]
+    let default = TUNING.get_or(default);
+    default
 }
 /// Most distinct query words searched (FTS5 expressions stay small).
 pub const MAX_TOKENS: usize = 64;

@@ -81,7 +81,8 @@ impl ConversationStore {
         })
     }
 
-    /// An in-memory store (tests, benchmarks).
+    /// An in-memory store (tests, benchmarks; feature `bench`).
+    #[cfg(any(test, feature = "bench"))]
     ///
     /// # Errors
     /// [`StoreError::DuckDb`] if DuckDB cannot start.

@@ -353,12 +353,14 @@ fn rescore(
 
 /// One stored unit as [`stored_vectors`] returns it: `(source, conversation_id, first
 /// message id, v̂)`.
+#[cfg(test)]
 pub type StoredVector = (String, String, String, Vec<f32>);
 
 /// The stored vector of every live unit, for tests, in file order.
 ///
 /// # Errors
 /// [`Unavailable`] as [`Embeddings::open`].
+#[cfg(test)]
 pub fn stored_vectors(db: &Path) -> Result<Vec<StoredVector>, Unavailable> {
     let e = Embeddings::open(db)?;
     let bad = |_| Unavailable::Corrupt("damaged segment".into());

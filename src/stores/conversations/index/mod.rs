@@ -351,7 +351,8 @@ impl Stamp {
     /// count and the newest time (a full read of the keys cost seconds at 1M rows).
     ///
     /// # Errors
-    /// The DuckDB error of the scan.
+    /// The DuckDB error of the scan. Tests only (feature `bench`).
+    #[cfg(any(test, feature = "bench"))]
     pub fn of_table(conn: &duckdb::Connection) -> Result<Self, SetError> {
         table_stamp(conn)
     }
