@@ -5,11 +5,11 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// A spec-driven skill host: skill documents bound to retrieval engines, served over CLI and MCP.
 #[derive(Parser)]
-#[command(name = "skills", version, about, propagate_version = true)]
+#[command(name = "skills", about, propagate_version = true)]
 struct Args {
     #[command(flatten)]
     global: cli::GlobalArgs,
@@ -62,7 +62,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let Args { global, command } = Args::parse();
+    // The version is computed at run time: `--version` names the model tiers present.
+    let matches = Args::command()
+        .version(cli::version::short())
+        .long_version(cli::version::long())
+        .get_matches();
+    let Args { global, command } = match Args::from_arg_matches(&matches) {
+        Ok(args) => args,
+        Err(e) => e.exit(),
+    };
     let mut session = cli::Session::new(global);
     let result = match &command {
         Command::List => cli::list::execute(&mut session),

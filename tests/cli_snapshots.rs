@@ -162,7 +162,8 @@ fn literal(text: &str) -> String {
 // Memories of the fixtures without a date of their own are dated by their file's
 // modification time, so the memo-search cases query JSONL memories, which carry ids and dates.
 
-/// Snapshots `text` as `name` with temp folders, the source tree and the version replaced.
+/// Snapshots `text` as `name` with temp folders, the source tree, the version and the
+/// target triple replaced.
 fn snapshot(name: &str, text: &str) {
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
@@ -172,6 +173,7 @@ fn snapshot(name: &str, text: &str) {
         &literal(&format!("skills {}", env!("CARGO_PKG_VERSION"))),
         "skills [VERSION]",
     );
+    settings.add_filter(&literal(env!("SKILLS_TARGET")), "[TARGET]");
     settings.bind(|| insta::assert_snapshot!(name, text));
 }
 
@@ -192,7 +194,8 @@ fn help_of_every_command() {
         ("help_memo_add", vec!["memo", "add", "--help"]),
         ("help_docs", vec!["docs", "--help"]),
         ("help_setup", vec!["setup", "--help"]),
-        ("version", vec!["--version"]),
+        // `-V`: `--version` adds this machine's paths (tests/release.rs checks it).
+        ("version", vec!["-V"]),
     ] {
         // Help shows `[env: SKILLS_DIR=…]` when the variable is set: leave it unset.
         let o = Command::new(env!("CARGO_BIN_EXE_skills"))

