@@ -44,7 +44,7 @@ use skills::bench::locomo;
 use skills::embed::Embedder;
 use skills::engines::semantic_search::{self, Tuning};
 use skills::engines::{Context, Norm};
-use skills::runtime::host::Host;
+use skills::host::Host;
 use skills::search::postings::Spread;
 use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
 use skills::stores::conversations::index::Neighbourhood;

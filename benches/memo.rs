@@ -18,7 +18,7 @@ use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak};
 use serde_json::{json, Value};
 use skills::embed::Embedder;
 use skills::engines::Context;
-use skills::runtime::host::Host;
+use skills::host::Host;
 use skills::stores::StorePaths;
 
 const QUERY: &str = "how do we handle serde errors in the tokio runtime";

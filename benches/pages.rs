@@ -17,9 +17,19 @@
 //! Printed per case: wall-clock p50 and p95, and the rendering thread's CPU time (what
 //! the render itself costs, without the time another process held the core).
 //!
+//! Then the browse pages (issue 41), server side, skill calls included (each page's
+//! queries — the heatmap's aggregate too — and its render): the index (activity
+//! charts), `/conversations` (plain and filtered by source and date range),
+//! `/projects`, a project page, a conversation page, `/memories` and a memory page,
+//! over a generated store of `BENCH_PAGES_MESSAGES` messages (default 1,000,000;
+//! [`skills::bench::gen`], kept under `BENCH_DIR` between runs) and
+//! `BENCH_PAGES_MEMORIES` memories (default 10,000). Each page is answered by the
+//! function its route calls, on a current-thread runtime, `BENCH_PAGE_RUNS` times
+//! (default 40) after one warm-up; p50 and p95 wall-clock.
+//!
 //! Environment: `BENCH_RUNS` (timed renders per case, default 500); `BENCH_STAGES=1`
 //! also prints the time of the markdown step and of pulldown-cmark and ammonia alone
-//! (on stderr).
+//! (on stderr); `BENCH_PAGES_MESSAGES=0` skips the browse pages.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 mod common;
@@ -30,9 +40,9 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context as _, Result};
 use chrono::TimeZone;
 use common::{fmt_dur, Stats};
+use skills::host::Host;
 use skills::ingest::Message;
-use skills::runtime::catalog::Catalog;
-use skills::runtime::Host;
+use skills::mcp::catalog::Catalog;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 use skills::web::Pages;
@@ -222,6 +232,161 @@ fn main() -> Result<()> {
         "p50 and p95 are wall-clock times; CPU is the rendering thread's own time \
          (`CLOCK_THREAD_CPUTIME_ID`), which leaves out time the thread waited for a core.\n"
     );
+    browse()
+}
+
+/// A data folder of `messages` generated messages and `memories` memories, built on
+/// first use and kept (its `complete` file says what it holds).
+fn browse_store(messages: usize, memories: usize) -> Result<std::path::PathBuf> {
+    use skills::bench::gen::{self, Spec};
+    let dir = common::bench_dir().join(format!("pages-{messages}-{memories}"));
+    let done = dir.join("complete");
+    if done.exists() {
+        return Ok(dir);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    eprintln!(
+        "generating {messages} messages and {memories} memories into {} …",
+        dir.display()
+    );
+    let t = Instant::now();
+    let paths = StorePaths::in_dir(&dir);
+    let store = ConversationStore::open_rw(&paths.conversations)?;
+    let g = gen::fill_store(&store, Spec::new(messages), 50_000)?;
+    store.close()?;
+    let memory_store = skills::stores::memories::MemoryStore::open_rw(&paths.memories)?;
+    let mut batch = Vec::with_capacity(5_000);
+    for m in gen::memories(Spec::new(memories)) {
+        batch.push(m);
+        if batch.len() == batch.capacity() {
+            memory_store.upsert_many(&batch)?;
+            batch.clear();
+        }
+    }
+    memory_store.upsert_many(&batch)?;
+    drop(memory_store);
+    std::fs::write(
+        &done,
+        format!(
+            "{} messages in {} conversations and {memories} memories, generated in {:.0} s\n",
+            g.messages,
+            g.conversations,
+            t.elapsed().as_secs_f64()
+        ),
+    )?;
+    Ok(dir)
+}
+
+/// The browse pages over a large store (see the module docs).
+fn browse() -> Result<()> {
+    let messages = common::env_usize("BENCH_PAGES_MESSAGES", 1_000_000);
+    if messages == 0 {
+        return Ok(());
+    }
+    let memories = common::env_usize("BENCH_PAGES_MEMORIES", 10_000);
+    let runs = common::env_usize("BENCH_PAGE_RUNS", 40).max(1);
+    let dir = browse_store(messages, memories)?;
+    let skills_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+    let host = Host::load(
+        &skills_dir,
+        skills::engines::Context::new(StorePaths::in_dir(&dir)),
+    );
+    // One conversation, project and memory to open: the newest of each list.
+    let conversations = host.call("list-conversations", serde_json::json!({"limit": 1}))?;
+    let row = &conversations.data["rows"][0];
+    let (source, id) = (
+        row["source"].as_str().context("a conversation")?.to_owned(),
+        row["conversation_id"]
+            .as_str()
+            .context("a conversation")?
+            .to_owned(),
+    );
+    let projects = host.call("list-projects", serde_json::json!({"limit": 1}))?;
+    let project = projects.data["rows"][0]["project"]
+        .as_str()
+        .context("a project")?
+        .to_owned();
+    let listed = host.call("list-memories", serde_json::json!({"limit": 1}))?;
+    let memory = listed.data["rows"][0]["id"]
+        .as_str()
+        .context("a memory")?
+        .to_owned();
+    let last = row["last_message"].as_str().unwrap_or("2026-01-01")[..10].to_owned();
+    let catalog = Arc::new(Catalog::fixed(Arc::new(host)));
+    let pages = Pages::new(Arc::clone(&catalog))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let pairs = |items: &[(&str, &str)]| -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    let by_source = pairs(&[("source", &source)]);
+    let by_day = pairs(&[("since", &last), ("until", &last)]);
+    let none = pairs(&[]);
+    let mut rows = Vec::new();
+    let mut time = |name: &str, page: &dyn Fn() -> skills::web::Response| -> Result<()> {
+        let first = page();
+        ensure!(first.status() == 200, "{name}: status {}", first.status());
+        let bytes = body_len(first)?;
+        let mut wall = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            drop(page());
+            wall.push(t.elapsed());
+        }
+        let stats = Stats::of(wall);
+        rows.push(vec![
+            name.to_owned(),
+            stats.runs.to_string(),
+            fmt_dur(stats.median),
+            fmt_dur(stats.p95),
+            format!("{:.0} KB", bytes as f64 / 1e3),
+        ]);
+        Ok(())
+    };
+    use skills::web::{conversation, conversations, index, memories, memory, projects};
+    time("`/` (heatmap and month chart: 2 aggregate calls)", &|| {
+        runtime.block_on(index::page(&pages, false))
+    })?;
+    time("`/conversations` (newest 50)", &|| {
+        runtime.block_on(conversations::page(&pages, &none, false))
+    })?;
+    time("`/conversations?source=…`", &|| {
+        runtime.block_on(conversations::page(&pages, &by_source, false))
+    })?;
+    time("`/conversations?since=D&until=D` (a heatmap day)", &|| {
+        runtime.block_on(conversations::page(&pages, &by_day, false))
+    })?;
+    time("`/projects`", &|| {
+        runtime.block_on(projects::list(&pages, false))
+    })?;
+    time(
+        "`/projects/<project>` (charts and 50 conversations)",
+        &|| runtime.block_on(projects::page(&pages, &project, false)),
+    )?;
+    time("`/conversations/<source>/<id>`", &|| {
+        runtime.block_on(conversation::page(&pages, &source, &id, None, None, false))
+    })?;
+    time("`/memories` (newest 50)", &|| {
+        runtime.block_on(memories::page(&pages, &none, false))
+    })?;
+    time("`/memories/<id>`", &|| {
+        runtime.block_on(memory::page(&pages, &memory, false))
+    })?;
+    println!(
+        "## Browse pages, server side, skill calls included ({messages} messages, {memories} memories)\n"
+    );
+    println!("machine: {}\n", common::machine());
+    println!(
+        "store: {}\n",
+        std::fs::read_to_string(dir.join("complete"))?.trim()
+    );
+    common::table(&["page", "answers", "p50", "p95", "page size"], &rows);
     Ok(())
 }
 

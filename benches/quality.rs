@@ -33,8 +33,8 @@ use skills::bench::locomo::{self, Question, Unit};
 use skills::embed::Embedder;
 use skills::engines::memo_search::{self, Norm, Tuning};
 use skills::engines::Context;
+use skills::host::Host;
 use skills::ingest::memories::import_paths_with;
-use skills::runtime::host::Host;
 use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
 

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
 use skills::embed::Embedder;
 use skills::engines::Context;
-use skills::runtime::host::Host;
+use skills::host::Host;
 use skills::stores::conversations::embeddings::UnitSpec;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;

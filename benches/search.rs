@@ -22,8 +22,8 @@ use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak, rss, Stats};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
 use skills::engines::Context;
+use skills::host::Host;
 use skills::model::Message;
-use skills::runtime::host::Host;
 use skills::stores::conversations::index::{self, Index};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
@@ -184,7 +184,7 @@ fn ratio(a: Stats, b: Stats) -> String {
 /// and redact, minus the median of the clone alone (the host redacts in place). For
 /// the fast path the host takes, then for the per-string reference path
 /// (`redact_json_reference`, `redact_reference`), which must find the same.
-fn redaction_cost(out: &skills::runtime::host::CallOutput) -> (Duration, Duration) {
+fn redaction_cost(out: &skills::host::CallOutput) -> (Duration, Duration) {
     let r = skills::redact::Redactor::global().expect("the detector set compiles");
     let (clone, _) = measure(2_000, Duration::from_secs(2), || {
         (out.data.clone(), out.text.clone())

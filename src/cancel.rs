@@ -1,7 +1,7 @@
 //! Stopping one call: a deadline, or a stop from outside (the client left or sent
 //! `notifications/cancelled`).
 //!
-//! A [`Cancel`] is made per call by the host ([`crate::runtime::Host::call_with`]) and
+//! A [`Cancel`] is made per call by the host ([`crate::host::Host::call_with`]) and
 //! handed to engines through their context. Work stops in two ways, both driven by the
 //! same state:
 //!
@@ -222,7 +222,9 @@ fn timer() -> &'static Timer {
             .spawn(move || timer.run());
         if let Err(e) = spawned {
             // Deadlines then only show through the host's check after the engine returns.
-            eprintln!("warning: cannot start the call-deadline thread: {e}");
+            crate::terminal::log(format_args!(
+                "warning: cannot start the call-deadline thread: {e}"
+            ));
         }
         timer
     })

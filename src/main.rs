@@ -59,6 +59,10 @@ enum Command {
     /// windsurf — keeping comments and other servers; without a client, list them and
     /// their state.
     Setup(cli::setup::Args),
+    /// The team archive on PostgreSQL (`--archive URL` or SKILLS_ARCHIVE_URL): `migrate`
+    /// its schema, `push` this data folder into it, its `status`.
+    #[command(subcommand)]
+    Archive(cli::archive::Command),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Command::Status => cli::status::execute(&mut session),
         Command::Ui(args) => cli::ui::execute(&mut session, args),
         Command::Setup(args) => cli::setup::execute(&mut session, args),
+        Command::Archive(command) => cli::archive::execute(&mut session, command),
     };
     session.finish(result)
 }

@@ -3,11 +3,15 @@
 //! Reads every `.rs` file under `src/`, takes the module it belongs to (its first path
 //! component: `src/stores/memories/mod.rs` → `stores`, `src/time.rs` → `time`) and the
 //! modules it names through `crate::…` paths in code (`use` lines, `use crate::{…}`
-//! groups and inline paths; comments and doc links are ignored). Then checks that the
+//! groups and inline paths; comments and doc links are ignored, and so is test code:
+//! an inline `#[cfg(test)] mod tests { … }` and the files of a `#[cfg(test)] mod x;`).
+//! Then checks that the
 //! layers ingest, stores, search and engines (and the shared leaves model, time,
-//! embed) form no cycle, that `search`, the retrieval library, names none of
-//! runtime, engines, stores or ingest, that engines and stores name no ingest, and
-//! that no module names the web pages (`web`).
+//! embed) form no cycle, that no two top-level modules use each other in a circle,
+//! that `search`, the retrieval library, names none of the application modules, that
+//! engines and stores name no ingest, that the skill host (`host`) names none of the
+//! modules built on it (the MCP server, verify, the site, the background importer),
+//! and that no module names the web pages (`web`).
 //! Also two facts of the repository around `src/`: the benchmark generator is behind
 //! the `bench` feature, and the scripts name no absolute path of one machine.
 
@@ -99,6 +103,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn module_graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     rust_files(src, &mut files);
+    let test_files = test_only_files(&files);
     let mut graph = Graph::new();
     for file in files {
         let rel = file.strip_prefix(src).expect("file under src");
@@ -115,9 +120,77 @@ fn module_graph(src: &Path) -> Graph {
         }
         let text = std::fs::read_to_string(&file).expect("readable source");
         let deps = graph.entry(first.clone()).or_default();
-        deps.extend(crate_modules(&text).into_iter().filter(|m| *m != first));
+        if test_files.contains(&file) {
+            continue;
+        }
+        deps.extend(
+            crate_modules(product_code(&text))
+                .into_iter()
+                .filter(|m| *m != first),
+        );
     }
     graph
+}
+
+/// The lines that open a test-only module: `#[cfg(test)]` then `mod name;` or
+/// `mod name {`.
+fn test_module_at(lines: &[&str], i: usize) -> Option<String> {
+    if lines[i].trim() != "#[cfg(test)]" {
+        return None;
+    }
+    let next = lines.get(i + 1)?.trim();
+    let name = next.strip_prefix("mod ")?;
+    Some(
+        name.trim_end_matches(|c| c == ';' || c == '{' || c == ' ')
+            .to_owned(),
+    )
+}
+
+/// The source before its inline test module (`#[cfg(test)] mod tests { … }`, kept at
+/// the end of a file): what a test needs (benchmark generators, fixtures) is not a
+/// dependency of the module.
+fn product_code(source: &str) -> &str {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut offset = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if test_module_at(&lines, i).is_some() && lines[i + 1].trim_end().ends_with('{') {
+            return &source[..offset];
+        }
+        offset += line.len() + 1;
+    }
+    source
+}
+
+/// Files declared as test-only modules (`#[cfg(test)] mod name;` → `name.rs` or
+/// `name/mod.rs` beside the declaring file), and every file below them.
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("readable source");
+        let lines: Vec<&str> = text.lines().collect();
+        let stem = file.file_stem().expect("file name").to_string_lossy();
+        let dir = match stem.as_ref() {
+            "mod" | "lib" | "main" => file.parent().expect("parent").to_path_buf(),
+            _ => file.with_extension(""),
+        };
+        for i in 0..lines.len() {
+            let Some(name) = test_module_at(&lines, i) else {
+                continue;
+            };
+            if !lines[i + 1].trim_end().ends_with(';') {
+                continue;
+            }
+            let as_file = dir.join(format!("{name}.rs"));
+            let as_dir = dir.join(&name);
+            out.extend(
+                files
+                    .iter()
+                    .filter(|f| **f == as_file || f.starts_with(&as_dir))
+                    .cloned(),
+            );
+        }
+    }
+    out
 }
 
 /// A cycle among `nodes` (as a path that returns to its start), if there is one.
@@ -174,10 +247,52 @@ fn layers_form_no_cycle() {
 fn search_depends_on_no_application_layer() {
     let graph = src_graph();
     let deps = &graph["search"];
-    for forbidden in ["runtime", "engines", "stores", "ingest"] {
+    for forbidden in [
+        "host",
+        "mcp",
+        "verify",
+        "site",
+        "background_import",
+        "engines",
+        "stores",
+        "ingest",
+    ] {
         assert!(
             !deps.contains(forbidden),
             "src/search uses crate::{forbidden} (search deps: {deps:?})"
+        );
+    }
+}
+
+/// No circle among the top-level modules at all: each one can be read knowing only
+/// the modules below it.
+#[test]
+fn top_level_modules_form_no_cycle() {
+    let graph = src_graph();
+    let all: Vec<&str> = graph.keys().map(String::as_str).collect();
+    if let Some(cycle) = find_cycle(&graph, &all) {
+        panic!("module cycle: {} (graph: {graph:?})", cycle.join(" -> "));
+    }
+}
+
+/// The skill host is the base the MCP server, `verify`, the site and the background
+/// importer build on: it names none of them, so a change to a transport or to the
+/// docs site cannot reach into how a call is validated and run.
+#[test]
+fn the_host_uses_nothing_built_on_it() {
+    let graph = src_graph();
+    let deps = &graph["host"];
+    for above in ["mcp", "verify", "site", "background_import", "web", "setup"] {
+        assert!(
+            !deps.contains(above),
+            "src/host uses crate::{above} (its deps: {deps:?})"
+        );
+    }
+    let mcp = &graph["mcp"];
+    for above in ["verify", "site", "background_import"] {
+        assert!(
+            !mcp.contains(above),
+            "src/mcp uses crate::{above} (its deps: {mcp:?})"
         );
     }
 }
@@ -199,9 +314,15 @@ fn engines_and_stores_do_not_import_ingest() {
 #[test]
 fn shared_leaves_depend_on_no_layer_above() {
     let graph = src_graph();
-    for leaf in ["model", "time", "cancel"] {
+    // A leaf may use another leaf (cancel's note goes through terminal's escaping),
+    // nothing else.
+    let leaves = ["model", "time", "terminal", "cancel"];
+    for leaf in leaves {
         let deps = &graph[leaf];
-        assert!(deps.is_empty(), "src/{leaf} uses {deps:?}");
+        assert!(
+            deps.iter().all(|d| leaves.contains(&d.as_str())),
+            "src/{leaf} uses {deps:?}"
+        );
     }
     let embed = &graph["embed"];
     assert!(
@@ -211,7 +332,7 @@ fn shared_leaves_depend_on_no_layer_above() {
 }
 
 /// The pages for people (`src/web/`) sit on top of the library: no other module names
-/// `crate::web`, so nothing on an MCP call's path (`runtime::mcp` → `Host::call` →
+/// `crate::web`, so nothing on an MCP call's path (`mcp` → `Host::call` →
 /// engines, stores) runs page code. Only the binary's `skills serve` hands the pages
 /// to the listener, which gives them every path but `/mcp`.
 #[test]
@@ -230,7 +351,7 @@ fn nothing_below_the_pages_uses_them() {
 /// comments, and report a cycle when there is one.
 #[test]
 fn checker_sees_every_path_form_and_finds_cycles() {
-    let text = "//! see [`crate::runtime::Host`]\n\
+    let text = "//! see [`crate::host::Host`]\n\
                 use crate::{\n    stores::memories::{Memory, MemoryStore},\n    time,\n};\n\
                 use crate::search::bm25::FtsIndex;\n\
                 fn f() { crate::ingest::detect(p); } // crate::engines::x\n\
@@ -325,6 +446,95 @@ fn scripts_name_no_absolute_machine_path() {
                     i + 1
                 );
             }
+        }
+    }
+}
+
+/// Code of every `.rs` file under `dir`, comments cut, with its path.
+fn code_of(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            let code = text
+                .lines()
+                .map(|line| line.find("//").map_or(line, |i| &line[..i]))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (f, code)
+        })
+        .collect()
+}
+
+/// Every page's data is a skill's output, called through `Host::call_with` (the same
+/// validation, store scoping, deadline and redaction as MCP): `src/web` names no
+/// store module, database client or SQL, and no skill by name (the skill documents
+/// say which skill feeds which page, `page:` in the frontmatter).
+#[test]
+fn the_pages_hold_no_sql_open_no_store_and_name_no_skill() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = code_of(&root.join("src/web"));
+    assert!(
+        files.len() > 5,
+        "src/web has too few files: {}",
+        files.len()
+    );
+    let mut skill_names: Vec<String> = std::fs::read_dir(root.join("skills"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("SKILL.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    skill_names.sort();
+    assert!(skill_names.len() >= 8, "{skill_names:?}");
+    let forbidden = [
+        "duckdb",
+        "rusqlite",
+        "ConversationStore",
+        "MemoryStore",
+        "StorePaths",
+        ".paths()",
+        "all_conversations",
+        "memory_links",
+        "SELECT ",
+        " FROM ",
+        " WHERE ",
+    ];
+    for (file, code) in &files {
+        let modules = crate_modules(code);
+        assert!(
+            !modules.contains("stores"),
+            "{} names crate::stores: the pages read data only through skill calls",
+            file.display()
+        );
+        for word in forbidden {
+            assert!(
+                !code.contains(word),
+                "{} contains `{word}`: the pages hold no SQL and open no store",
+                file.display()
+            );
+        }
+        for name in &skill_names {
+            assert!(
+                !code.contains(&format!("\"{name}\""))
+                    && !code.contains(&format!("/skills/{name}")),
+                "{} names skill `{name}`: a page finds its skill by the documents' `page:` field",
+                file.display()
+            );
+        }
+    }
+    // The page templates name no skill either.
+    for entry in std::fs::read_dir(root.join("templates/web")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for name in &skill_names {
+            assert!(
+                !text.contains(&format!("/skills/{name}")),
+                "{} links skill `{name}` by name",
+                path.display()
+            );
         }
     }
 }

@@ -1,10 +1,15 @@
-//! The pages in a real browser: headless Chromium (Debian's `chromium`; the test skips
-//! and says so when it is absent) loads the index, a recall result and a conversation
-//! page from `skills serve --http` over the shared corpus (skipped with a note when
-//! absent). For each page it checks the DOM after scripts ran (`--dump-dom`: the
-//! result table is there), that nothing was written to the console (no script error,
-//! no Content-Security-Policy refusal), and keeps a screenshot at desktop and phone
-//! width under `<target>/tmp/browser/` as a test artefact.
+//! The pages in a real browser: headless Chromium (Debian's `chromium`; the test is
+//! reported as not run, with the reason, when it is absent) loads the index (activity
+//! charts), the conversations list, a project page, a conversation and a recall result
+//! from `skills serve --http` over the shared corpus (not run when absent). For each
+//! page it checks the DOM after scripts ran (`--dump-dom`), that nothing was written
+//! to the console (no script error, no Content-Security-Policy refusal), and keeps a
+//! screenshot at desktop (1280) and phone (390) width under `<target>/tmp/browser/`
+//! as a test artefact. Then axe-core (npm `axe-core`, pinned in
+//! `tests/clients/package.json`, installed by `scripts/install-test-clients`) runs in
+//! the same Chromium at both widths through `tests/browser/axe.mjs` (DevTools
+//! protocol, Node 22): no page may have a serious or critical violation. Without
+//! Node 22 or axe-core that part is reported as not run, with the reason.
 //!
 //! A page with a deliberate script error is loaded first, so a console check that
 //! could not see errors fails instead of passing.
@@ -168,7 +173,7 @@ fn serve(data: &Path) -> Server {
 #[test]
 fn pages_load_in_headless_chromium_without_console_errors() {
     let Some(browser) = chromium() else {
-        println!("skipped: chromium not found (Debian's `chromium`; .ci/run installs it)");
+        println!("not run: chromium not found (Debian's `chromium`; .ci/run installs it)");
         return;
     };
     let Some(corpus) = common::corpus() else {
@@ -215,9 +220,46 @@ fn pages_load_in_headless_chromium_without_console_errors() {
     let index = visit(&browser, &format!("{}/", server.base), "index", &shots);
     assert!(index.dom.contains("<ul class=\"skills\">"), "{}", index.dom);
     assert!(
+        index.dom.contains("<svg class=\"heatmap\"") && index.dom.contains("<svg class=\"months\""),
+        "no activity charts on the index:\n{}",
+        index.dom
+    );
+    assert!(
         index.console.is_empty(),
         "index console: {:?}",
         index.console
+    );
+
+    let list_url = format!("{}/conversations", server.base);
+    let list = visit(&browser, &list_url, "conversations", &shots);
+    assert!(
+        list.dom.contains("<table class=\"list conversations\">"),
+        "{}",
+        list.dom
+    );
+    assert!(list.console.is_empty(), "list console: {:?}", list.console);
+    let project_href = list
+        .dom
+        .split("href=\"/projects/")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(|p| format!("/projects/{}", p.replace("&amp;", "&")))
+        .expect("a listed conversation links to its project");
+    let project = visit(
+        &browser,
+        &format!("{}{project_href}", server.base),
+        "project",
+        &shots,
+    );
+    assert!(
+        project.dom.contains("<svg class=\"heatmap\""),
+        "{}",
+        project.dom
+    );
+    assert!(
+        project.console.is_empty(),
+        "project console: {:?}",
+        project.console
     );
 
     let search_url = format!("{}/skills/recall?question=calculator", server.base);
@@ -263,4 +305,98 @@ fn pages_load_in_headless_chromium_without_console_errors() {
         conversation.console
     );
     println!("screenshots in {}", shots.display());
+
+    let urls: Vec<String> = [
+        "/".to_owned(),
+        "/conversations".to_owned(),
+        project_href.clone(),
+        href.split('#').next().unwrap_or(&href).to_owned(),
+        "/skills/recall?question=calculator".to_owned(),
+        "/memories".to_owned(),
+        "/projects".to_owned(),
+    ]
+    .iter()
+    .map(|p| format!("{}{p}", server.base))
+    .collect();
+    accessibility(&browser, &urls);
+}
+
+/// Node 22 and axe-core from `scripts/install-test-clients`, or why they are missing.
+fn axe_tools() -> Result<(PathBuf, PathBuf), String> {
+    let dir = std::env::var_os("SKILLS_CLIENTS_DIR").map_or_else(
+        || {
+            let cache = std::env::var_os("SKILLS_CACHE").map_or_else(
+                || {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                        .join(".cache/skills")
+                },
+                PathBuf::from,
+            );
+            cache.join("clients")
+        },
+        PathBuf::from,
+    );
+    let node = dir.join("node/node_modules/.bin/node");
+    let axe = dir.join("node/node_modules/axe-core/axe.min.js");
+    if !node.is_file() || !axe.is_file() {
+        return Err(format!(
+            "Node 22 or axe-core not installed under {} (run scripts/install-test-clients)",
+            dir.display()
+        ));
+    }
+    Ok((node, axe))
+}
+
+/// axe-core on every page of `urls` at desktop and phone width: no serious or
+/// critical violation, and nothing on the console.
+fn accessibility(browser: &Path, urls: &[String]) {
+    let (node, axe) = match axe_tools() {
+        Ok(tools) => tools,
+        Err(why) => {
+            eprintln!("not run: the axe-core accessibility check: {why}");
+            return;
+        }
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/axe.mjs");
+    for size in ["1280x900", "390x844"] {
+        let out = Command::new(&node)
+            .arg(&script)
+            .arg(browser)
+            .arg(&axe)
+            .arg(size)
+            .args(urls)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "axe.mjs failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), urls.len(), "one result per page");
+        for page in &lines {
+            let url = page["url"].as_str().unwrap_or("");
+            let violations = page["violations"].as_array().cloned().unwrap_or_default();
+            for v in &violations {
+                eprintln!(
+                    "axe at {size}: {url}: {} ({}): {}",
+                    v["id"], v["impact"], v["help"]
+                );
+            }
+            let grave: Vec<&serde_json::Value> = violations
+                .iter()
+                .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
+                .collect();
+            assert!(grave.is_empty(), "{url} at {size}: {grave:#?}");
+            let console = page["console"].as_array().cloned().unwrap_or_default();
+            assert!(console.is_empty(), "{url} at {size}: console {console:?}");
+        }
+        eprintln!(
+            "axe-core at {size}: {} pages, no serious or critical violation",
+            lines.len()
+        );
+    }
 }

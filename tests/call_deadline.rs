@@ -13,8 +13,8 @@ use common::message;
 use serde_json::json;
 use skills::cancel::{Cancel, Stop};
 use skills::engines::Context;
-use skills::runtime::host::DeadlineSource;
-use skills::runtime::{CallError, Host};
+use skills::host::DeadlineSource;
+use skills::host::{CallError, Host};
 use skills::stores::conversations::index::{Index, Query};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::memories::MemoryStore;
@@ -74,9 +74,7 @@ impl Fixture {
     }
 }
 
-fn stopped(
-    result: Result<skills::runtime::CallOutput, CallError>,
-) -> (Stop, DeadlineSource, String) {
+fn stopped(result: Result<skills::host::CallOutput, CallError>) -> (Stop, DeadlineSource, String) {
     match result {
         Err(e @ CallError::Stopped { .. }) => {
             let text = e.to_string();
@@ -185,7 +183,7 @@ fn the_default_deadline_is_thirty_seconds_and_skills_only_shorten_it() {
     f.add_sql("plain", "conversations", "", "SELECT 1 AS n");
     let host = f
         .host()
-        .with_call_timeout(Some(skills::runtime::host::DEFAULT_CALL_TIMEOUT));
+        .with_call_timeout(Some(skills::host::DEFAULT_CALL_TIMEOUT));
     let deadline = |name: &str| host.deadline_of(host.get(name).unwrap()).0;
     assert_eq!(deadline("own"), Some(Duration::from_millis(1500)));
     assert_eq!(deadline("long"), Some(Duration::from_secs(30)));
@@ -219,9 +217,9 @@ fn a_stopped_index_scan_returns_early() {
 /// Not a timing test: an unset variable means the documented default.
 #[test]
 fn the_environment_sets_the_hosts_deadline() {
-    if std::env::var_os(skills::runtime::host::CALL_TIMEOUT_ENV).is_none() {
+    if std::env::var_os(skills::host::CALL_TIMEOUT_ENV).is_none() {
         assert_eq!(
-            skills::runtime::host::call_timeout_from_env(),
+            skills::host::call_timeout_from_env(),
             Some(Duration::from_secs(30))
         );
     }

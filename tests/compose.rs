@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 use skills::engines::Context;
-use skills::runtime::Host;
+use skills::host::Host;
 use skills::stores::StorePaths;
 
 fn repo_skills() -> std::path::PathBuf {

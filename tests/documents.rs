@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use skills::engines::Context;
-use skills::runtime::Host;
+use skills::host::Host;
 use skills::stores::StorePaths;
 
 fn repo_skills() -> PathBuf {

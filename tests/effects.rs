@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use skills::engines::{Context, Engine, EngineError};
-use skills::runtime::conformance::{Options, Status, Verifier, READ_ONLY_ITEM};
-use skills::runtime::Host;
+use skills::host::Host;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::memories::{Memory, MemoryStore};
 use skills::stores::StorePaths;
+use skills::verify::{Options, Status, Verifier, READ_ONLY_ITEM};
 
 /// An engine made to write, in the way its `how` argument says.
 struct Poke;

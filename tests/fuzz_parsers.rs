@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use skills::engines::Context;
-use skills::runtime::{args, Host, SkillDoc};
+use skills::host::{args, Host, SkillDoc};
 use skills::stores::StorePaths;
 
 /// xorshift64*: small, seeded, good enough to pick mutations.

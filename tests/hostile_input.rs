@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use skills::engines::Context;
-use skills::runtime::{CallError, Host};
+use skills::host::{CallError, Host};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
@@ -128,7 +128,7 @@ fn symlinks_leave_the_skill_folder_neither_as_query_template_nor_resource() {
     std::os::unix::fs::symlink("/etc/passwd", ok.join("passwd.md")).unwrap();
     fs_err::write(ok.join("real.md"), "inside").unwrap();
     let host = f.host();
-    let server = skills::runtime::mcp::SkillServer::new(std::sync::Arc::new(host));
+    let server = skills::mcp::SkillServer::new(std::sync::Arc::new(host));
     let uris = tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(async move {

@@ -159,7 +159,7 @@ async fn check_tools(client: &Client) -> Vec<rmcp::model::Tool> {
     let props = search.input_schema["properties"].as_object().unwrap();
     assert_eq!(
         props.keys().collect::<Vec<_>>(),
-        ["term", "limit", "role", "project"]
+        ["term", "limit", "role", "project", "machine", "user"]
     );
     assert_eq!(search.output_schema.as_ref().unwrap()["type"], "object");
 
@@ -546,7 +546,8 @@ async fn http_load_1000_concurrent_calls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_process_duplex_server() {
     use skills::engines::Context;
-    use skills::runtime::{mcp::SkillServer, Host};
+    use skills::host::Host;
+    use skills::mcp::SkillServer;
     let data = data_dir();
     let host = Host::load(
         &repo_skills(),

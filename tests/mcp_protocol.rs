@@ -485,7 +485,7 @@ fn http_initialize_flood_is_capped_at_max_sessions() {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
     .to_string();
-    let cap = skills::runtime::http_guard::MAX_SESSIONS;
+    let cap = skills::mcp::http_guard::MAX_SESSIONS;
     let mut refused = 0;
     for _ in 0..cap + 20 {
         let (status, _, body) = server.raw(JSON_HEADERS, &init);

@@ -123,7 +123,7 @@ fn ingested(paths: &[PathBuf]) -> tempfile::TempDir {
 /// The bundled skills' names and input schemas, as the host loads them.
 fn bundled() -> Vec<(String, Value)> {
     let data = tempfile::tempdir().unwrap();
-    let host = skills::runtime::Host::load(
+    let host = skills::host::Host::load(
         &repo_skills(),
         skills::engines::Context::new(skills::stores::StorePaths::in_dir(data.path())),
     );

@@ -109,11 +109,18 @@ fn calls() -> Vec<(&'static str, Value)> {
             json!({"query": "zebrafish", "mode": "exact", "limit": 50}),
         ),
     ];
+    calls.extend([
+        ("list-conversations", json!({"limit": 200})),
+        ("list-memories", json!({"limit": 200})),
+        ("list-projects", json!({})),
+        ("message-activity", json!({"by": "month"})),
+    ]);
     for d in DETECTORS {
         calls.push((
             "get-conversation",
             json!({"conversation_id": format!("conv-{}", d.id)}),
         ));
+        calls.push(("get-memory", json!({"id": format!("mem-{}", d.id)})));
     }
     calls
 }
@@ -155,7 +162,11 @@ fn bundled_skills_return_no_secret_of_any_documented_kind() {
             );
         }
     }
-    assert_eq!(skills_called.len(), 5, "every bundled skill is exercised");
+    assert_eq!(
+        skills_called.len(),
+        10,
+        "every bundled skill that reads is exercised"
+    );
     let missing: Vec<&str> = DETECTORS
         .iter()
         .map(|d| d.id)
@@ -378,4 +389,149 @@ fn fast_redaction_finds_exactly_what_the_per_string_reference_finds() {
         files.len()
     );
     assert!(found > 100, "the seeded secrets were not found: {found}");
+}
+
+/// The pieces of `secret` a page could show: the secret, its HTML- and JSON-escaped
+/// forms, and its longest run of letters and digits (what survives markdown or any
+/// escaping splitting it).
+fn secret_forms(secret: &str) -> Vec<String> {
+    let html = secret
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;");
+    let json = serde_json::to_string(secret).unwrap();
+    let run = secret
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .max_by_key(|s| s.len())
+        .unwrap_or("")
+        .to_owned();
+    let mut forms = vec![secret.to_owned(), html, json.trim_matches('"').to_owned()];
+    if run.len() >= 12 {
+        forms.push(run);
+    }
+    forms
+}
+
+/// A `skills serve --http` on the data folder `data`; the child is killed on drop.
+struct Served {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(data: &Path) -> Served {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
+        .env("SKILLS_DATA_DIR", data)
+        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_EMBEDDER", "none")
+        .env("SKILLS_NOW", "2026-06-01T12:00:00Z")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let Some(Ok(line)) = lines.next() else {
+            panic!("serve exited without printing the pages' address")
+        };
+        if let Some(at) = line.find("pages at http://") {
+            break line[at + "pages at ".len()..]
+                .trim()
+                .trim_end_matches('/')
+                .to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Served { child, base }
+}
+
+/// Issue 41: every page and its JSON twin shows the seeded secrets as markers, never
+/// in clear — the conversation and memory pages (once read around the redactor), the
+/// lists, the index's charts, a project page, every skill's result page — and the
+/// pages that replaced some say how many.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_page_or_json_twin_shows_a_seeded_secret() {
+    let (_dir, data) = imported(&[]);
+    let server = serve(&data);
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::limited(3))
+        .build()
+        .unwrap();
+    let mut paths: Vec<String> = vec![
+        "/".into(),
+        "/conversations".into(),
+        "/conversations?since=2026-03-01&until=2026-03-01".into(),
+        "/projects".into(),
+        "/memories".into(),
+        "/memories?tag=zebrafish".into(),
+        "/skills/search-conversations?term=zebrafish&limit=50".into(),
+        "/skills/conversations-by-date?date=2026-03-01".into(),
+        "/skills/memo-search?query=zebrafish&mode=bm25&limit=50".into(),
+        "/skills/recall?question=zebrafish".into(),
+        "/skills/list-conversations?_run=1".into(),
+        "/skills/list-memories?_run=1".into(),
+    ];
+    for d in DETECTORS {
+        paths.push(format!("/conversations/_/conv-{}", d.id));
+        paths.push(format!("/memories/mem-{}", d.id));
+        paths.push(format!(
+            "/skills/get-conversation?conversation_id=conv-{}",
+            d.id
+        ));
+        paths.push(format!("/skills/get-memory?id=mem-{}", d.id));
+    }
+    let secrets = examples();
+    let mut pages_with_markers = 0;
+    for path in &paths {
+        let twin = if path.contains('?') {
+            format!("{path}&format=json")
+        } else {
+            format!("{path}?format=json")
+        };
+        for (url, is_json) in [(path.clone(), false), (twin, true)] {
+            let response = client
+                .get(format!("{}{url}", server.base))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap();
+            assert_eq!(status, 200, "{url}: {body}");
+            for (id, _, secret) in &secrets {
+                for form in secret_forms(secret) {
+                    assert!(
+                        !body.contains(&form),
+                        "{url} shows the {id} secret (`{form}`): {body}"
+                    );
+                }
+            }
+            if body.contains("[REDACTED:") {
+                pages_with_markers += 1;
+                if is_json {
+                    assert!(body.contains("\"redacted\":"), "{url}: no count: {body}");
+                } else {
+                    assert!(
+                        body.contains("redacted</span>"),
+                        "{url} shows markers but not how many were redacted"
+                    );
+                }
+            }
+        }
+    }
+    // Each conversation, memory and result page holds its secret as a marker.
+    assert!(
+        pages_with_markers >= 4 * DETECTORS.len(),
+        "only {pages_with_markers} pages showed a marker"
+    );
 }

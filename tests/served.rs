@@ -197,7 +197,7 @@ async fn every_served_string_argument_declares_max_length() {
     }
     assert!(strings > 20, "only {strings} string arguments seen");
     let dropped = tools.iter().find(|t| t.name == "unbounded").unwrap();
-    let host_bound = skills::runtime::args::MAX_STRING_CHARS as u64;
+    let host_bound = skills::host::args::MAX_STRING_CHARS as u64;
     let props = &dropped.input_schema["properties"];
     assert_eq!(props["source"]["maxLength"], host_bound, "{props}");
     assert_eq!(props["tags"]["items"]["maxLength"], host_bound, "{props}");
@@ -563,8 +563,22 @@ async fn every_call_result_validates_against_the_served_output_schema() {
     let row = &found["rows"][0];
     assert_eq!(row["source"], "chatgpt", "{found}");
     assert_eq!(row["project"], Value::Null, "{found}");
+    // A saved memory, for get_memory.
+    let memories = client
+        .call_tool(call("list_memories", serde_json::json!({"limit": 1})))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    let memory_id = memories["rows"][0]["id"].clone();
+    assert!(memory_id.is_string(), "{memories}");
     let calls = serde_json::json!({
         "brain_stats": {"by": "source"},
+        "get_memory": {"id": memory_id},
+        "list_conversations": {"source": "chatgpt", "since": row["date"]},
+        "list_memories": {"limit": 5},
+        "list_projects": {},
+        "message_activity": {"by": "month"},
         "conversations_by_date": {"date": row["date"]},
         "get_conversation": {"conversation_id": row["conversation_id"]},
         "memo_save": {"title": "Served schemas", "body": "Output schemas keep null.", "type": "fact"},

@@ -750,3 +750,135 @@ fn the_readme_lists_every_client() {
         "README.md's client table is not the generated one; replace it with:\n{table}"
     );
 }
+
+/// `path`'s permission bits.
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs_err::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// A private (0600) config holding a token: while setup writes, another local user
+/// polling the folder never finds a file (the temporary one, the backup) others may
+/// read. The config is padded so each write takes long enough for the poller to see
+/// a file before its mode could be narrowed afterwards.
+#[cfg(unix)]
+#[test]
+fn a_private_config_is_never_readable_by_others_while_setup_writes_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let home = Home::new();
+    let folder = home.home.join(".cursor");
+    fs_err::create_dir_all(&folder).unwrap();
+    let config = folder.join("mcp.json");
+    let pad = "x".repeat(32 << 20);
+    fs_err::write(
+        &config,
+        format!("{{\"token\": \"secret-token\", \"pad\": \"{pad}\", \"mcpServers\": {{}}}}\n"),
+    )
+    .unwrap();
+    fs_err::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let poller = {
+        let stop = Arc::clone(&stop);
+        let folder = folder.clone();
+        std::thread::spawn(move || {
+            let mut exposed = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+                    if let Ok(meta) = std::fs::symlink_metadata(entry.path()) {
+                        if meta.permissions().mode() & 0o077 != 0 {
+                            exposed.push(format!(
+                                "{} {:o}",
+                                entry.file_name().to_string_lossy(),
+                                meta.permissions().mode() & 0o777
+                            ));
+                        }
+                    }
+                }
+            }
+            exposed
+        })
+    };
+    home.ok(&["setup", "cursor", "--command", BIN]);
+    stop.store(true, Ordering::SeqCst);
+    let exposed = poller.join().unwrap();
+    assert!(
+        exposed.is_empty(),
+        "files readable by others appeared: {exposed:?}"
+    );
+    assert_eq!(mode(&config), 0o600);
+    assert_eq!(mode(&backup(&config, ".skills-backup")), 0o600);
+    let value: Value = serde_json::from_str(&fs_err::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(value["mcpServers"]["skills"], command_args());
+}
+
+/// A read-only config is refused (exit 1, naming `--force`) and left as it is;
+/// `--force` writes it and keeps its mode.
+#[cfg(unix)]
+#[test]
+fn a_read_only_config_is_refused_unless_forced() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = Home::new();
+    let folder = home.home.join(".cursor");
+    fs_err::create_dir_all(&folder).unwrap();
+    let config = folder.join("mcp.json");
+    fs_err::write(&config, "{}\n").unwrap();
+    fs_err::set_permissions(&config, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = home.run(&["setup", "cursor", "--command", BIN]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("read-only") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(fs_err::read_to_string(&config).unwrap(), "{}\n");
+    assert!(
+        !backup(&config, ".skills-backup").exists(),
+        "nothing was backed up"
+    );
+    home.ok(&["setup", "cursor", "--force", "--command", BIN]);
+    assert_eq!(mode(&config), 0o444);
+    let value: Value = serde_json::from_str(&fs_err::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(value["mcpServers"]["skills"], command_args());
+}
+
+/// `--project` never writes outside the project: a symlinked folder (`.cursor` →
+/// `~/.ssh`) or file (`.mcp.json` → a file in the home) is refused, naming where it
+/// points, and nothing is written there.
+#[cfg(unix)]
+#[test]
+fn a_project_config_leading_outside_the_project_is_refused() {
+    let home = Home::new();
+    let ssh = home.home.join(".ssh");
+    fs_err::create_dir_all(&ssh).unwrap();
+    std::os::unix::fs::symlink(&ssh, home.project.join(".cursor")).unwrap();
+    let out = home.run(&["setup", "cursor", "--project", "--command", BIN]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("outside the project") && stderr.contains(".ssh"),
+        "{stderr}"
+    );
+    assert!(!ssh.join("mcp.json").exists(), "nothing written in ~/.ssh");
+    let elsewhere = home.home.join("elsewhere.json");
+    fs_err::write(&elsewhere, "{}\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, home.project.join(".mcp.json")).unwrap();
+    let out = home.run(&["setup", "claude-code", "--project", "--command", BIN]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("elsewhere.json"), "{stderr}");
+    assert_eq!(fs_err::read_to_string(&elsewhere).unwrap(), "{}\n");
+    // A link that stays inside the project is followed as before.
+    fs_err::remove_file(home.project.join(".mcp.json")).unwrap();
+    fs_err::write(home.project.join("shared.json"), "{}\n").unwrap();
+    std::os::unix::fs::symlink("shared.json", home.project.join(".mcp.json")).unwrap();
+    home.ok(&["setup", "claude-code", "--project", "--command", BIN]);
+    let value: Value =
+        serde_json::from_str(&fs_err::read_to_string(home.project.join("shared.json")).unwrap())
+            .unwrap();
+    let entry = &value["mcpServers"]["skills"];
+    assert_eq!(entry["command"], BIN, "{entry}");
+    assert_eq!(entry["args"], json!(["serve"]), "{entry}");
+}

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use chrono::TimeZone;
 use serde_json::{json, Value};
 use skills::engines::Context;
+use skills::host::{CallError, Host};
 use skills::ingest::Message;
-use skills::runtime::{CallError, Host};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 

@@ -18,13 +18,13 @@ use chrono::TimeZone;
 use common::message;
 use serde_json::{json, Value};
 use skills::engines::Context;
+use skills::host::Host;
 use skills::model::Memory;
-use skills::runtime::conformance::checks::params::StoreName;
-use skills::runtime::conformance::checks::Probe;
-use skills::runtime::Host;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::memories::MemoryStore;
 use skills::stores::StorePaths;
+use skills::verify::checks::params::StoreName;
+use skills::verify::checks::Probe;
 
 const SECRET: &str = "sentinel-secret-7f3a9c";
 

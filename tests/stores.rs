@@ -371,7 +371,7 @@ fn read_only_opens_keep_the_search_index_stamp() {
         let store = ctx.conversations().unwrap();
         assert_eq!(store.count().unwrap(), 6);
     }
-    let host = skills::runtime::Host::load(&repo_skills(), Context::new(paths.clone()));
+    let host = skills::host::Host::load(&repo_skills(), Context::new(paths.clone()));
     for (skill, args) in [
         ("brain-stats", json!({})),
         ("get-conversation", json!({"conversation_id": "c1"})),

@@ -5,7 +5,8 @@ SELECT
     max(conversation_title) AS title,
     strftime(min(created), '%Y-%m-%dT%H:%M:%SZ') AS first_message,
     strftime(max(created), '%Y-%m-%dT%H:%M:%SZ') AS last_message,
-    count(*)::INTEGER AS messages
+    count(*)::INTEGER AS messages,
+    {'kind': 'conversation', 'source': source, 'conversation_id': conversation_id} AS cites
 FROM all_conversations
 WHERE CAST(created AS DATE) = CAST($date AS DATE)
 {% if source %}  AND source = $source

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::json;
 
-use skills::runtime::conformance::{Report, Status};
-use skills::runtime::docs::{self, ItemStatus};
-use skills::runtime::Skill;
+use skills::host::Skill;
+use skills::site::docs::{self, ItemStatus};
+use skills::verify::{Report, Status};
 
 use super::{verify, Outcome, Session, UsageError};
 
@@ -54,8 +54,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         Some(verify::verifier(session, args.fixtures_dir.as_deref())?.run_all(&[])?)
     };
     let status_of = |s: &Skill| checklist_status(report.as_ref(), s);
-    let tool_of =
-        |s: &Skill| serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default();
+    let tool_of = |s: &Skill| serde_json::to_value(skills::mcp::tool_for(s)).unwrap_or_default();
     let data = docs::docs_data(&host, &tool_of, &status_of);
     let printer = &mut session.printer;
     match (format, args.out.as_deref()) {

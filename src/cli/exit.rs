@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use anyhow::Error;
 
 use skills::engines::EngineError;
-use skills::runtime::conformance::VerifyError;
-use skills::runtime::mcp::ServeError;
-use skills::runtime::scaffold::ScaffoldError;
-use skills::runtime::CallError;
+use skills::host::CallError;
+use skills::mcp::ServeError;
 use skills::setup::SetupError;
+use skills::site::scaffold::ScaffoldError;
 use skills::stores::memories::save::AddMemoryError;
 use skills::stores::{Store, StoreError};
+use skills::verify::VerifyError;
 
 use super::Printer;
 
@@ -116,6 +116,18 @@ fn hint(err: &Error) -> Option<String> {
         if let Some(ServeError::NotLoopback { .. }) = e.downcast_ref() {
             return Some(
                 "bind `127.0.0.1:PORT`, or pass `--allow-remote` to accept remote clients".into(),
+            );
+        }
+        if let Some(SetupError::ReadOnly { .. }) = e.downcast_ref() {
+            return Some(
+                "make it writable, or pass `--force` to write it anyway (its permissions are kept)"
+                    .into(),
+            );
+        }
+        if let Some(SetupError::OutsideProject { .. }) = e.downcast_ref() {
+            return Some(
+                "a symlink in the project leads elsewhere: remove it, or run `skills setup` without `--project`"
+                    .into(),
             );
         }
         if let Some(

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::json;
 
-use skills::runtime::{docs, portable, Skill};
+use skills::host::Skill;
+use skills::site::{docs, portable};
 
 use super::{Outcome, Session};
 
@@ -30,8 +31,7 @@ pub struct Args {
 /// Load failures, a docs template failure, or a file that cannot be written.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let host = session.load_host()?;
-    let tool_of =
-        |s: &Skill| serde_json::to_value(skills::runtime::mcp::tool_for(s)).unwrap_or_default();
+    let tool_of = |s: &Skill| serde_json::to_value(skills::mcp::tool_for(s)).unwrap_or_default();
     let data = docs::docs_data(&host, &tool_of, &|_| Vec::new());
     let pages = tempfile::tempdir()?;
     docs::write_site(&data, pages.path())?;

@@ -85,7 +85,7 @@ fn conversation_embedder(
 /// store failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     // Started by `skills serve`: end with it.
-    skills::runtime::lifeline::hold();
+    skills::background_import::lifeline::hold();
     let paths = if args.paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use skills::runtime::docs::skill_summary;
+use skills::site::docs::skill_summary;
 
 use super::{Outcome, Session};
 

@@ -2,6 +2,7 @@
 //! that owns stdout and stderr, and [`exit`], the one place that turns how a command
 //! ended (an [`Outcome`] or an error) into an exit code and hints.
 
+pub mod archive;
 pub mod docs;
 pub mod exit;
 pub mod export;
@@ -27,7 +28,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 
 use skills::engines::Context;
-use skills::runtime::{Host, Skill};
+use skills::host::{Host, Skill};
 use skills::stores::StorePaths;
 
 pub use exit::{Outcome, UsageError};
@@ -49,6 +50,17 @@ pub struct GlobalArgs {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The team archive (PostgreSQL, `postgres://user@host:5432/database`; password
+    /// from PGPASSWORD or ~/.pgpass rather than the URL): `skills archive` works on it,
+    /// and the skills that `run` and `serve` call answer from it instead of the local
+    /// stores.
+    #[arg(
+        long,
+        global = true,
+        env = "SKILLS_ARCHIVE_URL",
+        hide_env_values = true
+    )]
+    pub archive: Option<String>,
 }
 
 /// One run of the binary: the global options and the [`Printer`].
@@ -63,6 +75,25 @@ impl Session {
     pub fn new(global: GlobalArgs) -> Self {
         let printer = Printer::new(global.json);
         Self { global, printer }
+    }
+
+    /// The archive named by `--archive` / `SKILLS_ARCHIVE_URL`, parsed (not connected).
+    ///
+    /// # Errors
+    /// [`UsageError`] (exit 2) saying what is wrong with the address (never echoing
+    /// it: it may hold the password).
+    pub fn archive_target(&self) -> Result<Option<skills::archive::Target>> {
+        match self
+            .global
+            .archive
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            None => Ok(None),
+            Some(url) => skills::archive::Target::parse(url).map(Some).map_err(|e| {
+                UsageError::new(format!("`--archive` / SKILLS_ARCHIVE_URL: {e}")).into()
+            }),
+        }
     }
 
     /// Whether `--json` was given.
@@ -148,10 +179,18 @@ impl Session {
     /// A skills folder given that cannot be read ([`Session::skills_dir`]), bad
     /// `SKILLS_NOW` / `SKILLS_EMBEDDER` values or no data folder.
     pub fn load_host_quietly(&self) -> Result<Host> {
-        Ok(Host::load(
-            &self.skills_dir()?,
-            context(self.store_paths()?)?,
-        ))
+        let ctx = context(self.store_paths()?)?.with_archive(self.archive_pool()?);
+        Ok(Host::load(&self.skills_dir()?, ctx))
+    }
+
+    /// A connection pool for `--archive` (connected on first use), or `None`.
+    ///
+    /// # Errors
+    /// As [`Session::archive_target`].
+    pub fn archive_pool(&self) -> Result<Option<std::sync::Arc<skills::archive::search::Pool>>> {
+        Ok(self
+            .archive_target()?
+            .map(|t| std::sync::Arc::new(skills::archive::search::Pool::new(t))))
     }
 
     /// A function that loads the skills folder again over the same stores (hot reload
@@ -163,9 +202,10 @@ impl Session {
         let dir = self.skills_dir()?;
         let paths = self.store_paths()?;
         context(paths.clone())?;
+        let archive = self.archive_pool()?;
         Ok(move || {
             let ctx = context(paths.clone()).unwrap_or_else(|_| Context::new(paths.clone()));
-            Host::load(&dir, ctx)
+            Host::load(&dir, ctx.with_archive(archive.clone()))
         })
     }
 

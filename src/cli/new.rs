@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use skills::runtime::scaffold::new_skill;
+use skills::site::scaffold::new_skill;
 
 use super::{Outcome, Session};
 
@@ -21,7 +21,7 @@ pub struct Args {
 /// Writes the folder into the skills folder and lists the files created.
 ///
 /// # Errors
-/// [`skills::runtime::scaffold::ScaffoldError`]: a bad name, an existing folder (never
+/// [`skills::site::scaffold::ScaffoldError`]: a bad name, an existing folder (never
 /// overwritten) or an unknown engine (exit 2), or a write failure.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let files = new_skill(&session.skills_dir_unchecked(), &args.name, &args.engine)?;

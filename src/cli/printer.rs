@@ -1,11 +1,14 @@
 //! [`Printer`]: the one owner of stdout and stderr. Results go to stdout (text, or
-//! JSON under `--json`); warnings, notes, errors and hints go to stderr.
+//! JSON under `--json`); warnings, notes, errors and hints go to stderr. Text (not
+//! JSON, which escapes its own) has control characters escaped
+//! ([`skills::terminal::escape`]): file names and stored text never drive the terminal.
 
 use std::fmt::Display;
 use std::io::Write;
 
 use anyhow::Result;
 use serde::Serialize;
+use skills::terminal::escape;
 
 /// Writes a command's output and messages.
 ///
@@ -45,7 +48,7 @@ impl Printer {
     /// # Errors
     /// When stdout cannot be written.
     pub fn line(&mut self, text: impl Display) -> Result<()> {
-        writeln!(self.out, "{text}")?;
+        writeln!(self.out, "{}", escape(&text.to_string()))?;
         Ok(())
     }
 
@@ -54,7 +57,7 @@ impl Printer {
     /// # Errors
     /// When stdout cannot be written.
     pub fn text(&mut self, text: impl Display) -> Result<()> {
-        write!(self.out, "{text}")?;
+        write!(self.out, "{}", escape(&text.to_string()))?;
         Ok(())
     }
 
@@ -88,7 +91,7 @@ impl Printer {
         while let Some(cause) = source {
             let text = cause.to_string();
             if !last.contains(&text) {
-                let _ = writeln!(self.err, "  Caused by: {text}");
+                let _ = writeln!(self.err, "  Caused by: {}", escape(&text));
             }
             last = text;
             source = cause.source();
@@ -98,19 +101,19 @@ impl Printer {
     /// A line on stderr without a label (server logs). An associated function so
     /// that tasks on other threads can log while the session keeps the printer.
     pub fn log(message: impl Display) {
-        let _ = writeln!(std::io::stderr(), "{message}");
+        skills::terminal::log(message);
     }
 
     /// A result line on stdout from a task that does not hold the printer (the URL
     /// `skills ui` opens, printed once the server listens).
     pub fn out_line(message: impl Display) {
         let mut out = std::io::stdout();
-        let _ = writeln!(out, "{message}");
+        let _ = writeln!(out, "{}", escape(&message.to_string()));
         let _ = out.flush();
     }
 
     // Messages are best effort: a closed stderr must not turn into another error.
     fn message(&mut self, label: &str, message: impl Display) {
-        let _ = writeln!(self.err, "{label}: {message}");
+        let _ = writeln!(self.err, "{label}: {}", escape(&message.to_string()));
     }
 }

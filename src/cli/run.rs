@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::Value;
 
-use skills::runtime::args;
+use skills::host::args;
 
 use super::{find_skill, Outcome, Session, UsageError};
 
@@ -24,7 +24,7 @@ pub struct Args {
 ///
 /// # Errors
 /// [`UsageError`] for an unknown skill or malformed `--arg` / `--args-json`;
-/// [`skills::runtime::CallError`] when the arguments are invalid or the engine fails.
+/// [`skills::host::CallError`] when the arguments are invalid or the engine fails.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let host = session.load_host()?;
     let skill = find_skill(&host, &args.name)?;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use skills::runtime::catalog::Catalog;
-use skills::runtime::{mcp, watch};
+use skills::mcp::catalog::Catalog;
+use skills::mcp::{self, watch};
 
 use super::{Outcome, Printer, Session};
 
@@ -82,7 +82,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let catalog = if args.no_watch {
         Arc::new(Catalog::fixed(host))
     } else {
-        let (served, problems) = skills::runtime::catalog::Served::new(host);
+        let (served, problems) = skills::mcp::catalog::Served::new(host);
         for p in problems {
             session.printer.warning(p);
         }

@@ -1,4 +1,4 @@
-//! The background import of `skills serve` ([`skills::runtime::ingest_watch`]) set up
+//! The background import of `skills serve` ([`skills::background_import`]) set up
 //! from the command line: this binary runs `skills ingest` on the same data folder.
 
 use std::ffi::OsString;
@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
+use skills::background_import::{self, IngestCommand, IngestWatch, Mode};
 use skills::ingest::watched::DefaultLocations;
-use skills::runtime::ingest_watch::{self, IngestCommand, IngestWatch, Mode};
 
 use super::{Session, UsageError};
 
@@ -23,7 +23,7 @@ pub fn options(
     session: &Session,
     extra: &[PathBuf],
     redact: bool,
-) -> Result<ingest_watch::Options> {
+) -> Result<background_import::Options> {
     let mode = Mode::from_env().map_err(UsageError::new)?;
     let conversations = session.store_paths()?.conversations;
     let data_dir = conversations
@@ -39,7 +39,7 @@ pub fn options(
     }
     if let Some(missing) = extra.iter().find(|p| !p.exists()) {
         return Err(UsageError::new(
-            ingest_watch::WatchError::Missing(missing.clone()).to_string(),
+            background_import::WatchError::Missing(missing.clone()).to_string(),
         )
         .into());
     }
@@ -47,7 +47,7 @@ pub fn options(
         .iter()
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
         .collect();
-    let options = ingest_watch::Options {
+    let options = background_import::Options {
         defaults: Some(DefaultLocations::current()),
         extra,
         ignore: vec![data_dir.clone()],
@@ -60,8 +60,8 @@ pub fn options(
 
 /// Starts the background import; a failure is said on stderr and the server goes on
 /// without it.
-pub fn start(options: ingest_watch::Options) -> Option<IngestWatch> {
-    ingest_watch::start(options)
+pub fn start(options: background_import::Options) -> Option<IngestWatch> {
+    background_import::start(options)
         .map_err(|e| {
             super::Printer::log(format_args!(
                 "warning: {e}; the store is updated by `skills ingest` only"

@@ -32,6 +32,9 @@ pub struct Args {
     /// `.cursor/mcp.json`, …) instead of the user-level one.
     #[arg(long, requires = "client")]
     project: bool,
+    /// Write a read-only config file anyway (its permission bits are kept).
+    #[arg(long, requires = "client")]
+    force: bool,
     /// The server binary to write into the entry. Default: this binary's absolute path.
     #[arg(long, value_name = "PATH")]
     command: Option<PathBuf>,
@@ -51,7 +54,9 @@ fn client_names() -> PossibleValuesParser {
 /// # Errors
 /// [`setup::SetupError`]: an existing config that is not valid JSON/TOML or not of the
 /// expected shape (exit 1; the file is left as it is), `--project` for a client with
-/// no project file (exit 2), a file that cannot be read or written. [`UsageError`] for
+/// no project file (exit 2), a read-only file without `--force` (exit 1), a
+/// `--project` path leading outside the project (exit 1), a file that cannot be read
+/// or written. [`UsageError`] for
 /// a `--command` that is not UTF-8.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let env = Environment::current();
@@ -113,7 +118,11 @@ fn change(
     };
     let plan = setup::plan(client, scope, env, command, args.remove)?;
     let write = plan.changed() && !args.dry_run;
-    let backup = if write { setup::apply(&plan)? } else { None };
+    let backup = if write {
+        setup::apply(&plan, env, args.force)?
+    } else {
+        None
+    };
     let diff = plan.diff();
     let printer = &mut session.printer;
     if printer.json() {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use skills::runtime::Skill;
+use skills::host::Skill;
 
 use super::{find_skill, Outcome, Session};
 

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
+use skills::background_import::{self, ServerRecord};
 use skills::embed::Embedder;
-use skills::runtime::ingest_watch::{self, ServerRecord};
 use skills::stores::conversations::{embeddings, index, ConversationStore};
 use skills::stores::memories::MemoryStore;
 
@@ -121,7 +121,7 @@ pub fn execute(session: &mut Session) -> Result<Outcome> {
         conversations: conversations(&paths.conversations),
         memories: memories(&paths.memories),
         model: model(),
-        servers: ingest_watch::servers(&data_dir),
+        servers: background_import::servers(&data_dir),
         data_dir,
     };
     if session.json() {
@@ -455,8 +455,8 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
     for server in &s.servers {
         let w = &server.watch;
         let how = match w.mode {
-            Some(ingest_watch::Mode::Notify) => "file events",
-            Some(ingest_watch::Mode::Poll) => "polling",
+            Some(background_import::Mode::Notify) => "file events",
+            Some(background_import::Mode::Poll) => "polling",
             None => "starting",
         };
         p.line(format_args!(

@@ -4,7 +4,8 @@
 use anyhow::Result;
 use serde_json::json;
 
-use skills::runtime::{portable, Diagnostic, SkillDoc};
+use skills::host::{Diagnostic, SkillDoc};
+use skills::site::portable;
 
 use super::{Outcome, Session};
 

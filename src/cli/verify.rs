@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use skills::runtime::conformance::{checks, Options, Verifier};
+use skills::verify::{checks, Options, Verifier};
 
 use super::{Outcome, Session};
 
@@ -26,7 +26,7 @@ pub struct Args {
 /// `--list-checks` the check vocabulary as JSON. [`Outcome::Failed`] when an item fails.
 ///
 /// # Errors
-/// [`skills::runtime::conformance::VerifyError`] for an unknown skill name (exit 2) or
+/// [`skills::verify::VerifyError`] for an unknown skill name (exit 2) or
 /// no temporary folder; load failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     if args.list_checks {

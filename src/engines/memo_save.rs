@@ -66,6 +66,7 @@ impl Engine for MemoSave {
     /// "updated" | "already stored", "superseded": [id], "embedded": bool,
     /// "stored_created": "YYYY-MM-DDTHH:MM:SSZ", "note"?: str}`.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        ctx.local_only("memo-save")?;
         let body = text(args, "body");
         if body.chars().count() > MAX_BODY_CHARS {
             return Err(EngineError::Argument {

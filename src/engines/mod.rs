@@ -86,7 +86,7 @@ pub trait Engine: Send + Sync {
 
 /// Other skills, as a composing engine reaches them: the host's one call path
 /// (argument validation, declared effects, redaction), implemented by
-/// [`crate::runtime::Host`]. `Sync`: a composition may call its sources side by side.
+/// [`crate::host::Host`]. `Sync`: a composition may call its sources side by side.
 pub trait Skills: Sync {
     /// Calls skill `name` with `args` and returns its structured output.
     ///
@@ -180,6 +180,8 @@ pub struct Context {
     access: Access,
     /// The call's stop signal (deadline, client gone); never stops outside a call.
     cancel: Cancel,
+    /// The team archive the skills read instead of the local stores (`--archive`).
+    archive: Option<Arc<crate::archive::search::Pool>>,
 }
 
 /// What the calls of one host share: store locations and what is cached across calls.
@@ -228,6 +230,11 @@ impl Access {
             reads: all,
             writes: writes.to_vec(),
         }
+    }
+
+    /// The skill this access is for (`None`: unrestricted).
+    pub fn skill(&self) -> Option<&str> {
+        self.skill.as_deref()
     }
 
     /// True when `store` may be read.
@@ -287,11 +294,12 @@ impl Context {
             use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
             access: Access::unrestricted(),
             cancel: Cancel::new(),
+            archive: None,
         }
     }
 
     /// The same stores, caches, clock and model, limited to `access` — what
-    /// [`crate::runtime::Host::call`] hands each engine call.
+    /// [`crate::host::Host::call`] hands each engine call.
     #[must_use]
     pub fn scoped(&self, access: Access) -> Self {
         Self {
@@ -300,6 +308,7 @@ impl Context {
             use_index: self.use_index,
             access,
             cancel: self.cancel.clone(),
+            archive: self.archive.clone(),
         }
     }
 
@@ -344,6 +353,38 @@ impl Context {
             use_index: self.use_index,
             access: Access::unrestricted(),
             cancel: self.cancel.clone(),
+            archive: None,
+        }
+    }
+
+    /// The same context reading the team archive through `pool` instead of the local
+    /// stores (`--archive`): search-conversations answers from it, the skills that
+    /// cannot yet answer from it say so ([`Context::local_only`]).
+    #[must_use]
+    pub fn with_archive(mut self, pool: Option<Arc<crate::archive::search::Pool>>) -> Self {
+        self.archive = pool;
+        self
+    }
+
+    /// The team archive, when the context reads one.
+    pub fn archive(&self) -> Option<&Arc<crate::archive::search::Pool>> {
+        self.archive.as_ref()
+    }
+
+    /// `Ok` when the context reads the local stores; with an archive, the error an
+    /// engine that cannot answer from it yet returns (never a local answer in its
+    /// place).
+    ///
+    /// # Errors
+    /// [`EngineError::Unavailable`] naming `skill` and the archive.
+    pub fn local_only(&self, skill: &str) -> Result<(), EngineError> {
+        match &self.archive {
+            None => Ok(()),
+            Some(pool) => Err(EngineError::Unavailable(format!(
+                "{skill} is not available on the archive yet ({}); run it without \
+                 `--archive` / SKILLS_ARCHIVE_URL to answer from this machine's stores",
+                pool.target().shown()
+            ))),
         }
     }
 
@@ -628,7 +669,23 @@ pub(crate) fn note_once(line: String) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !said.contains(&line) {
-        eprintln!("{line}");
+        crate::terminal::log(format_args!("{line}"));
         said.push(line);
     }
+}
+
+/// The `cites` object of an output row citing message `message_id` of conversation
+/// `conversation_id` from `source`: what pages link from (never from a row's text).
+pub fn cites_message(source: &str, conversation_id: &str, message_id: &str) -> Value {
+    serde_json::json!({
+        "kind": "conversation",
+        "source": source,
+        "conversation_id": conversation_id,
+        "message_id": message_id,
+    })
+}
+
+/// The `cites` object of an output row citing memory `id`.
+pub fn cites_memory(id: &str) -> Value {
+    serde_json::json!({"kind": "memory", "id": id})
 }

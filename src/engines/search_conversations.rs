@@ -96,6 +96,30 @@ impl Engine for SearchConversations {
                 "project": project.as_ref().map(Project::fragment),
             })
         };
+        let machine = args.get("machine").and_then(Value::as_str);
+        let user = args.get("user").and_then(Value::as_str);
+        if let Some(pool) = ctx.archive() {
+            ctx.may_read(crate::stores::Store::Conversations)?;
+            let q = crate::archive::search::Query {
+                term: (!questions).then_some(term),
+                role,
+                project: project.as_ref().map(Project::fragment),
+                machine,
+                user,
+                limit,
+            };
+            let rows = crate::archive::search::search(pool, &q)
+                .map_err(|e| EngineError::Query(e.to_string()))?;
+            return Ok(done(rows));
+        }
+        if machine.is_some() || user.is_some() {
+            return Err(EngineError::Argument {
+                name: if machine.is_some() { "machine" } else { "user" }.into(),
+                reason: "filters the team archive's rows; give `--archive` (or \
+                         SKILLS_ARCHIVE_URL) to search the archive"
+                    .into(),
+            });
+        }
         match ctx.conversations_index() {
             Ok(index) if !index.has_projects() => {
                 note("the search index predates the project column");
@@ -162,13 +186,16 @@ impl Engine for SearchConversations {
         let refs: Vec<&dyn duckdb::ToSql> = params.iter().map(AsRef::as_ref).collect();
         let rows = stmt
             .query_map(refs.as_slice(), |r| {
+                let (source, conversation_id, message_id): (String, String, String) =
+                    (r.get(2)?, r.get(4)?, r.get(5)?);
                 Ok(json!({
                     "date": r.get::<_, String>(0)?,
                     "created": r.get::<_, String>(1)?,
-                    "source": r.get::<_, String>(2)?,
+                    "cites": super::cites_message(&source, &conversation_id, &message_id),
+                    "source": source,
                     "role": r.get::<_, String>(3)?,
-                    "conversation_id": r.get::<_, String>(4)?,
-                    "message_id": r.get::<_, String>(5)?,
+                    "conversation_id": conversation_id,
+                    "message_id": message_id,
                     "project": r.get::<_, Option<String>>(7)?,
                     "preview": r.get::<_, String>(6)?,
                 }))
@@ -192,6 +219,7 @@ fn row_of_hit(h: &Hit) -> Value {
         "message_id": h.message_id,
         "project": h.project,
         "preview": h.preview,
+        "cites": super::cites_message(&h.source, &h.conversation_id, &h.message_id),
     })
 }
 

@@ -194,6 +194,7 @@ impl super::Engine for SemanticSearch {
     /// with the window's stored vector (higher is closer, ≤ 1); in `hybrid` the sum of
     /// the legs' normalised shares ([`shares`]: at most 1.8).
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        ctx.local_only("semantic-search")?;
         let query = args.get("query").and_then(Value::as_str).unwrap_or("");
         if query.trim().is_empty() {
             return Err(EngineError::Argument {
@@ -398,6 +399,7 @@ fn row_json(r: &Row) -> Value {
             _ => "semantic",
         },
         "preview": r.hit.preview,
+        "cites": super::cites_message(&r.hit.source, &r.hit.conversation_id, &r.hit.message_id),
     })
 }
 

@@ -18,7 +18,10 @@
 //!
 //! Frontmatter (`engine-options`): `store` (`conversations` → DuckDB table
 //! `all_conversations`, `memories` → SQLite), `query` (file name, default `query.sql`),
-//! `max-rows` (default 1000), `timeout-ms` (default 5000).
+//! `max-rows` (default 1000), `timeout-ms` (default 5000), `json-columns` (SQLite:
+//! columns whose text is JSON — what `json_object`/`json_group_array` return — given
+//! back as JSON values, not strings; DuckDB returns its structs and lists as JSON
+//! already).
 //!
 //! Output: `{"columns": [str], "rows": [{column: value}], "count": int, "truncated": bool}`;
 //! `truncated` is true when the query had more than `max-rows` rows.
@@ -59,6 +62,7 @@ pub struct SqlQuery {
     max_rows: u64,
     timeout: Duration,
     arg_names: Vec<String>,
+    json_columns: Vec<String>,
 }
 
 impl Engine for Sql {
@@ -126,6 +130,19 @@ impl SqlQuery {
                 "`{file}`: `${unknown}` is not an argument of the input schema"
             ));
         }
+        let json_columns = match opts.get("json-columns") {
+            None => Vec::new(),
+            Some(Value::Array(names)) if names.iter().all(Value::is_string) => names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            Some(other) => {
+                return Err(format!(
+                    "`json-columns`: expected a list of column names, got {other}"
+                ))
+            }
+        };
         let num =
             |key: &str, default: u64| opts.get(key).and_then(Value::as_u64).unwrap_or(default);
         Ok(Self {
@@ -135,6 +152,7 @@ impl SqlQuery {
             max_rows: num("max-rows", DEFAULT_MAX_ROWS).max(1),
             timeout: Duration::from_millis(num("timeout-ms", DEFAULT_TIMEOUT_MS).max(1)),
             arg_names,
+            json_columns,
         })
     }
 
@@ -181,6 +199,7 @@ impl Engine for SqlQuery {
     }
 
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
+        ctx.local_only(ctx.access().skill().unwrap_or("this sql skill"))?;
         let (sql, values) = self.prepare(args)?;
         let sql = sql.trim().trim_end_matches(';').trim_end();
         sandbox::require_select(sql).map_err(refused)?;
@@ -272,7 +291,16 @@ impl SqlQuery {
             while let Some(row) = cursor.next()? {
                 let mut obj = Map::new();
                 for (i, c) in columns.iter().enumerate() {
-                    obj.insert(c.clone(), sql_value::from_sqlite(row.get_ref(i)?));
+                    let mut value = sql_value::from_sqlite(row.get_ref(i)?);
+                    if self.json_columns.contains(c) {
+                        if let Value::String(text) = &value {
+                            // Text SQLite's JSON functions made; other text stays text.
+                            if let Ok(parsed) = serde_json::from_str(text) {
+                                value = parsed;
+                            }
+                        }
+                    }
+                    obj.insert(c.clone(), value);
                 }
                 rows.push(Value::Object(obj));
                 if rows.len() as u64 > self.max_rows {

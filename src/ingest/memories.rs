@@ -371,8 +371,7 @@ fn split_frontmatter(text: &str) -> Result<(Option<Value>, &str), String> {
                 return Ok((Some(Value::Object(serde_json::Map::new())), body));
             }
             // Nesting is bounded before parsing: the parser recurses per level.
-            crate::runtime::yaml_depth::check(yaml)
-                .map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
+            crate::yaml::check(yaml).map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
             let value: yaml_serde::Value =
                 yaml_serde::from_str(yaml).map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
             let json = serde_json::to_value(value)

@@ -14,7 +14,7 @@
 //! - [`words`] and [`postings`]: the words of folded text and BM25 postings over them,
 //!   encoded to be read in place (the keyword postings of the conversations index).
 //!
-//! Must not touch: `runtime`, `engines`, `stores` or `ingest` (a test in
+//! Must not touch: `host`, `engines`, `stores` or `ingest` (a test in
 //! `tests/architecture.rs` checks it). Stores feed these structures from their data
 //! (e.g. `stores::memories::SearchIndex`); engines decide what a skill's query means
 //! and call them. Nothing here opens a file or a database connection.

@@ -125,6 +125,25 @@ pub enum SetupError {
         /// The file.
         path: PathBuf,
     },
+    /// The file is read-only (no write permission bit) and `--force` was not given.
+    #[error("`{}` is read-only (mode {mode:o}); nothing was written", .path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// With `--project`, the config path leads out of the project folder (a symlinked
+    /// file or folder).
+    #[error("`{}` resolves to `{}`, outside the project folder `{}`; nothing was written", .path.display(), .resolved.display(), .project.display())]
+    OutsideProject {
+        /// The path in the project.
+        path: PathBuf,
+        /// Where it points.
+        resolved: PathBuf,
+        /// The project folder (resolved).
+        project: PathBuf,
+    },
     /// Reading, backing up or writing failed (the message names the file).
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -278,6 +297,9 @@ pub fn plan(
     remove: bool,
 ) -> Result<Plan, SetupError> {
     let path = config_path(client, scope, env)?;
+    if scope == Scope::Project {
+        inside_project(&path, &env.project)?;
+    }
     let before = read_text(&path)?;
     let (bom, body) = split_bom(before.as_deref().unwrap_or(""));
     let fields = client.entry.fields(command, SERVE_ARGS);
@@ -315,30 +337,122 @@ pub fn plan(
 
 /// Writes a changed [`Plan`]: the old file is copied to a backup first (see
 /// [`backup_path`]), then the new text replaces it atomically (a temporary file in the
-/// same folder, renamed over it, with the old file's permissions). A symlinked config
-/// is written through the link. Missing folders are created. An unchanged plan writes
+/// same folder, renamed over it). The backup and the temporary file are created with
+/// the old file's permission bits from their first byte (a new file: `0600`), so a
+/// private config is never readable by others, not even briefly. A symlinked config is
+/// written through the link. Missing folders are created. An unchanged plan writes
 /// nothing. Returns the backup's path (`None` when the file is new or unchanged).
 ///
 /// # Errors
-/// [`SetupError::Changed`] when the file is no longer what [`plan`] read;
+/// [`SetupError::ReadOnly`] when the file has no write permission and `force` is
+/// false; [`SetupError::Changed`] when the file is no longer what [`plan`] read;
+/// [`SetupError::OutsideProject`] when a project file now leads outside the project;
 /// [`SetupError::Io`] naming the file when a read or write fails.
-pub fn apply(plan: &Plan) -> Result<Option<PathBuf>, SetupError> {
+pub fn apply(plan: &Plan, env: &Environment, force: bool) -> Result<Option<PathBuf>, SetupError> {
     if !plan.changed() {
         return Ok(None);
+    }
+    if plan.scope == Scope::Project {
+        inside_project(&plan.path, &env.project)?;
     }
     let target = write_target(&plan.path)?;
     if read_text(&target)? != plan.before {
         return Err(SetupError::Changed { path: target });
     }
+    let mode = file_mode(&target);
+    if let Some(mode) = mode {
+        if mode & 0o222 == 0 && !force {
+            return Err(SetupError::ReadOnly { path: target, mode });
+        }
+    }
     if let Some(dir) = target.parent() {
         fs_err::create_dir_all(dir)?;
     }
+    let mode = mode.unwrap_or(PRIVATE_MODE);
     let backup = match &plan.before {
-        Some(before) => Some(backup(&target, before)?),
+        Some(before) => Some(backup(&target, before, mode)?),
         None => None,
     };
-    write_atomic(&target, plan.after.as_bytes())?;
+    write_atomic(&target, plan.after.as_bytes(), mode)?;
     Ok(backup)
+}
+
+/// The permission bits of a new config file, and of backups when a file's own cannot
+/// be read: owner read and write only.
+pub const PRIVATE_MODE: u32 = 0o600;
+
+/// The permission bits of `path` (`None` when it does not exist or is not on Unix).
+fn file_mode(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Opens a new file `path` (never an existing one or a link) with permission bits
+/// `mode` from its creation, then sets them exactly (the umask can only have narrowed
+/// them).
+fn create_private(path: &Path, mode: u32) -> std::io::Result<fs_err::File> {
+    let mut options = fs_err::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt as _;
+        options.mode(mode & 0o777);
+    }
+    let file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(file)
+}
+
+/// `Ok` when `path` (following symlinks of the file and its folders, as far as they
+/// exist) stays inside `project`.
+fn inside_project(path: &Path, project: &Path) -> Result<(), SetupError> {
+    let project = fs_err::canonicalize(project)?;
+    let resolved = resolve(path, 0);
+    if resolved.starts_with(&project) {
+        Ok(())
+    } else {
+        Err(SetupError::OutsideProject {
+            path: path.to_path_buf(),
+            resolved,
+            project,
+        })
+    }
+}
+
+/// `path` with every symlink resolved, as far as its parts exist (a missing tail is
+/// kept as written, a dangling link is followed to where it points).
+fn resolve(path: &Path, depth: u32) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return path.to_path_buf();
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let parent = resolve(parent, depth + 1);
+    let joined = parent.join(name);
+    match std::fs::read_link(&joined) {
+        Ok(target) if depth < 40 => resolve(&parent.join(target), depth + 1),
+        _ => joined,
+    }
 }
 
 /// The state of the entry in one file of a client, for the listing.
@@ -442,24 +556,19 @@ pub fn backup_path(path: &Path) -> PathBuf {
         .unwrap_or(first)
 }
 
-/// Copies `text` (the file's content) to a new [`backup_path`] with the file's
-/// permissions.
-fn backup(path: &Path, text: &str) -> Result<PathBuf, SetupError> {
+/// Copies `text` (the file's content) to a new [`backup_path`] created with
+/// permission bits `mode`.
+fn backup(path: &Path, text: &str, mode: u32) -> Result<PathBuf, SetupError> {
     let to = backup_path(path);
-    let mut file = fs_err::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&to)?;
+    let mut file = create_private(&to, mode)?;
     file.write_all(text.as_bytes())?;
     file.sync_all()?;
-    if let Ok(meta) = fs_err::metadata(path) {
-        fs_err::set_permissions(&to, meta.permissions())?;
-    }
     Ok(to)
 }
 
-/// Replaces `path` with `bytes` through a temporary file in the same folder.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SetupError> {
+/// Replaces `path` with `bytes` through a temporary file in the same folder, created
+/// with permission bits `mode`.
+fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), SetupError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
         .file_name()
@@ -467,15 +576,9 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SetupError> {
     let tmp = dir.join(format!(".{name}.skills-tmp-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let result = (|| -> std::io::Result<()> {
-        let mut file = fs_err::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
+        let mut file = create_private(&tmp, mode)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        if let Ok(meta) = fs_err::metadata(path) {
-            fs_err::set_permissions(&tmp, meta.permissions())?;
-        }
         fs_err::rename(&tmp, path)
     })();
     if result.is_err() {

@@ -3,17 +3,19 @@
 //!
 //! `?at={message_id}` opens the page holding that message (citations link with it);
 //! `?page=N` pages. Source `_` ([`paths::ANY_SOURCE`]) redirects to the source that
-//! holds the conversation. Messages are read from the conversations store, opened
-//! read-only for the request, and rendered as markdown through [`html::markdown`]:
-//! text a harness injected is folded into a `<details>`.
+//! holds the conversation. The data is two skill calls ([`calls`]): the
+//! conversations list's row of this conversation (title, project, model, count, first
+//! and last time) and the conversation skill's page of messages, already redacted;
+//! messages are rendered as markdown through [`html::markdown`], text a harness
+//! injected folded into a `<details>`. `?format=json` is the twin.
 
+use hyper::StatusCode;
 use serde::Serialize;
 use serde_json::json;
 
+use super::calls::{self, Calls, Failed, Role};
 use super::html::{self, Linker};
-use super::paths;
-use crate::stores::conversations::ConversationStore;
-use crate::stores::{StoreError, StorePaths};
+use super::{paths, respond, view, Pages, Response};
 
 /// Messages on one page.
 pub const PAGE_SIZE: usize = 200;
@@ -30,8 +32,8 @@ pub struct Shown {
     pub number: usize,
     /// `user`, `assistant`, `system`, `tool`…
     pub role: String,
-    /// UTC time.
-    pub time: String,
+    /// UTC time, relative to now and exact.
+    pub time: view::Time,
     /// `text`, `tool_use`…
     pub content_type: String,
     /// The content as sanitised HTML.
@@ -44,169 +46,126 @@ pub struct Shown {
     pub cut: usize,
 }
 
-/// A conversation's message count, title, project, model, first and last time.
-type Header = (
-    i64,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
-/// What the page needs, or why there is no page.
-pub enum Outcome {
-    /// The page's context.
-    Page(serde_json::Value),
-    /// The conversation lives under this source: redirect there.
-    Redirect(String),
-    /// No such conversation (or no store yet): the message says which.
-    NotFound(String),
-}
-
-/// Reads page `page` (from 1; or the page holding message `at`) of conversation `id`
-/// of `source`.
-///
-/// # Errors
-/// A store that cannot be opened or read.
-pub fn read(
-    stores: &StorePaths,
+/// The page of conversation `id` of `source` (`page` from 1, or the page holding
+/// message `at`).
+pub async fn page(
+    pages: &Pages,
     source: &str,
     id: &str,
     page: Option<usize>,
     at: Option<&str>,
-) -> Result<Outcome, StoreError> {
-    let store = match ConversationStore::open_ro(&stores.conversations) {
-        Ok(store) => store,
-        Err(StoreError::Missing { .. }) => {
-            return Ok(Outcome::NotFound(
-                "no conversations are stored yet: run `skills ingest` first".into(),
-            ))
+    as_json: bool,
+) -> Response {
+    let mut calls = Calls::default();
+    let nothing = |why: String| pages.error(StatusCode::NOT_FOUND, "No such conversation", &why);
+    let any = source == paths::ANY_SOURCE;
+    let mut header_args = json!({"conversation_id": id, "limit": 1});
+    if !any {
+        header_args["source"] = json!(source);
+    }
+    let header = match pages
+        .call_role(Role::Conversations, header_args, as_json)
+        .await
+    {
+        Ok(output) => output,
+        Err(Failed::NothingStored(_)) if !as_json => {
+            return nothing("no conversations are stored yet: run `skills ingest` first".into())
         }
-        Err(e) => return Err(e),
+        Err(failed) => return failed.into_response(pages, as_json),
     };
-    let conn = store.connection()?;
-    let err = |e| store.error(e);
-    if source == paths::ANY_SOURCE {
-        let found: Option<String> = conn
-            .query_row(
-                "SELECT min(source) FROM all_conversations WHERE conversation_id = ?",
-                [id],
-                |r| r.get(0),
-            )
-            .map_err(err)?;
-        return Ok(match found {
-            Some(real) => Outcome::Redirect(paths::conversation(Some(&real), id, at)),
-            None => Outcome::NotFound(format!("no conversation `{id}` is stored")),
-        });
-    }
-    let (count, title, project, model, first, last): Header = conn
-        .query_row(
-            "SELECT count(*), max(conversation_title), max(project), max(model),
-                    strftime(min(created), '%Y-%m-%dT%H:%M:%SZ'),
-                    strftime(max(created), '%Y-%m-%dT%H:%M:%SZ')
-             FROM all_conversations WHERE source = ? AND conversation_id = ?",
-            [source, id],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            },
-        )
-        .map_err(err)?;
-    let count = usize::try_from(count).unwrap_or(0);
-    if count == 0 {
-        return Ok(Outcome::NotFound(format!(
-            "no conversation `{id}` from source `{source}` is stored"
-        )));
-    }
-    let pages = count.div_ceil(PAGE_SIZE).max(1);
-    let mut page = page.unwrap_or(1).clamp(1, pages);
-    if let Some(at) = at {
-        let position: Option<i64> = conn
-            .query_row(
-                "SELECT rn FROM (SELECT message_id, row_number() OVER
-                     (ORDER BY msg_index, created, message_id) AS rn
-                   FROM all_conversations WHERE source = ? AND conversation_id = ?)
-                 WHERE message_id = ? LIMIT 1",
-                [source, id, at],
-                |r| r.get(0),
-            )
-            .map_err(err)
-            .or_else(|e| match e {
-                StoreError::DuckDb {
-                    source: duckdb::Error::QueryReturnedNoRows,
-                    ..
-                } => Ok(None),
-                e => Err(e),
-            })?;
-        if let Some(n) = position.and_then(|n| usize::try_from(n).ok()) {
-            page = (n.saturating_sub(1) / PAGE_SIZE) + 1;
-        }
-    }
-    let injected = if store.marks_injected()? {
-        "is_injected"
-    } else {
-        "false"
+    let Some(row) = calls::rows(&header).first().cloned() else {
+        let why = if any {
+            format!("no conversation `{id}` is stored")
+        } else {
+            format!("no conversation `{id}` from source `{source}` is stored")
+        };
+        return calls::fail(
+            pages,
+            as_json,
+            StatusCode::NOT_FOUND,
+            "No such conversation",
+            &why,
+        );
     };
-    let sql = format!(
-        "SELECT message_id, role, strftime(created, '%Y-%m-%dT%H:%M:%SZ'), content_type,
-                substr(content, 1, {MAX_MESSAGE_CHARS}), char_count, {injected}
-         FROM all_conversations WHERE source = ? AND conversation_id = ?
-         ORDER BY msg_index, created, message_id LIMIT {PAGE_SIZE} OFFSET {}",
-        (page - 1) * PAGE_SIZE
-    );
-    let mut statement = conn.prepare(&sql).map_err(err)?;
-    let rows = statement
-        .query_map([source, id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, i64>(5)?,
-                r.get::<_, bool>(6)?,
-            ))
+    // The page lives at its real source; the JSON twin answers here, so a client
+    // reading it needs no redirect (which would drop `format=json`).
+    let real = calls::text(&row, "source")
+        .unwrap_or(paths::ANY_SOURCE)
+        .to_owned();
+    if any && !as_json {
+        return respond::redirect(&paths::conversation(Some(&real), id, at));
+    }
+    let source = if any { real.as_str() } else { source };
+    calls.add("conversation", &header);
+    let count = calls::count(&row, "messages").max(1);
+    let pages_count = count.div_ceil(PAGE_SIZE).max(1);
+    let wanted = page.unwrap_or(1).clamp(1, pages_count);
+    let mut args = json!({
+        "conversation_id": id,
+        "source": source,
+        "limit": PAGE_SIZE,
+        "offset": (wanted - 1) * PAGE_SIZE,
+        "max_chars": MAX_MESSAGE_CHARS,
+    });
+    if let Some(at) = at.filter(|a| !a.is_empty()) {
+        args["at"] = json!(at);
+    }
+    let output = match pages.call_role(Role::Conversation, args, as_json).await {
+        Ok(output) => output,
+        Err(failed) => return failed.into_response(pages, as_json),
+    };
+    calls.add("messages", &output);
+    if as_json {
+        return calls.twin();
+    }
+    let now = pages.now();
+    let rows = calls::rows(&output);
+    let first_position = rows
+        .first()
+        .map_or(1, |r| calls::count(r, "position").max(1));
+    let current = (first_position - 1) / PAGE_SIZE + 1;
+    let messages: Vec<Shown> = rows
+        .iter()
+        .map(|r| {
+            let content = calls::text(r, "content").unwrap_or("");
+            let chars = calls::count(r, "char_count");
+            Shown {
+                id: calls::text(r, "message_id").unwrap_or("").to_owned(),
+                number: calls::count(r, "position"),
+                role: calls::text(r, "role").unwrap_or("").to_owned(),
+                time: view::Time::of(calls::text(r, "created"), now),
+                content_type: calls::text(r, "content_type").unwrap_or("text").to_owned(),
+                html: html::markdown(content, &mut Linker::default()),
+                injected: r.get("is_injected").and_then(serde_json::Value::as_bool) == Some(true),
+                chars,
+                cut: chars.saturating_sub(content.chars().count()),
+            }
         })
-        .map_err(err)?;
-    let mut messages = Vec::new();
-    for (i, row) in rows.enumerate() {
-        let (message_id, role, time, content_type, content, chars, injected) = row.map_err(err)?;
-        let chars = usize::try_from(chars).unwrap_or(0);
-        let shown = content.chars().count();
-        messages.push(Shown {
-            id: message_id,
-            number: (page - 1) * PAGE_SIZE + i + 1,
-            role,
-            time,
-            content_type,
-            html: html::markdown(&content, &mut Linker::default()),
-            injected,
-            chars,
-            cut: chars.saturating_sub(shown),
-        });
-    }
+        .collect();
     let here = paths::conversation(Some(source), id, None);
     let page_href = |n: usize| format!("{here}?page={n}");
-    Ok(Outcome::Page(json!({
-        "source": source,
-        "conversation_id": id,
-        "title": title,
-        "project": project,
-        "model": model,
-        "first": first,
-        "last": last,
-        "count": count,
-        "page": page,
-        "pages": pages,
-        "prev_href": (page > 1).then(|| page_href(page - 1)),
-        "next_href": (page < pages).then(|| page_href(page + 1)),
-        "messages": messages,
-    })))
+    let project = calls::text(&row, "project");
+    pages.render(
+        StatusCode::OK,
+        "conversation.html",
+        json!({
+            "source": source,
+            "conversation_id": id,
+            "id": view::Id::of(id),
+            "title": calls::text(&row, "title"),
+            "project": project,
+            "project_href": project.map(paths::project),
+            "model": calls::text(&row, "model"),
+            "first": view::Time::of(calls::text(&row, "first_message"), now),
+            "last": view::Time::of(calls::text(&row, "last_message"), now),
+            "count": count,
+            "page": current,
+            "pages": pages_count,
+            "prev_href": (current > 1).then(|| page_href(current - 1)),
+            "next_href": (current < pages_count).then(|| page_href(current + 1)),
+            "messages": messages,
+            "redacted": calls.redacted(),
+            "json_href": format!("{here}?format=json{}", if current > 1 { format!("&page={current}") } else { String::new() }),
+        }),
+    )
 }

@@ -8,13 +8,13 @@
 //! that is not required, or allows `null`, is optional; `description` is the help text
 //! and `default` the value shown until the form is submitted.
 //!
-//! Values are typed as the CLI types `key=value` ([`crate::runtime::args::coerce`]),
+//! Values are typed as the CLI types `key=value` ([`crate::host::args::coerce`]),
 //! so a value that does not fit stays a string and validation names the argument.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::runtime::args::{self, ArgError};
+use crate::host::args::{self, ArgError};
 
 /// Above this `maxLength` a string field is a text area.
 const TEXTAREA_CHARS: u64 = 2000;

@@ -1,9 +1,12 @@
 //! Who may run a write skill from a page: a POST is accepted only when it comes from
 //! this server's own pages — `Sec-Fetch-Site: same-origin`, or an `Origin` equal to
-//! the origin the request was sent to — and carries the per-server token the form
+//! the origin the request was sent to (compared as parsed authorities, see
+//! [`crate::listener::authority`]) — and carries the per-server token the form
 //! holds. Anything else is refused before the skill runs (it writes nothing).
 
 use hyper::HeaderMap;
+
+use crate::listener::authority::{origin_authority, Authority};
 
 /// A per-server secret put in every write form: 32 random bytes, hex.
 ///
@@ -37,8 +40,8 @@ pub fn same_origin_post(
     match header("origin") {
         Some(origin) => {
             let host = header("host").unwrap_or("");
-            let own = [format!("http://{host}"), format!("https://{host}")];
-            if host.is_empty() || !own.iter().any(|o| o == origin) {
+            let own = Authority::parse(host);
+            if own.is_none() || origin_authority(origin) != own {
                 return Err(format!(
                     "`Origin: {origin}` is not this server's origin (`http://{host}`)"
                 ));

@@ -1,13 +1,25 @@
-//! `GET /`: every served skill — name, title, description, layer, what it reads and
-//! writes — each linking to its page; the layout's search box runs `recall`.
+//! `GET /`: activity at a glance — a calendar heatmap of messages per day over the
+//! last year and messages per month by source ([`activity`]) — links to the lists,
+//! and every served skill (name, title, description, layer, what it reads and
+//! writes), each linking to its page. `?format=json` is the twin: the charts' data.
 
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
+use super::activity::{self, Charts};
+use super::calls::Calls;
 use super::{paths, Pages, Response};
 
 /// The index page of what `pages` serves now.
-pub fn page(pages: &Pages) -> Response {
+pub async fn page(pages: &Pages, as_json: bool) -> Response {
+    let mut calls = Calls::default();
+    let charts = match activity::charts(pages, None, &mut calls, as_json).await {
+        Ok(charts) => charts,
+        Err(response) => return response,
+    };
+    if as_json {
+        return calls.twin();
+    }
     let served = pages.catalog().current();
     let skills: Vec<Value> = served
         .host
@@ -27,9 +39,26 @@ pub fn page(pages: &Pages) -> Response {
         })
         .collect();
     let problems = served.host.diagnostics().len();
+    let (heatmap, months, messages, missing) = match charts {
+        Charts::Drawn {
+            heatmap,
+            months,
+            messages,
+        } => (Some(heatmap), Some(months), Some(messages), None),
+        Charts::Missing(why) => (None, None, None, Some(why)),
+    };
     pages.render(
         StatusCode::OK,
         "index.html",
-        json!({"skills": skills, "problems": problems}),
+        json!({
+            "skills": skills,
+            "problems": problems,
+            "heatmap": heatmap,
+            "months": months,
+            "messages": messages,
+            "charts_missing": missing,
+            "redacted": calls.redacted(),
+            "json_href": "/?format=json",
+        }),
     )
 }

@@ -1,59 +1,93 @@
 //! `GET /memories/{id}`: one memory (title, type, tags, times, body as sanitised
 //! HTML, files, origin) with its links: the memories it supersedes, those that
-//! supersede it, and the conversation it was saved from.
+//! supersede it, and the conversation it was saved from. The data is the output of
+//! the skill feeding the memory page ([`calls`]), already redacted; `?format=json` is
+//! the twin.
 
-use serde_json::json;
+use hyper::StatusCode;
+use serde_json::{json, Value};
 
+use super::calls::{self, Calls, Failed, Role};
 use super::html::{self, Linker};
-use super::paths;
-use crate::stores::memories::MemoryStore;
-use crate::stores::{StoreError, StorePaths};
+use super::{paths, view, Pages, Response};
 
-/// The page's context, or `Err(message)` when there is no such memory (or no store).
-///
-/// # Errors
-/// The outer error: a store that cannot be opened or read.
-pub fn read(
-    stores: &StorePaths,
-    id: &str,
-) -> Result<Result<serde_json::Value, String>, StoreError> {
-    let store = match MemoryStore::open_ro(&stores.memories) {
-        Ok(store) => store,
-        Err(StoreError::Missing { .. }) => {
-            return Ok(Err(
-                "no memories are stored yet: `skills memo add` or memo-save adds one".into(),
-            ))
+/// The page of memory `id`.
+pub async fn page(pages: &Pages, id: &str, as_json: bool) -> Response {
+    let output = match pages
+        .call_role(Role::Memory, json!({"id": id}), as_json)
+        .await
+    {
+        Ok(output) => output,
+        Err(Failed::NothingStored(_)) if !as_json => {
+            return pages.error(
+                StatusCode::NOT_FOUND,
+                "No such memory",
+                "no memories are stored yet: `skills memo add` or memo-save adds one",
+            )
         }
-        Err(e) => return Err(e),
+        Err(failed) => return failed.into_response(pages, as_json),
     };
-    let Some(memory) = store.get(id)? else {
-        return Ok(Err(format!("no memory `{id}` is stored")));
+    let Some(memory) = calls::rows(&output).first().cloned() else {
+        return calls::fail(
+            pages,
+            as_json,
+            StatusCode::NOT_FOUND,
+            "No such memory",
+            &format!("no memory `{id}` is stored"),
+        );
     };
-    let links = store
-        .links(&[id.to_owned()])?
-        .remove(id)
-        .unwrap_or_default();
-    let memory_links = |ids: &[String]| -> Vec<serde_json::Value> {
+    let mut calls = Calls::default();
+    calls.add("memory", &output);
+    if as_json {
+        return calls.twin();
+    }
+    let now = pages.now();
+    let list = |key: &str| -> Vec<String> {
+        memory
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let linked_memories = |ids: Vec<String>| -> Vec<Value> {
         ids.iter()
-            .map(|other| json!({"id": other, "href": paths::memory(other)}))
+            .map(|other| json!({"id": view::Id::of(other), "href": paths::memory(other)}))
             .collect()
     };
-    Ok(Ok(json!({
-        "id": memory.id,
-        "title": memory.title,
-        "type": memory.kind,
-        "tags": memory.tags,
-        "created": crate::stores::memories::format_time(&memory.created),
-        "updated": crate::stores::memories::format_time(&memory.updated),
-        "body_html": html::markdown(&memory.body, &mut Linker::default()),
-        "files_read": memory.files_read,
-        "files_modified": memory.files_modified,
-        "origin": memory.origin,
-        "supersedes": memory_links(&links.supersedes),
-        "superseded_by": memory_links(&links.superseded_by),
-        "conversation": links.conversation_id.as_ref().map(|c| json!({
-            "id": c,
-            "href": paths::conversation(None, c, None),
-        })),
-    })))
+    let body = calls::text(&memory, "body").unwrap_or("");
+    let conversation = calls::text(&memory, "conversation_id").filter(|c| !c.is_empty());
+    pages.render(
+        StatusCode::OK,
+        "memory.html",
+        json!({
+            "id": calls::text(&memory, "id").unwrap_or(id),
+            "title": calls::text(&memory, "title"),
+            "type": calls::text(&memory, "type"),
+            "tags": list("tags").iter().map(|t| json!({
+                "name": t,
+                "href": paths::with_query("/memories", &[("tag", t)]),
+            })).collect::<Vec<_>>(),
+            "created": view::Time::of(calls::text(&memory, "created"), now),
+            "updated": view::Time::of(calls::text(&memory, "updated"), now),
+            "body_html": html::markdown(body, &mut Linker::default()),
+            "cut": calls::count(&memory, "body_chars").saturating_sub(body.chars().count()),
+            "files_read": list("files_read"),
+            "files_modified": list("files_modified"),
+            "origin": calls::text(&memory, "origin"),
+            "supersedes": linked_memories(list("supersedes")),
+            "superseded_by": linked_memories(list("superseded_by")),
+            "conversation": conversation.map(|c| json!({
+                "id": view::Id::of(c),
+                "href": paths::conversation(None, c, None),
+            })),
+            "redacted": calls.redacted(),
+            "json_href": format!("{}?format=json", paths::memory(id)),
+        }),
+    )
 }

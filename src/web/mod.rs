@@ -1,9 +1,10 @@
 //! Pages for people: a web UI generated from the skill documents, served by
 //! `skills serve --http` on the same listener as `/mcp` (behind the same `Host`/`Origin`
-//! check, see [`crate::runtime::mcp::serve_http_with`]).
+//! check, see [`crate::mcp::serve_http_with`]).
 //!
 //! Routes, one module per kind of page:
-//! - `GET /` ([`index`]): every served skill, and a search box running `recall`.
+//! - `GET /` ([`index`]): activity at a glance and every served skill; every page
+//!   has a search box running the skill whose document says `page: {search-box: true}`.
 //! - `GET /skills/{name}` ([`skill`]): a form generated from the input schema
 //!   ([`form`]); with arguments it runs the skill through [`Host::call_with`] (the same
 //!   validation, access scoping, deadline and redaction as MCP) and shows the rendered
@@ -11,8 +12,16 @@
 //!   cites ([`results`]) and a JSON twin (`?format=json` or `Accept: application/json`).
 //!   A skill that writes is a POST form, accepted only from this server's own pages
 //!   with the per-server token ([`guard`]).
+//! - `GET /conversations` ([`conversations`]), `/projects` and `/projects/{project}`
+//!   ([`projects`]), `/memories` ([`memories`]): what there is to browse.
 //! - `GET /conversations/{source}/{id}` ([`conversation`]) and `GET /memories/{id}`
 //!   ([`memory`]): what citations link to.
+//! - Every page has a JSON twin (`?format=json` or `Accept: application/json`): the
+//!   outputs of the skill calls behind it.
+//!
+//! Every page's data is a skill's output, called through [`Host::call_with`]
+//! ([`calls`]): the skill documents say which skill feeds which page; `src/web` holds
+//! no SQL, opens no store and names no skill.
 //! - `GET /static/style.css`, `/static/app.js`: embedded assets ([`respond`]).
 //!
 //! Nothing is written per skill: every page is built from the catalog current at the
@@ -20,18 +29,24 @@
 //! Page templates are `templates/web/*.html` (minijinja, HTML auto-escaping on),
 //! compiled into the binary.
 //!
-//! [`Host::call_with`]: crate::runtime::Host::call_with
+//! [`Host::call_with`]: crate::host::Host::call_with
 
+pub mod activity;
+pub mod calls;
 pub mod conversation;
+pub mod conversations;
 pub mod form;
 pub mod guard;
 pub mod html;
 pub mod index;
+pub mod memories;
 pub mod memory;
 pub mod paths;
+pub mod projects;
 pub mod respond;
 pub mod results;
 pub mod skill;
+pub mod view;
 
 use std::sync::Arc;
 
@@ -41,12 +56,16 @@ use hyper::{Method, StatusCode};
 use minijinja::{AutoEscape, Environment};
 use serde_json::{json, Value};
 
-use crate::runtime::catalog::Catalog;
+use crate::mcp::catalog::Catalog;
 pub use respond::Response;
 
 /// Page templates, by name: compiled into the binary.
-const TEMPLATES: [(&str, &str); 6] = [
+const TEMPLATES: [(&str, &str); 13] = [
     ("base.html", include_str!("../../templates/web/base.html")),
+    (
+        "macros.html",
+        include_str!("../../templates/web/macros.html"),
+    ),
     ("index.html", include_str!("../../templates/web/index.html")),
     ("skill.html", include_str!("../../templates/web/skill.html")),
     (
@@ -58,6 +77,30 @@ const TEMPLATES: [(&str, &str); 6] = [
         include_str!("../../templates/web/memory.html"),
     ),
     ("error.html", include_str!("../../templates/web/error.html")),
+    (
+        "conversations.html",
+        include_str!("../../templates/web/conversations.html"),
+    ),
+    (
+        "conversation_rows.html",
+        include_str!("../../templates/web/conversation_rows.html"),
+    ),
+    (
+        "projects.html",
+        include_str!("../../templates/web/projects.html"),
+    ),
+    (
+        "project.html",
+        include_str!("../../templates/web/project.html"),
+    ),
+    (
+        "memories.html",
+        include_str!("../../templates/web/memories.html"),
+    ),
+    (
+        "activity.html",
+        include_str!("../../templates/web/activity.html"),
+    ),
 ];
 
 /// Largest POST body read (a memo-save body is at most 64 K characters).
@@ -101,6 +144,18 @@ fn href(url: &str) -> minijinja::Value {
     minijinja::Value::from_safe_string(out)
 }
 
+/// True when the request asks for the JSON twin: `format=json` or `_format=json` in
+/// the query, or an `Accept` naming JSON and not HTML.
+pub fn wants_json(headers: &hyper::HeaderMap, pairs: &[(String, String)]) -> bool {
+    headers
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json") && !a.contains("text/html"))
+        || pairs
+            .iter()
+            .any(|(k, v)| (k == "format" || k == "_format") && v == "json")
+}
+
 /// The pages over a [`Catalog`]: one per server, shared by every connection.
 pub struct Pages {
     catalog: Arc<Catalog>,
@@ -131,7 +186,7 @@ impl Pages {
     }
 
     /// These pages as the listener's handler for every path but `/mcp`.
-    pub fn handler(self: Arc<Self>) -> crate::runtime::mcp::Pages {
+    pub fn handler(self: Arc<Self>) -> crate::mcp::Pages {
         Arc::new(move |request| {
             let pages = Arc::clone(&self);
             Box::pin(async move { pages.respond(request).await })
@@ -154,7 +209,22 @@ impl Pages {
         let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
         let reading = parts.method == Method::GET || parts.method == Method::HEAD;
         match (segments.as_slice(), reading) {
-            ([], true) => index::page(self),
+            ([], true) => index::page(self, wants_json(&parts.headers, &paths::pairs(&query))).await,
+            (["conversations"], true) => {
+                let query = paths::pairs(&query);
+                conversations::page(self, &query, wants_json(&parts.headers, &query)).await
+            }
+            (["projects"], true) => {
+                projects::list(self, wants_json(&parts.headers, &paths::pairs(&query))).await
+            }
+            (["projects", project], true) => {
+                let as_json = wants_json(&parts.headers, &paths::pairs(&query));
+                projects::page(self, project, as_json).await
+            }
+            (["memories"], true) => {
+                let query = paths::pairs(&query);
+                memories::page(self, &query, wants_json(&parts.headers, &query)).await
+            }
             (["static", name], true) => respond::asset(name)
                 .unwrap_or_else(|| self.error(StatusCode::NOT_FOUND, "Not found", "no such file")),
             (["skills", name], true) => {
@@ -178,10 +248,28 @@ impl Pages {
                 skill::page(self, name, pairs, &parts.headers, Some(())).await
             }
             (["conversations", source, id], true) => {
-                self.conversation(source, id, &paths::pairs(&query)).await
+                let query = paths::pairs(&query);
+                let get = |key: &str| {
+                    query
+                        .iter()
+                        .rev()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| v.as_str())
+                };
+                let page = get("page").and_then(|p| p.parse::<usize>().ok());
+                let as_json = wants_json(&parts.headers, &query);
+                conversation::page(self, source, id, page, get("at"), as_json).await
             }
-            (["memories", id], true) => self.memory(id).await,
-            ([] | ["static" | "skills" | "memories", _] | ["conversations", _, _], false) => {
+            (["memories", id], true) => {
+                let as_json = wants_json(&parts.headers, &paths::pairs(&query));
+                memory::page(self, id, as_json).await
+            }
+            (
+                [] | ["conversations" | "projects" | "memories"]
+                | ["static" | "skills" | "memories" | "projects", _]
+                | ["conversations", _, _],
+                false,
+            ) => {
                 let writes = |name: &str| {
                     self.catalog
                         .current()
@@ -205,7 +293,7 @@ impl Pages {
             _ => self.error(
                 StatusCode::NOT_FOUND,
                 "Not found",
-                &format!("nothing at `{path}`: the pages are `/`, `/skills/<name>`, `/conversations/<source>/<id>` and `/memories/<id>`; MCP is `/mcp`"),
+                &format!("nothing at `{path}`: the pages are `/`, `/conversations`, `/conversations/<source>/<id>`, `/projects`, `/projects/<project>`, `/memories`, `/memories/<id>` and `/skills/<name>`; MCP is `/mcp`"),
             ),
         }
     }
@@ -215,20 +303,33 @@ impl Pages {
         &self.catalog
     }
 
+    /// The host's clock (`SKILLS_NOW` fixes it): what relative times count from.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.catalog.current().host.context().now()
+    }
+
     /// The write-form token.
     pub fn token(&self) -> &str {
         &self.token
     }
 
-    /// Renders page template `name` with `context` (plus `nav`: the version and whether
-    /// `recall` is served); a template failure is a plain-text 500 naming it.
+    /// Renders page template `name` with `context` (plus `nav`: the version and the
+    /// search box's skill, the one whose document says `page: {search-box: true}`); a
+    /// template failure is a plain-text 500 naming it.
     pub fn render(&self, status: StatusCode, name: &str, context: Value) -> Response {
         let mut context = context;
         if let Value::Object(map) = &mut context {
-            let recall = self.catalog.current().host.get("recall").is_some();
+            let served = self.catalog.current();
+            let search = calls::search_box(served.host.skills()).map(|skill| {
+                json!({
+                    "href": paths::skill(skill.name()),
+                    "name": skill.name(),
+                    "label": skill.meta.title.as_deref().unwrap_or(skill.name()),
+                })
+            });
             map.entry("nav").or_insert_with(|| json!({}));
             if let Some(Value::Object(nav)) = map.get_mut("nav") {
-                nav.insert("recall".into(), Value::Bool(recall));
+                nav.insert("search".into(), search.unwrap_or(Value::Null));
                 nav.insert("version".into(), Value::from(env!("CARGO_PKG_VERSION")));
             }
         }
@@ -263,52 +364,5 @@ impl Pages {
                 &format!("the page's work stopped unexpectedly ({e})"),
             )
         })
-    }
-
-    async fn conversation(&self, source: &str, id: &str, query: &[(String, String)]) -> Response {
-        let get = |key: &str| {
-            query
-                .iter()
-                .rev()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.clone())
-        };
-        let page = get("page").and_then(|p| p.parse::<usize>().ok());
-        let at = get("at");
-        let stores = self.catalog.current().host.context().paths().clone();
-        let (source, id) = (source.to_owned(), id.to_owned());
-        let read = self
-            .blocking(move || conversation::read(&stores, &source, &id, page, at.as_deref()))
-            .await;
-        match read {
-            Err(response) => response,
-            Ok(Ok(conversation::Outcome::Page(context))) => {
-                self.render(StatusCode::OK, "conversation.html", context)
-            }
-            Ok(Ok(conversation::Outcome::Redirect(to))) => respond::redirect(&to),
-            Ok(Ok(conversation::Outcome::NotFound(why))) => {
-                self.error(StatusCode::NOT_FOUND, "No such conversation", &why)
-            }
-            Ok(Err(e)) => self.error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The conversations store could not be read",
-                &e.to_string(),
-            ),
-        }
-    }
-
-    async fn memory(&self, id: &str) -> Response {
-        let stores = self.catalog.current().host.context().paths().clone();
-        let id = id.to_owned();
-        match self.blocking(move || memory::read(&stores, &id)).await {
-            Err(response) => response,
-            Ok(Ok(Ok(context))) => self.render(StatusCode::OK, "memory.html", context),
-            Ok(Ok(Err(why))) => self.error(StatusCode::NOT_FOUND, "No such memory", &why),
-            Ok(Err(e)) => self.error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The memories store could not be read",
-                &e.to_string(),
-            ),
-        }
     }
 }

@@ -38,6 +38,26 @@ pub fn memory(id: &str) -> String {
     format!("/memories/{}", encode(id))
 }
 
+/// The page of project `name`.
+pub fn project(name: &str) -> String {
+    format!("/projects/{}", encode(name))
+}
+
+/// `base` with the non-empty `pairs` as its query string.
+pub fn with_query(base: &str, pairs: &[(&str, &str)]) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    let mut any = false;
+    for (k, v) in pairs.iter().filter(|(_, v)| !v.is_empty()) {
+        query.append_pair(k, v);
+        any = true;
+    }
+    if any {
+        format!("{base}?{}", query.finish())
+    } else {
+        base.to_owned()
+    }
+}
+
 /// The page of skill `name`.
 pub fn skill(name: &str) -> String {
     format!("/skills/{}", encode(name))

@@ -2,21 +2,26 @@
 //!
 //! The table is generated from the data, whatever the skill: the first top-level array
 //! of objects (`rows`, `hits`, `items`…) gives one row per object and one column per
-//! key (in first-seen order). Each row links to what it cites ([`row_links`]): a
-//! conversation page at the cited message, or a memory page. The same links go to the
-//! [`Linker`] so citations in the rendered template become links too.
+//! key (in first-seen order). Each row links to what its `cites` field names
+//! ([`row_links`]; an object, or a list of them, as the skill's output schema says): a
+//! conversation page at the cited message, or a memory page. Nothing is read from a
+//! row's text. The same links go to the [`Linker`] so the row's citation text in the
+//! rendered template becomes a link too.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::html::Linker;
-use super::paths;
+use super::{paths, view};
 
 /// Columns shown at most; further keys stay in the JSON twin.
 const MAX_COLUMNS: usize = 12;
 
 /// Characters of a cell shown; the JSON twin has the rest.
 const MAX_CELL_CHARS: usize = 400;
+
+/// The field of a row that says what it cites (not shown as a column).
+pub const CITES: &str = "cites";
 
 /// One link of a row.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -34,67 +39,68 @@ pub struct Table {
     pub key: String,
     /// Column names.
     pub columns: Vec<String>,
-    /// One entry per row: its cells (text) and its links.
+    /// One entry per row: its cells and its links.
     pub rows: Vec<Row>,
 }
 
 /// One table row.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// Cell texts, one per column.
-    pub cells: Vec<String>,
+    /// Cells, one per column.
+    pub cells: Vec<Cell>,
     /// What the row cites.
     pub links: Vec<RowLink>,
 }
 
-/// What a row cites. `reads_memories`: the skill reads the memories store, so an
-/// object with an `id` and no message is a memory.
-///
-/// - a `citation` `[memory <id> · …]` → that memory;
-/// - a `conversation_id` → that conversation at `message_id` (source from `source`
-///   when it is a plain name, else any source);
-/// - an `id` `<conversation>/<message>` whose citation starts with `[<conversation>` →
-///   that message;
-/// - an `id` in a skill reading memories, without `message_id` or `/` → that memory.
-pub fn row_links(row: &Value, reads_memories: bool) -> Vec<RowLink> {
-    let text = |key: &str| {
-        row.get(key)
+/// One cell: text (line breaks kept), or a long id shortened, or a time.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Cell {
+    /// The text shown (cut to [`MAX_CELL_CHARS`]).
+    pub text: String,
+    /// Set when the value is a long id: shown shortened, whole in a tooltip.
+    pub id: Option<view::Id>,
+    /// Set when the value is a UTC time: shown relative, exact on hover.
+    pub time: Option<view::Time>,
+}
+
+/// What a row cites, from its `cites` field: `{kind: conversation, source?,
+/// conversation_id, message_id?}` → that conversation (at that message), `{kind:
+/// memory, id}` → that memory; a list of such objects gives one link each.
+pub fn row_links(row: &Value) -> Vec<RowLink> {
+    let cites = match row.get(CITES) {
+        Some(Value::Array(items)) => items.iter().collect::<Vec<_>>(),
+        Some(one @ Value::Object(_)) => vec![one],
+        _ => return Vec::new(),
+    };
+    let text = |object: &Value, key: &str| -> Option<String> {
+        object
+            .get(key)
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
+            .map(str::to_owned)
     };
-    let mut links = Vec::new();
-    let citation = text("citation").unwrap_or("");
-    let mut memory = citation
-        .strip_prefix("[memory ")
-        .and_then(|rest| rest.split([' ', ']']).next())
-        .map(str::to_owned);
-    if let Some(conversation) = text("conversation_id") {
-        let source = text("source").filter(|s| is_plain_name(s));
-        links.push(RowLink {
-            kind: "conversation",
-            href: paths::conversation(source, conversation, text("message_id")),
-        });
-    } else if let Some((conversation, message)) = text("id").and_then(|id| id.split_once('/')) {
-        if citation.starts_with(&format!("[{conversation} ")) {
-            links.push(RowLink {
-                kind: "conversation",
-                href: paths::conversation(None, conversation, Some(message)),
-            });
-        }
-    }
-    if memory.is_none() && reads_memories && text("message_id").is_none() {
-        memory = text("id").filter(|id| !id.contains('/')).map(str::to_owned);
-    }
-    if let Some(id) = memory {
-        links.insert(
-            0,
-            RowLink {
+    cites
+        .into_iter()
+        .filter_map(|cite| match cite.get("kind").and_then(Value::as_str)? {
+            "conversation" => {
+                let conversation = text(cite, "conversation_id")?;
+                let source = text(cite, "source").filter(|s| is_plain_name(s));
+                Some(RowLink {
+                    kind: "conversation",
+                    href: paths::conversation(
+                        source.as_deref(),
+                        &conversation,
+                        text(cite, "message_id").as_deref(),
+                    ),
+                })
+            }
+            "memory" => Some(RowLink {
                 kind: "memory",
-                href: paths::memory(&id),
-            },
-        );
-    }
-    links
+                href: paths::memory(&text(cite, "id")?),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A source name as ingest writes them (`claude-code`, `chatgpt`): not a label such
@@ -105,7 +111,11 @@ fn is_plain_name(s: &str) -> bool {
 }
 
 /// The result table of `data` and, into `linker`, the links of its rows.
-pub fn table(data: &Value, reads_memories: bool, linker: &mut Linker) -> Option<Table> {
+pub fn table(
+    data: &Value,
+    linker: &mut Linker,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Table> {
     let (key, items) = data.as_object()?.iter().find_map(|(key, value)| {
         let items = value.as_array()?;
         items
@@ -117,7 +127,7 @@ pub fn table(data: &Value, reads_memories: bool, linker: &mut Linker) -> Option<
     for item in items {
         if let Some(object) = item.as_object() {
             for name in object.keys() {
-                if columns.len() < MAX_COLUMNS && !columns.contains(name) {
+                if columns.len() < MAX_COLUMNS && !columns.contains(name) && name != CITES {
                     columns.push(name.clone());
                 }
             }
@@ -126,12 +136,12 @@ pub fn table(data: &Value, reads_memories: bool, linker: &mut Linker) -> Option<
     let rows = items
         .iter()
         .map(|item| {
-            let links = row_links(item, reads_memories);
+            let links = row_links(item);
             note_links(item, &links, linker);
             Row {
                 cells: columns
                     .iter()
-                    .map(|c| cell(item.get(c).unwrap_or(&Value::Null)))
+                    .map(|c| cell(c, item.get(c).unwrap_or(&Value::Null), now))
                     .collect(),
                 links,
             }
@@ -145,23 +155,31 @@ pub fn table(data: &Value, reads_memories: bool, linker: &mut Linker) -> Option<
 }
 
 /// Tells `linker` how the rendered template may show what `item` cites: its
-/// citation, its conversation id (a table cell), its memory id.
+/// `citation` text, and the cited ids (a table cell holding one).
 fn note_links(item: &Value, links: &[RowLink], linker: &mut Linker) {
-    let text = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("");
-    for link in links {
+    let cites: Vec<&Value> = match item.get(CITES) {
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(one) => vec![one],
+        None => Vec::new(),
+    };
+    for (link, cite) in links.iter().zip(cites) {
         if let Some(citation) = item.get("citation").and_then(Value::as_str) {
             linker.within(citation, link.href.clone());
         }
-        match link.kind {
-            "conversation" => linker.whole(text("conversation_id"), link.href.clone()),
-            _ => linker.whole(text("id"), link.href.clone()),
+        let id = match link.kind {
+            "conversation" => cite.get("conversation_id"),
+            _ => cite.get("id"),
+        };
+        if let Some(id) = id.and_then(Value::as_str) {
+            linker.whole(id, link.href.clone());
         }
     }
 }
 
-/// A value as table text: strings as they are, arrays of scalars joined, anything
-/// else as JSON; cut to [`MAX_CELL_CHARS`].
-fn cell(value: &Value) -> String {
+/// A value as a table cell: strings as they are (line breaks kept), arrays of
+/// scalars joined, anything else as JSON; cut to [`MAX_CELL_CHARS`]. A long value of
+/// an id column (`id`, `*_id`) is shortened; a UTC time is shown relative to `now`.
+fn cell(column: &str, value: &Value, now: chrono::DateTime<chrono::Utc>) -> Cell {
     let text = match value {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
@@ -175,11 +193,35 @@ fn cell(value: &Value) -> String {
             .join(", "),
         other => other.to_string(),
     };
-    if text.chars().count() > MAX_CELL_CHARS {
+    let is_id_column = column == "id" || column.ends_with("_id");
+    if let Value::String(s) = value {
+        if is_id_column && !s.contains(char::is_whitespace) {
+            return Cell {
+                text: s.clone(),
+                id: Some(view::Id::of(s)),
+                time: None,
+            };
+        }
+        if s.len() >= 19 && s.as_bytes().get(4) == Some(&b'-') {
+            if let Some(_t) = crate::time::parse_timestamp(s) {
+                return Cell {
+                    text: s.clone(),
+                    id: None,
+                    time: Some(view::Time::of(Some(s), now)),
+                };
+            }
+        }
+    }
+    let text = if text.chars().count() > MAX_CELL_CHARS {
         let cut: String = text.chars().take(MAX_CELL_CHARS).collect();
         format!("{cut}…")
     } else {
         text
+    };
+    Cell {
+        text,
+        id: None,
+        time: None,
     }
 }
 
@@ -189,38 +231,47 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn rows_link_to_what_they_cite() {
-        let row = json!({"source": "claude-code", "conversation_id": "c/1", "message_id": "m 1"});
+    fn rows_link_to_what_their_cites_field_names_and_never_from_text() {
+        let row = json!({"cites": {"kind": "conversation", "source": "claude-code", "conversation_id": "c/1", "message_id": "m 1"}});
         assert_eq!(
-            row_links(&row, false),
+            row_links(&row),
             [RowLink {
                 kind: "conversation",
                 href: "/conversations/claude-code/c%2F1?at=m%201#m-m%201".into()
             }]
         );
-        let recall = json!({"source": "transcript (keyword)", "id": "c1/m1", "citation": "[c1 · 2026-01-01]"});
+        let labelled = json!({"cites": {"kind": "conversation", "source": "transcript (keyword)", "conversation_id": "c1", "message_id": "m1"}});
         assert_eq!(
-            row_links(&recall, true)[0].href,
+            row_links(&labelled)[0].href,
             "/conversations/_/c1?at=m1#m-m1"
         );
-        let memory = json!({"id": "m-1", "citation": "[memory m-1 · 2026-01-01]"});
-        assert_eq!(row_links(&memory, true)[0].href, "/memories/m-1");
-        let hit = json!({"id": "m-2", "body": "x", "conversation_id": "c9"});
-        let links = row_links(&hit, true);
-        assert_eq!(links[0].href, "/memories/m-2");
+        let memory = json!({"cites": [{"kind": "memory", "id": "m-1"}, {"kind": "conversation", "conversation_id": "c9"}]});
+        let links = row_links(&memory);
+        assert_eq!(links[0].href, "/memories/m-1");
         assert_eq!(links[1].href, "/conversations/_/c9");
-        assert!(row_links(&json!({"id": "x"}), false).is_empty());
+        // A citation in the text, or an id, is not a link: only `cites` is.
+        let text_only =
+            json!({"id": "m-2", "citation": "[memory m-2 · 2026-01-01]", "conversation_id": "c9"});
+        assert!(row_links(&text_only).is_empty());
+        assert!(row_links(&json!({"cites": {"kind": "elsewhere", "id": "x"}})).is_empty());
     }
 
     #[test]
     fn the_first_array_of_objects_is_the_table() {
         let data =
             json!({"count": 2, "rows": [{"a": 1, "b": ["x", "y"]}, {"a": 2, "c": {"k": 1}}]});
-        let table = table(&data, false, &mut Linker::default()).unwrap();
+        let now = chrono::Utc::now();
+        let table = table(&data, &mut Linker::default(), now).unwrap();
         assert_eq!(table.key, "rows");
         assert_eq!(table.columns, ["a", "b", "c"]);
-        assert_eq!(table.rows[0].cells, ["1", "x, y", ""]);
-        assert_eq!(table.rows[1].cells, ["2", "", "{\"k\":1}"]);
-        assert!(super::table(&json!({"rows": []}), false, &mut Linker::default()).is_none());
+        let texts = |r: &Row| r.cells.iter().map(|c| c.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&table.rows[0]), ["1", "x, y", ""]);
+        assert_eq!(texts(&table.rows[1]), ["2", "", "{\"k\":1}"]);
+        assert!(super::table(&json!({"rows": []}), &mut Linker::default(), now).is_none());
+        let ids = json!({"rows": [{"conversation_id": "5b1c0d2e-7f3a-4c9b-9e1d-0a1b2c3d4e5f", "created": "2026-03-01T09:00:00Z", "cites": {"kind": "memory", "id": "m"}}]});
+        let table = super::table(&ids, &mut Linker::default(), now).unwrap();
+        assert_eq!(table.columns, ["conversation_id", "created"]);
+        assert!(table.rows[0].cells[0].id.as_ref().is_some_and(|i| i.cut));
+        assert!(table.rows[0].cells[1].time.is_some());
     }
 }

@@ -16,13 +16,13 @@
 use hyper::{HeaderMap, StatusCode};
 use serde_json::{json, Value};
 
+use super::calls::{self, with_causes};
 use super::html::{self, Linker};
 use super::{form, guard, paths, respond, results, Pages, Response};
 use crate::engines::EngineError;
-use crate::runtime::args::ArgError;
-use crate::runtime::host::{CallError, CallOutput};
-use crate::runtime::Skill;
-use crate::stores::Store;
+use crate::host::args::ArgError;
+use crate::host::Skill;
+use crate::host::{CallError, CallOutput};
 
 /// Query names that ask for JSON instead of a page.
 const FORMAT_KEYS: [&str; 2] = ["format", "_format"];
@@ -215,8 +215,7 @@ pub fn result(
     output: &CallOutput,
 ) -> Response {
     let mut linker = Linker::default();
-    let reads_memories = skill.access.reads(Store::Memories);
-    let table = results::table(&output.data, reads_memories, &mut linker);
+    let table = results::table(&output.data, &mut linker, pages.now());
     let rendered = html::markdown(&output.text, &mut linker);
     let args: Vec<Value> = output
         .args
@@ -262,7 +261,7 @@ fn render(
     errors: &[ArgError],
 ) -> Response {
     let writes = !skill.is_read_only();
-    let question = if skill.name() == "recall" {
+    let question = if skill.meta.page.search_box {
         pairs
             .iter()
             .find(|(k, _)| k == "question")
@@ -292,33 +291,15 @@ fn render(
     pages.render(status, "skill.html", context)
 }
 
-/// A failure as a page or as JSON `{error}`.
+/// A failure as a page or as JSON `{error}`, titled by its status.
 fn fail(pages: &Pages, as_json: bool, status: StatusCode, message: &str) -> Response {
-    if as_json {
-        return respond::json(status, &json!({"error": message}));
-    }
     let title = match status {
         StatusCode::FORBIDDEN => "Refused",
         StatusCode::NOT_FOUND => "Not found",
         StatusCode::GATEWAY_TIMEOUT => "Stopped",
         _ => "The call failed",
     };
-    pages.error(status, title, message)
-}
-
-/// The error and each cause not already in its text.
-fn with_causes(error: &CallError) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str("\ncaused by: ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
+    calls::fail(pages, as_json, status, title, message)
 }
 
 /// The same result as JSON: the page's arguments plus `format=json` (`_format` when

@@ -10,3 +10,15 @@ document.addEventListener("keydown", function (event) {
     }
   }
 });
+
+// Copy buttons beside shortened ids: copy the whole id (the tooltip shows it too).
+document.addEventListener("click", function (event) {
+  var button = event.target && event.target.closest ? event.target.closest("button.copy") : null;
+  if (!button || !navigator.clipboard) {
+    return;
+  }
+  navigator.clipboard.writeText(button.getAttribute("data-copy") || "").then(function () {
+    button.classList.add("done");
+    button.textContent = "✓";
+  }, function () {});
+});

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use skills::runtime::conformance::{Options, Report, Status, Verifier};
+use skills::verify::{Options, Report, Status, Verifier};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -136,6 +136,17 @@ mod breakage {
 
     const ROLE_ITEM: &str = "The role filter returns only rows of that role";
     const ORDER_ITEM: &str = "Rows are ordered by created DESC (newest first)";
+
+    /// The 1-based line of the checklist item `item` in the repository's SKILL.md.
+    fn item_line(item: &str) -> usize {
+        let doc = repo().join("skills").join(SKILL).join("SKILL.md");
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let needle = format!("- [ ] {item}");
+        1 + text
+            .lines()
+            .position(|l| l.trim_start().starts_with(&needle))
+            .unwrap_or_else(|| panic!("no item `{item}` in {}", doc.display()))
+    }
     const CONV_ID_ITEM: &str = "Every row has conv_id (L2 consumers need it for citations)";
     const NO_MATCH_ITEM: &str =
         "If term has no match, output is f\"No conversations found containing '{term}'\" — not an empty table";
@@ -185,8 +196,9 @@ mod breakage {
         expect(
             one(&report, ORDER_ITEM)?,
             &[format!(
-            "binding text matches no checklist item (drift); closest item (line 118): \"{new}\""
-        )],
+                "binding text matches no checklist item (drift); closest item (line {}): \"{new}\"",
+                item_line(ORDER_ITEM)
+            )],
         )?;
         let path = tmp.path().join(SKILL).join("conformance.yaml");
         expect(
@@ -207,7 +219,7 @@ mod breakage {
             "check: every_row_hass",
         );
         let report = run_items(tmp.path(), &[CONV_ID_ITEM]);
-        let known = skills::runtime::conformance::checks::vocabulary()
+        let known = skills::verify::checks::vocabulary()
             .iter()
             .map(|c| c.id)
             .collect::<Vec<_>>()
@@ -389,8 +401,8 @@ mod breakage {
     /// The transcripts corpus goes through the real importers without faults and
     /// yields every message the fixtures hold (tool calls and summaries skipped).
     fn fixtures_import_cleanly() -> Result<(), Failed> {
-        use skills::runtime::conformance::corpus::build_stores;
         use skills::stores::conversations::ConversationStore;
+        use skills::verify::corpus::build_stores;
         let tmp = tempfile::tempdir().unwrap();
         let paths = build_stores(
             &repo().join("tests/conformance/fixtures/transcripts"),
@@ -418,7 +430,7 @@ mod breakage {
     /// file format yields its memories (MEMORY.md one per section, JSONL one per line),
     /// and no transcript store is built from it.
     fn memory_fixtures_import_cleanly() -> Result<(), Failed> {
-        use skills::runtime::conformance::corpus::build_stores;
+        use skills::verify::corpus::build_stores;
         let tmp = tempfile::tempdir().unwrap();
         let paths = build_stores(
             &repo().join("tests/conformance/fixtures/memories"),
@@ -517,7 +529,10 @@ mod breakage {
         {
             return Err(format!("{r:#?}").into());
         }
-        if !report.to_text().contains("  EXCLUDED The role filter returns only rows of that role (SKILL.md:121)\n           reason: covered by hand\n") {
+        let line = item_line(ROLE_ITEM);
+        if !report.to_text().contains(&format!(
+            "  EXCLUDED {ROLE_ITEM} (SKILL.md:{line})\n           reason: covered by hand\n"
+        )) {
             return Err(report.to_text().into());
         }
         Ok(())

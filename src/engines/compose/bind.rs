@@ -87,7 +87,7 @@ fn two_thousand() -> usize {
 
 /// Item fields a source may map.
 const ITEM_FIELDS: &[&str] = &[
-    "id", "title", "text", "date", "citation", "key", "group", "covers", "note",
+    "id", "title", "text", "date", "citation", "key", "group", "covers", "note", "cites",
 ];
 
 impl Engine for Compose {

@@ -58,7 +58,7 @@
 //! the call, naming the source.
 //!
 //! Engines know nothing of the host: calls go through [`Skills`], which
-//! [`crate::runtime::Host`] provides; the host refuses, when it loads, a composition
+//! [`crate::host::Host`] provides; the host refuses, when it loads, a composition
 //! naming an unknown skill, itself or a cycle, and one whose sources read stores its
 //! `reads` does not declare.
 //!
@@ -154,6 +154,7 @@ impl Engine for Composed {
         ctx: &Context,
         skills: &dyn Skills,
     ) -> Result<Value, EngineError> {
+        ctx.local_only(ctx.access().skill().unwrap_or("this composed skill"))?;
         let mut vars = args.as_object().cloned().unwrap_or_default();
         vars.insert("args".into(), args.clone());
         let budget = args
@@ -357,6 +358,9 @@ impl Engine for Composed {
                 }
             }
             obj.insert("text".into(), json!(shown));
+            if let Some(cites) = item.fields.get("cites").filter(|c| c.is_object()) {
+                obj.insert("cites".into(), cites.clone());
+            }
             if let Some(age) = age {
                 obj.insert("age_days".into(), json!(age));
             }

@@ -76,6 +76,8 @@ pub(super) fn load_rows(
             "files_modified".into(),
             json!(json_list(&r.get::<_, String>(9)?)),
         );
+        let cites = crate::engines::cites_memory(&r.get::<_, String>(1)?);
+        m.insert("cites".into(), cites);
         Ok((r.get::<_, i64>(0)?, m))
     })?;
     for row in rows {

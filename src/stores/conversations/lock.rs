@@ -39,12 +39,12 @@ pub(super) fn wait_for_lock(
                 }
                 if !said && start.elapsed() >= WAIT_NOTE_AFTER {
                     said = true;
-                    eprintln!(
+                    crate::terminal::log(format_args!(
                         "note: waiting up to {} s for `{}`: it is held by {}",
                         wait.as_secs(),
                         path.display(),
                         lock_holder(&detail)
-                    );
+                    ));
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(std::time::Duration::from_millis(250));

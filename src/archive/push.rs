@@ -1,0 +1,856 @@
+//! `skills archive push`: the local conversations and memories into the archive.
+//!
+//! - **Keyed** by (`machine`, `source`, `conversation_id`, `message_id`): every row a
+//!   push writes or deletes has this machine's id, so a machine never touches another's
+//!   rows.
+//! - **Incremental**: per conversation a fingerprint of its rows (count and an XOR of
+//!   row hashes computed by DuckDB) is compared with the one the archive recorded at
+//!   the last push (table `conversations`, the watermark, which lives in the archive and
+//!   so follows its identity, not its URL). Only conversations whose fingerprint differs
+//!   are sent; a changed (appended or rewritten) conversation replaces all its rows. A
+//!   conversation gone locally stays unless `prune`.
+//! - **Idempotent and kill-safe**: each batch (whole conversations, about
+//!   [`PushOptions::batch_rows`] rows) is one short transaction — delete the
+//!   conversations' rows, binary `COPY` the new ones, record their fingerprints — so a
+//!   push killed at any point leaves whole conversations with matching fingerprints,
+//!   and the next push sends exactly what is missing.
+//! - **Redacted** by default: message and memory text go through
+//!   [`crate::redact::Redactor`] before they leave the machine (counted).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
+
+use super::machine::Machine;
+use super::schema::{MEMORY_COLUMNS, MESSAGE_COLUMNS, SCHEMA};
+use super::{Archive, ArchiveError};
+use crate::stores::StorePaths;
+
+/// Options of one push.
+#[derive(Debug, Clone)]
+pub struct PushOptions {
+    /// Redact secrets before sending (default true).
+    pub redact: bool,
+    /// Delete this machine's conversations and memories that are gone locally.
+    pub prune: bool,
+    /// Rows per transaction (whole conversations; a larger conversation is one batch).
+    pub batch_rows: usize,
+}
+
+impl Default for PushOptions {
+    fn default() -> Self {
+        Self {
+            redact: true,
+            prune: false,
+            batch_rows: DEFAULT_BATCH_ROWS,
+        }
+    }
+}
+
+/// Rows per transaction: a batch commits in well under a second, so no transaction
+/// is long (agentsview's long sync transactions starved autovacuum, its #605).
+pub const DEFAULT_BATCH_ROWS: usize = 20_000;
+
+/// What a push did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct PushReport {
+    /// The archive (no password).
+    pub archive: String,
+    /// `<system_identifier>/<database>`.
+    pub identity: String,
+    /// This machine's id and label.
+    pub machine: String,
+    /// Host label.
+    pub label: String,
+    /// User recorded on the rows.
+    pub user: String,
+    /// Conversations held locally.
+    pub conversations_local: usize,
+    /// Conversations sent (new or changed).
+    pub conversations_sent: usize,
+    /// Messages sent.
+    pub messages_sent: u64,
+    /// Conversations deleted from the archive (`prune`).
+    pub conversations_pruned: usize,
+    /// Memories sent (new or changed).
+    pub memories_sent: usize,
+    /// Memories deleted from the archive (`prune`).
+    pub memories_pruned: usize,
+    /// Secrets replaced by `[REDACTED:…]` in what was sent.
+    pub secrets_redacted: usize,
+    /// Whether text was redacted.
+    pub redacted: bool,
+    /// Transactions committed.
+    pub batches: usize,
+    /// Seconds the push took.
+    pub seconds: f64,
+}
+
+/// Progress callback: (messages sent, messages to send).
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// A conversation's fingerprint: (message count, XOR of row hashes).
+type Print = (i64, i64);
+
+/// Pushes the stores at `paths` as `machine`.
+///
+/// # Errors
+/// [`ArchiveError`] when the schema is missing or of another version, a local store
+/// cannot be read, or a statement fails (batches committed before stay; the next push
+/// completes the rest).
+pub fn push(
+    archive: &mut Archive,
+    paths: &StorePaths,
+    machine: &Machine,
+    options: &PushOptions,
+    progress: Progress<'_>,
+) -> Result<PushReport, ArchiveError> {
+    let started = std::time::Instant::now();
+    super::schema::check(archive)?;
+    let identity = archive.identity()?;
+    let mut report = PushReport {
+        archive: archive.target().shown().to_owned(),
+        identity: identity.key(),
+        machine: machine.id.clone(),
+        label: machine.label.clone(),
+        user: machine.user.clone(),
+        redacted: options.redact,
+        ..PushReport::default()
+    };
+    register_machine(archive, machine)?;
+    if paths.conversations.exists() {
+        push_conversations(archive, paths, machine, options, &mut report, progress)?;
+    }
+    if paths.memories.exists() {
+        push_memories(archive, &paths.memories, machine, options, &mut report)?;
+    }
+    let target = archive.target().clone();
+    archive
+        .client()
+        .execute(
+            &format!("UPDATE {SCHEMA}.machines SET last_push = now() WHERE machine = $1"),
+            &[&machine.id],
+        )
+        .map_err(|e| target.error("recording the push", &e))?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn register_machine(archive: &mut Archive, m: &Machine) -> Result<(), ArchiveError> {
+    let target = archive.target().clone();
+    archive
+        .client()
+        .execute(
+            &format!(
+                "INSERT INTO {SCHEMA}.machines (machine, label, user_name) VALUES ($1, $2, $3)
+                 ON CONFLICT (machine) DO UPDATE SET label = excluded.label,
+                   user_name = excluded.user_name"
+            ),
+            &[&m.id, &m.label, &m.user],
+        )
+        .map_err(|e| target.error("registering this machine", &e))?;
+    Ok(())
+}
+
+/// DuckDB's fingerprint of each conversation: its row count and the XOR of a hash
+/// of every column a push sends.
+const LOCAL_PRINTS: &str = "SELECT source, conversation_id, count(*)::BIGINT,
+    (bit_xor(hash(message_id, content, epoch_us(created), epoch_us(updated),
+        conversation_title, model, project, parent_id, msg_index, role, content_type,
+        is_first, is_last, conversation_msg_count, epoch_us(msg_timestamp),
+        temporal_precision, is_injected, has_attachment, has_citation)) >> 1)::BIGINT
+  FROM all_conversations GROUP BY source, conversation_id";
+
+/// The columns read from DuckDB for a row, in [`MESSAGE_COLUMNS`] order from `source`
+/// to `is_injected` (times as microseconds).
+const ROW_SELECT: &str = "SELECT source, model, project, conversation_id, conversation_title,
+    epoch_us(created), epoch_us(updated), year, month, day_of_week, hour, message_id,
+    parent_id, msg_index, epoch_us(msg_timestamp), timestamp_is_fallback, role,
+    content_type, is_first, is_last, word_count, char_count, conversation_msg_count,
+    has_code, has_url, has_question, has_attachment, has_citation, content,
+    temporal_precision, is_injected FROM all_conversations";
+
+/// XORed into the fingerprints of a push with `--no-redact`, so switching between
+/// redacted and raw pushes sends every conversation again.
+const RAW_MARK: i64 = 0x2545_F491_4F6C_DD1D;
+
+type Prints = HashMap<(String, String), Print>;
+
+/// The local store (read-only), whether it marks injected rows, and each
+/// conversation's fingerprint.
+fn local_prints(
+    paths: &StorePaths,
+) -> Result<
+    (
+        crate::stores::conversations::ConversationStore,
+        bool,
+        Prints,
+    ),
+    ArchiveError,
+> {
+    let store = crate::stores::conversations::ConversationStore::open_ro(&paths.conversations)
+        .map_err(|e| ArchiveError::new(e.to_string()))?;
+    let injected = store
+        .marks_injected()
+        .map_err(|e| ArchiveError::new(e.to_string()))?;
+    let conn = store
+        .connection()
+        .map_err(|e| ArchiveError::new(e.to_string()))?;
+    let local_err = |e: duckdb::Error| {
+        ArchiveError::new(format!(
+            "conversations store `{}`: {e}",
+            paths.conversations.display()
+        ))
+    };
+    let prints_sql = if injected {
+        LOCAL_PRINTS.to_owned()
+    } else {
+        LOCAL_PRINTS.replace("is_injected,", "")
+    };
+    let mut local = Prints::new();
+    {
+        let mut stmt = conn.prepare(&prints_sql).map_err(local_err)?;
+        let rows = stmt
+            .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))
+            .map_err(local_err)?;
+        for row in rows {
+            let (k, v) = row.map_err(local_err)?;
+            local.insert(k, v);
+        }
+    }
+    drop(conn);
+    Ok((store, injected, local))
+}
+
+/// The fingerprints the archive recorded for `machine`'s conversations.
+fn remote_prints(archive: &mut Archive, machine: &Machine) -> Result<Prints, ArchiveError> {
+    let target = archive.target().clone();
+    let mut remote = Prints::new();
+    for r in archive
+        .client()
+        .query(
+            &format!(
+                "SELECT source, conversation_id, messages::bigint, fingerprint
+                 FROM {SCHEMA}.conversations WHERE machine = $1"
+            ),
+            &[&machine.id],
+        )
+        .map_err(|e| target.error("reading the watermark", &e))?
+    {
+        remote.insert((r.get(0), r.get(1)), (r.get(2), r.get(3)));
+    }
+    Ok(remote)
+}
+
+/// What a push would send now: (conversations, messages) new or changed locally
+/// since the last push of `machine`.
+///
+/// # Errors
+/// [`ArchiveError`] when a store or the archive cannot be read.
+pub fn pending(
+    archive: &mut Archive,
+    paths: &StorePaths,
+    machine: &Machine,
+) -> Result<(usize, u64), ArchiveError> {
+    if !paths.conversations.exists() {
+        return Ok((0, 0));
+    }
+    let (_, _, local) = local_prints(paths)?;
+    let remote = remote_prints(archive, machine)?;
+    let mut out = (0, 0);
+    for (k, v) in &local {
+        if remote.get(k) != Some(v) {
+            out.0 += 1;
+            out.1 += u64::try_from(v.0).unwrap_or(0);
+        }
+    }
+    Ok(out)
+}
+
+/// Conversations sent by name in the query (`IN (…)`) when at most this many
+/// changed; more, and the whole table is read and filtered.
+const NAMED_CONVERSATIONS: usize = 2_000;
+
+fn push_conversations(
+    archive: &mut Archive,
+    paths: &StorePaths,
+    machine: &Machine,
+    options: &PushOptions,
+    report: &mut PushReport,
+    progress: Progress<'_>,
+) -> Result<(), ArchiveError> {
+    let (store, injected, mut local) = local_prints(paths)?;
+    if !options.redact {
+        for v in local.values_mut() {
+            v.1 ^= RAW_MARK;
+        }
+    }
+    let conn = store
+        .connection()
+        .map_err(|e| ArchiveError::new(e.to_string()))?;
+    let local_err = |e: duckdb::Error| {
+        ArchiveError::new(format!(
+            "conversations store `{}`: {e}",
+            paths.conversations.display()
+        ))
+    };
+    report.conversations_local = local.len();
+    let target = archive.target().clone();
+    let remote = remote_prints(archive, machine)?;
+    let changed: HashSet<(String, String)> = local
+        .iter()
+        .filter(|(k, v)| remote.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    if options.prune {
+        let gone: Vec<&(String, String)> =
+            remote.keys().filter(|k| !local.contains_key(*k)).collect();
+        for chunk in gone.chunks(1000) {
+            let (sources, ids): (Vec<&str>, Vec<&str>) =
+                chunk.iter().map(|(s, c)| (s.as_str(), c.as_str())).unzip();
+            let mut tx = archive
+                .client()
+                .transaction()
+                .map_err(|e| target.error("pruning", &e))?;
+            delete_conversations(&mut tx, &machine.id, &sources, &ids)
+                .map_err(|e| target.error("pruning", &e))?;
+            tx.commit().map_err(|e| target.error("pruning", &e))?;
+            report.batches += 1;
+        }
+        report.conversations_pruned = gone.len();
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let total: u64 = changed
+        .iter()
+        .map(|k| u64::try_from(local[k].0).unwrap_or(0))
+        .sum();
+    progress(0, total);
+    let mut sql = ROW_SELECT.to_owned();
+    if !injected {
+        sql = sql.replace("is_injected FROM", "false FROM");
+    }
+    if changed.len() <= NAMED_CONVERSATIONS {
+        let ids: HashSet<&str> = changed.iter().map(|(_, c)| c.as_str()).collect();
+        let list: Vec<String> = ids
+            .iter()
+            .map(|c| format!("'{}'", c.replace('\'', "''")))
+            .collect();
+        sql.push_str(&format!(" WHERE conversation_id IN ({})", list.join(", ")));
+    }
+    sql.push_str(" ORDER BY source, conversation_id, msg_index, message_id");
+    let redactor = if options.redact {
+        Some(crate::redact::Redactor::global().ok_or_else(|| {
+            ArchiveError::new("the secret detectors did not compile; push with --no-redact")
+        })?)
+    } else {
+        None
+    };
+    let mut stmt = conn.prepare(&sql).map_err(local_err)?;
+    let mut rows = stmt.query([]).map_err(local_err)?;
+    let mut batch = Batch::default();
+    let mut sent = 0u64;
+    while let Some(r) = rows.next().map_err(local_err)? {
+        let source: String = r.get(0).map_err(local_err)?;
+        let conversation: String = r.get(3).map_err(local_err)?;
+        let key = (source, conversation);
+        if !changed.contains(&key) {
+            continue;
+        }
+        if batch.last.as_ref() != Some(&key) {
+            if batch.rows.len() >= options.batch_rows {
+                sent += batch.rows.len() as u64;
+                flush(archive, machine, &mut batch, &local, report)?;
+                progress(sent, total);
+            }
+            batch.conversations.push(key.clone());
+            batch.last = Some(key);
+        }
+        let mut row = LocalRow::read(r).map_err(local_err)?;
+        if let Some(red) = redactor {
+            let out = red.redact(&row.content);
+            if out.count > 0 {
+                report.secrets_redacted += out.count;
+                row.content = out.text.into_owned();
+            }
+        }
+        batch.rows.push(row);
+    }
+    sent += batch.rows.len() as u64;
+    flush(archive, machine, &mut batch, &local, report)?;
+    progress(sent, total);
+    report.conversations_sent = changed.len();
+    report.messages_sent = sent;
+    Ok(())
+}
+
+/// Whole conversations waiting to be sent in one transaction.
+#[derive(Default)]
+struct Batch {
+    conversations: Vec<(String, String)>,
+    rows: Vec<LocalRow>,
+    last: Option<(String, String)>,
+}
+
+/// One local row, as read from DuckDB.
+struct LocalRow {
+    text: [Option<String>; 12],
+    ints: [i32; 11],
+    bigs: [i64; 1],
+    times: [Option<i64>; 3],
+    flags: [bool; 4],
+    content: String,
+}
+
+// Positions in LocalRow.text: source, model, project, conversation_id,
+// conversation_title, day_of_week, message_id, parent_id, role, content_type,
+// temporal_precision. ints: year, month, hour, word_count, char_count,
+// conversation_msg_count, has_code, has_url, has_question, has_attachment, has_citation.
+// times: created, updated, msg_timestamp. flags: timestamp_is_fallback, is_first,
+// is_last, is_injected.
+impl LocalRow {
+    fn read(r: &duckdb::Row<'_>) -> duckdb::Result<Self> {
+        let t = |i: usize| r.get::<_, Option<String>>(i);
+        let n = |i: usize| -> duckdb::Result<i32> {
+            Ok(i32::try_from(r.get::<_, i64>(i)?).unwrap_or(i32::MAX))
+        };
+        Ok(Self {
+            text: [
+                t(0)?,
+                t(1)?,
+                t(2)?,
+                t(3)?,
+                t(4)?,
+                t(9)?,
+                t(11)?,
+                t(12)?,
+                t(16)?,
+                t(17)?,
+                t(29)?,
+                None,
+            ],
+            ints: [
+                n(7)?,
+                n(8)?,
+                n(10)?,
+                n(20)?,
+                n(21)?,
+                n(22)?,
+                n(23)?,
+                n(24)?,
+                n(25)?,
+                n(26)?,
+                n(27)?,
+            ],
+            bigs: [r.get(13)?],
+            times: [r.get(5)?, r.get(6)?, r.get(14)?],
+            flags: [r.get(15)?, r.get(18)?, r.get(19)?, r.get(30)?],
+            content: r.get(28)?,
+        })
+    }
+}
+
+/// A time in microseconds since the epoch as PostgreSQL's `timestamp`.
+fn naive(us: i64) -> chrono::NaiveDateTime {
+    chrono::DateTime::from_timestamp_micros(us)
+        .unwrap_or_default()
+        .naive_utc()
+}
+
+/// Text as PostgreSQL can hold it: NUL becomes U+FFFF (see [`super::schema`]).
+pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFF}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// The exact bytes of a content that [`storable`] cannot keep as it is (one holding
+/// NUL or U+FFFF), else `None`.
+pub fn raw_of(text: &str) -> Option<&[u8]> {
+    (text.contains('\0') || text.contains('\u{FFFF}')).then_some(text.as_bytes())
+}
+
+/// `content` folded as DuckDB's `lower()` folds it, storable.
+pub fn folded(content: &str) -> String {
+    let mut out = Vec::with_capacity(content.len());
+    crate::search::scan::fold(content, &mut out);
+    let s = String::from_utf8(out).unwrap_or_default();
+    storable(&s).into_owned()
+}
+
+fn delete_conversations(
+    tx: &mut postgres::Transaction<'_>,
+    machine: &str,
+    sources: &[&str],
+    ids: &[&str],
+) -> Result<(), postgres::Error> {
+    let keys = "(source, conversation_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))";
+    tx.execute(
+        &format!("DELETE FROM {SCHEMA}.messages WHERE machine = $1 AND {keys}"),
+        &[&machine, &sources, &ids],
+    )?;
+    tx.execute(
+        &format!("DELETE FROM {SCHEMA}.conversations WHERE machine = $1 AND {keys}"),
+        &[&machine, &sources, &ids],
+    )?;
+    Ok(())
+}
+
+/// Sends `batch` in one transaction and empties it.
+fn flush(
+    archive: &mut Archive,
+    machine: &Machine,
+    batch: &mut Batch,
+    prints: &HashMap<(String, String), Print>,
+    report: &mut PushReport,
+) -> Result<(), ArchiveError> {
+    if batch.conversations.is_empty() {
+        return Ok(());
+    }
+    let target = archive.target().clone();
+    let err = |e: postgres::Error| target.error("sending a batch", &e);
+    let (sources, ids): (Vec<&str>, Vec<&str>) = batch
+        .conversations
+        .iter()
+        .map(|(s, c)| (s.as_str(), c.as_str()))
+        .unzip();
+    let mut tx = archive.client().transaction().map_err(err)?;
+    delete_conversations(&mut tx, &machine.id, &sources, &ids).map_err(err)?;
+    {
+        let names: Vec<&str> = MESSAGE_COLUMNS.iter().map(|c| c.name).collect();
+        let sink = tx
+            .copy_in(&format!(
+                "COPY {SCHEMA}.messages ({}) FROM STDIN (FORMAT binary)",
+                names.join(", ")
+            ))
+            .map_err(err)?;
+        let types = message_types();
+        let mut w = BinaryCopyInWriter::new(sink, &types);
+        for row in &batch.rows {
+            write_row(&mut w, machine, row).map_err(err)?;
+        }
+        w.finish().map_err(err)?;
+    }
+    let counts: Vec<i32> = batch
+        .conversations
+        .iter()
+        .map(|k| i32::try_from(prints[k].0).unwrap_or(i32::MAX))
+        .collect();
+    let fps: Vec<i64> = batch.conversations.iter().map(|k| prints[k].1).collect();
+    tx.execute(
+        &format!(
+            "INSERT INTO {SCHEMA}.conversations (machine, source, conversation_id, messages, fingerprint)
+             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[])"
+        ),
+        &[&machine.id, &sources, &ids, &counts, &fps],
+    )
+    .map_err(err)?;
+    tx.commit().map_err(err)?;
+    report.batches += 1;
+    batch.conversations.clear();
+    batch.rows.clear();
+    batch.last = None;
+    Ok(())
+}
+
+/// The PostgreSQL types of [`MESSAGE_COLUMNS`], in order.
+fn message_types() -> Vec<Type> {
+    MESSAGE_COLUMNS.iter().map(|c| type_of(c.sql)).collect()
+}
+
+fn type_of(sql: &str) -> Type {
+    let base = sql.split_whitespace().next().unwrap_or("");
+    match base {
+        "text[]" => Type::TEXT_ARRAY,
+        "text" => Type::TEXT,
+        "timestamp" => Type::TIMESTAMP,
+        "integer" => Type::INT4,
+        "bigint" => Type::INT8,
+        "boolean" => Type::BOOL,
+        _ => Type::BYTEA,
+    }
+}
+
+fn write_row(
+    w: &mut BinaryCopyInWriter,
+    machine: &Machine,
+    r: &LocalRow,
+) -> Result<(), postgres::Error> {
+    let text = |i: usize| r.text[i].as_deref().map(|t| storable(t).into_owned());
+    let [source, model, project, conversation, title, dow, message, parent, role, ctype, precision, _] =
+        std::array::from_fn(text);
+    let created = naive(r.times[0].unwrap_or(0));
+    let updated = naive(r.times[1].unwrap_or(0));
+    let msg_ts = r.times[2].map(naive);
+    let content = storable(&r.content).into_owned();
+    let content_folded = folded(&r.content);
+    let raw = raw_of(&r.content);
+    let project_folded = r.text[2].as_deref().map(folded);
+    let values: [&(dyn ToSql + Sync); 36] = [
+        &machine.id,
+        &machine.user,
+        &source,
+        &model,
+        &project,
+        &conversation,
+        &title,
+        &created,
+        &updated,
+        &r.ints[0],
+        &r.ints[1],
+        &dow,
+        &r.ints[2],
+        &message,
+        &parent,
+        &r.bigs[0],
+        &msg_ts,
+        &r.flags[0],
+        &role,
+        &ctype,
+        &r.flags[1],
+        &r.flags[2],
+        &r.ints[3],
+        &r.ints[4],
+        &r.ints[5],
+        &r.ints[6],
+        &r.ints[7],
+        &r.ints[8],
+        &r.ints[9],
+        &r.ints[10],
+        &content,
+        &precision,
+        &r.flags[3],
+        &content_folded,
+        &raw,
+        &project_folded,
+    ];
+    w.write(&values)
+}
+
+/// One local memory, with its links.
+struct LocalMemory {
+    fields: [String; 9],
+    origin: Option<String>,
+    created: chrono::NaiveDateTime,
+    updated: chrono::NaiveDateTime,
+    supersedes: Vec<String>,
+    conversations: Vec<String>,
+    fingerprint: i64,
+}
+
+fn push_memories(
+    archive: &mut Archive,
+    path: &Path,
+    machine: &Machine,
+    options: &PushOptions,
+    report: &mut PushReport,
+) -> Result<(), ArchiveError> {
+    use crate::stores::memories::{parse_time, REL_CONVERSATION, REL_SUPERSEDES};
+    let local_err =
+        |e: rusqlite::Error| ArchiveError::new(format!("memories store `{}`: {e}", path.display()));
+    let conn = crate::stores::memories::query_connection(path)
+        .map_err(|e| ArchiveError::new(e.to_string()))?;
+    let mut links: HashMap<String, (Vec<String>, Vec<String>)> = HashMap::new();
+    if crate::stores::memories::has_links_table(&conn).map_err(local_err)? {
+        let mut stmt = conn
+            .prepare("SELECT id, rel, target FROM memory_links ORDER BY id, rel, target")
+            .map_err(local_err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            })
+            .map_err(local_err)?;
+        for row in rows {
+            let (id, rel, target) = row.map_err(local_err)?;
+            let entry = links.entry(id).or_default();
+            if rel == REL_SUPERSEDES {
+                entry.0.push(target);
+            } else if rel == REL_CONVERSATION {
+                entry.1.push(target);
+            }
+        }
+    }
+    let mut memories = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, title, type, tags, body, files_read, files_modified, content_hash,
+                        origin, created, updated FROM memories ORDER BY id",
+            )
+            .map_err(local_err)?;
+        let mut rows = stmt.query([]).map_err(local_err)?;
+        while let Some(r) = rows.next().map_err(local_err)? {
+            let mut fields: [String; 9] = Default::default();
+            for (i, f) in fields.iter_mut().enumerate().take(8) {
+                *f = r.get(i).map_err(local_err)?;
+            }
+            let origin: Option<String> = r.get(8).map_err(local_err)?;
+            let created: String = r.get(9).map_err(local_err)?;
+            let updated: String = r.get(10).map_err(local_err)?;
+            let (supersedes, conversations) = links.remove(&fields[0]).unwrap_or_default();
+            let mut m = LocalMemory {
+                fields,
+                origin,
+                created: parse_time(&created).naive_utc(),
+                updated: parse_time(&updated).naive_utc(),
+                supersedes,
+                conversations,
+                fingerprint: 0,
+            };
+            m.fingerprint = memory_print(&m, options.redact);
+            memories.push(m);
+        }
+    }
+    let target = archive.target().clone();
+    let err = |what: &'static str| {
+        let target = target.clone();
+        move |e: postgres::Error| target.error(what, &e)
+    };
+    let remote: HashMap<String, i64> = archive
+        .client()
+        .query(
+            &format!("SELECT id, fingerprint FROM {SCHEMA}.memories WHERE machine = $1"),
+            &[&machine.id],
+        )
+        .map_err(err("reading the memories' watermark"))?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let local_ids: HashSet<&str> = memories.iter().map(|m| m.fields[0].as_str()).collect();
+    let gone: Vec<&str> = if options.prune {
+        remote
+            .keys()
+            .map(String::as_str)
+            .filter(|id| !local_ids.contains(id))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let changed: Vec<&mut LocalMemory> = memories
+        .iter_mut()
+        .filter(|m| remote.get(&m.fields[0]) != Some(&m.fingerprint))
+        .collect();
+    if changed.is_empty() && gone.is_empty() {
+        return Ok(());
+    }
+    let redactor = crate::redact::Redactor::global();
+    let mut tx = archive
+        .client()
+        .transaction()
+        .map_err(err("sending memories"))?;
+    if !gone.is_empty() {
+        tx.execute(
+            &format!("DELETE FROM {SCHEMA}.memories WHERE machine = $1 AND id = ANY($2)"),
+            &[&machine.id, &gone],
+        )
+        .map_err(err("pruning memories"))?;
+    }
+    let ids: Vec<&str> = changed.iter().map(|m| m.fields[0].as_str()).collect();
+    tx.execute(
+        &format!("DELETE FROM {SCHEMA}.memories WHERE machine = $1 AND id = ANY($2)"),
+        &[&machine.id, &ids],
+    )
+    .map_err(err("sending memories"))?;
+    let names: Vec<&str> = MEMORY_COLUMNS.iter().map(|c| c.name).collect();
+    let sink = tx
+        .copy_in(&format!(
+            "COPY {SCHEMA}.memories ({}) FROM STDIN (FORMAT binary)",
+            names.join(", ")
+        ))
+        .map_err(err("sending memories"))?;
+    let types: Vec<Type> = MEMORY_COLUMNS.iter().map(|c| type_of(c.sql)).collect();
+    let mut w = BinaryCopyInWriter::new(sink, &types);
+    let sent = changed.len();
+    for m in changed {
+        if options.redact {
+            if let Some(red) = redactor {
+                // title, tags, body
+                for i in [1, 3, 4] {
+                    let out = red.redact(&m.fields[i]);
+                    if out.count > 0 {
+                        report.secrets_redacted += out.count;
+                        let t = out.text.into_owned();
+                        m.fields[i] = t;
+                    }
+                }
+            }
+        }
+        let f: Vec<String> = m.fields.iter().map(|t| storable(t).into_owned()).collect();
+        let origin = m.origin.as_deref().map(|t| storable(t).into_owned());
+        let values: [&(dyn ToSql + Sync); 16] = [
+            &machine.id,
+            &machine.user,
+            &f[0],
+            &f[1],
+            &f[2],
+            &f[3],
+            &m.created,
+            &m.updated,
+            &f[4],
+            &f[5],
+            &f[6],
+            &origin,
+            &f[7],
+            &m.supersedes,
+            &m.conversations,
+            &m.fingerprint,
+        ];
+        w.write(&values).map_err(err("sending memories"))?;
+    }
+    w.finish().map_err(err("sending memories"))?;
+    tx.commit().map_err(err("sending memories"))?;
+    report.batches += 1;
+    report.memories_sent = sent;
+    report.memories_pruned = gone.len();
+    Ok(())
+}
+
+/// A memory's fingerprint: the first 8 bytes of SHA-256 over its fields, links and
+/// whether it was redacted (pushing raw after a redacted push sends it again).
+fn memory_print(m: &LocalMemory, redact: bool) -> i64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for f in &m.fields {
+        h.update(f.as_bytes());
+        h.update([0]);
+    }
+    h.update(m.origin.as_deref().unwrap_or("\u{1}").as_bytes());
+    h.update(m.created.and_utc().timestamp().to_le_bytes());
+    h.update(m.updated.and_utc().timestamp().to_le_bytes());
+    for l in m.supersedes.iter().chain(&m.conversations) {
+        h.update(l.as_bytes());
+        h.update([0]);
+    }
+    h.update([u8::from(redact)]);
+    let d = h.finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    i64::from_le_bytes(b) >> 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_is_stored_as_ufffff_and_the_exact_bytes_kept() {
+        assert_eq!(storable("a\0b"), "a\u{FFFF}b");
+        assert_eq!(storable("plain"), "plain");
+        assert_eq!(raw_of("a\0b"), Some("a\0b".as_bytes()));
+        assert_eq!(raw_of("a\u{FFFF}b"), Some("a\u{FFFF}b".as_bytes()));
+        assert_eq!(raw_of("plain"), None);
+        assert_eq!(folded("ÀB\0İ"), "àb\u{FFFF}i");
+    }
+
+    #[test]
+    fn every_message_column_has_a_copy_type() {
+        assert_eq!(message_types().len(), MESSAGE_COLUMNS.len());
+        assert_eq!(type_of("text[] COLLATE \"C\" NOT NULL"), Type::TEXT_ARRAY);
+        assert_eq!(type_of("timestamp NOT NULL"), Type::TIMESTAMP);
+    }
+}

@@ -1,0 +1,468 @@
+//! The archive's schema (PostgreSQL schema `skills_archive`), versioned, created and
+//! upgraded only by [`migrate`] (`skills archive migrate`): a push or a read checks the
+//! version ([`check`]) and runs no DDL, so readers are never blocked by a push's
+//! schema changes.
+//!
+//! - Text columns are `COLLATE "C"`: byte order, no locale in comparisons, so `LIKE`
+//!   matches bytes exactly as DuckDB does and sorting is the same on every server.
+//! - `messages` holds the local `all_conversations` columns plus `machine`,
+//!   `user_name`, `content_folded` (the content lowercased as DuckDB's `lower()`
+//!   does, [`crate::search::scan::fold`], which the archive's search matches),
+//!   `content_raw` and `project_folded` (the project folded the same way). PostgreSQL text cannot hold NUL: a NUL is stored as U+FFFF in
+//!   `content` and `content_folded`, and a content holding NUL or U+FFFF keeps its
+//!   exact bytes in `content_raw` (else NULL).
+//! - `messages` is partitioned by month of `created` (the message's time, else its
+//!   conversation's), from [`FIRST_MONTH`] to [`MONTHS_AHEAD`] months past the
+//!   migration; rows outside that range (and any without a time) go to the default
+//!   partition `messages_default`, which the next migrate splits into months.
+//! - A trigram GIN index (`pg_trgm`, `fastupdate = off`: pending-list growth was
+//!   agentsview's 283 GB index) on `content_folded` when the extension can be created;
+//!   `vector` (pgvector) is created too when allowed, for the meaning issue's tables.
+//! - `conversations` is the push watermark: per machine and conversation, the
+//!   fingerprint of the rows last pushed. It is written in the same transaction as the
+//!   rows, so it is never ahead of them.
+
+use postgres::Transaction;
+
+use super::{Archive, ArchiveError};
+
+/// The PostgreSQL schema holding everything.
+pub const SCHEMA: &str = "skills_archive";
+
+/// The schema version this build writes and reads.
+pub const VERSION: i32 = 1;
+
+/// First month with its own partition (older rows go to the default partition).
+pub const FIRST_MONTH: (i32, u32) = (2020, 1);
+
+/// Months past the current one that migrate creates partitions for.
+pub const MONTHS_AHEAD: u32 = 24;
+
+/// One column of `messages`: its name and PostgreSQL type.
+pub struct Column {
+    /// Column name.
+    pub name: &'static str,
+    /// PostgreSQL type (text columns are `COLLATE "C"`).
+    pub sql: &'static str,
+}
+
+const fn col(name: &'static str, sql: &'static str) -> Column {
+    Column { name, sql }
+}
+
+/// The columns of `messages`, in table (and `COPY`) order: `machine`, `user_name`,
+/// then the local store's columns ([`crate::stores::conversations::COLUMNS`], same
+/// names and order), then `content_folded` and `content_raw`.
+pub const MESSAGE_COLUMNS: &[Column] = &[
+    col("machine", "text COLLATE \"C\" NOT NULL"),
+    col("user_name", "text COLLATE \"C\" NOT NULL"),
+    col("source", "text COLLATE \"C\" NOT NULL"),
+    col("model", "text COLLATE \"C\""),
+    col("project", "text COLLATE \"C\""),
+    col("conversation_id", "text COLLATE \"C\" NOT NULL"),
+    col("conversation_title", "text COLLATE \"C\""),
+    col("created", "timestamp NOT NULL"),
+    col("updated", "timestamp NOT NULL"),
+    col("year", "integer NOT NULL"),
+    col("month", "integer NOT NULL"),
+    col("day_of_week", "text COLLATE \"C\" NOT NULL"),
+    col("hour", "integer NOT NULL"),
+    col("message_id", "text COLLATE \"C\" NOT NULL"),
+    col("parent_id", "text COLLATE \"C\""),
+    col("msg_index", "bigint NOT NULL"),
+    col("msg_timestamp", "timestamp"),
+    col("timestamp_is_fallback", "boolean NOT NULL"),
+    col("role", "text COLLATE \"C\" NOT NULL"),
+    col("content_type", "text COLLATE \"C\" NOT NULL"),
+    col("is_first", "boolean NOT NULL"),
+    col("is_last", "boolean NOT NULL"),
+    col("word_count", "integer NOT NULL"),
+    col("char_count", "integer NOT NULL"),
+    col("conversation_msg_count", "integer NOT NULL"),
+    col("has_code", "integer NOT NULL"),
+    col("has_url", "integer NOT NULL"),
+    col("has_question", "integer NOT NULL"),
+    col("has_attachment", "integer NOT NULL"),
+    col("has_citation", "integer NOT NULL"),
+    col("content", "text COLLATE \"C\" NOT NULL"),
+    col("temporal_precision", "text COLLATE \"C\" NOT NULL"),
+    col("is_injected", "boolean NOT NULL"),
+    col("content_folded", "text COLLATE \"C\" NOT NULL"),
+    col("content_raw", "bytea"),
+    col("project_folded", "text COLLATE \"C\""),
+];
+
+/// The columns of `memories`, in table (and `COPY`) order.
+pub const MEMORY_COLUMNS: &[Column] = &[
+    col("machine", "text COLLATE \"C\" NOT NULL"),
+    col("user_name", "text COLLATE \"C\" NOT NULL"),
+    col("id", "text COLLATE \"C\" NOT NULL"),
+    col("title", "text COLLATE \"C\" NOT NULL"),
+    col("type", "text COLLATE \"C\" NOT NULL"),
+    col("tags", "text COLLATE \"C\" NOT NULL"),
+    col("created", "timestamp NOT NULL"),
+    col("updated", "timestamp NOT NULL"),
+    col("body", "text COLLATE \"C\" NOT NULL"),
+    col("files_read", "text COLLATE \"C\" NOT NULL"),
+    col("files_modified", "text COLLATE \"C\" NOT NULL"),
+    col("origin", "text COLLATE \"C\""),
+    col("content_hash", "text COLLATE \"C\" NOT NULL"),
+    col("supersedes", "text[] COLLATE \"C\" NOT NULL"),
+    col("conversations", "text[] COLLATE \"C\" NOT NULL"),
+    col("fingerprint", "bigint NOT NULL"),
+];
+
+fn columns_sql(cols: &[Column]) -> String {
+    cols.iter()
+        .map(|c| format!("    {} {}", c.name, c.sql))
+        .collect::<Vec<_>>()
+        .join(",\n")
+}
+
+/// What [`migrate`] did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Migration {
+    /// Version before (0: no schema).
+    pub from: i32,
+    /// Version after.
+    pub to: i32,
+    /// Monthly partitions created by this run.
+    pub partitions_created: usize,
+    /// Rows moved out of the default partition into new months.
+    pub rows_moved: u64,
+    /// Extensions present after the run, by name (`pg_trgm`, `vector`).
+    pub extensions: Vec<String>,
+    /// Why an extension is missing, one line each (what to ask an administrator).
+    pub notes: Vec<String>,
+    /// Whether the trigram index exists (searches without it scan, still exact).
+    pub trigram_index: bool,
+}
+
+/// Creates or upgrades the schema to [`VERSION`] in one transaction (two migrations
+/// at once wait for each other through an advisory lock), adds the monthly partitions
+/// up to [`MONTHS_AHEAD`] months from now (moving rows the default partition holds for
+/// them), and creates `pg_trgm`, `vector` and the trigram index when allowed.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive's schema is newer than this build, or a statement
+/// fails (nothing is changed then).
+pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
+    let target = archive.target().clone();
+    let err = |what: &str| {
+        let target = target.clone();
+        let what = what.to_owned();
+        move |e: postgres::Error| target.error(&what, &e)
+    };
+    let mut tx = archive
+        .client()
+        .transaction()
+        .map_err(err("starting the migration"))?;
+    tx.batch_execute("SELECT pg_advisory_xact_lock(hashtext('skills_archive migrate'))")
+        .map_err(err("waiting for another migration"))?;
+    let from = version_in(&mut tx).map_err(err("reading the schema version"))?;
+    if from > VERSION {
+        return Err(ArchiveError::new(format!(
+            "archive {}: its schema is version {from}, newer than this skills build knows \
+             ({VERSION}); upgrade skills",
+            target.shown()
+        )));
+    }
+    let mut out = Migration {
+        from,
+        to: VERSION,
+        ..Migration::default()
+    };
+    for (name, why) in [
+        (
+            "pg_trgm",
+            "searches then scan every row (still exact, slower)",
+        ),
+        (
+            "vector",
+            "needed by semantic search on the archive (not yet available)",
+        ),
+    ] {
+        match create_extension(&mut tx, name) {
+            Ok(()) => out.extensions.push(name.to_owned()),
+            Err(reason) => out.notes.push(format!(
+                "extension {name} is not available ({reason}); {why}. An administrator can \
+                 run `CREATE EXTENSION {name};` in this database, then `skills archive \
+                 migrate` again"
+            )),
+        }
+    }
+    if from < 1 {
+        tx.batch_execute(&version_1())
+            .map_err(err("creating the schema (version 1)"))?;
+    }
+    tx.execute(
+        &format!(
+            "INSERT INTO {SCHEMA}.meta (key, value) VALUES ('schema_version', $1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        ),
+        &[&VERSION.to_string()],
+    )
+    .map_err(err("recording the schema version"))?;
+    let now = chrono::Utc::now().date_naive();
+    let (created, moved) = add_partitions(&mut tx, now).map_err(err("adding partitions"))?;
+    out.partitions_created = created;
+    out.rows_moved = moved;
+    if out.extensions.iter().any(|e| e == "pg_trgm") {
+        tx.batch_execute(&format!(
+            "CREATE INDEX IF NOT EXISTS messages_folded_trgm ON {SCHEMA}.messages \
+             USING gin (content_folded gin_trgm_ops) WITH (fastupdate = off)"
+        ))
+        .map_err(err("creating the trigram index"))?;
+    }
+    out.trigram_index = has_trigram_index(&mut tx).map_err(err("reading the indexes"))?;
+    tx.commit().map_err(err("committing the migration"))?;
+    Ok(out)
+}
+
+/// `CREATE EXTENSION IF NOT EXISTS name` in a savepoint, so a refusal leaves the
+/// migration going; the refusal's reason as text.
+fn create_extension(tx: &mut Transaction<'_>, name: &str) -> Result<(), String> {
+    let mut sp = tx.savepoint("extension").map_err(|e| e.to_string())?;
+    match sp.batch_execute(&format!("CREATE EXTENSION IF NOT EXISTS {name}")) {
+        Ok(()) => sp.commit().map_err(|e| e.to_string()),
+        Err(e) => {
+            let why = super::connect::describe(&e);
+            let _ = sp.rollback();
+            Err(why)
+        }
+    }
+}
+
+/// The schema version recorded in the archive (0 when there is no schema).
+fn version_in(tx: &mut Transaction<'_>) -> Result<i32, postgres::Error> {
+    let exists: bool = tx
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("{SCHEMA}.meta")],
+        )?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let row = tx.query_opt(
+        &format!("SELECT value FROM {SCHEMA}.meta WHERE key = 'schema_version'"),
+        &[],
+    )?;
+    Ok(row
+        .and_then(|r| r.get::<_, String>(0).parse().ok())
+        .unwrap_or(0))
+}
+
+fn has_trigram_index(tx: &mut Transaction<'_>) -> Result<bool, postgres::Error> {
+    Ok(tx
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("{SCHEMA}.messages_folded_trgm")],
+        )?
+        .get(0))
+}
+
+/// Version 1: the tables, the default partition and the non-trigram indexes.
+fn version_1() -> String {
+    format!(
+        "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
+CREATE TABLE {SCHEMA}.meta (
+    key text COLLATE \"C\" PRIMARY KEY,
+    value text COLLATE \"C\" NOT NULL
+);
+INSERT INTO {SCHEMA}.meta (key, value) VALUES ('archive_id', md5(random()::text || clock_timestamp()::text));
+CREATE TABLE {SCHEMA}.machines (
+    machine text COLLATE \"C\" PRIMARY KEY,
+    label text COLLATE \"C\" NOT NULL,
+    user_name text COLLATE \"C\" NOT NULL,
+    first_push timestamptz NOT NULL DEFAULT now(),
+    last_push timestamptz
+);
+CREATE TABLE {SCHEMA}.conversations (
+    machine text COLLATE \"C\" NOT NULL,
+    source text COLLATE \"C\" NOT NULL,
+    conversation_id text COLLATE \"C\" NOT NULL,
+    fingerprint bigint NOT NULL,
+    messages integer NOT NULL,
+    pushed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (machine, source, conversation_id)
+);
+CREATE TABLE {SCHEMA}.messages (
+{messages}
+) PARTITION BY RANGE (created);
+CREATE TABLE {SCHEMA}.messages_default PARTITION OF {SCHEMA}.messages DEFAULT;
+CREATE INDEX messages_conversation ON {SCHEMA}.messages (machine, source, conversation_id);
+CREATE INDEX messages_created ON {SCHEMA}.messages (created);
+CREATE TABLE {SCHEMA}.memories (
+{memories},
+    PRIMARY KEY (machine, id)
+);
+CREATE VIEW {SCHEMA}.all_conversations AS
+    SELECT {local}, machine, user_name AS \"user\" FROM {SCHEMA}.messages;
+",
+        messages = columns_sql(MESSAGE_COLUMNS),
+        memories = columns_sql(MEMORY_COLUMNS),
+        local = crate::stores::conversations::COLUMNS.join(", "),
+    )
+}
+
+/// Month `(year, month)` plus `n` months.
+fn add_months((y, m): (i32, u32), n: u32) -> (i32, u32) {
+    let total = y * 12 + i32::try_from(m).unwrap_or(1) - 1 + i32::try_from(n).unwrap_or(0);
+    (
+        total.div_euclid(12),
+        u32::try_from(total.rem_euclid(12)).unwrap_or(0) + 1,
+    )
+}
+
+/// Name of the partition of month `(y, m)`: `messages_YYYY_MM`.
+pub fn partition_name((y, m): (i32, u32)) -> String {
+    format!("messages_{y:04}_{m:02}")
+}
+
+/// Creates the monthly partitions from [`FIRST_MONTH`] to `MONTHS_AHEAD` months past
+/// `today` that do not exist yet; rows of those months held by the default partition
+/// are moved into them. Returns (partitions created, rows moved).
+fn add_partitions(
+    tx: &mut Transaction<'_>,
+    today: chrono::NaiveDate,
+) -> Result<(usize, u64), postgres::Error> {
+    use chrono::Datelike;
+    let existing: std::collections::HashSet<String> = tx
+        .query(
+            "SELECT c.relname::text FROM pg_inherits i
+             JOIN pg_class c ON c.oid = i.inhrelid
+             JOIN pg_class p ON p.oid = i.inhparent
+             JOIN pg_namespace n ON n.oid = p.relnamespace
+             WHERE n.nspname = $1 AND p.relname = 'messages'",
+            &[&SCHEMA],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let last = add_months((today.year(), today.month()), MONTHS_AHEAD);
+    let mut month = FIRST_MONTH;
+    let (mut created, mut moved) = (0, 0);
+    while month <= last {
+        let name = partition_name(month);
+        let next = add_months(month, 1);
+        if !existing.contains(&name) {
+            let lo = format!("{:04}-{:02}-01", month.0, month.1);
+            let hi = format!("{:04}-{:02}-01", next.0, next.1);
+            // Rows the default partition holds for this month must leave it before
+            // the partition can be created.
+            let n = tx.execute(
+                &format!(
+                    "CREATE TEMP TABLE moving ON COMMIT DROP AS
+                       WITH gone AS (DELETE FROM {SCHEMA}.messages_default
+                                     WHERE created >= '{lo}' AND created < '{hi}' RETURNING *)
+                       SELECT * FROM gone"
+                ),
+                &[],
+            )?;
+            tx.batch_execute(&format!(
+                "CREATE TABLE {SCHEMA}.{name} PARTITION OF {SCHEMA}.messages
+                   FOR VALUES FROM ('{lo}') TO ('{hi}');
+                 INSERT INTO {SCHEMA}.messages SELECT * FROM moving;
+                 DROP TABLE moving;"
+            ))?;
+            created += 1;
+            moved += n;
+        }
+        month = next;
+    }
+    Ok((created, moved))
+}
+
+/// `Ok` when the archive's schema is [`VERSION`].
+///
+/// # Errors
+/// [`ArchiveError`] saying to run `skills archive migrate` (no schema or an older
+/// one) or to upgrade skills (a newer one).
+pub fn check(archive: &mut Archive) -> Result<(), ArchiveError> {
+    let target = archive.target().clone();
+    let mut tx = archive
+        .client()
+        .transaction()
+        .map_err(|e| target.error("reading the schema version", &e))?;
+    let v = version_in(&mut tx).map_err(|e| target.error("reading the schema version", &e))?;
+    drop(tx);
+    match v.cmp(&VERSION) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Less if v == 0 => Err(ArchiveError::new(format!(
+            "archive {}: no skills schema in this database; run `skills archive migrate \
+             --archive URL` once (as a role that may create tables)",
+            target.shown()
+        ))),
+        std::cmp::Ordering::Less => Err(ArchiveError::new(format!(
+            "archive {}: schema version {v} is older than this skills build's ({VERSION}); \
+             run `skills archive migrate`",
+            target.shown()
+        ))),
+        std::cmp::Ordering::Greater => Err(ArchiveError::new(format!(
+            "archive {}: schema version {v} is newer than this skills build knows \
+             ({VERSION}); upgrade skills",
+            target.shown()
+        ))),
+    }
+}
+
+/// The statements that give role `reader` read-only access (what a shared server's
+/// readers should use), and role `writer` what `skills archive push` needs, for
+/// database `database`.
+pub fn grants(database: &str, reader: &str, writer: &str) -> String {
+    let db = quote_ident(database);
+    format!(
+        "-- read-only role for people and servers that only search the archive:
+CREATE ROLE {reader} LOGIN;  -- then: ALTER ROLE {reader} PASSWORD '…';
+GRANT CONNECT ON DATABASE {db} TO {reader};
+GRANT USAGE ON SCHEMA {SCHEMA} TO {reader};
+GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {reader};
+ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {reader};
+-- role for machines that push (no DDL: `skills archive migrate` runs as the owner):
+CREATE ROLE {writer} LOGIN;  -- then: ALTER ROLE {writer} PASSWORD '…';
+GRANT CONNECT ON DATABASE {db} TO {writer};
+GRANT USAGE ON SCHEMA {SCHEMA} TO {writer};
+GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
+GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
+      {SCHEMA}.machines, {SCHEMA}.memories TO {writer};
+ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
+"
+    )
+}
+
+/// `name` as a PostgreSQL identifier (double-quoted when it is not plain lowercase).
+pub fn quote_ident(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit()
+    {
+        name.to_owned()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn months_roll_over_years() {
+        assert_eq!(add_months((2025, 11), 1), (2025, 12));
+        assert_eq!(add_months((2025, 12), 1), (2026, 1));
+        assert_eq!(add_months((2025, 3), 24), (2027, 3));
+        assert_eq!(partition_name((2026, 2)), "messages_2026_02");
+    }
+
+    #[test]
+    fn message_columns_carry_the_local_columns_in_order() {
+        let names: Vec<&str> = MESSAGE_COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(
+            &names[2..names.len() - 3],
+            crate::stores::conversations::COLUMNS
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! The HTTP listener of `skills serve --http` (`/mcp` and the pages): accepting
+//! connections so that a flood degrades service instead of breaking it.
+//!
+//! - **Open files.** [`raise_open_file_limit`] lifts the soft `RLIMIT_NOFILE` to the hard
+//!   limit at start; connections are capped at [`connection_cap`] of it (at most
+//!   [`MAX_CONNECTIONS`]), leaving [`RESERVED_FDS`] descriptors for the stores, the
+//!   watcher and the import child.
+//! - **At the cap** the connection that has been idle longest (no request in flight:
+//!   waiting for its first request's headers or between keep-alive requests) is closed
+//!   to make room, so idle sockets cannot lock out a client that sends a request. When
+//!   every connection has a request in flight, new ones wait in the kernel's backlog
+//!   (not accepted, nothing spins) until one ends.
+//! - **Timeouts.** A request's headers must arrive within [`HEADER_READ_TIMEOUT`]; a
+//!   connection with no request in flight is closed after [`KEEP_ALIVE_IDLE`].
+//! - **Accept errors** (`EMFILE`: out of file descriptors) back off from
+//!   [`ACCEPT_BACKOFF_MIN`] doubling to [`ACCEPT_BACKOFF_MAX`] and close the longest-idle
+//!   connection; a repeated warning is printed once per [`LOG_INTERVAL`] with a count
+//!   ([`Throttled`]), never once per attempt.
+
+pub mod authority;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Most connections served at once, whatever the open-file limit.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// File descriptors kept out of the connection cap (stores, index, watcher, child).
+pub const RESERVED_FDS: u64 = 64;
+/// Time a client has to send a request's headers once the server waits for them.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection with no request in flight this long is closed.
+pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(30);
+/// First pause after a failed `accept`.
+pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+/// Longest pause after failed `accept`s in a row.
+pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// A repeated warning is printed at most once per this interval (with a count).
+pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// An HTTP response as the listener's services return them.
+pub type Response = hyper::Response<BoxBody<Bytes, Infallible>>;
+
+/// Raises the soft open-file limit to the hard limit; returns the soft limit in force
+/// afterwards (`None` when it cannot be read, or is unlimited).
+pub fn raise_open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) != 0 {
+                return None;
+            }
+            if limit.rlim_cur < limit.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const raised) == 0 {
+                    limit.rlim_cur = limit.rlim_max;
+                }
+            }
+        }
+        (limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Connections allowed at once for a soft open-file limit of `soft` (`None`:
+/// unknown): half of what [`RESERVED_FDS`] leaves, between 8 and [`MAX_CONNECTIONS`].
+pub fn connection_cap(soft: Option<u64>) -> usize {
+    soft.map_or(MAX_CONNECTIONS, |soft| {
+        let room = usize::try_from(soft.saturating_sub(RESERVED_FDS) / 2).unwrap_or(usize::MAX);
+        room.clamp(8, MAX_CONNECTIONS)
+    })
+}
+
+/// A warning that may repeat: printed on stderr when first seen and then at most once
+/// per [`LOG_INTERVAL`], saying how many were left out since.
+#[derive(Debug, Default)]
+pub struct Throttled {
+    last: HashMap<&'static str, (Instant, u64)>,
+}
+
+impl Throttled {
+    /// Prints `message` (of kind `kind`) unless one of that kind was printed less than
+    /// [`LOG_INTERVAL`] ago, in which case it is counted.
+    pub fn warn(&mut self, kind: &'static str, message: &str) {
+        let now = Instant::now();
+        match self.last.get_mut(kind) {
+            Some((at, left_out)) if now.duration_since(*at) < LOG_INTERVAL => *left_out += 1,
+            Some((at, left_out)) => {
+                crate::terminal::log(format_args!(
+                    "warning: {message} ({} more like it in the last {} s)",
+                    *left_out,
+                    now.duration_since(*at).as_secs()
+                ));
+                *at = now;
+                *left_out = 0;
+            }
+            None => {
+                crate::terminal::log(format_args!("warning: {message}"));
+                self.last.insert(kind, (now, 0));
+            }
+        }
+    }
+}
+
+/// What the listener knows of one open connection.
+struct Conn {
+    /// Requests in flight (a response whose body has not ended counts).
+    in_flight: AtomicUsize,
+    /// When the last request ended (or the connection opened), in ms since `epoch`.
+    idle_since_ms: AtomicU64,
+    close: CancellationToken,
+}
+
+/// The open connections.
+struct Registry {
+    epoch: Instant,
+    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+    ended: tokio::sync::Notify,
+}
+
+impl Registry {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn len(&self) -> usize {
+        self.conns.lock().map_or(0, |c| c.len())
+    }
+
+    /// Closes the connection idle longest; false when every one has a request in
+    /// flight.
+    fn close_longest_idle(&self) -> bool {
+        let Ok(mut conns) = self.conns.lock() else {
+            return false;
+        };
+        let victim = conns
+            .iter()
+            .filter(|(_, c)| c.in_flight.load(Ordering::SeqCst) == 0)
+            .min_by_key(|(_, c)| c.idle_since_ms.load(Ordering::SeqCst))
+            .map(|(id, _)| *id);
+        match victim.and_then(|id| conns.remove(&id)) {
+            Some(conn) => {
+                conn.close.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Ends a request in flight when dropped (with the response body).
+struct InFlight {
+    conn: Arc<Conn>,
+    registry: Arc<Registry>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.conn
+            .idle_since_ms
+            .store(self.registry.now_ms(), Ordering::SeqCst);
+        self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A response body that keeps its request in flight until it ends or is dropped. Its
+/// size hint is the inner body's, so a body of known length keeps its
+/// `Content-Length` (not chunked).
+struct Guarded {
+    body: BoxBody<Bytes, Infallible>,
+    _guard: InFlight,
+}
+
+impl hyper::body::Body for Guarded {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Serves HTTP/1.1 on `listener` until `shutdown` is cancelled, answering each request
+/// with `service` (called once per request), under the limits in the module docs.
+/// At shutdown, connections are told to close and dropped.
+pub async fn serve<S, F>(listener: TcpListener, shutdown: CancellationToken, service: S)
+where
+    S: Fn(hyper::Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Response> + Send + 'static,
+{
+    let cap = connection_cap(raise_open_file_limit());
+    let registry = Arc::new(Registry {
+        epoch: Instant::now(),
+        conns: Mutex::new(HashMap::new()),
+        ended: tokio::sync::Notify::new(),
+    });
+    let log = Arc::new(Mutex::new(Throttled::default()));
+    let mut backoff = ACCEPT_BACKOFF_MIN;
+    let mut next_id = 0u64;
+    loop {
+        // Room for one more: close an idle connection, else wait for one to end.
+        while registry.len() >= cap && !registry.close_longest_idle() {
+            let ended = registry.ended.notified();
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = ended => {}
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
+        let stream = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    backoff = ACCEPT_BACKOFF_MIN;
+                    stream
+                }
+                Err(e) => {
+                    if let Ok(mut log) = log.lock() {
+                        log.warn("accept", &format!("accepting a connection failed: {e}"));
+                    }
+                    registry.close_longest_idle();
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                    continue;
+                }
+            },
+        };
+        next_id += 1;
+        let id = next_id;
+        let conn = Arc::new(Conn {
+            in_flight: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(registry.now_ms()),
+            close: CancellationToken::new(),
+        });
+        if let Ok(mut conns) = registry.conns.lock() {
+            conns.insert(id, Arc::clone(&conn));
+        }
+        let registry = Arc::clone(&registry);
+        let service = service.clone();
+        let shutdown = shutdown.clone();
+        let log = Arc::clone(&log);
+        tokio::spawn(async move {
+            serve_connection(stream, &conn, &registry, service, &shutdown, &log).await;
+            if let Ok(mut conns) = registry.conns.lock() {
+                conns.remove(&id);
+            }
+            registry.ended.notify_waiters();
+        });
+    }
+}
+
+async fn serve_connection<S, F>(
+    stream: tokio::net::TcpStream,
+    conn: &Arc<Conn>,
+    registry: &Arc<Registry>,
+    service: S,
+    shutdown: &CancellationToken,
+    log: &Mutex<Throttled>,
+) where
+    S: Fn(hyper::Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Response> + Send + 'static,
+{
+    let handler = {
+        let conn = Arc::clone(conn);
+        let registry = Arc::clone(registry);
+        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            conn.in_flight.fetch_add(1, Ordering::SeqCst);
+            let guard = InFlight {
+                conn: Arc::clone(&conn),
+                registry: Arc::clone(&registry),
+            };
+            let answer = service(request);
+            async move {
+                let response = answer.await;
+                Ok::<_, Infallible>(response.map(|body| {
+                    Guarded {
+                        body,
+                        _guard: guard,
+                    }
+                    .boxed()
+                }))
+            }
+        })
+    };
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), handler);
+    tokio::pin!(connection);
+    let idle_check = Duration::from_secs(1).min(KEEP_ALIVE_IDLE);
+    let idle_for = || {
+        let since = conn.idle_since_ms.load(Ordering::SeqCst);
+        Duration::from_millis(registry.now_ms().saturating_sub(since))
+    };
+    loop {
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(e) = result {
+                    if !e.is_incomplete_message() && !e.is_timeout() {
+                        if let Ok(mut log) = log.lock() {
+                            log.warn("connection", &format!("HTTP connection: {e}"));
+                        }
+                    }
+                }
+                return;
+            }
+            () = shutdown.cancelled() => {
+                connection.as_mut().graceful_shutdown();
+                return;
+            }
+            () = conn.close.cancelled() => return,
+            () = tokio::time::sleep(idle_check) => {
+                if conn.in_flight.load(Ordering::SeqCst) == 0 && idle_for() >= KEEP_ALIVE_IDLE {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_leaves_room_below_the_limit() {
+        assert_eq!(connection_cap(Some(128)), 32);
+        assert_eq!(connection_cap(Some(1 << 20)), MAX_CONNECTIONS);
+        assert_eq!(connection_cap(Some(16)), 8);
+        assert_eq!(connection_cap(None), MAX_CONNECTIONS);
+    }
+}
