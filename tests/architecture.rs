@@ -140,10 +140,7 @@ fn test_module_at(lines: &[&str], i: usize) -> Option<String> {
     }
     let next = lines.get(i + 1)?.trim();
     let name = next.strip_prefix("mod ")?;
-    Some(
-        name.trim_end_matches(|c| c == ';' || c == '{' || c == ' ')
-            .to_owned(),
-    )
+    Some(name.trim_end_matches([';', '{', ' ']).to_owned())
 }
 
 /// The source before its inline test module (`#[cfg(test)] mod tests { … }`, kept at

@@ -113,8 +113,8 @@ fn like_literal(s: &str) -> String {
     out
 }
 
-/// The rows of `q`, shaped as search-conversations' rows plus `machine` (the host
-/// label) and `user`.
+/// The rows of `q`, shaped as search-conversations' rows (without `cites`, which the
+/// engine adds as for every row) plus `machine` (the host label) and `user`.
 ///
 /// # Errors
 /// [`ArchiveError`]: the archive is unreachable, its schema is not this build's, or
@@ -221,16 +221,13 @@ pub fn search(pool: &Pool, q: &Query<'_>) -> Result<Vec<Value>, ArchiveError> {
                 Some(text) => text.chars().take(200).collect(),
                 None => r.get(5),
             };
-            let (source, conversation_id, message_id): (String, String, String) =
-                (r.get(1), r.get(3), r.get(4));
             out.push(json!({
                 "date": created.format("%Y-%m-%d").to_string(),
                 "created": created.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-                "cites": crate::engines::cites_message(&source, &conversation_id, &message_id),
-                "source": source,
+                "source": r.get::<_, String>(1),
                 "role": r.get::<_, String>(2),
-                "conversation_id": conversation_id,
-                "message_id": message_id,
+                "conversation_id": r.get::<_, String>(3),
+                "message_id": r.get::<_, String>(4),
                 "project": r.get::<_, Option<String>>(6),
                 "preview": preview,
                 "machine": r.get::<_, String>(8),

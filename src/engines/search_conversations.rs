@@ -108,8 +108,17 @@ impl Engine for SearchConversations {
                 user,
                 limit,
             };
-            let rows = crate::archive::search::search(pool, &q)
+            let mut rows = crate::archive::search::search(pool, &q)
                 .map_err(|e| EngineError::Query(e.to_string()))?;
+            for row in &mut rows {
+                let field = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
+                let cites = super::cites_message(
+                    &field("source"),
+                    &field("conversation_id"),
+                    &field("message_id"),
+                );
+                row["cites"] = cites;
+            }
             return Ok(done(rows));
         }
         if machine.is_some() || user.is_some() {

@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 
 use super::{respond, Pages, Response};
 use crate::engines::EngineError;
-use crate::host::{CallError, CallOutput};
 use crate::host::Skill;
+use crate::host::{CallError, CallOutput};
 
 /// A page whose data a skill provides (`page: {shows: …}` in its frontmatter), with
 /// the arguments the page passes (see `schemas/skill.schema.json`).

@@ -99,10 +99,7 @@ pub struct Row {
 }
 
 /// The list rows of a call's output.
-pub fn rows(
-    output: &crate::host::CallOutput,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Vec<Row> {
+pub fn rows(output: &crate::host::CallOutput, now: chrono::DateTime<chrono::Utc>) -> Vec<Row> {
     calls::rows(output)
         .iter()
         .map(|r| {
