@@ -52,11 +52,11 @@ use aho_corasick::AhoCorasick;
 use regex_automata::{meta, Anchored, Input};
 use serde_json::Value;
 
-use detectors::WINDOWED;
 #[cfg(test)]
 pub use detectors::detector_table;
 #[cfg(any(test, feature = "bench"))]
 pub use detectors::examples;
+use detectors::WINDOWED;
 pub use detectors::{Detector, DETECTORS};
 use keywords::KeywordSearch;
 

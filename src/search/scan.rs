@@ -401,7 +401,6 @@ impl Filter<'_> {
             .iter()
             .all(|&g| set[g as usize / 64] & (1 << (g % 64)) != 0)
     }
-
 }
 
 /// Appends to `out`, in row order, the first rows of `texts` (at most `limit` in all,

@@ -25,6 +25,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use duckdb::Connection;
+
 use super::StoreError;
 use crate::cancel::{Cancel, OnStop};
 

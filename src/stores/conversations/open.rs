@@ -60,14 +60,14 @@ impl ConversationStore {
     pub fn open_ro(path: &Path) -> Result<Self, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing {
-                store: super::Store::Conversations,
+                store: crate::stores::Store::Conversations,
                 path: path.to_path_buf(),
             });
         }
         // Readers run SQL from skill folders: the sandbox's configuration (external
         // access off, configuration locked) is applied as the file is opened.
         let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
-            Connection::open_with_flags(path, super::sandbox::duckdb_config()?)
+            Connection::open_with_flags(path, crate::stores::sandbox::duckdb_config()?)
         })?;
         Ok(Self {
             path: path.to_path_buf(),

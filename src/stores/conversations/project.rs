@@ -12,8 +12,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::index::Index;
 use super::index::segment::{Segment, NO_PROJECT};
+use super::index::Index;
 use crate::search::scan::{self, Corrupt};
 
 /// A `project` filter: the fragment, folded as the search index folds text (DuckDB's

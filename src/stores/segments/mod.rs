@@ -61,11 +61,11 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+pub(crate) use bytes::{u32_at, u64_at};
 pub use manifest::{
     first_free, next_name, sync_dir, write_synced, FileStamp, Manifest, SegmentEntry, StoreStamp,
     MANIFEST, MANIFEST_VERSION,
 };
-pub(crate) use bytes::{u32_at, u64_at};
 pub use reader::{Cache, Live, SegmentSet, Tombstones};
 pub(crate) use source::{str_ref, touched_rows};
 pub use writer::{Base, Update, Writer, LOCK, LOCK_WAIT, TIER_FANOUT};

@@ -396,7 +396,8 @@ impl Segment {
             .collect()
     }
 
-    /// Unit `u`'s stored vector `v̂ = s · c`.
+    /// Unit `u`'s stored vector `v̂ = s · c` (tests read the stored vectors).
+    #[cfg(test)]
     pub(super) fn vector(&self, u: usize) -> Result<Vec<f32>, Corrupt> {
         let view = self.view()?;
         let codes = view

@@ -67,7 +67,8 @@ use crate::search::quantized;
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
 use crate::stores::segments::{
-    self as set, str_ref, touched_rows, EntryFields, Live, SegmentKind, SegmentSet, SetError, Tombstones, Touched, Written,
+    self as set, str_ref, touched_rows, EntryFields, Live, SegmentKind, SegmentSet, SetError,
+    Tombstones, Touched, Written,
 };
 use format::{segment_version, Builder, Segment, VERSION};
 

@@ -35,13 +35,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use segment::{
-    self, key_hash, order, RowIn, Segment, SegmentBuilder, SegmentError, HAS_QUESTION, NOT_INJECTED,
-};
 use crate::search::scan::{self, Corrupt};
 use crate::stores::segments::{
-    self as set, str_ref, touched_rows, Counts, EntryFields, Live, Progress, SegmentKind, SegmentSet, SetError,
-    Tombstones, Written,
+    self as set, str_ref, touched_rows, Counts, EntryFields, Live, Progress, SegmentKind,
+    SegmentSet, SetError, Tombstones, Written,
+};
+use segment::{
+    key_hash, order, RowIn, Segment, SegmentBuilder, SegmentError, HAS_QUESTION, NOT_INJECTED,
 };
 
 pub use crate::stores::segments::{
