@@ -15,7 +15,8 @@
 //! [`embed`]; [`listener`] accepts HTTP connections (limits, the `Host`/`Origin`
 //! guard); [`web`] serves pages for people beside `/mcp`, [`setup`] wires `skills
 //! serve` into MCP clients' config files, and [`archive`] pushes to and searches a
-//! team's archive on PostgreSQL. Every entry point (CLI, MCP, `verify`, the pages)
+//! team's archive on PostgreSQL. Every environment variable the program reads is
+//! defined once in [`settings`]. Every entry point (CLI, MCP, `verify`, the pages)
 //! runs skills through [`host::Host::call`].
 #![warn(missing_docs)]
 
@@ -35,6 +36,7 @@ pub mod model;
 pub mod places;
 pub mod redact;
 pub mod search;
+pub mod settings;
 pub mod setup;
 pub mod site;
 pub mod stores;

@@ -12,8 +12,9 @@
 //! engines and stores name no ingest, that the skill host (`host`) names none of the
 //! modules built on it (the MCP server, verify, the site, the background importer),
 //! and that no module names the web pages (`web`).
-//! Also two facts of the repository around `src/`: the benchmark generator is behind
-//! the `bench` feature, and the scripts name no absolute path of one machine.
+//! Also facts of the repository around `src/`: the benchmark generator is behind
+//! the `bench` feature, the scripts name no absolute path of one machine, and every
+//! environment variable is defined in `src/settings.rs` and named only there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -312,8 +313,8 @@ fn engines_and_stores_do_not_import_ingest() {
 fn shared_leaves_depend_on_no_layer_above() {
     let graph = src_graph();
     // A leaf may use another leaf (cancel's note goes through terminal's escaping),
-    // nothing else.
-    let leaves = ["model", "time", "terminal", "cancel"];
+    // nothing else; every module may read a setting.
+    let leaves = ["model", "time", "terminal", "cancel", "settings"];
     for leaf in leaves {
         let deps = &graph[leaf];
         assert!(
@@ -323,7 +324,7 @@ fn shared_leaves_depend_on_no_layer_above() {
     }
     let embed = &graph["embed"];
     assert!(
-        embed.iter().all(|d| d == "search"),
+        embed.iter().all(|d| d == "search" || d == "settings"),
         "src/embed uses {embed:?}"
     );
 }
@@ -534,4 +535,146 @@ fn the_pages_hold_no_sql_open_no_store_and_name_no_skill() {
             );
         }
     }
+}
+
+/// Whether `path` (under `src/`) is the settings module, the one place that names the
+/// program's environment variables.
+fn is_settings_module(src: &Path, path: &Path) -> bool {
+    let rel = path.strip_prefix(src).expect("file under src");
+    rel == Path::new("settings.rs") || rel.starts_with("settings")
+}
+
+/// Whether a line of code writes a `SKILLS_…` name itself (in a string literal or a
+/// message), rather than through a path such as `settings::SKILLS_DIR`.
+fn writes_a_skills_name(line: &str) -> bool {
+    line.match_indices("SKILLS_").any(|(at, _)| {
+        let named = line[at + "SKILLS_".len()..].starts_with(|c: char| c.is_ascii_uppercase());
+        let before = line[..at].chars().next_back();
+        named && !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    })
+}
+
+/// Every `SKILLS_…` environment variable is named in code only by `src/settings`:
+/// elsewhere a read, a clap `env`, an `option_env!`, a child's environment or a
+/// message takes the name from a `skills::settings::Setting`, so the README's
+/// generated table lists everything the program reads and a renamed variable cannot
+/// leave a stale name behind (comments may name them; `build.rs`, a separate program
+/// run by cargo, is exempt).
+#[test]
+fn no_skills_variable_literal_outside_the_settings_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for (file, code) in code_of(&src) {
+        if is_settings_module(&src, &file) {
+            continue;
+        }
+        for (i, line) in code.lines().enumerate() {
+            if writes_a_skills_name(line) {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`SKILLS_…` names written in code outside src/settings.rs (name the variable \
+         through skills::settings::<SETTING>.name, or add a Setting there):\n{}",
+        found.join("\n")
+    );
+}
+
+/// Names of environment variables `text` mentions: every `SKILLS_…` word (code,
+/// messages and comments alike), and the quoted name of each read written as
+/// `var("X")`, `var_os("X")`, `env("X")`, `process_env("X")`, `Root::Var("X")` or
+/// `var: "X"` (a `places::Root` that a variable moves).
+fn variables_named(text: &str) -> BTreeSet<String> {
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for (at, _) in text.match_indices("SKILLS_") {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // AGENT_SKILLS_FIELDS and the like
+        }
+        let name = word(&text[at..]);
+        if name.len() > "SKILLS_".len() {
+            out.insert(name);
+        }
+    }
+    for read in [
+        "var(\"",
+        "var_os(\"",
+        "env(\"",
+        "process_env(\"",
+        "Var(\"",
+        "var: \"",
+    ] {
+        for (at, _) in text.match_indices(read) {
+            let name = word(&text[at + read.len()..]);
+            if !name.is_empty() && text[at + read.len() + name.len()..].starts_with('"') {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// Every environment variable `src/` reads or mentions (outside test modules) is a
+/// row of the settings module's table (and so of the README's), so a new one cannot
+/// be read unlisted.
+#[test]
+fn every_variable_named_in_src_is_a_setting() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let tests_only = test_only_files(&files);
+    let mut unlisted = Vec::new();
+    for file in files.iter().filter(|f| !tests_only.contains(*f)) {
+        let text = std::fs::read_to_string(file).expect("readable source");
+        for name in variables_named(product_code(&text)) {
+            if skills::settings::find(&name).is_none() {
+                unlisted.push(format!("{}: {name}", file.display()));
+            }
+        }
+    }
+    let build = repo_file("build.rs");
+    for name in variables_named(&build) {
+        if name.starts_with("SKILLS_") && skills::settings::find(&name).is_none() {
+            unlisted.push(format!("build.rs: {name}"));
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "environment variables named in src/ but not defined in src/settings.rs:\n{}",
+        unlisted.join("\n")
+    );
+}
+
+/// The scanner behind the two tests above.
+#[test]
+fn the_variable_scanner_sees_each_form() {
+    let text = "let a = std::env::var(\"SKILLS_NOW\"); // SKILLS_WATCH\n\
+                AGENT_SKILLS_FIELDS; env(\"PGPORT\"); Root::Var(\"X_HOME\");\n\
+                VarOrHome { var: \"CODEX_HOME\", home: \".codex\" }; var(name); SKILLS_\n";
+    let got: Vec<String> = variables_named(text).into_iter().collect();
+    assert_eq!(
+        got,
+        [
+            "CODEX_HOME",
+            "PGPORT",
+            "SKILLS_NOW",
+            "SKILLS_WATCH",
+            "X_HOME"
+        ]
+    );
+    assert!(writes_a_skills_name("env(\"SKILLS_NOW\")"));
+    assert!(writes_a_skills_name(
+        "\"no data folder: set SKILLS_DATA_DIR\""
+    ));
+    assert!(!writes_a_skills_name("env = settings::SKILLS_DIR.name"));
+    assert!(!writes_a_skills_name("AGENT_SKILLS_FIELDS"));
+    let file = "fn f() {}\n#[cfg(test)]\nmod tests {\n    Root::Var(\"X\");\n}\n";
+    assert!(variables_named(product_code(file)).is_empty());
 }

@@ -217,7 +217,7 @@ fn a_stopped_index_scan_returns_early() {
 /// Not a timing test: an unset variable means the documented default.
 #[test]
 fn the_environment_sets_the_hosts_deadline() {
-    if std::env::var_os(skills::host::CALL_TIMEOUT_ENV).is_none() {
+    if std::env::var_os(skills::settings::CALL_TIMEOUT_MS.name).is_none() {
         assert_eq!(
             skills::host::call_timeout_from_env(),
             Some(Duration::from_secs(30))

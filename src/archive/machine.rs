@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use super::ArchiveError;
+use crate::settings;
 
 /// File in the data folder holding the machine id.
 pub const MACHINE_ID_FILE: &str = "machine-id";
@@ -97,18 +98,14 @@ fn make_id(dir: &Path, file: &Path) -> Result<String, ArchiveError> {
 /// The machine's label: `SKILLS_MACHINE_NAME` when set (e.g. `laptop`), else the
 /// host's name (`/etc/hostname`, else `HOSTNAME`), else `unknown`.
 pub fn host_label() -> String {
-    if let Some(name) = std::env::var("SKILLS_MACHINE_NAME")
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-    {
+    if let Some(name) = settings::machine_name() {
         return name;
     }
     std::fs::read_to_string("/etc/hostname")
         .ok()
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
+        .or_else(|| settings::HOSTNAME.text())
         .unwrap_or_else(|| "unknown".into())
 }
 

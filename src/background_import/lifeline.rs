@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// The environment variable naming the parent's pid: set by [`mark`], read by [`hold`].
-pub const ENV: &str = "SKILLS_EXIT_WITH_PARENT";
+pub const ENV: &str = crate::settings::EXIT_WITH_PARENT.name;
 
 /// How often the parent pid is compared where the kernel cannot watch it (Unix other
 /// than Linux).
@@ -34,7 +34,7 @@ pub fn mark(command: &mut Command) -> &mut Command {
 /// [`ENV`] unset or not a pid it does nothing. When the parent is already gone, exits
 /// at once with status 1.
 pub fn hold() {
-    let Some(parent) = std::env::var(ENV).ok().and_then(|v| v.parse::<u32>().ok()) else {
+    let Some(parent) = crate::settings::exit_with_parent() else {
         return;
     };
     imp::hold(parent);

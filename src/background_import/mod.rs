@@ -99,12 +99,10 @@ impl Mode {
     /// # Errors
     /// Any other value, named with the accepted ones.
     pub fn from_env() -> Result<Self, String> {
-        match std::env::var("SKILLS_WATCH").as_deref() {
-            Err(_) | Ok("" | "notify") => Ok(Self::Notify),
-            Ok("poll") => Ok(Self::Poll),
-            Ok(other) => Err(format!(
-                "SKILLS_WATCH `{other}`: expected `notify` (the default) or `poll`"
-            )),
+        match crate::settings::watch() {
+            Ok(crate::settings::WatchChoice::Notify) => Ok(Self::Notify),
+            Ok(crate::settings::WatchChoice::Poll) => Ok(Self::Poll),
+            Err(e) => Err(e.to_string()),
         }
     }
 }

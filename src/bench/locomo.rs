@@ -108,9 +108,7 @@ pub enum LocomoError {
 /// `<source tree>/../shared/corpus/locomo/locomo-dev.json`; `None` when neither exists.
 pub fn corpus_file() -> Option<PathBuf> {
     let mut roots = Vec::new();
-    if let Some(dir) = std::env::var_os("SKILLS_CORPUS_DIR").filter(|v| !v.is_empty()) {
-        roots.push(PathBuf::from(dir));
-    }
+    roots.extend(crate::settings::corpus_dir());
     roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
     roots
         .into_iter()

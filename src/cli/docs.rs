@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long)]
     no_verify: bool,
     /// Fixture corpora folder for the checklists (as `skills verify --fixtures-dir`).
-    #[arg(long, env = "SKILLS_FIXTURES_DIR")]
+    #[arg(long, env = skills::settings::FIXTURES_DIR.name)]
     fixtures_dir: Option<PathBuf>,
 }
 

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use skills::embed::{EmbedError, Embedder};
 use skills::ingest::IngestOptions;
+use skills::settings::{self, EmbedderSetting};
 use skills::stores::conversations::embeddings::UnitSpec;
 use skills::stores::conversations::ConversationStore;
 
@@ -89,7 +90,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let paths = if args.paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {
-            return Err(UsageError::new("no transcripts found in the default locations of Claude Code, Codex, Gemini CLI, pi, Cursor, OpenCode, Cline, Copilot, Amp or Antigravity, nor in $SKILLS_CHATGPT_EXPORT / $SKILLS_CLAUDE_AI_EXPORT (see README, \"Importing transcripts\")")
+            return Err(UsageError::new(format!("no transcripts found in the default locations of Claude Code, Codex, Gemini CLI, pi, Cursor, OpenCode, Cline, Copilot, Amp or Antigravity, nor in ${} / ${} (see README, \"Importing transcripts\")", settings::CHATGPT_EXPORT.name, settings::CLAUDE_AI_EXPORT.name))
                 .with_hint("give files or folders: `skills ingest PATH…`")
                 .into());
         }
@@ -106,7 +107,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let json = session.json();
     let mut embed_note = None;
     if !args.no_embed {
-        let model = if std::env::var("SKILLS_EMBEDDER").as_deref() == Ok("none") {
+        let model = if matches!(settings::embedder(), Ok(Some(EmbedderSetting::None))) {
             Err(EmbedError::Disabled)
         } else {
             conversation_embedder(&store_path, args.embedder)

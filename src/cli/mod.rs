@@ -29,6 +29,7 @@ use anyhow::{Context as _, Result};
 
 use skills::engines::Context;
 use skills::host::{Host, Skill};
+use skills::settings;
 use skills::stores::StorePaths;
 
 pub use exit::{Outcome, UsageError};
@@ -41,11 +42,11 @@ pub struct GlobalArgs {
     /// exists, else the bundled skills installed beside this binary
     /// (`<bin>/../share/skills/skills`, see `scripts/install`), else the folder this
     /// binary was built from.
-    #[arg(long, global = true, env = "SKILLS_DIR")]
+    #[arg(long, global = true, env = settings::SKILLS_DIR.name)]
     pub skills_dir: Option<PathBuf>,
     /// Data folder holding `conversations.duckdb` and `memories.sqlite`.
     /// Default: `$XDG_DATA_HOME/skills` (`~/.local/share/skills`).
-    #[arg(long, global = true, env = "SKILLS_DATA_DIR")]
+    #[arg(long, global = true, env = settings::DATA_DIR.name)]
     pub data_dir: Option<PathBuf>,
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
@@ -57,7 +58,7 @@ pub struct GlobalArgs {
     #[arg(
         long,
         global = true,
-        env = "SKILLS_ARCHIVE_URL",
+        env = settings::ARCHIVE_URL.name,
         hide_env_values = true
     )]
     pub archive: Option<String>,
@@ -91,7 +92,7 @@ impl Session {
         {
             None => Ok(None),
             Some(url) => skills::archive::Target::parse(url).map(Some).map_err(|e| {
-                UsageError::new(format!("`--archive` / SKILLS_ARCHIVE_URL: {e}")).into()
+                UsageError::new(format!("`--archive` / {}: {e}", settings::ARCHIVE_URL.name)).into()
             }),
         }
     }
@@ -112,13 +113,15 @@ impl Session {
         if self.global.skills_dir.is_some() {
             if let Err(why) = readable_folder(&dir) {
                 return Err(UsageError::new(format!(
-                    "skills folder `{}` (`--skills-dir` / `SKILLS_DIR`) {why}",
-                    dir.display()
+                    "skills folder `{}` (`--skills-dir` / `{}`) {why}",
+                    dir.display(),
+                    settings::SKILLS_DIR.name
                 ))
-                .with_hint(
+                .with_hint(format!(
                     "give a folder of `<name>/SKILL.md` folders, or unset `--skills-dir` and \
-                     `SKILLS_DIR` to use the default",
-                )
+                     `{}` to use the default",
+                    settings::SKILLS_DIR.name
+                ))
                 .into());
             }
         }
@@ -167,8 +170,12 @@ impl Session {
     pub fn store_paths(&self) -> Result<StorePaths> {
         let dir = match &self.global.data_dir {
             Some(dir) => dir.clone(),
-            None => StorePaths::default_dir()
-                .context("no data folder: set `--data-dir` or `SKILLS_DATA_DIR`")?,
+            None => StorePaths::default_dir().with_context(|| {
+                format!(
+                    "no data folder: set `--data-dir` or `{}`",
+                    settings::DATA_DIR.name
+                )
+            })?,
         };
         Ok(StorePaths::in_dir(dir))
     }
@@ -268,29 +275,20 @@ pub fn find_skill<'h>(host: &'h Host, name: &str) -> Result<&'h Skill> {
     })
 }
 
-/// The engines' context. Two environment variables exist as testing aids (used by
+/// The engines' context, with the two testing aids of [`settings`] applied (used by
 /// `skills verify` for fresh-process checks, so a new process sees the same world as
-/// the case): `SKILLS_NOW` (RFC 3339, e.g. `2026-07-03T12:00:00Z`) fixes the clock that
-/// natural-language dates resolve against; `SKILLS_EMBEDDER=none` runs without the
-/// embedding model even when one is installed.
+/// the case): [`settings::NOW`] fixes the clock that natural-language dates resolve
+/// against; [`settings::EMBEDDER`] `none` runs without the embedding model even when
+/// one is installed.
 fn context(paths: StorePaths) -> Result<Context> {
     let mut ctx = Context::new(paths);
-    if let Some(now) = std::env::var_os("SKILLS_NOW").filter(|v| !v.is_empty()) {
-        let now = now.to_string_lossy();
-        let t = chrono::DateTime::parse_from_rfc3339(&now).with_context(|| {
-            format!("SKILLS_NOW `{now}` is not an RFC 3339 time (e.g. 2026-07-03T12:00:00Z)")
-        })?;
-        ctx = ctx.with_now(t.with_timezone(&chrono::Utc));
+    if let Some(now) = settings::now()? {
+        ctx = ctx.with_now(now);
     }
-    match std::env::var("SKILLS_EMBEDDER").as_deref() {
-        Err(_) | Ok("") => {}
-        Ok("none") => ctx = ctx.with_embedder(None),
+    match settings::embedder()? {
+        Some(settings::EmbedderSetting::None) => ctx = ctx.with_embedder(None),
         // Read by `Embedder::load_default` / `load_for_memories` when the models load.
-        Ok("static" | "deep") => {}
-        Ok(other) => anyhow::bail!(
-            "SKILLS_EMBEDDER `{other}`: expected `none` (no model), `static` (the static table \
-             for memories too) or `deep` (the second tier for conversations too)"
-        ),
+        Some(settings::EmbedderSetting::Static | settings::EmbedderSetting::Deep) | None => {}
     }
     Ok(ctx)
 }

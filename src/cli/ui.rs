@@ -122,8 +122,7 @@ pub fn show(url: &str, open_it: bool) {
 fn open(url: &str) {
     let opener = if cfg!(target_os = "macos") {
         Some("open")
-    } else if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()
-    {
+    } else if skills::settings::DISPLAY.is_set() || skills::settings::WAYLAND_DISPLAY.is_set() {
         Some("xdg-open")
     } else {
         None

@@ -15,7 +15,7 @@ pub struct Args {
     names: Vec<String>,
     /// Fixture corpora folder. Default: `tests/conformance/fixtures` beside the skills
     /// folder, else that folder of the source tree this binary was built from.
-    #[arg(long, env = "SKILLS_FIXTURES_DIR")]
+    #[arg(long, env = skills::settings::FIXTURES_DIR.name)]
     fixtures_dir: Option<PathBuf>,
     /// List the check vocabulary (id, what it proves, parameter schema) and exit.
     #[arg(long)]

@@ -13,12 +13,12 @@ use skills::embed::{deep, Embedder};
 /// The commit the binary was built from: `SKILLS_COMMIT` at build time (set by
 /// `scripts/release`); plain `cargo build`s are not stamped, so a commit never goes
 /// stale in an incremental build.
-const COMMIT: Option<&str> = option_env!("SKILLS_COMMIT");
+const COMMIT: Option<&str> = skills::settings::BUILT_COMMIT;
 /// The oldest glibc the build links against (`SKILLS_GLIBC` at build time, set by
 /// `scripts/release` for its cargo-zigbuild build); `None` for a build for this machine.
-const GLIBC: Option<&str> = option_env!("SKILLS_GLIBC");
+const GLIBC: Option<&str> = skills::settings::BUILT_GLIBC;
 /// The target triple (from `build.rs`).
-const TARGET: &str = env!("SKILLS_TARGET");
+const TARGET: &str = skills::settings::BUILT_TARGET;
 
 /// The one-line version (`-V`).
 pub fn short() -> String {
@@ -52,7 +52,10 @@ pub fn long() -> String {
 /// runs, for the second tier) or missing.
 fn model_lines() -> String {
     let Some(dir) = Embedder::default_dir() else {
-        return "model: none (no model folder is known: set SKILLS_MODEL_DIR)\n".to_owned();
+        return format!(
+            "model: none (no model folder is known: set {})\n",
+            skills::settings::MODEL_DIR.name
+        );
     };
     let mut out = format!("model: {}\n", dir.display());
     let static_tier = if Embedder::has_files(&dir) {

@@ -19,6 +19,7 @@ use model2vec_rs::model::StaticModel;
 
 pub mod deep;
 
+use crate::settings::EmbedderSetting;
 use deep::DeepModel;
 
 /// True when `dir` holds the files of a model (`model.safetensors`, `tokenizer.json`,
@@ -45,9 +46,10 @@ pub const MODEL: &str = "all-MiniLM-L6-v2, static";
 pub enum EmbedError {
     /// No model folder was found (not fetched yet).
     #[error(
-        "no embedding model ({}) in `{}`; run `scripts/fetch-model` (or set SKILLS_MODEL_DIR)",
+        "no embedding model ({}) in `{}`; run `scripts/fetch-model` (or set {})",
         MODEL,
-        .0.display()
+        .0.display(),
+        crate::settings::MODEL_DIR.name
     )]
     NotFound(PathBuf),
     /// The caller turned embeddings off (tests, `Context::with_embedder(None)`).
@@ -85,9 +87,9 @@ pub enum Tier {
 /// million messages would take hours). Other values (`none` is read by `skills
 /// ingest`) choose nothing here.
 fn tier_setting() -> Option<Tier> {
-    match std::env::var("SKILLS_EMBEDDER").as_deref() {
-        Ok("static") => Some(Tier::Static),
-        Ok("deep") => Some(Tier::Deep),
+    match crate::settings::embedder() {
+        Ok(Some(EmbedderSetting::Static)) => Some(Tier::Static),
+        Ok(Some(EmbedderSetting::Deep)) => Some(Tier::Deep),
         _ => None,
     }
 }
@@ -149,8 +151,8 @@ impl Embedder {
     /// `<bin>/skills` (`scripts/install`), then `$HOME/.cache/skills/model`
     /// (`scripts/fetch-model`), each when known.
     pub fn search_dirs() -> Vec<PathBuf> {
-        if let Some(dir) = std::env::var_os("SKILLS_MODEL_DIR").filter(|v| !v.is_empty()) {
-            return vec![PathBuf::from(dir)];
+        if let Some(dir) = crate::settings::model_dir() {
+            return vec![dir];
         }
         let installed = std::env::current_exe().ok().and_then(|exe| {
             let exe = std::fs::canonicalize(&exe).unwrap_or(exe);

@@ -291,7 +291,7 @@ impl Context {
                 embeddings: embeddings::Cache::default(),
             }),
             now: None,
-            use_index: std::env::var("SKILLS_SEARCH_INDEX").map_or(true, |v| v != "off"),
+            use_index: crate::settings::search_index(),
             access: Access::unrestricted(),
             cancel: Cancel::new(),
             archive: None,
@@ -382,8 +382,9 @@ impl Context {
             None => Ok(()),
             Some(pool) => Err(EngineError::Unavailable(format!(
                 "{skill} is not available on the archive yet ({}); run it without \
-                 `--archive` / SKILLS_ARCHIVE_URL to answer from this machine's stores",
-                pool.target().shown()
+                 `--archive` / {} to answer from this machine's stores",
+                pool.target().shown(),
+                crate::settings::ARCHIVE_URL.name
             ))),
         }
     }

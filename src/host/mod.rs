@@ -36,28 +36,21 @@ pub const MAX_CALL_DEPTH: usize = 8;
 /// The deadline of every call when `SKILLS_CALL_TIMEOUT_MS` is not set: 30 s.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The environment variable that sets the host's per-call deadline in milliseconds
-/// (`0`: no deadline).
-pub const CALL_TIMEOUT_ENV: &str = "SKILLS_CALL_TIMEOUT_MS";
-
-/// The host's per-call deadline: `SKILLS_CALL_TIMEOUT_MS` milliseconds (`0`: none),
-/// else [`DEFAULT_CALL_TIMEOUT`]. A value that is not a number is reported on stderr
-/// and the default used.
+/// The host's per-call deadline: `SKILLS_CALL_TIMEOUT_MS` milliseconds (`0`: none;
+/// [`crate::settings::CALL_TIMEOUT_MS`]), else [`DEFAULT_CALL_TIMEOUT`]. A value that
+/// is not a number is reported on stderr and the default used.
 pub fn call_timeout_from_env() -> Option<Duration> {
-    match std::env::var(CALL_TIMEOUT_ENV) {
-        Err(_) => Some(DEFAULT_CALL_TIMEOUT),
-        Ok(text) => match text.trim().parse::<u64>() {
-            Ok(0) => None,
-            Ok(ms) => Some(Duration::from_millis(ms)),
-            Err(_) => {
-                eprintln!(
-                    "warning: {CALL_TIMEOUT_ENV}=`{text}` is not a number of milliseconds; \
-                     using the default ({} ms)",
-                    DEFAULT_CALL_TIMEOUT.as_millis()
-                );
-                Some(DEFAULT_CALL_TIMEOUT)
-            }
-        },
+    match crate::settings::call_timeout_ms() {
+        None => Some(DEFAULT_CALL_TIMEOUT),
+        Some(Ok(0)) => None,
+        Some(Ok(ms)) => Some(Duration::from_millis(ms)),
+        Some(Err(invalid)) => {
+            eprintln!(
+                "warning: {invalid}; using the default ({} ms)",
+                DEFAULT_CALL_TIMEOUT.as_millis()
+            );
+            Some(DEFAULT_CALL_TIMEOUT)
+        }
     }
 }
 
@@ -74,11 +67,12 @@ pub enum DeadlineSource {
 
 impl std::fmt::Display for DeadlineSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Default => "the host default; `SKILLS_CALL_TIMEOUT_MS` changes it",
-            Self::Env => "`SKILLS_CALL_TIMEOUT_MS`",
-            Self::Frontmatter => "`timeout-ms` in its SKILL.md",
-        })
+        let variable = crate::settings::CALL_TIMEOUT_MS.name;
+        match self {
+            Self::Default => write!(f, "the host default; `{variable}` changes it"),
+            Self::Env => write!(f, "`{variable}`"),
+            Self::Frontmatter => f.write_str("`timeout-ms` in its SKILL.md"),
+        }
     }
 }
 
@@ -225,7 +219,7 @@ impl Host {
             engines: engines.to_vec(),
             timeout: (
                 call_timeout_from_env(),
-                if std::env::var_os(CALL_TIMEOUT_ENV).is_some() {
+                if crate::settings::CALL_TIMEOUT_MS.is_set() {
                     DeadlineSource::Env
                 } else {
                     DeadlineSource::Default

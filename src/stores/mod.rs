@@ -153,7 +153,8 @@ impl Store {
 
 /// Where the stores live.
 ///
-/// Default: `$SKILLS_DATA_DIR`, else `$XDG_DATA_HOME/skills`, else `~/.local/share/skills`.
+/// The folder: `--data-dir` / `SKILLS_DATA_DIR` (read by the command line), else
+/// [`StorePaths::default_dir`]: `$XDG_DATA_HOME/skills`, else `~/.local/share/skills`.
 /// The conversations store is `<dir>/conversations.duckdb`, memories `<dir>/memories.sqlite`.
 #[derive(Debug, Clone)]
 pub struct StorePaths {
@@ -173,11 +174,9 @@ impl StorePaths {
         }
     }
 
-    /// The default data directory (see the type docs); `None` when no home is known.
+    /// The default data directory, `$XDG_DATA_HOME/skills` (`~/.local/share/skills`),
+    /// when no folder is given (see the type docs); `None` when no home is known.
     pub fn default_dir() -> Option<PathBuf> {
-        if let Some(dir) = std::env::var_os("SKILLS_DATA_DIR").filter(|v| !v.is_empty()) {
-            return Some(PathBuf::from(dir));
-        }
         dirs::data_dir().map(|d| d.join("skills"))
     }
 }

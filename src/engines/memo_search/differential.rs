@@ -103,8 +103,7 @@ fn traps() -> Vec<Memory> {
 }
 
 fn corpus_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("SKILLS_CORPUS_DIR")
-        .map(PathBuf::from)
+    let base = crate::settings::corpus_dir()
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
     let dir = base.join("memories");
     dir.is_dir().then_some(dir)
@@ -455,7 +454,10 @@ fn memory_scorer_matches_sqlite_bm25_bit_for_bit() {
         Some(store) => {
             compare_store("corpus", &store, embedder.as_ref());
         }
-        None => eprintln!("note: corpus not found (set SKILLS_CORPUS_DIR): generated store only"),
+        None => eprintln!(
+            "note: corpus not found (set {}): generated store only",
+            crate::settings::CORPUS_DIR.name
+        ),
     }
 }
 

@@ -270,7 +270,7 @@ impl Engine for MemoSearch {
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
         ctx.local_only("memo-search")?;
         if let Some(source) = args.get("source").and_then(Value::as_str) {
-            if std::env::var("SKILLS_LOG").is_ok_and(|v| v.contains("debug")) {
+            if crate::settings::debug_log() {
                 eprintln!("debug: memo_search called by source `{source}`");
             }
         }

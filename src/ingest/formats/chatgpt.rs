@@ -50,7 +50,7 @@ static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "ChatGPT export",
     unit: "export file",
-    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Var("SKILLS_CHATGPT_EXPORT"), &["", "**/conversations.json"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Var(crate::settings::CHATGPT_EXPORT.name), &["", "**/conversations.json"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),

@@ -37,7 +37,7 @@ static ABOUT: super::About = super::About {
     source: SOURCE,
     tool: "Claude.ai export",
     unit: "export file",
-    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Var("SKILLS_CLAUDE_AI_EXPORT"), &["", "**/conversations.json"])],
+    locations: &[crate::ingest::locations::Location::all(crate::places::Root::Var(crate::settings::CLAUDE_AI_EXPORT.name), &["", "**/conversations.json"])],
     note: None,
     append_only: false,
     import: |path, fallback, _| import(path, fallback),

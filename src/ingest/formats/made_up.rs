@@ -23,7 +23,7 @@ pub(super) static IMPORTER: super::About = super::About {
     tool: "Made Up",
     unit: "chat file",
     locations: &[crate::ingest::locations::Location::all(
-        crate::places::Root::Var("SKILLS_MADE_UP_HOME"),
+        crate::places::Root::Var(crate::settings::MADE_UP_HOME.name),
         &["**/made-up/*.jsonl"],
     )],
     note: None,
@@ -95,7 +95,7 @@ mod tests {
 
         let mut env = Environment::default();
         env.vars
-            .insert("SKILLS_MADE_UP_HOME".to_owned(), dir.path().into());
+            .insert(crate::settings::MADE_UP_HOME.name.to_owned(), dir.path().into());
         assert_eq!(ingest::discover_in(&env), std::slice::from_ref(&file));
 
         let store = crate::stores::conversations::ConversationStore::open_rw(

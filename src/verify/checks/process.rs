@@ -9,6 +9,7 @@ use super::params::Name;
 use super::util::{first_difference, show};
 use super::{Probe, TypedCheck};
 use crate::host::CallError;
+use crate::settings;
 use crate::verify::EmbedderChoice;
 
 /// `deterministic`.
@@ -96,13 +97,15 @@ fn fresh_run(probe: &Probe<'_>) -> Result<Value, String> {
         .args(["--json", "run", probe.skill.name(), "--args-json", &args]);
     // The fresh process sees the case's clock and model, never the caller's.
     match probe.now {
-        Some(now) => command.env("SKILLS_NOW", now),
-        None => command.env_remove("SKILLS_NOW"),
+        Some(now) => command.env(settings::NOW.name, now),
+        None => command.env_remove(settings::NOW.name),
     };
     match probe.embedder {
-        EmbedderChoice::None => command.env("SKILLS_EMBEDDER", "none"),
+        EmbedderChoice::None => command.env(settings::EMBEDDER.name, "none"),
         // The static table for memories too, as the in-process cases (conformance/mod.rs).
-        EmbedderChoice::Auto | EmbedderChoice::Required => command.env("SKILLS_EMBEDDER", "static"),
+        EmbedderChoice::Auto | EmbedderChoice::Required => {
+            command.env(settings::EMBEDDER.name, "static")
+        }
     };
     let output = command
         .output()
