@@ -1,7 +1,7 @@
 //! Default transcript locations as data: each importer lists [`Location`]s (a
 //! [`Root`] the [`Environment`] decides, plus patterns below it); [`find`] turns them into the
-//! existing files of this machine and [`readme_table`] into the README's importer
-//! table, so the two cannot drift apart.
+//! existing files of this machine and `ingest::readme_table` (a test) into the README's
+//! importer table, so the two cannot drift apart.
 //!
 //! Patterns are `/`-separated segments below the root:
 //! - a literal segment (`projects`, `.system_generated`) is joined as is; `{a,b}`
@@ -248,63 +248,6 @@ fn alternatives(segment: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-/// A location as people read it, e.g. ``~/.claude/projects/**/*.jsonl` (`CLAUDE_CONFIG_DIR`)``.
-fn describe(location: &Location) -> String {
-    let (prefix, var) = location.root.shown();
-    let paths: Vec<String> = location
-        .patterns
-        .iter()
-        .map(|p| format!("`{}`", crate::places::join(&prefix, p)))
-        .collect();
-    let joined = paths.join(if location.first_found {
-        ", else "
-    } else {
-        ", "
-    });
-    match var {
-        Some(var) => format!("{joined} (`{var}`)"),
-        None => joined,
-    }
-}
-
-/// The README row of brain-mcp's Parquet export, which the driver reads directly (it is
-/// not an [`super::formats::Importer`]).
-#[cfg(test)]
-const PARQUET_ROW: &str =
-    "| brain-mcp export | as stored | none: `all_conversations.parquet`, read by DuckDB directly | file |";
-
-/// The README's importer table (markdown, header included, one line per importer in
-/// registry order, then the Parquet row), from the importers' own data.
-#[cfg(test)]
-pub(crate) fn readme_table() -> String {
-    let mut out = String::from(
-        "| tool | source | default location (env var) | unit of import |\n|---|---|---|---|\n",
-    );
-    for importer in super::formats::IMPORTERS {
-        let about = importer.about();
-        if about.source == "made-up" {
-            continue; // the test-only format of `formats::made_up`
-        }
-        let mut location: Vec<String> = about.locations.iter().map(describe).collect();
-        location.extend(about.note.map(str::to_owned));
-        let unit = if importer.is_append_only() {
-            format!("{} (append-only)", about.unit)
-        } else {
-            about.unit.to_owned()
-        };
-        out.push_str(&format!(
-            "| {} | `{}` | {} | {unit} |\n",
-            about.tool,
-            about.source,
-            location.join(", ")
-        ));
-    }
-    out.push_str(PARQUET_ROW);
-    out.push('\n');
-    out
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -335,17 +278,5 @@ mod tests {
             &["**", "agent-transcripts", "**", "*.jsonl"],
             &path("p/agent-transcripts/s/t.jsonl")
         ));
-    }
-
-    #[test]
-    fn the_readme_table_is_generated_from_the_importers() {
-        let readme =
-            fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-                .expect("README.md");
-        let table = readme_table();
-        assert!(
-            readme.contains(&table),
-            "README.md's importer table is not the generated one; replace it with:\n{table}"
-        );
     }
 }

@@ -32,6 +32,8 @@ pub mod injected;
 pub(crate) mod locations;
 mod pending;
 pub(crate) mod read;
+#[cfg(test)]
+mod readme_table;
 pub(crate) mod sqlite;
 pub mod watched;
 

@@ -11,7 +11,7 @@
 //! evidence, the earlier one wins (see [`crate::ingest::detect`] for the stages). The
 //! default locations each importer declares ([`About::locations`]) are what
 //! [`crate::ingest::discover`] searches and what the README's importer table is
-//! generated from ([`crate::ingest::locations::readme_table`]).
+//! generated from (`ingest::readme_table`).
 
 use std::path::Path;
 
