@@ -15,7 +15,7 @@ fn load(dir: &Path) -> Host {
 }
 
 /// The host's diagnostic about `file`.
-fn diagnostic<'h>(host: &'h Host, file: &Path) -> &'h skills::runtime::Diagnostic {
+fn diagnostic<'h>(host: &'h Host, file: &Path) -> &'h skills::host::Diagnostic {
     host.diagnostics()
         .iter()
         .find(|d| d.file == file)

@@ -99,7 +99,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         args.paths.clone()
     };
     // The test hook of `tests/serve_ingest.rs`' kill test (see `IngestOptions::pause_at`).
-    let pause_at = crate::settings::ingest_pause();
+    let pause_at = skills::settings::ingest_pause();
     let options = IngestOptions {
         keep_injected: args.keep_injected,
         redact: args.redact,

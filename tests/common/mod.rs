@@ -28,8 +28,8 @@ pub fn repo_skills() -> PathBuf {
 }
 
 /// The host over the bundled skills with its stores in the data folder `data`.
-pub fn bundled_host(data: &Path) -> skills::runtime::Host {
-    skills::runtime::Host::load(
+pub fn bundled_host(data: &Path) -> skills::host::Host {
+    skills::host::Host::load(
         &repo_skills(),
         skills::engines::Context::new(skills::stores::StorePaths::in_dir(data)),
     )
