@@ -323,10 +323,29 @@ mod tests {
     }
 
     #[test]
+    fn frontmatter_closed_by_dots_after_a_byte_order_mark_parses_with_lines() {
+        let doc = SkillDoc::parse(
+            Path::new("d/SKILL.md"),
+            "\u{feff}---\r\nname: x\r\ndescription: d\r\n...\r\n# x\r\n\r\n## Does NOT do\r\n\r\n- Fuzzy\r\n",
+        )
+        .unwrap();
+        assert_eq!(doc.frontmatter["description"], "d");
+        assert_eq!(doc.body_line, 5);
+        assert_eq!(doc.section("does not do").unwrap().items, ["Fuzzy"]);
+        assert_eq!(doc.field_line("description"), Some(3));
+        let deep = format!("---\nname: x\nk: {}\n---\n", "[".repeat(100_000));
+        let err = SkillDoc::parse(Path::new("d/SKILL.md"), &deep).unwrap_err();
+        assert_eq!(err.line, Some(3), "{err}");
+        assert!(err.reason.contains("nested deeper"), "{err}");
+    }
+
+    #[test]
     fn missing_frontmatter_is_reported() {
         let err = SkillDoc::parse(Path::new("c/SKILL.md"), "# no frontmatter\n").unwrap_err();
         assert_eq!(err.line, Some(1));
         let err = SkillDoc::parse(Path::new("c/SKILL.md"), "---\nname: x\n").unwrap_err();
         assert!(err.reason.contains("not closed"));
+        assert_eq!(err.line, Some(1));
+        assert!(err.to_string().contains("c/SKILL.md"), "{err}");
     }
 }

@@ -633,10 +633,23 @@ mod tests {
     }
 
     #[test]
+    fn frontmatter_after_a_byte_order_mark_and_closed_by_dots_is_read() {
+        let text = "\u{feff}---\r\ntitle: Dotted\r\ntype: decision\r\n...\r\nThe body.\r\n";
+        let m = &parse_markdown(text, "/dots.md", t0()).unwrap()[0];
+        assert_eq!((m.title.as_str(), m.kind.as_str()), ("Dotted", "decision"));
+        assert!(!m.body.contains("title:"), "{}", m.body);
+        assert!(m.body.contains("The body."), "{}", m.body);
+    }
+
+    #[test]
     fn bad_files_are_errors() {
         assert!(parse_markdown("", "/e.md", t0()).is_err());
         assert!(parse_markdown("---\ntitle: [unclosed\n---\nx", "/b.md", t0()).is_err());
-        assert!(parse_markdown("---\ntitle: x\n", "/c.md", t0()).is_err());
+        let unclosed = parse_markdown("---\ntitle: x\n", "/c.md", t0()).unwrap_err();
+        assert!(
+            unclosed.contains("line 1") && unclosed.contains("not closed"),
+            "{unclosed}"
+        );
         assert!(parse_markdown("---\n- a\n- b\n---\nx", "/d.md", t0()).is_err());
         // Nesting far past the bound is refused by line, before the parser recurses.
         let deep = format!(
