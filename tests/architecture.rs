@@ -544,11 +544,22 @@ fn is_settings_module(src: &Path, path: &Path) -> bool {
     rel == Path::new("settings.rs") || rel.starts_with("settings")
 }
 
+/// Whether a line of code writes a `SKILLS_…` name itself (in a string literal or a
+/// message), rather than through a path such as `settings::SKILLS_DIR`.
+fn writes_a_skills_name(line: &str) -> bool {
+    line.match_indices("SKILLS_").any(|(at, _)| {
+        let named = line[at + "SKILLS_".len()..].starts_with(|c: char| c.is_ascii_uppercase());
+        let before = line[..at].chars().next_back();
+        named && !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    })
+}
+
 /// Every `SKILLS_…` environment variable is named in code only by `src/settings`:
-/// elsewhere a read, a clap `env`, an `option_env!` or a child's environment takes the
-/// name from a `skills::settings::Setting`, so the README's generated table lists
-/// everything the program reads (`build.rs`, a separate program run by cargo, is
-/// exempt).
+/// elsewhere a read, a clap `env`, an `option_env!`, a child's environment or a
+/// message takes the name from a `skills::settings::Setting`, so the README's
+/// generated table lists everything the program reads and a renamed variable cannot
+/// leave a stale name behind (comments may name them; `build.rs`, a separate program
+/// run by cargo, is exempt).
 #[test]
 fn no_skills_variable_literal_outside_the_settings_module() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -558,15 +569,15 @@ fn no_skills_variable_literal_outside_the_settings_module() {
             continue;
         }
         for (i, line) in code.lines().enumerate() {
-            if line.contains("\"SKILLS_") {
+            if writes_a_skills_name(line) {
                 found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
             }
         }
     }
     assert!(
         found.is_empty(),
-        "`\"SKILLS_…\"` literals outside src/settings.rs (name the variable through \
-         skills::settings::<SETTING>.name, or add a Setting there):\n{}",
+        "`SKILLS_…` names written in code outside src/settings.rs (name the variable \
+         through skills::settings::<SETTING>.name, or add a Setting there):\n{}",
         found.join("\n")
     );
 }
@@ -658,6 +669,12 @@ fn the_variable_scanner_sees_each_form() {
             "X_HOME"
         ]
     );
+    assert!(writes_a_skills_name("env(\"SKILLS_NOW\")"));
+    assert!(writes_a_skills_name(
+        "\"no data folder: set SKILLS_DATA_DIR\""
+    ));
+    assert!(!writes_a_skills_name("env = settings::SKILLS_DIR.name"));
+    assert!(!writes_a_skills_name("AGENT_SKILLS_FIELDS"));
     let file = "fn f() {}\n#[cfg(test)]\nmod tests {\n    Root::Var(\"X\");\n}\n";
     assert!(variables_named(product_code(file)).is_empty());
 }

@@ -49,10 +49,10 @@ pub enum Command {
 /// the password).
 pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
     let Some(target) = session.archive_target()? else {
-        return Err(UsageError::new(
-            "no archive: give `--archive postgres://user@host/database` or set \
-             SKILLS_ARCHIVE_URL",
-        )
+        return Err(UsageError::new(format!(
+            "no archive: give `--archive postgres://user@host/database` or set {}",
+            skills::settings::ARCHIVE_URL.name
+        ))
         .into());
     };
     let mut archive = Archive::open(&target)?;

@@ -90,7 +90,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let paths = if args.paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {
-            return Err(UsageError::new("no transcripts found in the default locations of Claude Code, Codex, Gemini CLI, pi, Cursor, OpenCode, Cline, Copilot, Amp or Antigravity, nor in $SKILLS_CHATGPT_EXPORT / $SKILLS_CLAUDE_AI_EXPORT (see README, \"Importing transcripts\")")
+            return Err(UsageError::new(format!("no transcripts found in the default locations of Claude Code, Codex, Gemini CLI, pi, Cursor, OpenCode, Cline, Copilot, Amp or Antigravity, nor in ${} / ${} (see README, \"Importing transcripts\")", settings::CHATGPT_EXPORT.name, settings::CLAUDE_AI_EXPORT.name))
                 .with_hint("give files or folders: `skills ingest PATH…`")
                 .into());
         }

@@ -92,7 +92,7 @@ impl Session {
         {
             None => Ok(None),
             Some(url) => skills::archive::Target::parse(url).map(Some).map_err(|e| {
-                UsageError::new(format!("`--archive` / SKILLS_ARCHIVE_URL: {e}")).into()
+                UsageError::new(format!("`--archive` / {}: {e}", settings::ARCHIVE_URL.name)).into()
             }),
         }
     }
@@ -113,13 +113,15 @@ impl Session {
         if self.global.skills_dir.is_some() {
             if let Err(why) = readable_folder(&dir) {
                 return Err(UsageError::new(format!(
-                    "skills folder `{}` (`--skills-dir` / `SKILLS_DIR`) {why}",
-                    dir.display()
+                    "skills folder `{}` (`--skills-dir` / `{}`) {why}",
+                    dir.display(),
+                    settings::SKILLS_DIR.name
                 ))
-                .with_hint(
+                .with_hint(format!(
                     "give a folder of `<name>/SKILL.md` folders, or unset `--skills-dir` and \
-                     `SKILLS_DIR` to use the default",
-                )
+                     `{}` to use the default",
+                    settings::SKILLS_DIR.name
+                ))
                 .into());
             }
         }
@@ -168,8 +170,12 @@ impl Session {
     pub fn store_paths(&self) -> Result<StorePaths> {
         let dir = match &self.global.data_dir {
             Some(dir) => dir.clone(),
-            None => StorePaths::default_dir()
-                .context("no data folder: set `--data-dir` or `SKILLS_DATA_DIR`")?,
+            None => StorePaths::default_dir().with_context(|| {
+                format!(
+                    "no data folder: set `--data-dir` or `{}`",
+                    settings::DATA_DIR.name
+                )
+            })?,
         };
         Ok(StorePaths::in_dir(dir))
     }

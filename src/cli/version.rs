@@ -52,7 +52,10 @@ pub fn long() -> String {
 /// runs, for the second tier) or missing.
 fn model_lines() -> String {
     let Some(dir) = Embedder::default_dir() else {
-        return "model: none (no model folder is known: set SKILLS_MODEL_DIR)\n".to_owned();
+        return format!(
+            "model: none (no model folder is known: set {})\n",
+            skills::settings::MODEL_DIR.name
+        );
     };
     let mut out = format!("model: {}\n", dir.display());
     let static_tier = if Embedder::has_files(&dir) {

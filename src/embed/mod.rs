@@ -46,9 +46,10 @@ pub const MODEL: &str = "all-MiniLM-L6-v2, static";
 pub enum EmbedError {
     /// No model folder was found (not fetched yet).
     #[error(
-        "no embedding model ({}) in `{}`; run `scripts/fetch-model` (or set SKILLS_MODEL_DIR)",
+        "no embedding model ({}) in `{}`; run `scripts/fetch-model` (or set {})",
         MODEL,
-        .0.display()
+        .0.display(),
+        crate::settings::MODEL_DIR.name
     )]
     NotFound(PathBuf),
     /// The caller turned embeddings off (tests, `Context::with_embedder(None)`).

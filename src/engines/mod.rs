@@ -382,8 +382,9 @@ impl Context {
             None => Ok(()),
             Some(pool) => Err(EngineError::Unavailable(format!(
                 "{skill} is not available on the archive yet ({}); run it without \
-                 `--archive` / SKILLS_ARCHIVE_URL to answer from this machine's stores",
-                pool.target().shown()
+                 `--archive` / {} to answer from this machine's stores",
+                pool.target().shown(),
+                crate::settings::ARCHIVE_URL.name
             ))),
         }
     }

@@ -124,9 +124,11 @@ impl Engine for SearchConversations {
         if machine.is_some() || user.is_some() {
             return Err(EngineError::Argument {
                 name: if machine.is_some() { "machine" } else { "user" }.into(),
-                reason: "filters the team archive's rows; give `--archive` (or \
-                         SKILLS_ARCHIVE_URL) to search the archive"
-                    .into(),
+                reason: format!(
+                    "filters the team archive's rows; give `--archive` (or {}) to search the \
+                     archive",
+                    crate::settings::ARCHIVE_URL.name
+                ),
             });
         }
         match ctx.conversations_index() {

@@ -67,11 +67,12 @@ pub enum DeadlineSource {
 
 impl std::fmt::Display for DeadlineSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Default => "the host default; `SKILLS_CALL_TIMEOUT_MS` changes it",
-            Self::Env => "`SKILLS_CALL_TIMEOUT_MS`",
-            Self::Frontmatter => "`timeout-ms` in its SKILL.md",
-        })
+        let variable = crate::settings::CALL_TIMEOUT_MS.name;
+        match self {
+            Self::Default => write!(f, "the host default; `{variable}` changes it"),
+            Self::Env => write!(f, "`{variable}`"),
+            Self::Frontmatter => f.write_str("`timeout-ms` in its SKILL.md"),
+        }
     }
 }
 

@@ -454,7 +454,10 @@ fn memory_scorer_matches_sqlite_bm25_bit_for_bit() {
         Some(store) => {
             compare_store("corpus", &store, embedder.as_ref());
         }
-        None => eprintln!("note: corpus not found (set SKILLS_CORPUS_DIR): generated store only"),
+        None => eprintln!(
+            "note: corpus not found (set {}): generated store only",
+            crate::settings::CORPUS_DIR.name
+        ),
     }
 }
 
