@@ -14,8 +14,8 @@ use skills::engines::search_conversations::SearchConversations;
 use skills::engines::{Context, Engine};
 use skills::model::Message;
 use skills::search::scan::fold;
+use skills::stores::conversations::index::segment;
 use skills::stores::conversations::index::{self, Index, Unavailable};
-use skills::stores::conversations::segment;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 

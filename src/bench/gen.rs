@@ -23,7 +23,7 @@
 //! straight into a [`ConversationStore`]) and [`write_claude_code_tree`] (the same
 //! conversations as Claude Code session JSONL files, for the ingest benchmark).
 //!
-//! Kept in one file (720 lines): the generator is one deterministic stream (word lists, shapes, seeds) that the benchmarks and tests depend on staying byte-identical.
+//! Kept in one file: the generator is one deterministic stream (word lists, shapes, seeds) that the benchmarks and tests depend on staying byte-identical.
 
 use std::io::Write;
 use std::path::Path;

@@ -405,7 +405,8 @@ impl Context {
     }
 
     /// Turns the conversations search index on or off (off: DuckDB answers every
-    /// search) — differential tests and benchmarks.
+    /// search) — differential tests and benchmarks (feature `bench`).
+    #[cfg(feature = "bench")]
     #[must_use]
     pub fn with_search_index(mut self, on: bool) -> Self {
         self.use_index = on;
@@ -629,15 +630,19 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
 
 /// A process-wide replacement of an engine's ranking parameters (its `Tuning`), so the
 /// quality harnesses can measure variants in one process; calls use the engine's
-/// default while none is set.
+/// default while none is set. Feature `bench` only: the installed binary always uses
+/// the defaults.
+#[cfg(feature = "bench")]
 pub struct Override<T: Copy>(std::sync::RwLock<Option<T>>);
 
+#[cfg(feature = "bench")]
 impl<T: Copy> Default for Override<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
+#[cfg(feature = "bench")]
 impl<T: Copy> Override<T> {
     /// None set.
     pub const fn new() -> Self {

@@ -26,7 +26,7 @@ use crate::stores::conversations::index::{Hit, Query, Unavailable};
 use crate::stores::conversations::project::Project;
 
 /// Characters of message content kept in each row's `preview` (Unicode scalar values).
-pub use crate::stores::conversations::segment::PREVIEW_CHARS;
+pub use crate::stores::conversations::index::segment::PREVIEW_CHARS;
 
 /// Most `%` wildcards a term may hold. DuckDB's `ILIKE` (the path used when the search
 /// index is unavailable) backtracks exponentially in them, per row and without

@@ -93,11 +93,12 @@ impl Tuning {
     };
 }
 
+#[cfg(feature = "bench")]
 static TUNING: super::Override<Tuning> = super::Override::new();
 
 /// Replaces [`Tuning::DEFAULT`] for every later call in this process (`None` restores
-/// it). For the quality harness (`benches/locomo_semantic.rs`) only.
-#[doc(hidden)]
+/// it). For the quality harness (`benches/locomo_semantic.rs`) only (feature `bench`).
+#[cfg(feature = "bench")]
 pub fn tune(t: Option<Tuning>) {
     TUNING.set(t);
 }
@@ -105,7 +106,10 @@ pub fn tune(t: Option<Tuning>) {
 /// The tuning of this call: the harness's override, else [`Tuning::DEEP`] when the
 /// stored embeddings are the second tier's, else [`Tuning::DEFAULT`].
 fn tuning(deep: bool) -> Tuning {
-    TUNING.get_or(if deep { Tuning::DEEP } else { Tuning::DEFAULT })
+    let default = if deep { Tuning::DEEP } else { Tuning::DEFAULT };
+    #[cfg(feature = "bench")]
+    let default = TUNING.get_or(default);
+    default
 }
 
 /// The message every call without stored embeddings fails with.

@@ -95,10 +95,6 @@ pub mod section_names {
     pub const DOES_NOT_DO: &str = "does not do";
     /// Verification checklist.
     pub const VERIFICATION_CHECKLIST: &str = "verification checklist";
-    /// Input.
-    pub const INPUT: &str = "input";
-    /// Execution.
-    pub const EXECUTION: &str = "execution";
     /// When to invoke.
     pub const WHEN_TO_INVOKE: &str = "when to invoke";
 }

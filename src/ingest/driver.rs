@@ -3,7 +3,7 @@
 //! stores them in batched transactions, summing up what happened per file and per
 //! source ([`IngestSummary`]).
 //!
-//! Kept in one file (877 lines): the walk, the batching and the retry rules are one state machine around one store transaction.
+//! Kept in one file: the walk, the batching and the retry rules are one state machine around one store transaction.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

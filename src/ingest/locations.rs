@@ -247,6 +247,7 @@ fn alternatives(segment: &str) -> Vec<String> {
         .collect()
 }
 
+#[cfg(test)]
 /// A location as people read it, e.g. ``~/.claude/projects/**/*.jsonl` (`CLAUDE_CONFIG_DIR`)``.
 fn describe(location: &Location) -> String {
     let (prefix, var) = location.root.shown();
@@ -268,11 +269,13 @@ fn describe(location: &Location) -> String {
 
 /// The README row of brain-mcp's Parquet export, which the driver reads directly (it is
 /// not an [`super::formats::Importer`]).
+#[cfg(test)]
 const PARQUET_ROW: &str =
     "| brain-mcp export | as stored | none: `all_conversations.parquet`, read by DuckDB directly | file |";
 
 /// The README's importer table (markdown, header included, one line per importer in
 /// registry order, then the Parquet row), from the importers' own data.
+#[cfg(test)]
 pub(crate) fn readme_table() -> String {
     let mut out = String::from(
         "| tool | source | default location (env var) | unit of import |\n|---|---|---|---|\n",

@@ -375,13 +375,6 @@ pub fn discover() -> Vec<PathBuf> {
     discover_in(&crate::places::Environment::current())
 }
 
-/// The README's importer table (markdown): one row per importer, in detection
-/// priority, from the importers' own names and default locations, then brain-mcp's
-/// Parquet export. `README.md` must contain it as generated (a unit test checks).
-pub fn importer_table() -> String {
-    locations::readme_table()
-}
-
 /// [`discover`] in a given environment.
 fn discover_in(env: &crate::places::Environment) -> Vec<PathBuf> {
     formats::IMPORTERS

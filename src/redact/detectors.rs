@@ -149,6 +149,7 @@ pub(super) const WINDOWED: &[(&str, usize)] = &[
 
 /// The detector set as markdown table rows, `| `id` | description |` (README's
 /// security section; a test keeps it in step with [`DETECTORS`]).
+#[cfg(test)]
 pub fn detector_table() -> String {
     DETECTORS
         .iter()
@@ -158,7 +159,9 @@ pub fn detector_table() -> String {
 
 /// One fake secret per detector, as `(detector id, text containing it, the secret)`,
 /// assembled at run time from pieces so that no secret-shaped literal sits in the
-/// source. For tests and benchmarks: none of them is a live credential.
+/// source. For tests and benchmarks (feature `bench`): none of them is a live
+/// credential.
+#[cfg(any(test, feature = "bench"))]
 pub fn examples() -> Vec<(&'static str, String, String)> {
     let rep = |c: &str, n: usize| c.repeat(n);
     let b64 = |n: usize| {

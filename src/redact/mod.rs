@@ -52,8 +52,12 @@ use aho_corasick::AhoCorasick;
 use regex_automata::{meta, Anchored, Input};
 use serde_json::Value;
 
+#[cfg(test)]
+pub use detectors::detector_table;
+#[cfg(any(test, feature = "bench"))]
+pub use detectors::examples;
 use detectors::WINDOWED;
-pub use detectors::{detector_table, examples, Detector, DETECTORS};
+pub use detectors::{Detector, DETECTORS};
 use keywords::KeywordSearch;
 
 /// The compiled detector set. Build once ([`Redactor::global`]) and share.

@@ -19,7 +19,7 @@
 //! files), so nothing here trusts them: a broken offset makes [`find`] return
 //! [`Corrupt`], never panic.
 //!
-//! Kept in one file (706 lines): one algorithm — pattern compiler, scan, block filter, case exceptions — whose pieces must agree byte for byte; a third of it is its tests.
+//! Kept in one file: one algorithm — pattern compiler, scan, block filter, case exceptions — whose pieces must agree byte for byte; a third of it is its tests.
 
 use memchr::memmem;
 
@@ -400,28 +400,6 @@ impl Filter<'_> {
         grams
             .iter()
             .all(|&g| set[g as usize / 64] & (1 << (g % 64)) != 0)
-    }
-
-    /// Fraction of blocks `pattern` cannot rule out (1 when it has no 4-gram).
-    pub fn selectivity(&self, pattern: &Pattern) -> f64 {
-        let grams = pattern.grams(GRAM);
-        if grams.is_empty() || self.blocks() == 0 {
-            return 1.0;
-        }
-        let kept = (0..self.blocks())
-            .filter(|&b| self.may_contain(b, &grams))
-            .count();
-        #[allow(clippy::cast_precision_loss)] // a ratio for display
-        let ratio = kept as f64 / self.blocks() as f64;
-        ratio
-    }
-
-    /// Fraction of bits set, over all blocks (0–1; lower filters better).
-    pub fn fill(&self) -> f64 {
-        let ones: u64 = self.bits.iter().map(|w| u64::from(w.count_ones())).sum();
-        #[allow(clippy::cast_precision_loss)] // a ratio for display
-        let ratio = ones as f64 / (self.bits.len().max(1) * 64) as f64;
-        ratio
     }
 }
 

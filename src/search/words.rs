@@ -31,7 +31,7 @@ pub fn is_term(word: &str) -> bool {
 /// stemmer tantivy uses). Words without a Latin-script suffix the algorithm knows (names,
 /// numbers, other scripts) come back unchanged. Deterministic, so a segment written
 /// today and a query tomorrow agree; a change of stemmer is a change of the segment
-/// format (`stores::conversations::segment::VERSION`).
+/// format (`stores::conversations::index::segment::VERSION`).
 ///
 /// Measured on LoCoMo (docs/performance.md, "Stemmed keyword leg and temporal
 /// questions"): semantic-search's default turn R@5 71.5 → 74.4 %, session R@5 92.4 →

@@ -1,7 +1,9 @@
 //! Fusion of the legs' rankings into one: hybrid's weighted, normalised sum (with its
 //! tie-breaks), or a single leg's scores as they are.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params_from_iter, Connection};
 
 use serde_json::{json, Value};
 
@@ -117,24 +119,39 @@ fn best_rank(f: &Fused) -> usize {
     f.legs.iter().map(|l| l.1).min().unwrap_or(usize::MAX)
 }
 
-/// Routes a temporal question ([`temporal`]): each candidate whose body
-/// (`body(rowid)`, read by [`load_bodies`](super::hits::load_bodies); `None`, a row no
-/// longer stored, refers to no time) refers to a time gains `boost`; the order is then
-/// by score again (ties keep fusion's order).
-pub(super) fn boost_times<'a>(
+/// Routes a temporal question ([`temporal`]): each candidate whose body refers to a
+/// time gains `boost`; the order is then by score again (ties keep fusion's order).
+pub(super) fn boost_times(
+    conn: &Connection,
     fused: &mut [Fused],
-    body: impl Fn(i64) -> Option<&'a str>,
     boost: f64,
     trace: &mut Vec<Value>,
-) {
-    let mut timed = 0usize;
+) -> Result<(), rusqlite::Error> {
+    let rowids: Vec<i64> = fused.iter().map(|f| f.rowid).collect();
+    let mut timed = HashSet::new();
+    // SQLite binds at most 32,766 parameters per statement.
+    for chunk in rowids.chunks(1000) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = conn.prepare(&format!(
+            "SELECT rowid, body FROM memories WHERE rowid IN ({marks})"
+        ))?;
+        let rows = stmt.query_map(params_from_iter(chunk.iter()), |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        for row in rows {
+            let (rowid, body) = row?;
+            if temporal::refers_to_time(&body) {
+                timed.insert(rowid);
+            }
+        }
+    }
     for f in fused.iter_mut() {
-        if body(f.rowid).is_some_and(temporal::refers_to_time) {
+        if timed.contains(&f.rowid) {
             f.score += boost;
             f.temporal = boost;
-            timed += 1;
         }
     }
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
-    trace.push(json!({"stage": "temporal", "boost": boost, "candidates": fused.len(), "refer_to_time": timed}));
+    trace.push(json!({"stage": "temporal", "boost": boost, "candidates": fused.len(), "refer_to_time": timed.len()}));
+    Ok(())
 }

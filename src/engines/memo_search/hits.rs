@@ -1,6 +1,5 @@
-//! The output: the fused hits' rows read back from SQLite (a temporal question's with
-//! the bodies its routing read), bodies truncated, the per-hit `explain`, and the
-//! result object with its notes and trace.
+//! The output: the fused hits' rows read back from SQLite, bodies truncated, the
+//! per-hit `explain`, and the result object with its notes and trace.
 
 use std::collections::HashMap;
 
@@ -45,107 +44,45 @@ pub(super) fn truncate_body(hit: &mut Map<String, Value>, max: usize) {
     }
 }
 
-/// A memory's output columns as stored (its lists still JSON text), read by
-/// [`load_rows`]; [`Row::into_hit`] makes its hit.
-pub(super) struct Row {
-    pub(super) id: String,
-    title: String,
-    kind: String,
-    tags: String,
-    created: String,
-    updated: String,
-    body: String,
-    files_read: String,
-    files_modified: String,
-}
-
-impl Row {
-    /// The hit's fields, in output order.
-    pub(super) fn into_hit(self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("id".into(), json!(self.id));
-        m.insert("title".into(), json!(self.title));
-        m.insert("type".into(), json!(self.kind));
-        m.insert("tags".into(), json!(json_list(&self.tags)));
-        m.insert("created".into(), json!(self.created));
-        m.insert("updated".into(), json!(self.updated));
-        m.insert("body".into(), json!(self.body));
-        m.insert("files_read".into(), json!(json_list(&self.files_read)));
-        m.insert(
-            "files_modified".into(),
-            json!(json_list(&self.files_modified)),
-        );
-        m.insert("cites".into(), crate::engines::cites_memory(&self.id));
-        m
-    }
-}
-
-/// The output columns of the memories at `rowids` (at most [`MAX_LIMIT`]), by rowid (a
-/// rowid no longer stored is absent). `bodies`: the bodies already read (a temporal
-/// question's routing read every candidate's, [`load_bodies`]), taken from it instead
-/// of read again; the caller holds one read transaction over both reads, so each row
-/// is one version.
-///
-/// [`MAX_LIMIT`]: super::MAX_LIMIT
+/// The output columns of the memories at `rowids`, by rowid.
 pub(super) fn load_rows(
     conn: &Connection,
     rowids: &[i64],
-    mut bodies: Option<&mut HashMap<i64, String>>,
-) -> Result<HashMap<i64, Row>, rusqlite::Error> {
-    let mut out = HashMap::with_capacity(rowids.len());
+) -> Result<HashMap<i64, Map<String, Value>>, rusqlite::Error> {
+    let mut out = HashMap::new();
     if rowids.is_empty() {
         return Ok(out);
     }
     let marks = vec!["?"; rowids.len()].join(",");
-    let body = if bodies.is_some() { "NULL" } else { "body" };
     let sql = format!(
-        "SELECT rowid, id, title, type, tags, created, updated, {body}, files_read, \
-         files_modified FROM memories WHERE rowid IN ({marks})"
+        "SELECT rowid, id, title, type, tags, created, updated, body, files_read, files_modified \
+         FROM memories WHERE rowid IN ({marks})"
     );
     let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query(params_from_iter(rowids.iter()))?;
-    while let Some(r) = rows.next()? {
-        let rowid: i64 = r.get(0)?;
-        let body = match r.get::<_, Option<String>>(7)? {
-            Some(body) => body,
-            None => bodies
-                .as_deref_mut()
-                .and_then(|b| b.remove(&rowid))
-                .unwrap_or_default(),
-        };
-        let row = Row {
-            id: r.get(1)?,
-            title: r.get(2)?,
-            kind: r.get(3)?,
-            tags: r.get(4)?,
-            created: r.get(5)?,
-            updated: r.get(6)?,
-            body,
-            files_read: r.get(8)?,
-            files_modified: r.get(9)?,
-        };
-        out.insert(rowid, row);
-    }
-    Ok(out)
-}
-
-/// The bodies of the memories at `rowids`, by rowid (a rowid no longer stored is
-/// absent).
-pub(super) fn load_bodies(
-    conn: &Connection,
-    rowids: &[i64],
-) -> Result<HashMap<i64, String>, rusqlite::Error> {
-    let mut out = HashMap::with_capacity(rowids.len());
-    // SQLite binds at most 32,766 parameters per statement.
-    for chunk in rowids.chunks(1000) {
-        let marks = vec!["?"; chunk.len()].join(",");
-        let mut stmt = conn.prepare(&format!(
-            "SELECT rowid, body FROM memories WHERE rowid IN ({marks})"
-        ))?;
-        let mut rows = stmt.query(params_from_iter(chunk.iter()))?;
-        while let Some(r) = rows.next()? {
-            out.insert(r.get(0)?, r.get(1)?);
-        }
+    let rows = stmt.query_map(params_from_iter(rowids.iter()), |r| {
+        let mut m = Map::new();
+        m.insert("id".into(), json!(r.get::<_, String>(1)?));
+        m.insert("title".into(), json!(r.get::<_, String>(2)?));
+        m.insert("type".into(), json!(r.get::<_, String>(3)?));
+        m.insert("tags".into(), json!(json_list(&r.get::<_, String>(4)?)));
+        m.insert("created".into(), json!(r.get::<_, String>(5)?));
+        m.insert("updated".into(), json!(r.get::<_, String>(6)?));
+        m.insert("body".into(), json!(r.get::<_, String>(7)?));
+        m.insert(
+            "files_read".into(),
+            json!(json_list(&r.get::<_, String>(8)?)),
+        );
+        m.insert(
+            "files_modified".into(),
+            json!(json_list(&r.get::<_, String>(9)?)),
+        );
+        let cites = crate::engines::cites_memory(&r.get::<_, String>(1)?);
+        m.insert("cites".into(), cites);
+        Ok((r.get::<_, i64>(0)?, m))
+    })?;
+    for row in rows {
+        let (rowid, m) = row?;
+        out.insert(rowid, m);
     }
     Ok(out)
 }

@@ -64,8 +64,6 @@ mod top_n;
 mod vec_leg;
 pub mod when;
 
-use std::collections::HashMap;
-
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
@@ -78,7 +76,7 @@ use crate::stores::memories::{links_of, MemoryStore};
 use filter::Filter;
 use fts::{fold_tokens, Leg};
 use fuse::{boost_times, fuse, Fused};
-use hits::{finish, load_bodies, load_rows, round6, truncate_body, Row};
+use hits::{finish, load_rows, round6, truncate_body};
 pub use request::Request;
 use vec_leg::vec_leg_until;
 
@@ -170,11 +168,12 @@ impl Tuning {
     };
 }
 
+#[cfg(feature = "bench")]
 static TUNING: super::Override<Tuning> = super::Override::new();
 
 /// Replaces [`Tuning::DEFAULT`] for every later call in this process (`None` restores
-/// it). For the quality harness (`benches/quality.rs`) only.
-#[doc(hidden)]
+/// it). For the quality harness (`benches/quality.rs`) only (feature `bench`).
+#[cfg(feature = "bench")]
 pub fn tune(t: Option<Tuning>) {
     TUNING.set(t);
 }
@@ -182,7 +181,10 @@ pub fn tune(t: Option<Tuning>) {
 /// The tuning of this call: the harness's override, else [`Tuning::DEEP`] when the
 /// memories' model is the second tier, else [`Tuning::DEFAULT`].
 fn tuning(deep: bool) -> Tuning {
-    TUNING.get_or(if deep { Tuning::DEEP } else { Tuning::DEFAULT })
+    let default = if deep { Tuning::DEEP } else { Tuning::DEFAULT };
+    #[cfg(feature = "bench")]
+    let default = TUNING.get_or(default);
+    default
 }
 /// Most distinct query words searched (FTS5 expressions stay small).
 pub const MAX_TOKENS: usize = 64;
@@ -303,9 +305,6 @@ struct Ranking {
     tuning: Tuning,
     notes: Vec<String>,
     trace: Vec<Value>,
-    /// The hits' rows when the ranking read them (a temporal question's, with the
-    /// bodies its routing read), so they are not read again.
-    rows: Option<HashMap<i64, Row>>,
 }
 
 /// Runs `req` against `store`. `embedder` is the model, or why there is none.
@@ -326,33 +325,25 @@ pub fn search(
         tuning,
         notes,
         mut trace,
-        rows,
     } = rank(store, &conn, embedder, req)?;
     stopped(req)?;
     let Some(fused) = fused else {
         return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
     };
-    let mut rows = match rows {
-        Some(rows) => rows,
-        None => load_rows(
-            &conn,
-            &fused.iter().map(|f| f.rowid).collect::<Vec<_>>(),
-            None,
-        )
-        .map_err(|e| EngineError::Store(store.error(e)))?,
-    };
-    let ids: Vec<String> = fused
-        .iter()
-        .filter_map(|f| rows.get(&f.rowid).map(|r| r.id.clone()))
+    let rows = load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>())
+        .map_err(|e| EngineError::Store(store.error(e)))?;
+    let ids: Vec<String> = rows
+        .values()
+        .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_owned))
         .collect();
     let links = links_of(&conn, &ids).map_err(|e| EngineError::Store(store.error(e)))?;
     drop(conn);
     let mut hits = Vec::with_capacity(fused.len());
     for f in &fused {
-        let Some(row) = rows.remove(&f.rowid) else {
+        let Some(row) = rows.get(&f.rowid) else {
             continue;
         };
-        let mut hit = row.into_hit();
+        let mut hit = row.clone();
         if let Some(l) = hit
             .get("id")
             .and_then(Value::as_str)
@@ -411,7 +402,6 @@ fn rank(
             tuning,
             notes,
             trace,
-            rows: None,
         });
     }
     let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
@@ -493,37 +483,15 @@ fn rank(
         && temporal::is_temporal_question(&req.query);
     let pool = if temporal { usize::MAX } else { req.limit };
     let mut fused = fuse(req.mode, &legs, pool, &tuning, &mut trace);
-    let mut rows = None;
     if temporal {
-        // The routing reads every candidate's body; the hits keep theirs instead of
-        // reading them again. One read transaction over both reads, so a hit's body
-        // and its other columns are one version of the row.
-        let read = if conn.is_autocommit() {
-            Some(conn.unchecked_transaction().map_err(map_err)?)
-        } else {
-            None
-        };
-        let candidates: Vec<i64> = fused.iter().map(|f| f.rowid).collect();
-        let mut bodies = load_bodies(conn, &candidates).map_err(map_err)?;
-        boost_times(
-            &mut fused,
-            |rowid| bodies.get(&rowid).map(String::as_str),
-            tuning.temporal_boost,
-            &mut trace,
-        );
+        boost_times(conn, &mut fused, tuning.temporal_boost, &mut trace).map_err(map_err)?;
         fused.truncate(req.limit);
-        let top: Vec<i64> = fused.iter().map(|f| f.rowid).collect();
-        rows = Some(load_rows(conn, &top, Some(&mut bodies)).map_err(map_err)?);
-        if let Some(read) = read {
-            read.commit().map_err(map_err)?;
-        }
     }
     Ok(Ranking {
         fused: Some(fused),
         tuning,
         notes,
         trace,
-        rows,
     })
 }
 
@@ -598,11 +566,11 @@ mod tests {
         assert_eq!(found, ["a", "b"]);
     }
 
-    /// A temporal question's hits take their rows from the routing's read: every field
-    /// equals what the same memories show for a question that is not temporal, and
-    /// only the bodies that refer to a time gain the boost.
+    /// A temporal question's hits show the same rows as a question that is not
+    /// temporal (every field but score and explain), and only the bodies that refer to
+    /// a time gain the boost.
     #[test]
-    fn temporal_hits_show_the_rows_the_routing_read() {
+    fn temporal_hits_show_the_same_rows_as_a_plain_question() {
         let store = MemoryStore::open_in_memory().unwrap();
         store
             .upsert(&memory("a", "We painted the fence last week."))

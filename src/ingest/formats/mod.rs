@@ -28,12 +28,18 @@ pub(crate) struct About {
     /// Value of the `source` column, e.g. `claude-code`; unique among importers.
     pub source: &'static str,
     /// The tool as people name it, e.g. "Claude Code".
+    // Read only by the README table's generator (a test): data, not dead code.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub tool: &'static str,
     /// What one imported file is, e.g. "session file".
+    // Read only by the README table's generator (a test): data, not dead code.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub unit: &'static str,
     /// Default locations, searched in order.
     pub locations: &'static [Location],
     /// Said after the locations in the README (or instead of them when there are none).
+    // Read only by the README table's generator (a test): data, not dead code.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub note: Option<&'static str>,
     /// True for JSON Lines formats written only by appending: a grown file is imported
     /// from where the last import stopped ([`FileImport::cursor`]).

@@ -12,13 +12,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::index::segment::{Segment, NO_PROJECT};
 use super::index::Index;
-use super::segment::{Segment, NO_PROJECT};
 use crate::search::scan::{self, Corrupt};
-
-/// Longest `project` argument, in characters (the skills' `maxLength`, as
-/// memo-search's `file`).
-pub const MAX_CHARS: usize = 1024;
 
 /// A `project` filter: the fragment, folded as the search index folds text (DuckDB's
 /// `lower()`, [`scan::fold`]).

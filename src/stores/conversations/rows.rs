@@ -3,13 +3,12 @@
 use chrono::{Datelike, Timelike};
 use duckdb::params;
 
-use super::ConversationStats;
 use crate::model::Message;
 
 /// Appends one message, computing the derived columns. With `conversation`, the
 /// per-conversation columns (`updated`, `is_first`, `is_last`,
 /// `conversation_msg_count`, a missing `conversation_title`) come from it; without,
-/// they are placeholders that [`super::ConversationStore::merge_staging`] fills in.
+/// they are placeholders that `ConversationStore::merge_staging` fills in.
 pub(super) fn append(
     app: &mut duckdb::Appender<'_>,
     m: &Message,
@@ -86,3 +85,38 @@ const WEEKDAYS: [&str; 7] = [
     "Saturday",
     "Sunday",
 ];
+
+/// Per-conversation columns of a conversation stored in one go: computed from its
+/// rows before they are appended, instead of an `UPDATE` afterwards.
+pub(super) struct ConversationStats {
+    count: i64,
+    first_index: i64,
+    last_index: i64,
+    newest: chrono::DateTime<chrono::Utc>,
+    /// Title of the latest message (by `msg_index`) that has one.
+    title: Option<(i64, String)>,
+}
+
+impl ConversationStats {
+    pub(super) fn new(m: &Message) -> Self {
+        Self {
+            count: 0,
+            first_index: m.msg_index,
+            last_index: m.msg_index,
+            newest: m.timestamp,
+            title: None,
+        }
+    }
+
+    pub(super) fn add(&mut self, m: &Message) {
+        self.count += 1;
+        self.first_index = self.first_index.min(m.msg_index);
+        self.last_index = self.last_index.max(m.msg_index);
+        self.newest = self.newest.max(m.timestamp);
+        if let Some(t) = &m.conversation_title {
+            if self.title.as_ref().is_none_or(|(i, _)| m.msg_index >= *i) {
+                self.title = Some((m.msg_index, t.clone()));
+            }
+        }
+    }
+}

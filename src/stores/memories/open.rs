@@ -54,10 +54,11 @@ impl MemoryStore {
         })
     }
 
-    /// A writable store in memory (tests, examples).
+    /// A writable store in memory (tests, benchmarks; feature `bench`).
     ///
     /// # Errors
     /// [`StoreError::Sqlite`] if SQLite cannot create the schema.
+    #[cfg(any(test, feature = "bench"))]
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| sqlite_error(&path, e))?;

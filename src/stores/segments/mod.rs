@@ -48,8 +48,10 @@
 //! accept ([`SegmentKind::accepts`]: another embedding model) rebuilds the set from the
 //! whole table.
 
+mod bytes;
 mod manifest;
 mod reader;
+mod source;
 mod writer;
 
 use std::collections::HashSet;
@@ -59,11 +61,13 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+pub(crate) use bytes::{u32_at, u64_at};
 pub use manifest::{
     first_free, next_name, sync_dir, write_synced, FileStamp, Manifest, SegmentEntry, StoreStamp,
     MANIFEST, MANIFEST_VERSION,
 };
 pub use reader::{Cache, Live, SegmentSet, Tombstones};
+pub(crate) use source::{str_ref, touched_rows};
 pub use writer::{Base, Update, Writer, LOCK, LOCK_WAIT, TIER_FANOUT};
 
 /// The conversations one writable session changed, as (`source`, `conversation_id`).

@@ -161,6 +161,7 @@ impl<K: SegmentKind> SegmentSet<K> {
     }
 
     /// A set made of `segments` (for tests that write segments by hand).
+    #[cfg(test)]
     pub fn from_parts(manifest: ManifestOf<K>, segments: Vec<Live<K::Segment>>) -> Self {
         Self { manifest, segments }
     }

@@ -7,8 +7,7 @@ use super::role;
 use crate::search::bits::{self, BitView};
 use crate::search::quantized::{self, View};
 use crate::search::scan::Corrupt;
-use crate::stores::conversations::segment::{u32_at, u64_at};
-use crate::stores::segments::{write_synced, SetError};
+use crate::stores::segments::{u32_at, u64_at, write_synced, SetError};
 
 pub(super) const MAGIC: &[u8; 8] = b"SKILLSCV";
 /// Segment format written: 2 adds the 1-bit sections (15–17) to version 1's.
@@ -397,7 +396,8 @@ impl Segment {
             .collect()
     }
 
-    /// Unit `u`'s stored vector `v̂ = s · c`.
+    /// Unit `u`'s stored vector `v̂ = s · c` (tests read the stored vectors).
+    #[cfg(test)]
     pub(super) fn vector(&self, u: usize) -> Result<Vec<f32>, Corrupt> {
         let view = self.view()?;
         let codes = view

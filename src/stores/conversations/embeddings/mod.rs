@@ -62,19 +62,21 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{str_ref, touched_rows};
 use crate::embed::Embedder;
 use crate::search::quantized;
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
 use crate::stores::segments::{
-    self as set, EntryFields, Live, SegmentKind, SegmentSet, SetError, Tombstones, Touched, Written,
+    self as set, str_ref, touched_rows, EntryFields, Live, SegmentKind, SegmentSet, SetError,
+    Tombstones, Touched, Written,
 };
 use format::{segment_version, Builder, Segment, VERSION};
 
 pub use crate::stores::segments::{Progress, MANIFEST, MANIFEST_VERSION};
 pub use format::UnitMessage;
-pub use query::{stored_vectors, Filter, FirstPass, StoredVector, UnitHit};
+#[cfg(test)]
+pub use query::{stored_vectors, StoredVector};
+pub use query::{Filter, FirstPass, UnitHit};
 
 /// Opened embeddings: their segments, memory-mapped; searched by the methods in
 /// `embeddings/query.rs` ([`Embeddings::search`], [`Embeddings::search_with`]).

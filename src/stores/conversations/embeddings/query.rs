@@ -2,7 +2,6 @@
 //! (exact 8-bit, or 1-bit with exact re-scoring) and the stored vectors for tests.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 
 use super::format::{exact_dot, Segment};
 use super::{Embeddings, UnitMessage, BITS_MIN_UNITS, CANDIDATES_FLOOR, OVERSAMPLE};
@@ -12,7 +11,6 @@ use crate::search::quantized::{self, View};
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
 use crate::stores::conversations::project::Scope;
-use crate::stores::segments::Unavailable;
 
 /// What a semantic search keeps: a row mask over units.
 #[derive(Debug, Clone, Copy, Default)]
@@ -353,15 +351,19 @@ fn rescore(
 
 /// One stored unit as [`stored_vectors`] returns it: `(source, conversation_id, first
 /// message id, v̂)`.
+#[cfg(test)]
 pub type StoredVector = (String, String, String, Vec<f32>);
 
 /// The stored vector of every live unit, for tests, in file order.
 ///
 /// # Errors
-/// [`Unavailable`] as [`Embeddings::open`].
-pub fn stored_vectors(db: &Path) -> Result<Vec<StoredVector>, Unavailable> {
+/// [`Unavailable`](crate::stores::segments::Unavailable) as [`Embeddings::open`].
+#[cfg(test)]
+pub fn stored_vectors(
+    db: &std::path::Path,
+) -> Result<Vec<StoredVector>, crate::stores::segments::Unavailable> {
     let e = Embeddings::open(db)?;
-    let bad = |_| Unavailable::Corrupt("damaged segment".into());
+    let bad = |_| crate::stores::segments::Unavailable::Corrupt("damaged segment".into());
     let mut out = Vec::new();
     for live in e.segments() {
         let seg = &live.seg;

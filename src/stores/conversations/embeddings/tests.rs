@@ -10,8 +10,7 @@ use super::query::top_in;
 use super::*;
 use crate::cancel::Cancel;
 use crate::search::{quantized, vectors};
-use crate::stores::conversations::segment::u64_at;
-use crate::stores::segments::{Live, StoreStamp, Tombstones};
+use crate::stores::segments::{u64_at, Live, StoreStamp, Tombstones};
 
 #[test]
 fn windows_cover_every_message_once_or_by_stride() {

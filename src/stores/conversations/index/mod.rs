@@ -1,6 +1,6 @@
 //! The search index of the conversations store: `all_conversations` in
 //! search-conversations' order (`created DESC, source, conversation_id, message_id`),
-//! as immutable [`segment`](super::segment) files answered by memory-mapping — one
+//! as immutable [`segment`] files answered by memory-mapping — one
 //! kind ([`IndexKind`]) of [`segments`](crate::stores::segments) set, which owns the
 //! files, the manifest, publication, the lock, tombstones and tier merges.
 //!
@@ -28,19 +28,20 @@
 //! reading every key). The queries are in `index/query.rs`.
 
 mod query;
+pub mod segment;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::segment::{
-    self, key_hash, order, RowIn, Segment, SegmentBuilder, SegmentError, HAS_QUESTION, NOT_INJECTED,
-};
 use crate::search::scan::{self, Corrupt};
 use crate::stores::segments::{
-    self as set, Counts, EntryFields, Live, Progress, SegmentKind, SegmentSet, SetError,
-    Tombstones, Written,
+    self as set, str_ref, touched_rows, Counts, EntryFields, Live, Progress, SegmentKind,
+    SegmentSet, SetError, Tombstones, Written,
+};
+use segment::{
+    key_hash, order, RowIn, Segment, SegmentBuilder, SegmentError, HAS_QUESTION, NOT_INJECTED,
 };
 
 pub use crate::stores::segments::{
@@ -350,7 +351,8 @@ impl Stamp {
     /// count and the newest time (a full read of the keys cost seconds at 1M rows).
     ///
     /// # Errors
-    /// The DuckDB error of the scan.
+    /// The DuckDB error of the scan. Tests only (feature `bench`).
+    #[cfg(any(test, feature = "bench"))]
     pub fn of_table(conn: &duckdb::Connection) -> Result<Self, SetError> {
         table_stamp(conn)
     }
@@ -370,58 +372,6 @@ fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, SetError> {
         rows,
         max_created_us,
         key_xor: format!("{xor:016x}"),
-    })
-}
-
-pub(super) fn str_ref<'r>(row: &'r duckdb::Row<'_>, i: usize) -> Result<&'r str, duckdb::Error> {
-    match row.get_ref(i)? {
-        duckdb::types::ValueRef::Text(b) => std::str::from_utf8(b).map_err(|e| {
-            duckdb::Error::FromSqlConversionFailure(i, duckdb::types::Type::Text, Box::new(e))
-        }),
-        other => Err(duckdb::Error::InvalidColumnType(
-            i,
-            format!("column {i}"),
-            other.data_type(),
-        )),
-    }
-}
-
-/// A `WHERE` condition (with a leading space) on `all_conversations` that keeps
-/// exactly the rows of the `touched` conversations: they are loaded into the temporary
-/// table `table` (replaced if it exists), and the condition is
-/// ` rowid BETWEEN lo AND hi AND (source, conversation_id) IN (SELECT … FROM table)`,
-/// or ` FALSE` when no row matches.
-///
-/// Why the `rowid` range: DuckDB runs the `IN (SELECT …)` as a hash join that
-/// decompresses every projected column of the whole table (~0.6 s for the `content`
-/// of 1M rows, for an append of 1,000). Finding the rows' range first reads only the
-/// two key columns; the range then lets the scan skip every row group outside it — an
-/// ingest's new and rewritten conversations sit at the table's end.
-pub(super) fn touched_rows(
-    conn: &duckdb::Connection,
-    table: &str,
-    touched: &Touched,
-) -> Result<String, duckdb::Error> {
-    conn.execute_batch(&format!(
-        "CREATE OR REPLACE TEMP TABLE {table} (source VARCHAR, conversation_id VARCHAR)"
-    ))?;
-    {
-        let mut app = conn.appender(table)?;
-        for (s, c) in touched {
-            app.append_row(duckdb::params![s, c])?;
-        }
-        app.flush()?;
-    }
-    let keys =
-        format!("(source, conversation_id) IN (SELECT source, conversation_id FROM {table})");
-    let (lo, hi): (Option<i64>, Option<i64>) = conn.query_row(
-        &format!("SELECT min(rowid), max(rowid) FROM all_conversations WHERE {keys}"),
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    Ok(match (lo, hi) {
-        (Some(lo), Some(hi)) => format!(" rowid BETWEEN {lo} AND {hi} AND {keys}"),
-        _ => " FALSE".to_owned(),
     })
 }
 

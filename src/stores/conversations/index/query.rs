@@ -2,12 +2,12 @@
 //! keyword ranking (alone or with each row's neighbours), and key lookups — all over
 //! the live rows of an opened [`Index`].
 
+use super::segment::{order, Segment, HAS_QUESTION, NOT_INJECTED};
 use super::Index;
 use crate::cancel::Cancel;
 use crate::search::postings::{self, Stats};
 use crate::search::scan::{self, Corrupt, Pattern};
 use crate::stores::conversations::project::{Project, RowMask};
-use crate::stores::conversations::segment::{order, Segment, HAS_QUESTION, NOT_INJECTED};
 use crate::stores::segments::Live;
 
 /// What one search asks for.
@@ -42,7 +42,7 @@ pub struct Hit {
     pub message_id: String,
     /// `project` (`None`: NULL, or an index segment without the project column).
     pub project: Option<String>,
-    /// First [`PREVIEW_CHARS`](crate::stores::conversations::segment::PREVIEW_CHARS) characters of `content`.
+    /// First [`PREVIEW_CHARS`](super::segment::PREVIEW_CHARS) characters of `content`.
     pub preview: String,
 }
 

@@ -62,6 +62,7 @@ use std::path::Path;
 
 use crate::search::postings::{self, Postings};
 use crate::search::scan::{self, Corrupt, Filter, Texts, BLOCK_WORDS};
+use crate::stores::segments::{u32_at, u64_at};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"SKILLSCI";
@@ -486,21 +487,6 @@ impl std::fmt::Debug for Segment {
             .field("rows", &self.rows)
             .finish_non_exhaustive()
     }
-}
-
-/// The little-endian `u32` at byte `at` of `b`; panics when `b` is shorter than
-/// `at + 4`. Shared with the embeddings segments' header reader.
-pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
-}
-
-/// The little-endian `u64` at byte `at` of `b` (as [`u32_at`]).
-pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
 }
 
 impl Segment {

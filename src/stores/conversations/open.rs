@@ -1,0 +1,160 @@
+//! Opening the store: writable (ingest, with the index lock and the embeddings'
+//! manifest taken first), read-only and sandboxed (engines), in memory; and the
+//! per-query connections every reader and writer takes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use duckdb::Connection;
+
+use super::lock::{wait_for_lock, READ_LOCK_WAIT, WRITE_LOCK_WAIT};
+use super::schema::CREATE_TABLE;
+use super::{duck, embeddings, index, ConversationStore};
+use crate::cancel::Cancel;
+use crate::stores::StoreError;
+
+impl ConversationStore {
+    /// Opens (creating when missing) a writable store and its table. Waits up to 30 s
+    /// while another process holds the file (a search in `skills serve` holds it for
+    /// one call).
+    ///
+    /// # Errors
+    /// [`StoreError::Locked`] when the file stays locked;
+    /// [`StoreError::Io`] when the parent directory cannot be created,
+    /// [`StoreError::DuckDb`] when DuckDB cannot open the file (e.g. another process
+    /// holds its write lock).
+    pub fn open_rw(path: &Path) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs_err::create_dir_all(parent)?;
+        }
+        // The index lock first: the manifest is compared with the database as the
+        // last writer left it, before this open changes anything.
+        let index = index::Writer::begin(path)
+            .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
+        let embed_base = Some(embeddings::Base::read(path));
+        let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
+        conn.execute_batch(CREATE_TABLE)
+            .map_err(|e| duck(path, e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            marks_injected: std::sync::OnceLock::new(),
+            index: Some(index),
+            touched: Mutex::default(),
+            embed_base,
+            embed: None,
+            stop: None,
+        })
+    }
+
+    /// Opens an existing store read-only, sandboxed for skill SQL
+    /// ([`super::sandbox::duckdb_config`]: no files, network, extensions or settings
+    /// beyond this one file). Waits up to 10 s while another process
+    /// writes it (`skills ingest`). Engines open it per call and drop it afterwards, so
+    /// a long-running `skills serve` never keeps `skills ingest` out and always sees
+    /// the latest import.
+    ///
+    /// # Errors
+    /// [`StoreError::Locked`] when the file stays locked;
+    /// [`StoreError::Missing`] when the file does not exist; [`StoreError::DuckDb`] otherwise.
+    pub fn open_ro(path: &Path) -> Result<Self, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                store: crate::stores::Store::Conversations,
+                path: path.to_path_buf(),
+            });
+        }
+        // Readers run SQL from skill folders: the sandbox's configuration (external
+        // access off, configuration locked) is applied as the file is opened.
+        let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
+            Connection::open_with_flags(path, crate::stores::sandbox::duckdb_config()?)
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            marks_injected: std::sync::OnceLock::new(),
+            index: None,
+            touched: Mutex::default(),
+            embed_base: None,
+            embed: None,
+            stop: None,
+        })
+    }
+
+    /// An in-memory store (tests, benchmarks; feature `bench`).
+    #[cfg(any(test, feature = "bench"))]
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`] if DuckDB cannot start.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory().map_err(|e| duck(&path, e))?;
+        conn.execute_batch(CREATE_TABLE)
+            .map_err(|e| duck(&path, e))?;
+        Ok(Self {
+            path,
+            conn: Mutex::new(conn),
+            marks_injected: std::sync::OnceLock::new(),
+            index: None,
+            touched: Mutex::default(),
+            embed_base: None,
+            embed: None,
+            stop: None,
+        })
+    }
+
+    /// True when the table has column `is_injected`. A store last written by a version
+    /// before that column is opened read-only without it (any `skills ingest` adds
+    /// it); its rows then count as not injected, and queries must not name it.
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`].
+    pub fn marks_injected(&self) -> Result<bool, StoreError> {
+        if let Some(known) = self.marks_injected.get() {
+            return Ok(*known);
+        }
+        let conn = self.connection()?;
+        let has: bool = conn
+            .query_row(
+                "SELECT count(*) > 0 FROM duckdb_columns()
+                 WHERE table_name = 'all_conversations' AND column_name = 'is_injected'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(*self.marks_injected.get_or_init(|| has))
+    }
+
+    /// A fresh connection to the same database, for one query; the store's lock is
+    /// held only while cloning.
+    ///
+    /// # Errors
+    /// [`StoreError::DuckDb`] when the connection cannot be cloned.
+    pub fn connection(&self) -> Result<Connection, StoreError> {
+        let guard = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let conn = guard.try_clone().map_err(|e| duck(&self.path, e))?;
+        drop(guard);
+        if let Some((cancel, hooks)) = &self.stop {
+            cancel.check().map_err(StoreError::Stopped)?;
+            let handle = conn.interrupt_handle();
+            let hook = cancel.on_stop(move || handle.interrupt());
+            hooks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(hook);
+        }
+        Ok(conn)
+    }
+
+    /// This store with every connection it hands out ([`ConversationStore::connection`])
+    /// interrupted when `cancel` stops (DuckDB's `interrupt()`: the running query fails),
+    /// and refused once it has — what an engine call's store is.
+    #[must_use]
+    pub fn interrupted_by(mut self, cancel: &Cancel) -> Self {
+        self.stop = Some((cancel.clone(), Mutex::new(Vec::new())));
+        self
+    }
+}
