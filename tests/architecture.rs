@@ -678,3 +678,32 @@ fn the_variable_scanner_sees_each_form() {
     let file = "fn f() {}\n#[cfg(test)]\nmod tests {\n    Root::Var(\"X\");\n}\n";
     assert!(variables_named(product_code(file)).is_empty());
 }
+
+/// YAML read from files is parsed only by `src/yaml.rs` (the nesting bound before the
+/// parser, one frontmatter split): nowhere else in `src/` calls `yaml_serde`'s
+/// deserialisers (`from_str`, `from_slice`, `from_reader`, `Deserializer`). Writing
+/// YAML (`to_string`) and naming `yaml_serde::Value` are fine.
+#[test]
+fn yaml_is_parsed_only_by_the_yaml_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for (file, code) in code_of(&src) {
+        if file == src.join("yaml.rs") {
+            continue;
+        }
+        for (i, line) in code.lines().enumerate() {
+            let parses = ["from_str", "from_slice", "from_reader", "Deserializer"]
+                .iter()
+                .any(|f| line.contains(&format!("yaml_serde::{f}")));
+            if parses {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "YAML parsed outside src/yaml.rs (use skills::yaml::parse or \
+         yaml::split_frontmatter, which bound the nesting first):\n{}",
+        found.join("\n")
+    );
+}

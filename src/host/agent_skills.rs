@@ -108,22 +108,19 @@ fn structured(dir: &Path, text: &str) -> Result<Value, String> {
             .iter()
             .any(|ext| trimmed.ends_with(ext));
     if is_path {
-        let rel = Path::new(trimmed);
-        if rel.is_absolute()
-            || rel
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
-            return Err(format!(
-                "`{trimmed}` must be a path inside the skill folder, e.g. `references/input-schema.json`"
-            ));
-        }
-        let path = dir.join(rel);
+        // Resolved with every link followed: a `references/` entry linking outside the
+        // folder is refused like `../x.json`.
+        let path = crate::confine::inside(dir, trimmed).map_err(|e| match e {
+            crate::confine::ConfineError::Outside { .. } => format!(
+                "{e}; write a path inside the skill folder, e.g. `references/input-schema.json`"
+            ),
+            other => format!("cannot read: {other}"),
+        })?;
         let source = fs_err::read_to_string(&path).map_err(|e| format!("cannot read: {e}"))?;
-        return yaml_serde::from_str::<Value>(&source)
+        return crate::yaml::parse::<Value>(&source)
             .map_err(|e| format!("`{trimmed}` is not JSON or YAML: {e}"));
     }
-    match yaml_serde::from_str::<Value>(text) {
+    match crate::yaml::parse::<Value>(text) {
         Ok(v @ (Value::Array(_) | Value::Object(_))) => Ok(v),
         Ok(_) => Err(
             "expected a list or mapping as JSON or YAML text, or the path of a `.json`/`.yaml` file in the skill folder"
@@ -178,5 +175,40 @@ mod tests {
         let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["/metadata/reads", "/metadata/input-schema"]);
         assert!(errs[1].reason.contains("cannot read"), "{}", errs[1].reason);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_metadata_file_linking_outside_the_folder_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("demo");
+        fs_err::create_dir_all(dir.join("references")).unwrap();
+        fs_err::write(tmp.path().join("schema.json"), r#"{"type": "object"}"#).unwrap();
+        std::os::unix::fs::symlink(
+            tmp.path().join("schema.json"),
+            dir.join("references/input-schema.json"),
+        )
+        .unwrap();
+        let d = doc(
+            &dir,
+            "---\nname: demo\ndescription: d\nmetadata:\n  input-schema: references/input-schema.json\n  reads: ../schema.json\n---\n",
+        );
+        let errs = effective_frontmatter(&d).unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        for e in &errs {
+            assert!(e.reason.contains("outside the skill folder"), "{e}");
+        }
+    }
+
+    #[test]
+    fn deep_metadata_text_is_refused_before_parsing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deep = "[".repeat(100_000);
+        let d = doc(
+            &tmp.path().join("demo"),
+            &format!("---\nname: demo\ndescription: d\nmetadata:\n  reads: '{deep}'\n---\n"),
+        );
+        let errs = effective_frontmatter(&d).unwrap_err();
+        assert!(errs[0].reason.contains("nested deeper"), "{}", errs[0]);
     }
 }

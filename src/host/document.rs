@@ -103,8 +103,9 @@ impl SkillDoc {
     /// Reads and parses `path`.
     ///
     /// # Errors
-    /// A [`Diagnostic`] when the file cannot be read, has no `---` frontmatter block,
-    /// or its YAML does not parse (with the line the parser reports).
+    /// A [`Diagnostic`] when the file cannot be read, has no `---` frontmatter block
+    /// (split by [`crate::yaml::split_frontmatter`]), or its YAML is nested too deep or
+    /// does not parse (with the line).
     pub fn read(path: &Path) -> Result<Self, Diagnostic> {
         let text = fs_err::read_to_string(path)
             .map_err(|e| Diagnostic::new(path, "", None, format!("cannot read: {e}")))?;
@@ -116,50 +117,18 @@ impl SkillDoc {
     /// # Errors
     /// See [`SkillDoc::read`].
     pub fn parse(path: &Path, text: &str) -> Result<Self, Diagnostic> {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let mut lines = text.split_inclusive('\n');
-        let first = lines.next().unwrap_or("");
-        if first.trim_end() != "---" {
+        let Some(split) = crate::yaml::split_frontmatter(text)
+            .map_err(|e| Diagnostic::new(path, "", e.line(), e.to_string()))?
+        else {
             return Err(Diagnostic::new(
                 path,
                 "",
                 Some(1),
                 "expected YAML frontmatter: the first line must be `---`",
             ));
-        }
-        let mut offset = first.len();
-        let fm_start = offset;
-        let mut fm_end = None;
-        let mut line_no = 1;
-        for line in lines {
-            line_no += 1;
-            if line.trim_end() == "---" {
-                fm_end = Some((offset, offset + line.len(), line_no));
-                break;
-            }
-            offset += line.len();
-        }
-        let Some((fm_stop, body_start, close_line)) = fm_end else {
-            return Err(Diagnostic::new(
-                path,
-                "",
-                None,
-                "frontmatter is not closed: no second `---` line",
-            ));
         };
-        let frontmatter_src = &text[fm_start..fm_stop];
-        if let Err(deep) = crate::yaml::check(frontmatter_src) {
-            // Lines of the frontmatter start at the document's line 2.
-            return Err(Diagnostic::new(
-                path,
-                "",
-                Some(deep.line + 1),
-                format!("invalid YAML frontmatter: {deep}"),
-            ));
-        }
-        let frontmatter: Value = yaml_serde::from_str(frontmatter_src).map_err(|e| {
-            let line = e.location().map(|l| l.line() + 1);
-            Diagnostic::new(path, "", line, format!("invalid YAML frontmatter: {e}"))
+        let frontmatter: Value = split.parse().map_err(|e| {
+            Diagnostic::new(path, "", e.line(), format!("invalid YAML frontmatter: {e}"))
         })?;
         if !frontmatter.is_object() {
             return Err(Diagnostic::new(
@@ -169,15 +138,13 @@ impl SkillDoc {
                 "frontmatter must be a YAML mapping",
             ));
         }
-        let body = &text[body_start..];
-        let body_line = close_line + 1;
         Ok(Self {
             path: path.to_path_buf(),
             frontmatter,
-            frontmatter_src: frontmatter_src.to_owned(),
-            body: body.to_owned(),
-            body_line,
-            sections: sections(body, body_line),
+            frontmatter_src: split.yaml.to_owned(),
+            body: split.body.to_owned(),
+            body_line: split.body_line,
+            sections: sections(split.body, split.body_line),
         })
     }
 
@@ -352,10 +319,29 @@ mod tests {
     }
 
     #[test]
+    fn frontmatter_closed_by_dots_after_a_byte_order_mark_parses_with_lines() {
+        let doc = SkillDoc::parse(
+            Path::new("d/SKILL.md"),
+            "\u{feff}---\r\nname: x\r\ndescription: d\r\n...\r\n# x\r\n\r\n## Does NOT do\r\n\r\n- Fuzzy\r\n",
+        )
+        .unwrap();
+        assert_eq!(doc.frontmatter["description"], "d");
+        assert_eq!(doc.body_line, 5);
+        assert_eq!(doc.section("does not do").unwrap().items, ["Fuzzy"]);
+        assert_eq!(doc.field_line("description"), Some(3));
+        let deep = format!("---\nname: x\nk: {}\n---\n", "[".repeat(100_000));
+        let err = SkillDoc::parse(Path::new("d/SKILL.md"), &deep).unwrap_err();
+        assert_eq!(err.line, Some(3), "{err}");
+        assert!(err.reason.contains("nested deeper"), "{err}");
+    }
+
+    #[test]
     fn missing_frontmatter_is_reported() {
         let err = SkillDoc::parse(Path::new("c/SKILL.md"), "# no frontmatter\n").unwrap_err();
         assert_eq!(err.line, Some(1));
         let err = SkillDoc::parse(Path::new("c/SKILL.md"), "---\nname: x\n").unwrap_err();
         assert!(err.reason.contains("not closed"));
+        assert_eq!(err.line, Some(1));
+        assert!(err.to_string().contains("c/SKILL.md"), "{err}");
     }
 }

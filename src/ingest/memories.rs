@@ -353,37 +353,24 @@ pub fn parse_markdown(
     Ok(input.into_memory(mtime).into_iter().collect())
 }
 
-/// Splits `---` YAML frontmatter from the body. `Ok((None, text))` when there is none.
+/// Splits YAML frontmatter from the body by [`crate::yaml::split_frontmatter`]'s
+/// rules. `Ok((None, text))` when there is none; an empty block is an empty mapping.
 fn split_frontmatter(text: &str) -> Result<(Option<Value>, &str), String> {
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
+    let Some(split) = crate::yaml::split_frontmatter(text).map_err(|e| e.to_string())? else {
         return Ok((None, text));
     };
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        let bare = line.trim_end_matches(['\n', '\r']);
-        if bare == "---" || bare == "..." {
-            let yaml = &rest[..offset];
-            let body = &rest[offset + line.len()..];
-            if yaml.trim().is_empty() {
-                return Ok((Some(Value::Object(serde_json::Map::new())), body));
-            }
-            // Nesting is bounded before parsing: the parser recurses per level.
-            crate::yaml::check(yaml).map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
-            let value: yaml_serde::Value =
-                yaml_serde::from_str(yaml).map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
-            let json = serde_json::to_value(value)
-                .map_err(|e| format!("unsupported YAML frontmatter: {e}"))?;
-            if !json.is_object() {
-                return Err("YAML frontmatter is not a mapping".into());
-            }
-            return Ok((Some(json), body));
-        }
-        offset += line.len();
+    if split.is_empty() {
+        return Ok((Some(Value::Object(serde_json::Map::new())), split.body));
     }
-    Err("YAML frontmatter has no closing `---`".into())
+    let value: yaml_serde::Value = split
+        .parse()
+        .map_err(|e| format!("invalid YAML frontmatter: {e}"))?;
+    let json =
+        serde_json::to_value(value).map_err(|e| format!("unsupported YAML frontmatter: {e}"))?;
+    if !json.is_object() {
+        return Err("YAML frontmatter is not a mapping".into());
+    }
+    Ok((Some(json), split.body))
 }
 
 /// Splits a Claude Code `MEMORY.md` index into one memory per `## ` section (headings
@@ -646,10 +633,23 @@ mod tests {
     }
 
     #[test]
+    fn frontmatter_after_a_byte_order_mark_and_closed_by_dots_is_read() {
+        let text = "\u{feff}---\r\ntitle: Dotted\r\ntype: decision\r\n...\r\nThe body.\r\n";
+        let m = &parse_markdown(text, "/dots.md", t0()).unwrap()[0];
+        assert_eq!((m.title.as_str(), m.kind.as_str()), ("Dotted", "decision"));
+        assert!(!m.body.contains("title:"), "{}", m.body);
+        assert!(m.body.contains("The body."), "{}", m.body);
+    }
+
+    #[test]
     fn bad_files_are_errors() {
         assert!(parse_markdown("", "/e.md", t0()).is_err());
         assert!(parse_markdown("---\ntitle: [unclosed\n---\nx", "/b.md", t0()).is_err());
-        assert!(parse_markdown("---\ntitle: x\n", "/c.md", t0()).is_err());
+        let unclosed = parse_markdown("---\ntitle: x\n", "/c.md", t0()).unwrap_err();
+        assert!(
+            unclosed.contains("line 1") && unclosed.contains("not closed"),
+            "{unclosed}"
+        );
         assert!(parse_markdown("---\n- a\n- b\n---\nx", "/d.md", t0()).is_err());
         // Nesting far past the bound is refused by line, before the parser recurses.
         let deep = format!(

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::confine::{inside, ConfineError};
 use crate::host::agent_skills::AGENT_SKILLS_FIELDS;
 use crate::host::{Diagnostic, SkillDoc};
 use crate::walk::{files_below, Hidden};
@@ -62,9 +63,15 @@ fn yaml_node_properties(src: &str) -> Option<(usize, &'static str)> {
 /// hyphens, longer than 64 characters, or not the folder's name; an empty or over-long
 /// (1024) description; a `compatibility` that is not a string of at most 500
 /// characters; `metadata` that is not a mapping of strings; YAML anchors, aliases or
-/// tags (which skill clients refuse to read).
+/// tags (which skill clients refuse to read); a file of the folder (e.g. under
+/// `references/`) that resolves through a link outside it (one diagnostic on that file).
 pub fn portability_problems(doc: &SkillDoc) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    for (file, confined) in folder_files(doc) {
+        if let Err(e) = confined {
+            out.push(Diagnostic::new(&file, "", None, e.to_string()));
+        }
+    }
     if let Some((line, what)) = yaml_node_properties(&doc.frontmatter_src) {
         // Lines of the frontmatter start at the document's line 2.
         out.push(Diagnostic::new(
@@ -216,6 +223,26 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
+/// The non-hidden files of the folder holding `doc`, each with
+/// [`crate::confine::inside`]'s answer: the canonical path inside the folder, or why
+/// it is not (a link resolving outside, a name that cannot be resolved).
+fn folder_files(doc: &SkillDoc) -> Vec<(PathBuf, Result<PathBuf, ConfineError>)> {
+    let folder = doc.path.parent().unwrap_or_else(|| Path::new("."));
+    files_below(folder, Hidden::Skip)
+        .files
+        .into_iter()
+        .filter_map(|file| {
+            let rel = file
+                .strip_prefix(folder)
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
+            let confined = inside(folder, &rel);
+            Some((file, confined))
+        })
+        .collect()
+}
+
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -223,6 +250,10 @@ pub enum ExportError {
     /// Reading the source folder or writing the copy failed (the error names the file).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// A file of the skill folder resolves (through a link) outside it, or cannot be
+    /// resolved; nothing was written.
+    #[error(transparent)]
+    Outside(#[from] ConfineError),
     /// The rewritten frontmatter could not be written as YAML.
     #[error("`{file}`: cannot write the frontmatter as YAML: {reason}")]
     Yaml {
@@ -290,7 +321,9 @@ fn as_text(value: &Value) -> String {
 /// other non-hidden file copied as is. Returns the files written, sorted.
 ///
 /// # Errors
-/// [`ExportError`] when a file cannot be read or written.
+/// [`ExportError::Outside`] before anything is written when a file of the folder
+/// resolves outside it (a link under `references/` to `/etc/passwd` is not copied);
+/// [`ExportError::Io`] when a file cannot be read or written.
 pub fn export(
     doc: &SkillDoc,
     name: &str,
@@ -299,8 +332,13 @@ pub fn export(
 ) -> Result<Vec<PathBuf>, ExportError> {
     let src = doc.path.parent().unwrap_or_else(|| Path::new("."));
     let dest = out.join(name);
+    let mut files = Vec::new();
+    for (file, confined) in folder_files(doc) {
+        confined?;
+        files.push(file);
+    }
     let mut written = Vec::new();
-    for file in files_below(src, Hidden::Skip).files {
+    for file in files {
         let Ok(rel) = file.strip_prefix(src) else {
             continue;
         };
@@ -419,5 +457,49 @@ mod tests {
             assert_eq!(fm[field], original.frontmatter[field], "{field}");
         }
         assert_eq!(fm["metadata"]["version"], "2");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_reference_linking_outside_the_folder_is_refused_by_export_and_validate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src/demo");
+        fs_err::create_dir_all(src.join("references")).unwrap();
+        fs_err::write(tmp.path().join("secret.txt"), "hunter2").unwrap();
+        std::os::unix::fs::symlink(
+            tmp.path().join("secret.txt"),
+            src.join("references/notes.md"),
+        )
+        .unwrap();
+        fs_err::write(
+            src.join("SKILL.md"),
+            "---\nname: demo\ndescription: d\n---\n# body\n",
+        )
+        .unwrap();
+        let original = SkillDoc::read(&src.join("SKILL.md")).unwrap();
+        let problems = portability_problems(&original);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].file, src.join("references/notes.md"));
+        assert!(
+            problems[0].reason.contains("outside the skill folder"),
+            "{}",
+            problems[0]
+        );
+        let out = tmp.path().join("out");
+        let err = export(&original, "demo", &out, &[]).unwrap_err();
+        assert!(matches!(err, ExportError::Outside(_)), "{err}");
+        assert!(err.to_string().contains("references/notes.md"), "{err}");
+        assert!(!err.to_string().contains("hunter2"));
+        assert!(!out.exists(), "nothing is written");
+        // A link that stays inside the folder is an ordinary file of the skill.
+        fs_err::remove_file(src.join("references/notes.md")).unwrap();
+        fs_err::write(src.join("notes.md"), "inside").unwrap();
+        std::os::unix::fs::symlink(src.join("notes.md"), src.join("references/notes.md")).unwrap();
+        assert!(portability_problems(&original).is_empty());
+        export(&original, "demo", &out, &[]).unwrap();
+        assert_eq!(
+            fs_err::read_to_string(out.join("demo/references/notes.md")).unwrap(),
+            "inside"
+        );
     }
 }

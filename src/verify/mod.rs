@@ -871,9 +871,7 @@ fn read_binding(path: &Path) -> Option<Result<Binding, String>> {
 
 fn parse_binding(path: &Path) -> Result<Binding, String> {
     let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
-    crate::yaml::check(&text)
-        .map_err(|deep| format!("`{}`: invalid YAML: {deep}", path.display()))?;
-    let value: Value = yaml_serde::from_str(&text)
+    let value: Value = crate::yaml::parse(&text)
         .map_err(|e| format!("`{}`: invalid YAML: {e}", path.display()))?;
     let schema: Value =
         serde_json::from_str(CONFORMANCE_SCHEMA).map_err(|e| format!("conformance schema: {e}"))?;

@@ -212,8 +212,7 @@ fn workspace_yaml(events: &Path) -> Option<(Option<String>, Option<String>)> {
         return None;
     }
     let text = fs_err::read_to_string(events.parent()?.join("workspace.yaml")).ok()?;
-    crate::yaml::check(&text).ok()?;
-    let value: yaml_serde::Value = yaml_serde::from_str(&text).ok()?;
+    let value: yaml_serde::Value = crate::yaml::parse(&text).ok()?;
     let get = |k: &str| {
         value
             .get(k)
