@@ -410,7 +410,7 @@ fn serve(data: &Path) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
         .args(["serve", "--no-ingest", "--http", "127.0.0.1:0"])
         .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_DIR", repo_skills())
+        .env("SKILLS_DIR", common::repo_skills())
         .env("SKILLS_EMBEDDER", "none")
         .env("SKILLS_NOW", "2026-06-01T12:00:00Z")
         .stdin(std::process::Stdio::null())

@@ -63,9 +63,8 @@ pub(crate) fn readme_table() -> String {
 
 #[test]
 fn the_readme_table_is_generated_from_the_importers() {
-    let readme =
-        fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .expect("README.md");
+    let readme = fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
     let table = readme_table();
     assert!(
         readme.contains(&table),
