@@ -162,13 +162,10 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             shutdown,
             |bound| {
                 begin();
-                Printer::log(format_args!(
-                    "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
-                    mcp::HTTP_PATH
-                ));
+                // The pages' URL is recorded before any address is announced: whoever
+                // saw an address finds the record.
+                let url = format!("http://{bound}/");
                 if with_pages {
-                    let url = format!("http://{bound}/");
-                    // Recorded before it is announced: whoever saw the address finds it.
                     if let (Some(dir), true) = (data_dir, bound.ip().is_loopback()) {
                         if super::pages_url::advertise(&dir, &url) {
                             *record
@@ -177,6 +174,12 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
                                 Some((dir, url.clone()));
                         }
                     }
+                }
+                Printer::log(format_args!(
+                    "skills: serving {tools} tools over streamable HTTP at http://{bound}{}",
+                    mcp::HTTP_PATH
+                ));
+                if with_pages {
                     Printer::log(format_args!("skills: pages at {url}"));
                     if print_pages {
                         super::pages_url::show(&url, open_pages);
