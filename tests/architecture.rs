@@ -119,11 +119,11 @@ fn module_graph(src: &Path) -> Graph {
         if first == "lib" || first == "main" {
             continue;
         }
-        let text = std::fs::read_to_string(&file).expect("readable source");
         let deps = graph.entry(first.clone()).or_default();
         if test_files.contains(&file) {
             continue;
         }
+        let text = std::fs::read_to_string(&file).expect("readable source");
         deps.extend(
             crate_modules(product_code(&text))
                 .into_iter()
@@ -133,15 +133,25 @@ fn module_graph(src: &Path) -> Graph {
     graph
 }
 
-/// The lines that open a test-only module: `#[cfg(test)]` then `mod name;` or
-/// `mod name {`.
-fn test_module_at(lines: &[&str], i: usize) -> Option<String> {
+/// A test-only module opened at a line: `#[cfg(test)]` then `mod name {` or `mod name;`.
+enum TestModule {
+    /// `mod name { … }`: the rest of the file.
+    Inline,
+    /// `mod name;`: the module's own file or folder.
+    File(String),
+}
+
+/// The test-only module that `lines[i]` (`#[cfg(test)]`) and the next line open, if any.
+fn test_module_at(lines: &[&str], i: usize) -> Option<TestModule> {
     if lines[i].trim() != "#[cfg(test)]" {
         return None;
     }
-    let next = lines.get(i + 1)?.trim();
-    let name = next.strip_prefix("mod ")?;
-    Some(name.trim_end_matches([';', '{', ' ']).to_owned())
+    let declared = lines.get(i + 1)?.trim().strip_prefix("mod ")?;
+    if let Some(name) = declared.strip_suffix(';') {
+        Some(TestModule::File(name.trim().to_owned()))
+    } else {
+        declared.ends_with('{').then_some(TestModule::Inline)
+    }
 }
 
 /// The source before its inline test module (`#[cfg(test)] mod tests { … }`, kept at
@@ -151,7 +161,7 @@ fn product_code(source: &str) -> &str {
     let lines: Vec<&str> = source.lines().collect();
     let mut offset = 0;
     for (i, line) in lines.iter().enumerate() {
-        if test_module_at(&lines, i).is_some() && lines[i + 1].trim_end().ends_with('{') {
+        if let Some(TestModule::Inline) = test_module_at(&lines, i) {
             return &source[..offset];
         }
         offset += line.len() + 1;
@@ -172,12 +182,9 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
             _ => file.with_extension(""),
         };
         for i in 0..lines.len() {
-            let Some(name) = test_module_at(&lines, i) else {
+            let Some(TestModule::File(name)) = test_module_at(&lines, i) else {
                 continue;
             };
-            if !lines[i + 1].trim_end().ends_with(';') {
-                continue;
-            }
             let as_file = dir.join(format!("{name}.rs"));
             let as_dir = dir.join(&name);
             out.extend(

@@ -2,6 +2,8 @@
 //! (exact 8-bit, or 1-bit with exact re-scoring) and the stored vectors for tests.
 
 use std::collections::{HashMap, HashSet};
+#[cfg(test)]
+use std::path::Path;
 
 use super::format::{exact_dot, Segment};
 use super::{Embeddings, UnitMessage, BITS_MIN_UNITS, CANDIDATES_FLOOR, OVERSAMPLE};
@@ -11,6 +13,8 @@ use crate::search::quantized::{self, View};
 use crate::search::scan::Corrupt;
 use crate::search::vectors;
 use crate::stores::conversations::project::Scope;
+#[cfg(test)]
+use crate::stores::segments::Unavailable;
 
 /// What a semantic search keeps: a row mask over units.
 #[derive(Debug, Clone, Copy, Default)]
@@ -357,13 +361,11 @@ pub type StoredVector = (String, String, String, Vec<f32>);
 /// The stored vector of every live unit, for tests, in file order.
 ///
 /// # Errors
-/// [`Unavailable`](crate::stores::segments::Unavailable) as [`Embeddings::open`].
+/// [`Unavailable`] as [`Embeddings::open`].
 #[cfg(test)]
-pub fn stored_vectors(
-    db: &std::path::Path,
-) -> Result<Vec<StoredVector>, crate::stores::segments::Unavailable> {
+pub fn stored_vectors(db: &Path) -> Result<Vec<StoredVector>, Unavailable> {
     let e = Embeddings::open(db)?;
-    let bad = |_| crate::stores::segments::Unavailable::Corrupt("damaged segment".into());
+    let bad = |_| Unavailable::Corrupt("damaged segment".into());
     let mut out = Vec::new();
     for live in e.segments() {
         let seg = &live.seg;
