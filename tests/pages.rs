@@ -174,6 +174,15 @@ async fn index_lists_every_skill_and_serves_its_assets_under_the_csp() {
     let (status, css) = server.get("/static/style.css").await;
     assert_eq!(status, 200);
     assert!(css.contains("prefers-color-scheme: dark"));
+    // The icon the page links, and the one browsers ask for unprompted (a 404
+    // there is a console error in every browser).
+    assert!(page.contains("<link rel=\"icon\" href=\"/static/favicon.svg\""));
+    for icon in ["/static/favicon.svg", "/favicon.ico"] {
+        let response = client().get(server.url(icon)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{icon}");
+        assert_eq!(response.headers()["content-type"], "image/svg+xml", "{icon}");
+        assert!(response.text().await.unwrap().starts_with("<svg"), "{icon}");
+    }
     let (status, _) = server.get("/nothing/here").await;
     assert_eq!(status, 404);
 }

@@ -22,7 +22,8 @@
 //! Every page's data is a skill's output, called through [`Host::call_with`]
 //! ([`calls`]): the skill documents say which skill feeds which page; `src/web` holds
 //! no SQL, opens no store and names no skill.
-//! - `GET /static/style.css`, `/static/app.js`: embedded assets ([`respond`]).
+//! - `GET /static/style.css`, `/static/app.js`, `/static/favicon.svg` (also at
+//!   `/favicon.ico`): embedded assets ([`respond`]).
 //!
 //! Nothing is written per skill: every page is built from the catalog current at the
 //! request, so a skill dropped into the folder (hot reload) gets its page at once.
@@ -225,6 +226,8 @@ impl Pages {
                 let query = paths::pairs(&query);
                 memories::page(self, &query, wants_json(&parts.headers, &query)).await
             }
+            (["favicon.ico"], true) => respond::asset("favicon.svg")
+                .unwrap_or_else(|| self.error(StatusCode::NOT_FOUND, "Not found", "no such file")),
             (["static", name], true) => respond::asset(name)
                 .unwrap_or_else(|| self.error(StatusCode::NOT_FOUND, "Not found", "no such file")),
             (["skills", name], true) => {

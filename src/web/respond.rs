@@ -23,6 +23,10 @@ form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 /// The stylesheet, embedded in the binary.
 pub const STYLE_CSS: &str = include_str!("../../templates/web/style.css");
 
+/// The icon a browser shows in its tab (SVG); also served at `/favicon.ico`, which
+/// browsers request on their own.
+pub const FAVICON_SVG: &str = include_str!("../../templates/web/favicon.svg");
+
 /// The one script: keyboard shortcuts; every page works without it.
 pub const APP_JS: &str = include_str!("../../templates/web/app.js");
 
@@ -96,6 +100,7 @@ pub fn asset(name: &str) -> Option<Response> {
     let (content_type, body) = match name {
         "style.css" => ("text/css; charset=utf-8", STYLE_CSS),
         "app.js" => ("text/javascript; charset=utf-8", APP_JS),
+        "favicon.svg" => ("image/svg+xml", FAVICON_SVG),
         _ => return None,
     };
     let mut response = with_body(StatusCode::OK, content_type, body);

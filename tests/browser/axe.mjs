@@ -77,7 +77,7 @@ try {
         console.push(`exception: ${m.params.exceptionDetails.exception?.description ?? m.params.exceptionDetails.text}`);
       }
       if (m.method === "Log.entryAdded" && ["error", "warning"].includes(m.params.entry.level)) {
-        console.push(`log.${m.params.entry.level}: ${m.params.entry.text}`);
+        console.push(`log.${m.params.entry.level}: ${m.params.entry.text}${m.params.entry.url ? ` (${m.params.entry.url})` : ""}`);
       }
     });
     await send("Page.enable", {}, sessionId);
