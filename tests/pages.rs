@@ -180,7 +180,11 @@ async fn index_lists_every_skill_and_serves_its_assets_under_the_csp() {
     for icon in ["/static/favicon.svg", "/favicon.ico"] {
         let response = client().get(server.url(icon)).send().await.unwrap();
         assert_eq!(response.status(), 200, "{icon}");
-        assert_eq!(response.headers()["content-type"], "image/svg+xml", "{icon}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "image/svg+xml",
+            "{icon}"
+        );
         assert!(response.text().await.unwrap().starts_with("<svg"), "{icon}");
     }
     let (status, _) = server.get("/nothing/here").await;
