@@ -187,6 +187,17 @@ pub const WATCH: Setting = Setting {
     audience: Audience::User,
 };
 
+/// Whether imports store secrets as written.
+pub const KEEP_SECRETS: Setting = Setting {
+    name: "SKILLS_KEEP_SECRETS",
+    meaning: "`1` (or `true`, `yes`): store transcripts and memories with their secrets as \
+              written, as `--keep-secrets` does; search can then find a secret by any prefix \
+              (only skills' output is redacted). `0`, `false`, `no`: redact before storing.",
+    default: "secrets are replaced with `[REDACTED:<detector>]` before they are stored",
+    read_by: "`ingest`, `serve` (its background imports, memo-save), `memo import`, `memo add`",
+    audience: Audience::User,
+};
+
 /// Whether searches use the search index.
 pub const SEARCH_INDEX: Setting = Setting {
     name: "SKILLS_SEARCH_INDEX",
@@ -528,6 +539,7 @@ pub const ALL: &[Setting] = &[
     EMBEDDER,
     CALL_TIMEOUT_MS,
     WATCH,
+    KEEP_SECRETS,
     SEARCH_INDEX,
     LOG,
     CHATGPT_EXPORT,
@@ -659,6 +671,26 @@ pub fn watch() -> Result<WatchChoice, Invalid> {
         Some(other) => Err(Invalid::new(format!(
             "{} `{other}`: expected `notify` (the default) or `poll`",
             WATCH.name
+        ))),
+    }
+}
+
+/// [`KEEP_SECRETS`]: true for `1`, `true`, `yes`; false when unset, empty or `0`,
+/// `false`, `no` (any case).
+///
+/// # Errors
+/// [`Invalid`] for any other value, naming the accepted ones.
+pub fn keep_secrets() -> Result<bool, Invalid> {
+    let Some(text) = KEEP_SECRETS.text() else {
+        return Ok(false);
+    };
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" => Ok(true),
+        "" | "0" | "false" | "no" => Ok(false),
+        _ => Err(Invalid::new(format!(
+            "{} `{text}`: expected `1`, `true` or `yes` (store secrets as written) or `0`, \
+             `false` or `no` (redact them before storing, the default)",
+            KEEP_SECRETS.name
         ))),
     }
 }

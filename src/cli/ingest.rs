@@ -27,11 +27,20 @@ pub struct Args {
     /// messages instead of setting it aside.
     #[arg(long)]
     keep_injected: bool,
-    /// Replace secrets (API keys, tokens, private keys, passwords) in message text
-    /// with `[REDACTED:<detector>]` before storing. Without it the store keeps raw
-    /// text and skills redact their output.
+    /// Store message text with its secrets (API keys, tokens, private keys,
+    /// passwords) as written. By default each is replaced with `[REDACTED:<detector>]`
+    /// before storing, so no search can find it; with this flag search finds secrets
+    /// by any prefix and only skills' output is redacted. Also `SKILLS_KEEP_SECRETS=1`.
     #[arg(long)]
+    keep_secrets: bool,
+    /// Redact secrets before storing: the default (accepted for scripts that pass it).
+    #[arg(long, hide = true, conflicts_with = "keep_secrets")]
     redact: bool,
+    /// Redact the text already stored (conversations and memories) in place, then
+    /// update the search index and embeddings: for stores imported before redaction
+    /// at store was the default, or with `--keep-secrets`. Imports nothing.
+    #[arg(long, conflicts_with_all = ["keep_secrets", "paths"])]
+    redact_stored: bool,
     /// Skip the L1 embeddings semantic-search reads (faster; semantic-search then
     /// says "embeddings unavailable — run `skills ingest`" until an ingest without
     /// this flag embeds the store).
@@ -87,6 +96,13 @@ fn conversation_embedder(
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     // Started by `skills serve`: end with it.
     skills::background_import::lifeline::hold();
+    // `--redact` is the default; an explicit one wins over the setting.
+    let keep_secrets = !args.redact
+        && skills::redact::at_store::configure(args.keep_secrets)
+            .map_err(|e| UsageError::new(e.to_string()))?;
+    if args.redact_stored {
+        return redact_stored(session, args);
+    }
     let paths = if args.paths.is_empty() {
         let found = skills::ingest::discover();
         if found.is_empty() {
@@ -102,24 +118,13 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     let pause_at = skills::settings::ingest_pause();
     let options = IngestOptions {
         keep_injected: args.keep_injected,
-        redact: args.redact,
+        redact: !keep_secrets,
         pause_at: pause_at.as_deref(),
     };
     let store_path = session.store_paths()?.conversations;
     let mut store = ConversationStore::open_rw(&store_path)?;
     let json = session.json();
-    let mut embed_note = None;
-    if !args.no_embed {
-        let model = if matches!(settings::embedder(), Ok(Some(EmbedderSetting::None))) {
-            Err(EmbedError::Disabled)
-        } else {
-            conversation_embedder(&store_path, args.embedder)
-        };
-        match model {
-            Ok(model) => store.embed_with(std::sync::Arc::new(model), UnitSpec::DEFAULT)?,
-            Err(e) => embed_note = Some(format!("embeddings: skipped — {e}")),
-        }
-    }
+    let embed_note = embed(&mut store, args)?;
     let bar = progress_bar(args.quiet || json);
     let mut messages = 0usize;
     let mut added = 0usize;
@@ -202,6 +207,64 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// Asks `store` to bring its embeddings up to date at close (unless `--no-embed`);
+/// returns why they are skipped when no model can be loaded.
+fn embed(store: &mut ConversationStore, args: &Args) -> Result<Option<String>> {
+    if args.no_embed {
+        return Ok(None);
+    }
+    let model = if matches!(settings::embedder(), Ok(Some(EmbedderSetting::None))) {
+        Err(EmbedError::Disabled)
+    } else {
+        conversation_embedder(store.path(), args.embedder)
+    };
+    match model {
+        Ok(model) => {
+            store.embed_with(std::sync::Arc::new(model), UnitSpec::DEFAULT)?;
+            Ok(None)
+        }
+        Err(e) => Ok(Some(format!("embeddings: skipped — {e}"))),
+    }
+}
+
+/// `skills ingest --redact-stored`: redacts the conversations and memories already
+/// stored, in place (one transaction per store), and brings the search index, the
+/// conversations' embeddings and the memories' embeddings up to date. Prints the
+/// secrets replaced per store (`--json`: `conversations_secrets_redacted`,
+/// `memories_secrets_redacted`).
+fn redact_stored(session: &mut Session, args: &Args) -> Result<Outcome> {
+    let paths = session.store_paths()?;
+    let mut conversations = 0;
+    if paths.conversations.exists() {
+        let mut store = ConversationStore::open_rw(&paths.conversations)?;
+        embed(&mut store, args)?;
+        conversations = store.redact_stored()?;
+        store.close_with(&mut |_, _| {})?;
+    }
+    let mut memories = 0;
+    if paths.memories.exists() {
+        let store = skills::stores::memories::MemoryStore::open_rw(&paths.memories)?;
+        memories = store.redact_stored()?;
+        if memories > 0 && !args.no_embed {
+            if let Ok(embedder) = Embedder::load_for_memories() {
+                skills::ingest::memories::embed_missing(&store, &embedder)?;
+            }
+        }
+    }
+    let printer = &mut session.printer;
+    if printer.json() {
+        printer.print_json(&json!({
+            "conversations_secrets_redacted": conversations,
+            "memories_secrets_redacted": memories,
+        }))?;
+    } else {
+        printer.line(format_args!(
+            "redacted in place: {conversations} secrets in conversations, {memories} in memories"
+        ))?;
+    }
+    Ok(Outcome::Success)
 }
 
 /// Files seen that were neither imported nor unchanged: unreadable, of no known

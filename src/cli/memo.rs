@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use skills::ingest::memories::import_paths;
-use skills::stores::memories::save::{add_memory, AddMemoryError, MemoryInput};
+use skills::stores::memories::save::{save_memory, AddMemoryError, MemoryInput, SaveLinks};
 use skills::stores::memories::MemoryStore;
 
 use super::{Outcome, Session, UsageError};
@@ -21,6 +21,10 @@ pub enum Command {
         /// Files or folders.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Store the memories' text with its secrets as written (by default they are
+        /// redacted before storing; see `skills ingest --keep-secrets`).
+        #[arg(long)]
+        keep_secrets: bool,
     },
     /// Add one memory.
     Add(AddArgs),
@@ -47,6 +51,10 @@ pub struct AddArgs {
     /// A file the memory is about / modified (repeatable).
     #[arg(long = "file-modified")]
     files_modified: Vec<String>,
+    /// Store the text with its secrets as written (by default they are redacted
+    /// before storing; see `skills ingest --keep-secrets`).
+    #[arg(long)]
+    keep_secrets: bool,
 }
 
 /// Runs `memo import` or `memo add` against the memories store (created if needed).
@@ -54,11 +62,17 @@ pub struct AddArgs {
 /// # Errors
 /// [`UsageError`] for a memory with neither title nor body; store and stdin failures.
 pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
+    let keep_secrets = match command {
+        Command::Import { keep_secrets, .. } => *keep_secrets,
+        Command::Add(args) => args.keep_secrets,
+    };
+    skills::redact::at_store::configure(keep_secrets)
+        .map_err(|e| UsageError::new(e.to_string()))?;
     let path = session.store_paths()?.memories;
     let store = MemoryStore::open_rw(&path)?;
     let printer = &mut session.printer;
     match command {
-        Command::Import { paths } => {
+        Command::Import { paths, .. } => {
             let summary = import_paths(&store, paths)?;
             if printer.json() {
                 let mut value = serde_json::to_value(&summary)?;
@@ -76,14 +90,29 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
             })
         }
         Command::Add(args) => {
-            let id = add_memory(&store, memory_input(args)?).map_err(|e| match e {
+            let embedder = skills::embed::Embedder::load_for_memories().ok();
+            let saved = save_memory(
+                &store,
+                memory_input(args)?,
+                &SaveLinks::default(),
+                embedder.as_ref(),
+                chrono::Utc::now(),
+            )
+            .map_err(|e| match e {
                 AddMemoryError::Empty => {
                     UsageError::new("a memory needs `--title` or a non-empty `--body`").into()
                 }
                 other => anyhow::Error::from(other),
             })?;
+            let (id, secrets) = (saved.id, saved.secrets_redacted);
             if printer.json() {
-                printer.print_json(&json!({ "id": id, "store": path }))?;
+                printer.print_json(
+                    &json!({ "id": id, "store": path, "secrets_redacted": secrets }),
+                )?;
+            } else if secrets > 0 {
+                printer.line(format_args!(
+                    "added {id} ({secrets} secret(s) redacted before storing)"
+                ))?;
             } else {
                 printer.line(format_args!("added {id}"))?;
             }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use skills::mcp::catalog::Catalog;
 use skills::mcp::{self, watch};
 
-use super::{Outcome, Printer, Session};
+use super::{Outcome, Printer, Session, UsageError};
 
 /// Arguments of `skills serve`.
 #[derive(clap::Args)]
@@ -33,10 +33,13 @@ pub struct Args {
     /// locations, no background import (the store changes only by `skills ingest`).
     #[arg(long)]
     no_ingest: bool,
-    /// Replace secrets in the transcripts imported in the background before storing
-    /// them, as `skills ingest --redact` does (without it they are stored as written
-    /// and skills redact their output).
-    #[arg(long, conflicts_with = "no_ingest")]
+    /// Store text with its secrets as written, as `skills ingest --keep-secrets` does:
+    /// the background imports and `memo-save`. By default secrets are redacted before
+    /// storing, so no search can find one. Also `SKILLS_KEEP_SECRETS=1`.
+    #[arg(long)]
+    keep_secrets: bool,
+    /// Redact secrets before storing: the default (accepted for scripts that pass it).
+    #[arg(long, hide = true, conflicts_with = "keep_secrets")]
     redact: bool,
     /// Set by `skills ui`: print the pages' URL on stdout once the server listens.
     #[arg(skip)]
@@ -56,6 +59,7 @@ impl Args {
             no_watch: false,
             watch_paths: Vec::new(),
             no_ingest: false,
+            keep_secrets: false,
             redact: false,
             print_pages: true,
             open_pages: open,
@@ -78,6 +82,10 @@ impl Args {
 /// [`mcp::ServeError`]: a non-loopback address without `--allow-remote` (exit 2), a
 /// port that cannot be bound, a failed stdio session; load failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
+    // `--redact` is the default; an explicit one wins over the setting.
+    let keep_secrets = !args.redact
+        && skills::redact::at_store::configure(args.keep_secrets)
+            .map_err(|e| UsageError::new(e.to_string()))?;
     let host = Arc::new(session.load_host()?);
     let catalog = if args.no_watch {
         Arc::new(Catalog::fixed(host))
@@ -109,7 +117,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         Some(super::serve_ingest::options(
             session,
             &args.watch_paths,
-            args.redact,
+            keep_secrets,
         )?)
     };
     // Started once the server listens (not for an address refused), stopped before exit.

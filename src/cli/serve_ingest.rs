@@ -13,8 +13,9 @@ use super::{Session, UsageError};
 
 /// What to watch: the default transcript locations and `extra` (`--watch PATH`),
 /// changes imported with this binary's `skills --data-dir D ingest --json --quiet`
-/// (plus `--redact` when `redact`: `skills serve --redact`). Start it with [`start`]
-/// once the server listens.
+/// plus `--keep-secrets` when `keep_secrets` (`skills serve --keep-secrets`), else
+/// `--redact` (secrets replaced before storing, whatever the child's environment
+/// says). Start it with [`start`] once the server listens.
 ///
 /// # Errors
 /// [`UsageError`] for a `--watch` path that does not exist or a bad `SKILLS_WATCH`;
@@ -22,7 +23,7 @@ use super::{Session, UsageError};
 pub fn options(
     session: &Session,
     extra: &[PathBuf],
-    redact: bool,
+    keep_secrets: bool,
 ) -> Result<background_import::Options> {
     let mode = Mode::from_env().map_err(UsageError::new)?;
     let conversations = session.store_paths()?.conversations;
@@ -34,9 +35,7 @@ pub fn options(
         .context("cannot find the path of this `skills` binary to run `skills ingest`")?;
     let mut args: Vec<OsString> = vec!["--data-dir".into(), data_dir.clone().into()];
     args.extend(["ingest", "--json", "--quiet"].map(OsString::from));
-    if redact {
-        args.push("--redact".into());
-    }
+    args.push(if keep_secrets { "--keep-secrets" } else { "--redact" }.into());
     if let Some(missing) = extra.iter().find(|p| !p.exists()) {
         return Err(UsageError::new(
             background_import::WatchError::Missing(missing.clone()).to_string(),

@@ -10,10 +10,11 @@ use serde::Serialize;
 
 use skills::background_import::{self, ServerRecord};
 use skills::embed::Embedder;
+use skills::redact::at_store::{Secrets, REDACT_IN_PLACE};
 use skills::stores::conversations::{embeddings, index, ConversationStore};
 use skills::stores::memories::MemoryStore;
 
-use super::{Outcome, Session};
+use super::{Outcome, Printer, Session};
 
 /// The whole report; `skills status --json` prints it as one object:
 /// `{"version", "data_dir", "conversations": {…}, "memories": {…}, "model": {…},
@@ -42,6 +43,11 @@ struct Conversations {
     sources: Vec<Source>,
     index: Derived,
     embeddings: Derived,
+    /// Whether secrets were redacted before the text was stored (`redacted`, `kept`,
+    /// `not_redacted`); `None` when there is no store or it cannot be read.
+    secrets: Option<Secrets>,
+    /// Secrets replaced before storing, over the store's life.
+    secrets_redacted: u64,
     /// Why the table could not be read, if it could not.
     error: Option<String>,
 }
@@ -87,6 +93,10 @@ struct Memories {
     /// `skills ingest`; until then only the keyword legs find them).
     model: Option<String>,
     embedded: Option<usize>,
+    /// As [`Conversations::secrets`].
+    secrets: Option<Secrets>,
+    /// As [`Conversations::secrets_redacted`].
+    secrets_redacted: u64,
     error: Option<String>,
 }
 
@@ -155,10 +165,16 @@ fn conversations(db: &Path) -> Conversations {
         sources: Vec::new(),
         index,
         embeddings,
+        secrets: None,
+        secrets_redacted: 0,
         error: None,
     };
     if !out.exists {
         return out;
+    }
+    if let Ok(store) = ConversationStore::open_ro(db) {
+        out.secrets = store.secrets().ok();
+        out.secrets_redacted = store.secrets_redacted().unwrap_or(0);
     }
     match sources(db) {
         Ok(sources) => {
@@ -274,6 +290,8 @@ fn memories(path: &Path) -> Memories {
         memories: None,
         model: Embedder::name_for_memories().ok(),
         embedded: None,
+        secrets: None,
+        secrets_redacted: 0,
         error: None,
     };
     if out.exists {
@@ -289,6 +307,10 @@ fn memories(path: &Path) -> Memories {
             Ok((n, embedded)) => {
                 out.memories = Some(n);
                 out.embedded = embedded;
+                if let Ok(store) = &store {
+                    out.secrets = store.secrets().ok();
+                    out.secrets_redacted = store.secrets_redacted().unwrap_or(0);
+                }
             }
             Err(e) => out.error = Some(e),
         }
@@ -337,6 +359,23 @@ fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
+/// One store's line about secrets in its text: how many were redacted before storing,
+/// or that it holds text as written and how to redact it in place.
+fn secrets_line(p: &mut Printer, store: &str, secrets: Option<Secrets>, count: u64) -> Result<()> {
+    match secrets {
+        None => Ok(()),
+        Some(Secrets::Redacted) => p.line(format_args!(
+            "  secrets: redacted before storing ({count} replaced)"
+        )),
+        Some(Secrets::Kept) => p.line(format_args!(
+            "  secrets: some {store} were stored with their secrets (`--keep-secrets`), so search can find them — `{REDACT_IN_PLACE}` redacts them in place"
+        )),
+        Some(Secrets::NotRedacted) => p.line(format_args!(
+            "  secrets: these {store} were imported before secrets were redacted at store; their text holds them as written and search can find them — `{REDACT_IN_PLACE}` redacts them in place"
+        )),
+    }
+}
+
 fn print_text(session: &mut Session, s: &Status) -> Result<()> {
     let p = &mut session.printer;
     p.line(format_args!(
@@ -376,6 +415,9 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
             "  {:<14} {:>8} conversations {:>10} messages",
             "total", c.conversations, c.messages
         ))?;
+    }
+    if c.exists {
+        secrets_line(p, "conversations", c.secrets, c.secrets_redacted)?;
     }
     if c.exists {
         for (what, d) in [("search index", &c.index), ("embeddings", &c.embeddings)] {
@@ -430,6 +472,9 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
             m.path.display(),
             e.as_deref().unwrap_or("cannot be read")
         ))?,
+    }
+    if m.exists {
+        secrets_line(p, "memories", m.secrets, m.secrets_redacted)?;
     }
     let model = &s.model;
     match (&model.name, &model.dir) {

@@ -95,7 +95,8 @@ pub struct IngestSummary {
     pub messages_injected: usize,
     /// Records skipped as not messages.
     pub skipped: usize,
-    /// Secrets replaced before storing (`skills ingest --redact`; 0 without it).
+    /// Secrets replaced before storing ([`IngestOptions::redact`]: `skills ingest`'s
+    /// default; 0 with `--keep-secrets`).
     pub secrets_redacted: usize,
     /// Every fault, in file order.
     pub faults: Vec<Fault>,
@@ -182,8 +183,9 @@ pub struct IngestOptions<'a> {
     /// of setting it aside (`skills ingest --keep-injected`).
     pub keep_injected: bool,
     /// Replace secrets in message text and titles with `[REDACTED:<detector>]` before
-    /// storing ([`crate::redact`]; `skills ingest --redact`). Without it the store keeps
-    /// raw text and skills redact their output.
+    /// storing ([`crate::redact::at_store`]): what `skills ingest` does unless
+    /// `--keep-secrets`. Without it the store keeps text as written (and is marked so
+    /// for `skills status`), and only skills' output is redacted.
     pub redact: bool,
     /// Test hook (`$SKILLS_INGEST_PAUSE`, read by `skills ingest`): store the first
     /// file alone as the first batch, then write this file and wait until it is
@@ -269,6 +271,19 @@ pub fn ingest_paths_with(
         }
     });
     storer.flush(on_file);
+    // What `skills status` reads: whether the store holds secrets as written, and
+    // how many were replaced.
+    let recorded = if options.redact {
+        store.count_secrets_redacted(storer.summary.secrets_redacted)
+    } else if storer.summary.messages_added > 0 {
+        store.mark_secrets_kept()
+    } else {
+        Ok(())
+    };
+    if let Err(e) = recorded {
+        let fault = IngestError::Store(e).to_fault(store.path());
+        storer.summary.faults.push(fault);
+    }
     storer.summary
 }
 
@@ -312,7 +327,7 @@ impl Storer<'_> {
                 }
                 self.flush(on_file);
                 let (fs, forgotten) =
-                    ingest_parquet(self.store, &file, stat, known, &mut self.summary);
+                    ingest_parquet(self.store, &file, stat, known, self.options, &mut self.summary);
                 on_file(&file, &fs);
                 self.reimport(forgotten, on_file);
                 self.flush(on_file);
@@ -382,7 +397,8 @@ impl Storer<'_> {
             let stat = Stat::of(&path);
             if has_ext(&path, "parquet") {
                 // A first import replaces nothing, so it makes no file forget.
-                let (fs, _) = ingest_parquet(self.store, &path, stat, false, &mut self.summary);
+                let (fs, _) =
+                    ingest_parquet(self.store, &path, stat, false, self.options, &mut self.summary);
                 on_file(&path, &fs);
                 continue;
             }
@@ -523,6 +539,7 @@ fn ingest_parquet(
     path: &Path,
     stat: Option<Stat>,
     known: bool,
+    options: IngestOptions<'_>,
     summary: &mut IngestSummary,
 ) -> (FileSummary, Vec<PathBuf>) {
     summary.files_seen += 1;
@@ -545,9 +562,11 @@ fn ingest_parquet(
         Previous::Keep
     };
     let mut forgotten = Vec::new();
-    match store.import_parquet(path, state.as_ref(), previous) {
+    match store.import_parquet(path, state.as_ref(), previous, options.redact) {
         Ok(stored) => {
             forgotten = stored.forgotten;
+            fs.redacted = stored.secrets_redacted;
+            summary.secrets_redacted += stored.secrets_redacted;
             let counts = stored.counts.first().copied().unwrap_or_default();
             fs.parsed = counts.offered;
             fs.added = counts.added;

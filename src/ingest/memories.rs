@@ -56,6 +56,9 @@ pub struct ImportSummary {
     pub embedded: usize,
     /// Why nothing was embedded, when no model was available.
     pub embedding_note: Option<String>,
+    /// Secrets replaced in titles and bodies before storing (0 with `--keep-secrets`;
+    /// [`crate::redact::at_store`]).
+    pub secrets_redacted: usize,
     /// Bad files and lines, each reported and skipped.
     pub faults: Vec<Fault>,
 }
@@ -69,6 +72,13 @@ impl std::fmt::Display for ImportSummary {
         )?;
         if self.files_skipped > 0 {
             write!(f, ", {} other file(s) skipped", self.files_skipped)?;
+        }
+        if self.secrets_redacted > 0 {
+            write!(
+                f,
+                ", {} secret(s) redacted before storing",
+                self.secrets_redacted
+            )?;
         }
         if let Some(note) = &self.embedding_note {
             write!(f, "\nnote: {note}")?;
@@ -256,8 +266,12 @@ fn import_file(
     };
     // One transaction per file; an id met earlier in this import is a fault (the
     // first memory with it is kept), so no memory silently replaces another.
+    // Secrets are replaced before storing (and counted for the memories written).
     let mut fresh = Vec::with_capacity(parsed.len());
-    for memory in parsed {
+    let mut found = Vec::with_capacity(parsed.len());
+    for mut memory in parsed {
+        let redacted = crate::redact::at_store::for_store(&mut memory.title)
+            + crate::redact::at_store::for_store(&mut memory.body);
         match seen.get(&memory.id) {
             Some(first) => summary.faults.push(Fault::new(
                 path,
@@ -273,11 +287,24 @@ fn import_file(
                     memory.origin.clone().unwrap_or_else(|| origin.clone()),
                 );
                 fresh.push(memory);
+                found.push(redacted);
             }
         }
     }
-    for outcome in store.upsert_many(&fresh)? {
+    let mut wrote = false;
+    let mut redacted = 0;
+    for (outcome, secrets) in store.upsert_many(&fresh)?.into_iter().zip(found) {
+        if outcome != Upsert::Unchanged {
+            wrote = true;
+            redacted += secrets;
+        }
         summary.count(outcome);
+    }
+    summary.secrets_redacted += redacted;
+    if !crate::redact::at_store::keep_secrets() {
+        store.count_secrets_redacted(redacted)?;
+    } else if wrote {
+        store.mark_secrets_kept()?;
     }
     Ok(())
 }

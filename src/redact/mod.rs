@@ -4,8 +4,8 @@
 //!
 //! The host applies it to every skill's output — the engine's structured JSON (every
 //! string in it) and the rendered text — unless the skill's document sets
-//! `redact-secrets: false`; `skills ingest --redact` applies it to message text before
-//! it is stored. Stores otherwise keep the raw text.
+//! `redact-secrets: false`. Text is also redacted before it is stored, unless
+//! `--keep-secrets` ([`at_store`]).
 //!
 //! [`DETECTORS`] is the documented detector set. Each detector's pattern follows the
 //! format its vendor documents (fixed prefixes such as `AKIA`, `ghp_`, `glpat-`,
@@ -41,6 +41,7 @@
 //! One concern per file: `detectors` is the data, `keywords` the prefilter, this file
 //! the redactor that runs them.
 
+pub mod at_store;
 mod detectors;
 mod keywords;
 

@@ -76,6 +76,9 @@ pub struct StoredBatch {
     /// they must be imported again to restore their messages
     /// (`ingest::ingest_paths` does so in the same run).
     pub forgotten: Vec<PathBuf>,
+    /// Secrets replaced before storing (a Parquet import asked to redact; 0 otherwise:
+    /// other files' messages are redacted before they reach the store).
+    pub secrets_redacted: usize,
 }
 
 /// Message ids stored per (source, conversation id).
@@ -227,6 +230,7 @@ impl ConversationStore {
         Ok(StoredBatch {
             counts,
             forgotten: forgotten.into_iter().map(PathBuf::from).collect(),
+            secrets_redacted: 0,
         })
     }
 

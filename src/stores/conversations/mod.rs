@@ -18,7 +18,8 @@
 //! `open` (the writable, read-only and in-memory opens, connections), `insert`
 //! (staging and merging rows under the key rule), `files` (the ingest bookkeeping:
 //! file states and batches of files in one transaction), `parquet` (the Parquet
-//! import), `close` (bringing the [`index`] and the [`embeddings`] up to date and
+//! import), `secrets` (the mark of whether secrets were redacted before storing,
+//! redacting rows in place), `close` (bringing the [`index`] and the [`embeddings`] up to date and
 //! publishing them); `schema` the table, `rows` how one message becomes a row,
 //! `lock` the waits for other processes' file locks.
 
@@ -41,6 +42,7 @@ mod parquet;
 pub mod project;
 mod rows;
 mod schema;
+mod secrets;
 
 pub use close::CloseReport;
 pub use files::{FileBatch, FileState, Previous, StoredBatch};

@@ -35,6 +35,7 @@ impl ConversationStore {
         let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(path, e))?;
+        super::secrets::init(&conn).map_err(|e| duck(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),

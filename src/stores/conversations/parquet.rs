@@ -17,7 +17,9 @@ impl ConversationStore {
     /// Stored keys are ignored, as by [`Self::insert`]. With `state`, the file's
     /// [`FileState`] and the conversations it holds are recorded in the same
     /// transaction (as [`Self::store_file`] does), and `previous` says what to do with
-    /// the rows an earlier version of the file stored.
+    /// the rows an earlier version of the file stored. With `redact`, secrets in the
+    /// staged rows' text and titles are replaced before they are merged
+    /// ([`crate::redact::at_store`]), counted in [`StoredBatch::secrets_redacted`].
     ///
     /// # Errors
     /// [`StoreError::DuckDb`] when the file cannot be read or lacks a required column;
@@ -27,6 +29,7 @@ impl ConversationStore {
         parquet: &Path,
         state: Option<&FileState>,
         previous: Previous,
+        redact: bool,
     ) -> Result<StoredBatch, StoreError> {
         let mut forgotten = Vec::new();
         let source = format!(
@@ -87,6 +90,13 @@ impl ConversationStore {
             list.join(", ")
         ))
         .map_err(|e| self.error(e))?;
+        let secrets_redacted = if redact {
+            super::secrets::redact_rows(&tx, "staging")
+                .map_err(|e| self.error(e))?
+                .1
+        } else {
+            0
+        };
         let offered: i64 = tx
             .query_row("SELECT count(*) FROM staging", [], |r| r.get(0))
             .map_err(|e| self.error(e))?;
@@ -139,6 +149,7 @@ impl ConversationStore {
         Ok(StoredBatch {
             counts: vec![counts],
             forgotten: forgotten.into_iter().map(PathBuf::from).collect(),
+            secrets_redacted,
         })
     }
 }

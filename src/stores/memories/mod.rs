@@ -25,6 +25,9 @@
 //!   `instance` table from which [`fts::load`] copies the postings, and
 //!   `temp.memories_fts_delta` ([`fts::CREATE_INSTANCE_TABLE`]), where the text of rows added
 //!   since is tokenized again for [`fts::load_rows`].
+//! - `store_meta`: `(key, value)`; key `secrets` records whether the text was redacted
+//!   before it was stored ([`crate::redact::at_store::Secrets`]). Stores written
+//!   before it hold none and count as not redacted.
 //!
 //! Engines open the store with [`MemoryStore::open_ro`] (SQLite read-only flags plus
 //! `PRAGMA query_only`): a search never changes the file. Writers use
@@ -34,7 +37,8 @@
 //!
 //! One concern per file: `schema` (the layout and stored value forms), `open`
 //! (connections), `write`, `read`, `snapshot` (the in-memory [`SearchIndex`]),
-//! `neighbours`, [`fts`] (postings read from FTS5) and [`save`] (`memo-save`'s writer).
+//! `neighbours`, [`fts`] (postings read from FTS5), [`save`] (`memo-save`'s writer)
+//! and `secrets` (the redaction mark, redacting in place).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,6 +54,7 @@ mod open;
 mod read;
 pub mod save;
 mod schema;
+mod secrets;
 mod snapshot;
 #[cfg(test)]
 mod tests;

@@ -76,6 +76,7 @@ impl MemoryStore {
         let conn = self.lock();
         conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
         fill_stemmed(&conn).map_err(|e| self.error(e))?;
+        super::secrets::init(&conn).map_err(|e| self.error(e))?;
         conn.execute_batch(&fts::CREATE_INSTANCE_TABLE)
             .map_err(|e| self.error(e))
     }

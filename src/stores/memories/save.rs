@@ -88,6 +88,10 @@ pub struct SaveOutcome {
     pub embedded: bool,
     /// Creation time kept for the memory (UTC `YYYY-MM-DDTHH:MM:SSZ`).
     pub stored_created: String,
+    /// Secrets replaced in title and body before storing (0 with `--keep-secrets`;
+    /// [`crate::redact::at_store`]). Not part of `memo-save`'s output.
+    #[serde(skip)]
+    pub secrets_redacted: usize,
 }
 
 /// Adds (or updates, by id) one memory and embeds it when the memories' model
@@ -125,6 +129,10 @@ pub fn add_memory_with(
 /// kept and nothing is written unless a link is new. A changed memory keeps its stored
 /// `created` (unless `input.created` is set) and gets `updated = now`.
 ///
+/// Secrets in title and body are replaced before anything else
+/// ([`crate::redact::at_store::for_store`]; not with `--keep-secrets`), so the id,
+/// the stored text and the embedding never hold one.
+///
 /// # Errors
 /// [`AddMemoryError::Empty`] without title and body; [`AddMemoryError::UnknownSupersedes`]
 /// / [`AddMemoryError::SupersedesItself`] for a bad `supersedes` id (nothing written);
@@ -138,6 +146,10 @@ pub fn save_memory(
 ) -> Result<SaveOutcome, AddMemoryError> {
     let explicit_created = input.created.is_some();
     let explicit_updated = input.updated.is_some();
+    // Before the id is derived from title and body: the stored text is what it hashes.
+    let mut input = input;
+    let secrets_redacted = crate::redact::at_store::for_store(&mut input.title)
+        + crate::redact::at_store::for_store(&mut input.body);
     let mut memory = input.into_memory(now).ok_or(AddMemoryError::Empty)?;
     for old in &links.supersedes {
         if *old == memory.id {
@@ -196,6 +208,13 @@ pub fn save_memory(
         .cloned()
         .collect();
     let embedded = embedding.is_some() && outcome != Upsert::Unchanged;
+    if crate::redact::at_store::keep_secrets() {
+        if outcome != Upsert::Unchanged {
+            store.mark_secrets_kept()?;
+        }
+    } else if outcome != Upsert::Unchanged {
+        store.count_secrets_redacted(secrets_redacted)?;
+    }
     Ok(SaveOutcome {
         id: memory.id,
         created: outcome == Upsert::Inserted,
@@ -203,6 +222,7 @@ pub fn save_memory(
         superseded,
         embedded,
         stored_created: format_time(&memory.created),
+        secrets_redacted,
     })
 }
 
