@@ -1,9 +1,10 @@
 //! Secrets redacted at output (issue 19, part 7): a corpus holding one fake secret of
 //! every documented kind — built at run time by `skills::redact::examples`, so no
 //! secret-shaped literal sits in the repository — is imported as transcripts and as
-//! memories; no bundled skill returns any of them, `--json` counts the redactions, the
-//! store keeps the raw text, a skill can opt out, and `skills ingest --redact` removes
-//! them before storing.
+//! memories with `--keep-secrets` (so output redaction is tested on raw text); no
+//! bundled skill returns any of them, `--json` counts the redactions, the store keeps
+//! the raw text then, a skill can opt out, and by default `skills ingest` removes them
+//! before storing (`tests/redaction_at_store.rs` tests that further).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -20,6 +21,7 @@ fn skills(data: &Path, skills_dir: &Path, args: &[&str]) -> Output {
         .env("SKILLS_DATA_DIR", data)
         .env("SKILLS_DIR", skills_dir)
         .env("SKILLS_EMBEDDER", "none")
+        .env_remove("SKILLS_KEEP_SECRETS")
         .output()
         .unwrap()
 }
@@ -65,11 +67,9 @@ fn imported(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     args.push(transcript.to_str().unwrap());
     let o = skills(&data, &common::repo_skills(), &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = skills(
-        &data,
-        &common::repo_skills(),
-        &["memo", "import", memories.to_str().unwrap()],
-    );
+    let mut memo = vec!["memo", "import", memories.to_str().unwrap()];
+    memo.extend_from_slice(extra);
+    let o = skills(&data, &common::repo_skills(), &memo);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     (dir, data)
 }
@@ -128,7 +128,7 @@ fn calls() -> Vec<(&'static str, Value)> {
 /// secret is replaced by its detector's marker, and `--json` counts the redactions.
 #[test]
 fn bundled_skills_return_no_secret_of_any_documented_kind() {
-    let (_dir, data) = imported(&[]);
+    let (_dir, data) = imported(&["--keep-secrets"]);
     let secrets = examples();
     let mut seen_markers = std::collections::BTreeSet::new();
     let mut skills_called = std::collections::BTreeSet::new();
@@ -176,10 +176,10 @@ fn bundled_skills_return_no_secret_of_any_documented_kind() {
     );
 }
 
-/// The store keeps the raw text: redaction happens at output, nothing is lost.
+/// With `--keep-secrets` the store keeps the raw text: redaction happens at output only.
 #[test]
-fn store_keeps_raw_text() {
-    let (_dir, data) = imported(&[]);
+fn store_keeps_raw_text_with_keep_secrets() {
+    let (_dir, data) = imported(&["--keep-secrets"]);
     let store = skills::stores::conversations::ConversationStore::open_ro(
         &data.join("conversations.duckdb"),
     )
@@ -200,7 +200,7 @@ fn store_keeps_raw_text() {
 /// A document with `redact-secrets: false` gets its output verbatim.
 #[test]
 fn skill_that_opts_out_returns_raw_text() {
-    let (dir, data) = imported(&[]);
+    let (dir, data) = imported(&["--keep-secrets"]);
     let skills_dir = dir.path().join("skills");
     let dst = skills_dir.join("get-conversation");
     fs_err::create_dir_all(&dst).unwrap();
@@ -225,17 +225,23 @@ fn skill_that_opts_out_returns_raw_text() {
     assert!(out.get("redacted").is_none());
 }
 
-/// `skills ingest --redact` replaces the secrets before storing and says how many.
+/// `skills ingest` replaces the secrets before storing and says how many, by default
+/// and with `--redact` (kept for scripts that pass it).
 #[test]
-fn ingest_redact_removes_secrets_from_the_store() {
+fn ingest_removes_secrets_from_the_store_by_default() {
+    for flags in [&[][..], &["--redact"][..]] {
+        ingest_removes_secrets_from_the_store(flags);
+    }
+}
+
+fn ingest_removes_secrets_from_the_store(flags: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let (transcript, _) = corpus(dir.path());
     let data = dir.path().join("data");
-    let o = skills(
-        &data,
-        &common::repo_skills(),
-        &["ingest", "--json", "--redact", transcript.to_str().unwrap()],
-    );
+    let mut args = vec!["ingest", "--json"];
+    args.extend_from_slice(flags);
+    args.push(transcript.to_str().unwrap());
+    let o = skills(&data, &common::repo_skills(), &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
@@ -256,7 +262,7 @@ fn ingest_redact_removes_secrets_from_the_store() {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(n, 0, "{id} was stored despite --redact");
+        assert_eq!(n, 0, "{id} was stored ({flags:?})");
     }
 }
 
@@ -440,7 +446,8 @@ fn serve(data: &Path) -> Served {
 /// pages that replaced some say how many.
 #[tokio::test(flavor = "multi_thread")]
 async fn no_page_or_json_twin_shows_a_seeded_secret() {
-    let (_dir, data) = imported(&[]);
+    // Stored as written, so what is tested is the pages' own redaction.
+    let (_dir, data) = imported(&["--keep-secrets"]);
     let server = serve(&data);
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::limited(3))

@@ -106,9 +106,8 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
             })?;
             let (id, secrets) = (saved.id, saved.secrets_redacted);
             if printer.json() {
-                printer.print_json(
-                    &json!({ "id": id, "store": path, "secrets_redacted": secrets }),
-                )?;
+                printer
+                    .print_json(&json!({ "id": id, "store": path, "secrets_redacted": secrets }))?;
             } else if secrets > 0 {
                 printer.line(format_args!(
                     "added {id} ({secrets} secret(s) redacted before storing)"

@@ -35,7 +35,14 @@ pub fn options(
         .context("cannot find the path of this `skills` binary to run `skills ingest`")?;
     let mut args: Vec<OsString> = vec!["--data-dir".into(), data_dir.clone().into()];
     args.extend(["ingest", "--json", "--quiet"].map(OsString::from));
-    args.push(if keep_secrets { "--keep-secrets" } else { "--redact" }.into());
+    args.push(
+        if keep_secrets {
+            "--keep-secrets"
+        } else {
+            "--redact"
+        }
+        .into(),
+    );
     if let Some(missing) = extra.iter().find(|p| !p.exists()) {
         return Err(UsageError::new(
             background_import::WatchError::Missing(missing.clone()).to_string(),

@@ -326,8 +326,14 @@ impl Storer<'_> {
                     return;
                 }
                 self.flush(on_file);
-                let (fs, forgotten) =
-                    ingest_parquet(self.store, &file, stat, known, self.options, &mut self.summary);
+                let (fs, forgotten) = ingest_parquet(
+                    self.store,
+                    &file,
+                    stat,
+                    known,
+                    self.options,
+                    &mut self.summary,
+                );
                 on_file(&file, &fs);
                 self.reimport(forgotten, on_file);
                 self.flush(on_file);
@@ -397,8 +403,14 @@ impl Storer<'_> {
             let stat = Stat::of(&path);
             if has_ext(&path, "parquet") {
                 // A first import replaces nothing, so it makes no file forget.
-                let (fs, _) =
-                    ingest_parquet(self.store, &path, stat, false, self.options, &mut self.summary);
+                let (fs, _) = ingest_parquet(
+                    self.store,
+                    &path,
+                    stat,
+                    false,
+                    self.options,
+                    &mut self.summary,
+                );
                 on_file(&path, &fs);
                 continue;
             }

@@ -90,11 +90,9 @@ impl MemoryStore {
         if !has_table {
             return Ok(None);
         }
-        conn.query_row(
-            "SELECT value FROM store_meta WHERE key = ?1",
-            [key],
-            |r| r.get(0),
-        )
+        conn.query_row("SELECT value FROM store_meta WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
         .optional()
         .map_err(|e| self.error(e))
     }
