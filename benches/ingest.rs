@@ -1,6 +1,9 @@
 //! Ingest throughput: a generated Claude Code tree (`projects/<dir>/<session>.jsonl`)
 //! imported with [`skills::ingest::ingest_paths`] into a fresh on-disk store, as
 //! `skills ingest` does (batched transactions, parsing on a second thread); messages/s, MB/s, store size on disk and peak RSS.
+//! Each run imports the tree twice, alternating: secrets redacted before storing
+//! (`skills ingest`'s default, [`skills::redact::at_store`]) and stored as written
+//! (`--keep-secrets`), so the table shows what redaction at store costs.
 //!
 //! Environment: `BENCH_INGEST_MESSAGES` (default 100,000), `BENCH_SEED`,
 //! `BENCH_INGEST_RUNS` (default 3), `BENCH_DIR`.
@@ -48,27 +51,44 @@ fn main() -> Result<()> {
         bail!("unreadable `{}`", done.display());
     };
 
-    let mut samples = Vec::new();
-    let mut store_bytes = 0;
-    let mut peak = 0;
+    // Per mode (redacted at store, kept): samples, store size, peak RSS, secrets.
+    let modes = [
+        ("redacted before storing (default)", true),
+        ("--keep-secrets", false),
+    ];
+    let mut samples = [Vec::new(), Vec::new()];
+    let mut store_bytes = [0; 2];
+    let mut peak = [0; 2];
+    let mut secrets = [0; 2];
     for run in 0..runs.max(1) {
-        let store_dir = dir.join(format!("store-{run}"));
-        let _ = std::fs::remove_dir_all(&store_dir);
-        reset_peak();
-        let t = Instant::now();
-        let store = ConversationStore::open_rw(&store_dir.join("conversations.duckdb"))?;
-        let summary =
-            skills::ingest::ingest_paths(&store, std::slice::from_ref(&tree), &mut |_, _| {});
-        drop(store);
-        let elapsed = t.elapsed();
-        peak = peak.max(peak_rss());
-        if !summary.is_clean() || summary.messages_added as u64 != n {
-            bail!("ingest was not clean: {summary}");
+        for (m, (name, redact)) in modes.iter().enumerate() {
+            let store_dir = dir.join(format!("store-{run}-{m}"));
+            let _ = std::fs::remove_dir_all(&store_dir);
+            reset_peak();
+            let t = Instant::now();
+            let store = ConversationStore::open_rw(&store_dir.join("conversations.duckdb"))?;
+            let options = skills::ingest::IngestOptions {
+                redact: *redact,
+                ..Default::default()
+            };
+            let summary = skills::ingest::ingest_paths_with(
+                &store,
+                std::slice::from_ref(&tree),
+                options,
+                &mut |_, _| {},
+            );
+            drop(store);
+            let elapsed = t.elapsed();
+            peak[m] = peak[m].max(peak_rss());
+            if !summary.is_clean() || summary.messages_added as u64 != n {
+                bail!("ingest was not clean: {summary}");
+            }
+            secrets[m] = summary.secrets_redacted;
+            store_bytes[m] = common::dir_bytes(&store_dir);
+            let _ = std::fs::remove_dir_all(&store_dir);
+            eprintln!("run {run}, {name}: {}", fmt_dur(elapsed));
+            samples[m].push(elapsed);
         }
-        store_bytes = common::dir_bytes(&store_dir);
-        let _ = std::fs::remove_dir_all(&store_dir);
-        eprintln!("run {run}: {}", fmt_dur(elapsed));
-        samples.push(elapsed);
     }
     // Parsing alone (no store), to split the time between importer and store.
     let t = Instant::now();
@@ -82,12 +102,13 @@ fn main() -> Result<()> {
     if parsed as u64 != n {
         bail!("parsed {parsed} messages, expected {n}");
     }
-    let s = Stats::of(samples);
     let per_sec = |x: u64, d: Duration| x as f64 / d.as_secs_f64();
+    let stats = samples.map(Stats::of);
     println!("## ingest (Claude Code JSONL → DuckDB) at {n} messages\n");
     println!("machine: {}\n", common::machine());
     common::table(
         &[
+            "secrets",
             "messages",
             "session files",
             "JSONL",
@@ -99,26 +120,40 @@ fn main() -> Result<()> {
             "text MB/s",
             "store on disk",
             "peak RSS",
+            "replaced",
         ],
-        &[vec![
-            n.to_string(),
-            files.to_string(),
-            fmt_bytes(file_bytes),
-            fmt_bytes(text_bytes),
-            fmt_dur(s.median),
-            fmt_dur(s.p95),
-            format!("{:.0}", per_sec(n, s.median)),
-            format!("{:.1}", per_sec(file_bytes, s.median) / 1e6),
-            format!("{:.1}", per_sec(text_bytes, s.median) / 1e6),
-            fmt_bytes(store_bytes),
-            fmt_bytes(peak),
-        ]],
+        &modes
+            .iter()
+            .enumerate()
+            .map(|(m, (name, _))| {
+                let s = &stats[m];
+                vec![
+                    (*name).to_owned(),
+                    n.to_string(),
+                    files.to_string(),
+                    fmt_bytes(file_bytes),
+                    fmt_bytes(text_bytes),
+                    fmt_dur(s.median),
+                    fmt_dur(s.p95),
+                    format!("{:.0}", per_sec(n, s.median)),
+                    format!("{:.1}", per_sec(file_bytes, s.median) / 1e6),
+                    format!("{:.1}", per_sec(text_bytes, s.median) / 1e6),
+                    fmt_bytes(store_bytes[m]),
+                    fmt_bytes(peak[m]),
+                    secrets[m].to_string(),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    );
+    println!(
+        "redaction at store: {:+.1} % of the median time with `--keep-secrets`.\n",
+        (stats[0].median.as_secs_f64() / stats[1].median.as_secs_f64() - 1.0) * 100.0
     );
     println!(
         "runs: {} (each into a fresh store file; files are stored in batched transactions \
          while a second thread parses). Parsing alone, on one thread (`import_file` on every \
          file, nothing stored): {} = {:.0} messages/s, {:.1} MB/s of JSONL.\n",
-        s.runs,
+        stats[0].runs,
         fmt_dur(parse_time),
         per_sec(n, parse_time),
         per_sec(file_bytes, parse_time) / 1e6,

@@ -548,17 +548,16 @@ async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes
     assert_eq!(files, clean_files);
 }
 
-/// `skills serve --redact` imports in the background as `skills ingest --redact` does:
-/// the secret never reaches the store.
+/// `skills serve` imports in the background as `skills ingest` does: secrets are
+/// redacted before storing, so the secret never reaches the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redact_applies_to_background_imports() {
+async fn background_imports_redact_secrets_by_default() {
     let home = Home::new();
     let (extra, arg) = home.exports();
-    let (transport, _stderr) =
-        TokioChildProcess::builder(home.serve(&["--redact", "--watch", &arg]))
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&["--watch", &arg]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let client = ().serve(transport).await.unwrap();
     let secret = "ghp_Zq8Xv3Lm9Tr2Kp7Wn4Hs6Jd1Fb5Gc0Ye2Ua9";
     let line = json!({"role": "user", "content": format!("the pangolin token is {secret}"),
