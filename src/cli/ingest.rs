@@ -96,10 +96,8 @@ fn conversation_embedder(
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     // Started by `skills serve`: end with it.
     skills::background_import::lifeline::hold();
-    // `--redact` is the default; an explicit one wins over the setting.
-    let keep_secrets = !args.redact
-        && skills::redact::at_store::configure(args.keep_secrets)
-            .map_err(|e| UsageError::new(e.to_string()))?;
+    let keep_secrets = skills::redact::at_store::configure(args.redact, args.keep_secrets)
+        .map_err(|e| UsageError::new(e.to_string()))?;
     if args.redact_stored {
         return redact_stored(session, args);
     }

@@ -66,7 +66,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
         Command::Import { keep_secrets, .. } => *keep_secrets,
         Command::Add(args) => args.keep_secrets,
     };
-    skills::redact::at_store::configure(keep_secrets)
+    skills::redact::at_store::configure(false, keep_secrets)
         .map_err(|e| UsageError::new(e.to_string()))?;
     let path = session.store_paths()?.memories;
     let store = MemoryStore::open_rw(&path)?;

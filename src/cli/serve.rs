@@ -82,10 +82,8 @@ impl Args {
 /// [`mcp::ServeError`]: a non-loopback address without `--allow-remote` (exit 2), a
 /// port that cannot be bound, a failed stdio session; load failures.
 pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
-    // `--redact` is the default; an explicit one wins over the setting.
-    let keep_secrets = !args.redact
-        && skills::redact::at_store::configure(args.keep_secrets)
-            .map_err(|e| UsageError::new(e.to_string()))?;
+    let keep_secrets = skills::redact::at_store::configure(args.redact, args.keep_secrets)
+        .map_err(|e| UsageError::new(e.to_string()))?;
     let host = Arc::new(session.load_host()?);
     let catalog = if args.no_watch {
         Arc::new(Catalog::fixed(host))

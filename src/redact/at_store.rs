@@ -15,29 +15,37 @@
 //! say when a store holds text as written (imported before this was the default, or
 //! with `--keep-secrets`) and that `skills ingest --redact-stored` redacts it in place.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::settings;
 
-/// Set by [`configure`] (`--keep-secrets`): this process stores text as written.
-static KEEP: AtomicBool = AtomicBool::new(false);
+/// This process's policy as [`configure`] set it: [`UNSET`], [`REDACT`] or [`KEEP`].
+static POLICY: AtomicU8 = AtomicU8::new(UNSET);
+const UNSET: u8 = 0;
+const REDACT: u8 = 1;
+const KEEP: u8 = 2;
 
-/// Sets this process's policy from a command's `--keep-secrets` flag and
-/// [`settings::KEEP_SECRETS`]; returns true when text is to be stored as written.
+/// Sets this process's policy from a command's flags — `--redact` (the default, which
+/// wins over the setting), `--keep-secrets` — and [`settings::KEEP_SECRETS`]; returns
+/// true when text is to be stored as written.
 ///
 /// # Errors
-/// [`settings::Invalid`] when the setting holds a value that is neither yes nor no (the
-/// policy stays: redact).
-pub fn configure(keep_secrets_flag: bool) -> Result<bool, settings::Invalid> {
-    let keep = keep_secrets_flag || settings::keep_secrets()?;
-    KEEP.store(keep, Ordering::SeqCst);
+/// [`settings::Invalid`] when the setting is needed and holds a value that is neither
+/// yes nor no (the policy stays: redact).
+pub fn configure(redact_flag: bool, keep_secrets_flag: bool) -> Result<bool, settings::Invalid> {
+    let keep = !redact_flag && (keep_secrets_flag || settings::keep_secrets()?);
+    POLICY.store(if keep { KEEP } else { REDACT }, Ordering::SeqCst);
     Ok(keep)
 }
 
-/// True when stored text keeps its secrets: [`configure`] was told so, or
-/// [`settings::KEEP_SECRETS`] says yes (an unreadable value counts as no: redact).
+/// True when stored text keeps its secrets: as [`configure`] decided, else as
+/// [`settings::KEEP_SECRETS`] says (an unreadable value counts as no: redact).
 pub fn keep_secrets() -> bool {
-    KEEP.load(Ordering::SeqCst) || settings::keep_secrets().unwrap_or(false)
+    match POLICY.load(Ordering::SeqCst) {
+        REDACT => false,
+        KEEP => true,
+        _ => settings::keep_secrets().unwrap_or(false),
+    }
 }
 
 /// Redacts `text` in place; returns how many secrets were replaced.
