@@ -328,7 +328,7 @@ fn memories_are_stored_redacted() {
 /// `--keep-secrets`. Needs the embedding model.
 #[test]
 fn semantic_search_finds_no_stored_secret() {
-    if !skills::embed::Embedder::default_name().is_ok() {
+    if skills::embed::Embedder::default_name().is_err() {
         common::not_run("no embedding model (scripts/fetch-model)");
         return;
     }
