@@ -312,7 +312,11 @@ fn browse() -> Result<()> {
             wall.push(t.elapsed());
         }
         let (stats, cpu) = (Stats::of(wall), Stats::of(cpu));
-        eprintln!("{name}: p50 {} p95 {}", fmt_dur(stats.median), fmt_dur(stats.p95));
+        eprintln!(
+            "{name}: p50 {} p95 {}",
+            fmt_dur(stats.median),
+            fmt_dur(stats.p95)
+        );
         rows.push(vec![
             name.to_owned(),
             stats.runs.to_string(),
@@ -372,7 +376,14 @@ fn browse() -> Result<()> {
         common::loadavg()
     );
     common::table(
-        &["page", "answers", "p50", "p95", "CPU p50 / p95", "page size"],
+        &[
+            "page",
+            "answers",
+            "p50",
+            "p95",
+            "CPU p50 / p95",
+            "page size",
+        ],
         &rows,
     );
     println!(

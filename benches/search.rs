@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak, rss, Stats};
+use common::{fmt_bytes, fmt_dur, measure, reset_peak, rss, Stats};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
 use skills::engines::Context;
