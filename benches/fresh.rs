@@ -75,7 +75,7 @@ fn main() -> Result<()> {
     println!(
         "machine: {}; load average at start: {}\n",
         common::machine(),
-        loadavg()
+        common::loadavg()
     );
     let base = base_store(n, seed, &model)?;
     let root = common::bench_dir().join("fresh-run");
@@ -347,7 +347,7 @@ fn main() -> Result<()> {
             ],
         ],
     );
-    println!("load average at end: {}\n", loadavg());
+    println!("load average at end: {}\n", common::loadavg());
     if !same_rows || !same_files {
         bail!("the served store differs from a clean import");
     }
@@ -698,12 +698,4 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The 1-minute load average.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".into())
 }

@@ -19,13 +19,16 @@
 //!
 //! Then the browse pages (issue 41), server side, skill calls included (each page's
 //! queries — the heatmap's aggregate too — and its render): the index (activity
-//! charts), `/conversations` (plain and filtered by source and date range),
-//! `/projects`, a project page, a conversation page, `/memories` and a memory page,
-//! over a generated store of `BENCH_PAGES_MESSAGES` messages (default 1,000,000;
-//! [`skills::bench::gen`], kept under `BENCH_DIR` between runs) and
-//! `BENCH_PAGES_MEMORIES` memories (default 10,000). Each page is answered by the
-//! function its route calls, on a current-thread runtime, `BENCH_PAGE_RUNS` times
-//! (default 40) after one warm-up; p50 and p95 wall-clock.
+//! charts), `/conversations` (plain and filtered by source, project and one day),
+//! `/projects`, a project page, a conversation page, `/memories` and a memory page.
+//! The conversation store is the generated one `benches/search.rs` uses
+//! (`BENCH_PAGES_MESSAGES` messages, default 1,000,000, seed `BENCH_SEED`;
+//! [`skills::bench::gen`], kept under `BENCH_DIR` between runs), the memory store
+//! `BENCH_PAGES_MEMORIES` generated memories (default 10,000). The pages' clock is the
+//! newest message's time, so the heatmap's year holds half of the generated messages.
+//! Each page is answered by the function its route calls, on a tokio runtime,
+//! `BENCH_PAGE_RUNS` times (default 100) after one warm-up; p50 and p95 wall-clock and
+//! the process's CPU time (DuckDB's threads included), with the load average.
 //!
 //! Environment: `BENCH_RUNS` (timed renders per case, default 500); `BENCH_STAGES=1`
 //! also prints the time of the markdown step and of pulldown-cmark and ammonia alone
@@ -235,84 +238,50 @@ fn main() -> Result<()> {
     browse()
 }
 
-/// A data folder of `messages` generated messages and `memories` memories, built on
-/// first use and kept (its `complete` file says what it holds).
-fn browse_store(messages: usize, memories: usize) -> Result<std::path::PathBuf> {
-    use skills::bench::gen::{self, Spec};
-    let dir = common::bench_dir().join(format!("pages-{messages}-{memories}"));
-    let done = dir.join("complete");
-    if done.exists() {
-        return Ok(dir);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    eprintln!(
-        "generating {messages} messages and {memories} memories into {} …",
-        dir.display()
-    );
-    let t = Instant::now();
-    let paths = StorePaths::in_dir(&dir);
-    let store = ConversationStore::open_rw(&paths.conversations)?;
-    let g = gen::fill_store(&store, Spec::new(messages), 50_000)?;
-    store.close()?;
-    let memory_store = skills::stores::memories::MemoryStore::open_rw(&paths.memories)?;
-    let mut batch = Vec::with_capacity(5_000);
-    for m in gen::memories(Spec::new(memories)) {
-        batch.push(m);
-        if batch.len() == batch.capacity() {
-            memory_store.upsert_many(&batch)?;
-            batch.clear();
-        }
-    }
-    memory_store.upsert_many(&batch)?;
-    drop(memory_store);
-    std::fs::write(
-        &done,
-        format!(
-            "{} messages in {} conversations and {memories} memories, generated in {:.0} s\n",
-            g.messages,
-            g.conversations,
-            t.elapsed().as_secs_f64()
-        ),
-    )?;
-    Ok(dir)
-}
-
 /// The browse pages over a large store (see the module docs).
 fn browse() -> Result<()> {
+    use skills::bench::gen::Spec;
     let messages = common::env_usize("BENCH_PAGES_MESSAGES", 1_000_000);
     if messages == 0 {
         return Ok(());
     }
     let memories = common::env_usize("BENCH_PAGES_MEMORIES", 10_000);
-    let runs = common::env_usize("BENCH_PAGE_RUNS", 40).max(1);
-    let dir = browse_store(messages, memories)?;
+    let runs = common::env_usize("BENCH_PAGE_RUNS", 100).max(1);
+    let seed = common::env_usize("BENCH_SEED", 0x5EED) as u64;
+    let conversations_dir = common::stores::conversation_store(Spec { messages, seed })?;
+    let memories_dir = common::stores::plain_memory_store(memories, seed)?;
+    let paths = StorePaths {
+        conversations: StorePaths::in_dir(&conversations_dir).conversations,
+        memories: StorePaths::in_dir(&memories_dir).memories,
+    };
     let skills_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
-    let host = Host::load(
-        &skills_dir,
-        skills::engines::Context::new(StorePaths::in_dir(&dir)),
-    );
+    let host = Host::load(&skills_dir, skills::engines::Context::new(paths.clone()));
     // One conversation, project and memory to open: the newest of each list.
     let conversations = host.call("list-conversations", serde_json::json!({"limit": 1}))?;
     let row = &conversations.data["rows"][0];
+    let text = |v: &serde_json::Value, what: &str| -> Result<String> {
+        Ok(v.as_str().with_context(|| format!("no {what}"))?.to_owned())
+    };
     let (source, id) = (
-        row["source"].as_str().context("a conversation")?.to_owned(),
-        row["conversation_id"]
-            .as_str()
-            .context("a conversation")?
-            .to_owned(),
+        text(&row["source"], "conversation")?,
+        text(&row["conversation_id"], "conversation")?,
     );
+    let last = text(&row["last_message"], "last message time")?;
     let projects = host.call("list-projects", serde_json::json!({"limit": 1}))?;
-    let project = projects.data["rows"][0]["project"]
-        .as_str()
-        .context("a project")?
-        .to_owned();
+    let project = text(&projects.data["rows"][0]["project"], "project")?;
     let listed = host.call("list-memories", serde_json::json!({"limit": 1}))?;
-    let memory = listed.data["rows"][0]["id"]
-        .as_str()
-        .context("a memory")?
-        .to_owned();
-    let last = row["last_message"].as_str().unwrap_or("2026-01-01")[..10].to_owned();
+    let memory = text(&listed.data["rows"][0]["id"], "memory")?;
+    // The generated messages span two years ending before today: the pages' clock is
+    // set to the newest message, so the heatmap's year is full of messages.
+    let now = chrono::DateTime::parse_from_rfc3339(&last)
+        .context("last_message is RFC 3339")?
+        .with_timezone(&chrono::Utc);
+    let day = last[..10].to_owned();
+    drop(host);
+    let host = Host::load(
+        &skills_dir,
+        skills::engines::Context::new(paths).with_now(now),
+    );
     let catalog = Arc::new(Catalog::fixed(Arc::new(host)));
     let pages = Pages::new(Arc::clone(&catalog))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -326,25 +295,34 @@ fn browse() -> Result<()> {
             .collect()
     };
     let by_source = pairs(&[("source", &source)]);
-    let by_day = pairs(&[("since", &last), ("until", &last)]);
+    let by_day = pairs(&[("since", &day), ("until", &day)]);
+    let by_project = pairs(&[("project", &project)]);
     let none = pairs(&[]);
+    let load_before = common::loadavg();
     let mut rows = Vec::new();
     let mut time = |name: &str, page: &dyn Fn() -> skills::web::Response| -> Result<()> {
         let first = page();
         ensure!(first.status() == 200, "{name}: status {}", first.status());
         let bytes = body_len(first)?;
-        let mut wall = Vec::with_capacity(runs);
+        let (mut wall, mut cpu) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
         for _ in 0..runs {
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), process_cpu());
             drop(page());
+            cpu.push(process_cpu().saturating_sub(c));
             wall.push(t.elapsed());
         }
-        let stats = Stats::of(wall);
+        let (stats, cpu) = (Stats::of(wall), Stats::of(cpu));
+        eprintln!(
+            "{name}: p50 {} p95 {}",
+            fmt_dur(stats.median),
+            fmt_dur(stats.p95)
+        );
         rows.push(vec![
             name.to_owned(),
             stats.runs.to_string(),
             fmt_dur(stats.median),
             fmt_dur(stats.p95),
+            format!("{} / {}", fmt_dur(cpu.median), fmt_dur(cpu.p95)),
             format!("{:.0} KB", bytes as f64 / 1e3),
         ]);
         Ok(())
@@ -358,6 +336,9 @@ fn browse() -> Result<()> {
     })?;
     time("`/conversations?source=…`", &|| {
         runtime.block_on(conversations::page(&pages, &by_source, false))
+    })?;
+    time("`/conversations?project=…`", &|| {
+        runtime.block_on(conversations::page(&pages, &by_project, false))
     })?;
     time("`/conversations?since=D&until=D` (a heatmap day)", &|| {
         runtime.block_on(conversations::page(&pages, &by_day, false))
@@ -383,21 +364,54 @@ fn browse() -> Result<()> {
     );
     println!("machine: {}\n", common::machine());
     println!(
-        "store: {}\n",
-        std::fs::read_to_string(dir.join("complete"))?.trim()
+        "conversations: {}\n",
+        std::fs::read_to_string(conversations_dir.join("complete"))?.trim()
     );
-    common::table(&["page", "answers", "p50", "p95", "page size"], &rows);
+    println!(
+        "memories: {}\n",
+        std::fs::read_to_string(memories_dir.join("complete"))?.trim()
+    );
+    println!(
+        "clock: {now} (the newest message); load average {load_before} before, {} after\n",
+        common::loadavg()
+    );
+    common::table(
+        &[
+            "page",
+            "answers",
+            "p50",
+            "p95",
+            "CPU p50 / p95",
+            "page size",
+        ],
+        &rows,
+    );
+    println!(
+        "Each answer is the function the page's route calls (skill calls through \
+         `Host::call_with`, then the template), on a tokio runtime; CPU is the whole \
+         process's (`CLOCK_PROCESS_CPUTIME_ID`: DuckDB's worker threads included).\n"
+    );
     Ok(())
+}
+
+/// The CPU time of every thread of this process so far.
+fn process_cpu() -> Duration {
+    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// This thread's CPU time so far.
 fn thread_cpu() -> Duration {
+    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// The time of CPU clock `clock`, zero when it cannot be read.
+fn cpu_clock(clock: libc::clockid_t) -> Duration {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `clock_gettime` writes one `timespec` through the valid pointer given.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) } == 0;
+    let ok = unsafe { libc::clock_gettime(clock, &raw mut now) } == 0;
     if !ok {
         return Duration::ZERO;
     }

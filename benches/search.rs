@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use common::{fmt_bytes, fmt_dur, measure, peak_rss, reset_peak, rss, Stats};
+use common::{fmt_bytes, fmt_dur, measure, reset_peak, rss, Stats};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
 use skills::engines::Context;
@@ -49,40 +49,6 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
 ];
 
 const LIMIT: usize = 15;
-
-fn ensure_store(dir: &Path, spec: Spec) -> Result<()> {
-    let done = dir.join("complete");
-    if done.exists() {
-        return Ok(());
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
-    eprintln!(
-        "generating {} messages into {} …",
-        spec.messages,
-        dir.display()
-    );
-    reset_peak();
-    let t = Instant::now();
-    let store = ConversationStore::open_rw(&dir.join("conversations.duckdb"))?;
-    let g = gen::fill_store(&store, spec, 50_000)?;
-    let secs = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    store.close()?;
-    let index_secs = t.elapsed().as_secs_f64();
-    let line = format!(
-        "generated and stored {} messages ({} conversations, {} of text) in {secs:.1} s \
-         ({:.0} messages/s through ConversationStore::insert, batches of 50,000), then the \
-         search index built at close in {index_secs:.1} s; peak RSS {}",
-        g.messages,
-        g.conversations,
-        fmt_bytes(g.text_bytes),
-        g.messages as f64 / secs,
-        fmt_bytes(peak_rss()),
-    );
-    std::fs::write(&done, &line)?;
-    Ok(())
-}
 
 /// The keys DuckDB returns for the engine's query (`ILIKE` mode, or questions mode
 /// when `term` is empty and `role` is `user`), with the engine's order.
@@ -214,8 +180,7 @@ fn main() -> Result<()> {
     let runs = common::env_usize("BENCH_RUNS", 5);
     let duckdb_engine = std::env::var("BENCH_DUCKDB_ENGINE").map_or(true, |v| v != "0");
     let spec = Spec { messages, seed };
-    let dir = common::bench_dir().join(format!("search-{messages}-{seed:x}"));
-    ensure_store(&dir, spec)?;
+    let dir = common::stores::conversation_store(spec)?;
 
     println!("## search_conversations at {messages} messages\n");
     println!("machine: {}\n", common::machine());

@@ -63,6 +63,14 @@ pub fn bench_dir() -> PathBuf {
     target.join("bench-data")
 }
 
+/// The 1-minute load average (`/proc/loadavg`), `?` when unknown.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}
+
 /// Median and 95th percentile of a set of timings.
 #[derive(Debug, Clone, Copy)]
 pub struct Stats {

@@ -1,11 +1,14 @@
 -- Conversations, newest activity first. Values are bound ($name), never spliced.
+-- Three passes, so that no pass over every message reads a text column: the page is
+-- picked from counts and times alone; its conversations' project, title and model
+-- (over the messages the filters keep, as the counts) and the row of their first
+-- user message come from their own messages; only those rows' content is read. One
+-- pass reading the names and the first user message's content for every message
+-- was 3x slower at 1M messages (docs/performance.md "Browse pages at 1M messages").
 WITH listed AS (
     SELECT
         source,
         conversation_id,
-        max(project) AS project,
-        max(conversation_title) AS title,
-        max(model) AS model,
         count(*)::INTEGER AS messages,
         min(created) AS first_at,
         max(created) AS last_at
@@ -24,20 +27,37 @@ page AS (
     ORDER BY last_at DESC, source, conversation_id
     LIMIT $limit OFFSET $offset
 ),
-first_user AS (
-    SELECT a.source, a.conversation_id,
-           arg_min(substr(a.content, 1, $preview_chars), a.msg_index) AS preview
-    FROM all_conversations a
+details AS (
+    SELECT
+        a.source,
+        a.conversation_id,
+        max(a.project) FILTER (WHERE kept) AS project,
+        max(a.conversation_title) FILTER (WHERE kept) AS title,
+        max(a.model) FILTER (WHERE kept) AS model,
+        arg_min(a.rowid, a.msg_index) FILTER (WHERE a.role = 'user' AND NOT a.is_injected)
+            AS first_user
+    FROM (
+        SELECT *, rowid, (true
+{% if project %}            AND project = $project
+{% endif %}{% if since %}            AND created >= CAST($since AS DATE)
+{% endif %}{% if until %}            AND created < CAST($until AS DATE) + INTERVAL 1 DAY
+{% endif %}        ) AS kept
+        FROM all_conversations
+    ) a
     SEMI JOIN page p ON a.source = p.source AND a.conversation_id = p.conversation_id
-    WHERE a.role = 'user' AND NOT a.is_injected
     GROUP BY a.source, a.conversation_id
+),
+first_user AS (
+    SELECT rowid AS first_user, substr(content, 1, $preview_chars) AS preview
+    FROM all_conversations
+    WHERE rowid IN (SELECT first_user FROM details)
 )
 SELECT
     p.source,
     p.conversation_id,
-    p.project,
-    p.title,
-    p.model,
+    d.project,
+    d.title,
+    d.model,
     f.preview,
     p.messages,
     strftime(p.first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
@@ -45,5 +65,6 @@ SELECT
     p.total,
     {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
 FROM page p
-LEFT JOIN first_user f ON f.source = p.source AND f.conversation_id = p.conversation_id
+JOIN details d ON d.source = p.source AND d.conversation_id = p.conversation_id
+LEFT JOIN first_user f ON f.first_user = d.first_user
 ORDER BY p.last_at DESC, p.source, p.conversation_id
