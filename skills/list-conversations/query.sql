@@ -43,7 +43,11 @@ details AS (
 {% endif %}{% if until %}            AND created < CAST($until AS DATE) + INTERVAL 1 DAY
 {% endif %}        ) AS kept
         FROM all_conversations
-    ) a
+        -- The key filters again: a scan they prune (one conversation's page) stays pruned.
+        WHERE true
+{% if source %}          AND source = $source
+{% endif %}{% if conversation_id %}          AND conversation_id = $conversation_id
+{% endif %}    ) a
     SEMI JOIN page p ON a.source = p.source AND a.conversation_id = p.conversation_id
     GROUP BY a.source, a.conversation_id
 ),
