@@ -621,3 +621,56 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
     assert!(compared >= 1500, "{compared}");
     assert!(nonempty >= 500, "{nonempty}");
 }
+
+/// Issue 43: a store filled by `skills ingest` and `skills memo add` with their default
+/// (secrets redacted before storing) sends the archive no secret, even when pushed with
+/// `--no-redact`; one filled with `--keep-secrets` does send it then (the trade-off).
+#[test]
+fn a_store_redacted_at_import_sends_no_secret_whatever_the_push_flags() {
+    let Some(admin) = server() else { return };
+    let db = Db::new(&admin);
+    migrate(&db);
+    let root = tempfile::tempdir().unwrap();
+    let key = format!("{}{}", "AKIA", "QYLPMN5HHHFPZAM2");
+    let transcript = root.path().join("t.jsonl");
+    let line = json!({"role": "user", "content": format!("deploy with {key} please"),
+        "timestamp": "2026-03-01T10:00:00Z", "conversation_id": "c1", "id": "m1"});
+    fs_err::write(&transcript, format!("{line}\n")).unwrap();
+    let stores = [("redacted", &[][..]), ("kept", &["--keep-secrets"][..])];
+    for (name, flags) in stores {
+        let data = root.path().join(name);
+        let fill = |args: &[&str]| {
+            let out = skills()
+                .arg("--data-dir")
+                .arg(&data)
+                .env_remove("SKILLS_KEEP_SECRETS")
+                .args(args)
+                .args(flags)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        fill(&["ingest", "--quiet", transcript.to_str().unwrap()]);
+        fill(&["memo", "add", "--body", &format!("the deploy key is {key}")]);
+        let report = push(&data, &db, &["--no-redact"]);
+        assert_eq!(report["messages_sent"], 1, "{report}");
+    }
+    let holding = |table: &str, column: &str| {
+        db.count(&format!(
+            "SELECT count(*) FROM skills_archive.{table} WHERE {column} LIKE '%{key}%'"
+        ))
+    };
+    assert_eq!(
+        (holding("messages", "content"), holding("memories", "body")),
+        (1, 1),
+        "only the store kept with --keep-secrets sends the key"
+    );
+    assert_eq!(
+        db.count("SELECT count(*) FROM skills_archive.messages WHERE content LIKE '%[REDACTED:%'"),
+        1
+    );
+}
