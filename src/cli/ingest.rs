@@ -234,15 +234,30 @@ fn embed(store: &mut ConversationStore, args: &Args) -> Result<Option<String>> {
 /// `memories_secrets_redacted`).
 fn redact_stored(session: &mut Session, args: &Args) -> Result<Outcome> {
     let paths = session.store_paths()?;
+    let bar = if args.quiet || session.json() {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new_spinner()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let mut conversations = 0;
     if paths.conversations.exists() {
+        bar.set_message("redacting the stored conversations");
         let mut store = ConversationStore::open_rw(&paths.conversations)?;
         embed(&mut store, args)?;
         conversations = store.redact_stored()?;
-        store.close_with(&mut |_, _| {})?;
+        bar.set_message("updating the search index");
+        store.close_with(&mut |done, total| {
+            bar.set_message(format!("embedding messages: {done}/{total}"));
+        })?;
     }
     let mut memories = 0;
     if paths.memories.exists() {
+        bar.set_message("redacting the stored memories");
         let store = skills::stores::memories::MemoryStore::open_rw(&paths.memories)?;
         memories = store.redact_stored()?;
         if memories > 0 && !args.no_embed {
@@ -251,6 +266,7 @@ fn redact_stored(session: &mut Session, args: &Args) -> Result<Outcome> {
             }
         }
     }
+    bar.finish_and_clear();
     let printer = &mut session.printer;
     if printer.json() {
         printer.print_json(&json!({
