@@ -46,7 +46,7 @@ use serde_json::{Map, Value};
 
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
 use crate::ingest::{
-    join_texts, kind_of, parse_time, plain_text, read_json, str_field, FileImport, IngestError,
+    kind_of, parse_time, plain_text, read_json, str_field, FileImport, IngestError,
 };
 
 const SOURCE: &str = "copilot";

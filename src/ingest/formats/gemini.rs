@@ -56,10 +56,7 @@ impl super::Importer for GeminiCli {
 }
 
 /// True when one parsed JSON Lines record looks like Gemini CLI ([`super::About::looks_like`]).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     (obj.contains_key("projectHash") && obj.contains_key("sessionId"))
         || (matches!(str_field(obj, "type"), Some("gemini"))
             && obj.contains_key("content")

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::ingest::pending::file_stem;
 use crate::ingest::{
-    count_i64, join_texts, parse_time, plain_text, read_jsonl_from, stable_id, str_field, Cursor,
+    count_i64, parse_time, plain_text, read_jsonl_from, stable_id, str_field, Cursor,
     FileImport,
     IngestError, Message,
 };
