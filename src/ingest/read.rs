@@ -167,10 +167,10 @@ pub(crate) fn content_texts<'a>(
 /// a text, an object part gives its `text` field when it has one and is otherwise an
 /// attachment when `is_attachment` says so; anything else is left out. Texts are as
 /// written; [`join_texts`] drops the blank ones.
-pub(crate) fn part_texts<'a>(
-    parts: &'a [serde_json::Value],
+pub(crate) fn part_texts(
+    parts: &[serde_json::Value],
     is_attachment: impl Fn(&serde_json::Map<String, serde_json::Value>) -> bool,
-) -> (Vec<&'a str>, bool) {
+) -> (Vec<&str>, bool) {
     use serde_json::Value;
     let mut texts: Vec<&str> = Vec::new();
     let mut attachment = false;

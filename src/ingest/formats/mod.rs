@@ -50,8 +50,12 @@ pub(crate) struct About {
     /// is no format's) is this format's: the default [`Importer::recognise_line`]
     /// answers [`LineMatch::Yes`] for it. `None` for a format whose records never decide
     /// (documents, databases, paths).
-    pub looks_like: Option<fn(&Map<String, Value>) -> bool>,
+    pub looks_like: Option<RecordTest>,
 }
+
+/// An importer's test of one parsed JSON Lines record (a JSON object): true when it is
+/// this format's ([`About::looks_like`]).
+pub(crate) type RecordTest = fn(&Map<String, Value>) -> bool;
 
 /// An importer's parser of one file: the file, the time of a file whose records carry
 /// none, and (append-only formats) where a previous import stopped.
