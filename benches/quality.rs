@@ -426,6 +426,7 @@ fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
             vec_norm,
             temporal_boost,
             stemmed,
+            candidates: memo_search::CANDIDATES,
         }),
     ))
 }
