@@ -875,8 +875,8 @@ fn shares(
 }
 
 /// Merges the legs' rows, each adding its share ([`shares`]); a literal hit inside a
-/// semantic window becomes that window's shown message. A temporal question (`boost`
-/// > 0) adds `boost` to every row whose shown message refers to a time
+/// semantic window becomes that window's shown message. A temporal question (a
+/// positive `boost`) adds `boost` to every row whose shown message refers to a time
 /// (docs/performance.md "Temporal questions"). Every row, in one order that no `limit`
 /// changes: the literal hits first, in the literal leg's order (newest first), so a
 /// message holding the query word for word is never cut; then the others best first
