@@ -78,6 +78,16 @@ fn call(host: &skills::host::Host, skill: &str, args: &Value, limit: usize) -> V
 /// failures found.
 fn check(host: &skills::host::Host, skill: &str, args: &Value) -> (usize, Vec<String>) {
     let sizes: &[usize] = if skill == "recall" { &BUDGETS } else { &LIMITS };
+    check_sizes(host, skill, args, sizes)
+}
+
+/// [`check`] over the given `sizes` (increasing).
+fn check_sizes(
+    host: &skills::host::Host,
+    skill: &str,
+    args: &Value,
+    sizes: &[usize],
+) -> (usize, Vec<String>) {
     let calls: Vec<(usize, Vec<String>)> = sizes
         .iter()
         .map(|&n| (n, call(host, skill, args, n)))
@@ -223,6 +233,89 @@ fn the_first_rows_do_not_depend_on_limit() {
         "{} of {} comparisons differ:\n{}",
         failures.len(),
         cases.len() * queries.len() * LIMITS.len() * (LIMITS.len() - 1) / 2,
+        failures.join("\n")
+    );
+}
+
+/// Past its fused candidates (60 keyword hits) semantic-search's hybrid continues with
+/// more keyword hits. The keyword leg ranks neighbourhoods around its best own-scored
+/// rows, more of them when asked for more hits, so a deeper call can rank a new row
+/// among its first 60: the rows of a large `limit` then moved the first ones (the
+/// adversarial run of 2026-12-05: 30 of 54 cases on 96,000 messages of a 30-word
+/// vocabulary). Here a store where every query word touches most rows (24,000
+/// messages of 20 words out of 30; generated, no corpus), limits straddling the fused depth up to
+/// the largest allowed.
+#[test]
+fn hybrid_rows_past_the_fused_candidates_do_not_move_the_first_ones() {
+    use std::fmt::Write as _;
+    let embedder = match skills::embed::Embedder::load_tier(skills::embed::Tier::Static) {
+        Ok(e) => std::sync::Arc::new(e),
+        Err(e) => {
+            common::not_run(&format!(
+                "no embedding model ({e}; run scripts/fetch-model)"
+            ));
+            return;
+        }
+    };
+    const WORDS: [&str; 30] = [
+        "alpha", "beta", "gamma", "delta", "sigma", "kappa", "lambda", "deploy", "login", "flow",
+        "token", "server", "config", "cache", "buffer", "thread", "runtime", "error", "cargo",
+        "clippy", "memory", "query", "index", "schema", "client", "release", "branch", "merge",
+        "docker", "stream",
+    ];
+    let mut rng = skills::bench::gen::Rng::new(44);
+    let mut jsonl = String::new();
+    for c in 0..80 {
+        for m in 0..300 {
+            // Equal lengths and one word of its own each: scores close together.
+            let mut text: Vec<&str> = (0..20).map(|_| *rng.pick(&WORDS)).collect();
+            let own = format!("own{c}x{m}");
+            text.push(&own);
+            let row = json!({
+                "role": if m % 2 == 0 { "user" } else { "assistant" },
+                "content": text.join(" "),
+                "conversation_id": format!("c{c}"),
+                "id": format!("m{m}"),
+                "timestamp": format!("2026-01-{:02}T{:02}:{:02}:00Z", 1 + c % 28, m / 60, m % 60),
+            });
+            writeln!(jsonl, "{row}").unwrap();
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("words.jsonl");
+    std::fs::write(&file, jsonl).unwrap();
+    let data = tmp.path().join("data");
+    skills(&data, &["ingest", "--quiet", &file.display().to_string()]);
+    let host = skills::host::Host::load(
+        &common::repo_skills(),
+        skills::engines::Context::new(skills::stores::StorePaths::in_dir(&data))
+            .with_embedder(Some(embedder)),
+    );
+    let limits = [2, 5, 15, 60, 61, 150, 500];
+    let mut failures = Vec::new();
+    let mut most = 0;
+    for query in [
+        "deploy login flow token",
+        "sigma kappa lambda",
+        "memory cache",
+    ] {
+        for filter in [
+            json!({}),
+            json!({"role": "user"}),
+            json!({"since": "2026-01-10"}),
+        ] {
+            let mut args = filter;
+            args["query"] = json!(query);
+            let (rows, found) = check_sizes(&host, "semantic-search", &args, &limits);
+            most = most.max(rows);
+            failures.extend(found);
+        }
+    }
+    assert_eq!(most, 500, "no call filled the largest limit");
+    assert!(
+        failures.is_empty(),
+        "{} comparisons differ:\n{}",
+        failures.len(),
         failures.join("\n")
     );
 }

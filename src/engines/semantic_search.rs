@@ -62,6 +62,11 @@ pub const CANDIDATES: usize = 50;
 /// ranking of a call asking for more rows than the fused candidates hold).
 pub const KEYWORD_CANDIDATES: usize = 60;
 
+/// The keyword leg's depth for the rows of a call asking for more rows than the fused
+/// ranking holds: fixed (twice the largest `limit`), so those rows are the same list
+/// whatever `limit` is.
+pub const KEYWORD_TAIL: usize = 1000;
+
 /// The ranking parameters of hybrid mode, all in one place so the quality harness can
 /// measure variants ([`tune`]); [`Tuning::DEFAULT`] is what every call uses.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -953,9 +958,11 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Scored>, keyword: Vec<Scored>, boost: f
 /// for by depth (`keyword_at`): the fusion ([`shares`], [`fuse`]) of the keyword leg's
 /// first [`Tuning::keyword_candidates`] hits with the other legs, in one order no
 /// `limit` changes, then, when `limit` asks for more rows than that holds, the keyword
-/// leg's further hits in its order ([`beyond`]), fetched deeper until they fill
-/// `limit` or the leg runs out. So the first k rows of `limit` n > k are the rows of
-/// `limit` k.
+/// leg's hits [`KEYWORD_TAIL`] deep in its order ([`beyond`]). Both keyword calls have
+/// fixed depths because the keyword leg's ranking depends on its depth (it scores the
+/// neighbourhoods of more seeds when asked for more hits, so a deeper call can rank a
+/// new row above one a shallower call found). So the rows of any call are a prefix of
+/// one list, and the first k rows of `limit` n > k are the rows of `limit` k.
 fn hybrid_rows(
     semantic: Vec<Row>,
     literal: Vec<Hit>,
@@ -964,32 +971,23 @@ fn hybrid_rows(
     boost: f64,
     limit: usize,
 ) -> Vec<Row> {
-    let fused_depth = tuning.keyword_candidates;
-    let mut depth = fused_depth.max(limit);
-    let mut keyword = keyword_at(depth);
-    let mut exhausted = keyword.len() < depth;
-    let mut further = keyword.split_off(fused_depth.min(keyword.len()));
+    let keyword = keyword_at(tuning.keyword_candidates);
     let best_bm25 = keyword.first().map_or(0.0, |k| k.score);
     let (semantic, literal, keyword) = shares(semantic, literal, keyword, tuning);
     let mut rows = fuse(semantic, literal, keyword, boost);
-    let mut tail = beyond(&rows, &further, best_bm25, fused_depth);
-    while rows.len() + tail.len() < limit && !exhausted {
-        depth *= 2;
-        let mut deeper = keyword_at(depth);
-        exhausted = deeper.len() < depth;
-        further = deeper.split_off(fused_depth.min(deeper.len()));
-        tail = beyond(&rows, &further, best_bm25, fused_depth);
+    if rows.len() < limit {
+        let tail = beyond(&rows, &keyword_at(KEYWORD_TAIL), best_bm25);
+        rows.extend(tail);
     }
-    rows.extend(tail);
     rows.truncate(limit);
     rows
 }
 
 /// The rows continuing a ranking `rows` past its candidates: the keyword leg's hits
-/// `further` (its ranks from `skipped` + 1 on, best first) that no row of `rows` holds,
+/// `further` (best first) that no row of `rows` holds,
 /// each a row of its own in the leg's order with its share over `best` (the leg's
 /// best score); no boost reorders them, so a call asking for more rows only adds rows.
-fn beyond(rows: &[Row], further: &[KeywordHit], best: f64, skipped: usize) -> Vec<Row> {
+fn beyond(rows: &[Row], further: &[KeywordHit], best: f64) -> Vec<Row> {
     further
         .iter()
         .enumerate()
@@ -1007,7 +1005,7 @@ fn beyond(rows: &[Row], further: &[KeywordHit], best: f64, skipped: usize) -> Ve
             r.legs.insert(
                 "keyword".into(),
                 json!({
-                    "rank": skipped + i + 1, "bm25": k.score, "own": k.own,
+                    "rank": i + 1, "bm25": k.score, "own": k.own,
                     "neighbours": k.score - k.own, "share": share,
                 }),
             );
