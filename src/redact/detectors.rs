@@ -121,30 +121,58 @@ pub const DETECTORS: &[Detector] = &[
         group: 1,
     },
     Detector {
+        id: "npm-token",
+        description: "npm access token (`npm_…`, 36 characters after the prefix)",
+        keywords: &["npm_"],
+        pattern: r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
+        group: 0,
+    },
+    Detector {
+        id: "huggingface-token",
+        description: "Hugging Face access token (`hf_…`, 34 letters after the prefix)",
+        keywords: &["hf_"],
+        pattern: r"(?-u:\b)hf_[A-Za-z]{34}(?-u:\b)",
+        group: 0,
+    },
+    Detector {
+        id: "pypi-token",
+        description: "PyPI upload token (`pypi-AgEIcHlwaS5vcmc…`)",
+        keywords: &["pypi-"],
+        pattern: r"(?-u:\b)pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}",
+        group: 0,
+    },
+    Detector {
+        id: "digitalocean-token",
+        description: "DigitalOcean token (`dop_v1_`, `doo_v1_`, `dor_v1_` and 64 hex digits)",
+        keywords: &["dop_v1_", "doo_v1_", "dor_v1_"],
+        pattern: r"(?-u:\b)do[por]_v1_[a-f0-9]{64}(?-u:\b)",
+        group: 0,
+    },
+    Detector {
         id: "password-assignment",
-        description: "value assigned to a password, secret, API key or token name (`password=…`, `\"api_key\": \"…\"`, `client_secret: …`), 6+ characters",
+        description: "value assigned to a name holding password, passwd, pwd, passphrase, secret, API key or token, optionally followed by `_key`/`_token` (`password=…`, `DB_PASSWORD=…`, `GITHUB_TOKEN=…`, `SECRET_KEY: …`, `\"dbPassword\": \"…\"`, JSON escaped in a shell command), 6+ characters; a value with spaces is cut at the first",
         keywords: &[
             "password", "passwd", "pwd", "passphrase", "secret", "api_key", "apikey",
             "api-key", "token",
         ],
-        pattern: r#"(?i)(?-u:\b)(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?([^\s"'`&;,$<{(%\[\]][^\s"'`&;,]{5,})"#,
+        pattern: r#"(?i)(?:password|passwd|pwd|passphrase|secret|api[_-]?key|token)(?:[_-]?(?:key|token))?(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?([^\s"'`&;,$<{(%\[\]\\](?:[^\s"'`&;,\\]|\\[^\s"'\\]){5,})"#,
         group: 1,
     },
 ];
 
 /// Detectors whose regex is tried only near keywords, with their reach: every match
 /// starts at most `reach` bytes before the start of a keyword occurrence (of any
-/// detector) inside it — `password-assignment`'s longest name before its keyword is
-/// `refresh_` (8 bytes before `token`), `client_` before `secret` 7, the others 0;
-/// `aws-secret-access-key` starts with `secret`, `azure-storage-key` with
-/// `accountkey=`. All three are case-insensitive (`(?i)`), where Unicode folds `k`
+/// detector) inside it — all three start at a keyword (`password-assignment` at the
+/// name part that is its keyword: `DB_PASSWORD=` from `PASSWORD`, `client_secret`
+/// from `secret`; `aws-secret-access-key` at `secret`, `azure-storage-key` at
+/// `accountkey=`). All three are case-insensitive (`(?i)`), where Unicode folds `k`
 /// with the Kelvin sign `K` and `s` with the long s `ſ`: text holding either is
 /// searched whole, as the reference does. The other detectors' regexes start with a
 /// literal the regex engine finds itself, so a whole pass costs little.
 pub(super) const WINDOWED: &[(&str, usize)] = &[
     ("aws-secret-access-key", 0),
     ("azure-storage-key", 0),
-    ("password-assignment", 8),
+    ("password-assignment", 0),
 ];
 
 /// The detector set as markdown table rows, `| `id` | description |` (README's
@@ -193,6 +221,10 @@ pub fn examples() -> Vec<(&'static str, String, String)> {
         "ODkwIiwibmFtZSI6IkphbmUifQ",
         b64(43)
     );
+    let npm = format!("{}{}{}", "np", "m_", rep("Ab3dE6", 6));
+    let hf = format!("{}{}{}", "h", "f_", rep("AbCdEfGhIjKlMnOpQ", 2));
+    let pypi = format!("{}{}{}", "pyp", "i-AgEIcHlwaS5vcmc", b64(60));
+    let digitalocean = format!("{}{}{}", "do", "p_v1_", rep("0123456789abcdef", 4));
     let url_password = "s3cr3tP4ss".to_owned();
     let password = "hunter2-Correct-Horse".to_owned();
     vec![
@@ -222,6 +254,10 @@ pub fn examples() -> Vec<(&'static str, String, String)> {
             format!("postgres://admin:{url_password}@db.internal:5432/app"),
             url_password,
         ),
+        ("npm-token", format!("//registry.npmjs.org/:_authToken {npm}"), npm),
+        ("huggingface-token", format!("huggingface-cli login --token {hf}"), hf),
+        ("pypi-token", format!("twine upload -p {pypi} dist/*"), pypi),
+        ("digitalocean-token", format!("doctl auth init -t {digitalocean}"), digitalocean),
         ("password-assignment", format!("login with password={password} please"), password),
     ]
 }

@@ -558,6 +558,54 @@ mod tests {
         assert_eq!(extra, vec!['\u{17F}', '\u{212A}']);
     }
 
+    /// The forms `.env` files, compose files, shell exports and agents' tool calls
+    /// give secrets in (the adversarial run of 2026-12-05 found 14 of these 16 kept).
+    #[test]
+    fn assignments_to_names_holding_a_secret_word_are_redacted() {
+        let r = redactor();
+        for (text, secret) in [
+            ("DB_PASSWORD=Sup3rSecretPw1", "Sup3rSecretPw1"),
+            ("POSTGRES_PASSWORD=Sup3rSecretPw2", "Sup3rSecretPw2"),
+            ("PGPASSWORD=Sup3rSecretPw3 psql", "Sup3rSecretPw3"),
+            ("MYSQL_ROOT_PASSWORD: Sup3rSecretPw4", "Sup3rSecretPw4"),
+            ("GITHUB_TOKEN=Sup3rSecretTok5", "Sup3rSecretTok5"),
+            ("SECRET_KEY=Sup3rSecretKey6", "Sup3rSecretKey6"),
+            ("JWT_SECRET=Sup3rSecretKey7", "Sup3rSecretKey7"),
+            ("OPENAI_API_KEY=Sup3rSecretKey8", "Sup3rSecretKey8"),
+            ("STRIPE_SECRET=Sup3rSecretKey9", "Sup3rSecretKey9"),
+            ("password=Sup3rSecretPw10", "Sup3rSecretPw10"),
+            ("api_key=Sup3rSecretKey11", "Sup3rSecretKey11"),
+            ("my_password=Sup3rSecretPw12", "Sup3rSecretPw12"),
+            ("adminPassword=Sup3rSecretPw13", "Sup3rSecretPw13"),
+            (r#""dbPassword": "Sup3rSecretPw14""#, "Sup3rSecretPw14"),
+            ("token=Sup3rSecretTok15", "Sup3rSecretTok15"),
+            ("TOKEN: Sup3rSecretTok16", "Sup3rSecretTok16"),
+            (
+                r#"curl -d "{\"username\":\"bob\",\"password\":\"Esc4pedSecretZZ\"}""#,
+                "Esc4pedSecretZZ",
+            ),
+        ] {
+            for out in [r.redact(text), r.redact_reference(text)] {
+                assert_eq!(out.count, 1, "{text:?} -> {:?}", out.text);
+                assert!(!out.text.contains(secret), "{text:?} -> {:?}", out.text);
+                assert!(
+                    out.text.contains("[REDACTED:password-assignment]"),
+                    "{:?}",
+                    out.text
+                );
+            }
+        }
+        // Names that only contain the word, and counts, stay.
+        for text in [
+            "tokenizer: bert-base-uncased",
+            "max_tokens=4096 and token_count = 1234567",
+            "secretary: Janet Smith",
+            "password_hash_algorithm is argon2id",
+        ] {
+            assert_eq!(r.redact(text).count, 0, "{text:?}");
+        }
+    }
+
     #[test]
     fn shortest_match_is_what_the_patterns_allow() {
         let r = redactor();
@@ -597,6 +645,9 @@ mod tests {
             "eyJabcdefghi.eyJabcdefghi.abcdefghij TOKEN=abcdef tok token:".into(),
             "password password password=x password=xxxxxxxxx".into(),
             "caféé password=«secretvalue» naïve token=日本語のトークン".into(),
+            "DB_PASSWORD=abcdefgh PGPASSWORD=abcdefgh xPassword: 'abcdefg' SECRET_KEY=abcdefgh".into(),
+            r#"curl -d "{\"password\":\"abcdefgh\"}" GITHUB_TOKEN=abcdef tokenizer=abcdefgh"#.into(),
+            "npm_short hf_ pypi- dop_v1_ doo_v1_abc".into(),
         ];
         // Padded, so that the windowed detectors take their anchored tries rather
         // than one pass (short texts with many keywords get the pass).
