@@ -44,6 +44,7 @@ pub use detect::detect;
 pub use driver::{
     ingest_paths, ingest_paths_with, FileSummary, IngestOptions, IngestSummary, SourceCounts,
 };
+pub use read::MAX_STORED_CHARS;
 pub(crate) use read::{
     chat_role, content_texts, conversations_of, count_i64, join_texts, kind_of, parse_time,
     read_json, read_jsonl_from, str_field, strip_bom, JsonlEnd,
@@ -318,7 +319,8 @@ pub fn import_as(path: &Path, format: Format) -> Result<FileImport, IngestError>
 
 /// Parses one file as `format`, from `start` when given (only for
 /// [`Format::is_append_only`] formats: the lines after a previous import's
-/// [`FileImport::cursor`]; other formats ignore it and parse the whole file).
+/// [`FileImport::cursor`]; other formats ignore it and parse the whole file). Every
+/// message's text is cut to [`MAX_STORED_CHARS`] here, whatever its format.
 ///
 /// # Errors
 /// See [`import_file`].
@@ -329,6 +331,9 @@ pub fn import_from(
 ) -> Result<FileImport, IngestError> {
     let fallback = file_time(path);
     let mut import = format.0.import(path, fallback, start)?;
+    for m in &mut import.messages {
+        m.chars_cut = read::cap_text(&mut m.content);
+    }
     mark_injected(&mut import.messages);
     Ok(import)
 }

@@ -342,6 +342,7 @@ pub(crate) fn finish(pending: Vec<Pending>, conversation: &Conversation<'_>) -> 
                 role: p.role.to_owned(),
                 content_type: "text".to_owned(),
                 content: p.text,
+                chars_cut: 0,
                 has_attachment: p.has_attachment,
                 has_citation: p.has_citation,
                 is_injected: p.injected,

@@ -5,6 +5,31 @@ use std::path::Path;
 
 use super::{Cursor, Fault, IngestError};
 
+/// Most characters of one message's text the store keeps (one million, about 1–4 MB).
+/// A longer text — a pasted log, a generated file, an attack on the importer — keeps
+/// its first characters; the rest is counted (`char_count`, [`crate::model::Message::chars_cut`])
+/// but not stored, so one huge line cannot cost gigabytes in the store, its search
+/// index and every page that reads it. A person's turn is far shorter than this.
+pub const MAX_STORED_CHARS: usize = 1_000_000;
+
+/// Cuts `text` to its first [`MAX_STORED_CHARS`] characters (on a character
+/// boundary) and returns how many characters it left out (0 for a text stored whole).
+pub(crate) fn cap_text(text: &mut String) -> usize {
+    // A text of at most MAX_STORED_CHARS bytes has at most as many characters.
+    if text.len() <= MAX_STORED_CHARS {
+        return 0;
+    }
+    match text.char_indices().nth(MAX_STORED_CHARS) {
+        Some((at, _)) => {
+            let cut = text[at..].chars().count();
+            text.truncate(at);
+            text.shrink_to_fit();
+            cut
+        }
+        None => 0,
+    }
+}
+
 /// Where [`read_jsonl_from`] stopped: the end of the last complete line.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct JsonlEnd {

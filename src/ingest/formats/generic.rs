@@ -155,6 +155,7 @@ pub(super) fn import(
                 role: role.to_owned(),
                 content_type: "text".to_owned(),
                 content: text,
+                chars_cut: 0,
                 has_attachment: false,
                 has_citation: false,
                 is_injected: false,
