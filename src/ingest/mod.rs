@@ -333,6 +333,9 @@ pub fn import_from(
     let mut import = format.0.import(path, fallback, start)?;
     for m in &mut import.messages {
         m.chars_cut = read::cap_text(&mut m.content);
+        if let Some(title) = &mut m.conversation_title {
+            read::cap_text(title);
+        }
     }
     mark_injected(&mut import.messages);
     Ok(import)

@@ -13,20 +13,188 @@ use super::{Cursor, Fault, IngestError};
 pub const MAX_STORED_CHARS: usize = 1_000_000;
 
 /// Cuts `text` to its first [`MAX_STORED_CHARS`] characters (on a character
-/// boundary) and returns how many characters it left out (0 for a text stored whole).
+/// boundary) and returns how many characters it left out (0 for a text stored whole),
+/// counting those [`parse_capped`] already left out of its strings (their marks are
+/// removed here).
 pub(crate) fn cap_text(text: &mut String) -> usize {
+    let mut cut = take_cut_marks(text);
     // A text of at most MAX_STORED_CHARS bytes has at most as many characters.
     if text.len() <= MAX_STORED_CHARS {
+        return cut;
+    }
+    if let Some((at, _)) = text.char_indices().nth(MAX_STORED_CHARS) {
+        cut = cut.saturating_add(text[at..].chars().count());
+        text.truncate(at);
+        text.shrink_to_fit();
+    }
+    cut
+}
+
+/// Opens the mark [`parse_capped`] puts where it cut a string: a noncharacter
+/// (Unicode reserves U+FDD0–U+FDEF for a program's internal use), the number of
+/// characters left out in decimal, then [`CUT_CLOSE`].
+const CUT_OPEN: char = '\u{FDD0}';
+/// Closes a cut mark (see [`CUT_OPEN`]).
+const CUT_CLOSE: char = '\u{FDD1}';
+
+/// Removes the cut marks of `text` and returns the characters they say were left out.
+/// A stray [`CUT_OPEN`] not followed by digits and [`CUT_CLOSE`] stays as it is.
+fn take_cut_marks(text: &mut String) -> usize {
+    if !text.contains(CUT_OPEN) {
         return 0;
     }
-    match text.char_indices().nth(MAX_STORED_CHARS) {
-        Some((at, _)) => {
-            let cut = text[at..].chars().count();
-            text.truncate(at);
-            text.shrink_to_fit();
-            cut
+    let mut out = String::with_capacity(text.len());
+    let mut cut = 0usize;
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find(CUT_OPEN) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + CUT_OPEN.len_utf8()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match (
+            after[..digits].parse::<usize>(),
+            after[digits..].strip_prefix(CUT_CLOSE),
+        ) {
+            (Ok(n), Some(tail)) => {
+                cut = cut.saturating_add(n);
+                rest = tail;
+            }
+            _ => {
+                out.push(CUT_OPEN);
+                rest = after;
+            }
         }
-        None => 0,
+    }
+    out.push_str(rest);
+    *text = out;
+    cut
+}
+
+/// Parses one JSON document with every string (object keys too) cut to its first
+/// [`MAX_STORED_CHARS`] characters, followed by a cut mark counting the rest that
+/// [`cap_text`] turns into [`crate::model::Message::chars_cut`]. Strings the parser can
+/// borrow from `bytes` (no escapes) are counted in place, so a 300 MB string costs no
+/// copy of it; otherwise the same as `serde_json::from_slice`.
+///
+/// # Errors
+/// As `serde_json::from_slice`.
+pub(crate) fn parse_capped(bytes: &[u8]) -> Result<serde_json::Value, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = Capped.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// `s` as an owned string, cut with a mark when longer than [`MAX_STORED_CHARS`].
+fn capped_string(s: &str) -> String {
+    if s.len() <= MAX_STORED_CHARS {
+        return s.to_owned();
+    }
+    match s.char_indices().nth(MAX_STORED_CHARS) {
+        Some((at, _)) => {
+            let rest = s[at..].chars().count();
+            format!("{}{CUT_OPEN}{rest}{CUT_CLOSE}", &s[..at])
+        }
+        None => s.to_owned(),
+    }
+}
+
+/// The [`parse_capped`] visitor: a `serde_json::Value` with capped strings.
+struct Capped;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Capped {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Capped {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Number::from_f64(v)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::String(capped_string(v)))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        if v.len() <= MAX_STORED_CHARS {
+            return Ok(serde_json::Value::String(v));
+        }
+        Ok(serde_json::Value::String(capped_string(&v)))
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element_seed(Capped)? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key_seed(CappedKey)? {
+            let value = map.next_value_seed(Capped)?;
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
+}
+
+/// An object key for [`Capped`]: a string, capped like the values.
+struct CappedKey;
+
+impl<'de> serde::de::DeserializeSeed<'de> for CappedKey {
+    type Value = String;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for CappedKey {
+    type Value = String;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(capped_string(v))
     }
 }
 
@@ -45,7 +213,9 @@ pub(crate) struct JsonlEnd {
 /// Reads a JSON Lines file record by record, with no line-length limit, from `start`
 /// (byte offset and line number of a [`Cursor`]) or the top. Blank lines are ignored;
 /// a line that is not valid JSON or not a JSON object becomes a [`Fault`] (1-based line
-/// number) and reading goes on. `on_record` gets each object and its line number.
+/// number) and reading goes on. `on_record` gets each object and its line number,
+/// its strings cut to [`MAX_STORED_CHARS`] while parsing ([`parse_capped`]), so a huge
+/// line costs about its own buffer, not copies of it.
 /// Returns where the last complete (newline-terminated) line ends; a last line without
 /// newline is still offered to `on_record` but not counted as read, and when its JSON
 /// stops short (a writer mid-append) it is no fault: [`JsonlEnd::unfinished`] says so
@@ -99,7 +269,7 @@ pub(crate) fn read_jsonl_from(
         if bytes.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_slice::<serde_json::Value>(bytes) {
+        match parse_capped(bytes) {
             Ok(serde_json::Value::Object(obj)) => on_record(line_no, obj),
             Ok(other) => faults.push(Fault::new(
                 path,
@@ -195,7 +365,7 @@ pub(crate) fn content_texts<'a>(
 /// not JSON.
 pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, IngestError> {
     let bytes = fs_err::read(path)?;
-    serde_json::from_slice(strip_bom(&bytes)).map_err(|source| IngestError::Json {
+    parse_capped(strip_bom(&bytes)).map_err(|source| IngestError::Json {
         path: path.to_path_buf(),
         source,
     })
@@ -267,6 +437,40 @@ pub(crate) fn parse_time(value: &serde_json::Value) -> Option<chrono::DateTime<c
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Issue 43: a string longer than the cap is cut while parsing (escaped or not,
+    /// keys too) and the cut is counted back by `cap_text`; everything else parses as
+    /// `serde_json` does, and a stray mark character in a text is kept.
+    #[test]
+    fn long_strings_are_cut_while_parsing_and_counted() {
+        let cap = MAX_STORED_CHARS;
+        let doc = json!({"a": [1, -2, 2.5, true, null, {"b": "é\n\"x"}], "c": {}});
+        let text = doc.to_string();
+        assert_eq!(parse_capped(text.as_bytes()).unwrap(), doc);
+        for (long, escaped) in [("ω".repeat(cap + 7), false), ("\n".repeat(cap + 7), true)] {
+            let line = json!({"t": long, &long: 1}).to_string();
+            assert_eq!(line.contains('\\'), escaped);
+            let value = parse_capped(line.as_bytes()).unwrap();
+            let mut t = value["t"].as_str().unwrap().to_owned();
+            assert!(t.chars().count() > cap, "the mark follows the kept text");
+            assert_eq!(cap_text(&mut t), 7);
+            assert_eq!(t, long.chars().take(cap).collect::<String>());
+            let key = value.as_object().unwrap().keys().nth(1).unwrap();
+            // The kept characters and a three-character mark (`7` between its ends).
+            assert_eq!(key.chars().count(), cap + 3);
+        }
+        // Text after a cut string (joined by a format) is beyond the cap: counted too.
+        let value = parse_capped(json!({"t": "x".repeat(cap + 2)}).to_string().as_bytes()).unwrap();
+        let mut joined = format!("{}\nand more", value["t"].as_str().unwrap());
+        assert_eq!(cap_text(&mut joined), 2 + 9);
+        assert_eq!(joined, "x".repeat(cap));
+        let mut stray = format!("a{CUT_OPEN}12 b{CUT_OPEN}{CUT_CLOSE}");
+        let before = stray.clone();
+        assert_eq!(cap_text(&mut stray), 0);
+        assert_eq!(stray, before);
+        assert!(parse_capped(b"{\"a\": 1} x").is_err());
+        assert!(parse_capped(b"{\"a\": ").unwrap_err().is_eof());
+    }
 
     /// Issue 30: a last line a writer has not finished is left for the next read, not
     /// a fault; a whole malformed line, or one malformed before its end, is a fault.
