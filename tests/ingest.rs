@@ -1827,4 +1827,22 @@ fn a_message_longer_than_the_cap_is_stored_cut_and_counted_whole() {
     assert_eq!(found("beforecutword"), 1);
     assert_eq!(found("aftercutword"), 0);
     assert_eq!(found("short reply"), 1);
+
+    // get-conversation says the message was cut at import, and by how much.
+    let out = common::cli::with_data(data.path())
+        .args(["run", "get-conversation", "--arg"])
+        .arg("conversation_id=5e0d7a11-0000-4000-8000-000000000001")
+        .output()
+        .expect("skills run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("…\n\n(14 characters cut at import: not stored)"),
+        "{shown}"
+    );
+    assert_eq!(shown.matches("cut at import").count(), 1, "{shown}");
 }
