@@ -5,17 +5,25 @@
 //! per LoCoMo conversation (per-conversation haystack); every question is one
 //! `Host::call("semantic-search", …)`.
 //!
-//! Figures per (unit, mode): turn R@5 / R@15 (an evidence turn is the shown
+//! The headline is the *client protocol*, what an agent receives: one call with the
+//! variant's arguments and `limit: 5`; client turn R@5 counts a question when one of
+//! those five rows is an evidence turn (its shown `message_id`), client session R@5
+//! when one of them is in an evidence session. Beside it, the *ranked-session
+//! protocol* of one `limit: 50` call: turn R@5 / R@15 (an evidence turn is the shown
 //! `message_id` of a row in the top k) and, looser, window R@5 (an evidence turn lies
 //! in a top-5 row's window); session R@5 / R@15 (an evidence session is among the
-//! first k distinct conversations of the rows, of a `limit: 50` call); MRR of the
-//! first evidence turn. Questions whose evidence names no existing turn are left out.
+//! first k *distinct* conversations of the 50 rows, which a client asking for five
+//! rows does not see); MRR of the first evidence turn. "limit 5 ≠ top 5 of 50" counts
+//! the questions whose `limit: 5` rows differ from the first five rows of the
+//! `limit: 50` call (0 when the ranking does not depend on `limit`). Questions whose evidence names no existing turn are left out.
 //! Also the recall@15 of the 1-bit first pass against the exact one (same question,
 //! `Embeddings::search_with`, forced on these small stores, which the default keeps
 //! exact), at the default oversampling and at a tight one.
 //!
 //! Run: `cargo bench --bench locomo_semantic`. `BENCH_VARIANTS` (comma-separated,
 //! default [`DEFAULT_VARIANTS`]): `default` (no `mode` argument, shipped tuning),
+//! `default:dN:kK` (the same with hybrid's candidate depths N for the semantic and
+//! literal legs and K for the keyword leg, either part optional),
 //! `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, either
 //! with a part `mm` for min-max normalisation of the semantic leg and a last part
 //! `tB` for the temporal routing's boost (`t0`: none) (a
@@ -242,6 +250,9 @@ fn main() -> Result<()> {
         // Per variant, per question in order: (turn rank, session rank, category).
         let mut ranks: Vec<Vec<Ranks>> = vec![Vec::new(); variants.len()];
         let mut windows5: Vec<usize> = vec![0; variants.len()];
+        // Per variant: questions whose `limit: 5` rows differ from the first five of
+        // the `limit: 50` call.
+        let mut mismatches: Vec<usize> = vec![0; variants.len()];
         for (id, path, qs) in &converted {
             let dir = root.join(format!(
                 "{id}-{}-{}-{}",
@@ -290,14 +301,35 @@ fn main() -> Result<()> {
             for (vi, v) in variants.iter().enumerate() {
                 semantic_search::tune(v.tuning);
                 for q in qs {
-                    let mut args = json!({"query": q.query, "limit": 50});
-                    if let Some(mode) = &v.mode {
-                        args["mode"] = json!(mode);
-                    }
-                    let out = host
-                        .call("semantic-search", args)
-                        .map_err(|e| anyhow::anyhow!("{e}"))?;
-                    let rows = out.data["rows"].as_array().cloned().unwrap_or_default();
+                    let call = |limit: usize| -> Result<Vec<Value>> {
+                        let mut args = json!({"query": q.query, "limit": limit});
+                        if let Some(mode) = &v.mode {
+                            args["mode"] = json!(mode);
+                        }
+                        let out = host
+                            .call("semantic-search", args)
+                            .map_err(|e| anyhow::anyhow!("{e}"))?;
+                        Ok(out.data["rows"].as_array().cloned().unwrap_or_default())
+                    };
+                    // The client protocol: the five rows of one call with `limit: 5`.
+                    let five = call(CLIENT_LIMIT)?;
+                    let rows = call(50)?;
+                    let key = |r: &Value| {
+                        (
+                            r["conversation_id"].as_str().unwrap_or("").to_owned(),
+                            r["message_id"].as_str().unwrap_or("").to_owned(),
+                        )
+                    };
+                    let differs = five.len() != rows.len().min(CLIENT_LIMIT)
+                        || five.iter().zip(&rows).any(|(a, b)| key(a) != key(b));
+                    mismatches[vi] += usize::from(differs);
+                    let client_turn = five
+                        .iter()
+                        .position(|r| q.turns.contains(r["message_id"].as_str().unwrap_or("")));
+                    let client_session = five.iter().position(|r| {
+                        q.sessions
+                            .contains(r["conversation_id"].as_str().unwrap_or(""))
+                    });
                     let shown: Vec<&str> = rows
                         .iter()
                         .map(|r| r["message_id"].as_str().unwrap_or(""))
@@ -324,6 +356,8 @@ fn main() -> Result<()> {
                         turn,
                         session,
                         category: q.category,
+                        client_turn,
+                        client_session,
                     });
                 }
                 semantic_search::tune(None);
@@ -364,6 +398,8 @@ fn main() -> Result<()> {
             };
             let turn = |x: &Ranks| x.turn;
             let session = |x: &Ranks| x.session;
+            let client_turn = |x: &Ranks| x.client_turn;
+            let client_session = |x: &Ranks| x.client_session;
             let mrr = r
                 .iter()
                 .filter_map(|x| x.turn)
@@ -380,7 +416,7 @@ fn main() -> Result<()> {
             let per_cat: Vec<String> = (1..=5u8)
                 .map(|c| {
                     let of: Vec<&Ranks> = r.iter().filter(|x| x.category == c).collect();
-                    let hit = of.iter().filter(|x| x.turn.is_some_and(|p| p < 5)).count();
+                    let hit = of.iter().filter(|x| x.client_turn.is_some()).count();
                     format!("{:.1}", 100.0 * hit as f64 / of.len().max(1) as f64)
                 })
                 .collect();
@@ -396,6 +432,21 @@ fn main() -> Result<()> {
                     if unit.title { " + title" } else { "" }
                 ),
                 format!("`{name}`"),
+                format!(
+                    "{:.1} %{}",
+                    100.0 * at(CLIENT_LIMIT, client_turn),
+                    ci(client_turn)
+                ),
+                format!(
+                    "{:.1} %{}",
+                    100.0 * at(CLIENT_LIMIT, client_session),
+                    ci(client_session)
+                ),
+                if vi < variants.len() {
+                    mismatches[vi].to_string()
+                } else {
+                    "—".into() // not saved
+                },
                 format!("{:.1} %{}", 100.0 * at(5, turn), ci(turn)),
                 format!("{:.1} %", 100.0 * at(15, turn)),
                 if vi < variants.len() {
@@ -414,13 +465,16 @@ fn main() -> Result<()> {
         &[
             "unit",
             "variant",
-            "turn R@5 (CI of Δ)",
-            "turn R@15",
-            "window R@5",
-            "session R@5 (CI of Δ)",
-            "session R@15",
-            "turn MRR",
-            "turn R@5 by category 1/2/3/4/5",
+            "client turn R@5 (CI of Δ)",
+            "client session R@5 (CI of Δ)",
+            "limit 5 ≠ top 5 of 50",
+            "ranked: turn R@5 (CI of Δ)",
+            "ranked: turn R@15",
+            "ranked: window R@5",
+            "ranked: session R@5 (CI of Δ)",
+            "ranked: session R@15",
+            "ranked: turn MRR",
+            "client turn R@5 by category 1/2/3/4/5",
         ],
         &rows,
     );
@@ -438,6 +492,10 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// The rows a client asks for in the client protocol: one call, default arguments,
+/// `limit: 5`.
+const CLIENT_LIMIT: usize = 5;
+
 /// Variants measured when `BENCH_VARIANTS` is not set: the seed's `semantic` mode,
 /// plain BM25 (the keyword leg alone, no neighbours), the previous hybrid, the keyword
 /// leg with neighbours alone, and the shipped default.
@@ -451,8 +509,8 @@ struct Variant {
 }
 
 impl Variant {
-    /// `default`, `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`,
-    /// then optionally `:mm` and `:tB`.
+    /// `default`, `default:dN:kK`, `semantic`, or `hybrid:VEC:none` /
+    /// `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, then optionally `:mm` and `:tB`.
     fn parse(s: &str) -> Result<Self> {
         let name = s.trim().to_owned();
         let mut p: Vec<&str> = name.split(':').collect();
@@ -470,7 +528,31 @@ impl Variant {
             })
         };
         let (mode, tuning) = match p[0] {
-            "default" => (None, None),
+            "default" if name == "default" => (None, None),
+            "default" => {
+                // `default:dN:kK`: the shipped ranking with other candidate depths.
+                let mut tuning = Tuning {
+                    vec_norm,
+                    temporal_boost,
+                    ..Tuning::DEFAULT
+                };
+                for part in &p[1..] {
+                    let depth = |n: &str| -> Result<usize> {
+                        n.parse()
+                            .ok()
+                            .filter(|d| *d > 0)
+                            .with_context(|| format!("variant `{name}`: `{part}` is not a depth"))
+                    };
+                    match part.split_at_checked(1) {
+                        Some(("d", n)) => tuning.candidates = depth(n)?,
+                        Some(("k", n)) => tuning.keyword_candidates = depth(n)?,
+                        _ => anyhow::bail!(
+                            "variant `{name}`: `{part}` is not `dN` (semantic and literal depth) or `kN` (keyword depth)"
+                        ),
+                    }
+                }
+                (None, Some(tuning))
+            }
             "semantic" => (Some("semantic".to_owned()), None),
             "hybrid" => {
                 let context = match p.get(2).copied().unwrap_or("none") {
@@ -496,6 +578,8 @@ impl Variant {
                     own_weight: num(5, 0.0)?,
                     vec_norm,
                     temporal_boost,
+                    candidates: semantic_search::CANDIDATES,
+                    keyword_candidates: semantic_search::KEYWORD_CANDIDATES,
                 };
                 (Some("hybrid".to_owned()), Some(tuning))
             }
@@ -514,14 +598,26 @@ struct Ranks {
     turn: Option<usize>,
     session: Option<usize>,
     category: u8,
+    /// Client protocol: the first row of the `limit: 5` call that is an evidence turn.
+    client_turn: Option<usize>,
+    /// Client protocol: the first row of the `limit: 5` call in an evidence session.
+    client_session: Option<usize>,
 }
 
 impl Ranks {
-    /// `[[turn, session, category], …]` (`null` for a rank not found), what
-    /// `BENCH_SAVE` writes per variant.
+    /// `[[turn, session, category, client turn, client session], …]` (`null` for a
+    /// rank not found), what `BENCH_SAVE` writes per variant.
     fn to_json(r: &[Ranks]) -> Value {
         r.iter()
-            .map(|x| json!([x.turn, x.session, x.category]))
+            .map(|x| {
+                json!([
+                    x.turn,
+                    x.session,
+                    x.category,
+                    x.client_turn,
+                    x.client_session
+                ])
+            })
             .collect()
     }
 
@@ -536,6 +632,8 @@ impl Ranks {
                     turn: rank(0),
                     session: rank(1),
                     category: u8::try_from(x[2].as_u64().ok_or_else(bad)?)?,
+                    client_turn: rank(3),
+                    client_session: rank(4),
                 })
             })
             .collect()

@@ -17,7 +17,10 @@
 //! `QUALITY_PREVIOUS` (the variant the intervals compare with, default [`PREVIOUS`]),
 //! `QUALITY_REUSE=1` (import into the previous run's stores of the same model instead
 //! of fresh ones: nothing is re-embedded).
-//! MRR is MRR@10 (a question with no relevant unit in the top 10 counts 0).
+//! MRR is MRR@10 (a question with no relevant unit in the top 10 counts 0). R@5 is
+//! also the client protocol of issue 44 (the five hits of one call with `limit` 5):
+//! memo-search's ranking does not depend on `limit`, so the first five hits of the
+//! `limit` 10 call are those hits (`tests/limit_prefix.rs`).
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
 mod common;
@@ -426,6 +429,7 @@ fn variant(name: &str) -> Result<(Option<String>, Option<Tuning>)> {
             vec_norm,
             temporal_boost,
             stemmed,
+            candidates: memo_search::CANDIDATES,
         }),
     ))
 }

@@ -8,7 +8,10 @@
 //! queries for several oversampling choices.
 //!
 //! Environment: `BENCH_MESSAGES`, `BENCH_SEED`, `BENCH_RUNS` (timed calls per case,
-//! default 30), `BENCH_RECALL_QUERIES` (default 240), `BENCH_DIR`. Run:
+//! default 30), `BENCH_RECALL_QUERIES` (default 240), `BENCH_DIR`, `BENCH_CANDIDATES`
+//! (`N:K`: hybrid's candidate depths, N for the semantic and literal legs, K for the
+//! keyword leg, instead of [`semantic_search::CANDIDATES`] and
+//! [`semantic_search::KEYWORD_CANDIDATES`], to time a depth). Run:
 //! `cargo bench --bench semantic`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -22,6 +25,7 @@ use common::{fmt_bytes, fmt_dur, measure};
 use serde_json::json;
 use skills::bench::gen::{self, Spec};
 use skills::embed::Embedder;
+use skills::engines::semantic_search::{self, Tuning};
 use skills::engines::Context;
 use skills::host::Host;
 use skills::stores::conversations::embeddings::{self, Embeddings, Filter, FirstPass, UnitSpec};
@@ -45,6 +49,22 @@ const QUERIES: &[(&str, &str)] = &[
     ),
 ];
 
+/// `BENCH_CANDIDATES=N:K`: hybrid's candidate depths to time (`None`: the shipped ones).
+fn candidates() -> Result<Option<(usize, usize)>> {
+    let Ok(v) = std::env::var("BENCH_CANDIDATES") else {
+        return Ok(None);
+    };
+    let bad =
+        || anyhow::anyhow!("BENCH_CANDIDATES: expected `N:K` (two positive integers), got `{v}`");
+    let (n, k) = v.split_once(':').ok_or_else(bad)?;
+    let (n, k): (usize, usize) = (
+        n.trim().parse().map_err(|_| bad())?,
+        k.trim().parse().map_err(|_| bad())?,
+    );
+    anyhow::ensure!(n > 0 && k > 0, bad());
+    Ok(Some((n, k)))
+}
+
 fn main() -> Result<()> {
     if std::env::args().any(|a| a == "--list") {
         return Ok(());
@@ -52,6 +72,7 @@ fn main() -> Result<()> {
     let n = common::env_usize("BENCH_MESSAGES", 1_000_000);
     let seed = common::env_usize("BENCH_SEED", 0x5EED) as u64;
     let runs = common::env_usize("BENCH_RUNS", 30);
+    let depths = candidates()?;
     let embedder = match Embedder::load_default() {
         Ok(e) => Arc::new(e),
         Err(e) => {
@@ -112,6 +133,14 @@ fn main() -> Result<()> {
         &skills_dir,
         Context::new(paths.clone()).with_embedder(Some(embedder.clone())),
     );
+    if let Some((n, k)) = depths {
+        println!("hybrid's candidate depths (`BENCH_CANDIDATES`): {n} semantic and literal, {k} keyword\n");
+        semantic_search::tune(Some(Tuning {
+            candidates: n,
+            keyword_candidates: k,
+            ..Tuning::DEFAULT
+        }));
+    }
     let mut rows = Vec::new();
     for (label, q) in QUERIES {
         let mut args = json!({"query": q, "limit": 15});

@@ -117,6 +117,19 @@ fn run(data: &Path, archive: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `skills --json run search-conversations` from the data folder `data` with the
+/// archive `archive`, an `--arg` for each of `args` (`name=value`); it must succeed.
+/// Its JSON.
+fn search(data: &Path, archive: &str, args: &[&str]) -> Value {
+    let mut all = vec!["--json", "run", "search-conversations"];
+    for arg in args {
+        all.extend(["--arg", arg]);
+    }
+    let (ok, out, err) = run(data, archive, &all);
+    assert!(ok, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 fn at(secs: i64) -> chrono::DateTime<chrono::Utc> {
     chrono::Utc.timestamp_opt(1_740_000_000 + secs, 0).unwrap()
 }
@@ -164,6 +177,13 @@ fn migrate(db: &Db) {
     assert!(out.contains("GRANT SELECT"), "{out}");
 }
 
+/// A fresh, migrated database on the test server; `None` as [`server`].
+fn migrated_db() -> Option<Db> {
+    let db = Db::new(&server()?);
+    migrate(&db);
+    Some(db)
+}
+
 fn push(data: &Path, db: &Db, extra: &[&str]) -> Value {
     let mut args = vec!["--json", "archive", "push"];
     args.extend_from_slice(extra);
@@ -174,9 +194,7 @@ fn push(data: &Path, db: &Db, extra: &[&str]) -> Value {
 
 #[test]
 fn two_machines_push_idempotently_and_search_finds_both() {
-    let Some(admin) = server() else { return };
-    let db = Db::new(&admin);
-    migrate(&db);
+    let Some(db) = migrated_db() else { return };
     let root = tempfile::tempdir().unwrap();
     let (a, b) = (root.path().join("laptop"), root.path().join("desktop"));
     store(&a, &corpus("alpha", 20, 5));
@@ -208,21 +226,7 @@ fn two_machines_push_idempotently_and_search_finds_both() {
     assert_eq!(db.dump(), before);
 
     // Searches from the archive find both machines' rows, each with its machine.
-    let (ok, out, err) = run(
-        &a,
-        &db.url,
-        &[
-            "--json",
-            "run",
-            "search-conversations",
-            "--arg",
-            "term=CACHE IS",
-            "--arg",
-            "limit=500",
-        ],
-    );
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let v = search(&a, &db.url, &["term=CACHE IS", "limit=500"]);
     let rows = v["data"]["rows"].as_array().unwrap();
     let machines: std::collections::BTreeSet<&str> = rows
         .iter()
@@ -230,23 +234,7 @@ fn two_machines_push_idempotently_and_search_finds_both() {
         .collect();
     assert_eq!(machines, ["desktop", "laptop"].into_iter().collect());
     assert!(rows.iter().all(|r| r["user"].is_string()));
-    let (ok, out, _) = run(
-        &a,
-        &db.url,
-        &[
-            "--json",
-            "run",
-            "search-conversations",
-            "--arg",
-            "term=cache",
-            "--arg",
-            "machine=desktop",
-            "--arg",
-            "limit=500",
-        ],
-    );
-    assert!(ok);
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let v = search(&a, &db.url, &["term=cache", "machine=desktop", "limit=500"]);
     let rows = v["data"]["rows"].as_array().unwrap();
     assert!(!rows.is_empty());
     assert!(rows.iter().all(|r| r["machine"] == "desktop"), "{v}");
@@ -535,9 +523,7 @@ fn patterns(messages: &[Message]) -> Vec<String> {
 /// with DuckDB like every other character.
 #[test]
 fn search_conversations_on_the_archive_equals_duckdb_ilike() {
-    let Some(admin) = server() else { return };
-    let db = Db::new(&admin);
-    migrate(&db);
+    let Some(db) = migrated_db() else { return };
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("diff");
     let messages = differential_corpus();
@@ -627,9 +613,7 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
 /// `--no-redact`; one filled with `--keep-secrets` does send it then (the trade-off).
 #[test]
 fn a_store_redacted_at_import_sends_no_secret_whatever_the_push_flags() {
-    let Some(admin) = server() else { return };
-    let db = Db::new(&admin);
-    migrate(&db);
+    let Some(db) = migrated_db() else { return };
     let root = tempfile::tempdir().unwrap();
     let key = format!("{}{}", "AKIA", "QYLPMN5HHHFPZAM2");
     let transcript = root.path().join("t.jsonl");
@@ -640,18 +624,13 @@ fn a_store_redacted_at_import_sends_no_secret_whatever_the_push_flags() {
     for (name, flags) in stores {
         let data = root.path().join(name);
         let fill = |args: &[&str]| {
-            let out = skills()
-                .arg("--data-dir")
-                .arg(&data)
-                .env_remove("SKILLS_KEEP_SECRETS")
-                .args(args)
-                .args(flags)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            common::cli::ok(
+                skills()
+                    .arg("--data-dir")
+                    .arg(&data)
+                    .env_remove("SKILLS_KEEP_SECRETS")
+                    .args(args)
+                    .args(flags),
             );
         };
         fill(&["ingest", "--quiet", transcript.to_str().unwrap()]);

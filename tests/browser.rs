@@ -316,20 +316,15 @@ fn accessibility(browser: &Path, urls: &[String]) {
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/axe.mjs");
     for size in ["1280x900", "390x844"] {
-        let out = Command::new(&node)
-            .arg(&script)
-            .arg(browser)
-            .arg(&axe)
-            .arg(size)
-            .args(urls)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "axe.mjs failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let said = common::cli::stdout_of_success(
+            Command::new(&node)
+                .arg(&script)
+                .arg(browser)
+                .arg(&axe)
+                .arg(size)
+                .args(urls),
         );
-        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        let lines: Vec<serde_json::Value> = said
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();

@@ -204,28 +204,16 @@ fn pipes_and_newlines_never_break_the_table() {
 
 #[test]
 fn identical_arguments_give_byte_identical_output_across_processes() {
-    let a = skills(
-        sample_data(),
-        &[
-            "run",
-            "search-conversations",
-            "--arg",
-            "term=e",
-            "--arg",
-            "limit=40",
-        ],
-    );
-    let b = skills(
-        sample_data(),
-        &[
-            "run",
-            "search-conversations",
-            "--arg",
-            "term=e",
-            "--arg",
-            "limit=40",
-        ],
-    );
+    let args = [
+        "run",
+        "search-conversations",
+        "--arg",
+        "term=e",
+        "--arg",
+        "limit=40",
+    ];
+    let a = skills(sample_data(), &args);
+    let b = skills(sample_data(), &args);
     assert!(a.status.success());
     assert_eq!(a.stdout, b.stdout);
     assert_eq!(stdout(&a).lines().count(), 42);
@@ -285,6 +273,28 @@ fn searches_transcripts_imported_from_the_shared_corpus() {
         .any(|r| r["source"] == "chatgpt" && r["role"] == "user"));
 }
 
+/// `skills ARGS` with the skills folder `skills_dir` and the data folder `data`.
+fn in_folders(skills_dir: &Path, data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skills"))
+        .args(args)
+        .env("SKILLS_DIR", skills_dir)
+        .env("SKILLS_DATA_DIR", data)
+        .output()
+        .unwrap()
+}
+
+/// `verify` exited 0 and ended its report with `summary`.
+fn assert_verified(o: &Output, summary: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout(o).trim_end().ends_with(summary), "{}", stdout(o));
+}
+
 #[test]
 fn new_compose_skill_validates_and_verifies_as_generated() {
     let tmp = tempfile::tempdir().unwrap();
@@ -301,14 +311,7 @@ fn new_compose_skill_validates_and_verifies_as_generated() {
             std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
         }
     }
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_skills"))
-            .args(args)
-            .env("SKILLS_DIR", &skills_dir)
-            .env("SKILLS_DATA_DIR", tmp.path().join("data"))
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| in_folders(&skills_dir, &tmp.path().join("data"), args);
     let o = run(&["new", "my-recall", "--engine", "compose"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for f in ["SKILL.md", "template.md.j2", "conformance.yaml"] {
@@ -323,20 +326,7 @@ fn new_compose_skill_validates_and_verifies_as_generated() {
         "--fixtures-dir",
         fixtures.to_str().unwrap(),
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&o),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(
-        stdout(&o)
-            .trim_end()
-            .ends_with("4 passed, 0 failed, 0 excluded"),
-        "{}",
-        stdout(&o)
-    );
+    assert_verified(&o, "4 passed, 0 failed, 0 excluded");
     assert_eq!(
         run(&["new", "other", "--engine", "nope"]).status.code(),
         Some(2)
@@ -348,14 +338,7 @@ fn new_sql_skill_validates_and_verifies_as_generated() {
     let tmp = tempfile::tempdir().unwrap();
     let skills_dir = tmp.path().join("skills");
     std::fs::create_dir_all(&skills_dir).unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_skills"))
-            .args(args)
-            .env("SKILLS_DIR", &skills_dir)
-            .env("SKILLS_DATA_DIR", tmp.path().join("data"))
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| in_folders(&skills_dir, &tmp.path().join("data"), args);
     let o = run(&["new", "recent-messages"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for f in [
@@ -374,20 +357,7 @@ fn new_sql_skill_validates_and_verifies_as_generated() {
         stdout(&o)
     );
     let o = run(&["verify", "recent-messages"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&o),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(
-        stdout(&o)
-            .trim_end()
-            .ends_with("5 passed, 0 failed, 0 excluded"),
-        "{}",
-        stdout(&o)
-    );
+    assert_verified(&o, "5 passed, 0 failed, 0 excluded");
     assert_eq!(
         run(&["new", "recent-messages"]).status.code(),
         Some(2),

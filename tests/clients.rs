@@ -45,6 +45,9 @@ fn node_module(path: &str) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// The Python clients [`python`] runs, as [`skip`] names them.
+const PY_CLIENTS: &str = "the Python clients (mcp 2.3.0, fastmcp 4.2.3)";
+
 fn python() -> Option<PathBuf> {
     let py = clients_dir().join("py/venv/bin/python");
     py.is_file().then_some(py)
@@ -81,6 +84,19 @@ fn run_client(mut cmd: Command, data: &Path) -> Value {
     serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
         panic!("client printed no JSON summary ({e})\nstdout: {stdout}\nstderr: {stderr}")
     })
+}
+
+/// Runs the Python client `script` (in `tests/clients`) with [`run_client`]: its
+/// summary, or `None` (recorded as not run: `what` is not installed) when the Python
+/// clients are not installed.
+fn python_client(script: &str, what: &str, data: &Path) -> Option<Value> {
+    let Some(python) = python() else {
+        skip(what);
+        return None;
+    };
+    let mut cmd = Command::new(python);
+    cmd.arg(common::repo().join("tests/clients").join(script));
+    Some(run_client(cmd, data))
 }
 
 fn skill_folders() -> Vec<String> {
@@ -139,13 +155,10 @@ fn typescript_sdk_skills_client_lists_gets_and_verifies_every_skill() {
 
 #[test]
 fn fastmcp_skills_client_lists_gets_and_reads_every_skill() {
-    let Some(python) = python() else {
-        return skip("the Python clients (mcp 2.3.0, fastmcp 4.2.3)");
-    };
     let data = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(python);
-    cmd.arg(common::repo().join("tests/clients/py_skills.py"));
-    let summary = run_client(cmd, data.path());
+    let Some(summary) = python_client("py_skills.py", PY_CLIENTS, data.path()) else {
+        return;
+    };
     let names = common::strings(&summary["skills"], "name");
     assert_eq!(names, skill_folders(), "{summary}");
     assert_eq!(
@@ -160,13 +173,10 @@ fn fastmcp_skills_client_lists_gets_and_reads_every_skill() {
 /// server process over the same data.
 #[test]
 fn python_sdk_saves_a_memory_and_finds_it_again_after_a_restart() {
-    let Some(python) = python() else {
-        return skip("the Python clients (mcp 2.3.0, fastmcp 4.2.3)");
-    };
     let data = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(python);
-    cmd.arg(common::repo().join("tests/clients/py_remember.py"));
-    let summary = run_client(cmd, data.path());
+    let Some(summary) = python_client("py_remember.py", PY_CLIENTS, data.path()) else {
+        return;
+    };
     let id = summary["saved"]["id"].as_str().unwrap();
     assert!(id.starts_with("m-"), "{summary}");
     assert_eq!(summary["saved"]["created"], true, "{summary}");
@@ -191,13 +201,10 @@ fn python_sdk_saves_a_memory_and_finds_it_again_after_a_restart() {
 
 #[test]
 fn google_genai_converts_every_served_tool() {
-    let Some(python) = python() else {
-        return skip("google-genai 3.3.0");
-    };
     let data = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(python);
-    cmd.arg(common::repo().join("tests/clients/genai_schemas.py"));
-    let summary = run_client(cmd, data.path());
+    let Some(summary) = python_client("genai_schemas.py", "google-genai 3.3.0", data.path()) else {
+        return;
+    };
     assert_eq!(summary["converted"], summary["tools"], "{summary}");
     assert_eq!(
         summary["tools"].as_array().unwrap().len(),
@@ -281,15 +288,24 @@ fn serve_http(skills_dir: &Path, data: &Path) -> (std::process::Child, String) {
     (server, url)
 }
 
+/// Node and the installed conformance suite, or `None` (recorded as not run) when the
+/// suite is not installed.
+fn conformance_suite() -> Option<(PathBuf, PathBuf)> {
+    let found = node().zip(node_module("@modelcontextprotocol/conformance"));
+    if found.is_none() {
+        skip("@modelcontextprotocol/conformance 0.2.0-alpha.12");
+    }
+    found
+}
+
 /// The suite's whole active server suite, in the default era and in 2026-07-28,
 /// against the bundled skills: every failure must be one the baseline
 /// (`tests/clients/conformance-baseline.yml`, each entry with its reason) expects, and
 /// no baseline entry may have started passing.
 #[test]
 fn conformance_suite_other_scenarios_match_the_baseline() {
-    let (Some(node), Some(suite)) = (node(), node_module("@modelcontextprotocol/conformance"))
-    else {
-        return skip("@modelcontextprotocol/conformance 0.2.0-alpha.12");
+    let Some((node, suite)) = conformance_suite() else {
+        return;
     };
     let data = tempfile::tempdir().unwrap();
     let (mut server, url) = serve_http(&common::repo().join("skills"), data.path());
@@ -329,9 +345,8 @@ fn conformance_suite_other_scenarios_match_the_baseline() {
 /// with a subfolder, which the bundled skills lack and the export has (`references/`).
 #[test]
 fn conformance_suite_sep_2640_scenarios_pass() {
-    let (Some(node), Some(suite)) = (node(), node_module("@modelcontextprotocol/conformance"))
-    else {
-        return skip("@modelcontextprotocol/conformance 0.2.0-alpha.12");
+    let Some((node, suite)) = conformance_suite() else {
+        return;
     };
     let data = tempfile::tempdir().unwrap();
     let exported = data.path().join("exported");

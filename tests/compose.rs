@@ -23,8 +23,8 @@ fn copy_skill(dir: &Path, name: &str) {
     }
 }
 
-/// Writes a composed skill `name` reading `reads`, calling `calls`.
-fn composed(dir: &Path, name: &str, reads: &str, writes: &str, calls: &[&str]) {
+/// Writes a composed skill `name` reading `reads`, writing nothing, calling `calls`.
+fn composed(dir: &Path, name: &str, reads: &str, calls: &[&str]) {
     let sources: String = calls
         .iter()
         .map(|c| {
@@ -34,7 +34,7 @@ fn composed(dir: &Path, name: &str, reads: &str, writes: &str, calls: &[&str]) {
         })
         .collect();
     let doc = format!(
-        "---\nname: {name}\ndescription: test composition\nreads: {reads}\nwrites: {writes}\nengine: compose\nengine-options:\n  sources:\n{sources}input-schema:\n  type: object\n  additionalProperties: false\n  required: [question]\n  properties:\n    question: {{type: string}}\n    max_tokens: {{type: integer, default: 100}}\n---\n# {name}\n\n## Verification checklist\n- [ ] x\n"
+        "---\nname: {name}\ndescription: test composition\nreads: {reads}\nwrites: []\nengine: compose\nengine-options:\n  sources:\n{sources}input-schema:\n  type: object\n  additionalProperties: false\n  required: [question]\n  properties:\n    question: {{type: string}}\n    max_tokens: {{type: integer, default: 100}}\n---\n# {name}\n\n## Verification checklist\n- [ ] x\n"
     );
     let folder = dir.join(name);
     std::fs::create_dir_all(&folder).unwrap();
@@ -49,6 +49,20 @@ fn load(dir: &Path, data: &Path) -> Host {
     )
 }
 
+/// The host over `tmp/skills` holding copies of the bundled skills `bundled` and the
+/// compositions `compositions` (name, reads, calls; see [`composed`]), its stores in
+/// `tmp/data`.
+fn host_with(tmp: &Path, bundled: &[&str], compositions: &[(&str, &str, &[&str])]) -> Host {
+    let skills = tmp.join("skills");
+    for name in bundled {
+        copy_skill(&skills, name);
+    }
+    for (name, reads, calls) in compositions {
+        composed(&skills, name, reads, calls);
+    }
+    load(&skills, &tmp.join("data"))
+}
+
 fn diagnostics(host: &Host) -> String {
     host.diagnostics()
         .iter()
@@ -60,19 +74,16 @@ fn diagnostics(host: &Host) -> String {
 #[test]
 fn a_composition_calling_itself_or_a_cycle_is_refused_at_load() {
     let tmp = tempfile::tempdir().unwrap();
-    let skills = tmp.path().join("skills");
-    copy_skill(&skills, "memo-search");
-    composed(&skills, "self-call", "[memories]", "[]", &["self-call"]);
-    composed(
-        &skills,
-        "ping",
-        "[memories]",
-        "[]",
-        &["pong", "memo-search"],
+    let host = host_with(
+        tmp.path(),
+        &["memo-search"],
+        &[
+            ("self-call", "[memories]", &["self-call"]),
+            ("ping", "[memories]", &["pong", "memo-search"]),
+            ("pong", "[memories]", &["ping"]),
+            ("fine", "[memories]", &["memo-search"]),
+        ],
     );
-    composed(&skills, "pong", "[memories]", "[]", &["ping"]);
-    composed(&skills, "fine", "[memories]", "[]", &["memo-search"]);
-    let host = load(&skills, &tmp.path().join("data"));
     let diags = diagnostics(&host);
     assert!(
         diags.contains("skill `self-call` cannot call itself"),
@@ -93,13 +104,15 @@ fn a_composition_calling_itself_or_a_cycle_is_refused_at_load() {
 #[test]
 fn unknown_sources_undeclared_reads_and_writers_are_refused_at_load() {
     let tmp = tempfile::tempdir().unwrap();
-    let skills = tmp.path().join("skills");
-    copy_skill(&skills, "memo-search");
-    copy_skill(&skills, "memo-save");
-    composed(&skills, "ghost", "[memories]", "[]", &["no-such-skill"]);
-    composed(&skills, "sneaky", "[conversations]", "[]", &["memo-search"]);
-    composed(&skills, "writer", "[memories]", "[]", &["memo-save"]);
-    let host = load(&skills, &tmp.path().join("data"));
+    let host = host_with(
+        tmp.path(),
+        &["memo-search", "memo-save"],
+        &[
+            ("ghost", "[memories]", &["no-such-skill"]),
+            ("sneaky", "[conversations]", &["memo-search"]),
+            ("writer", "[memories]", &["memo-save"]),
+        ],
+    );
     let diags = diagnostics(&host);
     assert!(
         diags.contains("calls skill `no-such-skill`, which is not loaded"),
@@ -123,11 +136,11 @@ fn unknown_sources_undeclared_reads_and_writers_are_refused_at_load() {
 #[test]
 fn a_composed_call_goes_through_the_host_and_skips_missing_stores() {
     let tmp = tempfile::tempdir().unwrap();
-    let skills = tmp.path().join("skills");
-    copy_skill(&skills, "memo-search");
-    copy_skill(&skills, "memo-save");
-    composed(&skills, "fine", "[memories]", "[]", &["memo-search"]);
-    let host = load(&skills, &tmp.path().join("data"));
+    let host = host_with(
+        tmp.path(),
+        &["memo-search", "memo-save"],
+        &[("fine", "[memories]", &["memo-search"])],
+    );
     assert!(
         host.diagnostics().is_empty() || !diagnostics(&host).contains("fine"),
         "{}",

@@ -109,6 +109,24 @@ fn semantic_search_defaults_are_the_documented_ones() {
         "keyword leg stems",
         skills::search::words::STEMMER.0,
     );
+    assert_eq!(
+        (t.candidates, t.keyword_candidates),
+        (
+            semantic_search::CANDIDATES,
+            semantic_search::KEYWORD_CANDIDATES
+        )
+    );
+    assert_eq!(
+        (deep.candidates, deep.keyword_candidates),
+        (t.candidates, t.keyword_candidates),
+        "both tiers take the same candidate depths"
+    );
+    assert_documented("semantic-search", "candidates", &t.candidates.to_string());
+    assert_documented(
+        "semantic-search",
+        "keyword candidates",
+        &t.keyword_candidates.to_string(),
+    );
 }
 
 fn norm(n: Norm) -> &'static str {
@@ -156,6 +174,12 @@ fn memo_search_defaults_are_the_documented_ones() {
         "temporal boost",
         &t.temporal_boost.to_string(),
     );
+    assert_eq!(t.candidates, memo_search::CANDIDATES);
+    assert_eq!(
+        deep.candidates, t.candidates,
+        "both tiers take the same candidates"
+    );
+    assert_documented("memo-search", "candidates", &t.candidates.to_string());
     let stemmed = skills::stores::memories::fts::Table::Stemmed.tokenizer();
     assert_documented(
         "memo-search",

@@ -4,19 +4,15 @@
 //! headers never finish.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_skills")
-}
-
-fn repo_skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")
-}
+use common::serve::{spawn_logging_to, wait_for_log};
 
 /// A running `skills serve --no-ingest --http 127.0.0.1:0`, with stderr in a file;
 /// killed on drop.
@@ -34,34 +30,23 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("stderr");
         let limit = open_files.map_or(String::new(), |n| format!("ulimit -n {n} && "));
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "{limit}exec \"$0\" serve --no-ingest --http 127.0.0.1:0"
-            ))
-            .arg(bin())
-            .env("SKILLS_DIR", repo_skills())
-            .env("SKILLS_DATA_DIR", dir.path().join("data"))
-            .env("SKILLS_EMBEDDER", "none")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        let port = loop {
-            let text = std::fs::read_to_string(&stderr).unwrap_or_default();
-            if let Some(at) = text.find("pages at http://127.0.0.1:") {
-                let rest = &text[at + "pages at http://127.0.0.1:".len()..];
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                break digits.parse().unwrap();
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "serve printed no address: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let child = spawn_logging_to(
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "{limit}exec \"$0\" serve --no-ingest --http 127.0.0.1:0"
+                ))
+                .arg(common::cli::bin())
+                .env("SKILLS_DIR", common::repo_skills())
+                .env("SKILLS_DATA_DIR", dir.path().join("data"))
+                .env("SKILLS_EMBEDDER", "none"),
+            &stderr,
+        );
+        let address = "pages at http://127.0.0.1:";
+        let text = wait_for_log(&stderr, address, Duration::from_secs(60));
+        let rest = &text[text.find(address).unwrap() + address.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let port = digits.parse().unwrap();
         Self {
             child,
             port,

@@ -65,11 +65,23 @@ fn serve_command(data: &Path, extra: &[&str]) -> tokio::process::Command {
     cmd
 }
 
-/// The checks every transport must pass.
-async fn exercise(client: &Client) {
-    let tools = check_tools(client).await;
-    check_calls(client, &tools).await;
-    check_resources(client).await;
+/// The checks every transport must pass, then the client's end.
+async fn exercise(client: Client) {
+    let tools = check_tools(&client).await;
+    check_calls(&client, &tools).await;
+    check_resources(&client).await;
+    client.cancel().await.unwrap();
+}
+
+/// [`exercise`] after a first `tools/list`, printing how long `transport` took from
+/// `started` (before the server was spawned) to answer it.
+async fn exercise_timed(transport: &str, started: Instant, client: Client) {
+    client.list_all_tools().await.unwrap();
+    eprintln!(
+        "{transport}: spawn → initialize → first tools/list in {} ms",
+        started.elapsed().as_millis()
+    );
+    exercise(client).await;
 }
 
 /// tools/list: one tool per skill, deterministic order, strict-client schemas.
@@ -210,14 +222,7 @@ async fn stdio_client_lists_calls_and_reads() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let client = ().serve(transport).await.unwrap();
-    client.list_all_tools().await.unwrap();
-    eprintln!(
-        "stdio: spawn → initialize → first tools/list in {} ms",
-        started.elapsed().as_millis()
-    );
-    exercise(&client).await;
-    client.cancel().await.unwrap();
+    exercise_timed("stdio", started, ().serve(transport).await.unwrap()).await;
 }
 
 /// A running server does not keep `skills ingest` out of the store (DuckDB allows one
@@ -265,34 +270,22 @@ async fn ingest_runs_while_the_server_is_up_and_the_server_sees_it() {
 /// Every byte the stdio server writes to stdout is a JSON-RPC message.
 #[test]
 fn stdio_stdout_carries_only_json_rpc() {
-    use std::io::{BufRead, Write};
     let data = data_dir();
-    let mut child = common::serve::spawn_stdio(&common::repo_skills(), data.path());
-    let mut stdin = child.stdin.take().unwrap();
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": TOOL, "arguments": {"limit": true}}});
-    common::serve::initialize(&mut stdin, 1);
-    writeln!(stdin, "{list}\n{bad}").unwrap();
-    stdin.flush().unwrap();
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut lines = stdout.lines();
-    let mut seen = Vec::new();
-    let mut read_one = |line: std::io::Result<String>| {
-        let line = line.unwrap();
-        let msg: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
-        seen.push(msg);
-    };
-    for line in lines.by_ref().take(3) {
-        read_one(line);
-    }
-    drop(stdin);
+    // Every line it writes is parsed as JSON: the session panics on any other.
+    let mut session = common::serve::StdioSession::new(common::serve::spawn_stdio(
+        &common::repo_skills(),
+        data.path(),
+    ));
+    let mut seen = vec![session.initialize(1)];
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    session.call_tool(3, TOOL, json!({"limit": true}));
+    seen.push(session.next());
+    seen.push(session.next());
+    session.close_stdin();
     // Keep reading to EOF: closing stdout early would make a late write fail the server.
-    for line in lines {
-        read_one(line);
-    }
+    seen.extend(session.rest());
     assert!(
-        child.wait().unwrap().success(),
+        session.child.wait().unwrap().success(),
         "serve exits 0 when stdin closes"
     );
     assert_eq!(
@@ -342,22 +335,14 @@ async fn http_client_lists_calls_and_reads() {
         "{}",
         server.url
     );
-    let client = server.client().await;
-    client.list_all_tools().await.unwrap();
-    eprintln!(
-        "http: spawn → initialize → first tools/list in {} ms",
-        started.elapsed().as_millis()
-    );
-    exercise(&client).await;
-    client.cancel().await.unwrap();
+    exercise_timed("http", started, server.client().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_rejects_foreign_host_and_origin() {
     let server = HttpServer::start(&[]).await;
     let http = reqwest::Client::new();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    let init = common::serve::initialize_request(1);
     let post = |url: &str| {
         http.post(url)
             .header("content-type", "application/json")
@@ -366,28 +351,28 @@ async fn http_rejects_foreign_host_and_origin() {
     };
     let ok = post(&server.url).send().await.unwrap();
     assert_eq!(ok.status(), 200);
-    let rebound = post(&server.url)
-        .header("host", "evil.example:80")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(rebound.status(), 403, "foreign Host header");
-    let origin = post(&server.url)
-        .header("origin", "http://evil.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(origin.status(), 403, "foreign Origin header");
-    let local_origin = post(&server.url)
-        .header("origin", "http://localhost:6274")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        local_origin.status(),
-        200,
-        "loopback Origin (e.g. MCP Inspector)"
-    );
+    for (header, value, status, what) in [
+        ("host", "evil.example:80", 403, "foreign Host header"),
+        (
+            "origin",
+            "http://evil.example",
+            403,
+            "foreign Origin header",
+        ),
+        (
+            "origin",
+            "http://localhost:6274",
+            200,
+            "loopback Origin (e.g. MCP Inspector)",
+        ),
+    ] {
+        let answer = post(&server.url)
+            .header(header, value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), status, "{what}");
+    }
     let elsewhere = post(&server.url.replace("/mcp", "/other"))
         .send()
         .await
@@ -468,8 +453,6 @@ async fn in_process_duplex_server() {
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     let running =
         tokio::spawn(async move { server.serve(server_io).await.unwrap().waiting().await });
-    let client = ().serve(client_io).await.unwrap();
-    exercise(&client).await;
-    client.cancel().await.unwrap();
+    exercise(().serve(client_io).await.unwrap()).await;
     running.await.unwrap().unwrap();
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -21,13 +21,12 @@ fn empty_store() -> tempfile::TempDir {
     tmp
 }
 
-use common::serve::{initialize, spawn_stdio};
+use common::serve::{initialize_request, spawn_stdio, StdioSession};
 
 #[test]
 fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdio() {
     let data = empty_store();
     let mut child = spawn_stdio(&common::repo_skills(), data.path());
-    let mut stdin = child.stdin.take().unwrap();
     let stderr = child.stderr.take().unwrap();
     let log = std::thread::spawn(move || {
         let mut text = String::new();
@@ -36,19 +35,9 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
             .unwrap();
         text
     });
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    initialize(&mut stdin, 0);
-    stdin.flush().unwrap();
+    let mut session = StdioSession::new(child);
     // The initialize answer first: rmcp answers it, the gate the bad lines below.
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let lines = std::thread::spawn(move || {
-        let mut seen = vec![serde_json::from_str::<Value>(&first).unwrap()];
-        for line in stdout.lines() {
-            seen.push(serde_json::from_str::<Value>(&line.unwrap()).unwrap());
-        }
-        seen
-    });
+    let mut seen = vec![session.initialize(0)];
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     let huge = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
@@ -70,25 +59,14 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
         (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.into(), -32600),
     ];
     for (line, _) in &bad_lines {
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
+        session.send_line(line);
     }
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 5}})
-    )
-    .unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    drop(stdin);
-    let seen = lines.join().unwrap();
-    assert!(child.wait().unwrap().success());
+    session
+        .send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 5}}));
+    session.send(&json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}));
+    session.close_stdin();
+    seen.extend(session.rest());
+    assert!(session.child.wait().unwrap().success());
     // initialize, then one answer per bad line, then -32602 and the ping.
     assert_eq!(seen.len(), 1 + bad_lines.len() + 2, "{seen:#?}");
     for (i, (line, code)) in bad_lines.iter().enumerate() {
@@ -116,36 +94,27 @@ fn garbage_surrogates_1e400_deep_nesting_and_oversize_lines_are_answered_on_stdi
 fn stdio_server_exits_promptly_when_stdin_closes_during_a_busy_call() {
     let data = empty_store();
     let skills = slow_skill();
-    let mut child = spawn_stdio(skills.path(), data.path());
-    let mut stdin = child.stdin.take().unwrap();
-    initialize(&mut stdin, 0);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {}}})
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
+    let mut session = StdioSession::new(spawn_stdio(skills.path(), data.path()));
+    session.initialize(0);
+    session.call_tool(1, "slow", json!({}));
     std::thread::sleep(Duration::from_millis(500));
     let closed = Instant::now();
-    drop(stdin);
+    session.close_stdin();
     loop {
-        if child.try_wait().unwrap().is_some() {
+        if session.child.try_wait().unwrap().is_some() {
             break;
         }
         // Well before the slow call's own 60 s timeout: it was cancelled, not waited
         // for (a hang guard, generous for a loaded machine, not a speed target).
         if closed.elapsed() > Duration::from_secs(30) {
-            child.kill().unwrap();
+            session.child.kill().unwrap();
             panic!("serve still running 30 s after stdin closed");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut log = String::new();
-    child
+    session
+        .child
         .stderr
         .take()
         .unwrap()
@@ -220,51 +189,28 @@ fn stdio_notifications_cancelled_stops_the_calls_work() {
     let data = empty_store();
     let skills = slow_skill();
     let mut child = spawn_stdio(skills.path(), data.path());
-    let mut stdin = child.stdin.take().unwrap();
     let stderr = child.stderr.take().unwrap();
     std::thread::spawn(move || {
         std::io::copy(&mut std::io::BufReader::new(stderr), &mut std::io::sink())
     });
-    initialize(&mut stdin, 0);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {}}})
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap(); // initialize's answer
-    let pid = child.id();
+    let mut session = StdioSession::new(child);
+    session.initialize(0);
+    session.call_tool(1, "slow", json!({}));
+    let pid = session.child.id();
     until_busy(pid);
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}})
-    )
-    .unwrap();
-    stdin.flush().unwrap();
+    session.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}}));
     std::thread::sleep(Duration::from_secs(1));
     let after = cpu_during(pid, CPU_WINDOW);
     // The server still answers.
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "quick", "arguments": {}}})
-    )
-    .unwrap();
-    stdin.flush().unwrap();
-    line.clear();
-    stdout.read_line(&mut line).unwrap();
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
+    session.call_tool(2, "quick", json!({}));
+    let answer = session.next();
+    session.close_stdin();
+    let _ = session.child.kill();
+    let _ = session.child.wait();
     assert!(
         after < IDLE_CPU,
         "the cancelled call kept working: {after} CPU s in {CPU_WINDOW:?}"
     );
-    let answer: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(answer["id"], 2, "{answer}");
     assert_eq!(
         answer["result"]["structuredContent"]["count"], 1,
@@ -277,9 +223,7 @@ fn http_client_disconnecting_mid_call_stops_the_calls_work() {
     let skills = slow_skill();
     let server = HttpServer::start_in(skills.path());
     let pid = server.server.child.id();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
-    .to_string();
+    let init = initialize_request(1).to_string();
     let (status, head, _) = server.raw_with_headers(JSON_HEADERS, &init);
     assert_eq!(status, 200, "{head}");
     let session = head
@@ -416,9 +360,7 @@ fn http_bodies_that_fail_to_parse_get_json_rpc_errors_not_plain_text() {
 #[test]
 fn http_duplicate_host_or_origin_headers_are_refused() {
     let server = HttpServer::start();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
-    .to_string();
+    let init = initialize_request(1).to_string();
     let (ok, _, _) = server.raw(JSON_HEADERS, &init);
     assert_eq!(ok, 200);
     let two_hosts = format!("{JSON_HEADERS}Host: evil.example\r\n");
@@ -437,9 +379,7 @@ fn http_duplicate_host_or_origin_headers_are_refused() {
 #[test]
 fn http_initialize_flood_is_capped_at_max_sessions() {
     let server = HttpServer::start();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
-    .to_string();
+    let init = initialize_request(1).to_string();
     let cap = skills::mcp::http_guard::MAX_SESSIONS;
     let mut refused = 0;
     for _ in 0..cap + 20 {

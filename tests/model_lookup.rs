@@ -27,19 +27,49 @@ fn machine_model() -> Option<PathBuf> {
     }
 }
 
-/// Runs `bin ARGS` with home `home`, data folder `data` and no model variable.
-fn run(bin: &Path, home: &Path, data: &Path, args: &[&str]) -> Output {
-    Command::new(bin)
-        .args(args)
-        .current_dir(home)
-        .env("HOME", home)
-        .env("SKILLS_DATA_DIR", data)
-        .env("SKILLS_DIR", common::repo().join("skills"))
-        .env_remove("SKILLS_MODEL_DIR")
-        .env_remove("SKILLS_EMBEDDER")
-        .env_remove("XDG_DATA_HOME")
-        .output()
-        .unwrap()
+/// A temporary install prefix (not created), an empty home and a data folder (not
+/// created).
+struct Machine {
+    _tmp: tempfile::TempDir,
+    prefix: PathBuf,
+    home: PathBuf,
+    data: PathBuf,
+}
+
+impl Machine {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        fs_err::create_dir_all(&home).unwrap();
+        Self {
+            prefix: tmp.path().join("prefix"),
+            data: tmp.path().join("data"),
+            home,
+            _tmp: tmp,
+        }
+    }
+
+    /// `bin ARGS` with this home (also the working folder), this data folder, the
+    /// bundled skills and no model variable.
+    fn command(&self, bin: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin);
+        cmd.args(args)
+            .current_dir(&self.home)
+            .env("HOME", &self.home)
+            .env("SKILLS_DATA_DIR", &self.data)
+            .env("SKILLS_DIR", common::repo().join("skills"))
+            .env_remove("SKILLS_MODEL_DIR")
+            .env_remove("SKILLS_EMBEDDER")
+            .env_remove("XDG_DATA_HOME");
+        cmd
+    }
+}
+
+/// `cmd` (a `skills` command) importing the bundled Claude Code sample quietly, which
+/// must succeed: its stdout.
+fn ingest_sample(cmd: &mut Command) -> String {
+    let sample = common::repo().join("data/sample/claude-code");
+    common::cli::stdout_of_success(cmd.args(["ingest", "--quiet", sample.to_str().unwrap()]))
 }
 
 fn stdout(out: &Output) -> String {
@@ -59,54 +89,28 @@ fn an_installed_binary_finds_the_model_beside_it_with_an_empty_home() {
     let Some(model) = machine_model() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let (prefix, home, data) = (
-        tmp.path().join("prefix"),
-        tmp.path().join("home"),
-        tmp.path().join("data"),
-    );
-    fs_err::create_dir_all(&home).unwrap();
-    let bin = install_binary(&prefix);
-    let installed = prefix.join("share/skills/model");
+    let machine = Machine::new();
+    let bin = install_binary(&machine.prefix);
+    let installed = machine.prefix.join("share/skills/model");
     fs_err::create_dir_all(&installed).unwrap();
     for file in ["model.safetensors", "tokenizer.json", "config.json"] {
         fs_err::copy(model.join(file), installed.join(file)).unwrap();
     }
-    let sample = common::repo().join("data/sample/claude-code");
-    let ingest = run(
+    let said = ingest_sample(&mut machine.command(&bin, &[]));
+    assert!(said.contains("embeddings: rebuilt"), "{said}");
+    common::cli::ok(&mut machine.command(
         &bin,
-        &home,
-        &data,
-        &["ingest", "--quiet", sample.to_str().unwrap()],
-    );
-    assert!(
-        ingest.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ingest.stderr)
-    );
-    assert!(
-        stdout(&ingest).contains("embeddings: rebuilt"),
-        "{}",
-        stdout(&ingest)
-    );
-    let search = run(
-        &bin,
-        &home,
-        &data,
         &[
             "run",
             "semantic-search",
             "--arg",
             "query=linking the database library",
         ],
-    );
-    assert!(
-        search.status.success(),
-        "{}{}",
-        stdout(&search),
-        String::from_utf8_lossy(&search.stderr)
-    );
-    let status = run(&bin, &home, &data, &["status", "--json"]);
+    ));
+    let status = machine
+        .command(&bin, &["status", "--json"])
+        .output()
+        .unwrap();
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["model"]["found"], true);
     assert_eq!(
@@ -118,38 +122,18 @@ fn an_installed_binary_finds_the_model_beside_it_with_an_empty_home() {
 
 #[test]
 fn without_a_model_ingest_says_embeddings_were_skipped_and_search_names_the_model() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (prefix, home, data) = (
-        tmp.path().join("prefix"),
-        tmp.path().join("home"),
-        tmp.path().join("data"),
-    );
-    fs_err::create_dir_all(&home).unwrap();
-    let bin = install_binary(&prefix);
-    let sample = common::repo().join("data/sample/claude-code");
-    let ingest = run(
-        &bin,
-        &home,
-        &data,
-        &["ingest", "--quiet", sample.to_str().unwrap()],
-    );
-    assert!(
-        ingest.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ingest.stderr)
-    );
-    let cache = home.join(".cache/skills/model");
-    let summary = stdout(&ingest);
+    let machine = Machine::new();
+    let bin = install_binary(&machine.prefix);
+    let summary = ingest_sample(&mut machine.command(&bin, &[]));
+    let cache = machine.home.join(".cache/skills/model");
     assert!(
         summary.contains(&format!("embeddings: skipped — no embedding model (all-MiniLM-L6-v2, static) in `{}`; run `scripts/fetch-model`", cache.display())),
         "{summary}"
     );
-    let search = run(
-        &bin,
-        &home,
-        &data,
-        &["run", "semantic-search", "--arg", "query=linking"],
-    );
+    let search = machine
+        .command(&bin, &["run", "semantic-search", "--arg", "query=linking"])
+        .output()
+        .unwrap();
     assert!(!search.status.success());
     let said = format!(
         "{}{}",
@@ -191,17 +175,12 @@ fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empt
     let Some(model) = machine_model() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let (prefix, home, data) = (
-        tmp.path().join("prefix"),
-        tmp.path().join("home"),
-        tmp.path().join("data"),
-    );
-    fs_err::create_dir_all(&home).unwrap();
+    let machine = Machine::new();
+    let prefix = &machine.prefix;
     common::cli::ok(
         Command::new("bash")
             .arg(common::repo().join("scripts/install"))
-            .env("PREFIX", &prefix)
+            .env("PREFIX", prefix)
             .env("SKILLS_INSTALL_BIN", env!("CARGO_BIN_EXE_skills"))
             .env("SKILLS_MODEL_DIR", &model),
     );
@@ -213,33 +192,14 @@ fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empt
         .is_file());
 
     // The installed binary with an empty home and no SKILLS_DIR: its bundled skills.
-    let run = |args: &[&str]| {
-        Command::new(&bin)
-            .args(args)
-            .current_dir(&home)
-            .env("HOME", &home)
-            .env("SKILLS_DATA_DIR", &data)
-            .env_remove("SKILLS_DIR")
-            .env_remove("SKILLS_MODEL_DIR")
-            .env_remove("SKILLS_EMBEDDER")
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("XDG_CACHE_HOME")
-            .output()
-            .unwrap()
+    let command = |args: &[&str]| {
+        let mut cmd = machine.command(&bin, args);
+        cmd.env_remove("SKILLS_DIR").env_remove("XDG_CACHE_HOME");
+        cmd
     };
-    let sample = common::repo().join("data/sample/claude-code");
-    let ingest = run(&["ingest", "--quiet", sample.to_str().unwrap()]);
-    assert!(
-        ingest.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ingest.stderr)
-    );
-    assert!(
-        stdout(&ingest).contains("embeddings: rebuilt"),
-        "{}",
-        stdout(&ingest)
-    );
-    let search = run(&[
+    let said = ingest_sample(&mut command(&[]));
+    assert!(said.contains("embeddings: rebuilt"), "{said}");
+    let search = common::cli::ok(&mut command(&[
         "run",
         "semantic-search",
         "--json",
@@ -247,13 +207,7 @@ fn scripts_install_into_a_fresh_prefix_then_semantic_search_answers_with_an_empt
         "query=linking the database library",
         "--arg",
         "mode=semantic",
-    ]);
-    assert!(
-        search.status.success(),
-        "{}{}",
-        stdout(&search),
-        String::from_utf8_lossy(&search.stderr)
-    );
+    ]));
     let answer: serde_json::Value = serde_json::from_slice(&search.stdout).unwrap();
     assert!(
         answer.to_string().contains("conversation_id"),

@@ -58,15 +58,23 @@ fn corpus(dir: &Path) -> (PathBuf, PathBuf) {
     (transcript, memories)
 }
 
-fn imported(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let (transcript, memories) = corpus(dir.path());
-    let data = dir.path().join("data");
-    let mut args = vec!["ingest", "--quiet"];
-    args.extend_from_slice(extra);
+/// The [`corpus`] written into `dir` and its transcript imported into `dir/data` by
+/// `skills ingest OUTPUT FLAGS` (`OUTPUT` `--quiet` or `--json`), which must succeed:
+/// the data folder, the memories file and the ingest's output.
+fn ingested(dir: &Path, output: &str, flags: &[&str]) -> (PathBuf, PathBuf, Output) {
+    let (transcript, memories) = corpus(dir);
+    let data = dir.join("data");
+    let mut args = vec!["ingest", output];
+    args.extend_from_slice(flags);
     args.push(transcript.to_str().unwrap());
     let o = skills(&data, &common::repo_skills(), &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (data, memories, o)
+}
+
+fn imported(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, memories, _) = ingested(dir.path(), "--quiet", extra);
     let mut memo = vec!["memo", "import", memories.to_str().unwrap()];
     memo.extend_from_slice(extra);
     let o = skills(&data, &common::repo_skills(), &memo);
@@ -180,19 +188,7 @@ fn bundled_skills_return_no_secret_of_any_documented_kind() {
 #[test]
 fn store_keeps_raw_text_with_keep_secrets() {
     let (_dir, data) = imported(&["--keep-secrets"]);
-    let store = skills::stores::conversations::ConversationStore::open_ro(
-        &data.join("conversations.duckdb"),
-    )
-    .unwrap();
-    let conn = store.connection().unwrap();
-    for (id, _, secret) in examples() {
-        let n: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM all_conversations WHERE contains(content, ?)",
-                [secret.as_str()],
-                |r| r.get(0),
-            )
-            .unwrap();
+    for (id, n) in stored_secrets(&data) {
         assert_eq!(n, 1, "{id} is not stored raw");
     }
 }
@@ -236,34 +232,39 @@ fn ingest_removes_secrets_from_the_store_by_default() {
 
 fn ingest_removes_secrets_from_the_store(flags: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let (transcript, _) = corpus(dir.path());
-    let data = dir.path().join("data");
-    let mut args = vec!["ingest", "--json"];
-    args.extend_from_slice(flags);
-    args.push(transcript.to_str().unwrap());
-    let o = skills(&data, &common::repo_skills(), &args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (data, _, o) = ingested(dir.path(), "--json", flags);
     let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
         summary["secrets_redacted"].as_u64(),
         Some(DETECTORS.len() as u64),
         "{summary}"
     );
+    for (id, n) in stored_secrets(&data) {
+        assert_eq!(n, 0, "{id} was stored ({flags:?})");
+    }
+}
+
+/// For each example secret, its detector and how many stored messages of the data
+/// folder `data` contain it.
+fn stored_secrets(data: &Path) -> Vec<(&'static str, i64)> {
     let store = skills::stores::conversations::ConversationStore::open_ro(
         &data.join("conversations.duckdb"),
     )
     .unwrap();
     let conn = store.connection().unwrap();
-    for (id, _, secret) in examples() {
-        let n: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM all_conversations WHERE contains(content, ?)",
-                [secret.as_str()],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(n, 0, "{id} was stored ({flags:?})");
-    }
+    examples()
+        .into_iter()
+        .map(|(id, _, secret)| {
+            let n: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM all_conversations WHERE contains(content, ?)",
+                    [secret.as_str()],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            (id, n)
+        })
+        .collect()
 }
 
 /// A small deterministic generator (xorshift), so a failure names a reproducible case.

@@ -21,11 +21,12 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::cli::stdout_of_success;
+use common::serve::StdioSession;
 use serde_json::{json, Value};
 
 /// The oldest glibc the release runs on (docs/install.md, README "Install").
@@ -176,14 +177,7 @@ impl User {
 
     /// Runs `skills ARGS` and returns stdout, failing with stderr when it fails.
     fn skills(&self, args: &[&str]) -> String {
-        let out = self.run(Path::new("skills"), args);
-        assert!(
-            out.status.success(),
-            "skills {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        stdout_of_success(&mut self.command(Path::new("skills"), args))
     }
 
     fn skills_json(&self, args: &[&str]) -> Value {
@@ -261,55 +255,21 @@ fn use_installed(user: &User, prefix: &Path) {
 
 /// `skills serve` answers `initialize` and a search-conversations `tools/call`.
 fn serve_over_stdio(user: &User) {
-    let mut child = user
-        .command(Path::new("skills"), &["serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut send = |msg: Value| writeln!(stdin, "{msg}").unwrap();
-    let answer = |id: i64| -> Value {
-        loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("serve answered within 60 s");
-            let msg: Value = serde_json::from_str(&line).unwrap();
-            if msg["id"] == id {
-                return msg;
-            }
-        }
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "install-test", "version": "0"}}}),
+    let mut session = StdioSession::spawn(
+        user.command(Path::new("skills"), &["serve"])
+            .stderr(Stdio::null()),
     );
-    let init = answer(1);
+    let init = session.initialize(1);
     assert_eq!(init["result"]["serverInfo"]["name"], "skills", "{init}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "search-conversations", "arguments": {"term": "RUNPATH"}}}),
-    );
-    let call = answer(2);
+    session.call_tool(2, "search-conversations", json!({"term": "RUNPATH"}));
+    let call = session.answer(2);
     assert_eq!(call["result"]["isError"], false, "{call}");
     assert!(call["result"].to_string().contains("RUNPATH"), "{call}");
-    drop(stdin);
+    session.close_stdin();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
+    while session.child.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {
-            child.kill().unwrap();
+            session.child.kill().unwrap();
             panic!("serve did not exit within 20 s of its stdin closing");
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -337,16 +297,9 @@ fn the_archive_installs_and_runs_without_a_toolchain() {
     );
     assert!(out.status.success(), "{out:?}");
     let script = unpack.join(format!("skills-{}-{TARGET}/install.sh", version()));
-    let out = user
-        .command(Path::new("sh"), &[script.to_str().unwrap()])
-        .env("PREFIX", &prefix)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let said = stdout_of_success(
+        user.command(Path::new("sh"), &[script.to_str().unwrap()])
+            .env("PREFIX", &prefix),
     );
     assert!(said.contains("next: skills setup"), "{said}");
     use_installed(&user, &prefix);
@@ -371,16 +324,11 @@ fn the_wheels_install_into_a_venv_and_run_without_a_toolchain() {
         .unwrap();
     assert!(made.success());
     // From dist/ only: the e5 wheel is found there as the dependency it is.
-    let out = Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--no-index", "--find-links"])
-        .arg(wheel.parent().unwrap())
-        .arg(format!("skills-host=={}", version()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::cli::ok(
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--no-index", "--find-links"])
+            .arg(wheel.parent().unwrap())
+            .arg(format!("skills-host=={}", version())),
     );
     // As `uv tool install` and pipx do: only a link to the command goes on the PATH.
     let bin = tmp.path().join("bin");

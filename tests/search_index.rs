@@ -191,6 +191,18 @@ fn open(dir: &Path) -> ConversationStore {
     ConversationStore::open_rw(&StorePaths::in_dir(dir).conversations).unwrap()
 }
 
+/// A store in a temporary folder holding `messages` generated messages (inserted 500
+/// at a time) and closed, its search index built: the folder and the store's file.
+fn generated(messages: usize) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    gen::fill_store(&store, Spec::new(messages), 500).unwrap();
+    let report = store.close().unwrap();
+    assert!(report.is_some(), "no search index was built");
+    let db = StorePaths::in_dir(tmp.path()).conversations;
+    (tmp, db)
+}
+
 #[test]
 fn index_answers_as_duckdb_after_builds_appends_and_merges() {
     let tmp = tempfile::tempdir().unwrap();
@@ -262,12 +274,8 @@ fn index_answers_as_duckdb_after_builds_appends_and_merges() {
 /// the current format.
 #[test]
 fn an_index_from_before_stemming_is_not_read_for_postings_and_is_rewritten() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, db) = generated(2_000);
     let dir = tmp.path();
-    let store = open(dir);
-    gen::fill_store(&store, Spec::new(2_000), 500).unwrap();
-    store.close().unwrap().unwrap();
-    let db = StorePaths::in_dir(dir).conversations;
     let mut patched = 0;
     for e in std::fs::read_dir(index::dir_of(&db)).unwrap() {
         let p = e.unwrap().path();
@@ -351,12 +359,8 @@ fn index_answers_as_duckdb_on_the_real_corpus_with_rewrites() {
 
 #[test]
 fn damaged_or_foreign_indexes_fall_back_to_duckdb() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, db) = generated(500);
     let dir = tmp.path();
-    let store = open(dir);
-    gen::fill_store(&store, Spec::new(500), 500).unwrap();
-    store.close().unwrap();
-    let db = StorePaths::in_dir(dir).conversations;
     let ixdir = index::dir_of(&db);
     let m = index::Manifest::read(&ixdir).unwrap();
     let seg = ixdir.join(&m.segments[0].file);

@@ -14,8 +14,23 @@ use std::process::Output;
 use serde_json::Value;
 
 /// The model folder holding the second tier, or `None` (the test is then not run).
+/// The second-tier model's folder; `None`, with the test recorded as not run, when it
+/// is not installed.
 fn model_dir() -> Option<PathBuf> {
-    skills::embed::Embedder::default_dir().filter(|d| skills::embed::deep::is_complete(d))
+    let dir =
+        skills::embed::Embedder::default_dir().filter(|d| skills::embed::deep::is_complete(d));
+    if dir.is_none() {
+        common::not_run("no second-tier model (run scripts/fetch-model)");
+    }
+    dir
+}
+
+/// The second-tier model's folder and a data folder (not created) in a temporary
+/// folder, or `None` as [`model_dir`].
+fn model_and_data() -> Option<(PathBuf, PathBuf, tempfile::TempDir)> {
+    let model = model_dir()?;
+    let tmp = tempfile::tempdir().unwrap();
+    Some((model, tmp.path().join("data"), tmp))
 }
 
 fn skills(data: &Path, model: &Path, args: &[&str]) -> Output {
@@ -38,12 +53,9 @@ fn run_json(data: &Path, model: &Path, skill: &str, args: &Value) -> Value {
 
 #[test]
 fn memories_use_the_second_tier_and_match_across_languages() {
-    let Some(model) = model_dir() else {
-        common::not_run("no second-tier model (run scripts/fetch-model)");
+    let Some((model, data, _tmp)) = model_and_data() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
     for (title, body) in [
         (
             "Deploy checklist",
@@ -65,8 +77,7 @@ fn memories_use_the_second_tier_and_match_across_languages() {
             &serde_json::json!({"title": title, "body": body}),
         );
     }
-    let status: Value =
-        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
+    let status = status(&data, &model);
     assert_eq!(status["memories"]["model"], skills::embed::deep::NAME);
     assert_eq!(status["memories"]["embedded"], 3);
     // No word in common with the memory: only the multilingual vec leg can find it.
@@ -82,37 +93,38 @@ fn memories_use_the_second_tier_and_match_across_languages() {
     assert_eq!(hits[0]["title"], "Holiday plans", "{out}");
 }
 
+/// `skills status --json` for the data folder `data`.
+fn status(data: &Path, model: &Path) -> Value {
+    serde_json::from_slice(&skills(data, model, &["status", "--json"]).stdout).unwrap()
+}
+
+/// `skills ingest --quiet FLAGS SAMPLE` into the data folder `data`, then the
+/// conversations' embeddings as `skills status --json` reports them.
+fn ingest(data: &Path, model: &Path, flags: &[&str], sample: &str) -> Value {
+    let mut args = vec!["ingest", "--quiet"];
+    args.extend_from_slice(flags);
+    args.push(sample);
+    skills(data, model, &args);
+    status(data, model)["conversations"]["embeddings"].clone()
+}
+
 #[test]
 fn conversations_opt_in_and_stay_on_the_second_tier() {
-    let Some(model) = model_dir() else {
-        common::not_run("no second-tier model (run scripts/fetch-model)");
+    let Some((model, data, _tmp)) = model_and_data() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
     let sample = common::repo().join("data/sample/claude-code");
     let sample = sample.to_str().unwrap();
-    skills(
-        &data,
-        &model,
-        &["ingest", "--quiet", "--embedder", "deep", sample],
-    );
-    let status: Value =
-        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
+    let embeddings = ingest(&data, &model, &["--embedder", "deep"], sample);
     assert_eq!(
-        status["conversations"]["embeddings"]["model"],
+        embeddings["model"],
         skills::embed::deep::NAME,
-        "{status}"
+        "{embeddings}"
     );
     // A plain ingest keeps the store's tier (no silent rebuild on the static table).
-    skills(&data, &model, &["ingest", "--quiet", sample]);
-    let status: Value =
-        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
-    assert_eq!(
-        status["conversations"]["embeddings"]["model"],
-        skills::embed::deep::NAME
-    );
-    assert_eq!(status["conversations"]["embeddings"]["state"], "current");
+    let embeddings = ingest(&data, &model, &[], sample);
+    assert_eq!(embeddings["model"], skills::embed::deep::NAME);
+    assert_eq!(embeddings["state"], "current");
     // semantic-search embeds its query with the store's model and answers.
     let out = run_json(
         &data,
@@ -128,15 +140,6 @@ fn conversations_opt_in_and_stay_on_the_second_tier() {
         .unwrap_or_else(|| panic!("rows in {out}"));
     assert!(!rows.is_empty(), "{out}");
     // Back to the static table on request.
-    skills(
-        &data,
-        &model,
-        &["ingest", "--quiet", "--embedder", "static", sample],
-    );
-    let status: Value =
-        serde_json::from_slice(&skills(&data, &model, &["status", "--json"]).stdout).unwrap();
-    assert_ne!(
-        status["conversations"]["embeddings"]["model"],
-        skills::embed::deep::NAME
-    );
+    let embeddings = ingest(&data, &model, &["--embedder", "static"], sample);
+    assert_ne!(embeddings["model"], skills::embed::deep::NAME);
 }

@@ -86,6 +86,16 @@ impl Home {
 }
 
 impl Home {
+    /// An MCP client of [`Home::serve`] (plus `extra`) over stdio, the server's stderr
+    /// discarded.
+    async fn connect(&self, extra: &[&str]) -> Client {
+        let (transport, _stderr) = TokioChildProcess::builder(self.serve(extra))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        ().serve(transport).await.unwrap()
+    }
+
     /// `skills status --json` for this home's data folder.
     fn status(&self) -> serde_json::Value {
         common::cli::json(
@@ -334,11 +344,7 @@ async fn no_ingest_leaves_the_store_alone_and_a_missing_watch_path_is_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--watch `/no/such/folder`"), "{stderr}");
 
-    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&["--no-ingest"]))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = ().serve(transport).await.unwrap();
+    let client = home.connect(&["--no-ingest"]).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let arguments = json!({"term": "marmoset"}).as_object().unwrap().clone();
     let result = client
@@ -359,11 +365,7 @@ async fn no_ingest_leaves_the_store_alone_and_a_missing_watch_path_is_named() {
 async fn watch_path_imports_a_folder_of_transcripts() {
     let home = Home::new();
     let (extra, arg) = home.exports();
-    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&["--watch", &arg]))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = ().serve(transport).await.unwrap();
+    let client = home.connect(&["--watch", &arg]).await;
     let generic = json!({"role": "user", "content": "Where do okapi live?", "timestamp": "2026-03-09T10:00:00Z"});
     fs_err::write(extra.join("notes.jsonl"), format!("{generic}\n")).unwrap();
     find(&client, "okapi", "Where do okapi live?").await;
@@ -514,11 +516,7 @@ async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes
 
     // The next start's catch-up runs complete the store: as many messages as the clean
     // import, no import running, the search index current.
-    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&[]))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = ().serve(transport).await.unwrap();
+    let client = home.connect(&[]).await;
     let started = Instant::now();
     loop {
         let status = home.status();
@@ -554,11 +552,7 @@ async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes
 async fn background_imports_redact_secrets_by_default() {
     let home = Home::new();
     let (extra, arg) = home.exports();
-    let (transport, _stderr) = TokioChildProcess::builder(home.serve(&["--watch", &arg]))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = ().serve(transport).await.unwrap();
+    let client = home.connect(&["--watch", &arg]).await;
     let secret = "ghp_Zq8Xv3Lm9Tr2Kp7Wn4Hs6Jd1Fb5Gc0Ye2Ua9";
     let line = json!({"role": "user", "content": format!("the pangolin token is {secret}"),
                       "timestamp": "2026-03-09T10:00:00Z"});

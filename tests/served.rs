@@ -358,14 +358,15 @@ async fn dropped_in_skill_appears_and_broken_document_keeps_serving() {
 fn exported_folder_reads_back_serves_and_verifies() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("exported");
-    let skills = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-            .args(args)
+    let command = |args: &[&str]| {
+        let mut cmd = common::cli::skills();
+        cmd.args(args)
             .env("SKILLS_DATA_DIR", tmp.path().join("data"))
-            .env_remove("SKILLS_DIR")
-            .output()
-            .unwrap()
+            .env_remove("SKILLS_DIR");
+        cmd
     };
+    let skills = |args: &[&str]| command(args).output().unwrap();
+    let succeeding = |args: &[&str]| common::cli::stdout_of_success(&mut command(args));
     let repo = common::repo_skills();
     let bundled = skills(&[
         "--skills-dir",
@@ -379,18 +380,13 @@ fn exported_folder_reads_back_serves_and_verifies() {
         "the bundled documents are not portable"
     );
     assert!(String::from_utf8_lossy(&bundled.stdout).contains("fields outside the Agent Skills"));
-    let export = skills(&[
+    succeeding(&[
         "--skills-dir",
         repo.to_str().unwrap(),
         "export",
         "--agent-skills",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        export.status.success(),
-        "{}",
-        String::from_utf8_lossy(&export.stderr)
-    );
     for name in ["brain-stats", "memo-search", "search-conversations"] {
         assert!(out
             .join(name)
@@ -398,14 +394,12 @@ fn exported_folder_reads_back_serves_and_verifies() {
             .is_file());
         assert!(out.join(name).join("references/REFERENCE.md").is_file());
     }
-    let validate = skills(&[
+    let stdout = succeeding(&[
         "--skills-dir",
         out.to_str().unwrap(),
         "validate",
         "--portable",
     ]);
-    let stdout = String::from_utf8_lossy(&validate.stdout);
-    assert!(validate.status.success(), "{stdout}");
     assert!(
         stdout.contains(&format!(
             "{} valid, 0 problems, 0 portability problems",
@@ -413,13 +407,7 @@ fn exported_folder_reads_back_serves_and_verifies() {
         )),
         "{stdout}"
     );
-    let verify = skills(&["--skills-dir", out.to_str().unwrap(), "verify"]);
-    let stdout = String::from_utf8_lossy(&verify.stdout);
-    assert!(
-        verify.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&verify.stderr)
-    );
+    let stdout = succeeding(&["--skills-dir", out.to_str().unwrap(), "verify"]);
     assert!(stdout.contains(" 0 failed"), "{stdout}");
     // Same tools as the original documents.
     let docs = |dir: &Path| {

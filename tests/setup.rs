@@ -10,6 +10,8 @@
 //! is snapshotted (insta) with the fake home filtered.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -43,8 +45,13 @@ impl Home {
 
     /// `skills ARGS` in the project folder with this home.
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_skills"))
-            .args(args)
+        self.command(args).output().unwrap()
+    }
+
+    /// The command [`Home::run`] runs.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = common::cli::skills();
+        cmd.args(args)
             .current_dir(&self.project)
             .env("HOME", &self.home)
             .env("XDG_CONFIG_HOME", self.home.join(".config"))
@@ -53,21 +60,13 @@ impl Home {
             .env_remove("CODEX_HOME")
             .env_remove("APPDATA")
             .env_remove("SKILLS_DIR")
-            .env_remove("SKILLS_DATA_DIR")
-            .output()
-            .unwrap()
+            .env_remove("SKILLS_DATA_DIR");
+        cmd
     }
 
     /// `skills ARGS`, which must succeed; its stdout.
     fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "skills {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        common::cli::stdout_of_success(&mut self.command(args))
     }
 
     /// The listing (`skills setup --json`).

@@ -6,10 +6,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::serve::StdioSession;
 use serde_json::{json, Value};
 use skills::engines::Context;
 use skills::stores::conversations::index::{Index, StoreStamp};
@@ -82,35 +83,19 @@ fn write_lock_is_free(db: &Path) -> bool {
 fn serve_holds_no_duckdb_lock_between_calls() {
     let data = ingested();
     let db = StorePaths::in_dir(data.path()).conversations;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["serve", "--no-ingest"])
-        .env("SKILLS_DIR", common::repo_skills())
-        .env("SKILLS_DATA_DIR", data.path())
-        // DuckDB answers every search: the path that opens the store.
-        .env("SKILLS_SEARCH_INDEX", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    // `move`: dropping `send` closes the server's stdin, which ends it.
-    let mut send = move |msg: Value| {
-        writeln!(stdin, "{msg}").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+    let mut session = StdioSession::spawn(
+        common::cli::skills()
+            .args(["serve", "--no-ingest"])
+            .env("SKILLS_DIR", common::repo_skills())
+            .env("SKILLS_DATA_DIR", data.path())
+            // DuckDB answers every search: the path that opens the store.
+            .env("SKILLS_SEARCH_INDEX", "off")
+            .stderr(Stdio::null()),
     );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
-    assert_eq!(next()["id"], 1);
-    let mut call = |id: u64, term: &str, send: &mut dyn FnMut(Value)| -> String {
-        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "search_conversations", "arguments": {"term": term}}}));
-        let answer = next();
+    session.initialize(1);
+    let call = |session: &mut StdioSession, id: u64, term: &str| -> String {
+        session.call_tool(id, "search_conversations", json!({"term": term}));
+        let answer = session.next();
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["result"]["isError"], false, "{answer}");
         answer["result"]["content"][0]["text"]
@@ -119,7 +104,7 @@ fn serve_holds_no_duckdb_lock_between_calls() {
             .to_owned()
     };
     for id in 2..5 {
-        assert!(call(id, "okapi", &mut send).contains("okapi message"));
+        assert!(call(&mut session, id, "okapi").contains("okapi message"));
         assert!(
             write_lock_is_free(&db),
             "after call {id} the server still holds `{}`",
@@ -138,10 +123,11 @@ fn serve_holds_no_duckdb_lock_between_calls() {
         "ingest waited for the server: {}",
         stderr(&o)
     );
-    assert!(call(5, "giraffe", &mut send).contains("giraffe message"));
-    drop(send);
-    for _ in lines {}
-    assert!(child.wait().unwrap().success());
+    assert!(call(&mut session, 5, "giraffe").contains("giraffe message"));
+    // The server's stdin closed ends it.
+    session.close_stdin();
+    session.rest();
+    assert!(session.child.wait().unwrap().success());
 }
 
 /// Issue 19 "if ingest must wait, it says which process holds the store": while this

@@ -4,18 +4,17 @@
 //! or stderr raw, and the escaped form (`\x1b`, …) is printed instead.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::serve::{spawn_logging_to, wait_for_log};
 use serde_json::json;
 
 /// ESC `]0;` title BEL (retitles), CR (overwrites the line), CSI `31m` (recolours).
 const HOSTILE: &str = "pwn\u{1b}]0;owned\u{7}\r\u{9b}31m";
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_skills")
-}
 
 /// The raw control characters found in `bytes` (as text).
 fn raw_controls(bytes: &[u8]) -> Vec<String> {
@@ -44,13 +43,8 @@ fn hostile_folder() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn skills(data: &Path) -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.env("SKILLS_DATA_DIR", data)
-        .env(
-            "SKILLS_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
-        )
-        .env("SKILLS_EMBEDDER", "none");
+    let mut cmd = common::cli::with_data(data);
+    cmd.env("SKILLS_EMBEDDER", "none");
     cmd
 }
 
@@ -87,30 +81,18 @@ fn serve_logs_escape_control_characters() {
     let (dir, folder) = hostile_folder();
     let data = dir.path().join("data");
     let stderr = dir.path().join("stderr");
-    let mut child = skills(&data)
-        .args(["serve", "--watch"])
-        .arg(&folder)
-        .env("HOME", dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let logged = loop {
-        let logged = fs_err::read(&stderr).unwrap();
-        if String::from_utf8_lossy(&logged).contains("import fault") {
-            break logged;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "no import fault logged: {}",
-            String::from_utf8_lossy(&logged)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let mut child = spawn_logging_to(
+        skills(&data)
+            .args(["serve", "--watch"])
+            .arg(&folder)
+            .env("HOME", dir.path()),
+        &stderr,
+    );
+    wait_for_log(&stderr, "import fault", Duration::from_secs(90));
     let _ = child.kill();
     let _ = child.wait();
+    // The bytes as written: a raw C1 control is not valid UTF-8 on its own.
+    let logged = fs_err::read(&stderr).unwrap();
     let shown = String::from_utf8_lossy(&logged);
     assert!(shown.contains("pwn\\x1b]0;owned"), "{shown}");
     assert_eq!(raw_controls(&logged), Vec::<String>::new(), "{shown}");

@@ -5,10 +5,12 @@
 //! under `~/.claude/projects` as fast as possible; every message must be stored.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::serve::{spawn_logging_to, wait_for_log};
 use serde_json::json;
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -46,37 +48,23 @@ fn files_in_folders_created_while_serving_are_all_imported() {
     fs_err::create_dir_all(home.path().join(".config")).unwrap();
     let data = home.path().join("data");
     let stderr = home.path().join("serve.stderr");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skills"))
-        .args(["serve", "--no-watch"])
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join(".config"))
-        .env("XDG_DATA_HOME", home.path().join(".local/share"))
-        .env(
-            "SKILLS_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("skills"),
-        )
-        .env("SKILLS_DATA_DIR", &data)
-        .env("SKILLS_EMBEDDER", "none")
-        .env_remove("SKILLS_WATCH")
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_logging_to(
+        common::cli::with_data(&data)
+            .args(["serve", "--no-watch"])
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            .env("XDG_DATA_HOME", home.path().join(".local/share"))
+            .env("SKILLS_EMBEDDER", "none")
+            .env_remove("SKILLS_WATCH")
+            .env_remove("CLAUDE_CONFIG_DIR"),
+        &stderr,
+    );
     // Wait until the watcher says it watches.
-    let started = Instant::now();
-    while !fs_err::read_to_string(&stderr)
-        .unwrap_or_default()
-        .contains("keeping the store current")
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "serve never started watching: {}",
-            fs_err::read_to_string(&stderr).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_log(
+        &stderr,
+        "keeping the store current",
+        Duration::from_secs(60),
+    );
     let written = Instant::now();
     for f in 0..folders {
         let folder = projects.join(format!("-work-new-{f}"));

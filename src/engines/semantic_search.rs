@@ -16,10 +16,17 @@
 //! `mode = "hybrid"` adds two word legs and fuses the three by normalised scores
 //! ([`shares`]): BM25 over the query's words from the postings the search index holds
 //! ([`keyword_leg`], written by ingest, read in place), and the exact `ILIKE` leg of
-//! search-conversations (same index path), every hit of which is kept in the result,
-//! so a message holding the query word for word is never lost. A question rarely
-//! appears word for word, but its rare words do: the keyword leg is what lifts hybrid
-//! above semantic on LoCoMo (docs/performance.md, "semantic_search").
+//! search-conversations (same index path), whose hits come first, newest first, so a
+//! message holding the query word for word is never lost below the others. A question
+//! rarely appears word for word, but its rare words do: the keyword leg is what lifts
+//! hybrid above semantic on LoCoMo (docs/performance.md, "semantic_search").
+//!
+//! The first rows of a call do not depend on `limit`: hybrid's legs take fixed
+//! candidate depths ([`CANDIDATES`] windows and literal hits, [`KEYWORD_CANDIDATES`]
+//! keyword hits), so the fused ranking is the same for every `limit` and a call returns
+//! its first `limit` rows; a call asking for more rows than that ranking holds
+//! continues it with the keyword leg's further hits, in their order (docs/performance.md,
+//! "Rows a client receives").
 
 use std::collections::HashMap;
 
@@ -47,6 +54,13 @@ pub const CONTEXT: Neighbourhood = Neighbourhood {
 };
 /// The mode a call without `mode` gets: the best measured on LoCoMo.
 pub const DEFAULT_MODE: &str = "hybrid";
+/// Hybrid's candidate depth of the semantic and literal legs: fixed, not scaled from
+/// `limit`, so the first rows of a call do not depend on `limit` (docs/performance.md,
+/// "Rows a client receives": chosen on the LoCoMo dev half over 15, 30, 100 and 200).
+pub const CANDIDATES: usize = 50;
+/// Hybrid's candidate depth of the keyword leg (its hits beyond it only continue the
+/// ranking of a call asking for more rows than the fused candidates hold).
+pub const KEYWORD_CANDIDATES: usize = 60;
 
 /// The ranking parameters of hybrid mode, all in one place so the quality harness can
 /// measure variants ([`tune`]); [`Tuning::DEFAULT`] is what every call uses.
@@ -64,6 +78,10 @@ pub struct Tuning {
     /// What a row whose preview refers to a time gains in a temporal question's fused
     /// score ([`super::temporal::BOOST`]; 0: no routing).
     pub temporal_boost: f64,
+    /// The semantic and literal legs' depth ([`CANDIDATES`]).
+    pub candidates: usize,
+    /// The keyword leg's depth ([`KEYWORD_CANDIDATES`]).
+    pub keyword_candidates: usize,
 }
 
 /// The semantic leg's normalisation in hybrid (docs/performance.md, "Second tier").
@@ -79,6 +97,8 @@ impl Tuning {
         own_weight: 0.0,
         vec_norm: VEC_NORM,
         temporal_boost: super::temporal::BOOST,
+        candidates: CANDIDATES,
+        keyword_candidates: KEYWORD_CANDIDATES,
     };
 
     /// The parameters when the conversations were embedded by the second tier
@@ -90,6 +110,8 @@ impl Tuning {
         own_weight: 0.0,
         vec_norm: super::Norm::MinMax,
         temporal_boost: super::temporal::BOOST,
+        candidates: CANDIDATES,
+        keyword_candidates: KEYWORD_CANDIDATES,
     };
 }
 
@@ -152,7 +174,8 @@ struct Row {
     last: String,
     score: f64,
     semantic: bool,
-    literal: bool,
+    /// Found by the literal leg: its rank there (0-based; the leg is newest first).
+    literal: Option<usize>,
     /// Found by the query-words leg ([`keyword_leg`]).
     keyword: bool,
     /// Keys (`message_id`) of the window's messages.
@@ -163,9 +186,9 @@ struct Row {
 }
 
 impl Row {
-    /// A row of one message found only by a word leg: the literal leg (`literal`)
-    /// or the keyword leg.
-    fn lone(hit: Hit, score: f64, literal: bool) -> Self {
+    /// A row of one message found only by a word leg: the literal leg (`literal`, its
+    /// rank there) or the keyword leg (`None`).
+    fn lone(hit: Hit, score: f64, literal: Option<usize>) -> Self {
         Self {
             first: hit.message_id.clone(),
             last: hit.message_id.clone(),
@@ -174,7 +197,7 @@ impl Row {
             score,
             semantic: false,
             literal,
-            keyword: !literal,
+            keyword: literal.is_none(),
             legs: serde_json::Map::new(),
         }
     }
@@ -278,9 +301,12 @@ impl super::Engine for SemanticSearch {
             )));
         }
         let q = embedder.embed_query(query);
+        let tuning = tuning(embedder.is_deep());
         let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        // Semantic mode ranks the windows alone: its first `limit` are the exact ranking's.
+        let depth = if hybrid { tuning.candidates } else { limit };
         let units = embeddings
-            .search(&q, limit, &filter, min_score_f32, threads, ctx.cancel())
+            .search(&q, depth, &filter, min_score_f32, threads, ctx.cancel())
             .map_err(|_| EngineError::Query("the stored embeddings are damaged".into()))?;
         let texts = Texts::fetch(ctx, &units)?;
         let mut rows = Vec::with_capacity(units.len());
@@ -289,25 +315,32 @@ impl super::Engine for SemanticSearch {
                 rows.push(row);
             }
         }
-        let tuning = tuning(embedder.is_deep());
         if hybrid {
-            let literal = literal_leg(ctx, query, limit, &filter, role_arg, project.as_ref())?;
-            let keyword = keyword_leg(
+            let literal = literal_leg(
                 ctx,
                 query,
-                limit,
+                tuning.candidates,
                 &filter,
                 role_arg,
-                tuning.context,
                 project.as_ref(),
-            );
-            let (semantic, literal, keyword) = shares(rows, literal, keyword, &tuning);
+            )?;
+            let keyword_at = |depth: usize| {
+                keyword_leg(
+                    ctx,
+                    query,
+                    depth,
+                    &filter,
+                    role_arg,
+                    tuning.context,
+                    project.as_ref(),
+                )
+            };
             let boost = if super::temporal::is_temporal_question(query) {
                 tuning.temporal_boost
             } else {
                 0.0
             };
-            rows = fuse(semantic, literal, keyword, boost, limit);
+            rows = hybrid_rows(rows, literal, &keyword_at, &tuning, boost, limit);
         } else {
             for (i, r) in rows.iter_mut().enumerate() {
                 r.legs
@@ -392,7 +425,7 @@ fn row_json(r: &Row) -> Value {
         "first_message_id": r.first,
         "last_message_id": r.last,
         "score": r.score,
-        "match": match (r.semantic, r.literal, r.keyword) {
+        "match": match (r.semantic, r.literal.is_some(), r.keyword) {
             (true, true, _) | (true, false, true) => "both",
             (false, true, _) => "literal",
             (false, false, true) => "keyword",
@@ -526,7 +559,7 @@ fn best_message(
         last: u.messages.last()?.message_id.clone(),
         score: f64::from(u.score),
         semantic: true,
-        literal: false,
+        literal: None,
         keyword: false,
         window: u.messages.iter().map(|m| m.message_id.clone()).collect(),
         legs: serde_json::Map::new(),
@@ -606,7 +639,8 @@ fn hit_passes(filter: &Filter<'_>, h: &Hit) -> bool {
 
 /// The exact `ILIKE` leg: search-conversations' rows for `query` as the term (its
 /// index path; DuckDB when the index is unavailable or other filters cut its rows),
-/// newest first, at most `limit`, with every filter applied.
+/// newest first, at most `limit` (hybrid's [`Tuning::candidates`]), with every filter
+/// applied.
 fn literal_leg(
     ctx: &Context,
     query: &str,
@@ -715,7 +749,9 @@ pub const KEYWORD_WORDS: usize = 16;
 
 /// The keyword leg: the conversations index's BM25 over its postings
 /// ([`index::Index::keyword_in_context`]) for [`query_terms`], each message scored with
-/// its `context` (none: alone), every filter applied, best first, at most `4 × limit`.
+/// its `context` (none: alone), every filter applied, best first, at most `limit`
+/// (hybrid's [`Tuning::keyword_candidates`], deeper only to continue a call asking for
+/// more rows).
 /// Empty when the search index is unavailable or predates postings (said once on
 /// stderr): this leg only refines the ranking, the literal leg and the semantic leg
 /// still answer.
@@ -743,7 +779,7 @@ fn keyword_leg(
         conversation_id: filter.conversation_id,
         since_us: filter.since_us,
         until_us: filter.until_us,
-        limit: 4 * limit,
+        limit,
         stop: ctx.cancel(),
     };
     if project.is_some() && !index.has_projects() {
@@ -839,21 +875,15 @@ fn shares(
 }
 
 /// Merges the legs' rows, each adding its share ([`shares`]); a literal hit inside a
-/// semantic window becomes that window's shown message. Every literal hit is kept:
-/// when the fused top `limit` would leave one out, it takes the place of the lowest
-/// row that is not literal. A temporal question (`boost` > 0) adds `boost` to every
-/// row whose shown message refers to a time (docs/performance.md "Temporal
-/// questions"). Best first (ties: the semantic order, then the literal order, then
-/// the keyword order).
-fn fuse(
-    semantic: Vec<Row>,
-    literal: Vec<Scored>,
-    keyword: Vec<Scored>,
-    boost: f64,
-    limit: usize,
-) -> Vec<Row> {
+/// semantic window becomes that window's shown message. A temporal question (a
+/// positive `boost`) adds `boost` to every row whose shown message refers to a time
+/// (docs/performance.md "Temporal questions"). Every row, in one order that no `limit`
+/// changes: the literal hits first, in the literal leg's order (newest first), so a
+/// message holding the query word for word is never cut; then the others best first
+/// (ties: the semantic order, then the keyword order).
+fn fuse(semantic: Vec<Row>, literal: Vec<Scored>, keyword: Vec<Scored>, boost: f64) -> Vec<Row> {
     let mut rows = semantic;
-    for (share, hit, why) in literal {
+    for (rank, (share, hit, why)) in literal.into_iter().enumerate() {
         let within = rows.iter().position(|r| {
             r.semantic
                 && r.hit.source == hit.source
@@ -861,15 +891,15 @@ fn fuse(
                 && r.window.contains(&hit.message_id)
         });
         match within {
-            Some(at) if !rows[at].literal => {
+            Some(at) if rows[at].literal.is_none() => {
                 let r = &mut rows[at];
                 r.score += share;
-                r.literal = true;
+                r.literal = Some(rank);
                 r.hit = hit;
                 r.legs.insert("literal".into(), why);
             }
             _ => {
-                let mut r = Row::lone(hit, share, true);
+                let mut r = Row::lone(hit, share, Some(rank));
                 r.legs.insert("literal".into(), why);
                 rows.push(r);
             }
@@ -891,7 +921,7 @@ fn fuse(
             }
             Some(_) => {}
             None => {
-                let mut r = Row::lone(hit, share, false);
+                let mut r = Row::lone(hit, share, None);
                 r.legs.insert("keyword".into(), why);
                 rows.push(r);
             }
@@ -906,18 +936,84 @@ fn fuse(
         }
     }
     let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&a, &b| rows[b].score.total_cmp(&rows[a].score).then(a.cmp(&b)));
-    let mut chosen: Vec<usize> = order.iter().copied().take(limit).collect();
-    for &i in &order[chosen.len().min(order.len())..] {
-        if rows[i].literal {
-            // Replace the lowest chosen row that is not literal.
-            if let Some(pos) = chosen.iter().rposition(|&c| !rows[c].literal) {
-                chosen[pos] = i;
-            }
-        }
+    order.sort_by(|&a, &b| {
+        // `None` (not literal) after every literal rank.
+        let literal = |i: usize| rows[i].literal.unwrap_or(usize::MAX);
+        literal(a)
+            .cmp(&literal(b))
+            .then(rows[b].score.total_cmp(&rows[a].score))
+            .then(a.cmp(&b))
+    });
+    let mut slots: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// Hybrid's first `limit` rows from the semantic leg's `semantic` rows and the literal
+/// leg's `literal` hits (each [`Tuning::candidates`] deep) and the keyword leg, asked
+/// for by depth (`keyword_at`): the fusion ([`shares`], [`fuse`]) of the keyword leg's
+/// first [`Tuning::keyword_candidates`] hits with the other legs, in one order no
+/// `limit` changes, then, when `limit` asks for more rows than that holds, the keyword
+/// leg's further hits in its order ([`beyond`]), fetched deeper until they fill
+/// `limit` or the leg runs out. So the first k rows of `limit` n > k are the rows of
+/// `limit` k.
+fn hybrid_rows(
+    semantic: Vec<Row>,
+    literal: Vec<Hit>,
+    keyword_at: &dyn Fn(usize) -> Vec<KeywordHit>,
+    tuning: &Tuning,
+    boost: f64,
+    limit: usize,
+) -> Vec<Row> {
+    let fused_depth = tuning.keyword_candidates;
+    let mut depth = fused_depth.max(limit);
+    let mut keyword = keyword_at(depth);
+    let mut exhausted = keyword.len() < depth;
+    let mut further = keyword.split_off(fused_depth.min(keyword.len()));
+    let best_bm25 = keyword.first().map_or(0.0, |k| k.score);
+    let (semantic, literal, keyword) = shares(semantic, literal, keyword, tuning);
+    let mut rows = fuse(semantic, literal, keyword, boost);
+    let mut tail = beyond(&rows, &further, best_bm25, fused_depth);
+    while rows.len() + tail.len() < limit && !exhausted {
+        depth *= 2;
+        let mut deeper = keyword_at(depth);
+        exhausted = deeper.len() < depth;
+        further = deeper.split_off(fused_depth.min(deeper.len()));
+        tail = beyond(&rows, &further, best_bm25, fused_depth);
     }
-    chosen.sort_by(|&a, &b| rows[b].score.total_cmp(&rows[a].score).then(a.cmp(&b)));
-    chosen.into_iter().map(|i| rows[i].clone()).collect()
+    rows.extend(tail);
+    rows.truncate(limit);
+    rows
+}
+
+/// The rows continuing a ranking `rows` past its candidates: the keyword leg's hits
+/// `further` (its ranks from `skipped` + 1 on, best first) that no row of `rows` holds,
+/// each a row of its own in the leg's order with its share over `best` (the leg's
+/// best score); no boost reorders them, so a call asking for more rows only adds rows.
+fn beyond(rows: &[Row], further: &[KeywordHit], best: f64, skipped: usize) -> Vec<Row> {
+    further
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| {
+            !rows.iter().any(|r| {
+                r.hit.source == k.hit.source
+                    && r.hit.conversation_id == k.hit.conversation_id
+                    && (r.window.contains(&k.hit.message_id)
+                        || r.hit.message_id == k.hit.message_id)
+            })
+        })
+        .map(|(i, k)| {
+            let share = if best > 0.0 { k.score / best } else { 0.0 };
+            let mut r = Row::lone(k.hit.clone(), share, None);
+            r.legs.insert(
+                "keyword".into(),
+                json!({
+                    "rank": skipped + i + 1, "bm25": k.score, "own": k.own,
+                    "neighbours": k.score - k.own, "share": share,
+                }),
+            );
+            r
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ pub use driver::{
 pub use read::MAX_STORED_CHARS;
 pub(crate) use read::{
     chat_role, content_texts, conversations_of, count_i64, join_texts, kind_of, parse_time,
-    read_json, read_jsonl_from, str_field, strip_bom, JsonlEnd,
+    part_texts, plain_text, read_json, read_jsonl_from, str_field, strip_bom, JsonlEnd,
 };
 pub(crate) use sqlite::{open_sqlite_read_only, sqlite_tables, sqlite_text};
 

@@ -295,6 +295,19 @@ pub(crate) struct Pending {
     pub injected: bool,
 }
 
+impl Pending {
+    /// The message `role` says in `text` at `line` (the other fields unknown), or
+    /// `None` when `text` is blank: a record without text imports no message.
+    pub(crate) fn said(line: usize, role: &'static str, text: String) -> Option<Self> {
+        (!text.trim().is_empty()).then(|| Self {
+            line,
+            role,
+            text,
+            ..Self::default()
+        })
+    }
+}
+
 /// The conversation-wide fields [`finish`] gives every message.
 pub(crate) struct Conversation<'a> {
     /// Source name, e.g. `codex`.

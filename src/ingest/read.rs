@@ -358,6 +358,48 @@ pub(crate) fn content_texts<'a>(
     (texts, attachment)
 }
 
+/// The texts of a message's `parts` and whether one is an attachment: a string part is
+/// a text, an object part gives its `text` field when it has one and is otherwise an
+/// attachment when `is_attachment` says so; anything else is left out. Texts are as
+/// written; [`join_texts`] drops the blank ones.
+pub(crate) fn part_texts(
+    parts: &[serde_json::Value],
+    is_attachment: impl Fn(&serde_json::Map<String, serde_json::Value>) -> bool,
+) -> (Vec<&str>, bool) {
+    use serde_json::Value;
+    let mut texts: Vec<&str> = Vec::new();
+    let mut attachment = false;
+    for part in parts {
+        match part {
+            Value::String(s) => texts.push(s),
+            Value::Object(p) => match p.get("text").and_then(Value::as_str) {
+                Some(t) => texts.push(t),
+                None => attachment |= is_attachment(p),
+            },
+            _ => {}
+        }
+    }
+    (texts, attachment)
+}
+
+/// The text of a message's `content`: a string as it is; in an array, the string
+/// elements and the `text` of the objects whose `type` is `text` or absent, joined by
+/// [`join_texts`]; empty for anything else.
+pub(crate) fn plain_text(content: Option<&serde_json::Value>) -> String {
+    use serde_json::Value;
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => join_texts(items.iter().filter_map(|item| match item {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(o) if str_field(o, "type").is_none_or(|t| t == "text") => {
+                str_field(o, "text")
+            }
+            _ => None,
+        })),
+        _ => String::new(),
+    }
+}
+
 /// Reads a whole file as one JSON document (a leading byte-order mark is ignored).
 ///
 /// # Errors

@@ -1,6 +1,6 @@
-//! Runs of the built `skills` binary: a command to configure, and the checks every
-//! caller made by hand (it succeeded, naming its arguments and stderr when not; its
-//! stdout as JSON).
+//! Runs of the built `skills` binary (or any program): a command to configure, and the
+//! checks every caller made by hand (it succeeded, naming its arguments and stderr when
+//! not; its stdout as text or as JSON).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -29,16 +29,31 @@ pub fn with_data(data: &Path) -> Command {
 /// Runs `cmd` and returns its output.
 ///
 /// # Panics
-/// When it cannot start, or exits unsuccessfully (naming its arguments and stderr).
+/// When it cannot start, or exits unsuccessfully (naming the program, its arguments,
+/// its stdout and its stderr).
 pub fn ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap();
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
     assert!(
         out.status.success(),
-        "{:?}: {}",
+        "{:?} {:?} failed ({}): {}{}",
+        cmd.get_program(),
         cmd.get_args().collect::<Vec<_>>(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// [`ok`], then its stdout.
+///
+/// # Panics
+/// As [`ok`]; also when stdout is not UTF-8.
+pub fn stdout_of_success(cmd: &mut Command) -> String {
+    let out = ok(cmd);
+    String::from_utf8(out.stdout).unwrap_or_else(|e| panic!("stdout is not UTF-8: {e}"))
 }
 
 /// Runs `cmd`: whether it succeeded, its stdout and its stderr (lossy UTF-8).

@@ -108,6 +108,56 @@ pub(super) fn fuse(
     fused
 }
 
+/// Continues hybrid's ranking `fused` (of the legs' first `candidates`: `pooled`) up to
+/// `limit` hits, when it holds fewer: the bm25 leg's further hits in its order, then,
+/// once the bm25 leg is exhausted, the vec leg's, each hit not already ranked, scored
+/// as the fusion would score it from that leg alone. No order depends on `limit`:
+/// with each leg taken max(`candidates`, `limit`) deep, the bm25 leg alone fills
+/// `limit` unless it holds fewer hits than that depth, and then it is complete.
+pub(super) fn beyond(
+    fused: &mut Vec<Fused>,
+    legs: &[(&'static str, Ranked)],
+    pooled: &[(&'static str, Ranked)],
+    candidates: usize,
+    limit: usize,
+    tuning: &Tuning,
+) {
+    let fusion = Fusion(tuning);
+    if fused.len() >= limit {
+        return;
+    }
+    let mut seen: HashSet<i64> = fused.iter().map(|f| f.rowid).collect();
+    let depth = candidates.max(limit);
+    for name in ["bm25", "vec"] {
+        let Some((_, ranked)) = legs.iter().find(|l| l.0 == name) else {
+            continue;
+        };
+        let pool = pooled.iter().find(|l| l.0 == name).map(|l| &l.1);
+        for (i, &(rowid, score)) in ranked.iter().enumerate().skip(candidates) {
+            if fused.len() >= limit {
+                return;
+            }
+            if !seen.insert(rowid) {
+                continue;
+            }
+            // Normalised as in the fusion, against the leg's candidates.
+            let normal = pool.map_or(0.0, |p| normalised(p, score, fusion.norm(name)));
+            fused.push(Fused {
+                rowid,
+                score: fusion.weight(name) * normal,
+                legs: vec![(name, i + 1, score)],
+                normalised: vec![(name, normal)],
+                temporal: 0.0,
+            });
+        }
+        if ranked.len() >= depth {
+            // This leg was cut at the depth: the next leg's hits cannot follow it
+            // without depending on `limit`.
+            return;
+        }
+    }
+}
+
 /// `score` of leg `ranked` (best first) on [0, 1] by `norm` ([`Norm::apply`]).
 fn normalised(ranked: &Ranked, score: f64, norm: Norm) -> f64 {
     let top = ranked.first().map_or(0.0, |f| f.1);

@@ -16,8 +16,14 @@
 //!   by its best chunk.
 //! - `hybrid` (default and any unrecognised mode): score-normalised fusion of the bm25
 //!   and vec legs (each leg's score over its best, weighted bm25 1 and vec 0.3,
-//!   summed), each leg taking max(2·limit, 20) candidates. Filters run inside every
-//!   leg, before its cut, so they can never starve the result.
+//!   summed) over each leg's first [`CANDIDATES`] (fixed, so the first hits do not
+//!   depend on `limit`); a call asking for more hits than they hold continues with the
+//!   bm25 leg's further hits in its order, then the vec leg's ([`fuse::beyond`]).
+//!   Filters run inside every leg, before its cut, so they can never starve the result.
+//!
+//! In every mode the first k hits of a call with `limit` n > k are the hits of the
+//! call with `limit` k: a single leg is an exact ranking with fixed tie-breaks, cut at
+//! `limit`, and hybrid's fusion never sees more than its fixed candidates.
 //!
 //! Filters, tie-breaks and the vec leg read the store's in-memory [`SearchIndex`]
 //! (metadata of every row plus the embedding matrix), loaded once per opened store and
@@ -90,6 +96,9 @@ pub const DEFAULT_BODY_CHARS: i64 = 280;
 pub const BM25_WEIGHT: f64 = 1.0;
 /// Hybrid's weight of the vec leg (see `Fusion`).
 pub const VEC_WEIGHT: f64 = 0.3;
+/// Hybrid's candidates per leg: fixed, not scaled from `limit`, so the first hits of a
+/// call do not depend on `limit` (docs/performance.md, "Rows a client receives").
+pub const CANDIDATES: usize = 20;
 /// Hybrid's bm25 leg scores each memory with its neighbours in its sequence (the
 /// memories of one conversation or one imported file, in time order: [`Neighbours`]):
 /// its own BM25 plus [`CONTEXT`]`.weight` × theirs, up to `window` on each side
@@ -127,6 +136,8 @@ pub struct Tuning {
     pub temporal_boost: f64,
     /// The bm25 leg reads the Porter-stemmed FTS5 table ([`STEMMED`]).
     pub stemmed: bool,
+    /// Candidates of each leg the fusion ranks ([`CANDIDATES`]).
+    pub candidates: usize,
 }
 
 /// Hybrid's bm25 leg matches words by their Porter stem ("painting" finds "paints"),
@@ -153,6 +164,7 @@ impl Tuning {
         vec_norm: VEC_NORM,
         temporal_boost: temporal::BOOST,
         stemmed: STEMMED,
+        candidates: CANDIDATES,
     };
 
     /// The parameters when the memories' model is the second tier ([`DEEP_VEC_WEIGHT`],
@@ -165,6 +177,7 @@ impl Tuning {
         vec_norm: DEEP_VEC_NORM,
         temporal_boost: temporal::BOOST,
         stemmed: STEMMED,
+        candidates: CANDIDATES,
     };
 }
 
@@ -447,7 +460,8 @@ fn rank(
             legs.push(("vec", ranked.unwrap_or_default()));
         }
         Mode::Hybrid => {
-            let n = (2 * req.limit).max(20);
+            // Deeper than the candidates only to continue a call asking for more hits.
+            let n = tuning.candidates.max(req.limit);
             let mask = leg.filter.mask(leg.index);
             stopped(req)?;
             match embedder {
@@ -477,16 +491,35 @@ fn rank(
         }
     }
     stopped(req)?;
-    // A temporal question re-ranks every fused candidate, not only the first `limit`.
-    let temporal = req.mode == Mode::Hybrid
-        && tuning.temporal_boost > 0.0
-        && temporal::is_temporal_question(&req.query);
-    let pool = if temporal { usize::MAX } else { req.limit };
-    let mut fused = fuse(req.mode, &legs, pool, &tuning, &mut trace);
-    if temporal {
-        boost_times(conn, &mut fused, tuning.temporal_boost, &mut trace).map_err(map_err)?;
+    let fused = if req.mode == Mode::Hybrid {
+        // The fusion ranks each leg's first candidates only, whatever `limit` is.
+        let candidates: Vec<(&'static str, Ranked)> = legs
+            .iter()
+            .map(|(name, ranked)| {
+                (
+                    *name,
+                    ranked[..ranked.len().min(tuning.candidates)].to_vec(),
+                )
+            })
+            .collect();
+        let mut fused = fuse(req.mode, &candidates, usize::MAX, &tuning, &mut trace);
+        // A temporal question re-ranks every fused candidate.
+        if tuning.temporal_boost > 0.0 && temporal::is_temporal_question(&req.query) {
+            boost_times(conn, &mut fused, tuning.temporal_boost, &mut trace).map_err(map_err)?;
+        }
+        fuse::beyond(
+            &mut fused,
+            &legs,
+            &candidates,
+            tuning.candidates,
+            req.limit,
+            &tuning,
+        );
         fused.truncate(req.limit);
-    }
+        fused
+    } else {
+        fuse(req.mode, &legs, req.limit, &tuning, &mut trace)
+    };
     Ok(Ranking {
         fused: Some(fused),
         tuning,
@@ -538,6 +571,88 @@ mod tests {
             .iter()
             .map(|h| h["id"].as_str().unwrap())
             .collect()
+    }
+
+    /// In every mode, with and without a filter, the first k hits of a call with
+    /// `limit` n > k are the hits of the call with `limit` k: 150 memories whose
+    /// words overlap unevenly, limits on both sides of [`CANDIDATES`] (hybrid's legs
+    /// then go deeper), a temporal question among the queries. The vec leg and
+    /// hybrid's vec leg run when the embedding model is installed.
+    #[test]
+    fn the_first_rows_do_not_depend_on_limit() {
+        let store = MemoryStore::open_in_memory().unwrap();
+        let words = [
+            "fence", "paint", "garden", "roof", "window", "door", "green",
+        ];
+        let days = ["", " last week", " on Monday", " in May"];
+        for i in 0..150usize {
+            let body = format!(
+                "{} the {} and the {}{}; note {i}",
+                words[i % 7],
+                words[(i / 7) % 7],
+                words[(i * 3 + 1) % 7],
+                days[i % 4],
+            );
+            let mut m = memory(&format!("m{i:03}"), &body);
+            m.kind = if i % 2 == 0 { "fact" } else { "decision" }.into();
+            m.updated += chrono::Duration::minutes(i64::try_from(i % 13).unwrap());
+            store.upsert(&m).unwrap();
+        }
+        let embedder = Embedder::load_default().ok();
+        if let Some(e) = &embedder {
+            let vectors: Vec<_> = store
+                .missing_embeddings(e.name())
+                .unwrap()
+                .into_iter()
+                .map(|(id, text)| (id, e.embed_chunks(&text)))
+                .collect();
+            store.set_embeddings(&vectors, e.name()).unwrap();
+        }
+        let model = || embedder.as_ref().ok_or_else(|| "no model".to_owned());
+        let ids = |out: &Value| -> Vec<String> {
+            out["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let limits = [1, 2, 5, 10, 19, 20, 21, 37, 60, 100, 149, 200];
+        let mut deep = 0;
+        for mode in ["hybrid", "bm25", "exact", "fuzzy", "vec"] {
+            if mode == "vec" && embedder.is_none() {
+                continue;
+            }
+            for query in [
+                "fence paint",
+                "When did we paint the roof?",
+                "green garden door",
+            ] {
+                for filter in [json!({}), json!({"type": "decision"})] {
+                    let call = |limit: usize| {
+                        let mut args = filter.clone();
+                        args["query"] = json!(query);
+                        args["mode"] = json!(mode);
+                        args["limit"] = json!(limit);
+                        let req = Request::from_args(&args, Utc::now()).unwrap();
+                        ids(&search(&store, model(), &req).unwrap())
+                    };
+                    let most = call(limits[limits.len() - 1]);
+                    deep = deep.max(most.len());
+                    for limit in limits {
+                        assert_eq!(
+                            call(limit),
+                            most[..limit.min(most.len())],
+                            "{mode} `{query}` {filter} limit {limit}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            deep > 100,
+            "some call went past the candidates: {deep} hits"
+        );
     }
 
     /// A read-only store open while another open upgrades the file in place (creates

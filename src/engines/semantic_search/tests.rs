@@ -14,22 +14,18 @@ fn hit(id: &str) -> Hit {
     }
 }
 
-fn fused(
-    semantic: Vec<Row>,
-    literal: Vec<Hit>,
-    keyword: Vec<(f64, Hit)>,
-    limit: usize,
-) -> Vec<Row> {
-    let keyword = keyword
-        .into_iter()
-        .map(|(score, hit)| KeywordHit {
-            score,
-            own: score,
-            hit,
-        })
-        .collect();
+fn keyword_hit((score, hit): (f64, Hit)) -> KeywordHit {
+    KeywordHit {
+        score,
+        own: score,
+        hit,
+    }
+}
+
+fn fused(semantic: Vec<Row>, literal: Vec<Hit>, keyword: Vec<(f64, Hit)>) -> Vec<Row> {
+    let keyword = keyword.into_iter().map(keyword_hit).collect();
     let (s, l, k) = shares(semantic, literal, keyword, &Tuning::DEFAULT);
-    fuse(s, l, k, 0.0, limit)
+    fuse(s, l, k, 0.0)
 }
 
 fn sem(id: &str, window: &[&str]) -> Row {
@@ -39,7 +35,7 @@ fn sem(id: &str, window: &[&str]) -> Row {
         last: window[window.len() - 1].into(),
         score: 0.5,
         semantic: true,
-        literal: false,
+        literal: None,
         keyword: false,
         window: window.iter().map(|s| (*s).to_owned()).collect(),
         legs: serde_json::Map::new(),
@@ -47,27 +43,97 @@ fn sem(id: &str, window: &[&str]) -> Row {
 }
 
 #[test]
-fn every_literal_hit_survives_fusion() {
+fn literal_hits_come_first_in_the_literal_legs_order() {
     let semantic: Vec<Row> = (0..5)
         .map(|i| {
             let id = format!("m{i}");
             sem(&id, &[id.as_str()])
         })
         .collect();
-    let literal = vec![hit("x1"), hit("x2")];
-    let fused = fused(semantic, literal, Vec::new(), 3);
-    assert_eq!(fused.len(), 3);
+    // The keyword hit scores 1, above either literal hit's 0.5: they still lead.
+    let literal = vec![hit("x2"), hit("x1")];
+    let fused = fused(semantic, literal, vec![(3.0, hit("kw"))]);
     let ids: Vec<&str> = fused.iter().map(|r| r.hit.message_id.as_str()).collect();
-    assert!(ids.contains(&"x1") && ids.contains(&"x2"), "{ids:?}");
-    assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
+    assert_eq!(ids[..3], ["x2", "x1", "kw"], "{ids:?}");
+    assert_eq!(fused.len(), 8);
+    assert!(fused[2..].windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+/// One hybrid ranking over synthetic legs: 40 semantic windows (some of two
+/// messages), 3 literal hits (one inside a window) and 300 keyword hits (some inside
+/// windows, some repeated as literal hits), with depths small enough that limits
+/// past them take the keyword leg deeper, more than once.
+fn ranked(limit: usize, tuning: &Tuning) -> Vec<String> {
+    let semantic: Vec<Row> = (0..40)
+        .map(|i| {
+            let id = format!("w{i}");
+            let next = format!("w{i}b");
+            let mut r = if i % 3 == 0 {
+                sem(&id, &[id.as_str(), next.as_str()])
+            } else {
+                sem(&id, &[id.as_str()])
+            };
+            r.score = 0.9 - f64::from(i) * 0.01;
+            r
+        })
+        .collect();
+    let literal = vec![hit("k5"), hit("w3b"), hit("lit")];
+    let keyword: Vec<KeywordHit> = (0..300)
+        .map(|i| {
+            // Every message once: 7·m mod 40 differ for m < 40.
+            let id = if i % 7 == 0 && i < 280 {
+                format!("w{}b", i % 40)
+            } else {
+                format!("k{i}")
+            };
+            keyword_hit((300.0 - f64::from(i), hit(&id)))
+        })
+        .collect();
+    let keyword_at = |depth: usize| keyword[..depth.min(keyword.len())].to_vec();
+    let boost = tuning.temporal_boost;
+    hybrid_rows(semantic, literal, &keyword_at, tuning, boost, limit)
+        .into_iter()
+        .map(|r| r.hit.message_id)
+        .collect()
+}
+
+#[test]
+fn the_first_rows_do_not_depend_on_limit() {
+    let tuning = Tuning {
+        candidates: 40,
+        keyword_candidates: 12,
+        ..Tuning::DEFAULT
+    };
+    let most = ranked(400, &tuning);
+    // Every row the legs found, once: the keyword leg was read to its end.
+    let distinct: std::collections::HashSet<&String> = most.iter().collect();
+    assert_eq!(distinct.len(), most.len(), "{most:?}");
+    assert!(most.len() > 300, "{}", most.len());
+    assert_eq!(most[..3], ["k5", "w3b", "lit"], "literal hits first");
+    for limit in 1..=most.len() + 5 {
+        let rows = ranked(limit, &tuning);
+        assert_eq!(
+            rows,
+            most[..limit.min(most.len())],
+            "limit {limit} against the first rows of limit 400"
+        );
+    }
+    // The shipped depths: the same property.
+    let most = ranked(500, &Tuning::DEFAULT);
+    for limit in [1, 3, 5, 10, 15, 37, 50, 61, 99, 120, 250] {
+        assert_eq!(
+            ranked(limit, &Tuning::DEFAULT),
+            most[..limit.min(most.len())]
+        );
+    }
 }
 
 #[test]
 fn a_literal_hit_inside_a_window_becomes_its_message() {
-    let fused = fused(vec![sem("a", &["a", "b"])], vec![hit("b")], Vec::new(), 5);
+    let fused = fused(vec![sem("a", &["a", "b"])], vec![hit("b")], Vec::new());
     assert_eq!(fused.len(), 1);
     assert_eq!(fused[0].hit.message_id, "b");
-    assert!(fused[0].semantic && fused[0].literal);
+    assert!(fused[0].semantic && fused[0].literal.is_some());
 }
 
 #[test]
@@ -80,7 +146,6 @@ fn shares_are_each_legs_score_over_its_best_weighted() {
         vec![near, far],
         Vec::new(),
         vec![(9.0, hit("kw")), (4.5, hit("far"))],
-        5,
     );
     let got: Vec<(&str, f64)> = fused
         .iter()
@@ -123,15 +188,10 @@ fn query_terms_fold_stem_and_drop_stop_words_short_words_and_repeats() {
 fn keyword_hits_add_to_their_window_and_rank_a_word_match_above_a_weaker_window() {
     // Two semantic windows; the keyword leg's best hit lies in the second one.
     let semantic = vec![sem("a", &["a"]), sem("b", &["b", "c"])];
-    let fused = fused(
-        semantic,
-        Vec::new(),
-        vec![(2.0, hit("c")), (0.2, hit("z"))],
-        5,
-    );
+    let fused = fused(semantic, Vec::new(), vec![(2.0, hit("c")), (0.2, hit("z"))]);
     let ids: Vec<&str> = fused.iter().map(|r| r.hit.message_id.as_str()).collect();
     assert_eq!(ids, ["b", "a", "z"], "window b gains the keyword share");
-    assert!(fused[0].semantic && fused[0].keyword && !fused[0].literal);
+    assert!(fused[0].semantic && fused[0].keyword && fused[0].literal.is_none());
     assert_eq!(row_json(&fused[0])["match"], "both");
     assert_eq!(row_json(&fused[2])["match"], "keyword");
     assert_eq!(row_json(&fused[1])["match"], "semantic");

@@ -30,7 +30,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
-use crate::ingest::{join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
+use crate::ingest::{chat_role, join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "amp";
 
@@ -130,11 +130,7 @@ pub(super) fn import(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport,
 
 /// The pending message of a `user`/`assistant` thread message with text.
 fn pending_of(m: &Map<String, Value>, position: usize) -> Option<Pending> {
-    let role = match str_field(m, "role")? {
-        "user" => "user",
-        "assistant" => "assistant",
-        _ => return None,
-    };
+    let role = chat_role(str_field(m, "role")?)?;
     let mut has_attachment = false;
     let text = match m.get("content") {
         Some(Value::String(s)) => s.clone(),
@@ -151,18 +147,12 @@ fn pending_of(m: &Map<String, Value>, position: usize) -> Option<Pending> {
         }
         _ => str_field(m, "text").unwrap_or_default().to_owned(),
     };
-    if text.trim().is_empty() {
-        return None;
-    }
-    Some(Pending {
-        line: position,
-        role,
-        text,
+    Pending::said(position, role, text).map(|p| Pending {
         id: str_field(m, "id")
             .or_else(|| str_field(m, "messageId"))
             .map(str::to_owned),
         has_attachment,
-        ..Pending::default()
+        ..p
     })
 }
 

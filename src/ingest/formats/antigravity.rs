@@ -46,10 +46,7 @@ pub(super) static IMPORTER: super::About = super::About {
 };
 
 /// True when one parsed JSON Lines record is an Antigravity step ([`super::About::looks_like`]).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     obj.get("step_index").is_some_and(Value::is_u64)
         && obj.get("type").is_some_and(Value::is_string)
         && obj.contains_key("source")

@@ -36,7 +36,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::ingest::pending::{each_conversation, file_stem};
-use crate::ingest::{join_texts, kind_of, parse_time, Fault, FileImport, IngestError, Message};
+use crate::ingest::{join_texts, kind_of, parse_time, part_texts, Fault, FileImport, IngestError, Message};
 
 const SOURCE: &str = "chatgpt";
 
@@ -263,29 +263,15 @@ fn text_of(message: &Map<String, Value>) -> (String, bool) {
     let Some(content) = message.get("content") else {
         return (String::new(), false);
     };
-    let mut texts: Vec<&str> = Vec::new();
-    let mut attachment = false;
-    if let Some(parts) = content.get("parts").and_then(Value::as_array) {
-        for part in parts {
-            match part {
-                Value::String(s) => texts.push(s),
-                Value::Object(p) => {
-                    if let Some(t) = p.get("text").and_then(Value::as_str) {
-                        texts.push(t);
-                    } else if p.contains_key("asset_pointer")
-                        || p.get("content_type")
-                            .and_then(Value::as_str)
-                            .is_some_and(|c| c.ends_with("asset_pointer"))
-                    {
-                        attachment = true;
-                    }
-                }
-                _ => {}
-            }
-        }
-    } else if let Some(t) = content.get("text").and_then(Value::as_str) {
-        texts.push(t);
-    }
+    let (texts, attachment) = match content.get("parts").and_then(Value::as_array) {
+        Some(parts) => part_texts(parts, |p| {
+            p.contains_key("asset_pointer")
+                || p.get("content_type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| c.ends_with("asset_pointer"))
+        }),
+        None => (content.get("text").and_then(Value::as_str).into_iter().collect(), false),
+    };
     (join_texts(texts), attachment)
 }
 

@@ -107,19 +107,13 @@ fn pending_of(message: &Map<String, Value>, index: usize) -> Option<Pending> {
         Some(_) => join_texts(blocks.iter().filter_map(|b| str_field(b, "text"))),
         None => str_field(message, "text").unwrap_or("").to_owned(),
     };
-    if text.trim().is_empty() {
-        return None;
-    }
     let non_empty = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-    Some(Pending {
-        line: index,
-        role,
-        text,
+    Pending::said(index, role, text).map(|p| Pending {
         id: str_field(message, "uuid").map(str::to_owned),
         parent: str_field(message, "parent_message_uuid").map(str::to_owned),
         time: message.get("created_at").and_then(parse_time),
         has_attachment: non_empty(message.get("attachments")) || non_empty(message.get("files")),
         has_citation: blocks.iter().any(|b| non_empty(b.get("citations"))),
-        ..Pending::default()
+        ..p
     })
 }

@@ -30,7 +30,7 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::ingest::injected::is_injected_text;
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
@@ -82,10 +82,7 @@ const NON_MESSAGE_TYPES: &[&str] = &[
 ];
 
 /// True when one parsed line looks like a Claude Code record ([`super::About::looks_like`]).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
     let message_line = matches!(kind, "user" | "assistant")
         && obj
@@ -367,7 +364,7 @@ mod tests {
         let snapshot =
             serde_json::json!({"type":"file-history-snapshot","messageId":"m","snapshot":{}});
         let no = serde_json::json!({"type":"session_meta","payload":{}});
-        assert!(looks_like(&yes) && looks_like(&snapshot));
-        assert!(!looks_like(&no));
+        assert!(super::super::claims(&IMPORTER, &yes) && super::super::claims(&IMPORTER, &snapshot));
+        assert!(!super::super::claims(&IMPORTER, &no));
     }
 }

@@ -40,7 +40,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
-use crate::ingest::{kind_of, parse_time, read_json, str_field, FileImport, IngestError};
+use crate::ingest::{chat_role, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "cline";
 
@@ -185,12 +185,7 @@ fn role_and_text(obj: &Map<String, Value>, seen_task: &mut bool) -> Option<(&'st
         .or_else(|| str_field(obj, "content"))
         .filter(|t| !t.trim().is_empty())?;
     if let Some(role) = str_field(obj, "role") {
-        let role = match role {
-            "user" => "user",
-            "assistant" => "assistant",
-            _ => return None,
-        };
-        return Some((role, text.to_owned()));
+        return Some((chat_role(role)?, text.to_owned()));
     }
     match (
         str_field(obj, "type")?,

@@ -62,10 +62,7 @@ const ENVELOPE_TYPES: &[&str] = &[
 ];
 
 /// True when one parsed line looks like a Codex rollout record ([`super::About::looks_like`]).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     let kind = obj.get("type").and_then(Value::as_str).unwrap_or("");
     (ENVELOPE_TYPES.contains(&kind) && obj.get("payload").is_some_and(Value::is_object))
         || (kind == "message"
@@ -293,13 +290,13 @@ mod tests {
 
     #[test]
     fn looks_like_recognises_both_shapes() {
-        assert!(looks_like(
+        assert!(super::super::claims(&IMPORTER, 
             &serde_json::json!({"type":"session_meta","payload":{}})
         ));
-        assert!(looks_like(
+        assert!(super::super::claims(&IMPORTER, 
             &serde_json::json!({"type":"message","role":"user","content":[]})
         ));
-        assert!(!looks_like(
+        assert!(!super::super::claims(&IMPORTER, 
             &serde_json::json!({"type":"message","message":{"role":"user"}})
         ));
     }

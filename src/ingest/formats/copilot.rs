@@ -46,7 +46,7 @@ use serde_json::{Map, Value};
 
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
 use crate::ingest::{
-    join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError,
+    kind_of, parse_time, plain_text, read_json, str_field, FileImport, IngestError,
 };
 
 const SOURCE: &str = "copilot";
@@ -88,10 +88,7 @@ impl super::Importer for Copilot {
 const EVENT_PREFIXES: &[&str] = &["session.", "user.", "assistant.", "tool."];
 
 /// True when one parsed JSON Lines record is a Copilot CLI event ([`super::About::looks_like`]).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     let Some(kind) = str_field(obj, "type") else {
         return false;
     };
@@ -275,17 +272,7 @@ fn history_record(r: &Map<String, Value>) -> Option<(&'static str, String)> {
         "assistant" => "assistant",
         _ => return None,
     };
-    let text = match r.get("content").or_else(|| r.get("result")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => join_texts(parts.iter().filter_map(|p| match p {
-            Value::String(s) => Some(s.as_str()),
-            Value::Object(o) if str_field(o, "type").is_none_or(|t| t == "text") => {
-                str_field(o, "text")
-            }
-            _ => None,
-        })),
-        _ => String::new(),
-    };
+    let text = plain_text(r.get("content").or_else(|| r.get("result")));
     (!text.trim().is_empty()).then_some((role, text))
 }
 

@@ -68,7 +68,7 @@ use serde_json::{Map, Value};
 
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
 use crate::ingest::{
-    join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError,
+    chat_role, join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError,
 };
 
 const SOURCE: &str = "cursor";
@@ -121,10 +121,7 @@ pub(super) fn is_transcript_path(path: &Path) -> bool {
 
 /// True when one parsed JSON Lines record has Cursor's own transcript shape: a string
 /// `role`, a `message` object and no `type` (Claude Code lines always have `type`).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     obj.get("role").is_some_and(Value::is_string)
         && obj.get("message").is_some_and(Value::is_object)
         && !obj.contains_key("type")
@@ -184,27 +181,17 @@ fn transcript_project(path: &Path) -> Option<String> {
 /// The pending message of one transcript line, when it is a message with text.
 fn transcript_line(obj: &Map<String, Value>, line: usize) -> Option<Pending> {
     let message = obj.get("message").and_then(Value::as_object)?;
-    let role = match str_field(obj, "role")
+    let role = str_field(obj, "role")
         .or_else(|| str_field(obj, "type"))
-        .or_else(|| str_field(message, "role"))?
-    {
-        "user" => "user",
-        "assistant" => "assistant",
-        _ => return None,
-    };
+        .or_else(|| str_field(message, "role"))
+        .and_then(chat_role)?;
     let (text, has_attachment) = content_text(message.get("content"));
     let text = if role == "user" {
         user_query(&text).unwrap_or(text)
     } else {
         text
     };
-    if text.trim().is_empty() {
-        return None;
-    }
-    Some(Pending {
-        line,
-        role,
-        text,
+    Pending::said(line, role, text).map(|p| Pending {
         id: str_field(obj, "uuid")
             .or_else(|| str_field(obj, "id"))
             .map(str::to_owned),
@@ -213,7 +200,7 @@ fn transcript_line(obj: &Map<String, Value>, line: usize) -> Option<Pending> {
             .then(|| str_field(message, "model").map(str::to_owned))
             .flatten(),
         has_attachment,
-        ..Pending::default()
+        ..p
     })
 }
 
@@ -481,17 +468,11 @@ fn bubble_message(
     let text = str_field(b, "text")
         .or_else(|| str_field(b, "rawText"))
         .or_else(|| str_field(b, "content"))?;
-    if text.trim().is_empty() {
-        return None;
-    }
     let own_model = b
         .get("modelInfo")
         .and_then(|m| m.get("modelName"))
         .and_then(Value::as_str);
-    Some(Pending {
-        line: index,
-        role,
-        text: text.to_owned(),
+    Pending::said(index, role, text.to_owned()).map(|p| Pending {
         id: Some(bubble_id),
         model: (role == "assistant")
             .then(|| own_model.or(composer_model).map(str::to_owned))
@@ -500,7 +481,7 @@ fn bubble_message(
             .get("images")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty()),
-        ..Pending::default()
+        ..p
     })
 }
 

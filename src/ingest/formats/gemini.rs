@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::ingest::pending::{file_stem, Named, Pending, Records};
-use crate::ingest::{join_texts, kind_of, parse_time, read_json, str_field, FileImport, IngestError};
+use crate::ingest::{join_texts, kind_of, parse_time, part_texts, read_json, str_field, FileImport, IngestError};
 
 const SOURCE: &str = "gemini-cli";
 
@@ -56,10 +56,7 @@ impl super::Importer for GeminiCli {
 }
 
 /// True when one parsed JSON Lines record looks like Gemini CLI ([`super::About::looks_like`]).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     (obj.contains_key("projectHash") && obj.contains_key("sessionId"))
         || (matches!(str_field(obj, "type"), Some("gemini"))
             && obj.contains_key("content")
@@ -187,27 +184,13 @@ fn record(obj: &Map<String, Value>) -> Option<(&'static str, String, bool)> {
         "gemini" | "model" => "assistant",
         _ => return None,
     };
-    let mut texts: Vec<&str> = Vec::new();
-    let mut attachment = false;
-    match obj.get("content") {
-        Some(Value::String(s)) => texts.push(s),
-        Some(Value::Array(parts)) => {
-            for part in parts {
-                match part {
-                    Value::String(s) => texts.push(s),
-                    Value::Object(p) => {
-                        if let Some(t) = p.get("text").and_then(Value::as_str) {
-                            texts.push(t);
-                        } else if p.contains_key("inlineData") || p.contains_key("fileData") {
-                            attachment = true;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
+    let (texts, attachment) = match obj.get("content") {
+        Some(Value::String(s)) => (vec![s.as_str()], false),
+        Some(Value::Array(parts)) => part_texts(parts, |p| {
+            p.contains_key("inlineData") || p.contains_key("fileData")
+        }),
+        _ => (Vec::new(), false),
+    };
     let text = join_texts(texts);
     (!text.trim().is_empty()).then_some((role, text, attachment))
 }

@@ -21,7 +21,8 @@ use serde_json::{Map, Value};
 
 use crate::ingest::pending::file_stem;
 use crate::ingest::{
-    count_i64, join_texts, parse_time, read_jsonl_from, stable_id, str_field, Cursor, FileImport,
+    count_i64, parse_time, plain_text, read_jsonl_from, stable_id, str_field, Cursor,
+    FileImport,
     IngestError, Message,
 };
 
@@ -83,20 +84,6 @@ fn looks_like(line: &Value) -> bool {
         && !obj.contains_key("payload")
 }
 
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) => join_texts(items.iter().filter_map(|b| match b {
-            Value::String(s) => Some(s.as_str()),
-            Value::Object(o) if str_field(o, "type").is_none_or(|t| t == "text") => {
-                str_field(o, "text")
-            }
-            _ => None,
-        })),
-        _ => String::new(),
-    }
-}
-
 /// Imports one file, from `start` when given. `fallback` is the time used when no line
 /// has one.
 ///
@@ -119,7 +106,7 @@ pub(super) fn import(
         if time.is_some() {
             last_time = time;
         }
-        let text = text_of(obj.get("content"));
+        let text = plain_text(obj.get("content"));
         let Some(role) = role_of(&obj).filter(|_| !text.trim().is_empty()) else {
             skipped += 1;
             return;

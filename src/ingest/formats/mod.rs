@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::locations::Location;
 use super::{Cursor, FileImport, IngestError};
@@ -46,11 +46,16 @@ pub(crate) struct About {
     pub append_only: bool,
     /// Parses one file: see [`Importer::import`].
     pub import: ImportFn,
-    /// True when one parsed JSON Lines record is this format's: the default
-    /// [`Importer::recognise_line`] answers [`LineMatch::Yes`] for it. `None` for a
-    /// format whose records never decide (documents, databases, paths).
-    pub looks_like: Option<fn(&Value) -> bool>,
+    /// True when one parsed JSON Lines record (a JSON object; a record that is not one
+    /// is no format's) is this format's: the default [`Importer::recognise_line`]
+    /// answers [`LineMatch::Yes`] for it. `None` for a format whose records never decide
+    /// (documents, databases, paths).
+    pub looks_like: Option<RecordTest>,
 }
+
+/// An importer's test of one parsed JSON Lines record (a JSON object): true when it is
+/// this format's ([`About::looks_like`]).
+pub(crate) type RecordTest = fn(&Map<String, Value>) -> bool;
 
 /// An importer's parser of one file: the file, the time of a file whose records carry
 /// none, and (append-only formats) where a previous import stopped.
@@ -120,9 +125,14 @@ pub(crate) trait Importer: Sync {
     }
 
     /// How one parsed record of a `.jsonl` file speaks for this format: by default
-    /// [`LineMatch::Yes`] when [`About::looks_like`] says so, else [`LineMatch::No`].
+    /// [`LineMatch::Yes`] when the record is an object [`About::looks_like`] says is
+    /// this format's, else [`LineMatch::No`].
     fn recognise_line(&self, line: &Value) -> LineMatch {
-        LineMatch::yes_if(self.about().looks_like.is_some_and(|mine| mine(line)))
+        let mine = self.about().looks_like;
+        LineMatch::yes_if(
+            mine.zip(line.as_object())
+                .is_some_and(|(mine, obj)| mine(obj)),
+        )
     }
 
     /// Last resort for a `.jsonl` file no record decided (e.g. a first line longer than
@@ -203,6 +213,13 @@ pub(super) fn import_fixture(importer: &dyn Importer, name: &str, bytes: &[u8]) 
     importer
         .import(&path, DateTime::UNIX_EPOCH, None)
         .expect("import")
+}
+
+/// True when `importer` claims the JSON Lines record `line` ([`LineMatch::Yes`]): the
+/// importers' unit tests of their record test go through it, as detection does.
+#[cfg(test)]
+pub(super) fn claims(importer: &dyn Importer, line: &Value) -> bool {
+    importer.recognise_line(line) == LineMatch::Yes
 }
 
 /// The importer whose source name is `source`.

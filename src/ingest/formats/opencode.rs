@@ -51,7 +51,7 @@ use serde_json::{Map, Value};
 
 use crate::ingest::pending::{finish, Conversation, Pending};
 use crate::ingest::{
-    join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError,
+    chat_role, join_texts, kind_of, parse_time, read_json, str_field, Fault, FileImport, IngestError,
 };
 
 const SOURCE: &str = "opencode";
@@ -189,6 +189,24 @@ impl Session {
                 .and_then(parse_time),
         }
     }
+
+    /// The fields of session `id`'s messages, numbered from `start_index`; `fallback`
+    /// is their time when the session has none.
+    fn conversation<'a>(
+        &'a self,
+        id: &'a str,
+        fallback: DateTime<Utc>,
+        start_index: i64,
+    ) -> Conversation<'a> {
+        Conversation {
+            source: SOURCE,
+            id,
+            title: self.title.as_deref(),
+            project: self.directory.as_deref(),
+            time: self.created.unwrap_or(fallback),
+            start_index,
+        }
+    }
 }
 
 fn import_message_file(path: &Path, doc: &Value, fallback: DateTime<Utc>, out: &mut FileImport) {
@@ -241,16 +259,10 @@ fn import_message_file(path: &Path, doc: &Value, fallback: DateTime<Utc>, out: &
     });
     match pending_of(info, &parts, 0) {
         Some(p) => {
+            let start_index = i64::try_from(index).unwrap_or(i64::MAX);
             out.messages = finish(
                 vec![p],
-                &Conversation {
-                    source: SOURCE,
-                    id: session_id,
-                    title: session.title.as_deref(),
-                    project: session.directory.as_deref(),
-                    time: session.created.unwrap_or(fallback),
-                    start_index: i64::try_from(index).unwrap_or(i64::MAX),
-                },
+                &session.conversation(session_id, fallback, start_index),
             );
         }
         None => out.skipped = 1,
@@ -285,11 +297,7 @@ fn find_session(storage: &Path, session_id: &str) -> Option<PathBuf> {
 /// The pending message of a message `info` with its `parts`, when it is a user or
 /// assistant message with text.
 fn pending_of(info: &Map<String, Value>, parts: &[Value], position: usize) -> Option<Pending> {
-    let role = match str_field(info, "role")? {
-        "user" => "user",
-        "assistant" => "assistant",
-        _ => return None,
-    };
+    let role = chat_role(str_field(info, "role")?)?;
     let mut texts = Vec::new();
     let mut synthetic = Vec::new();
     let mut has_attachment = false;
@@ -318,13 +326,7 @@ fn pending_of(info: &Map<String, Value>, parts: &[Value], position: usize) -> Op
         _ if role == "user" => (join_texts(synthetic), true),
         _ => (String::new(), false),
     };
-    if text.trim().is_empty() {
-        return None;
-    }
-    Some(Pending {
-        line: position,
-        role,
-        text,
+    Pending::said(position, role, text).map(|p| Pending {
         id: str_field(info, "id").map(str::to_owned),
         parent: str_field(info, "parentID").map(str::to_owned),
         model: (role == "assistant")
@@ -341,7 +343,7 @@ fn pending_of(info: &Map<String, Value>, parts: &[Value], position: usize) -> Op
             .and_then(parse_time),
         has_attachment,
         injected,
-        ..Pending::default()
+        ..p
     })
 }
 
@@ -448,14 +450,7 @@ fn import_db(path: &Path, fallback: DateTime<Utc>) -> Result<FileImport, IngestE
         let session = sessions.get(session_id).cloned().unwrap_or_default();
         out.messages.extend(finish(
             pending,
-            &Conversation {
-                source: SOURCE,
-                id: session_id,
-                title: session.title.as_deref(),
-                project: session.directory.as_deref(),
-                time: session.created.unwrap_or(fallback),
-                start_index: 0,
-            },
+            &session.conversation(session_id, fallback, 0),
         ));
     };
     let mut current: Option<String> = None;

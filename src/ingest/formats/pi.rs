@@ -48,10 +48,7 @@ pub(super) static IMPORTER: super::About = super::About {
 };
 
 /// True when one parsed line looks like a pi session record ([`super::About::looks_like`]).
-fn looks_like(line: &Value) -> bool {
-    let Some(obj) = line.as_object() else {
-        return false;
-    };
+fn looks_like(obj: &Map<String, Value>) -> bool {
     match str_field(obj, "type") {
         Some("session") => obj.contains_key("id") && !obj.contains_key("payload"),
         Some("message") => obj.get("message").and_then(|m| m.get("role")).is_some(),
@@ -206,11 +203,11 @@ mod tests {
 
     #[test]
     fn looks_like_pi() {
-        assert!(looks_like(&serde_json::json!({"type":"session","id":"x"})));
-        assert!(looks_like(
+        assert!(super::super::claims(&IMPORTER, &serde_json::json!({"type":"session","id":"x"})));
+        assert!(super::super::claims(&IMPORTER, 
             &serde_json::json!({"type":"message","message":{"role":"user"}})
         ));
-        assert!(!looks_like(
+        assert!(!super::super::claims(&IMPORTER, 
             &serde_json::json!({"type":"user","message":{"role":"user"}})
         ));
     }
