@@ -39,6 +39,8 @@ pub struct FileSummary {
     /// 1 when it ended in a line a writer had not finished (left for the next import,
     /// not a fault), else 0.
     pub unfinished: usize,
+    /// Bytes the JSON Lines reader read from it ([`super::FileImport::jsonl_bytes_read`]).
+    pub jsonl_bytes_read: u64,
     /// False when the file could not be imported or stored at all.
     pub imported: bool,
     /// True when the file had not changed since the last import and was not read.
@@ -64,7 +66,7 @@ pub struct SourceCounts {
 
 /// Totals of one [`ingest_paths`] run. Serialises to
 /// `{"files_seen", "files_imported", "files_unchanged", "files_resumed",
-/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "secrets_redacted", "faults": [{"path", "line", "reason"}], "lines_unfinished",
+/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "secrets_redacted", "faults": [{"path", "line", "reason"}], "lines_unfinished", "jsonl_bytes_read",
 /// "sources": {"<source>": {"files", "parsed", "added", "injected", "skipped"}}}`.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct IngestSummary {
@@ -103,6 +105,10 @@ pub struct IngestSummary {
     /// Files that ended in a line a writer had not finished (a session being written):
     /// that line is read by the next import and is not a fault.
     pub lines_unfinished: usize,
+    /// Bytes of JSON Lines files read: from where the last import stopped for grown
+    /// append-only files, and of a last line still being written only what was
+    /// appended since the last import scanned it.
+    pub jsonl_bytes_read: u64,
     /// Totals per `source` value (`claude-code`, `chatgpt`…), sorted by name.
     pub sources: std::collections::BTreeMap<String, SourceCounts>,
 }
@@ -370,6 +376,7 @@ impl Storer<'_> {
             self.summary.skipped += r.summary.skipped;
             self.summary.secrets_redacted += r.summary.redacted;
             self.summary.lines_unfinished += r.summary.unfinished;
+            self.summary.jsonl_bytes_read += r.summary.jsonl_bytes_read;
             self.summary.files_resumed += usize::from(r.summary.resumed);
         }
         self.batch.push(entry, faults);
@@ -823,6 +830,9 @@ fn prepare(
                 offset: old.offset,
                 line: usize::try_from(old.line).unwrap_or(usize::MAX),
                 next_index: old.next_index,
+                // The bytes after the last complete line when it was read: they held
+                // no newline (the state's size was taken before reading).
+                partial: old.size.saturating_sub(old.offset),
                 context: serde_json::from_str(&old.context).unwrap_or_default(),
             })
         }
@@ -904,6 +914,7 @@ fn prepare(
     fs.skipped = import.skipped;
     fs.faults = import.faults.len();
     fs.unfinished = import.unfinished;
+    fs.jsonl_bytes_read = import.jsonl_bytes_read;
     let (offset, line, next_index, context) = match &import.cursor {
         Some(c) => (
             c.offset,

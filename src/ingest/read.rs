@@ -208,6 +208,11 @@ pub(crate) struct JsonlEnd {
     /// True when the file ends in a line without newline that is not yet whole JSON (a
     /// writer mid-append): left for the next read, not a fault.
     pub unfinished: bool,
+    /// Bytes after `offset` read without finding a newline (a last line without one),
+    /// for [`Cursor::partial`].
+    pub partial: u64,
+    /// Bytes read from the file.
+    pub read: u64,
 }
 
 /// Reads a JSON Lines file record by record, with no line-length limit, from `start`
@@ -219,7 +224,11 @@ pub(crate) struct JsonlEnd {
 /// Returns where the last complete (newline-terminated) line ends; a last line without
 /// newline is still offered to `on_record` but not counted as read, and when its JSON
 /// stops short (a writer mid-append) it is no fault: [`JsonlEnd::unfinished`] says so
-/// and the next read, from the same offset, takes it whole.
+/// and the next read, from the same offset, takes it whole. A read resuming after such
+/// a line ([`Cursor::partial`] bytes of it read before) first scans only the bytes
+/// written since for its newline: while none came (and the line cannot have become a
+/// whole object), the line is left unfinished again without being read or parsed, so a
+/// line that grows for a minute costs each read its new bytes, not its whole length.
 ///
 /// # Errors
 /// [`IngestError::Io`] when the file cannot be opened, positioned or read.
@@ -233,12 +242,21 @@ pub(crate) fn read_jsonl_from(
     let mut file = fs_err::File::open(path)?;
     let mut end = JsonlEnd::default();
     if let Some(c) = start {
+        end.offset = c.offset;
+        end.line = c.line;
+        if c.partial > 0 {
+            let (still, scanned) = still_unfinished(&mut file, c).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("reading `{}` after line {}: {e}", path.display(), c.line),
+                )
+            })?;
+            if let Some(still) = still {
+                return Ok(still);
+            }
+            end.read = scanned;
+        }
         file.seek(std::io::SeekFrom::Start(c.offset))?;
-        end = JsonlEnd {
-            offset: c.offset,
-            line: c.line,
-            unfinished: false,
-        };
     }
     let mut reader = std::io::BufReader::new(file);
     let mut buf = Vec::new();
@@ -254,15 +272,15 @@ pub(crate) fn read_jsonl_from(
         if n == 0 {
             return Ok(end);
         }
+        end.read += n as u64;
         line_no += 1;
-        if buf.ends_with(b"\n") {
-            end = JsonlEnd {
-                offset: end.offset + n as u64,
-                line: line_no,
-                unfinished: false,
-            };
-        }
         let terminated = buf.ends_with(b"\n");
+        if terminated {
+            end.offset += n as u64;
+            end.line = line_no;
+        } else {
+            end.partial = n as u64;
+        }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let bytes = if line_no == 1 { strip_bom(line) } else { line };
@@ -284,6 +302,57 @@ pub(crate) fn read_jsonl_from(
             )),
         }
     }
+}
+
+/// For a read resuming after a last line without newline ([`Cursor::partial`] bytes of
+/// it read before): scans the bytes written after those for a newline, without keeping
+/// them. `None` when one came, or when the line may now be a whole object (its last
+/// byte that is not blank is `}`, or nothing new that is not blank was written): the
+/// line is then read and parsed. Otherwise the line is still being written: the end to
+/// return, unfinished. Also returns the bytes scanned.
+fn still_unfinished(
+    file: &mut fs_err::File,
+    c: &Cursor,
+) -> std::io::Result<(Option<JsonlEnd>, u64)> {
+    use std::io::{Read, Seek};
+    let from = c.offset.saturating_add(c.partial);
+    if file.metadata()?.len() < from {
+        return Ok((None, 0));
+    }
+    file.seek(std::io::SeekFrom::Start(from))?;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut read = 0u64;
+    let mut last = None;
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        read += n as u64;
+        let bytes = &chunk[..n];
+        if bytes.contains(&b'\n') {
+            return Ok((None, read));
+        }
+        last = bytes
+            .iter()
+            .rev()
+            .find(|b| !b.is_ascii_whitespace())
+            .copied()
+            .or(last);
+    }
+    let still = match last {
+        Some(b) if b != b'}' => Some(JsonlEnd {
+            offset: c.offset,
+            line: c.line,
+            unfinished: true,
+            partial: c.partial + read,
+            read,
+        }),
+        _ => None,
+    };
+    Ok((still, read))
 }
 
 /// Number of items, as an `i64` (saturating).
@@ -540,6 +609,43 @@ mod tests {
         assert!(!end.unfinished);
         let (_, faults, _) = read("{\"a\": 1}\n{\"b\": \"half\n");
         assert_eq!(faults, 1);
+    }
+
+    /// Issue 43: resuming after a last line still being written, only the bytes after
+    /// the part read before are scanned while no newline comes; a line that may have
+    /// become a whole object (ending in `}`) or got its newline is read and parsed.
+    #[test]
+    fn a_resumed_read_scans_only_the_new_end_of_an_unfinished_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let read = |text: &str, partial: u64| {
+            fs_err::write(&path, text).unwrap();
+            let start = Cursor {
+                offset: 9,
+                line: 1,
+                partial,
+                ..Cursor::default()
+            };
+            let mut faults = Vec::new();
+            let mut records = 0;
+            let end = read_jsonl_from(&path, Some(&start), &mut faults, |_, _| records += 1)
+                .unwrap();
+            (end, faults.len(), records)
+        };
+        // 16 bytes after the first line were read before; 5 were appended.
+        let (end, faults, records) = read("{\"a\": 1}\n{\"b\": \"half wri  tten", 16);
+        assert_eq!((faults, records, end.read, end.partial), (0, 0, 5, 21));
+        assert!(end.unfinished);
+        assert_eq!((end.offset, end.line), (9, 1));
+        // Whole without a newline, or with it: read from the line's start and parsed.
+        let (end, faults, records) = read("{\"a\": 1}\n{\"b\": \"half written\"} ", 12);
+        assert_eq!((faults, records, end.read), (0, 1, 10 + 22));
+        assert!(!end.unfinished);
+        let (end, faults, records) = read("{\"a\": 1}\n{\"b\": \"half written\"}\n", 12);
+        assert_eq!((faults, records, end.offset, end.line), (0, 1, 31, 2));
+        // The file shorter than what was read before (rewritten): read as usual.
+        let (end, _, records) = read("{\"a\": 1}\n{\"b\": 2}", 30);
+        assert_eq!((records, end.read), (1, 8));
     }
 
     #[test]

@@ -151,10 +151,12 @@ pub(super) fn import(
     })?;
     out.skipped = skipped;
     out.unfinished = usize::from(end.unfinished);
+    out.jsonl_bytes_read = end.read;
     let mut cursor = Cursor {
         offset: end.offset,
         line: end.line,
         next_index: start_index + count_i64(lines.iter().filter(|(l, _)| *l <= end.line)),
+        partial: end.partial,
         context: std::collections::BTreeMap::new(),
     };
     cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));
