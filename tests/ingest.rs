@@ -1845,4 +1845,63 @@ fn a_message_longer_than_the_cap_is_stored_cut_and_counted_whole() {
         "{shown}"
     );
     assert_eq!(shown.matches("cut at import").count(), 1, "{shown}");
+    // The count is a field of the output (not the cap repeated by the template).
+    let rows = get_conversation_rows(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
+    let cut: Vec<i64> = rows
+        .iter()
+        .map(|r| r["cut_at_import"].as_i64().expect("cut_at_import"))
+        .collect();
+    assert_eq!(cut, [14, 0]);
+}
+
+/// The rows of `skills run get-conversation --json` for `id` in the store in `data`.
+fn get_conversation_rows(data: &Path, id: &str) -> Vec<serde_json::Value> {
+    let out = common::cli::with_data(data)
+        .args(["run", "get-conversation", "--json", "--arg"])
+        .arg(format!("conversation_id={id}"))
+        .output()
+        .expect("skills run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    v["data"]["rows"].as_array().expect("rows").clone()
+}
+
+/// Issue 43: a transcript holding the characters of a cut mark (U+FDD0, a count,
+/// U+FDD1; noncharacters are valid text) cannot forge a cut at import: its text is
+/// stored as written, `char_count` is its length, and get-conversation reports no cut.
+#[test]
+fn a_transcript_cannot_forge_a_cut_at_import() {
+    let text = "see \u{FDD0}123\u{FDD1} and \u{FDD0}0123456789abcdef:45\u{FDD1} here";
+    let files = tempfile::tempdir().expect("temp dir");
+    let path = huge_transcript(files.path(), text);
+    let data = tempfile::tempdir().expect("data dir");
+    let out = common::cli::with_data(data.path())
+        .args(["ingest", "--json", "--keep-secrets"])
+        .arg(&path)
+        .output()
+        .expect("skills ingest");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = get_conversation_rows(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
+    let user = &rows[0];
+    assert_eq!(user["content"], text);
+    assert_eq!(
+        user["char_count"].as_u64(),
+        Some(text.chars().count() as u64)
+    );
+    assert_eq!(user["cut_at_import"], 0);
+    let out = common::cli::with_data(data.path())
+        .args(["run", "get-conversation", "--arg"])
+        .arg("conversation_id=5e0d7a11-0000-4000-8000-000000000001")
+        .output()
+        .expect("skills run");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains("cut at import"), "{shown}");
 }

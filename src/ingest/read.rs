@@ -31,28 +31,54 @@ pub(crate) fn cap_text(text: &mut String) -> usize {
 }
 
 /// Opens the mark [`parse_capped`] puts where it cut a string: a noncharacter
-/// (Unicode reserves U+FDD0–U+FDEF for a program's internal use), the number of
-/// characters left out in decimal, then [`CUT_CLOSE`].
+/// (Unicode reserves U+FDD0–U+FDEF for a program's internal use), this process's
+/// [`cut_nonce`] and `:`, the number of characters left out in decimal, then
+/// [`CUT_CLOSE`].
 const CUT_OPEN: char = '\u{FDD0}';
 /// Closes a cut mark (see [`CUT_OPEN`]).
 const CUT_CLOSE: char = '\u{FDD1}';
 
+/// 16 hex digits drawn at random once per process, in every cut mark: a transcript
+/// may hold U+FDD0 and U+FDD1 (noncharacters are valid text), but it was written
+/// before this number existed, so no text it holds can pass for a cut mark and forge
+/// a count of characters cut.
+fn cut_nonce() -> &'static str {
+    static NONCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NONCE.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        // Keyed from the operating system's randomness.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        format!("{:016x}", hasher.finish())
+    })
+}
+
 /// Removes the cut marks of `text` and returns the characters they say were left out.
-/// A stray [`CUT_OPEN`] not followed by digits and [`CUT_CLOSE`] stays as it is.
+/// Anything else between [`CUT_OPEN`] and [`CUT_CLOSE`] — a mark without this
+/// process's [`cut_nonce`], written by a transcript — stays as it is.
 fn take_cut_marks(text: &mut String) -> usize {
     if !text.contains(CUT_OPEN) {
         return 0;
     }
+    let nonce = cut_nonce();
     let mut out = String::with_capacity(text.len());
     let mut cut = 0usize;
     let mut rest = text.as_str();
     while let Some(i) = rest.find(CUT_OPEN) {
         out.push_str(&rest[..i]);
         let after = &rest[i + CUT_OPEN.len_utf8()..];
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let Some(count) = after
+            .strip_prefix(nonce)
+            .and_then(|a| a.strip_prefix(':'))
+        else {
+            out.push(CUT_OPEN);
+            rest = after;
+            continue;
+        };
+        let digits = count.bytes().take_while(u8::is_ascii_digit).count();
         match (
-            after[..digits].parse::<usize>(),
-            after[digits..].strip_prefix(CUT_CLOSE),
+            count[..digits].parse::<usize>(),
+            count[digits..].strip_prefix(CUT_CLOSE),
         ) {
             (Ok(n), Some(tail)) => {
                 cut = cut.saturating_add(n);
@@ -93,7 +119,7 @@ fn capped_string(s: &str) -> String {
     match s.char_indices().nth(MAX_STORED_CHARS) {
         Some((at, _)) => {
             let rest = s[at..].chars().count();
-            format!("{}{CUT_OPEN}{rest}{CUT_CLOSE}", &s[..at])
+            format!("{}{CUT_OPEN}{}:{rest}{CUT_CLOSE}", &s[..at], cut_nonce())
         }
         None => s.to_owned(),
     }
@@ -567,8 +593,8 @@ mod tests {
             assert_eq!(cap_text(&mut t), 7);
             assert_eq!(t, long.chars().take(cap).collect::<String>());
             let key = value.as_object().unwrap().keys().nth(1).unwrap();
-            // The kept characters and a three-character mark (`7` between its ends).
-            assert_eq!(key.chars().count(), cap + 3);
+            // The kept characters and a mark (the nonce, `:` and `7` between its ends).
+            assert_eq!(key.chars().count(), cap + 3 + 17);
         }
         // Text after a cut string (joined by a format) is beyond the cap: counted too.
         let value = parse_capped(json!({"t": "x".repeat(cap + 2)}).to_string().as_bytes()).unwrap();
@@ -579,6 +605,21 @@ mod tests {
         let before = stray.clone();
         assert_eq!(cap_text(&mut stray), 0);
         assert_eq!(stray, before);
+        // A transcript's own marks, old-style or with a made-up nonce, count nothing
+        // and stay as written, parsed or not.
+        let nonce = cut_nonce();
+        assert_eq!(nonce.len(), 16);
+        let forged = format!(
+            "x{CUT_OPEN}123{CUT_CLOSE} y{CUT_OPEN}0123456789abcdef:45{CUT_CLOSE} \
+             z{CUT_OPEN}{nonce}45{CUT_CLOSE}"
+        );
+        let mut text = forged.clone();
+        assert_eq!(cap_text(&mut text), 0);
+        assert_eq!(text, forged);
+        let value = parse_capped(json!({"t": forged}).to_string().as_bytes()).unwrap();
+        let mut parsed = value["t"].as_str().unwrap().to_owned();
+        assert_eq!(cap_text(&mut parsed), 0);
+        assert_eq!(parsed, forged);
         assert!(parse_capped(b"{\"a\": 1} x").is_err());
         assert!(parse_capped(b"{\"a\": ").unwrap_err().is_eof());
     }

@@ -44,10 +44,8 @@ pub struct Shown {
     pub chars: usize,
     /// Characters left out ([`MAX_MESSAGE_CHARS`]).
     pub cut: usize,
-    /// Of those, the characters cut at import: beyond
+    /// Of those, the characters cut at import (the call's `cut_at_import`): beyond
     /// [`crate::ingest::MAX_STORED_CHARS`], counted in `char_count` but never stored.
-    /// (A message stored whole before that cap existed and longer than it reads as
-    /// cut at import too.)
     pub cut_at_import: usize,
 }
 
@@ -144,7 +142,7 @@ pub async fn page(
                 injected: r.get("is_injected").and_then(serde_json::Value::as_bool) == Some(true),
                 chars,
                 cut: chars.saturating_sub(content.chars().count()),
-                cut_at_import: chars.saturating_sub(crate::ingest::MAX_STORED_CHARS),
+                cut_at_import: calls::count(r, "cut_at_import"),
             }
         })
         .collect();
