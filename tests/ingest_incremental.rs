@@ -785,7 +785,11 @@ fn a_growing_last_line_costs_each_import_only_its_new_bytes() {
     let files = std::slice::from_ref(&file);
     let started = run(&store, files, IngestOptions::default());
     assert_eq!(
-        (started.messages_added, started.faults.len(), started.lines_unfinished),
+        (
+            started.messages_added,
+            started.faults.len(),
+            started.lines_unfinished
+        ),
         (1, 0, 1),
         "{started}"
     );
@@ -802,7 +806,12 @@ fn a_growing_last_line_costs_each_import_only_its_new_bytes() {
         append(&chunk);
         let grown = run(&store, files, IngestOptions::default());
         assert_eq!(
-            (grown.files_resumed, grown.messages_added, grown.faults.len(), grown.lines_unfinished),
+            (
+                grown.files_resumed,
+                grown.messages_added,
+                grown.faults.len(),
+                grown.lines_unfinished
+            ),
             (1, 0, 0, 1),
             "{grown}"
         );
@@ -816,7 +825,11 @@ fn a_growing_last_line_costs_each_import_only_its_new_bytes() {
     append(tail);
     let done = run(&store, files, IngestOptions::default());
     assert_eq!(
-        (done.messages_added, done.faults.len(), done.lines_unfinished),
+        (
+            done.messages_added,
+            done.faults.len(),
+            done.lines_unfinished
+        ),
         (1, 0, 0),
         "{done}"
     );

@@ -248,7 +248,7 @@ const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_millis(250)
 /// loses at most the failing file, whose previous state is left as it was.
 ///
 /// Readers: parsing runs on its own thread. While it sends nothing for
-/// [`RELEASE_AFTER`] (a long file), what is parsed is stored and the store's database
+/// 250 ms (a long file), what is parsed is stored and the store's database
 /// file let go ([`ConversationStore::release`]) until the next file is ready, so a
 /// reader waits for one batch's write, never for a long file's parsing.
 ///
@@ -589,7 +589,8 @@ impl Parser<'_> {
                             Step::Ignored
                         } else {
                             let key = stat.as_ref().map(|s| s.key.clone());
-                            let (entry, faults) = prepare(&file, format, stat, state.cloned(), options);
+                            let (entry, faults) =
+                                prepare(&file, format, stat, state.cloned(), options);
                             Step::File { entry, faults, key }
                         }
                     }

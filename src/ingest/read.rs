@@ -67,10 +67,7 @@ fn take_cut_marks(text: &mut String) -> usize {
     while let Some(i) = rest.find(CUT_OPEN) {
         out.push_str(&rest[..i]);
         let after = &rest[i + CUT_OPEN.len_utf8()..];
-        let Some(count) = after
-            .strip_prefix(nonce)
-            .and_then(|a| a.strip_prefix(':'))
-        else {
+        let Some(count) = after.strip_prefix(nonce).and_then(|a| a.strip_prefix(':')) else {
             out.push(CUT_OPEN);
             rest = after;
             continue;
@@ -669,8 +666,8 @@ mod tests {
             };
             let mut faults = Vec::new();
             let mut records = 0;
-            let end = read_jsonl_from(&path, Some(&start), &mut faults, |_, _| records += 1)
-                .unwrap();
+            let end =
+                read_jsonl_from(&path, Some(&start), &mut faults, |_, _| records += 1).unwrap();
             (end, faults.len(), records)
         };
         // 16 bytes after the first line were read before; 5 were appended.

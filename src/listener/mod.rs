@@ -9,7 +9,7 @@
 //!   flight) is closed to make room, so idle sockets cannot lock out a client that
 //!   sends a request: first the keep-alive connection idle longest (it completed a
 //!   request), else the one that has waited longest for its first request — never the
-//!   connection just accepted, whose request may still be on its way ([`victim`]).
+//!   connection just accepted, whose request may still be on its way (`victim`).
 //!   When every connection has a request in flight, new ones wait in the kernel's
 //!   backlog (not accepted, nothing spins) until one ends.
 //! - **Timeouts.** A request's headers must arrive within [`HEADER_READ_TIMEOUT`]; a

@@ -142,9 +142,8 @@ impl ConversationStore {
         let conn = match guard.as_ref() {
             Some(conn) => conn.try_clone(),
             None => {
-                let conn = wait_for_lock(&self.path, WRITE_LOCK_WAIT, || {
-                    Connection::open(&self.path)
-                })?;
+                let conn =
+                    wait_for_lock(&self.path, WRITE_LOCK_WAIT, || Connection::open(&self.path))?;
                 let clone = conn.try_clone();
                 *guard = Some(conn);
                 clone
