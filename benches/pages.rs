@@ -119,6 +119,7 @@ fn store(dir: &std::path::Path) -> Result<()> {
                 role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
                 content_type: "text".into(),
                 content: body,
+                chars_cut: 0,
                 has_attachment: false,
                 has_citation: false,
                 is_injected: false,

@@ -38,8 +38,13 @@ pub struct Message {
     pub role: String,
     /// Content type, e.g. `text`.
     pub content_type: String,
-    /// The message text.
+    /// The message text: at most [`crate::ingest::MAX_STORED_CHARS`] characters, the
+    /// first of the source's text.
     pub content: String,
+    /// Characters of the source's text left out at import because it was longer than
+    /// [`crate::ingest::MAX_STORED_CHARS`]; 0 for a message stored whole. The store's
+    /// `char_count` counts them, so `char_count` above the content's length marks a cut.
+    pub chars_cut: usize,
     /// True when the message had an attachment (image, file) in the source.
     pub has_attachment: bool,
     /// True when the source marks citations in the message.

@@ -282,7 +282,8 @@ pub const MADE_UP_HOME: Setting = Setting {
 pub const INGEST_PAUSE: Setting = Setting {
     name: "SKILLS_INGEST_PAUSE",
     meaning: "A file path: `ingest` stores the first file alone, then writes this file and \
-              waits until it is removed (a test kills the import at that known point).",
+              parses nothing more until it is removed, as on a huge file (a test kills the \
+              import, or calls a tool, at that known point).",
     default: "none: no pause",
     read_by: "`ingest`",
     audience: Audience::Test,

@@ -188,12 +188,11 @@ fn a_flood_of_idle_connections_under_a_low_open_file_limit_degrades_gracefully()
     assert!(flood.len() >= 150, "the flood opened {}", flood.len());
     let cpu_before = server.cpu();
     let started = Instant::now();
-    // During the flood the pages and /mcp still answer. At the cap the listener closes
-    // the longest-idle connection, and a fresh one can be closed before its request is
-    // read (seen about once in six runs): a client retries a connection closed without
-    // an answer, so the probe does too, at most three times.
-    let answer =
-        |request: &str| (0..3).find_map(|_| server.status(request, Duration::from_secs(30)));
+    // During the flood the pages and /mcp still answer, at the first try: at the cap
+    // the listener closes an idle flood connection, never the one just accepted,
+    // whose request may not be read yet (issue 43: before, a fresh probe was closed so
+    // about once in six runs).
+    let answer = |request: &str| server.status(request, Duration::from_secs(30));
     for _ in 0..3 {
         let host = "127.0.0.1:{port}";
         assert_eq!(

@@ -1736,3 +1736,172 @@ fn phrases_from_cursor_opencode_and_copilot_are_found() {
         ["How should Copilot handle cafe\u{301} ✅ and emoji?"]
     );
 }
+
+/// A Claude Code transcript of one user message: `text`, then a short assistant reply.
+fn huge_transcript(dir: &Path, text: &str) -> PathBuf {
+    let session = "5e0d7a11-0000-4000-8000-000000000001";
+    let record = |kind: &str, uuid: &str, parent: Option<&str>, text: &str| {
+        serde_json::json!({
+            "parentUuid": parent, "isSidechain": false, "userType": "external",
+            "cwd": "/home/dev/huge", "sessionId": session, "version": "2.0.14",
+            "type": kind, "message": {"role": kind, "content": text},
+            "uuid": uuid, "timestamp": "2025-03-10T09:14:02.118Z"
+        })
+        .to_string()
+    };
+    let path = dir.join(format!("{session}.jsonl"));
+    let lines = [
+        record("user", "00000000-0000-4000-8000-0000000000a1", None, text),
+        record(
+            "assistant",
+            "00000000-0000-4000-8000-0000000000a2",
+            Some("00000000-0000-4000-8000-0000000000a1"),
+            "short reply",
+        ),
+    ];
+    fs_err::write(&path, lines.join("\n") + "\n").expect("write transcript");
+    path
+}
+
+#[test]
+fn a_message_longer_than_the_cap_is_stored_cut_and_counted_whole() {
+    let cap = ingest::MAX_STORED_CHARS;
+    // Multi-byte characters across the cut: it must fall on a character boundary.
+    let mut text = String::from("beforecutword ");
+    while text.chars().count() < cap - 3 {
+        text.push_str("é ");
+    }
+    text.truncate(
+        text.char_indices()
+            .nth(cap - 3)
+            .map_or(text.len(), |(i, _)| i),
+    );
+    text.push_str("ωωω aftercutword ");
+    let full = text.chars().count();
+    assert_eq!(full, cap + 14);
+    let files = tempfile::tempdir().expect("temp dir");
+    let path = huge_transcript(files.path(), &text);
+
+    let data = tempfile::tempdir().expect("data dir");
+    let out = common::cli::with_data(data.path())
+        .args(["ingest", "--json", path.to_str().expect("utf-8 path")])
+        .output()
+        .expect("skills ingest");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let store =
+        ConversationStore::open_ro(&data.path().join("conversations.duckdb")).expect("store");
+    let conn = store.connection().expect("connection");
+    let (content, chars): (String, i64) = conn
+        .query_row(
+            "SELECT content, char_count FROM all_conversations WHERE role = 'user'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the user message");
+    assert_eq!(content.chars().count(), cap);
+    assert!(text.starts_with(&content));
+    assert!(content.ends_with("ωωω"), "cut inside the multi-byte run");
+    assert_eq!(chars, i64::try_from(full).expect("count"));
+    drop(conn);
+    drop(store);
+
+    let found = |term: &str| {
+        let out = common::cli::with_data(data.path())
+            .args(["run", "search-conversations", "--json", "--arg"])
+            .arg(format!("term={term}"))
+            .output()
+            .expect("skills run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["data"]["rows"].as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(found("beforecutword"), 1);
+    assert_eq!(found("aftercutword"), 0);
+    assert_eq!(found("short reply"), 1);
+
+    // get-conversation says the message was cut at import, and by how much.
+    let out = common::cli::with_data(data.path())
+        .args(["run", "get-conversation", "--arg"])
+        .arg("conversation_id=5e0d7a11-0000-4000-8000-000000000001")
+        .output()
+        .expect("skills run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("…\n\n(14 characters cut at import: not stored)"),
+        "{shown}"
+    );
+    assert_eq!(shown.matches("cut at import").count(), 1, "{shown}");
+    // The count is a field of the output (not the cap repeated by the template).
+    let rows = get_conversation_rows(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
+    let cut: Vec<i64> = rows
+        .iter()
+        .map(|r| r["cut_at_import"].as_i64().expect("cut_at_import"))
+        .collect();
+    assert_eq!(cut, [14, 0]);
+}
+
+/// The rows of `skills run get-conversation --json` for `id` in the store in `data`.
+fn get_conversation_rows(data: &Path, id: &str) -> Vec<serde_json::Value> {
+    let out = common::cli::with_data(data)
+        .args(["run", "get-conversation", "--json", "--arg"])
+        .arg(format!("conversation_id={id}"))
+        .output()
+        .expect("skills run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    v["data"]["rows"].as_array().expect("rows").clone()
+}
+
+/// Issue 43: a transcript holding the characters of a cut mark (U+FDD0, a count,
+/// U+FDD1; noncharacters are valid text) cannot forge a cut at import: its text is
+/// stored as written, `char_count` is its length, and get-conversation reports no cut.
+#[test]
+fn a_transcript_cannot_forge_a_cut_at_import() {
+    let text = "see \u{FDD0}123\u{FDD1} and \u{FDD0}0123456789abcdef:45\u{FDD1} here";
+    let files = tempfile::tempdir().expect("temp dir");
+    let path = huge_transcript(files.path(), text);
+    let data = tempfile::tempdir().expect("data dir");
+    let out = common::cli::with_data(data.path())
+        .args(["ingest", "--json", "--keep-secrets"])
+        .arg(&path)
+        .output()
+        .expect("skills ingest");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = get_conversation_rows(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
+    let user = &rows[0];
+    assert_eq!(user["content"], text);
+    assert_eq!(
+        user["char_count"].as_u64(),
+        Some(text.chars().count() as u64)
+    );
+    assert_eq!(user["cut_at_import"], 0);
+    let out = common::cli::with_data(data.path())
+        .args(["run", "get-conversation", "--arg"])
+        .arg("conversation_id=5e0d7a11-0000-4000-8000-000000000001")
+        .output()
+        .expect("skills run");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains("cut at import"), "{shown}");
+}

@@ -766,3 +766,84 @@ fn store_without_the_injected_column_is_still_searchable() {
         );
     }
 }
+
+/// Issue 43: a last line that grows in several appends without a newline is no fault
+/// on any import, and each import reads only the bytes appended since the one before
+/// (not the whole line again: quadratic on a line growing for a minute); the message
+/// is imported once, when its newline arrives, and that import reads the line once.
+#[test]
+fn a_growing_last_line_costs_each_import_only_its_new_bytes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("notes.jsonl");
+    let first = json!({"role": "user", "content": "what does the quokka eat?",
+                       "timestamp": "2026-03-09T10:00:00Z"})
+    .to_string()
+        + "\n";
+    let head = r#"{"role": "assistant", "timestamp": "2026-03-09T10:00:05Z", "content": "leaves"#;
+    fs_err::write(&file, format!("{first}{head}")).expect("write");
+    let store = ConversationStore::open_in_memory().expect("store");
+    let files = std::slice::from_ref(&file);
+    let started = run(&store, files, IngestOptions::default());
+    assert_eq!(
+        (
+            started.messages_added,
+            started.faults.len(),
+            started.lines_unfinished
+        ),
+        (1, 0, 1),
+        "{started}"
+    );
+    assert_eq!(started.jsonl_bytes_read, (first.len() + head.len()) as u64);
+    let append = |text: &str| {
+        fs_err::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .expect("append");
+    };
+    let chunk = " and grass".repeat(20_000);
+    for _ in 0..4 {
+        append(&chunk);
+        let grown = run(&store, files, IngestOptions::default());
+        assert_eq!(
+            (
+                grown.files_resumed,
+                grown.messages_added,
+                grown.faults.len(),
+                grown.lines_unfinished
+            ),
+            (1, 0, 0, 1),
+            "{grown}"
+        );
+        assert_eq!(
+            grown.jsonl_bytes_read,
+            chunk.len() as u64,
+            "an import reads what was appended, not the line so far"
+        );
+    }
+    let tail = "\"}\n";
+    append(tail);
+    let done = run(&store, files, IngestOptions::default());
+    assert_eq!(
+        (
+            done.messages_added,
+            done.faults.len(),
+            done.lines_unfinished
+        ),
+        (1, 0, 0),
+        "{done}"
+    );
+    let line = head.len() + 4 * chunk.len() + tail.len();
+    // The new bytes scanned for the newline, then the line read once.
+    assert_eq!(done.jsonl_bytes_read, (tail.len() + line) as u64);
+    let again = run(&store, files, IngestOptions::default());
+    assert_eq!((again.files_unchanged, again.jsonl_bytes_read), (1, 0));
+    assert_eq!(count(&store, "SELECT count(*) FROM all_conversations"), 2);
+    assert_eq!(
+        count(
+            &store,
+            "SELECT max(char_count) FROM all_conversations WHERE role = 'assistant'"
+        ),
+        i64::try_from("leaves".len() + 4 * chunk.len()).expect("length")
+    );
+}

@@ -546,6 +546,65 @@ async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes
     assert_eq!(files, clean_files);
 }
 
+/// Issue 43: tool calls answer while `skills serve`'s background import is busy with
+/// a long file (a 300 MB line takes many seconds to parse): the import lets go of the
+/// store's database file while it parses, so a call does not queue behind it. The
+/// import's test hook (`SKILLS_INGEST_PAUSE`) stores the first file, then stops parsing
+/// until the checkpoint is removed, as a huge file would, for as long as the test
+/// wants: the call must answer, from what is stored, while the import still waits.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_answer_while_the_background_import_parses_a_long_file() {
+    let home = Home::new();
+    seed(&home);
+    let checkpoint = home.path().join("paused");
+    let mut serve = home.serve(&[]);
+    serve.env("SKILLS_INGEST_PAUSE", &checkpoint);
+    let (transport, _stderr) = TokioChildProcess::builder(serve)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = transport.id().unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let started = Instant::now();
+    while !checkpoint.exists() {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the background import did not reach its checkpoint {}",
+            checkpoint.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let importing = children_of(pid);
+    assert_eq!(
+        importing.len(),
+        1,
+        "one `skills ingest` child: {importing:?}"
+    );
+    // The Claude Code session (walked first) is stored; the import waits before the
+    // Codex rollout.
+    let asked = Instant::now();
+    let arguments = json!({"term": "marmoset"}).as_object().unwrap().clone();
+    let result = client
+        .call_tool(CallToolRequestParams::new("search_conversations").with_arguments(arguments))
+        .await
+        .unwrap();
+    let took = asked.elapsed();
+    let answer = text(&result);
+    assert!(
+        answer.contains("Where do marmoset monkeys sleep?"),
+        "the call during the import answered after {took:?}: {answer}"
+    );
+    assert!(
+        checkpoint.exists() && alive(importing[0]),
+        "the import went on before the call answered"
+    );
+    eprintln!("a call during the paused import answered in {took:?}");
+    fs_err::remove_file(&checkpoint).unwrap();
+    find(&client, "kafka", "rewind the kafka consumer").await;
+    client.cancel().await.unwrap();
+}
+
 /// `skills serve` imports in the background as `skills ingest` does: secrets are
 /// redacted before storing, so the secret never reaches the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

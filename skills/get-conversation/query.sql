@@ -17,6 +17,8 @@ SELECT
     message_id,
     substr(content, 1, $max_chars) AS content,
     char_count,
+    -- Characters of the source's text the store does not hold (cut at import).
+    greatest(char_count - length(conversation.content), 0) AS cut_at_import,
     content_type,
     is_injected,
     position,

@@ -438,6 +438,7 @@ impl Generator {
                 role: if user { "user" } else { "assistant" }.to_owned(),
                 content_type: "text".to_owned(),
                 content,
+                chars_cut: 0,
                 has_attachment: false,
                 has_citation: false,
                 is_injected: false,

@@ -39,6 +39,8 @@ pub struct FileSummary {
     /// 1 when it ended in a line a writer had not finished (left for the next import,
     /// not a fault), else 0.
     pub unfinished: usize,
+    /// Bytes the JSON Lines reader read from it ([`super::FileImport::jsonl_bytes_read`]).
+    pub jsonl_bytes_read: u64,
     /// False when the file could not be imported or stored at all.
     pub imported: bool,
     /// True when the file had not changed since the last import and was not read.
@@ -64,7 +66,7 @@ pub struct SourceCounts {
 
 /// Totals of one [`ingest_paths`] run. Serialises to
 /// `{"files_seen", "files_imported", "files_unchanged", "files_resumed",
-/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "secrets_redacted", "faults": [{"path", "line", "reason"}], "lines_unfinished",
+/// "files_reimported", "files_ignored", "messages_parsed", "messages_added", "messages_injected", "skipped", "secrets_redacted", "faults": [{"path", "line", "reason"}], "lines_unfinished", "jsonl_bytes_read",
 /// "sources": {"<source>": {"files", "parsed", "added", "injected", "skipped"}}}`.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct IngestSummary {
@@ -103,6 +105,10 @@ pub struct IngestSummary {
     /// Files that ended in a line a writer had not finished (a session being written):
     /// that line is read by the next import and is not a fault.
     pub lines_unfinished: usize,
+    /// Bytes of JSON Lines files read: from where the last import stopped for grown
+    /// append-only files, and of a last line still being written only what was
+    /// appended since the last import scanned it.
+    pub jsonl_bytes_read: u64,
     /// Totals per `source` value (`claude-code`, `chatgpt`…), sorted by name.
     pub sources: std::collections::BTreeMap<String, SourceCounts>,
 }
@@ -188,9 +194,11 @@ pub struct IngestOptions<'a> {
     /// for `skills status`), and only skills' output is redacted.
     pub redact: bool,
     /// Test hook (`$SKILLS_INGEST_PAUSE`, read by `skills ingest`): store the first
-    /// file alone as the first batch, then write this file and wait until it is
-    /// removed. A test kills the import at that known point (one file committed, the
-    /// rest not) instead of racing a timer. `None` in every real run.
+    /// file alone as the first batch, then write this file; parsing stops until it is
+    /// removed, as it would on a huge file (the store lets go of its database file
+    /// meanwhile, see [`ingest_paths_with`]). A test kills the import at that known
+    /// point (one file committed, the rest not), or calls a tool during it, instead of
+    /// racing a timer. `None` in every real run.
     pub pause_at: Option<&'a Path>,
 }
 
@@ -212,6 +220,11 @@ const BATCH_FILES: usize = 10_000;
 /// …or this age, whichever comes first: an interrupted run loses at most a few
 /// seconds of work, and the progress display moves at least that often.
 const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+/// When the parser has sent nothing for this long (a long file, e.g. one 300 MB line),
+/// the files parsed so far are stored and the store lets go of its database file
+/// until the next file is ready: readers (`skills serve`'s tool calls) wait at most
+/// about this plus one batch's write, not the whole run.
+const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Imports `paths` into `store`: each path is a file, or a directory walked recursively
 /// (files of unrecognised format inside directories are ignored; an explicitly given
@@ -234,6 +247,11 @@ const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 /// When a batch fails, its files are stored again one transaction each, so a failure
 /// loses at most the failing file, whose previous state is left as it was.
 ///
+/// Readers: parsing runs on its own thread. While it sends nothing for
+/// 250 ms (a long file), what is parsed is stored and the store's database
+/// file let go ([`ConversationStore::release`]) until the next file is ready, so a
+/// reader waits for one batch's write, never for a long file's parsing.
+///
 /// Never fails as a whole: unreadable paths, unparsable files and store errors become
 /// [`Fault`]s in the returned summary.
 pub fn ingest_paths_with(
@@ -254,6 +272,8 @@ pub fn ingest_paths_with(
     // One thread walks and parses, this one stores: parsing overlaps the store's work.
     // The parser may run a whole batch ahead, so it keeps going while a batch commits.
     let (sender, steps) = std::sync::mpsc::sync_channel::<Step>(BATCH_FILES);
+    // The test hook: the storer says when the first file is stored.
+    let (paused, first_stored) = std::sync::mpsc::channel::<()>();
     let mut storer = Storer {
         store,
         options,
@@ -261,12 +281,31 @@ pub fn ingest_paths_with(
         batch: Batch::default(),
         reimported: HashSet::new(),
         unchanged: HashSet::new(),
-        paused: false,
+        paused: options.pause_at.map(|_| paused),
     };
     std::thread::scope(|scope| {
         let states = &states;
-        scope.spawn(move || walk_and_parse(paths, states, options, &sender));
-        for step in steps {
+        let parser = Parser {
+            states,
+            options,
+            steps: sender,
+            first_stored,
+        };
+        scope.spawn(move || parser.walk_and_parse(paths));
+        loop {
+            let step = match steps.recv_timeout(RELEASE_AFTER) {
+                Ok(step) => step,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    // A long file: store what is parsed, let readers in meanwhile.
+                    storer.flush(on_file);
+                    store.release();
+                    match steps.recv() {
+                        Ok(step) => step,
+                        Err(_) => break,
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            };
             storer.take(step, on_file);
         }
     });
@@ -301,8 +340,9 @@ struct Storer<'a> {
     /// State keys of the files counted as unchanged in this run: one imported again
     /// afterwards is counted as imported instead.
     unchanged: HashSet<String>,
-    /// Whether [`IngestOptions::pause_at`] was done.
-    paused: bool,
+    /// With [`IngestOptions::pause_at`], until the first file is stored: how to tell
+    /// the parser so.
+    paused: Option<std::sync::mpsc::Sender<()>>,
 }
 
 impl Storer<'_> {
@@ -339,11 +379,12 @@ impl Storer<'_> {
                 self.flush(on_file);
             }
             Step::File { entry, faults, key } => {
+                // (Dropped unused, it lets the parser go on.)
+                let pause = self.paused.take();
                 if key.as_ref().is_some_and(|k| self.reimported.contains(k)) {
                     return;
                 }
                 self.add(entry, faults);
-                let pause = self.options.pause_at.filter(|_| !self.paused);
                 if pause.is_some()
                     || self.batch.messages >= BATCH_MESSAGES
                     || self.batch.ready >= BATCH_FILES
@@ -354,9 +395,11 @@ impl Storer<'_> {
                 {
                     self.flush(on_file);
                 }
-                if let Some(checkpoint) = pause {
-                    self.paused = true;
-                    pause_at(checkpoint);
+                if let (Some(parser), Some(checkpoint)) = (pause, self.options.pause_at) {
+                    // When it cannot be written the import goes on (the waiting test
+                    // then fails naming the missing checkpoint).
+                    let _ = std::fs::write(checkpoint, "paused after the first file\n");
+                    let _ = parser.send(());
                 }
             }
         }
@@ -370,6 +413,7 @@ impl Storer<'_> {
             self.summary.skipped += r.summary.skipped;
             self.summary.secrets_redacted += r.summary.redacted;
             self.summary.lines_unfinished += r.summary.unfinished;
+            self.summary.jsonl_bytes_read += r.summary.jsonl_bytes_read;
             self.summary.files_resumed += usize::from(r.summary.resumed);
         }
         self.batch.push(entry, faults);
@@ -443,98 +487,117 @@ enum Step {
     Ignored,
 }
 
-/// [`IngestOptions::pause_at`]: writes `checkpoint`, then waits until it is removed.
-/// When it cannot be written the import goes on (the waiting test then fails naming
-/// the missing checkpoint).
-fn pause_at(checkpoint: &Path) {
-    if std::fs::write(checkpoint, "paused after the first batch\n").is_err() {
-        return;
-    }
-    while checkpoint.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+/// The parsing side of [`ingest_paths_with`].
+struct Parser<'a> {
+    /// The files' states at the start of the run.
+    states: &'a HashMap<String, FileState>,
+    options: IngestOptions<'a>,
+    /// Where each file's [`Step`] goes, in walk order.
+    steps: std::sync::mpsc::SyncSender<Step>,
+    /// [`IngestOptions::pause_at`]: told when the first file is stored.
+    first_stored: std::sync::mpsc::Receiver<()>,
 }
 
-/// Walks `paths` in order, deciding per file what to do, and parses the files to
-/// import; stops early when the receiver is gone.
-fn walk_and_parse(
-    paths: &[PathBuf],
-    states: &HashMap<String, FileState>,
-    options: IngestOptions<'_>,
-    steps: &std::sync::mpsc::SyncSender<Step>,
-) {
-    let mut reached = HashSet::new();
-    for root in paths {
-        let explicit = !root.is_dir();
-        let files = if explicit {
-            vec![root.clone()]
-        } else {
-            walk(root)
-        };
-        for file in files {
-            // Reading a FIFO or a device would block or never end.
-            if explicit && file.exists() && !file.is_file() {
-                let fault = Fault::new(
-                    &file,
-                    None,
-                    "not a regular file (a FIFO, socket or device): give files or folders",
-                );
-                let summary = FileSummary {
-                    path: file.clone(),
-                    faults: 1,
-                    ..FileSummary::default()
-                };
-                let step = Step::File {
-                    entry: Entry::Done(summary),
-                    faults: vec![fault],
-                    key: None,
-                };
-                if steps.send(step).is_err() {
-                    return;
+impl Parser<'_> {
+    /// Sends `step`; false when the receiver is gone. With [`IngestOptions::pause_at`],
+    /// after the first file: waits until the storer stored it and wrote the checkpoint,
+    /// then until the checkpoint is removed (the storer stores nothing more meanwhile
+    /// and lets go of the database file, as it does while a long file is parsed).
+    fn send(&self, step: Step, first_file: &mut bool) -> bool {
+        let is_file = matches!(step, Step::File { .. });
+        if self.steps.send(step).is_err() {
+            return false;
+        }
+        if let Some(checkpoint) = self.options.pause_at.filter(|_| is_file && *first_file) {
+            *first_file = false;
+            if self.first_stored.recv().is_ok() {
+                while checkpoint.exists() {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
                 }
-                continue;
             }
-            let stat = Stat::of(&file);
-            if let Some(st) = &stat {
-                if !reached.insert(st.key.clone()) {
+        }
+        true
+    }
+
+    /// Walks `paths` in order, deciding per file what to do, and parses the files to
+    /// import; stops early when the receiver is gone.
+    fn walk_and_parse(&self, paths: &[PathBuf]) {
+        let (states, options) = (self.states, self.options);
+        let mut first_file = true;
+        let mut reached = HashSet::new();
+        for root in paths {
+            let explicit = !root.is_dir();
+            let files = if explicit {
+                vec![root.clone()]
+            } else {
+                walk(root)
+            };
+            for file in files {
+                // Reading a FIFO or a device would block or never end.
+                if explicit && file.exists() && !file.is_file() {
+                    let fault = Fault::new(
+                        &file,
+                        None,
+                        "not a regular file (a FIFO, socket or device): give files or folders",
+                    );
+                    let summary = FileSummary {
+                        path: file.clone(),
+                        faults: 1,
+                        ..FileSummary::default()
+                    };
+                    let step = Step::File {
+                        entry: Entry::Done(summary),
+                        faults: vec![fault],
+                        key: None,
+                    };
+                    if !self.send(step, &mut first_file) {
+                        return;
+                    }
                     continue;
                 }
-            }
-            let state = stat.as_ref().and_then(|s| states.get(&s.key));
-            let step = match (&stat, state) {
-                (Some(stat), Some(state))
-                    if stat.size == state.size && stat.mtime_ns == state.mtime_ns =>
-                {
-                    Step::Unchanged {
-                        summary: FileSummary {
-                            path: file.clone(),
-                            format: Format::from_source(&state.format),
-                            unchanged: true,
-                            imported: true,
-                            ..FileSummary::default()
-                        },
-                        key: stat.key.clone(),
+                let stat = Stat::of(&file);
+                if let Some(st) = &stat {
+                    if !reached.insert(st.key.clone()) {
+                        continue;
                     }
                 }
-                _ if has_ext(&file, "parquet") => Step::Parquet {
-                    file,
-                    stat,
-                    known: state.is_some(),
-                },
-                _ => {
-                    let format = detect(&file);
-                    // Unknown files in folders are ignored, but not ones we cannot read.
-                    if format.is_none() && !explicit && fs_err::File::open(&file).is_ok() {
-                        Step::Ignored
-                    } else {
-                        let key = stat.as_ref().map(|s| s.key.clone());
-                        let (entry, faults) = prepare(&file, format, stat, state.cloned(), options);
-                        Step::File { entry, faults, key }
+                let state = stat.as_ref().and_then(|s| states.get(&s.key));
+                let step = match (&stat, state) {
+                    (Some(stat), Some(state))
+                        if stat.size == state.size && stat.mtime_ns == state.mtime_ns =>
+                    {
+                        Step::Unchanged {
+                            summary: FileSummary {
+                                path: file.clone(),
+                                format: Format::from_source(&state.format),
+                                unchanged: true,
+                                imported: true,
+                                ..FileSummary::default()
+                            },
+                            key: stat.key.clone(),
+                        }
                     }
+                    _ if has_ext(&file, "parquet") => Step::Parquet {
+                        file,
+                        stat,
+                        known: state.is_some(),
+                    },
+                    _ => {
+                        let format = detect(&file);
+                        // Unknown files in folders are ignored, but not ones we cannot read.
+                        if format.is_none() && !explicit && fs_err::File::open(&file).is_ok() {
+                            Step::Ignored
+                        } else {
+                            let key = stat.as_ref().map(|s| s.key.clone());
+                            let (entry, faults) =
+                                prepare(&file, format, stat, state.cloned(), options);
+                            Step::File { entry, faults, key }
+                        }
+                    }
+                };
+                if !self.send(step, &mut first_file) {
+                    return;
                 }
-            };
-            if steps.send(step).is_err() {
-                return;
             }
         }
     }
@@ -823,6 +886,9 @@ fn prepare(
                 offset: old.offset,
                 line: usize::try_from(old.line).unwrap_or(usize::MAX),
                 next_index: old.next_index,
+                // The bytes after the last complete line when it was read: they held
+                // no newline (the state's size was taken before reading).
+                partial: old.size.saturating_sub(old.offset),
                 context: serde_json::from_str(&old.context).unwrap_or_default(),
             })
         }
@@ -904,6 +970,7 @@ fn prepare(
     fs.skipped = import.skipped;
     fs.faults = import.faults.len();
     fs.unfinished = import.unfinished;
+    fs.jsonl_bytes_read = import.jsonl_bytes_read;
     let (offset, line, next_index, context) = match &import.cursor {
         Some(c) => (
             c.offset,

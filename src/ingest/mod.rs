@@ -44,6 +44,7 @@ pub use detect::detect;
 pub use driver::{
     ingest_paths, ingest_paths_with, FileSummary, IngestOptions, IngestSummary, SourceCounts,
 };
+pub use read::MAX_STORED_CHARS;
 pub(crate) use read::{
     chat_role, content_texts, conversations_of, count_i64, join_texts, kind_of, parse_time,
     part_texts, plain_text, read_json, read_jsonl_from, str_field, strip_bom, JsonlEnd,
@@ -107,6 +108,10 @@ pub struct FileImport {
     /// import of the same file, grown by appending, can go on. `None` for
     /// whole-document formats.
     pub cursor: Option<Cursor>,
+    /// Bytes the JSON Lines reader read: the lines from the resumption point on, or
+    /// only the new end of a last line still being written ([`Cursor::partial`]); 0
+    /// for formats read otherwise.
+    pub jsonl_bytes_read: u64,
 }
 
 impl FileImport {
@@ -117,13 +122,15 @@ impl FileImport {
         self.skipped += other.skipped;
         self.faults.extend(other.faults);
         self.unfinished += other.unfinished;
+        self.jsonl_bytes_read += other.jsonl_bytes_read;
     }
 }
 
 /// A resumption point in an append-only JSON Lines file: the end of the last complete
 /// (newline-terminated) line read, and what the importer knew there. A last line
 /// without a newline is imported but not consumed, so it is read again (same ids,
-/// same `msg_index`) once the writer finishes it.
+/// same `msg_index`) once the writer finishes it — and, while it is still being
+/// written, only its new bytes are scanned for the newline ([`Cursor::partial`]).
 #[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cursor {
     /// Byte offset just after the last complete line.
@@ -132,6 +139,13 @@ pub struct Cursor {
     pub line: usize,
     /// `msg_index` of the next message.
     pub next_index: i64,
+    /// Bytes after `offset` read without finding a newline: the start of a last line
+    /// still being written. A read resuming here scans only the bytes after them for
+    /// the newline, and reads and parses the line once it came (or once the line may
+    /// be a whole object), so a line growing for a minute costs each import its new
+    /// bytes. 0 when there was none (or it is unknown).
+    #[serde(default)]
+    pub partial: u64,
     /// Importer state carried over (session id, project, model, latest time…), as
     /// string values keyed by the importer's own names.
     pub context: std::collections::BTreeMap<String, String>,
@@ -318,7 +332,8 @@ pub fn import_as(path: &Path, format: Format) -> Result<FileImport, IngestError>
 
 /// Parses one file as `format`, from `start` when given (only for
 /// [`Format::is_append_only`] formats: the lines after a previous import's
-/// [`FileImport::cursor`]; other formats ignore it and parse the whole file).
+/// [`FileImport::cursor`]; other formats ignore it and parse the whole file). Every
+/// message's text is cut to [`MAX_STORED_CHARS`] here, whatever its format.
 ///
 /// # Errors
 /// See [`import_file`].
@@ -329,6 +344,12 @@ pub fn import_from(
 ) -> Result<FileImport, IngestError> {
     let fallback = file_time(path);
     let mut import = format.0.import(path, fallback, start)?;
+    for m in &mut import.messages {
+        m.chars_cut = read::cap_text(&mut m.content);
+        if let Some(title) = &mut m.conversation_title {
+            read::cap_text(title);
+        }
+    }
     mark_injected(&mut import.messages);
     Ok(import)
 }

@@ -61,6 +61,8 @@ pub(crate) struct Records<'a> {
     faults: Vec<Fault>,
     /// 1 when the file ended in a line a writer had not finished.
     unfinished: usize,
+    /// Bytes the JSON Lines reader read ([`FileImport::jsonl_bytes_read`]).
+    bytes_read: u64,
     clock: Clock,
 }
 
@@ -125,6 +127,7 @@ impl<'a> Records<'a> {
             read: 0,
             faults: Vec::new(),
             unfinished: 0,
+            bytes_read: 0,
             clock: Clock::resume(start),
         }
     }
@@ -155,6 +158,7 @@ impl<'a> Records<'a> {
         self.faults = faults;
         if let Ok(end) = &end {
             self.unfinished = usize::from(end.unfinished);
+            self.bytes_read = end.read;
         }
         end
     }
@@ -262,6 +266,7 @@ impl<'a> Records<'a> {
             faults: self.faults,
             unfinished: self.unfinished,
             cursor,
+            jsonl_bytes_read: self.bytes_read,
         }
     }
 }
@@ -355,6 +360,7 @@ pub(crate) fn finish(pending: Vec<Pending>, conversation: &Conversation<'_>) -> 
                 role: p.role.to_owned(),
                 content_type: "text".to_owned(),
                 content: p.text,
+                chars_cut: 0,
                 has_attachment: p.has_attachment,
                 has_citation: p.has_citation,
                 is_injected: p.injected,
@@ -399,6 +405,7 @@ pub(crate) fn cursor(end: JsonlEnd, start_index: i64, pending: &[Pending], clock
         offset: end.offset,
         line: end.line,
         next_index: start_index + count_i64(pending.iter().filter(|p| p.line <= end.line)),
+        partial: end.partial,
         context: std::collections::BTreeMap::new(),
     };
     cursor.set("first_time", clock.first.map(|t| t.to_rfc3339()));

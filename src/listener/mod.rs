@@ -5,11 +5,13 @@
 //!   limit at start; connections are capped at [`connection_cap`] of it (at most
 //!   [`MAX_CONNECTIONS`]), leaving [`RESERVED_FDS`] descriptors for the stores, the
 //!   watcher and the import child.
-//! - **At the cap** the connection that has been idle longest (no request in flight:
-//!   waiting for its first request's headers or between keep-alive requests) is closed
-//!   to make room, so idle sockets cannot lock out a client that sends a request. When
-//!   every connection has a request in flight, new ones wait in the kernel's backlog
-//!   (not accepted, nothing spins) until one ends.
+//! - **At the cap** a new connection is accepted and then an idle one (no request in
+//!   flight) is closed to make room, so idle sockets cannot lock out a client that
+//!   sends a request: first the keep-alive connection idle longest (it completed a
+//!   request), else the one that has waited longest for its first request — never the
+//!   connection just accepted, whose request may still be on its way (`victim`).
+//!   When every connection has a request in flight, new ones wait in the kernel's
+//!   backlog (not accepted, nothing spins) until one ends.
 //! - **Timeouts.** A request's headers must arrive within [`HEADER_READ_TIMEOUT`]; a
 //!   connection with no request in flight is closed after [`KEEP_ALIVE_IDLE`].
 //! - **Accept errors** (`EMFILE`: out of file descriptors) back off from
@@ -21,7 +23,7 @@ pub mod authority;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -126,7 +128,35 @@ struct Conn {
     in_flight: AtomicUsize,
     /// When the last request ended (or the connection opened), in ms since `epoch`.
     idle_since_ms: AtomicU64,
+    /// True once a request ended on it: idle now, it is a keep-alive connection.
+    served: AtomicBool,
     close: CancellationToken,
+}
+
+/// What [`victim`] weighs of one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Idle {
+    /// Accept order (higher: accepted later).
+    id: u64,
+    /// A request is in flight: never closed to make room.
+    busy: bool,
+    /// A request ended on it (a keep-alive connection), else it still waits for its
+    /// first one.
+    served: bool,
+    /// When its last request ended (or it opened), in ms.
+    since_ms: u64,
+}
+
+/// The connection to close to make room, of `conns`, leaving out `newest` (the one
+/// just accepted): the keep-alive connection idle longest, else the connection that has
+/// waited longest for its first request (ties go to the one accepted first); `None`
+/// when every other connection has a request in flight.
+fn victim(conns: impl IntoIterator<Item = Idle>, newest: Option<u64>) -> Option<u64> {
+    conns
+        .into_iter()
+        .filter(|c| !c.busy && Some(c.id) != newest)
+        .min_by_key(|c| (!c.served, c.since_ms, c.id))
+        .map(|c| c.id)
 }
 
 /// The open connections.
@@ -145,18 +175,28 @@ impl Registry {
         self.conns.lock().map_or(0, |c| c.len())
     }
 
-    /// Closes the connection idle longest; false when every one has a request in
-    /// flight.
-    fn close_longest_idle(&self) -> bool {
+    /// True when some connection has no request in flight (one can make room).
+    fn any_idle(&self) -> bool {
+        self.conns.lock().is_ok_and(|conns| {
+            conns
+                .values()
+                .any(|c| c.in_flight.load(Ordering::SeqCst) == 0)
+        })
+    }
+
+    /// Closes the idle connection [`victim`] picks, never `newest`; false when every
+    /// other one has a request in flight.
+    fn close_idle(&self, newest: Option<u64>) -> bool {
         let Ok(mut conns) = self.conns.lock() else {
             return false;
         };
-        let victim = conns
-            .iter()
-            .filter(|(_, c)| c.in_flight.load(Ordering::SeqCst) == 0)
-            .min_by_key(|(_, c)| c.idle_since_ms.load(Ordering::SeqCst))
-            .map(|(id, _)| *id);
-        match victim.and_then(|id| conns.remove(&id)) {
+        let idle = conns.iter().map(|(id, c)| Idle {
+            id: *id,
+            busy: c.in_flight.load(Ordering::SeqCst) > 0,
+            served: c.served.load(Ordering::SeqCst),
+            since_ms: c.idle_since_ms.load(Ordering::SeqCst),
+        });
+        match victim(idle, newest).and_then(|id| conns.remove(&id)) {
             Some(conn) => {
                 conn.close.cancel();
                 true
@@ -177,6 +217,7 @@ impl Drop for InFlight {
         self.conn
             .idle_since_ms
             .store(self.registry.now_ms(), Ordering::SeqCst);
+        self.conn.served.store(true, Ordering::SeqCst);
         self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -227,8 +268,9 @@ where
     let mut backoff = ACCEPT_BACKOFF_MIN;
     let mut next_id = 0u64;
     loop {
-        // Room for one more: close an idle connection, else wait for one to end.
-        while registry.len() >= cap && !registry.close_longest_idle() {
+        // Room for one more: an idle connection to close once the new one is in, else
+        // wait for one to end.
+        while registry.len() >= cap && !registry.any_idle() {
             let ended = registry.ended.notified();
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -247,7 +289,7 @@ where
                     if let Ok(mut log) = log.lock() {
                         log.warn("accept", &format!("accepting a connection failed: {e}"));
                     }
-                    registry.close_longest_idle();
+                    registry.close_idle(None);
                     tokio::select! {
                         () = shutdown.cancelled() => break,
                         () = tokio::time::sleep(backoff) => {}
@@ -262,10 +304,15 @@ where
         let conn = Arc::new(Conn {
             in_flight: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(registry.now_ms()),
+            served: AtomicBool::new(false),
             close: CancellationToken::new(),
         });
         if let Ok(mut conns) = registry.conns.lock() {
             conns.insert(id, Arc::clone(&conn));
+        }
+        // Over the cap: close another, idle one (the new one's request may be on its way).
+        if registry.len() > cap {
+            registry.close_idle(Some(id));
         }
         let registry = Arc::clone(&registry);
         let service = service.clone();
@@ -353,6 +400,33 @@ async fn serve_connection<S, F>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 43: at the cap, a keep-alive connection is closed before one still
+    /// waiting for its first request, the longest idle first; the connection just
+    /// accepted never, nor one with a request in flight; among fresh connections of
+    /// the same millisecond (a flood), the one accepted first.
+    #[test]
+    fn the_victim_is_an_idle_keep_alive_connection_then_the_oldest_fresh_one() {
+        let idle = |id, busy, served, since_ms| Idle {
+            id,
+            busy,
+            served,
+            since_ms,
+        };
+        // Fresh connections accepted in the same millisecond, the newest last.
+        let flood: Vec<Idle> = (1..=40).map(|id| idle(id, false, false, 7)).collect();
+        assert_eq!(victim(flood.iter().copied(), Some(40)), Some(1));
+        assert_eq!(victim(flood.iter().rev().copied(), Some(40)), Some(1));
+        // A keep-alive connection idle for less time goes before older fresh ones.
+        let mut conns = flood.clone();
+        conns.push(idle(41, false, true, 900));
+        conns.push(idle(42, false, true, 800));
+        assert_eq!(victim(conns.iter().copied(), Some(43)), Some(42));
+        // Busy connections and the newest are left alone.
+        let busy = [idle(1, true, true, 0), idle(2, false, false, 5)];
+        assert_eq!(victim(busy, Some(2)), None);
+        assert_eq!(victim(busy, None), Some(2));
+    }
 
     #[test]
     fn the_cap_leaves_room_below_the_limit() {

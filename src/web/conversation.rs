@@ -44,6 +44,9 @@ pub struct Shown {
     pub chars: usize,
     /// Characters left out ([`MAX_MESSAGE_CHARS`]).
     pub cut: usize,
+    /// Of those, the characters cut at import (the call's `cut_at_import`): beyond
+    /// [`crate::ingest::MAX_STORED_CHARS`], counted in `char_count` but never stored.
+    pub cut_at_import: usize,
 }
 
 /// The page of conversation `id` of `source` (`page` from 1, or the page holding
@@ -139,6 +142,7 @@ pub async fn page(
                 injected: r.get("is_injected").and_then(serde_json::Value::as_bool) == Some(true),
                 chars,
                 cut: chars.saturating_sub(content.chars().count()),
+                cut_at_import: calls::count(r, "cut_at_import"),
             }
         })
         .collect();

@@ -179,6 +179,7 @@ pub fn message(conv: &str, i: i64, content: &str) -> Message {
         role: "user".into(),
         content_type: "text".into(),
         content: content.into(),
+        chars_cut: 0,
         has_attachment: false,
         has_citation: false,
         is_injected: false,

@@ -221,6 +221,7 @@ fn import_conversation(
             role: role.to_owned(),
             content_type: "text".to_owned(),
             content: text,
+            chars_cut: 0,
             has_attachment: parts_attachment || non_empty("attachments"),
             has_citation: non_empty("citations") || non_empty("content_references"),
             is_injected: false,

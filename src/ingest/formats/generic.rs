@@ -142,6 +142,7 @@ pub(super) fn import(
                 role: role.to_owned(),
                 content_type: "text".to_owned(),
                 content: text,
+                chars_cut: 0,
                 has_attachment: false,
                 has_citation: false,
                 is_injected: false,
@@ -150,10 +151,12 @@ pub(super) fn import(
     })?;
     out.skipped = skipped;
     out.unfinished = usize::from(end.unfinished);
+    out.jsonl_bytes_read = end.read;
     let mut cursor = Cursor {
         offset: end.offset,
         line: end.line,
         next_index: start_index + count_i64(lines.iter().filter(|(l, _)| *l <= end.line)),
+        partial: end.partial,
         context: std::collections::BTreeMap::new(),
     };
     cursor.set("last_time", last_time.map(|t| t.to_rfc3339()));

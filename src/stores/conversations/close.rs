@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::embeddings::{self, EmbedReport, UnitSpec};
 use super::index::UpdateReport;
+use super::lock::{wait_for_lock, WRITE_LOCK_WAIT};
 use super::{duck, ConversationStore};
 use crate::embed::Embedder;
 use crate::stores::StoreError;
@@ -81,6 +82,11 @@ impl ConversationStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(writer) = index else {
             return Ok(CloseReport::default());
+        };
+        // Released ([`ConversationStore::release`]) and not used since: open it again.
+        let conn = match conn {
+            Some(conn) => conn,
+            None => wait_for_lock(&path, WRITE_LOCK_WAIT, || duckdb::Connection::open(&path))?,
         };
         let touched = touched
             .into_inner()

@@ -59,7 +59,8 @@ use index::Touched;
 /// no lock is held while a query runs.
 pub struct ConversationStore {
     path: PathBuf,
-    conn: Mutex<Connection>,
+    /// The database; `None` after [`ConversationStore::release`] until the next query.
+    conn: Mutex<Option<Connection>>,
     /// Cached answer of [`ConversationStore::marks_injected`].
     marks_injected: std::sync::OnceLock<bool>,
     /// The search index's writer (writable file stores only): holds the index lock

@@ -38,7 +38,7 @@ impl ConversationStore {
         super::secrets::init(&conn).map_err(|e| duck(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
-            conn: Mutex::new(conn),
+            conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
             index: Some(index),
             touched: Mutex::default(),
@@ -72,7 +72,7 @@ impl ConversationStore {
         })?;
         Ok(Self {
             path: path.to_path_buf(),
-            conn: Mutex::new(conn),
+            conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
             index: None,
             touched: Mutex::default(),
@@ -94,7 +94,7 @@ impl ConversationStore {
             .map_err(|e| duck(&path, e))?;
         Ok(Self {
             path,
-            conn: Mutex::new(conn),
+            conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
             index: None,
             touched: Mutex::default(),
@@ -127,16 +127,29 @@ impl ConversationStore {
     }
 
     /// A fresh connection to the same database, for one query; the store's lock is
-    /// held only while cloning.
+    /// held only while cloning. After [`ConversationStore::release`], the file is
+    /// opened again first (waiting for readers' locks as [`ConversationStore::open_rw`]
+    /// does).
     ///
     /// # Errors
-    /// [`StoreError::DuckDb`] when the connection cannot be cloned.
+    /// [`StoreError::DuckDb`] when the connection cannot be cloned or the file opened
+    /// again, [`StoreError::Locked`] when it stays locked.
     pub fn connection(&self) -> Result<Connection, StoreError> {
-        let guard = self
+        let mut guard = self
             .conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let conn = guard.try_clone().map_err(|e| duck(&self.path, e))?;
+        let conn = match guard.as_ref() {
+            Some(conn) => conn.try_clone(),
+            None => {
+                let conn =
+                    wait_for_lock(&self.path, WRITE_LOCK_WAIT, || Connection::open(&self.path))?;
+                let clone = conn.try_clone();
+                *guard = Some(conn);
+                clone
+            }
+        }
+        .map_err(|e| duck(&self.path, e))?;
         drop(guard);
         if let Some((cancel, hooks)) = &self.stop {
             cancel.check().map_err(StoreError::Stopped)?;
@@ -148,6 +161,28 @@ impl ConversationStore {
                 .push(hook);
         }
         Ok(conn)
+    }
+
+    /// Lets go of the database file until the next query: a writable file store
+    /// closes its database (DuckDB then releases the file's lock once no connection
+    /// handed out is open), so readers — `skills serve`'s tool calls — get in while an
+    /// ingest parses a long file; the next [`ConversationStore::connection`] opens it
+    /// again. The search index's lock stays held, so no other writer gets in between.
+    /// A no-op for read-only and in-memory stores, and when closing fails (the file
+    /// then stays held).
+    pub fn release(&self) {
+        if self.index.is_none() {
+            return;
+        }
+        let mut guard = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(conn) = guard.take() {
+            if let Err((conn, _)) = conn.close() {
+                *guard = Some(conn);
+            }
+        }
     }
 
     /// This store with every connection it hands out ([`ConversationStore::connection`])

@@ -21,7 +21,9 @@ pub(super) fn append(
     let ts = m.timestamp.naive_utc();
     let flag = |b: bool| i32::from(b);
     let word_count = i64::try_from(m.content.split_whitespace().count()).unwrap_or(i64::MAX);
-    let char_count = i64::try_from(m.content.chars().count()).unwrap_or(i64::MAX);
+    // The characters cut at import count: `char_count` is the source text's length.
+    let char_count =
+        i64::try_from(m.content.chars().count().saturating_add(m.chars_cut)).unwrap_or(i64::MAX);
     let (updated, is_first, is_last, count) = match conversation {
         Some(c) => (
             c.newest,

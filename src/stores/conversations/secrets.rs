@@ -70,10 +70,11 @@ pub(super) fn redact_rows(
             }
         }
     }
-    // The counts follow the text, as `rows` computes them for a new message.
+    // The counts follow the text, as `rows` computes them for a new message (the
+    // characters cut at import, beyond the stored text, still count).
     let mut update = conn.prepare(&format!(
         "UPDATE {table} SET content = ?, conversation_title = ?, word_count = ?, \
-         char_count = ? WHERE rowid = ?"
+         char_count = ? + greatest(char_count - length(content), 0) WHERE rowid = ?"
     ))?;
     let mut touched = Vec::with_capacity(changed.len());
     for (rowid, source, conversation, content, title) in changed {
