@@ -44,7 +44,7 @@ use skills::stores::StorePaths;
 
 /// The variants measured by default: the shipped default, each scorer alone, and the
 /// fusions the default was chosen among.
-const VARIANTS: &str = "default,bm25,semantic,fusion:0.3:1,fusion:0.5:1,fusion:1:1,fusion:1:0.5,fusion:0.5:1:best,fusion:1:1:rrf60,fusion:0.5:1:b0.4";
+const VARIANTS: &str = "default,bm25,semantic,fusion:0.3:1,fusion:0.4:1,fusion:0.7:1,fusion:1:1,fusion:1:0.5,fusion:0.5:1:best,fusion:1:1:rrf60,fusion:0.5:1:b0.75";
 const BASELINE: &str = "plain BM25";
 
 /// One question's outcome under one ranking.
@@ -58,7 +58,10 @@ struct Outcome {
 
 #[derive(Default)]
 struct Tally {
+    /// `(category, outcome)` per question, in question order.
     outcomes: Vec<(u8, Outcome)>,
+    /// The conversation (index) of each question, parallel to `outcomes`.
+    convs: Vec<usize>,
     times: Vec<Duration>,
 }
 
@@ -161,7 +164,7 @@ fn main() -> Result<()> {
                 Unit::Turn
             };
             let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
-            for c in &convs {
+            for (ci, c) in convs.iter().enumerate() {
                 let docs: Vec<(String, String)> = c
                     .memory_records(unit)
                     .iter()
@@ -192,6 +195,7 @@ fn main() -> Result<()> {
                     let top = bm25.rank(&q.question, depth);
                     let base = tallies.entry(BASELINE.to_owned()).or_default();
                     base.outcomes.push((q.category, outcome(&top)));
+                    base.convs.push(ci);
                     for v in &variants {
                         let (scorer, tuning) = variant(v)?;
                         let ids = if top.is_empty() {
@@ -225,15 +229,14 @@ fn main() -> Result<()> {
                                 .filter_map(|r| r["id"].as_str().map(str::to_owned))
                                 .collect()
                         };
-                        tallies
-                            .entry(v.clone())
-                            .or_default()
-                            .outcomes
-                            .push((q.category, outcome(&ids)));
+                        let t = tallies.entry(v.clone()).or_default();
+                        t.outcomes.push((q.category, outcome(&ids)));
+                        t.convs.push(ci);
                     }
                 }
             }
             print_table(unit, model, &tallies, &variants, &mut summary);
+            cross_validate(unit, convs.len(), &tallies, &variants);
         }
     }
     println!("### Summary: R@5 of plain BM25's top {depth}, before and after rerank\n");
@@ -250,6 +253,56 @@ fn main() -> Result<()> {
         &summary,
     );
     Ok(())
+}
+
+/// Leave one conversation out: for each conversation, the variant with the best R@5
+/// on the other conversations' questions, measured on that conversation's; prints the
+/// choices and the held-out R@5 (questions of all folds together) beside the default's
+/// and plain BM25's on the same questions.
+fn cross_validate(unit: Unit, n: usize, tallies: &BTreeMap<String, Tally>, variants: &[String]) {
+    let r5 = |t: &Tally, keep: &dyn Fn(usize) -> bool| -> (usize, usize) {
+        t.outcomes
+            .iter()
+            .zip(&t.convs)
+            .filter(|(_, c)| keep(**c))
+            .fold((0, 0), |(h, n), ((_, o), _)| {
+                (h + usize::from(o.first.is_some_and(|r| r <= 5)), n + 1)
+            })
+    };
+    let mut chosen = Vec::new();
+    let (mut held, mut total) = (0, 0);
+    for fold in 0..n {
+        // The best R@5 on the other conversations; ties: the earlier variant listed.
+        let mut best: Option<(&String, &Tally, f64)> = None;
+        for v in variants {
+            let Some(t) = tallies.get(v) else { continue };
+            let (h, q) = r5(t, &|c| c != fold);
+            let r = h as f64 / q.max(1) as f64;
+            if best.is_none_or(|b| r > b.2) {
+                best = Some((v, t, r));
+            }
+        }
+        let Some((name, t, _)) = best else { return };
+        let (h, q) = r5(t, &|c| c == fold);
+        held += h;
+        total += q;
+        chosen.push(name.as_str());
+    }
+    let all = |name: &str| {
+        tallies.get(name).map_or(String::from("—"), |t| {
+            let (h, q) = r5(t, &|_| true);
+            format!("{:.3}", h as f64 / q.max(1) as f64)
+        })
+    };
+    println!(
+        "Leave one conversation out (unit `{}`): chosen per held-out conversation {:?}; \
+         held-out R@5 {:.3} (default {}, plain BM25 {} on the same questions).\n",
+        unit.as_str(),
+        chosen,
+        held as f64 / total.max(1) as f64,
+        all("default"),
+        all(BASELINE),
+    );
 }
 
 /// The session id (`<conv>/S<n>`) of a unit id of `unit`.

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::{Context, EngineError, Norm};
-use crate::search::words;
+use crate::search::{postings, words};
 use crate::stores::{Store, StoreError};
 
 /// Most items one call reranks (the input schema's `maxItems`).
@@ -36,10 +36,6 @@ pub const MAX_ITEMS: usize = 100;
 pub const DEFAULT_SCORER: &str = "fusion";
 /// The scorers, as the `scorer` argument names them.
 pub const SCORERS: [&str; 3] = ["fusion", "semantic", "bm25"];
-/// BM25's term-frequency saturation over the candidate set.
-pub const K1: f64 = 1.2;
-/// BM25's length normalisation over the candidate set.
-pub const B: f64 = 0.75;
 /// Fusion's weight of the semantic part (the bm25 part's is [`BM25_WEIGHT`]).
 pub const SEMANTIC_WEIGHT: f64 = 0.5;
 /// Fusion's weight of the bm25 part.
@@ -60,9 +56,9 @@ pub struct Tuning {
     /// `Some(k)`: fuse by reciprocal rank (Σ weight / (k + rank)) instead of
     /// normalised scores.
     pub rrf_k: Option<f64>,
-    /// BM25's `k1` ([`K1`]).
+    /// BM25's `k1` (the conversations index's, [`postings::K1`]).
     pub k1: f64,
-    /// BM25's `b` ([`B`]).
+    /// BM25's `b` (the conversations index's, [`postings::B`]).
     pub b: f64,
 }
 
@@ -73,8 +69,8 @@ impl Tuning {
         bm25_weight: BM25_WEIGHT,
         semantic_norm: Norm::MinMax,
         rrf_k: None,
-        k1: K1,
-        b: B,
+        k1: postings::K1,
+        b: postings::B,
     };
 }
 
@@ -308,7 +304,7 @@ fn bm25(query: &str, texts: &[String], t: &Tuning) -> (Vec<String>, Vec<(f64, Ma
                 if f == 0 {
                     continue;
                 }
-                let idf = crate::search::postings::idf(n, df[j]);
+                let idf = postings::idf(n, df[j]);
                 let f64f = f64::from(f);
                 s += idf * f64f * (t.k1 + 1.0) / (f64f + t.k1 * (1.0 - t.b + t.b * len / avg));
                 seen.insert(terms[j].clone(), json!(f));
