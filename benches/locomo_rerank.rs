@@ -22,11 +22,7 @@
 //! `RERANK_UNITS` (`turn,session`), `RERANK_DEPTH` (20): candidates per question;
 //! `RERANK_EVERY` (1): measure every n-th question of each conversation only (the
 //! second tier embeds 20 texts per call, ~0.5 s on 2 cores).
-#![allow(
-    clippy::print_stdout,
-    clippy::unwrap_used,
-    clippy::cast_precision_loss
-)]
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
 mod common;
 
@@ -192,7 +188,10 @@ fn main() -> Result<()> {
                     let relevant = c.relevant(unit, q);
                     let sessions = c.relevant(Unit::Session, q);
                     let outcome = |ids: &[String]| Outcome {
-                        first: ids.iter().position(|id| relevant.contains(id)).map(|p| p + 1),
+                        first: ids
+                            .iter()
+                            .position(|id| relevant.contains(id))
+                            .map(|p| p + 1),
                         session_at_5: ids
                             .iter()
                             .take(5)
@@ -356,10 +355,7 @@ fn print_table(
         let delta = if name == BASELINE {
             String::new()
         } else {
-            format!(
-                "{:+.3} ({lo:+.3}…{hi:+.3})",
-                t.recall(5) - base.recall(5)
-            )
+            format!("{:+.3} ({lo:+.3}…{hi:+.3})", t.recall(5) - base.recall(5))
         };
         let mut row = vec![
             name.to_owned(),

@@ -207,7 +207,11 @@ fn rerank_defaults_are_the_documented_ones() {
     );
     assert_documented("rerank", "bm25 b", &t.b.to_string());
     let max = fm["input-schema"]["properties"]["items"]["maxItems"].as_u64();
-    assert_eq!(max, u64::try_from(rerank::MAX_ITEMS).ok(), "SKILL.md maxItems");
+    assert_eq!(
+        max,
+        u64::try_from(rerank::MAX_ITEMS).ok(),
+        "SKILL.md maxItems"
+    );
 }
 
 #[test]

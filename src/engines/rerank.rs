@@ -129,10 +129,7 @@ fn parse_item(i: usize, v: &Value) -> Result<Item, EngineError> {
     let expected = "expected `text` (with an optional `id`), `memory_id`, or `source` + \
                     `conversation_id` + `message_id`";
     if forms != 1 {
-        return Err(item_error(
-            i,
-            format!("{expected}, exactly one of them"),
-        ));
+        return Err(item_error(i, format!("{expected}, exactly one of them")));
     }
     if let Some(text) = field("text") {
         return Ok(Item::Text {
@@ -177,11 +174,17 @@ fn resolve(ctx: &Context, items: &[Item]) -> Result<Vec<String>, EngineError> {
     let store_error = |i: usize, store: Store, e: StoreError| match e {
         StoreError::Missing { .. } => item_error(
             i,
-            format!("names a stored {}, and there is no {store} store yet", kind(&items[i])),
+            format!(
+                "names a stored {}, and there is no {store} store yet",
+                kind(&items[i])
+            ),
         ),
         other => EngineError::Store(other),
     };
-    if let Some(first) = items.iter().position(|it| matches!(it, Item::Memory { .. })) {
+    if let Some(first) = items
+        .iter()
+        .position(|it| matches!(it, Item::Memory { .. }))
+    {
         let store = ctx
             .memories()
             .map_err(|e| store_error(first, Store::Memories, e))?;
@@ -195,7 +198,10 @@ fn resolve(ctx: &Context, items: &[Item]) -> Result<Vec<String>, EngineError> {
             }
         }
     }
-    if let Some(first) = items.iter().position(|it| matches!(it, Item::Message { .. })) {
+    if let Some(first) = items
+        .iter()
+        .position(|it| matches!(it, Item::Message { .. }))
+    {
         let store = ctx
             .conversations()
             .map_err(|e| store_error(first, Store::Conversations, e))?;
@@ -260,11 +266,14 @@ fn kind(item: &Item) -> &'static str {
     }
 }
 
+/// One text's BM25 and the query terms it holds (term → occurrences).
+type Lexical = (f64, Map<String, Value>);
+
 /// BM25 of every text for the query's terms, over the texts themselves as the
 /// collection (their idf and mean length): `(score, term → occurrences)` per text.
 /// Words are folded and stemmed as the conversations index posts them
 /// ([`words::query_terms`]); a text's length counts all its words.
-fn bm25(query: &str, texts: &[String], t: &Tuning) -> (Vec<String>, Vec<(f64, Map<String, Value>)>) {
+fn bm25(query: &str, texts: &[String], t: &Tuning) -> (Vec<String>, Vec<Lexical>) {
     let terms = words::query_terms(query, MAX_TERMS);
     let mut tfs: Vec<Vec<u32>> = Vec::with_capacity(texts.len());
     let mut lens: Vec<f64> = Vec::with_capacity(texts.len());
@@ -315,14 +324,17 @@ fn bm25(query: &str, texts: &[String], t: &Tuning) -> (Vec<String>, Vec<(f64, Ma
     (terms, scores)
 }
 
-/// The cosine of `query` with each text's best chunk, and the model's name.
+/// The cosine of `query` with each text's best chunk, and the model's name. The model
+/// is [`Context::embedder`]'s: the static table (half a millisecond for 20 turns), the
+/// second tier only when `SKILLS_EMBEDDER=deep` asks for it (docs/performance.md
+/// "Rerank": ~1,000× slower per call).
 fn cosines(
     ctx: &Context,
     query: &str,
     texts: &[String],
 ) -> Result<(Vec<f64>, String), EngineError> {
     let embedder = ctx
-        .memory_embedder()
+        .embedder()
         .map_err(|e| EngineError::Unavailable(format!("embedding unavailable: {e}")))?;
     let q = embedder.embed_query(query);
     // Every chunk of every text in one batch (the second tier embeds a batch faster
@@ -418,7 +430,10 @@ impl super::Engine for Rerank {
             });
         }
         let limit = usize::try_from(limit).unwrap_or(10);
-        let text_chars = args.get("text_chars").and_then(Value::as_i64).unwrap_or(280);
+        let text_chars = args
+            .get("text_chars")
+            .and_then(Value::as_i64)
+            .unwrap_or(280);
         let explain = args
             .get("explain")
             .and_then(Value::as_bool)
@@ -569,7 +584,9 @@ impl super::Engine for Rerank {
 fn explain_json(scorer: &str, t: &Tuning, terms: &[String]) -> Value {
     let bm25 = json!({"k1": t.k1, "b": t.b, "collection": "the candidates", "terms": terms});
     match scorer {
-        "semantic" => json!({"scorer": "semantic", "score": "cosine of the query with the item's best chunk"}),
+        "semantic" => {
+            json!({"scorer": "semantic", "score": "cosine of the query with the item's best chunk"})
+        }
         "bm25" => json!({"scorer": "bm25", "score": "BM25 over the candidates", "bm25": bm25}),
         _ => {
             let method = match t.rrf_k {
