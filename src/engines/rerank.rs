@@ -327,7 +327,7 @@ fn bm25(query: &str, texts: &[String], t: &Tuning) -> (Vec<String>, Vec<Lexical>
 /// The cosine of `query` with each text's best chunk, and the model's name. The model
 /// is [`Context::embedder`]'s: the static table (half a millisecond for 20 turns), the
 /// second tier only when `SKILLS_EMBEDDER=deep` asks for it (docs/performance.md
-/// "Rerank": ~1,000× slower per call).
+/// "Rerank": seconds per call of 20 turns on 2 cores).
 fn cosines(
     ctx: &Context,
     query: &str,
