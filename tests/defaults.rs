@@ -5,7 +5,7 @@
 mod common;
 
 use serde_json::Value;
-use skills::engines::{memo_search, semantic_search, Norm};
+use skills::engines::{memo_search, rerank, semantic_search, Norm};
 use skills::search::postings::Spread;
 
 /// The frontmatter of `skills/<name>/SKILL.md` as JSON.
@@ -185,6 +185,32 @@ fn memo_search_defaults_are_the_documented_ones() {
         "memo-search",
         "bm25 leg stems",
         stemmed.split_whitespace().next().unwrap_or(stemmed),
+    );
+}
+
+#[test]
+fn rerank_defaults_are_the_documented_ones() {
+    let fm = frontmatter("rerank");
+    let scorer = &fm["input-schema"]["properties"]["scorer"]["default"];
+    assert_eq!(scorer, rerank::DEFAULT_SCORER, "SKILL.md default scorer");
+    assert_documented("rerank", "scorer", rerank::DEFAULT_SCORER);
+    let t = rerank::Tuning::DEFAULT;
+    assert_documented("rerank", "semantic weight", &t.semantic_weight.to_string());
+    assert_documented("rerank", "bm25 weight", &t.bm25_weight.to_string());
+    assert_documented("rerank", "semantic norm", norm(t.semantic_norm));
+    assert_eq!(t.rrf_k, None, "fusion by normalised scores");
+    assert_documented("rerank", "fusion", "normalised");
+    assert_eq!(
+        (t.k1, t.b),
+        (skills::search::postings::K1, skills::search::postings::B),
+        "the bm25 part scores as the conversations index does"
+    );
+    assert_documented("rerank", "bm25 b", &t.b.to_string());
+    let max = fm["input-schema"]["properties"]["items"]["maxItems"].as_u64();
+    assert_eq!(
+        max,
+        u64::try_from(rerank::MAX_ITEMS).ok(),
+        "SKILL.md maxItems"
     );
 }
 

@@ -121,6 +121,17 @@ fn calls() -> Vec<(&'static str, Value)> {
         ("list-projects", json!({})),
         ("message-activity", json!({"by": "month"})),
     ]);
+    // rerank returns the stored text of the memories it is given (the secrets in texts
+    // a caller passes are its conformance's concern: `skills run --json` echoes the
+    // arguments).
+    let memories: Vec<Value> = DETECTORS
+        .iter()
+        .map(|d| json!({"memory_id": format!("mem-{}", d.id)}))
+        .collect();
+    calls.push((
+        "rerank",
+        json!({"query": "zebrafish", "items": memories, "limit": 100, "text_chars": -1}),
+    ));
     for d in DETECTORS {
         calls.push((
             "get-conversation",
@@ -170,7 +181,7 @@ fn bundled_skills_return_no_secret_of_any_documented_kind() {
     }
     assert_eq!(
         skills_called.len(),
-        10,
+        11,
         "every bundled skill that reads is exercised"
     );
     let missing: Vec<&str> = DETECTORS

@@ -548,6 +548,11 @@ async fn every_call_result_validates_against_the_served_output_schema() {
         "memo_save": {"title": "Served schemas", "body": "Output schemas keep null.", "type": "fact"},
         "memo_search": {"query": "sqlite"},
         "recall": {"question": "how is the café menu modelled in DuckDB"},
+        "rerank": {"query": "café menu", "explain": true, "items": [
+            {"text": "The café menu lists dishes in two languages.", "id": "mine"},
+            {"memory_id": memory_id},
+            {"source": row["source"], "conversation_id": row["conversation_id"], "message_id": row["message_id"]},
+        ]},
         "search_conversations": {"term": "the", "limit": 50},
         "semantic_search": {"query": "multilingual menu"},
     });

@@ -2,6 +2,7 @@
 //! folder, and markdown output. Benchmarks print their tables on stdout.
 #![allow(dead_code, clippy::print_stdout)]
 
+pub mod plain_bm25;
 pub mod session;
 pub mod stores;
 

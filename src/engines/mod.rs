@@ -8,6 +8,7 @@
 pub mod compose;
 pub mod memo_save;
 pub mod memo_search;
+pub mod rerank;
 pub mod search_conversations;
 pub mod semantic_search;
 pub mod sql;
@@ -625,6 +626,7 @@ pub fn registry() -> Vec<Arc<dyn Engine>> {
         Arc::new(semantic_search::SemanticSearch),
         Arc::new(sql::Sql),
         Arc::new(compose::Compose),
+        Arc::new(rerank::Rerank),
     ]
 }
 
