@@ -653,3 +653,405 @@ fn a_store_redacted_at_import_sends_no_secret_whatever_the_push_flags() {
         1
     );
 }
+
+// ---- `skills status`'s archive section ----------------------------------------------
+
+/// `skills status --archive URL` (text and `--json`): the schema version, size, per
+/// machine and source the messages and the newest one, this machine's last push and
+/// what it has not pushed yet; the password in no output, also when the archive
+/// refuses the login.
+#[test]
+fn status_shows_the_archive_and_never_the_password() {
+    let Some(db) = migrated_db() else { return };
+    let password = server_password();
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("laptop");
+    store(&data, &corpus("st", 4, 3));
+    let status = |url: &str, json: bool| {
+        let mut args = vec!["status"];
+        if json {
+            args.insert(0, "--json");
+        }
+        let (ok, out, err) = run(&data, url, &args);
+        assert!(ok, "{err}");
+        out
+    };
+    let before: Value = serde_json::from_str(&status(&db.url, true)).unwrap();
+    let a = &before["archive"];
+    assert_eq!(a["status"]["schema_version"], 2, "{before}");
+    assert_eq!(a["status"]["pending_conversations"], 4, "{before}");
+    assert_eq!(a["status"]["pending_messages"], 12, "{before}");
+    assert!(a["status"]["last_push"].is_null(), "{before}");
+    push(&data, &db, &[]);
+    store(&data, &[msg("st-c9", 0, 99_999, "one more, not pushed")]);
+    let after: Value = serde_json::from_str(&status(&db.url, true)).unwrap();
+    let s = &after["archive"]["status"];
+    assert!(s["size_bytes"].as_i64().unwrap() > 0, "{after}");
+    assert_eq!(s["slices"][0]["label"], "laptop", "{after}");
+    assert_eq!(s["slices"][0]["source"], "claude-code", "{after}");
+    assert_eq!(s["slices"][0]["messages"], 12, "{after}");
+    assert!(s["slices"][0]["newest"].as_str().unwrap().ends_with('Z'));
+    assert!(s["last_push"].is_string(), "{after}");
+    assert_eq!(
+        (
+            s["pending_conversations"].as_i64(),
+            s["pending_messages"].as_i64()
+        ),
+        (Some(1), Some(1))
+    );
+    let text = status(&db.url, false);
+    assert!(text.contains("schema version 2"), "{text}");
+    assert!(text.contains("laptop"), "{text}");
+    assert!(
+        text.contains("not pushed yet: 1 conversations (1 messages)"),
+        "{text}"
+    );
+    // A refused login is reported in the section; status still succeeds.
+    let wrong = db.url.replace(&password, "wrong-pw-status-1");
+    let refused = status(&wrong, true);
+    let v: Value = serde_json::from_str(&refused).unwrap();
+    assert!(
+        v["archive"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("password authentication failed"),
+        "{v}"
+    );
+    let refused_text = status(&wrong, false);
+    assert!(
+        refused_text.contains("archive: cannot be read"),
+        "{refused_text}"
+    );
+    for shown in [
+        &serde_json::to_string(&before).unwrap(),
+        &serde_json::to_string(&after).unwrap(),
+        &text,
+        &refused,
+        &refused_text,
+    ] {
+        assert!(!shown.contains(&password), "the password leaked: {shown}");
+        assert!(
+            !shown.contains("wrong-pw-status-1"),
+            "the password leaked: {shown}"
+        );
+    }
+}
+
+/// The test server's superuser password (in `SKILLS_TEST_ARCHIVE_URL`).
+fn server_password() -> String {
+    let url = std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap();
+    let (_, rest) = url.split_once("://").unwrap();
+    let (auth, _) = rest.split_once('@').unwrap();
+    auth.split_once(':').unwrap().1.to_owned()
+}
+
+// ---- the drop-in `sql` skills on the archive ----------------------------------------
+
+/// Messages for the `sql` skills: two sources, several days, titles, equal times,
+/// non-ASCII text and long messages.
+fn sql_corpus() -> Vec<Message> {
+    let mut out = Vec::new();
+    for c in 0..12i64 {
+        for i in 0..(3 + c % 4) {
+            let text = match (c + i) % 4 {
+                0 => format!(
+                    "Größe {c}/{i}: ΟΔΟΣ 東京 🎉 and a long tail {}",
+                    "x".repeat(300)
+                ),
+                1 => format!("plain message {i} of {c}"),
+                2 => "same time as the others".to_owned(),
+                _ => format!("question {i}? of conversation {c}"),
+            };
+            let t = if c % 5 == 0 {
+                86_400 * 3
+            } else {
+                c * 40_000 + i * 7
+            };
+            let mut m = msg(&format!("sql-c{c:02}"), i, t, &text);
+            if c % 3 == 0 {
+                m.source = "codex".into();
+            }
+            m.conversation_title = (c % 2 == 0).then(|| format!("Title {c} — ünïcode"));
+            m.project = Some(format!("/work/p{}", c % 2));
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// Names of the bundled skills whose engine is `sql`.
+fn bundled_sql_skills() -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir(common::repo_skills()).unwrap().flatten() {
+        let doc = entry.path().join("SKILL.md");
+        if fs_err::read_to_string(&doc).is_ok_and(|t| t.lines().any(|l| l.trim() == "engine: sql"))
+        {
+            out.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `skills --json run skill --arg …` on the local store (`archive` `None`) or the
+/// archive: (success, the JSON's `data` or the error text).
+fn run_skill(
+    data: &Path,
+    archive: Option<&str>,
+    skill: &str,
+    args: &[String],
+) -> (bool, Value, String) {
+    let mut cmd = skills();
+    cmd.arg("--data-dir")
+        .arg(data)
+        .env("SKILLS_MACHINE_NAME", "laptop");
+    if let Some(url) = archive {
+        cmd.args(["--archive", url]);
+    }
+    cmd.args(["--json", "run", skill]);
+    for a in args {
+        cmd.args(["--arg", a]);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let data = serde_json::from_str::<Value>(&stdout)
+        .map(|v| v["data"].clone())
+        .unwrap_or(Value::Null);
+    (out.status.success(), data, format!("{stdout}{stderr}"))
+}
+
+/// Every bundled `sql` skill over the same pushed messages: the ones with a
+/// PostgreSQL twin give the same output on the archive as on DuckDB for every case;
+/// the others say they are not available on the archive yet, naming the skill and the
+/// archive — never a local answer.
+#[test]
+fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
+    let Some(db) = migrated_db() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("laptop");
+    let messages = sql_corpus();
+    store(&data, &messages);
+    push(&data, &db, &["--no-redact"]);
+    let day = |secs: i64| at(secs).format("%Y-%m-%d").to_string();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("brain-stats", vec![]),
+        ("brain-stats", vec!["by=month".into()]),
+        ("brain-stats", vec!["by=role".into()]),
+        ("brain-stats", vec!["by=source".into()]),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(86_400 * 3))],
+        ),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(40_000)), "source=claude-code".into()],
+        ),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(120_000)), "limit=2".into()],
+        ),
+        ("conversations-by-date", vec!["date=1999-01-01".into()]),
+        ("get-conversation", vec!["conversation_id=sql-c05".into()]),
+        (
+            "get-conversation",
+            vec!["conversation_id=sql-c03".into(), "source=codex".into()],
+        ),
+        (
+            "get-conversation",
+            vec![
+                "conversation_id=sql-c03".into(),
+                "source=claude-code".into(),
+            ],
+        ),
+        (
+            "get-conversation",
+            vec![
+                "conversation_id=sql-c07".into(),
+                "limit=2".into(),
+                "offset=1".into(),
+            ],
+        ),
+        (
+            "get-conversation",
+            vec![
+                "conversation_id=sql-c07".into(),
+                "limit=2".into(),
+                "at=sql-c07-3".into(),
+            ],
+        ),
+        (
+            "get-conversation",
+            vec!["conversation_id=sql-c04".into(), "max_chars=7".into()],
+        ),
+        (
+            "get-conversation",
+            vec!["conversation_id=no-such-conversation".into()],
+        ),
+    ];
+    let mut same = 0;
+    let mut twins = std::collections::BTreeSet::new();
+    for (skill, args) in &cases {
+        let (ok_local, local, said_local) = run_skill(&data, None, skill, args);
+        let (ok_archive, archive, said_archive) = run_skill(&data, Some(&db.url), skill, args);
+        assert!(ok_local, "{skill} {args:?} locally: {said_local}");
+        assert!(
+            ok_archive,
+            "{skill} {args:?} on the archive: {said_archive}"
+        );
+        assert_eq!(
+            archive, local,
+            "{skill} {args:?}: the archive differs from DuckDB"
+        );
+        if local["count"].as_u64().unwrap_or(0) > 0 {
+            same += 1;
+        }
+        twins.insert(*skill);
+    }
+    println!("{} cases compared, {same} with rows", cases.len());
+    assert!(same >= 12, "{same}");
+    // The at= case really paged: the conversation's third message's page.
+    let (_, paged, _) = run_skill(&data, Some(&db.url), "get-conversation", &cases[12].1);
+    assert_eq!(paged["rows"][0]["position"], 3, "{paged}");
+    // Every other bundled sql skill refuses on the archive, naming itself and it.
+    let shown = skills::archive::Target::parse(&db.url)
+        .unwrap()
+        .shown()
+        .to_owned();
+    for skill in bundled_sql_skills() {
+        if twins.contains(skill.as_str()) {
+            continue;
+        }
+        let args: Vec<String> = match skill.as_str() {
+            "get-memory" => vec!["id=m-1".into()],
+            _ => Vec::new(),
+        };
+        let (ok, _, said) = run_skill(&data, Some(&db.url), &skill, &args);
+        assert!(!ok, "{skill} answered on the archive: {said}");
+        assert!(
+            said.contains("not available on the archive yet"),
+            "{skill}: {said}"
+        );
+        assert!(
+            said.contains(&skill) && said.contains(&shown),
+            "{skill}: {said}"
+        );
+    }
+    // The skills of the next issue say so too, never answering locally.
+    for (skill, arg) in [
+        ("semantic-search", "query=cache"),
+        ("memo-search", "query=cache"),
+        ("memo-save", "body=x"),
+        ("recall", "question=cache"),
+    ] {
+        let (ok, _, said) = run_skill(&data, Some(&db.url), skill, &[arg.to_owned()]);
+        assert!(!ok, "{skill} answered on the archive: {said}");
+        assert!(
+            said.contains("not available on the archive yet"),
+            "{skill}: {said}"
+        );
+    }
+}
+
+/// The PostgreSQL twin of the hostile-skill tests: a skill's archive query reads the
+/// view its `reads` allows and nothing else — no file (`pg_read_file`, `lo_import`,
+/// `COPY … PROGRAM`), no other schema or table, no setting changed, no write, nothing
+/// past its time — and a query only DuckDB understands fails naming the skill and the
+/// archive.
+#[test]
+fn hostile_archive_queries_are_refused_by_the_database() {
+    let Some(db) = migrated_db() else { return };
+    let password = server_password();
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("laptop");
+    store(&data, &corpus("h", 2, 2));
+    push(&data, &db, &[]);
+    let skills_dir = root.path().join("skills");
+    let pwned = root.path().join("pwned");
+    let hostile: Vec<(&str, String, &str)> = vec![
+        ("read-file", "SELECT pg_read_file('/etc/passwd') AS x".into(), "permission denied"),
+        ("read-file-binary", "SELECT pg_read_binary_file('/etc/hostname') AS x".into(), "permission denied"),
+        ("large-object", "SELECT lo_import('/etc/passwd') AS x".into(), "archive"),
+        ("copy-program", format!("COPY (SELECT 1) TO PROGRAM 'touch {}'", pwned.display()), "SELECT"),
+        (
+            "copy-program-escape",
+            format!("SELECT 1 AS x) q; COPY (SELECT 1) TO PROGRAM 'touch {}'; SELECT (1", pwned.display()),
+            "archive",
+        ),
+        ("other-schema", "SELECT count(*) AS n FROM skills_archive.messages".into(), "permission denied"),
+        ("other-table", "SELECT count(*) AS n FROM skills_archive.machines".into(), "permission denied"),
+        ("catalog-secrets", "SELECT rolpassword FROM pg_authid".into(), "permission denied"),
+        ("dynamic-sql", "SELECT query_to_xml('select count(*) from skills_archive.messages', true, true, '') AS x".into(), "permission denied"),
+        ("set-config", "SELECT set_config('statement_timeout', '0', false) AS x".into(), "permission denied"),
+        ("reset-role", "SELECT set_config('role', 'none', true) AS x, count(*) FROM all_conversations".into(), "permission denied"),
+        ("set-statement", "SET statement_timeout = 0".into(), "SELECT"),
+        ("write", "WITH d AS (DELETE FROM all_conversations RETURNING 1) SELECT count(*) AS n FROM d".into(), "archive"),
+        ("too-long", "SELECT pg_sleep(5) AS x".into(), "interrupted after 300 ms"),
+        ("duckdb-only", "SELECT strftime(created, '%Y') AS y FROM all_conversations".into(), "PostgreSQL cannot run"),
+    ];
+    for (name, query, _) in &hostile {
+        let dir = common::sql_skill(
+            &skills_dir,
+            name,
+            "reads: [conversations]\nengine-options:\n  store: conversations\n  archive-query: archive.sql\n  timeout-ms: 300\ninput-schema:\n  type: object\n  properties: {}\n",
+            "SELECT 1 AS x",
+            "ok",
+        );
+        fs_err::write(dir.join("archive.sql"), query).unwrap();
+    }
+    for (name, _, expected) in &hostile {
+        let started = std::time::Instant::now();
+        let out = skills()
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--skills-dir")
+            .arg(&skills_dir)
+            .args(["--archive", &db.url, "run", name])
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{name} ran on the archive: {said}");
+        println!("{name}: {}", said.lines().last().unwrap_or(""));
+        assert!(
+            said.contains(expected),
+            "{name}: expected `{expected}` in: {said}"
+        );
+        assert!(
+            said.contains(name),
+            "{name}: the skill is not named: {said}"
+        );
+        assert!(
+            !said.contains(&password),
+            "{name}: the password leaked: {said}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{name} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(!pwned.exists(), "COPY … PROGRAM ran");
+    assert_eq!(
+        db.count("SELECT count(*) FROM skills_archive.messages"),
+        4,
+        "nothing deleted"
+    );
+    // The same queries' local twins still run on DuckDB (the skills are valid).
+    let out = skills()
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--skills-dir")
+        .arg(&skills_dir)
+        .args(["run", "read-file"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -9,6 +9,7 @@
 //! - [`machine`]: this data folder's stable machine id, host label and user.
 //! - [`push`]: the incremental, idempotent, kill-safe push.
 //! - [`search`]: search-conversations answered from the archive with DuckDB's rows.
+//! - [`sql`]: the drop-in `sql` skills' PostgreSQL queries, in the database's sandbox.
 //! - [`status`]: what the archive holds and what this machine has not pushed yet.
 
 pub mod connect;
@@ -16,6 +17,7 @@ pub mod machine;
 pub mod push;
 pub mod schema;
 pub mod search;
+pub mod sql;
 pub mod status;
 
 pub use connect::Target;

@@ -21,6 +21,15 @@
 //! - `conversations` is the push watermark: per machine and conversation, the
 //!   fingerprint of the rows last pushed. It is written in the same transaction as the
 //!   rows, so it is never ahead of them.
+//! - Version 2, the sandbox of the drop-in `sql` skills ([`super::sql`]): schema
+//!   [`SQL_SCHEMA`] holds the view `all_conversations` (the local store's columns plus
+//!   `machine` — the host label —, `machine_id` and `user`), and the role
+//!   [`SQL_ROLE`] (no login) may `SELECT` that view and nothing else of the archive.
+//!   A skill's query runs after `SET LOCAL ROLE` to it; the migrating role is made a
+//!   member (the printed GRANTs make the reader one too). `set_config()` is revoked from
+//!   `PUBLIC` in this database: a query could otherwise reset the role or its
+//!   `statement_timeout` from inside a `SELECT`. When it cannot be revoked (migrate not
+//!   run by a superuser) the `sql` skills refuse to run on the archive.
 
 use postgres::Transaction;
 
@@ -30,7 +39,18 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
+
+/// The schema of the views the `sql` skills read on the archive.
+pub const SQL_SCHEMA: &str = "skills_sql";
+
+/// The role (no login) a `sql` skill's query runs as: it may `SELECT` the views of
+/// [`SQL_SCHEMA`] only. Roles are per cluster; every archive database of a cluster
+/// grants it its own view.
+pub const SQL_ROLE: &str = "skills_sql_conversations";
+
+/// `set_config`'s signature, revoked from `PUBLIC` by [`migrate`].
+pub const SET_CONFIG: &str = "pg_catalog.set_config(text, text, boolean)";
 
 /// First month with its own partition (older rows go to the default partition).
 pub const FIRST_MONTH: (i32, u32) = (2020, 1);
@@ -195,6 +215,25 @@ pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
         tx.batch_execute(&version_1())
             .map_err(err("creating the schema (version 1)"))?;
     }
+    if from < 2 {
+        tx.batch_execute(&version_2())
+            .map_err(err("creating the sql skills' views (version 2)"))?;
+    }
+    if let Err(e) = sandbox_role(&mut tx) {
+        out.notes.push(format!(
+            "cannot create or grant the role {SQL_ROLE} ({}): the drop-in sql skills refuse \
+             to run on this archive until a role that may create roles runs `skills archive \
+             migrate`",
+            super::connect::describe(&e)
+        ));
+    }
+    if let Err(reason) = revoke_set_config(&mut tx) {
+        out.notes.push(format!(
+            "cannot revoke set_config() from PUBLIC ({reason}): the drop-in sql skills \
+             (get-conversation, conversations-by-date, brain-stats) refuse to run on this \
+             archive until a superuser runs `skills archive migrate`"
+        ));
+    }
     tx.execute(
         &format!(
             "INSERT INTO {SCHEMA}.meta (key, value) VALUES ('schema_version', $1) \
@@ -304,6 +343,70 @@ CREATE VIEW {SCHEMA}.all_conversations AS
         memories = columns_sql(MEMORY_COLUMNS),
         local = crate::stores::conversations::COLUMNS.join(", "),
     )
+}
+
+/// Version 2: the view the `sql` skills read, and its role's privileges.
+fn version_2() -> String {
+    format!(
+        "CREATE SCHEMA IF NOT EXISTS {SQL_SCHEMA};
+REVOKE ALL ON SCHEMA {SQL_SCHEMA} FROM PUBLIC;
+CREATE VIEW {SQL_SCHEMA}.all_conversations AS
+    SELECT {local}, coalesce(k.label, m.machine) AS machine, m.machine AS machine_id,
+           m.user_name AS \"user\"
+    FROM {SCHEMA}.messages m LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine;
+",
+        local = crate::stores::conversations::COLUMNS
+            .iter()
+            .map(|c| format!("m.{c}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// Creates [`SQL_ROLE`] when the cluster has none, grants it the view, and makes the
+/// migrating role a member. Another database's migration may create the role at the
+/// same moment: a clash is retried in a savepoint.
+fn sandbox_role(tx: &mut Transaction<'_>) -> Result<(), postgres::Error> {
+    let statements = format!(
+        "DO $do$ BEGIN
+           IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '{SQL_ROLE}') THEN
+             CREATE ROLE {SQL_ROLE} NOLOGIN;
+           END IF;
+         END $do$;
+         GRANT USAGE ON SCHEMA {SQL_SCHEMA} TO {SQL_ROLE};
+         GRANT SELECT ON ALL TABLES IN SCHEMA {SQL_SCHEMA} TO {SQL_ROLE};
+         GRANT {SQL_ROLE} TO CURRENT_USER;"
+    );
+    let mut tries = 0;
+    loop {
+        let mut sp = tx.savepoint("sandbox_role")?;
+        match sp.batch_execute(&statements) {
+            Ok(()) => return sp.commit(),
+            Err(e) if tries < 5 => {
+                tries += 1;
+                drop(e);
+                sp.rollback()?;
+                std::thread::sleep(std::time::Duration::from_millis(50 * tries));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `REVOKE EXECUTE ON FUNCTION set_config FROM PUBLIC` in a savepoint; the refusal's
+/// reason as text.
+fn revoke_set_config(tx: &mut Transaction<'_>) -> Result<(), String> {
+    let mut sp = tx.savepoint("set_config").map_err(|e| e.to_string())?;
+    match sp.batch_execute(&format!(
+        "REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC"
+    )) {
+        Ok(()) => sp.commit().map_err(|e| e.to_string()),
+        Err(e) => {
+            let why = super::connect::describe(&e);
+            let _ = sp.rollback();
+            Err(why)
+        }
+    }
 }
 
 /// Month `(year, month)` plus `n` months.
@@ -419,6 +522,9 @@ GRANT CONNECT ON DATABASE {db} TO {reader};
 GRANT USAGE ON SCHEMA {SCHEMA} TO {reader};
 GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {reader};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {reader};
+-- the drop-in sql skills run their queries as {SQL_ROLE} (it may read the view
+-- {SQL_SCHEMA}.all_conversations only); the roles that run skills must be members:
+GRANT {SQL_ROLE} TO {reader};
 -- role for machines that push (no DDL: `skills archive migrate` runs as the owner):
 CREATE ROLE {writer} LOGIN;  -- then: ALTER ROLE {writer} PASSWORD '…';
 GRANT CONNECT ON DATABASE {db} TO {writer};
@@ -427,6 +533,7 @@ GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
 GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
       {SCHEMA}.machines, {SCHEMA}.memories TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
+GRANT {SQL_ROLE} TO {writer};
 "
     )
 }

@@ -40,6 +40,10 @@
 //!   and waits for it: no process outlives the server. A killed import loses at most
 //!   its open transaction; the next run goes on from what was committed.
 //!
+//! - **Pushing.** With [`Options::push`] (`skills serve --archive-push URL`), each
+//!   import is followed by a push to the team archive in a child process, retried
+//!   with backoff when the archive is down, killed at stop ([`push`]).
+//!
 //! Nothing here prints to stdout.
 
 use std::collections::BTreeSet;
@@ -56,6 +60,7 @@ use notify::{EventKind, RecursiveMode, Watcher as _};
 use crate::ingest::watched::DefaultLocations;
 
 pub mod lifeline;
+pub mod push;
 
 /// Quiet time after the last change before a batch is imported.
 pub const SETTLE: Duration = Duration::from_millis(100);
@@ -135,6 +140,8 @@ pub struct Options {
     /// `<data_dir>/servers/<pid>.json` while it runs, for `skills status`
     /// ([`servers`]); `None` keeps it in memory only.
     pub data_dir: Option<PathBuf>,
+    /// Push to the team archive after each import ([`push`]); `None`: no pushing.
+    pub push: Option<push::PushCommand>,
 }
 
 /// A running server's record in `<data_dir>/servers/<pid>.json`.
@@ -304,6 +311,8 @@ struct Worker {
     /// What the last rescan found, and when the next is due (file events only).
     seen: Snapshot,
     rescan_at: Option<Instant>,
+    /// The archive push after imports, when asked for.
+    pusher: Option<push::Pusher>,
 }
 
 /// Size and modification time of files, by path.
@@ -329,7 +338,12 @@ impl Worker {
                 .iter()
                 .filter_map(|p| fs_err::canonicalize(p).ok()),
         );
+        let pusher = options
+            .push
+            .clone()
+            .map(|c| push::Pusher::new(c, options.data_dir.as_deref()));
         Self {
+            pusher,
             options,
             ignore,
             tx,
@@ -392,6 +406,10 @@ impl Worker {
         if !catch_up.is_empty() && matches!(self.import(catch_up, rx), Err(Ended::Stop)) {
             return;
         }
+        // What no server pushed yet (imports while none ran, a push that failed).
+        if matches!(self.push(rx), Err(Ended::Stop)) {
+            return;
+        }
         loop {
             let msg = match self.next_due() {
                 None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -416,7 +434,17 @@ impl Worker {
                         batch.sort();
                         batch.dedup();
                     }
-                    if !batch.is_empty() && matches!(self.import(batch, rx), Err(Ended::Stop)) {
+                    let imported = !batch.is_empty();
+                    if imported && matches!(self.import(batch, rx), Err(Ended::Stop)) {
+                        return;
+                    }
+                    // After each import, and when a failed push is due again.
+                    let retry_due = self
+                        .pusher
+                        .as_ref()
+                        .and_then(push::Pusher::retry_at)
+                        .is_some_and(|at| at <= Instant::now());
+                    if (imported || retry_due) && matches!(self.push(rx), Err(Ended::Stop)) {
                         return;
                     }
                 }
@@ -436,7 +464,11 @@ impl Worker {
             .filter(|_| !self.failed.is_empty());
         let fresh = self.fresh.values().map(|(_, _, at)| *at).min();
         let rescan = self.rescan_at.filter(|_| self.poller.is_none());
-        [batch, retry, fresh, rescan].into_iter().flatten().min()
+        let push = self.pusher.as_ref().and_then(push::Pusher::retry_at);
+        [batch, retry, fresh, rescan, push]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Queues the wanted files of `files` whose size or time differ from `before`.
@@ -740,6 +772,65 @@ impl Worker {
                 None => "`skills ingest` could not be waited for".to_owned(),
             }),
         })
+    }
+
+    /// Pushes to the archive when asked for and no failed push waits for its retry:
+    /// runs the push child until it ends or passes [`push::DEADLINE`] (killed then);
+    /// [`Ended::Stop`] (after killing it) when asked to stop meanwhile. Changes arriving
+    /// meanwhile are queued.
+    fn push(&mut self, rx: &mpsc::Receiver<Msg>) -> Result<(), Ended> {
+        let Some(pusher) = self.pusher.as_mut().filter(|p| p.may_push()) else {
+            return Ok(());
+        };
+        let mut child = match pusher.spawn() {
+            Ok(child) => child,
+            Err(why) => {
+                pusher.finish(push::Outcome::Failed(why));
+                return Ok(());
+            }
+        };
+        let stdout = push::drain(child.stdout.take());
+        let stderr = push::drain(child.stderr.take());
+        let started = Instant::now();
+        let mut late = false;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) => {}
+                Err(_) => break None,
+            }
+            if started.elapsed() >= push::DEADLINE {
+                late = true;
+                stop_child(&mut child);
+                break None;
+            }
+            match rx.recv_timeout(CHILD_CHECK) {
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                    stop_child(&mut child);
+                    return Err(Ended::Stop);
+                }
+                Ok(msg) => self.take(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        };
+        let text = |h: Option<std::thread::JoinHandle<String>>| {
+            h.and_then(|h| h.join().ok()).unwrap_or_default()
+        };
+        let (out, err) = (text(stdout), text(stderr));
+        let Some(pusher) = self.pusher.as_mut() else {
+            return Ok(());
+        };
+        let outcome = if late {
+            push::Outcome::Failed(format!(
+                "the push was stopped after {} s (the archive is slow or unreachable); \
+                 what it committed stays and the next push sends the rest",
+                push::DEADLINE.as_secs()
+            ))
+        } else {
+            pusher.outcome(status, &out, &err)
+        };
+        pusher.finish(outcome);
+        Ok(())
     }
 
     /// Records a run's result, logs what it added or what went wrong, and schedules a

@@ -48,6 +48,8 @@ pub enum Command {
 /// [`UsageError`] without an archive address; the archive's errors (never holding
 /// the password).
 pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
+    // A push started by `skills serve --archive-push` ends with the server.
+    skills::background_import::lifeline::hold();
     let Some(target) = session.archive_target()? else {
         return Err(UsageError::new(format!(
             "no archive: give `--archive postgres://user@host/database` or set {}",

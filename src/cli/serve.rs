@@ -41,6 +41,12 @@ pub struct Args {
     /// Redact secrets before storing: the default (accepted for scripts that pass it).
     #[arg(long, hide = true, conflicts_with = "keep_secrets")]
     redact: bool,
+    /// After each background import, push to this team archive (a `postgres://` URL;
+    /// password from PGPASSWORD or ~/.pgpass rather than the URL) in the background,
+    /// secrets redacted. The archive being down or slow never blocks serving: a failed
+    /// push is retried with backoff and shown by `skills status`.
+    #[arg(long, value_name = "URL", conflicts_with = "no_ingest")]
+    archive_push: Option<String>,
     /// Set by `skills ui`: print the pages' URL on stdout once the server listens.
     #[arg(skip)]
     pub(crate) print_pages: bool,
@@ -61,6 +67,7 @@ impl Args {
             no_ingest: false,
             keep_secrets: false,
             redact: false,
+            archive_push: None,
             print_pages: true,
             open_pages: open,
         }
@@ -76,7 +83,8 @@ impl Args {
 ///
 /// Unless `--no-ingest`, the default transcript locations and every `--watch PATH`
 /// are watched and changed transcripts imported in the background
-/// ([`super::serve_ingest`]).
+/// ([`super::serve_ingest`]); with `--archive-push URL`, each import is followed by a
+/// push to the team archive in the background.
 ///
 /// # Errors
 /// [`mcp::ServeError`]: a non-loopback address without `--allow-remote` (exit 2), a
@@ -116,6 +124,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
             session,
             &args.watch_paths,
             keep_secrets,
+            args.archive_push.as_deref(),
         )?)
     };
     // Started once the server listens (not for an address refused), stopped before exit.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
+use skills::background_import::push::PushCommand;
 use skills::background_import::{self, IngestCommand, IngestWatch, Mode};
 use skills::ingest::watched::DefaultLocations;
 
@@ -15,15 +16,19 @@ use super::{Session, UsageError};
 /// changes imported with this binary's `skills --data-dir D ingest --json --quiet`
 /// plus `--keep-secrets` when `keep_secrets` (`skills serve --keep-secrets`), else
 /// `--redact` (secrets replaced before storing, whatever the child's environment
-/// says). Start it with [`start`] once the server listens.
+/// says). With `archive_push` (`--archive-push URL`), each import is followed by
+/// `skills --data-dir D --json archive push` with the URL in the child's environment.
+/// Start it with [`start`] once the server listens.
 ///
 /// # Errors
-/// [`UsageError`] for a `--watch` path that does not exist or a bad `SKILLS_WATCH`;
-/// no data folder; the path of this binary unknown.
+/// [`UsageError`] for a `--watch` path that does not exist, a bad `SKILLS_WATCH` or a
+/// bad `--archive-push` URL (never echoed); no data folder; the path of this binary
+/// unknown.
 pub fn options(
     session: &Session,
     extra: &[PathBuf],
     keep_secrets: bool,
+    archive_push: Option<&str>,
 ) -> Result<background_import::Options> {
     let mode = Mode::from_env().map_err(UsageError::new)?;
     let conversations = session.store_paths()?.conversations;
@@ -53,6 +58,26 @@ pub fn options(
         .iter()
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
         .collect();
+    let push = match archive_push.filter(|u| !u.trim().is_empty()) {
+        None => None,
+        Some(url) => {
+            let target = skills::archive::Target::parse(url)
+                .map_err(|e| UsageError::new(format!("`--archive-push`: {e}")))?;
+            let args = vec![
+                "--data-dir".into(),
+                data_dir.clone().into(),
+                "--json".into(),
+                "archive".into(),
+                "push".into(),
+            ];
+            Some(PushCommand::new(
+                program.clone(),
+                args,
+                target,
+                url.to_owned(),
+            ))
+        }
+    };
     let options = background_import::Options {
         defaults: Some(DefaultLocations::current()),
         extra,
@@ -60,6 +85,7 @@ pub fn options(
         command: IngestCommand { program, args },
         mode,
         data_dir: Some(data_dir),
+        push,
     };
     Ok(options)
 }

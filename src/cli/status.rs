@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
+use skills::background_import::push::PushRecord;
 use skills::background_import::{self, ServerRecord};
 use skills::embed::Embedder;
 use skills::redact::at_store::{Secrets, REDACT_IN_PLACE};
@@ -18,7 +19,8 @@ use super::{Outcome, Printer, Session};
 
 /// The whole report; `skills status --json` prints it as one object:
 /// `{"version", "data_dir", "conversations": {…}, "memories": {…}, "model": {…},
-/// "servers": [{"pid", "started", "watch": {…}}]}`. Sizes are bytes, times RFC 3339 UTC.
+/// "servers": [{"pid", "started", "watch": {…}}], "archive": {…} | null}`. Sizes are
+/// bytes, times RFC 3339 UTC.
 #[derive(Debug, Serialize)]
 struct Status {
     version: &'static str,
@@ -27,6 +29,25 @@ struct Status {
     memories: Memories,
     model: Model,
     servers: Vec<ServerRecord>,
+    /// The team archive: present with `--archive` / `SKILLS_ARCHIVE_URL`, or when a
+    /// `skills serve --archive-push` ever pushed from this data folder.
+    archive: Option<ArchiveSection>,
+}
+
+/// The archive section: what the archive holds (with `--archive`) and how the
+/// background pushes went. No field ever holds the password.
+#[derive(Debug, Serialize)]
+struct ArchiveSection {
+    /// The archive read (`--archive`), without its password.
+    url: Option<String>,
+    /// Its status: schema version, size, per machine and source the messages and the
+    /// newest one, this machine's last push and what it has not pushed yet.
+    status: Option<skills::archive::status::Status>,
+    /// Why the status could not be read (unreachable, no schema…).
+    error: Option<String>,
+    /// The background pushes of `skills serve --archive-push` from this data folder:
+    /// the last push, and the last problem.
+    background_push: Option<PushRecord>,
 }
 
 /// The conversations store.
@@ -126,7 +147,9 @@ pub fn execute(session: &mut Session) -> Result<Outcome> {
         .conversations
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let archive = archive_section(session, &paths, &data_dir)?;
     let status = Status {
+        archive,
         version: env!("CARGO_PKG_VERSION"),
         conversations: conversations(&paths.conversations),
         memories: memories(&paths.memories),
@@ -140,6 +163,40 @@ pub fn execute(session: &mut Session) -> Result<Outcome> {
         print_text(session, &status)?;
     }
     Ok(Outcome::Success)
+}
+
+/// The archive section, or `None` when no archive is given and none was pushed to.
+///
+/// # Errors
+/// A bad `--archive` URL (usage error). An archive that cannot be read is reported in
+/// the section, not as an error.
+fn archive_section(
+    session: &Session,
+    paths: &skills::stores::StorePaths,
+    data_dir: &Path,
+) -> Result<Option<ArchiveSection>> {
+    let target = session.archive_target()?;
+    let background_push = background_import::push::read(data_dir);
+    if target.is_none() && background_push.is_none() {
+        return Ok(None);
+    }
+    let mut out = ArchiveSection {
+        url: target.as_ref().map(|t| t.shown().to_owned()),
+        status: None,
+        error: None,
+        background_push,
+    };
+    if let Some(target) = target {
+        let read = skills::archive::Archive::open(&target).and_then(|mut archive| {
+            let machine = skills::archive::machine::Machine::of_paths(paths)?;
+            skills::archive::status::status(&mut archive, paths, &machine)
+        });
+        match read {
+            Ok(s) => out.status = Some(s),
+            Err(e) => out.error = Some(target.scrub(e.message())),
+        }
+    }
+    Ok(Some(out))
 }
 
 fn conversations(db: &Path) -> Conversations {
@@ -516,6 +573,39 @@ fn print_text(session: &mut Session, s: &Status) -> Result<()> {
                 .as_deref()
                 .map(|e| format!("; last problem: {e}"))
                 .unwrap_or_default()
+        ))?;
+    }
+    if let Some(a) = &s.archive {
+        archive_text(p, a)?;
+    }
+    Ok(())
+}
+
+/// The archive section as text.
+fn archive_text(p: &mut Printer, a: &ArchiveSection) -> Result<()> {
+    match (&a.status, &a.error, &a.url) {
+        (Some(st), _, _) => p.line(super::archive::status_text(st))?,
+        (None, Some(e), _) => p.line(format_args!("archive: cannot be read: {e}"))?,
+        (None, None, _) => {}
+    }
+    if let Some(b) = &a.background_push {
+        let last = match &b.last_success {
+            Some(t) => format!("last push {t} ({} messages sent)", b.last_messages_sent),
+            None => "no push completed yet".to_owned(),
+        };
+        let problem = match (&b.last_problem, &b.last_problem_at) {
+            (Some(why), at) if b.failing => format!(
+                "; FAILING since {}: {why}; next try {}",
+                at.as_deref().unwrap_or("?"),
+                b.next_retry.as_deref().unwrap_or("?")
+            ),
+            (Some(why), at) => format!("; last problem {}: {why}", at.as_deref().unwrap_or("?")),
+            (None, _) => String::new(),
+        };
+        p.line(format_args!(
+            "background push (skills serve --archive-push) to {}: {last}; {} tried, {} \
+             failed{problem}",
+            b.archive, b.attempts, b.failures
         ))?;
     }
     Ok(())

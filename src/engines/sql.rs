@@ -23,6 +23,16 @@
 //! back as JSON values, not strings; DuckDB returns its structs and lists as JSON
 //! already).
 //!
+//! On the team archive (`--archive`, [`Context::archive`]) a `conversations` query
+//! runs on PostgreSQL: `archive-query` names its PostgreSQL twin (a file written like
+//! the query, same rules, giving the same rows), run in the database's own sandbox
+//! ([`crate::archive::sql`]: a `READ ONLY` transaction as a role that may read only the
+//! view `all_conversations`, `statement_timeout` from `timeout-ms`, a pinned
+//! `search_path`). A skill without one — its query is DuckDB's, and DuckDB's dialect
+//! is not PostgreSQL's — says it is not available on the archive yet, and a twin
+//! PostgreSQL cannot run fails naming the skill and the archive: never a local answer
+//! or a silently different one.
+//!
 //! Output: `{"columns": [str], "rows": [{column: value}], "count": int, "truncated": bool}`;
 //! `truncated` is true when the query had more than `max-rows` rows.
 
@@ -63,6 +73,9 @@ pub struct SqlQuery {
     timeout: Duration,
     arg_names: Vec<String>,
     json_columns: Vec<String>,
+    /// The `archive-query` file, when the skill has a PostgreSQL twin (template
+    /// `archive` of `env`).
+    archive_query: Option<String>,
 }
 
 impl Engine for Sql {
@@ -104,32 +117,34 @@ impl SqlQuery {
             .get("query")
             .and_then(Value::as_str)
             .unwrap_or("query.sql");
-        let path =
-            crate::confine::inside(binding.skill_dir, file).map_err(|e| format!("`query`: {e}"))?;
-        let source = fs_err::read_to_string(&path).map_err(|e| format!("`query`: {e}"))?;
-        if let Some(pos) = source.find("{{") {
-            let line = source[..pos].matches('\n').count() + 1;
-            return Err(format!(
-                "`{file}`:{line}: `{{{{ … }}}}` would splice text into SQL; use `$name` parameters and `{{% if %}}` blocks only"
-            ));
-        }
-        let mut env = minijinja::Environment::new();
-        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-        env.set_fuel(Some(QUERY_FUEL));
-        env.add_template_owned("query", source.clone())
-            .map_err(|e| format!("`{file}`: {e}"))?;
         let arg_names: Vec<String> = binding
             .input_schema
             .get("properties")
             .and_then(Value::as_object)
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
-        let (_, used) = placeholders(&source);
-        if let Some(unknown) = used.iter().find(|n| !arg_names.contains(n)) {
-            return Err(format!(
-                "`{file}`: `${unknown}` is not an argument of the input schema"
-            ));
-        }
+        let mut env = minijinja::Environment::new();
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        env.set_fuel(Some(QUERY_FUEL));
+        let source = read_query(binding, "query", file, &arg_names, &mut env)?;
+        let archive_query = match opts.get("archive-query") {
+            None => None,
+            Some(Value::String(twin)) => {
+                if store != StoreKind::Conversations {
+                    return Err(
+                        "`archive-query`: only a `conversations` query can run on the archive"
+                            .into(),
+                    );
+                }
+                read_query(binding, "archive", twin, &arg_names, &mut env)?;
+                Some(twin.clone())
+            }
+            Some(other) => {
+                return Err(format!(
+                    "`archive-query`: expected the file name of the PostgreSQL query, got {other}"
+                ))
+            }
+        };
         let json_columns = match opts.get("json-columns") {
             None => Vec::new(),
             Some(Value::Array(names)) if names.iter().all(Value::is_string) => names
@@ -153,6 +168,7 @@ impl SqlQuery {
             timeout: Duration::from_millis(num("timeout-ms", DEFAULT_TIMEOUT_MS).max(1)),
             arg_names,
             json_columns,
+            archive_query,
         })
     }
 
@@ -167,22 +183,119 @@ impl SqlQuery {
     /// # Errors
     /// Template rendering errors.
     pub fn prepare(&self, args: &Value) -> Result<(String, Vec<Value>), EngineError> {
-        let mut ctx = Map::new();
-        for name in &self.arg_names {
-            ctx.insert(name.clone(), args.get(name).cloned().unwrap_or(Value::Null));
-        }
-        let text = self
-            .env
-            .get_template("query")
-            .and_then(|t| t.render(Value::Object(ctx)))
-            .map_err(|e| EngineError::Query(format!("query template: {e}")))?;
-        let (sql, names) = placeholders(&text);
+        let (sql, names) = placeholders(&self.render("query", args)?);
         let values = names
             .iter()
             .map(|n| args.get(n).cloned().unwrap_or(Value::Null))
             .collect();
         Ok((sql, values))
     }
+
+    /// Template `name` rendered for `args`.
+    fn render(&self, name: &str, args: &Value) -> Result<String, EngineError> {
+        let mut ctx = Map::new();
+        for name in &self.arg_names {
+            ctx.insert(name.clone(), args.get(name).cloned().unwrap_or(Value::Null));
+        }
+        self.env
+            .get_template(name)
+            .and_then(|t| t.render(Value::Object(ctx)))
+            .map_err(|e| EngineError::Query(format!("query template: {e}")))
+    }
+
+    /// The call on the team archive: the `archive-query` in PostgreSQL's sandbox, or
+    /// "not available on the archive yet" for a skill without one.
+    fn call_archive(
+        &self,
+        args: &Value,
+        ctx: &Context,
+        pool: &crate::archive::search::Pool,
+    ) -> Result<Value, EngineError> {
+        use crate::archive::sql::SqlError;
+        let skill = ctx.access().skill().unwrap_or("this sql skill");
+        let shown = pool.target().shown();
+        let Some(twin) = &self.archive_query else {
+            let why = match self.store {
+                StoreKind::Memories => "it reads the memories, which the archive's sql \
+                                        skills do not reach yet"
+                    .to_owned(),
+                StoreKind::Conversations => "its query is written for DuckDB and the skill \
+                                             has no PostgreSQL twin (`archive-query`)"
+                    .to_owned(),
+            };
+            return Err(EngineError::Unavailable(format!(
+                "{skill} is not available on the archive yet ({shown}: {why}); run it without \
+                 `--archive` / {} to answer from this machine's stores",
+                crate::settings::ARCHIVE_URL.name
+            )));
+        };
+        ctx.may_read(crate::stores::Store::Conversations)?;
+        let (sql, names) = numbered(&self.render("archive", args)?);
+        let sql = sql.trim().trim_end_matches(';').trim_end();
+        sandbox::require_select(sql)
+            .map_err(|e| EngineError::Query(format!("{skill} on the archive {shown}: {e}")))?;
+        let values: Vec<Value> = names
+            .iter()
+            .map(|n| args.get(n).cloned().unwrap_or(Value::Null))
+            .collect();
+        let call = crate::archive::sql::Call {
+            sql,
+            names: &names,
+            values: &values,
+            max_rows: self.max_rows,
+            timeout: self.timeout,
+        };
+        let (columns, rows) = crate::archive::sql::run(pool, &call).map_err(|e| match e {
+            SqlError::Argument { name, reason } => EngineError::Argument { name, reason },
+            SqlError::Timeout => EngineError::Query(format!(
+                "{skill} on the archive {shown}: query interrupted after {} ms (`timeout-ms`)",
+                self.timeout.as_millis()
+            )),
+            SqlError::Refused(why) => EngineError::Query(format!(
+                "{skill} on the archive {shown}: refused by the archive's sandbox: {why}"
+            )),
+            SqlError::NoSandbox(why) => EngineError::Unavailable(format!("{skill}: {why}")),
+            SqlError::Failed(why) => EngineError::Query(format!(
+                "{skill} on the archive {shown}: PostgreSQL cannot run its `{twin}`: {why}"
+            )),
+        })?;
+        let (columns, rows, truncated) = self.cap(columns, rows);
+        Ok(json!({"columns": columns, "count": rows.len(), "truncated": truncated, "rows": rows}))
+    }
+}
+
+/// Reads query file `file` of the skill, checks it (no `{{ … }}`, every `$name` an
+/// argument) and adds it to `env` as template `name`; its text.
+fn read_query(
+    binding: &Binding<'_>,
+    name: &'static str,
+    file: &str,
+    arg_names: &[String],
+    env: &mut minijinja::Environment<'static>,
+) -> Result<String, String> {
+    let option = if name == "query" {
+        "query"
+    } else {
+        "archive-query"
+    };
+    let path =
+        crate::confine::inside(binding.skill_dir, file).map_err(|e| format!("`{option}`: {e}"))?;
+    let source = fs_err::read_to_string(&path).map_err(|e| format!("`{option}`: {e}"))?;
+    if let Some(pos) = source.find("{{") {
+        let line = source[..pos].matches('\n').count() + 1;
+        return Err(format!(
+            "`{file}`:{line}: `{{{{ … }}}}` would splice text into SQL; use `$name` parameters and `{{% if %}}` blocks only"
+        ));
+    }
+    env.add_template_owned(name, source.clone())
+        .map_err(|e| format!("`{file}`: {e}"))?;
+    let (_, used) = placeholders(&source);
+    if let Some(unknown) = used.iter().find(|n| !arg_names.contains(n)) {
+        return Err(format!(
+            "`{file}`: `${unknown}` is not an argument of the input schema"
+        ));
+    }
+    Ok(source)
 }
 
 impl Engine for SqlQuery {
@@ -199,7 +312,9 @@ impl Engine for SqlQuery {
     }
 
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
-        ctx.local_only(ctx.access().skill().unwrap_or("this sql skill"))?;
+        if let Some(pool) = ctx.archive() {
+            return self.call_archive(args, ctx, pool);
+        }
         let (sql, values) = self.prepare(args)?;
         let sql = sql.trim().trim_end_matches(';').trim_end();
         sandbox::require_select(sql).map_err(refused)?;
@@ -394,8 +509,35 @@ fn duck_columns(
 /// Replaces `$name` placeholders outside string literals, quoted identifiers and
 /// comments with `?`, returning the new text and the names in order of appearance.
 pub fn placeholders(sql: &str) -> (String, Vec<String>) {
-    let mut out = String::with_capacity(sql.len());
     let mut names = Vec::new();
+    let out = replace_placeholders(sql, |name| {
+        names.push(name.to_owned());
+        "?".to_owned()
+    });
+    (out, names)
+}
+
+/// Replaces `$name` placeholders (as [`placeholders`]) with PostgreSQL's `$1`, `$2`…,
+/// one number per distinct name; returns the text and the names by number.
+pub fn numbered(sql: &str) -> (String, Vec<String>) {
+    let mut names: Vec<String> = Vec::new();
+    let out = replace_placeholders(sql, |name| {
+        let k = match names.iter().position(|n| n == name) {
+            Some(i) => i + 1,
+            None => {
+                names.push(name.to_owned());
+                names.len()
+            }
+        };
+        format!("${k}")
+    });
+    (out, names)
+}
+
+/// `sql` with each `$name` outside string literals, quoted identifiers and comments
+/// replaced by `mark(name)`.
+fn replace_placeholders(sql: &str, mut mark: impl FnMut(&str) -> String) -> String {
+    let mut out = String::with_capacity(sql.len());
     let chars: Vec<char> = sql.chars().collect();
     let mut i = 0;
     while i < chars.len() {
@@ -435,8 +577,8 @@ pub fn placeholders(sql: &str) -> (String, Vec<String>) {
                 {
                     end += 1;
                 }
-                names.push(chars[start..end].iter().collect());
-                out.push('?');
+                let name: String = chars[start..end].iter().collect();
+                out.push_str(&mark(&name));
                 i = end;
             }
             _ => {
@@ -445,7 +587,7 @@ pub fn placeholders(sql: &str) -> (String, Vec<String>) {
             }
         }
     }
-    (out, names)
+    out
 }
 
 /// Calls `on_timeout` once when `timeout` passes before [`Watchdog::stop`].
@@ -493,5 +635,8 @@ mod tests {
         );
         assert_eq!(names, ["role", "role_2"]);
         assert_eq!(placeholders("x::VARCHAR, $1").1, Vec::<String>::new());
+        let (sql, names) = numbered("a = $role AND b = '$x' AND c = $limit OR d = $role");
+        assert_eq!(sql, "a = $1 AND b = '$x' AND c = $2 OR d = $1");
+        assert_eq!(names, ["role", "limit"]);
     }
 }
