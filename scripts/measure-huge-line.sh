@@ -22,7 +22,7 @@ path, size_mb, session = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 chunk = "log line with some words in it\n" * 32
 text = "zebrafinch " + chunk * (size_mb * 1024 * 1024 // len(chunk))
 head = {"parentUuid": None, "isSidechain": False, "userType": "external",
-        "cwd": "/home/dev/huge", "sessionId": session, "version": "2.0.14", "type": "user",
+        "cwd": "/tmp/huge", "sessionId": session, "version": "2.0.14", "type": "user",
         "uuid": "00000000-0000-4000-8000-0000000003a1",
         "timestamp": "2025-03-10T09:14:02.118Z"}
 with open(path, "w") as f:

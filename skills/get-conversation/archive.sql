@@ -18,6 +18,7 @@ SELECT
     message_id,
     substr(content, 1, $max_chars::integer) AS content,
     char_count,
+    greatest(char_count - length(content), 0) AS cut_at_import,
     content_type,
     is_injected,
     position,
