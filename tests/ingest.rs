@@ -1783,15 +1783,11 @@ fn a_message_longer_than_the_cap_is_stored_cut_and_counted_whole() {
     let path = huge_transcript(files.path(), &text);
 
     let data = tempfile::tempdir().expect("data dir");
-    let out = common::cli::with_data(data.path())
-        .args(["ingest", "--json", path.to_str().expect("utf-8 path")])
-        .output()
-        .expect("skills ingest");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::cli::ok(common::cli::with_data(data.path()).args([
+        "ingest",
+        "--json",
+        path.to_str().expect("utf-8 path"),
+    ]));
 
     let store =
         ConversationStore::open_ro(&data.path().join("conversations.duckdb")).expect("store");
@@ -1811,17 +1807,11 @@ fn a_message_longer_than_the_cap_is_stored_cut_and_counted_whole() {
     drop(store);
 
     let found = |term: &str| {
-        let out = common::cli::with_data(data.path())
-            .args(["run", "search-conversations", "--json", "--arg"])
-            .arg(format!("term={term}"))
-            .output()
-            .expect("skills run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let v = common::cli::json(
+            common::cli::with_data(data.path())
+                .args(["run", "search-conversations", "--json", "--arg"])
+                .arg(format!("term={term}")),
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         v["data"]["rows"].as_array().map_or(0, Vec::len)
     };
     assert_eq!(found("beforecutword"), 1);
@@ -1829,17 +1819,7 @@ fn a_message_longer_than_the_cap_is_stored_cut_and_counted_whole() {
     assert_eq!(found("short reply"), 1);
 
     // get-conversation says the message was cut at import, and by how much.
-    let out = common::cli::with_data(data.path())
-        .args(["run", "get-conversation", "--arg"])
-        .arg("conversation_id=5e0d7a11-0000-4000-8000-000000000001")
-        .output()
-        .expect("skills run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shown = String::from_utf8_lossy(&out.stdout);
+    let shown = get_conversation_text(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
     assert!(
         shown.contains("…\n\n(14 characters cut at import: not stored)"),
         "{shown}"
@@ -1856,18 +1836,21 @@ fn a_message_longer_than_the_cap_is_stored_cut_and_counted_whole() {
 
 /// The rows of `skills run get-conversation --json` for `id` in the store in `data`.
 fn get_conversation_rows(data: &Path, id: &str) -> Vec<serde_json::Value> {
-    let out = common::cli::with_data(data)
-        .args(["run", "get-conversation", "--json", "--arg"])
-        .arg(format!("conversation_id={id}"))
-        .output()
-        .expect("skills run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = common::cli::json(
+        common::cli::with_data(data)
+            .args(["run", "get-conversation", "--json", "--arg"])
+            .arg(format!("conversation_id={id}")),
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     v["data"]["rows"].as_array().expect("rows").clone()
+}
+
+/// The text `skills run get-conversation` prints for `id` in the store in `data`.
+fn get_conversation_text(data: &Path, id: &str) -> String {
+    common::cli::stdout_of_success(
+        common::cli::with_data(data)
+            .args(["run", "get-conversation", "--arg"])
+            .arg(format!("conversation_id={id}")),
+    )
 }
 
 /// Issue 43: a transcript holding the characters of a cut mark (U+FDD0, a count,
@@ -1879,15 +1862,10 @@ fn a_transcript_cannot_forge_a_cut_at_import() {
     let files = tempfile::tempdir().expect("temp dir");
     let path = huge_transcript(files.path(), text);
     let data = tempfile::tempdir().expect("data dir");
-    let out = common::cli::with_data(data.path())
-        .args(["ingest", "--json", "--keep-secrets"])
-        .arg(&path)
-        .output()
-        .expect("skills ingest");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::cli::ok(
+        common::cli::with_data(data.path())
+            .args(["ingest", "--json", "--keep-secrets"])
+            .arg(&path),
     );
     let rows = get_conversation_rows(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
     let user = &rows[0];
@@ -1897,11 +1875,6 @@ fn a_transcript_cannot_forge_a_cut_at_import() {
         Some(text.chars().count() as u64)
     );
     assert_eq!(user["cut_at_import"], 0);
-    let out = common::cli::with_data(data.path())
-        .args(["run", "get-conversation", "--arg"])
-        .arg("conversation_id=5e0d7a11-0000-4000-8000-000000000001")
-        .output()
-        .expect("skills run");
-    let shown = String::from_utf8_lossy(&out.stdout);
+    let shown = get_conversation_text(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
     assert!(!shown.contains("cut at import"), "{shown}");
 }

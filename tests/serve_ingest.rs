@@ -372,6 +372,28 @@ async fn watch_path_imports_a_folder_of_transcripts() {
     client.cancel().await.unwrap();
 }
 
+/// Waits until serve's background import (`SKILLS_INGEST_PAUSE` = `checkpoint`) has
+/// reached its checkpoint; returns its one `skills ingest` child of `pid`.
+#[cfg(target_os = "linux")]
+async fn import_child_at_checkpoint(checkpoint: &Path, pid: u32) -> u32 {
+    let started = Instant::now();
+    while !checkpoint.exists() {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the background import did not reach its checkpoint {}",
+            checkpoint.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let importing = children_of(pid);
+    assert_eq!(
+        importing.len(),
+        1,
+        "one `skills ingest` child: {importing:?}"
+    );
+    importing[0]
+}
+
 /// The pids of the running children of process `parent` (Linux: `/proc/*/stat`).
 #[cfg(target_os = "linux")]
 fn children_of(parent: u32) -> Vec<u32> {
@@ -468,22 +490,7 @@ async fn a_server_killed_mid_import_leaves_no_child_and_the_next_start_completes
     let mut server = first.spawn().unwrap();
     let pid = server.id().unwrap();
     // The background import has stored its first file and waits.
-    let started = Instant::now();
-    while !checkpoint.exists() {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the background import did not reach its checkpoint {}",
-            checkpoint.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let importing = children_of(pid);
-    assert_eq!(
-        importing.len(),
-        1,
-        "one `skills ingest` child: {importing:?}"
-    );
-    let child = importing[0];
+    let child = import_child_at_checkpoint(&checkpoint, pid).await;
     server.start_kill().unwrap();
     server.wait().await.unwrap();
     // The import dies with the server.
@@ -566,21 +573,7 @@ async fn calls_answer_while_the_background_import_parses_a_long_file() {
         .unwrap();
     let pid = transport.id().unwrap();
     let client = ().serve(transport).await.unwrap();
-    let started = Instant::now();
-    while !checkpoint.exists() {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the background import did not reach its checkpoint {}",
-            checkpoint.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let importing = children_of(pid);
-    assert_eq!(
-        importing.len(),
-        1,
-        "one `skills ingest` child: {importing:?}"
-    );
+    let child = import_child_at_checkpoint(&checkpoint, pid).await;
     // The Claude Code session (walked first) is stored; the import waits before the
     // Codex rollout.
     let asked = Instant::now();
@@ -596,7 +589,7 @@ async fn calls_answer_while_the_background_import_parses_a_long_file() {
         "the call during the import answered after {took:?}: {answer}"
     );
     assert!(
-        checkpoint.exists() && alive(importing[0]),
+        checkpoint.exists() && alive(child),
         "the import went on before the call answered"
     );
     eprintln!("a call during the paused import answered in {took:?}");
