@@ -32,7 +32,9 @@
 //!
 //! Environment: `BENCH_RUNS` (timed renders per case, default 500); `BENCH_STAGES=1`
 //! also prints the time of the markdown step and of pulldown-cmark and ammonia alone
-//! (on stderr); `BENCH_PAGES_MESSAGES=0` skips the browse pages.
+//! (on stderr), and the browse pages' skill calls timed alone (`Host::call`, no
+//! template: the page's render is the rest); `BENCH_PAGES_MESSAGES=0` skips the
+//! browse pages.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 mod common;
@@ -392,6 +394,85 @@ fn browse() -> Result<()> {
          `Host::call_with`, then the template), on a tokio runtime; CPU is the whole \
          process's (`CLOCK_PROCESS_CPUTIME_ID`: DuckDB's worker threads included).\n"
     );
+    if std::env::var_os("BENCH_STAGES").is_some() {
+        calls_alone(&catalog, now, &source, &id, &project, runs)?;
+    }
+    Ok(())
+}
+
+/// `BENCH_STAGES=1`: each skill call of the browse pages alone (`Host::call`: store
+/// open, query, JSON rows, redaction; no template), so the page's render is the rest.
+fn calls_alone(
+    catalog: &Catalog,
+    now: chrono::DateTime<chrono::Utc>,
+    source: &str,
+    id: &str,
+    project: &str,
+    runs: usize,
+) -> Result<()> {
+    use serde_json::json;
+    let served = catalog.current();
+    let today = now.date_naive();
+    let first_day = (today - chrono::Duration::days(364)).to_string();
+    let first_month = chrono::NaiveDate::from_ymd_opt(
+        if chrono::Datelike::month(&today) == 12 {
+            chrono::Datelike::year(&today)
+        } else {
+            chrono::Datelike::year(&today) - 1
+        },
+        chrono::Datelike::month(&today) % 12 + 1,
+        1,
+    )
+    .context("a month start")?
+    .to_string();
+    let cases = [
+        (
+            "message-activity by day",
+            "message-activity",
+            json!({"by": "day", "since": first_day}),
+        ),
+        (
+            "message-activity by month",
+            "message-activity",
+            json!({"by": "month", "since": first_month}),
+        ),
+        (
+            "list-conversations (newest 50)",
+            "list-conversations",
+            json!({"limit": 50}),
+        ),
+        (
+            "list-conversations (a project)",
+            "list-conversations",
+            json!({"limit": 50, "project": project}),
+        ),
+        (
+            "list-conversations (one, a page header)",
+            "list-conversations",
+            json!({"limit": 1, "source": source, "conversation_id": id}),
+        ),
+        ("list-projects", "list-projects", json!({"limit": 500})),
+        (
+            "get-conversation (200 messages at most)",
+            "get-conversation",
+            json!({"conversation_id": id, "source": source, "limit": 200, "max_chars": 20000}),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (what, name, args) in cases {
+        served.host.call(name, args.clone())?;
+        let (stats, _) = measure(runs, || served.host.call(name, args.clone()).is_ok());
+        rows.push(vec![
+            what.to_owned(),
+            fmt_dur(stats.median),
+            fmt_dur(stats.p95),
+        ]);
+    }
+    println!(
+        "Skill calls alone (`Host::call`, no template), load average {}:\n",
+        common::loadavg()
+    );
+    common::table(&["call", "p50", "p95"], &rows);
     Ok(())
 }
 

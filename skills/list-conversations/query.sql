@@ -5,14 +5,20 @@
 -- user message come from their own messages; only those rows' content is read. One
 -- pass reading the names and the first user message's content for every message
 -- was 3x slower at 1M messages (docs/performance.md "Browse pages at 1M messages").
-WITH listed AS (
+-- With conversation_id (a conversation page's header) its rows are found by the id
+-- alone first, through the store's index on it; with the source in the same scan,
+-- DuckDB read every row.
+WITH {% if conversation_id %}one AS MATERIALIZED (
+    SELECT *, rowid AS row_id FROM all_conversations WHERE conversation_id = $conversation_id
+),
+{% endif %}listed AS (
     SELECT
         source,
         conversation_id,
         count(*)::INTEGER AS messages,
         min(created) AS first_at,
         max(created) AS last_at
-    FROM all_conversations
+    FROM {% if conversation_id %}one{% else %}all_conversations{% endif %}
     WHERE true
 {% if source %}      AND source = $source
 {% endif %}{% if project %}      AND project = $project
@@ -34,15 +40,15 @@ details AS (
         max(a.project) FILTER (WHERE kept) AS project,
         max(a.conversation_title) FILTER (WHERE kept) AS title,
         max(a.model) FILTER (WHERE kept) AS model,
-        arg_min(a.rowid, a.msg_index) FILTER (WHERE a.role = 'user' AND NOT a.is_injected)
+        arg_min(a.row_id, a.msg_index) FILTER (WHERE a.role = 'user' AND NOT a.is_injected)
             AS first_user
     FROM (
-        SELECT *, rowid, (true
+        SELECT *{% if not conversation_id %}, rowid AS row_id{% endif %}, (true
 {% if project %}            AND project = $project
 {% endif %}{% if since %}            AND created >= CAST($since AS DATE)
 {% endif %}{% if until %}            AND created < CAST($until AS DATE) + INTERVAL 1 DAY
 {% endif %}        ) AS kept
-        FROM all_conversations
+        FROM {% if conversation_id %}one{% else %}all_conversations{% endif %}
         -- The key filters again: a scan they prune (one conversation's page) stays pruned.
         WHERE true
 {% if source %}          AND source = $source

@@ -6,9 +6,11 @@
 //! (`source`, `conversation_id`, `message_id`) — sources reuse node ids such as `msg-1`
 //! across conversations — so importing the same files twice adds nothing. The key is
 //! enforced by this module's writers, not by a `PRIMARY KEY`: DuckDB's index over three
-//! `VARCHAR`s made each ingest commit several times slower and the file twice as big,
-//! and no query here looks rows up by key. Stores created with that index keep it,
-//! which changes nothing but speed.
+//! `VARCHAR`s made each ingest commit several times slower and the file twice as big.
+//! Stores created with that index keep it, which changes nothing but speed. One
+//! single-column index is kept, on `conversation_id`, for reading one conversation
+//! (get-conversation filters by it alone first): 13 % more file on the generated 1M
+//! store, no measurable cost to inserting it (docs/performance.md).
 //!
 //! Column `is_injected` (last, added to older stores when opened writable) marks user
 //! messages a harness injected (see `ingest::injected`); user-role search
@@ -31,6 +33,7 @@ use duckdb::Connection;
 use super::StoreError;
 use crate::cancel::{Cancel, OnStop};
 
+mod attach;
 mod close;
 pub mod embeddings;
 mod files;
@@ -75,6 +78,9 @@ pub struct ConversationStore {
     /// The call whose stop interrupts every connection handed out
     /// ([`ConversationStore::interrupted_by`]), and the hooks registered for them.
     stop: Option<(Cancel, Mutex<Vec<OnStop>>)>,
+    /// A read-only store's attachment to a kept instance (`attach`), detached when
+    /// the store is dropped (after `conn`, declared before it).
+    attached: Option<attach::Attached>,
 }
 
 impl ConversationStore {

@@ -38,6 +38,7 @@ impl ConversationStore {
         super::secrets::init(&conn).map_err(|e| duck(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
+            attached: None,
             conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
             index: Some(index),
@@ -48,9 +49,10 @@ impl ConversationStore {
         })
     }
 
-    /// Opens an existing store read-only, sandboxed for skill SQL
-    /// ([`super::sandbox::duckdb_config`]: no files, network, extensions or settings
-    /// beyond this one file). Waits up to 10 s while another process
+    /// Opens an existing store read-only, sandboxed for skill SQL (as
+    /// [`crate::stores::sandbox::duckdb_config`]: no files, network, extensions or
+    /// settings beyond this one file), by attaching it to an in-memory instance kept
+    /// for its path (`attach`); dropping the store detaches it. Waits up to 10 s while another process
     /// writes it (`skills ingest`). Engines open it per call and drop it afterwards, so
     /// a long-running `skills serve` never keeps `skills ingest` out and always sees
     /// the latest import.
@@ -67,11 +69,21 @@ impl ConversationStore {
         }
         // Readers run SQL from skill folders: the sandbox's configuration (external
         // access off, configuration locked) is applied as the file is opened.
+        // Attached to a kept instance rather than opened: starting an instance costs
+        // more than a browse page may take (`attach`).
+        let attached = Mutex::new(None);
         let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
-            Connection::open_with_flags(path, crate::stores::sandbox::duckdb_config()?)
+            let (conn, handle) = super::attach::attach(path)?;
+            *attached
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            Ok(conn)
         })?;
         Ok(Self {
             path: path.to_path_buf(),
+            attached: attached
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
             conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
             index: None,
@@ -94,6 +106,7 @@ impl ConversationStore {
             .map_err(|e| duck(&path, e))?;
         Ok(Self {
             path,
+            attached: None,
             conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
             index: None,
@@ -118,7 +131,8 @@ impl ConversationStore {
         let has: bool = conn
             .query_row(
                 "SELECT count(*) > 0 FROM duckdb_columns()
-                 WHERE table_name = 'all_conversations' AND column_name = 'is_injected'",
+                 WHERE table_name = 'all_conversations' AND column_name = 'is_injected'
+                   AND database_name = current_database()",
                 [],
                 |r| r.get(0),
             )
@@ -151,6 +165,9 @@ impl ConversationStore {
         }
         .map_err(|e| duck(&self.path, e))?;
         drop(guard);
+        if let Some(attached) = &self.attached {
+            attached.use_on(&conn).map_err(|e| duck(&self.path, e))?;
+        }
         if let Some((cancel, hooks)) = &self.stop {
             cancel.check().map_err(StoreError::Stopped)?;
             let handle = conn.interrupt_handle();

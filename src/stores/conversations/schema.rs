@@ -70,6 +70,11 @@ CREATE TABLE IF NOT EXISTS all_conversations (
     is_injected BOOLEAN NOT NULL DEFAULT false
 );
 ALTER TABLE all_conversations ADD COLUMN IF NOT EXISTS is_injected BOOLEAN DEFAULT false;
+-- One conversation's rows by id (get-conversation, a conversation page): an ART over
+-- the one column finds them without reading every id (docs/performance.md, Browse
+-- pages at 1M messages); built on the first writable open of an older store.
+CREATE INDEX IF NOT EXISTS all_conversations_conversation_id
+    ON all_conversations (conversation_id);
 CREATE TABLE IF NOT EXISTS ingest_files (
     path VARCHAR PRIMARY KEY,
     format VARCHAR NOT NULL,
