@@ -369,3 +369,310 @@ fn semantic_search_finds_no_stored_secret() {
         assert_eq!(found.contains(&key), name == "kept", "{name}: {found}");
     }
 }
+
+/// A Claude Code record of session `session` in folder `cwd`.
+fn claude_record(session: &str, cwd: &str, uuid: &str, parent: Option<&str>, text: &str) -> String {
+    json!({
+        "parentUuid": parent, "isSidechain": false, "userType": "external",
+        "cwd": cwd, "sessionId": session, "version": "2.0.14",
+        "type": "user", "message": {"role": "user", "content": text},
+        "uuid": uuid, "timestamp": "2025-03-10T09:14:02.118Z"
+    })
+    .to_string()
+}
+
+/// Every stored value of the conversations store's text columns, and the memories
+/// store's file as text: where a secret must not be.
+fn stored_everywhere(data: &Path) -> String {
+    let paths = skills::stores::StorePaths::in_dir(data);
+    let store =
+        skills::stores::conversations::ConversationStore::open_ro(&paths.conversations).unwrap();
+    let conn = store.connection().unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT concat_ws(' ', source, model, project, conversation_id, conversation_title, \
+             message_id, parent_id, content) FROM all_conversations",
+        )
+        .unwrap();
+    let rows: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let memories = String::from_utf8_lossy(&fs_err::read(&paths.memories).unwrap()).into_owned();
+    rows.join("\n") + &memories
+}
+
+/// Issue 43, finding 6, in ids and metadata: a secret in a Claude Code `cwd` (the
+/// stored `project`), a session id, a message id, a memory's tags, files, source and
+/// conversation id is stored as a keyed marker. The `project` filter, memo-search's
+/// `file` filter and exact search find nothing by any prefix of it;
+/// two sessions whose ids differ only in their secret stay two conversations; a
+/// re-import adds nothing; nothing printed holds a secret.
+#[test]
+fn secrets_in_ids_and_metadata_are_stored_as_keyed_markers() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = aws_key();
+    let (pw1, pw2) = ("hunter2hunter2", "hunter2hunter3");
+    let cwd = format!("/home/u/{key}/app");
+    let transcripts = dir.path().join("t");
+    fs_err::create_dir_all(&transcripts).unwrap();
+    for (n, pw) in [(1, pw1), (2, pw2)] {
+        let session = format!("run-password={pw}");
+        let (a, b) = (format!("msg-{key}-{n}a"), format!("msg-{key}-{n}b"));
+        let lines = [
+            claude_record(&session, &cwd, &a, None, "okapi first question"),
+            claude_record(&session, &cwd, &b, Some(&a), "okapi second question"),
+        ];
+        fs_err::write(
+            transcripts.join(format!("s{n}.jsonl")),
+            lines.join("\n") + "\n",
+        )
+        .unwrap();
+    }
+    let data = dir.path().join("data");
+    let mut printed = String::new();
+    let summary =
+        cli::json(skills(&data).args(["ingest", "--json", transcripts.to_str().unwrap()]));
+    printed += &summary.to_string();
+    assert_eq!(summary["messages_added"], 4, "{summary}");
+    // cwd, session id and message id (and parent id) of each of 4 messages.
+    assert!(
+        summary["secrets_redacted"].as_u64().unwrap() >= 12,
+        "{summary}"
+    );
+    let again = cli::json(skills(&data).args(["ingest", "--json", transcripts.to_str().unwrap()]));
+    assert_eq!(again["messages_added"], 0, "{again}");
+    // Touched files are imported again and still add nothing (same stored ids).
+    for n in [1, 2] {
+        let f = transcripts.join(format!("s{n}.jsonl"));
+        let text = fs_err::read_to_string(&f).unwrap();
+        fs_err::write(&f, text + "\n").unwrap();
+    }
+    let again = cli::json(skills(&data).args(["ingest", "--json", transcripts.to_str().unwrap()]));
+    assert_eq!(again["messages_added"], 0, "{again}");
+    {
+        let paths = skills::stores::StorePaths::in_dir(&data);
+        let store = skills::stores::conversations::ConversationStore::open_ro(&paths.conversations)
+            .unwrap();
+        let conn = store.connection().unwrap();
+        let (conversations, messages, threaded): (i64, i64, i64) = conn
+            .query_row(
+                "SELECT count(DISTINCT conversation_id), count(*), \
+                 count(*) FILTER (WHERE parent_id IN (SELECT message_id FROM all_conversations)) \
+                 FROM all_conversations",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((conversations, messages, threaded), (2, 4, 2));
+    }
+
+    // Memories: memo add and memo-save with the secret in every metadata field.
+    let file = format!("/srv/{key}/deploy.rs");
+    printed += &String::from_utf8(
+        cli::ok(skills(&data).args([
+            "memo",
+            "add",
+            "--title",
+            "okapi deploy",
+            "--body",
+            "okapi deploy notes",
+            "--tag",
+            &key,
+            "--file-read",
+            &file,
+            "--file-modified",
+            &file,
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    let save = json!({"title": "okapi rollout", "body": "okapi rollout notes",
+        "tags": [key.clone(), format!("password={pw1}")], "files_read": [file.clone()],
+        "files_modified": [file.clone()], "source": format!("{cwd}/notes.md"),
+        "conversation_id": format!("run-password={pw1}")})
+    .to_string();
+    // Its `args` echo what the caller sent; what it answers is `data` and `text`.
+    let saved = cli::json(skills(&data).args(["run", "memo-save", "--json", "--args-json", &save]));
+    printed += &saved["data"].to_string();
+    printed += &saved["text"].to_string();
+
+    let stored = stored_everywhere(&data);
+    for secret in [key.as_str(), pw1, pw2] {
+        assert!(!stored.contains(secret), "stored: {secret} in {stored}");
+    }
+    assert!(stored.contains("[REDACTED:aws-access-key-id#"), "{stored}");
+
+    // Probes: every prefix longer than what a marker shares finds nothing.
+    let project_rows = |fragment: &str, index: bool| -> usize {
+        let mut cmd = skills(&data);
+        if !index {
+            cmd.env("SKILLS_SEARCH_INDEX", "off");
+        }
+        let args = json!({"term": "okapi", "project": fragment}).to_string();
+        let out = cli::json(cmd.args([
+            "run",
+            "search-conversations",
+            "--json",
+            "--args-json",
+            &args,
+        ]));
+        out["data"]["rows"].as_array().map_or(0, Vec::len)
+    };
+    let memo = |args: Value| -> usize {
+        let out = cli::json(skills(&data).args([
+            "run",
+            "memo-search",
+            "--json",
+            "--args-json",
+            &args.to_string(),
+        ]));
+        out["data"]["hits"].as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(project_rows("/home/u/", true), 4, "the filter works");
+    assert_eq!(project_rows("/home/u/", false), 4);
+    assert_eq!(
+        memo(json!({"query": "okapi", "file": "/srv/"})),
+        2,
+        "the filter works"
+    );
+    for cut in 5..=key.len() {
+        let probe = &key[..cut];
+        for index in [true, false] {
+            assert_eq!(
+                project_rows(probe, index),
+                0,
+                "project {probe} (index {index})"
+            );
+            assert_eq!(
+                project_rows(&format!("/home/u/{probe}"), index),
+                0,
+                "{probe}"
+            );
+        }
+        assert_eq!(
+            memo(json!({"query": "okapi", "file": format!("/srv/{probe}")})),
+            0,
+            "{probe}"
+        );
+        assert_eq!(
+            memo(json!({"query": probe, "mode": "exact"})),
+            0,
+            "exact {probe}"
+        );
+    }
+    for cut in 5..=pw1.len() {
+        let probe = format!("password={}", &pw1[..cut]);
+        assert_eq!(
+            memo(json!({"query": probe, "mode": "exact"})),
+            0,
+            "exact {probe}"
+        );
+        let args = json!({"term": "okapi", "project": probe}).to_string();
+        let out = cli::json(skills(&data).args([
+            "run",
+            "search-conversations",
+            "--json",
+            "--args-json",
+            &args,
+        ]));
+        assert_eq!(out["data"]["rows"].as_array().map_or(0, Vec::len), 0);
+    }
+
+    // Nothing printed holds a secret: search, get-conversation, memo-search, status.
+    let search = cli::json(skills(&data).args([
+        "run",
+        "search-conversations",
+        "--json",
+        "--args-json",
+        &json!({"term": "okapi"}).to_string(),
+    ]));
+    let conversation = search["data"]["rows"][0]["conversation_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        conversation.contains("[REDACTED:password-assignment#"),
+        "{conversation}"
+    );
+    printed += &search.to_string();
+    // The id printed is the stored id: it finds the conversation.
+    let got = cli::json(skills(&data).args([
+        "run",
+        "get-conversation",
+        "--json",
+        "--args-json",
+        &json!({"conversation_id": conversation}).to_string(),
+    ]));
+    assert!(got.to_string().contains("okapi first question"), "{got}");
+    printed += &got.to_string();
+    printed += &cli::json(skills(&data).args([
+        "run",
+        "memo-search",
+        "--json",
+        "--args-json",
+        &json!({"query": "okapi", "explain": true}).to_string(),
+    ]))
+    .to_string();
+    printed += &status_text(&data);
+    for secret in [key.as_str(), pw1, pw2] {
+        assert!(!printed.contains(secret), "printed: {secret} in {printed}");
+    }
+
+    // `--keep-secrets` stores them as written (the documented trade-off).
+    let kept = dir.path().join("kept");
+    cli::ok(skills(&kept).args([
+        "ingest",
+        "--keep-secrets",
+        "--quiet",
+        transcripts.to_str().unwrap(),
+    ]));
+    assert!(stored_everywhere_conversations(&kept).contains(&key));
+    // …and `--redact-stored` then redacts the ids in place, into the same markers a
+    // fresh import of that folder would store.
+    cli::ok(skills(&kept).args(["ingest", "--redact-stored", "--quiet"]));
+    let redacted = stored_everywhere_conversations(&kept);
+    assert!(
+        !redacted.contains(&key) && !redacted.contains(pw1),
+        "{redacted}"
+    );
+    for cut in [5, 10, key.len()] {
+        assert_eq!(
+            {
+                let args = json!({"term": "okapi", "project": &key[..cut]}).to_string();
+                let out = cli::json(skills(&kept).args([
+                    "run",
+                    "search-conversations",
+                    "--json",
+                    "--args-json",
+                    &args,
+                ]));
+                out["data"]["rows"].as_array().map_or(0, Vec::len)
+            },
+            0
+        );
+    }
+    let again = cli::json(skills(&kept).args(["ingest", "--json", transcripts.to_str().unwrap()]));
+    assert_eq!(again["messages_added"], 0, "{again}");
+}
+
+/// The conversations store's ids and text, as [`stored_everywhere`] reads them.
+fn stored_everywhere_conversations(data: &Path) -> String {
+    let paths = skills::stores::StorePaths::in_dir(data);
+    let store =
+        skills::stores::conversations::ConversationStore::open_ro(&paths.conversations).unwrap();
+    let conn = store.connection().unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT concat_ws(' ', project, conversation_id, message_id, parent_id, content) \
+             FROM all_conversations",
+        )
+        .unwrap();
+    let rows: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    rows.join("\n")
+}

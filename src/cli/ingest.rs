@@ -118,6 +118,7 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         keep_injected: args.keep_injected,
         redact: !keep_secrets,
         pause_at: pause_at.as_deref(),
+        id_key: None,
     };
     let store_path = session.store_paths()?.conversations;
     let mut store = ConversationStore::open_rw(&store_path)?;

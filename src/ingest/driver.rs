@@ -193,6 +193,11 @@ pub struct IngestOptions<'a> {
     /// `--keep-secrets`. Without it the store keeps text as written (and is marked so
     /// for `skills status`), and only skills' output is redacted.
     pub redact: bool,
+    /// The key of id markers ([`crate::redact::ids`]): with [`IngestOptions::redact`],
+    /// secrets in a message's project, conversation id, message id, parent id, model
+    /// and source are replaced with keyed markers. [`ingest_paths_with`] sets it from
+    /// the store's data folder when `None`.
+    pub id_key: Option<&'a crate::redact::ids::IdKey>,
     /// Test hook (`$SKILLS_INGEST_PAUSE`, read by `skills ingest`): store the first
     /// file alone as the first batch, then write this file; parsing stops until it is
     /// removed, as it would on a huge file (the store lets go of its database file
@@ -261,6 +266,23 @@ pub fn ingest_paths_with(
     on_file: &mut dyn FnMut(&Path, &FileSummary),
 ) -> IngestSummary {
     let mut summary = IngestSummary::default();
+    // Secrets in ids are replaced by markers keyed per data folder: without the key
+    // nothing can be stored redacted, so nothing is imported.
+    let key = match (options.redact, options.id_key) {
+        (true, None) => match crate::redact::ids::IdKey::of_store(store.path()) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                let fault = IngestError::Io(e).to_fault(store.path());
+                summary.faults.push(fault);
+                return summary;
+            }
+        },
+        _ => None,
+    };
+    let options = IngestOptions {
+        id_key: options.id_key.or(key.as_deref()),
+        ..options
+    };
     let states = match store.file_states() {
         Ok(states) => states,
         Err(e) => {
@@ -947,6 +969,17 @@ fn prepare(
         }
     }
     if options.redact {
+        if let Some(key) = options.id_key {
+            use crate::redact::at_store::{id_in_place, opt_id_in_place};
+            for m in &mut import.messages {
+                fs.redacted += id_in_place(&mut m.source, key)
+                    + opt_id_in_place(&mut m.model, key)
+                    + opt_id_in_place(&mut m.project, key)
+                    + id_in_place(&mut m.conversation_id, key)
+                    + id_in_place(&mut m.message_id, key)
+                    + opt_id_in_place(&mut m.parent_id, key);
+            }
+        }
         if let Some(r) = crate::redact::Redactor::global() {
             for m in &mut import.messages {
                 let out = r.redact(&m.content);

@@ -244,7 +244,17 @@ fn import_file(
         .and_then(|m| m.modified().ok())
         .map_or_else(Utc::now, DateTime::<Utc>::from);
     let origin = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let origin = origin.to_string_lossy().into_owned();
+    let mut origin = origin.to_string_lossy().into_owned();
+    // Secrets in ids and metadata get keyed markers (`crate::redact::ids`); the origin
+    // before parsing, so ids derived from it hold none either and stay stable.
+    let key = if crate::redact::at_store::keep_secrets() {
+        None
+    } else {
+        Some(crate::redact::ids::IdKey::of_store(store.path()).map_err(StoreError::Io)?)
+    };
+    let origin_secrets = key
+        .as_ref()
+        .map_or(0, |k| crate::redact::at_store::id_in_place(&mut origin, k));
     let parsed = if extension(path) == "jsonl" {
         parse_jsonl(&text, &origin, mtime, path, &mut summary.faults)
     } else if extension(path) == "af" {
@@ -269,9 +279,16 @@ fn import_file(
     // Secrets are replaced before storing (and counted for the memories written).
     let mut fresh = Vec::with_capacity(parsed.len());
     let mut found = Vec::with_capacity(parsed.len());
-    for mut memory in parsed {
-        let redacted = crate::redact::at_store::for_store(&mut memory.title)
+    for (i, mut memory) in parsed.into_iter().enumerate() {
+        let mut redacted = crate::redact::at_store::for_store(&mut memory.title)
             + crate::redact::at_store::for_store(&mut memory.body);
+        if let Some(key) = &key {
+            redacted += crate::redact::at_store::id_in_place(&mut memory.id, key)
+                + crate::stores::memories::save::redact_metadata(&mut memory, key);
+            if i == 0 {
+                redacted += origin_secrets;
+            }
+        }
         match seen.get(&memory.id) {
             Some(first) => summary.faults.push(Fault::new(
                 path,

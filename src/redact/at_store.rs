@@ -71,6 +71,37 @@ pub fn for_store(text: &mut String) -> usize {
     }
 }
 
+/// Redacts an identifier or metadata value (project, session or message id, tag,
+/// path, origin) in place with keyed markers ([`super::ids`]): distinct values stay
+/// distinct and each is stored the same way every time. Returns how many secrets were
+/// replaced.
+pub fn id_in_place(text: &mut String, key: &super::ids::IdKey) -> usize {
+    let Some(redactor) = super::Redactor::global() else {
+        return 0;
+    };
+    let out = redactor.redact_id(text, key);
+    let count = out.count;
+    if count > 0 {
+        *text = out.text.into_owned();
+    }
+    count
+}
+
+/// [`id_in_place`] on an optional value.
+pub fn opt_id_in_place(text: &mut Option<String>, key: &super::ids::IdKey) -> usize {
+    text.as_mut().map_or(0, |t| id_in_place(t, key))
+}
+
+/// [`id_in_place`] unless [`keep_secrets`]: what a writer calls on an id or a
+/// metadata value it is about to store.
+pub fn id_for_store(text: &mut String, key: &super::ids::IdKey) -> usize {
+    if keep_secrets() {
+        0
+    } else {
+        id_in_place(text, key)
+    }
+}
+
 /// What a store records about the secrets in its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -43,6 +43,7 @@
 
 pub mod at_store;
 mod detectors;
+pub mod ids;
 mod keywords;
 
 use std::borrow::Cow;
@@ -152,6 +153,24 @@ impl Redactor {
         let found = self.keywords.find(&text.as_bytes().to_ascii_lowercase());
         let spans = self.spans(text, &found);
         replace(text, &spans)
+    }
+
+    /// [`Redactor::redact`] for an identifier or a metadata value (a project folder, a
+    /// session or message id, a tag, a path): each secret becomes
+    /// `[REDACTED:<detector>#<16 hex>]`, a digest keyed by `key`, so distinct ids stay
+    /// distinct and one id is stored the same way every time ([`ids`]).
+    pub fn redact_id<'a>(&self, text: &'a str, key: &ids::IdKey) -> Redacted<'a> {
+        if text.len() < self.min_len {
+            return Redacted {
+                text: Cow::Borrowed(text),
+                count: 0,
+            };
+        }
+        let found = self.keywords.find(&text.as_bytes().to_ascii_lowercase());
+        let spans = self.spans(text, &found);
+        replace_with(text, &spans, |i, secret| {
+            key.marker(DETECTORS[i].id, secret)
+        })
     }
 
     /// The reference path, kept to test [`Redactor::redact`] against: one
@@ -383,6 +402,17 @@ fn collect_strings<'v>(value: &'v mut Value, min_len: usize, out: &mut Vec<&'v m
 
 /// `text` with each of `spans` (disjoint) replaced by its detector's marker.
 fn replace<'a>(text: &'a str, spans: &[(usize, usize, usize)]) -> Redacted<'a> {
+    replace_with(text, spans, |i, _| {
+        format!("[REDACTED:{}]", DETECTORS[i].id)
+    })
+}
+
+/// `text` with each of `spans` (disjoint) replaced by `marker(detector, secret)`.
+fn replace_with<'a>(
+    text: &'a str,
+    spans: &[(usize, usize, usize)],
+    marker: impl Fn(usize, &str) -> String,
+) -> Redacted<'a> {
     if spans.is_empty() {
         return Redacted {
             text: Cow::Borrowed(text),
@@ -395,9 +425,7 @@ fn replace<'a>(text: &'a str, spans: &[(usize, usize, usize)]) -> Redacted<'a> {
     let mut at = 0;
     for &(start, end, i) in &spans {
         out.push_str(&text[at..start]);
-        out.push_str("[REDACTED:");
-        out.push_str(DETECTORS[i].id);
-        out.push(']');
+        out.push_str(&marker(i, &text[start..end]));
         at = end;
     }
     out.push_str(&text[at..]);

@@ -91,7 +91,8 @@ impl ConversationStore {
         ))
         .map_err(|e| self.error(e))?;
         let secrets_redacted = if redact {
-            super::secrets::redact_rows(&tx, "staging")
+            let key = crate::redact::ids::IdKey::of_store(&self.path)?;
+            super::secrets::redact_rows(&tx, "staging", &key)
                 .map_err(|e| self.error(e))?
                 .1
         } else {

@@ -35,12 +35,24 @@ pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
     Ok(())
 }
 
+/// The id and metadata columns redacted with keyed markers ([`crate::redact::ids`]).
+const ID_COLUMNS: [&str; 6] = [
+    "source",
+    "model",
+    "project",
+    "conversation_id",
+    "message_id",
+    "parent_id",
+];
+
 /// Redacts `content` and `conversation_title` of every row of `table` (in `conn`'s
-/// transaction) whose text holds a secret; returns the changed rows' `(source,
-/// conversation_id)` and how many secrets were replaced.
+/// transaction) whose text holds a secret, and its id and metadata columns
+/// ([`ID_COLUMNS`]) with markers keyed by `key`; returns the changed rows' `(source,
+/// conversation_id)` (as they were and as they are) and how many secrets were replaced.
 pub(super) fn redact_rows(
     conn: &Connection,
     table: &str,
+    key: &crate::redact::ids::IdKey,
 ) -> duckdb::Result<(Vec<(String, String)>, usize)> {
     let Some(redactor) = crate::redact::Redactor::global() else {
         return Ok((Vec::new(), 0));
@@ -49,41 +61,100 @@ pub(super) fn redact_rows(
     let mut secrets = 0;
     {
         let mut stmt = conn.prepare(&format!(
-            "SELECT rowid, source, conversation_id, content, conversation_title FROM {table}"
+            "SELECT rowid, content, conversation_title, {} FROM {table}",
+            ID_COLUMNS.join(", ")
         ))?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let content: String = row.get(3)?;
-            let title: Option<String> = row.get(4)?;
+            let content: String = row.get(1)?;
+            let title: Option<String> = row.get(2)?;
             let body = redactor.redact(&content);
             let head = title.as_deref().map(|t| redactor.redact(t));
-            let found = body.count + head.as_ref().map_or(0, |h| h.count);
+            let mut found = body.count + head.as_ref().map_or(0, |h| h.count);
+            let mut ids: Vec<Option<String>> = Vec::with_capacity(ID_COLUMNS.len());
+            for i in 0..ID_COLUMNS.len() {
+                let mut v: Option<String> = row.get(3 + i)?;
+                found += crate::redact::at_store::opt_id_in_place(&mut v, key);
+                ids.push(v);
+            }
             if found > 0 {
                 secrets += found;
                 changed.push((
                     row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
+                    (row.get::<_, String>(3)?, row.get::<_, String>(6)?),
                     body.text.into_owned(),
                     head.map(|h| h.text.into_owned()),
+                    ids,
                 ));
             }
         }
     }
     // The counts follow the text, as `rows` computes them for a new message (the
     // characters cut at import, beyond the stored text, still count).
+    let sets: Vec<String> = ID_COLUMNS.iter().map(|c| format!("{c} = ?")).collect();
     let mut update = conn.prepare(&format!(
         "UPDATE {table} SET content = ?, conversation_title = ?, word_count = ?, \
-         char_count = ? + greatest(char_count - length(content), 0) WHERE rowid = ?"
+         char_count = ? + greatest(char_count - length(content), 0), {} WHERE rowid = ?",
+        sets.join(", ")
     ))?;
     let mut touched = Vec::with_capacity(changed.len());
-    for (rowid, source, conversation, content, title) in changed {
+    for (rowid, old, content, title, ids) in changed {
         let words = i64::try_from(content.split_whitespace().count()).unwrap_or(i64::MAX);
         let chars = i64::try_from(content.chars().count()).unwrap_or(i64::MAX);
-        update.execute(params![content, title, words, chars, rowid])?;
-        touched.push((source, conversation));
+        let mut values: Vec<&dyn duckdb::ToSql> = vec![&content, &title, &words, &chars];
+        for v in &ids {
+            values.push(v);
+        }
+        values.push(&rowid);
+        update.execute(values.as_slice())?;
+        let new = (
+            ids[0].clone().unwrap_or_default(),
+            ids[3].clone().unwrap_or_default(),
+        );
+        if new != old {
+            touched.push(new);
+        }
+        touched.push(old);
     }
     Ok((touched, secrets))
+}
+
+/// Redacts `source` and `conversation_id` of the ingest bookkeeping's
+/// `ingest_file_conversations` as [`redact_rows`] redacts the messages', so a file
+/// imported again replaces the conversations it stored.
+fn redact_file_conversations(
+    conn: &Connection,
+    key: &crate::redact::ids::IdKey,
+) -> duckdb::Result<()> {
+    let mut changed = Vec::new();
+    {
+        let mut stmt =
+            conn.prepare("SELECT path, source, conversation_id FROM ingest_file_conversations")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let (path, source, conv): (String, String, String) =
+                (row.get(0)?, row.get(1)?, row.get(2)?);
+            let (mut s, mut c) = (source.clone(), conv.clone());
+            if crate::redact::at_store::id_in_place(&mut s, key)
+                + crate::redact::at_store::id_in_place(&mut c, key)
+                > 0
+            {
+                changed.push((path, source, conv, s, c));
+            }
+        }
+    }
+    for (path, source, conv, s, c) in changed {
+        conn.execute(
+            "DELETE FROM ingest_file_conversations WHERE path = ? AND source = ? \
+             AND conversation_id = ?",
+            params![path, source, conv],
+        )?;
+        conn.execute(
+            "INSERT INTO ingest_file_conversations VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            params![path, s, c],
+        )?;
+    }
+    Ok(())
 }
 
 impl ConversationStore {
@@ -164,17 +235,21 @@ impl ConversationStore {
     }
 
     /// Redacts every stored message's text and conversation title in place (the same
-    /// detectors as at import) in one transaction, records their conversations for
+    /// detectors as at import), and its ids and metadata with keyed markers
+    /// ([`crate::redact::ids`]; the ingest bookkeeping's conversation ids follow), in
+    /// one transaction, records their conversations for
     /// the search index and embeddings update at close, and marks the store
     /// `redacted`. Returns how many secrets were replaced.
     ///
     /// # Errors
     /// [`StoreError::DuckDb`]; nothing is changed then.
     pub fn redact_stored(&self) -> Result<usize, StoreError> {
+        let key = crate::redact::ids::IdKey::of_store(&self.path)?;
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let (touched, secrets) =
-            redact_rows(&tx, "all_conversations").map_err(|e| duck(&self.path, e))?;
+            redact_rows(&tx, "all_conversations", &key).map_err(|e| duck(&self.path, e))?;
+        redact_file_conversations(&tx, &key).map_err(|e| duck(&self.path, e))?;
         tx.commit().map_err(|e| self.error(e))?;
         self.touched
             .lock()

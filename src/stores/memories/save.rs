@@ -144,13 +144,67 @@ pub fn save_memory(
     embedder: Option<&Embedder>,
     now: DateTime<Utc>,
 ) -> Result<SaveOutcome, AddMemoryError> {
-    let explicit_created = input.created.is_some();
-    let explicit_updated = input.updated.is_some();
+    let explicit = Explicit {
+        created: input.created.is_some(),
+        updated: input.updated.is_some(),
+    };
     // Before the id is derived from title and body: the stored text is what it hashes.
     let mut input = input;
-    let secrets_redacted = crate::redact::at_store::for_store(&mut input.title)
+    let mut secrets_redacted = crate::redact::at_store::for_store(&mut input.title)
         + crate::redact::at_store::for_store(&mut input.body);
-    let mut memory = input.into_memory(now).ok_or(AddMemoryError::Empty)?;
+    // Ids and metadata get keyed markers (ids stay distinct and stable, see
+    // `crate::redact::ids`): a given id, the origin, tags, files, the links.
+    let mut links = links.clone();
+    if !crate::redact::at_store::keep_secrets() {
+        use crate::redact::at_store::{id_in_place, opt_id_in_place};
+        let key = crate::redact::ids::IdKey::of_store(store.path()).map_err(StoreError::Io)?;
+        secrets_redacted += opt_id_in_place(&mut input.id, &key)
+            + opt_id_in_place(&mut links.conversation_id, &key);
+        for id in &mut links.supersedes {
+            secrets_redacted += id_in_place(id, &key);
+        }
+        let mut memory = input.into_memory(now).ok_or(AddMemoryError::Empty)?;
+        secrets_redacted += redact_metadata(&mut memory, &key);
+        return save_redacted(
+            store,
+            memory,
+            &links,
+            embedder,
+            now,
+            secrets_redacted,
+            explicit,
+        );
+    }
+    let memory = input.into_memory(now).ok_or(AddMemoryError::Empty)?;
+    save_redacted(
+        store,
+        memory,
+        &links,
+        embedder,
+        now,
+        secrets_redacted,
+        explicit,
+    )
+}
+
+/// `created` and `updated` were given by the caller (not defaulted).
+#[derive(Clone, Copy)]
+struct Explicit {
+    created: bool,
+    updated: bool,
+}
+
+/// [`save_memory`] once the memory is complete and redacted.
+fn save_redacted(
+    store: &MemoryStore,
+    mut memory: Memory,
+    links: &SaveLinks,
+    embedder: Option<&Embedder>,
+    now: DateTime<Utc>,
+    secrets_redacted: usize,
+    explicit: Explicit,
+) -> Result<SaveOutcome, AddMemoryError> {
+    let (explicit_created, explicit_updated) = (explicit.created, explicit.updated);
     for old in &links.supersedes {
         if *old == memory.id {
             return Err(AddMemoryError::SupersedesItself(old.clone()));
@@ -224,6 +278,25 @@ pub fn save_memory(
         stored_created: format_time(&memory.created),
         secrets_redacted,
     })
+}
+
+/// Redacts a memory's metadata in place with keyed markers ([`crate::redact::ids`]):
+/// type, tags, files read and modified, and origin — what memo-search's `type`,
+/// `tag` and `file` filters match, so a secret in them would be read out one
+/// character at a time. (Title and body get the usual markers, by the caller.)
+/// Returns how many secrets were replaced.
+pub fn redact_metadata(memory: &mut Memory, key: &crate::redact::ids::IdKey) -> usize {
+    use crate::redact::at_store::{id_in_place, opt_id_in_place};
+    let mut n = id_in_place(&mut memory.kind, key) + opt_id_in_place(&mut memory.origin, key);
+    for item in memory
+        .tags
+        .iter_mut()
+        .chain(memory.files_read.iter_mut())
+        .chain(memory.files_modified.iter_mut())
+    {
+        n += id_in_place(item, key);
+    }
+    n
 }
 
 impl MemoryInput {

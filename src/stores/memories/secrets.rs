@@ -109,7 +109,8 @@ impl MemoryStore {
     }
 
     /// Redacts every stored memory's title and body in place (the same detectors as at
-    /// import) in one transaction, and marks the store `redacted`. A changed memory
+    /// import), and its type, tags, files and origin with keyed markers
+    /// ([`super::save::redact_metadata`]; its id is kept), in one transaction, and marks the store `redacted`. A changed memory
     /// keeps its id and loses its embedding, which the next import or
     /// [`crate::ingest::memories::embed_missing`] computes again. Returns how many
     /// secrets were replaced.
@@ -127,11 +128,15 @@ impl MemoryStore {
                 .map_err(|e| self.error(e))?;
             rows.collect::<Result<_, _>>().map_err(|e| self.error(e))?
         };
+        let key = crate::redact::ids::IdKey::of_store(self.path()).map_err(StoreError::Io)?;
         let mut changed = Vec::new();
         let mut secrets = 0;
         for id in ids {
             if let Some(mut memory) = self.get(&id)? {
-                let found = redact_in_place(&mut memory.title) + redact_in_place(&mut memory.body);
+                // The id stays (links and embeddings name it); the metadata follows.
+                let found = redact_in_place(&mut memory.title)
+                    + redact_in_place(&mut memory.body)
+                    + super::save::redact_metadata(&mut memory, &key);
                 if found > 0 {
                     secrets += found;
                     changed.push(memory);
