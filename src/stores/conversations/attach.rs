@@ -9,7 +9,7 @@
 //! outside `skills ingest` gets in between calls as before.
 //!
 //! The kept instance is sandboxed as [`crate::stores::sandbox::duckdb_config`] is,
-//! except that it may reach exactly this store's file and its write-ahead log
+//! except that it may reach exactly this store's file and its write-ahead log files
 //! (`allowed_paths`, set before external access is turned off and the configuration
 //! locked): skill SQL run on it can read no other file.
 
@@ -102,21 +102,28 @@ fn base(path: &Path) -> duckdb::Result<Connection> {
     Ok(clone)
 }
 
-/// A new in-memory instance that may read only `path` (and its write-ahead log).
+/// The files DuckDB keeps beside a database file: its write-ahead log, and the two
+/// it moves the log to while a checkpoint or a recovery runs (left behind when a
+/// writer is killed then, and read when the file is next attached).
+const WAL_SUFFIXES: [&str; 3] = [".wal", ".wal.checkpoint", ".wal.recovery"];
+
+/// A new in-memory instance that may read only `path` (and its write-ahead log files).
 fn start(path: &Path) -> duckdb::Result<Connection> {
     let config = duckdb::Config::default()
         .enable_autoload_extension(false)?
         .with("allow_community_extensions", "false")?;
     let conn = Connection::open_in_memory_with_flags(config)?;
-    let wal = PathBuf::from(format!("{}.wal", path.display()));
+    let mut allowed = vec![quote(path)];
+    for suffix in WAL_SUFFIXES {
+        allowed.push(quote(&PathBuf::from(format!("{}{suffix}", path.display()))));
+    }
     // `allowed_paths` can only be set on a running instance, and only while external
     // access is still on: so in this order, then the configuration is locked.
     conn.execute_batch(&format!(
-        "SET allowed_paths = [{}, {}];
+        "SET allowed_paths = [{}];
          SET enable_external_access = false;
          SET lock_configuration = true;",
-        quote(path),
-        quote(&wal)
+        allowed.join(", ")
     ))?;
     Ok(conn)
 }
