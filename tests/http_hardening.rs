@@ -227,6 +227,126 @@ fn a_flood_of_idle_connections_under_a_low_open_file_limit_degrades_gracefully()
     );
 }
 
+/// Sends `pieces` one by one, `pause` apart, on a new connection; returns the status
+/// code, or `None` when the connection closed (or no status line came in 30 s).
+fn slow_status(port: u16, pieces: &[String], pause: Duration) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok()?;
+    for (i, piece) in pieces.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(pause);
+        }
+        stream.write_all(piece.as_bytes()).ok()?;
+    }
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    String::from_utf8_lossy(&head)
+        .split(' ')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// `request` cut into four pieces, the last one holding the end of the headers.
+fn in_pieces(request: &str) -> Vec<String> {
+    let end = request.find("\r\n\r\n").unwrap();
+    let cuts = [0, end / 3, 2 * end / 3, end, request.len()];
+    cuts.windows(2)
+        .map(|w| request[w[0]..w[1]].to_owned())
+        .collect()
+}
+
+/// Issue 43: while silent connections keep arriving (each past the cap makes the
+/// listener close one), a request sent slowly, in pieces, is never the one closed: only
+/// connections that sent nothing, or idle keep-alive ones, make room. Before, the
+/// oldest connection without a request in flight was closed, and a request whose
+/// headers were still arriving was one.
+#[test]
+fn a_slow_request_is_answered_while_silent_connections_keep_coming() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let server = Server::start(Some(128));
+    let port = server.port;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut open = std::collections::VecDeque::new();
+            let mut opened = 0usize;
+            while !stop.load(Ordering::SeqCst) {
+                if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                    opened += 1;
+                    open.push_back(stream);
+                }
+                // Held open, up to 300 at a time (the server's cap is 32).
+                if open.len() > 300 {
+                    open.pop_front();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            opened
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu_before = server.cpu();
+    let started = Instant::now();
+    let host = "127.0.0.1:{port}";
+    let pause = Duration::from_millis(400);
+    let fill = |r: String| r.replace("{port}", &port.to_string());
+    let mut wrong = Vec::new();
+    for round in 0..2 {
+        let checks = [
+            (
+                "a page sent in pieces",
+                slow_status(port, &in_pieces(&fill(page(host, None))), pause),
+            ),
+            (
+                "/mcp sent in pieces",
+                slow_status(port, &in_pieces(&fill(initialize(host, None))), pause),
+            ),
+            (
+                "a page",
+                server.status(&page(host, None), Duration::from_secs(30)),
+            ),
+            (
+                "/mcp",
+                server.status(&initialize(host, None), Duration::from_secs(30)),
+            ),
+        ];
+        for (what, status) in checks {
+            if status != Some(200) {
+                wrong.push(format!(
+                    "round {round}: {what} during the flood: status {status:?}"
+                ));
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    let cpu = server.cpu() - cpu_before;
+    stop.store(true, Ordering::SeqCst);
+    let opened = flood.join().unwrap();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(opened >= 500, "the flood opened only {opened} connections");
+    // Accepting and closing flood connections costs some CPU; a busy loop costs a core.
+    assert!(
+        cpu < elapsed * 3 / 4,
+        "the server used {cpu:?} of CPU in {elapsed:?} while flooded (busy loop?)"
+    );
+    let logged = server.stderr_len();
+    assert!(
+        logged < 16 * 1024,
+        "stderr grew to {logged} bytes during the flood"
+    );
+}
+
 #[test]
 fn a_request_whose_headers_never_finish_is_closed() {
     let server = Server::start(None);

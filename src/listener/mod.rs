@@ -5,13 +5,15 @@
 //!   limit at start; connections are capped at [`connection_cap`] of it (at most
 //!   [`MAX_CONNECTIONS`]), leaving [`RESERVED_FDS`] descriptors for the stores, the
 //!   watcher and the import child.
-//! - **At the cap** a new connection is accepted and then an idle one (no request in
-//!   flight) is closed to make room, so idle sockets cannot lock out a client that
-//!   sends a request: first the keep-alive connection idle longest (it completed a
-//!   request), else the one that has waited longest for its first request — never the
-//!   connection just accepted, whose request may still be on its way (`victim`).
-//!   When every connection has a request in flight, new ones wait in the kernel's
-//!   backlog (not accepted, nothing spins) until one ends.
+//! - **At the cap** a new connection is accepted and then a silent one is closed to
+//!   make room, so silent sockets cannot lock out a client that sends a request: first
+//!   the keep-alive connection idle longest (it completed a request and sent nothing
+//!   since), else the one that has waited longest without sending a byte — never one
+//!   that has started sending a request (bytes read, however slowly they come), one
+//!   being answered, or the connection just accepted, whose request may still be on its
+//!   way (`victim`). When no connection is silent, new ones wait in the kernel's
+//!   backlog (not accepted, nothing spins) until one ends; a request that stalls
+//!   half-sent is ended by [`HEADER_READ_TIMEOUT`].
 //! - **Timeouts.** A request's headers must arrive within [`HEADER_READ_TIMEOUT`]; a
 //!   connection with no request in flight is closed after [`KEEP_ALIVE_IDLE`].
 //! - **Accept errors** (`EMFILE`: out of file descriptors) back off from
@@ -130,6 +132,11 @@ struct Conn {
     idle_since_ms: AtomicU64,
     /// True once a request ended on it: idle now, it is a keep-alive connection.
     served: AtomicBool,
+    /// Bytes read from the client so far.
+    read: AtomicU64,
+    /// `read` when the last request ended (0 before the first): more read since means
+    /// a request is on its way.
+    read_at_idle: AtomicU64,
     close: CancellationToken,
 }
 
@@ -140,6 +147,9 @@ struct Idle {
     id: u64,
     /// A request is in flight: never closed to make room.
     busy: bool,
+    /// Bytes of a request were read (its headers may still be arriving): never closed
+    /// to make room either.
+    sending: bool,
     /// A request ended on it (a keep-alive connection), else it still waits for its
     /// first one.
     served: bool,
@@ -148,15 +158,34 @@ struct Idle {
 }
 
 /// The connection to close to make room, of `conns`, leaving out `newest` (the one
-/// just accepted): the keep-alive connection idle longest, else the connection that has
-/// waited longest for its first request (ties go to the one accepted first); `None`
-/// when every other connection has a request in flight.
+/// just accepted) and every connection that is sending a request or being answered: the
+/// keep-alive connection idle longest, else the silent connection that has waited
+/// longest for its first request (ties go to the one accepted first); `None` when no
+/// other connection is silent.
 fn victim(conns: impl IntoIterator<Item = Idle>, newest: Option<u64>) -> Option<u64> {
     conns
         .into_iter()
-        .filter(|c| !c.busy && Some(c.id) != newest)
+        .filter(|c| c.silent() && Some(c.id) != newest)
         .min_by_key(|c| (!c.served, c.since_ms, c.id))
         .map(|c| c.id)
+}
+
+impl Idle {
+    fn silent(&self) -> bool {
+        !self.busy && !self.sending
+    }
+}
+
+impl Conn {
+    fn idle(&self, id: u64) -> Idle {
+        Idle {
+            id,
+            busy: self.in_flight.load(Ordering::SeqCst) > 0,
+            sending: self.read.load(Ordering::SeqCst) > self.read_at_idle.load(Ordering::SeqCst),
+            served: self.served.load(Ordering::SeqCst),
+            since_ms: self.idle_since_ms.load(Ordering::SeqCst),
+        }
+    }
 }
 
 /// The open connections.
@@ -175,27 +204,20 @@ impl Registry {
         self.conns.lock().map_or(0, |c| c.len())
     }
 
-    /// True when some connection has no request in flight (one can make room).
-    fn any_idle(&self) -> bool {
-        self.conns.lock().is_ok_and(|conns| {
-            conns
-                .values()
-                .any(|c| c.in_flight.load(Ordering::SeqCst) == 0)
-        })
+    /// True when some connection is silent (one can make room).
+    fn any_silent(&self) -> bool {
+        self.conns
+            .lock()
+            .is_ok_and(|conns| conns.iter().any(|(id, c)| c.idle(*id).silent()))
     }
 
-    /// Closes the idle connection [`victim`] picks, never `newest`; false when every
-    /// other one has a request in flight.
+    /// Closes the silent connection [`victim`] picks, never `newest`; false when no
+    /// other one is silent.
     fn close_idle(&self, newest: Option<u64>) -> bool {
         let Ok(mut conns) = self.conns.lock() else {
             return false;
         };
-        let idle = conns.iter().map(|(id, c)| Idle {
-            id: *id,
-            busy: c.in_flight.load(Ordering::SeqCst) > 0,
-            served: c.served.load(Ordering::SeqCst),
-            since_ms: c.idle_since_ms.load(Ordering::SeqCst),
-        });
+        let idle = conns.iter().map(|(id, c)| c.idle(*id));
         match victim(idle, newest).and_then(|id| conns.remove(&id)) {
             Some(conn) => {
                 conn.close.cancel();
@@ -218,6 +240,9 @@ impl Drop for InFlight {
             .idle_since_ms
             .store(self.registry.now_ms(), Ordering::SeqCst);
         self.conn.served.store(true, Ordering::SeqCst);
+        self.conn
+            .read_at_idle
+            .store(self.conn.read.load(Ordering::SeqCst), Ordering::SeqCst);
         self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -268,9 +293,9 @@ where
     let mut backoff = ACCEPT_BACKOFF_MIN;
     let mut next_id = 0u64;
     loop {
-        // Room for one more: an idle connection to close once the new one is in, else
+        // Room for one more: a silent connection to close once the new one is in, else
         // wait for one to end.
-        while registry.len() >= cap && !registry.any_idle() {
+        while registry.len() >= cap && !registry.any_silent() {
             let ended = registry.ended.notified();
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -305,12 +330,14 @@ where
             in_flight: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(registry.now_ms()),
             served: AtomicBool::new(false),
+            read: AtomicU64::new(0),
+            read_at_idle: AtomicU64::new(0),
             close: CancellationToken::new(),
         });
         if let Ok(mut conns) = registry.conns.lock() {
             conns.insert(id, Arc::clone(&conn));
         }
-        // Over the cap: close another, idle one (the new one's request may be on its way).
+        // Over the cap: close another, silent one (the new one's request may be on its way).
         if registry.len() > cap {
             registry.close_idle(Some(id));
         }
@@ -364,7 +391,13 @@ async fn serve_connection<S, F>(
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), handler);
+        .serve_connection(
+            TokioIo::new(Counted {
+                stream,
+                conn: Arc::clone(conn),
+            }),
+            handler,
+        );
     tokio::pin!(connection);
     let idle_check = Duration::from_secs(1).min(KEEP_ALIVE_IDLE);
     let idle_for = || {
@@ -397,6 +430,67 @@ async fn serve_connection<S, F>(
     }
 }
 
+/// A connection's stream that counts the bytes read from the client into
+/// [`Conn::read`], so that [`victim`] can tell a request on its way from silence.
+struct Counted {
+    stream: tokio::net::TcpStream,
+    conn: Arc<Conn>,
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        let read = buf.filled().len().saturating_sub(before);
+        if read > 0 {
+            self.conn
+                .read
+                .fetch_add(u64::try_from(read).unwrap_or(u64::MAX), Ordering::SeqCst);
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Counted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,6 +504,7 @@ mod tests {
         let idle = |id, busy, served, since_ms| Idle {
             id,
             busy,
+            sending: false,
             served,
             since_ms,
         };
@@ -426,6 +521,31 @@ mod tests {
         let busy = [idle(1, true, true, 0), idle(2, false, false, 5)];
         assert_eq!(victim(busy, Some(2)), None);
         assert_eq!(victim(busy, None), Some(2));
+    }
+
+    /// Issue 43: a connection that has started sending a request (its headers still
+    /// arriving, slowly) is never closed to make room, however old; with only such
+    /// connections (and the newest), none is.
+    #[test]
+    fn a_connection_sending_its_request_is_never_the_victim() {
+        let conn = |id, sending, served, since_ms| Idle {
+            id,
+            busy: false,
+            sending,
+            served,
+            since_ms,
+        };
+        let conns = [
+            conn(1, true, false, 0),
+            conn(2, true, true, 1),
+            conn(3, false, false, 50),
+            conn(4, false, false, 60),
+        ];
+        assert_eq!(victim(conns, Some(4)), Some(3));
+        assert_eq!(
+            victim(conns[..2].iter().copied().chain([conns[3]]), Some(4)),
+            None
+        );
     }
 
     #[test]
