@@ -318,6 +318,79 @@ fn read_text_of_an_outside_file_names_the_external_access_rule() {
     assert!(!message.contains(SECRET), "{message}");
 }
 
+/// Issue 43: the connection skill SQL runs on may read the store's own file (it is
+/// attached read-only through `allowed_paths`), so a file reader pointed at the store
+/// would return its raw bytes — text from before `--redact-stored` left in free pages
+/// included. Every reader is refused by name before anything runs, and the store stays
+/// readable as tables.
+#[test]
+fn file_readers_of_the_store_itself_are_refused() {
+    let sandbox = Sandbox::new(9);
+    let store = sandbox.data().join("conversations.duckdb");
+    let store = store.display().to_string();
+    let queries = [
+        (
+            "store-blob",
+            format!("SELECT content FROM read_blob('{store}')"),
+        ),
+        (
+            "store-text",
+            format!("SELECT content FROM read_text('{store}')"),
+        ),
+        (
+            "store-csv",
+            format!("SELECT * FROM read_csv('{store}', all_varchar = true, header = false)"),
+        ),
+        (
+            "store-wal",
+            format!("SELECT content FROM read_blob('{store}.wal')"),
+        ),
+        (
+            "store-nested",
+            format!(
+                "WITH n AS (SELECT count(*) AS n FROM all_conversations) \
+                 SELECT n, (SELECT size FROM READ_BLOB('{store}')) AS size FROM n"
+            ),
+        ),
+        (
+            "store-query",
+            format!("SELECT * FROM query('SELECT content FROM read_blob(''{store}'')')"),
+        ),
+        ("store-scan", format!("SELECT * FROM '{store}'")),
+    ];
+    for (name, query) in &queries {
+        sandbox.add_skill(name, "conversations", query);
+    }
+    sandbox.add_skill(
+        "plain",
+        "conversations",
+        "SELECT count(*) AS n FROM all_conversations, range(1)",
+    );
+    let host = sandbox.host();
+    let mut failures = Vec::new();
+    for (name, _) in &queries {
+        match host.call(name, json!({})) {
+            Ok(out) => failures.push(format!("{name}: ran and returned {} bytes", out.text.len())),
+            Err(e) => {
+                let message = format!("{e:#}");
+                if !message.contains("sandbox rule `no external access`") {
+                    failures.push(format!(
+                        "{name}: refused without naming the rule: {message}"
+                    ));
+                }
+                if message.contains("hello there") {
+                    failures.push(format!("{name}: the error leaks stored text: {message}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(
+        host.call("plain", json!({})).unwrap().data["rows"][0]["n"],
+        2
+    );
+}
+
 #[test]
 fn sqlite_memories_queries_keep_holding() {
     let sandbox = Sandbox::new(9);

@@ -74,6 +74,20 @@ pub enum SandboxError {
         /// The database's message.
         detail: String,
     },
+    /// The statement calls a table function that may read a file or run SQL text
+    /// (`read_blob`, `read_text`, `query`, …): the store's own file is readable by
+    /// the connection, so a reader would return its raw bytes.
+    #[error("skill SQL breaks the sandbox rule `no external access` (files, network, extensions and settings are disabled for skill SQL): table function `{function}` is not allowed (skill SQL may call only table functions that read no file: {allowed}, duckdb_*)", allowed = TABLE_FUNCTIONS.join(", "))]
+    TableFunction {
+        /// The function's name as DuckDB's parser gives it (lowercase).
+        function: String,
+    },
+    /// A table named by a file path (a replacement scan reads the file).
+    #[error("skill SQL breaks the sandbox rule `no external access` (files, network, extensions and settings are disabled for skill SQL): `{table}` names a file, not a table")]
+    FileTable {
+        /// The table name as written.
+        table: String,
+    },
     /// DuckDB could not parse the text.
     #[error("skill SQL does not parse: {0}")]
     Parse(String),
@@ -85,7 +99,9 @@ impl SandboxError {
         match self {
             Self::StatementCount { .. } | Self::SeveralStatements => Some(Rule::OneStatement),
             Self::NotSelect { .. } => Some(Rule::ReadOnlySelect),
-            Self::External { .. } => Some(Rule::NoExternalAccess),
+            Self::External { .. } | Self::TableFunction { .. } | Self::FileTable { .. } => {
+                Some(Rule::NoExternalAccess)
+            }
             Self::Parse(_) => None,
         }
     }
@@ -120,7 +136,144 @@ pub fn prepare_duckdb<'c>(
     if count != 1 {
         return Err(SandboxError::StatementCount { count }.into());
     }
+    check_table_functions(sql)?;
     conn.prepare(sql).map_err(PrepareError::Db)
+}
+
+/// Table functions skill SQL may call (besides DuckDB's `duckdb_*` catalog views):
+/// none reads a file or runs SQL given as text. An allowlist, not a list of readers:
+/// the connection may read the store's own file (`allowed_paths`, for `ATTACH`), so any
+/// reader left out — `read_blob`, `read_text`, `read_csv`, `query('…')` — would return
+/// its raw bytes, free pages holding text from before `--redact-stored` included.
+pub const TABLE_FUNCTIONS: [&str; 18] = [
+    "range",
+    "generate_series",
+    "unnest",
+    "repeat",
+    "repeat_row",
+    "json_each",
+    "json_tree",
+    "pg_timezone_names",
+    "icu_calendar_names",
+    "pragma_table_info",
+    "pragma_show",
+    "pragma_version",
+    "pragma_platform",
+    "pragma_database_size",
+    "pragma_collations",
+    "pragma_user_agent",
+    "test_all_types",
+    "test_vector_types",
+];
+
+fn allowed_table_function(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.starts_with("duckdb_") || TABLE_FUNCTIONS.contains(&name.as_str())
+}
+
+/// Checks the table functions and table names of the one statement in `sql` with
+/// DuckDB's own parser (`json_serialize_sql`, which gives the statement's tree):
+/// every table function must be in [`TABLE_FUNCTIONS`] (or `duckdb_*`), and no table
+/// may be named by a path. When the statement cannot be serialized (DuckDB serializes
+/// only plain `SELECT`s; a `PIVOT` inside one is not), every word of the text is
+/// checked instead against the readers DuckDB has (`read_*`, `parquet_*`, `glob`,
+/// `sniff_csv`, `query`, `query_table`, `json_execute_serialized_sql`).
+///
+/// # Errors
+/// [`SandboxError::TableFunction`] or [`SandboxError::FileTable`] naming what was
+/// refused.
+pub fn check_table_functions(sql: &str) -> Result<(), SandboxError> {
+    match serialized(sql) {
+        Some(tree) => check_tree(&tree),
+        None => check_words(sql),
+    }
+}
+
+/// The statement tree of `sql` as `json_serialize_sql` gives it; `None` when DuckDB
+/// cannot serialize it (or the function is missing).
+fn serialized(sql: &str) -> Option<serde_json::Value> {
+    let serializer = SERIALIZER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let conn = serializer.as_ref().ok()?;
+    // The cast: an untyped parameter is refused ("first argument must be a VARCHAR").
+    let text: String = conn
+        .query_row(
+            "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR",
+            [sql],
+            |r| r.get(0),
+        )
+        .ok()?;
+    let tree: serde_json::Value = serde_json::from_str(&text).ok()?;
+    (tree.get("error") == Some(&serde_json::Value::Bool(false))).then_some(tree)
+}
+
+/// An in-memory DuckDB connection used only to serialize skill SQL.
+static SERIALIZER: std::sync::LazyLock<Mutex<duckdb::Result<duckdb::Connection>>> =
+    std::sync::LazyLock::new(|| {
+        Mutex::new(
+            duckdb::Config::default()
+                .enable_autoload_extension(false)
+                .and_then(duckdb::Connection::open_in_memory_with_flags),
+        )
+    });
+
+fn check_tree(node: &serde_json::Value) -> Result<(), SandboxError> {
+    match node {
+        serde_json::Value::Object(map) => {
+            let kind = map.get("type").and_then(serde_json::Value::as_str);
+            if kind == Some("TABLE_FUNCTION") {
+                let name = map
+                    .get("function")
+                    .and_then(|f| f.get("function_name"))
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("");
+                if !allowed_table_function(name) {
+                    return Err(SandboxError::TableFunction {
+                        function: name.to_owned(),
+                    });
+                }
+            }
+            if kind == Some("BASE_TABLE") {
+                let table = map
+                    .get("table_name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("");
+                // `FROM 'file.csv'`: a replacement scan would read the file.
+                if table.contains(['/', '\\']) {
+                    return Err(SandboxError::FileTable {
+                        table: table.to_owned(),
+                    });
+                }
+            }
+            map.values().try_for_each(check_tree)
+        }
+        serde_json::Value::Array(items) => items.iter().try_for_each(check_tree),
+        _ => Ok(()),
+    }
+}
+
+/// The fallback of [`check_table_functions`]: refuses any word of `sql` (string
+/// literals included: conservative) that names one of DuckDB's file readers or SQL
+/// runners.
+fn check_words(sql: &str) -> Result<(), SandboxError> {
+    const READERS: [&str; 5] = [
+        "glob",
+        "sniff_csv",
+        "query",
+        "query_table",
+        "json_execute_serialized_sql",
+    ];
+    let lower = sql.to_ascii_lowercase();
+    let found = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .find(|w| w.starts_with("read_") || w.starts_with("parquet_") || READERS.contains(w));
+    match found {
+        Some(word) => Err(SandboxError::TableFunction {
+            function: word.to_owned(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Why [`prepare_duckdb`] failed.
@@ -297,6 +450,57 @@ mod tests {
         assert_eq!(first_keyword("-- c\n /* x */ SELECT 1"), "select");
         assert_eq!(first_keyword("  insert into t values (1)"), "insert");
         assert_eq!(first_keyword(""), "");
+    }
+
+    /// Issue 43: table functions are read from DuckDB's own parse tree (so nesting,
+    /// case and quoting do not hide them), only the allowlisted ones pass, and a
+    /// statement DuckDB cannot serialize falls back to refusing reader names.
+    #[test]
+    fn table_functions_are_checked_on_duckdbs_parse_tree() {
+        assert!(
+            serialized("SELECT 1").is_some(),
+            "json_serialize_sql is missing"
+        );
+        for ok in [
+            "SELECT * FROM range(3)",
+            "SELECT j.value FROM t, json_each(t.x) AS j",
+            "SELECT unnest([1, 2])",
+            "FROM duckdb_tables()",
+            "SELECT 'read_blob(x)' AS text",
+            "SELECT 1 FROM (PIVOT t ON a USING sum(b))",
+        ] {
+            assert_eq!(check_table_functions(ok), Ok(()), "{ok}");
+        }
+        for (bad, function) in [
+            ("SELECT * FROM read_blob('s.duckdb')", "read_blob"),
+            ("SELECT * FROM \"READ_TEXT\"('s.duckdb')", "read_text"),
+            (
+                "WITH a AS (SELECT 1) SELECT (SELECT content FROM main.read_text('x')) FROM a",
+                "read_text",
+            ),
+            (
+                "SELECT * FROM t WHERE x IN (SELECT * FROM read_csv('x'))",
+                "read_csv",
+            ),
+            ("SELECT * FROM t, LATERAL (SELECT * FROM glob(t.x))", "glob"),
+            ("SELECT * FROM query('SELECT 1')", "query"),
+            (
+                "SELECT 1 FROM (PIVOT (FROM read_blob('x')) ON a USING sum(b))",
+                "read_blob",
+            ),
+        ] {
+            assert_eq!(
+                check_table_functions(bad),
+                Err(SandboxError::TableFunction {
+                    function: function.to_owned()
+                }),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            check_table_functions("SELECT * FROM '/data/conversations.duckdb'"),
+            Err(SandboxError::FileTable { .. })
+        ));
     }
 
     #[test]
