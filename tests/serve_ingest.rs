@@ -598,6 +598,77 @@ async fn calls_answer_while_the_background_import_parses_a_long_file() {
     client.cancel().await.unwrap();
 }
 
+/// Issue 43: with a search index published by an earlier ingest, a call made while
+/// serve's background import has stored the first file of its run and is still busy
+/// (paused before the next) answers at once from what is stored — DuckDB, exactly —
+/// instead of waiting [`skills::stores::conversations::index::PUBLISH_WAIT`] for a
+/// writer that is not about to publish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_during_an_import_does_not_wait_for_the_index() {
+    let home = Home::new();
+    // An earlier ingest, outside the watched locations: the store and its index.
+    let (extra, _) = home.exports();
+    let line = json!({"role": "user", "content": "the capybara grazes at dusk",
+                      "timestamp": "2026-03-08T10:00:00Z"});
+    fs_err::write(extra.join("notes.jsonl"), format!("{line}\n")).unwrap();
+    let out = common::cli::skills()
+        .arg("ingest")
+        .arg(&extra)
+        .env("HOME", home.path())
+        .env("SKILLS_DATA_DIR", home.path().join("data"))
+        .env("SKILLS_EMBEDDER", "none")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = home.path().join("data/conversations.index/MANIFEST");
+    assert!(index.exists(), "the earlier ingest published no index");
+    seed(&home);
+    let checkpoint = home.path().join("paused");
+    let mut serve = home.serve(&[]);
+    serve.env("SKILLS_INGEST_PAUSE", &checkpoint);
+    let (transport, _stderr) = TokioChildProcess::builder(serve)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = transport.id().unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let child = import_child_at_checkpoint(&checkpoint, pid).await;
+    let mut took = Vec::new();
+    for (term, expected) in [
+        ("marmoset", "Where do marmoset monkeys sleep?"),
+        ("capybara", "the capybara grazes at dusk"),
+    ] {
+        let asked = Instant::now();
+        let arguments = json!({"term": term}).as_object().unwrap().clone();
+        let result = client
+            .call_tool(CallToolRequestParams::new("search_conversations").with_arguments(arguments))
+            .await
+            .unwrap();
+        took.push(asked.elapsed());
+        let answer = text(&result);
+        assert!(answer.contains(expected), "{term}: {answer}");
+        assert!(!answer.contains("kafka"), "{term}: {answer}");
+    }
+    assert!(
+        checkpoint.exists() && alive(child),
+        "the import went on before the calls answered"
+    );
+    eprintln!("calls during the paused import answered in {took:?}");
+    for t in &took {
+        assert!(
+            *t < skills::stores::conversations::index::PUBLISH_WAIT,
+            "a call during the import took {t:?}: it waited for the index writer"
+        );
+    }
+    fs_err::remove_file(&checkpoint).unwrap();
+    find(&client, "kafka", "rewind the kafka consumer").await;
+    client.cancel().await.unwrap();
+}
+
 /// `skills serve` imports in the background as `skills ingest` does: secrets are
 /// redacted before storing, so the secret never reaches the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

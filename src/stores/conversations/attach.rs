@@ -11,7 +11,9 @@
 //! The kept instance is sandboxed as [`crate::stores::sandbox::duckdb_config`] is,
 //! except that it may reach exactly this store's file and its write-ahead log files
 //! (`allowed_paths`, set before external access is turned off and the configuration
-//! locked): skill SQL run on it can read no other file.
+//! locked): skill SQL run on it can read no other file. `allowed_paths` lets file
+//! readers (`read_blob`) open the store's file too, so skill SQL's table functions are
+//! checked on an allowlist first ([`crate::stores::sandbox::check_table_functions`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

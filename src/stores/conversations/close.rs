@@ -83,6 +83,9 @@ impl ConversationStore {
         let Some(writer) = index else {
             return Ok(CloseReport::default());
         };
+        // Until this returns (after publishing): readers finding the index stale wait
+        // for it from here on, not while the import still runs.
+        let _closing = super::index::closing(&path);
         // Released ([`ConversationStore::release`]) and not used since: open it again.
         let conn = match conn {
             Some(conn) => conn,

@@ -172,7 +172,7 @@ impl<M: Serialize, E: Serialize> Manifest<M, E> {
             .segments
             .iter()
             .flat_map(|s| std::iter::once(s.file.as_str()).chain(s.tombstones.as_deref()))
-            .chain([MANIFEST, super::LOCK])
+            .chain([MANIFEST, super::LOCK, super::CLOSING])
             .collect();
         if let Ok(files) = std::fs::read_dir(dir) {
             for f in files.flatten() {

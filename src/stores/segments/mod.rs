@@ -68,7 +68,7 @@ pub use manifest::{
 };
 pub use reader::{Cache, Live, SegmentSet, Tombstones};
 pub(crate) use source::{str_ref, touched_rows};
-pub use writer::{Base, Update, Writer, LOCK, LOCK_WAIT, TIER_FANOUT};
+pub use writer::{Base, Update, Writer, CLOSING, LOCK, LOCK_WAIT, TIER_FANOUT};
 
 /// The conversations one writable session changed, as (`source`, `conversation_id`).
 pub type Touched = HashSet<(String, String)>;

@@ -12,6 +12,10 @@ use super::{Unavailable, MANIFEST_VERSION};
 
 /// Name of the writer lock file, in the search index's folder.
 pub const LOCK: &str = "LOCK";
+/// Lock file a writer holds (beside [`LOCK`]) only while it closes: brings its set up to
+/// date and publishes. A reader that finds [`LOCK`] held but not this one knows the
+/// writer is still importing, and does not wait for it.
+pub const CLOSING: &str = "CLOSING";
 /// How long a writer waits for another writer's lock.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Segments of one size tier merged together once there are this many; a segment's

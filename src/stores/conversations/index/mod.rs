@@ -13,10 +13,11 @@
 //! which brings the index up to date and publishes a new manifest. A reader trusts
 //! the index only while the DuckDB stamp still matches ([`Index::open`]); otherwise
 //! the caller answers from DuckDB, and the next writable close rebuilds the index. A
-//! reader that finds the index stale while a writer still holds `LOCK` (an ingest about
-//! to publish, such as `skills serve`'s background import) may wait for it
-//! ([`wait_for_writer`]): the writer publishes the embeddings, then the index, then
-//! lets go of the lock.
+//! reader that finds the index stale while a writer still holds `LOCK` and is closing
+//! (`CLOSING`: an ingest about to publish, such as `skills serve`'s background import at
+//! the end of a run) may wait for it ([`wait_for_writer`]): the writer publishes the
+//! embeddings, then the index, then lets go of the lock. While the writer still imports,
+//! readers answer from DuckDB without waiting.
 //!
 //! ## What this kind adds
 //!
@@ -532,19 +533,23 @@ mod tests {
     }
 }
 
-/// Longest wait of [`wait_for_writer`] in a call: a background import of a few appended
-/// lines publishes well within it.
+/// Longest wait of [`wait_for_writer`] in a call: a writer that has begun closing
+/// publishes well within it.
 pub const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// For a reader that found the index (or the embeddings) of the store at `db` stale:
-/// when a writable session holds `conversations.index/LOCK` (an ingest that has not
-/// published yet, e.g. `skills serve`'s background import), waits up to `wait` for it
-/// to let go — it publishes the index and the embeddings first. True when a writer
-/// held the lock and let go within `wait` (open again: the files are likely current);
-/// false when none held it (the store was written by another tool, or an ingest was
-/// killed) or it still holds it.
+/// when a writable session is closing — it holds `conversations.index/LOCK` and
+/// `conversations.index/CLOSING` ([`closing`]) while it publishes the embeddings and
+/// the index — waits up to `wait` for it to let go. A writer that holds only `LOCK` is
+/// still importing (`skills serve`'s background import holds it for a whole run, many
+/// files or a huge one): no wait then, the caller answers from DuckDB at once, exactly
+/// (issue 43: calls waited the whole `wait` when earlier files of a run were stored).
+/// True when a closing writer let go within `wait` (open again: the files are likely
+/// current); false when none held the lock (the store was written by another tool, or
+/// an ingest was killed), the writer is not closing, or it still holds it.
 pub fn wait_for_writer(db: &Path, wait: std::time::Duration) -> bool {
-    let Ok(lock) = std::fs::File::open(dir_of(db).join("LOCK")) else {
+    let dir = dir_of(db);
+    let Ok(lock) = std::fs::File::open(dir.join(set::LOCK)) else {
         return false;
     };
     let start = std::time::Instant::now();
@@ -555,7 +560,9 @@ pub fn wait_for_writer(db: &Path, wait: std::time::Duration) -> bool {
                 let _ = lock.unlock();
                 return held;
             }
-            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+            Err(std::fs::TryLockError::WouldBlock)
+                if start.elapsed() < wait && held_by_another(&dir.join(set::CLOSING)) =>
+            {
                 held = true;
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
@@ -564,13 +571,46 @@ pub fn wait_for_writer(db: &Path, wait: std::time::Duration) -> bool {
     }
 }
 
+/// True when another open file description holds a lock on the file at `path` (false
+/// when there is no such file).
+fn held_by_another(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
+    }
+}
+
+/// Takes `conversations.index/CLOSING` for a writable store about to close (bring the
+/// index and the embeddings up to date, then publish): readers that find the index
+/// stale wait for a closing writer only ([`wait_for_writer`]). Released when the file
+/// is dropped; `None` when it cannot be taken (readers then do not wait: they answer
+/// from DuckDB).
+pub fn closing(db: &Path) -> Option<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir_of(db).join(set::CLOSING))
+        .ok()?;
+    file.lock().ok()?;
+    Some(file)
+}
+
 #[cfg(test)]
 mod wait_tests {
     use super::*;
     use std::time::Duration;
 
-    /// Issue 30: a reader waits for a writer holding `LOCK` to let go, not for a lock
-    /// nobody holds, and not past its wait.
+    /// Issue 30: a reader waits for a closing writer holding `LOCK` to let go, not for
+    /// a lock nobody holds, not past its wait, and (issue 43) not for a writer that is
+    /// still importing.
     #[test]
     fn wait_for_writer_waits_only_for_a_writer_that_lets_go() {
         let tmp = tempfile::tempdir().unwrap();
@@ -582,13 +622,21 @@ mod wait_tests {
         let lock = std::fs::File::create(dir.join("LOCK")).unwrap();
         // A LOCK file nobody holds.
         assert!(!wait_for_writer(&db, Duration::from_millis(50)));
-        // Held past the wait.
+        // Held past the wait, closing.
         lock.lock().unwrap();
+        let held = closing(&db).unwrap();
         assert!(!wait_for_writer(&db, Duration::from_millis(50)));
-        // Let go within the wait.
+        drop(held);
+        // Held by a writer still importing (not closing): no wait at all (issue 43).
+        let start = std::time::Instant::now();
+        assert!(!wait_for_writer(&db, Duration::from_secs(5)));
+        assert!(start.elapsed() < Duration::from_secs(1));
+        // A closing writer that lets go within the wait.
+        let closing = closing(&db).unwrap();
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
             lock.unlock().unwrap();
+            drop(closing);
         });
         let start = std::time::Instant::now();
         assert!(wait_for_writer(&db, Duration::from_secs(5)));
