@@ -373,3 +373,60 @@ fn a_request_whose_headers_never_finish_is_closed() {
         started.elapsed()
     );
 }
+
+/// Issue 43, "Done when": README's Security section states the limits as the code has
+/// them — the header and keep-alive timeouts, the connection cap, the stored message
+/// size cap — with setup's file-mode rule and redaction at store as the default.
+#[test]
+fn the_readme_security_section_states_the_limits_in_force() {
+    use skills::listener::{
+        connection_cap, HEADER_READ_TIMEOUT, KEEP_ALIVE_IDLE, MAX_CONNECTIONS, RESERVED_FDS,
+    };
+    let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
+    let start = readme.find("## Security\n").unwrap();
+    let end = readme[start + 1..]
+        .find("\n## ")
+        .map_or(readme.len(), |e| start + 1 + e);
+    let security = &readme[start..end];
+    let thousands = |n: usize| {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let expected = [
+        format!(
+            "A request's headers must arrive within **{} s**",
+            HEADER_READ_TIMEOUT.as_secs()
+        ),
+        format!(
+            "a connection with no request in flight is closed after **{} s**",
+            KEEP_ALIVE_IDLE.as_secs()
+        ),
+        format!("after {RESERVED_FDS} descriptors kept for the stores"),
+        format!(
+            "at most {} connections; {} under a limit of 128",
+            thousands(MAX_CONNECTIONS),
+            connection_cap(Some(128))
+        ),
+        format!(
+            "One message stores at most {} characters",
+            thousands(skills::ingest::MAX_STORED_CHARS)
+        ),
+        "**`skills setup` never widens a file's mode.**".to_owned(),
+        "**Redacted at store, by default.**".to_owned(),
+    ];
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|s| !security.contains(s.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's Security section does not say: {missing:#?}"
+    );
+}
