@@ -1,17 +1,17 @@
 -- Projects, latest activity first. Values are bound ($name), never spliced.
--- Counted per conversation first, then per project: the same counts as
--- count(DISTINCT (source, conversation_id)) and string_agg(DISTINCT source) over
--- every message, several times faster at 1M messages (docs/performance.md "Browse
--- pages at 1M messages").
+-- Read from the store's per-conversation-and-day summary (kept exact by every write),
+-- not from the messages: counted per conversation first, then per project, the same
+-- counts as count(DISTINCT (source, conversation_id)) and string_agg(DISTINCT source)
+-- over every message (docs/performance.md "Browse pages at 1M messages").
 WITH per_conversation AS (
     SELECT
         project,
         source,
         conversation_id,
-        count(*) AS messages,
-        min(created) AS first_at,
-        max(created) AS last_at
-    FROM all_conversations
+        sum(messages) AS messages,
+        min(first_at) AS first_at,
+        max(last_at) AS last_at
+    FROM conversation_days
     WHERE project IS NOT NULL AND project <> ''
 {% if project %}      AND project = $project
 {% endif %}    GROUP BY project, source, conversation_id

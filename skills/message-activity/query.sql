@@ -1,20 +1,21 @@
 -- Messages per UTC day, or per UTC month and source. The grouping is picked by
 -- structure only; values are bound ($name), never spliced.
--- Counted in two steps, per conversation and period first, then per period: the
--- same counts as count(*) and count(DISTINCT (source, conversation_id)) per
--- period, 2.5-3.5x faster at 1M messages (docs/performance.md "Browse pages at 1M
--- messages"); the key is formatted once per period, not once per message.
+-- Read from the store's per-conversation-and-day summary (kept exact by every write)
+-- rather than the messages (docs/performance.md "Browse pages at 1M messages"): the
+-- date filters fall on UTC day boundaries, so `day` answers them exactly. Counted per
+-- conversation and period first, then per period: the same counts as count(*) and
+-- count(DISTINCT (source, conversation_id)) per period over the messages.
 WITH per_conversation AS (
     SELECT
-{% if by == "month" %}        date_trunc('month', created) AS period,
-{% else %}        created::DATE AS period,
+{% if by == "month" %}        date_trunc('month', day) AS period,
+{% else %}        day AS period,
 {% endif %}        source,
         conversation_id,
-        count(*) AS messages
-    FROM all_conversations
+        sum(messages) AS messages
+    FROM conversation_days
     WHERE true
-{% if since %}      AND created >= CAST($since AS DATE)
-{% endif %}{% if until %}      AND created < CAST($until AS DATE) + INTERVAL 1 DAY
+{% if since %}      AND day >= CAST($since AS DATE)
+{% endif %}{% if until %}      AND day <= CAST($until AS DATE)
 {% endif %}{% if project %}      AND project = $project
 {% endif %}{% if source %}      AND source = $source
 {% endif %}    GROUP BY ALL
