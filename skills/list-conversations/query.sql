@@ -6,8 +6,10 @@
 -- counts, so its one summary row is the answer; with one, the day rows the filters
 -- keep are summed (the date filters fall on UTC day boundaries, and a conversation's
 -- messages may differ in project, so both are in that table's key).
-WITH listed AS (
-{% if project or since or until %}    SELECT
+-- The preview is the first user message a harness did not inject, over all the
+-- conversation's messages (kept to 2,000 characters, preview_chars' maximum).
+{% if project or since or until %}WITH listed AS (
+    SELECT
         source,
         conversation_id,
         sum(messages)::INTEGER AS messages,
@@ -24,14 +26,9 @@ WITH listed AS (
 {% endif %}{% if since %}      AND day >= CAST($since AS DATE)
 {% endif %}{% if until %}      AND day <= CAST($until AS DATE)
 {% endif %}    GROUP BY source, conversation_id
-{% else %}    SELECT source, conversation_id, messages, first_at, last_at, project, title, model
-    FROM conversation_summary
-    WHERE true
-{% if source %}      AND source = $source
-{% endif %}{% if conversation_id %}      AND conversation_id = $conversation_id
-{% endif %}{% endif %}),
+),
 page AS (
-    SELECT *
+    SELECT *, count(*) OVER ()::INTEGER AS total
     FROM listed
     ORDER BY last_at DESC, source, conversation_id
     LIMIT $limit OFFSET $offset
@@ -42,14 +39,37 @@ SELECT
     p.project,
     p.title,
     p.model,
-    -- The first user message a harness did not inject, over all the conversation's
-    -- messages (kept to 2,000 characters, preview_chars' maximum).
     substr(s.preview, 1, $preview_chars) AS preview,
     p.messages,
     strftime(p.first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
     strftime(p.last_at, '%Y-%m-%dT%H:%M:%SZ') AS last_message,
-    (SELECT count(*) FROM listed)::INTEGER AS total,
+    p.total,
     {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
 FROM page p
 JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.conversation_id
 ORDER BY p.last_at DESC, p.source, p.conversation_id
+{% else %}-- One top-N over the summary rows themselves (DuckDB then reads the preview of the
+-- page's rows only); the total counted apart, without the text columns.
+SELECT
+    source,
+    conversation_id,
+    project,
+    title,
+    model,
+    substr(preview, 1, $preview_chars) AS preview,
+    messages,
+    strftime(first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
+    strftime(last_at, '%Y-%m-%dT%H:%M:%SZ') AS last_message,
+    (SELECT count(*) FROM conversation_summary
+     WHERE true
+{% if source %}       AND source = $source
+{% endif %}{% if conversation_id %}       AND conversation_id = $conversation_id
+{% endif %}    )::INTEGER AS total,
+    {'kind': 'conversation', 'source': source, 'conversation_id': conversation_id} AS cites
+FROM conversation_summary
+WHERE true
+{% if source %}  AND source = $source
+{% endif %}{% if conversation_id %}  AND conversation_id = $conversation_id
+{% endif %}ORDER BY last_at DESC, source, conversation_id
+LIMIT $limit OFFSET $offset
+{% endif %}

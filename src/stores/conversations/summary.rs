@@ -1,6 +1,7 @@
 //! Summary tables kept beside `all_conversations` for the browse pages (issue 41):
-//! `conversation_summary`, one row per conversation, and `conversation_days`, one row
-//! per conversation, UTC day and project. The list, project and activity skills read
+//! `conversation_summary`, one row per conversation; `conversation_days`, one row per
+//! conversation, UTC day and project; `daily_counts` and `monthly_counts`, messages and
+//! conversations per UTC day (month) and source. The list, project and activity skills read
 //! them instead of grouping every message: at 1M messages grouping all rows took
 //! 17–133 ms a query, the summaries a few ms (docs/performance.md "Browse pages at 1M
 //! messages").
@@ -59,6 +60,35 @@ fn days_query(from: &str) -> String {
     )
 }
 
+/// Messages and conversations per `period` (a `DATE` expression over
+/// `conversation_days`' `day`) and source, over the day rows of `from`.
+fn counts_query(period: &str, from: &str) -> String {
+    format!(
+        "SELECT {period} AS period, source,
+            sum(messages)::INTEGER AS messages,
+            count(DISTINCT conversation_id)::INTEGER AS conversations
+         FROM {from}
+         GROUP BY ALL"
+    )
+}
+
+/// The month of `day` (its first day).
+const MONTH: &str = "date_trunc('month', day)::DATE";
+
+/// Every summary table with the query that computes it from the messages (for
+/// `conversation_summary` and `conversation_days`) or from `conversation_days`.
+fn definitions(injected: &str) -> [(&'static str, String); 4] {
+    [
+        (
+            "conversation_summary",
+            conversations_query_with("all_conversations", injected),
+        ),
+        ("conversation_days", days_query("all_conversations")),
+        ("daily_counts", counts_query("day", "conversation_days")),
+        ("monthly_counts", counts_query(MONTH, "conversation_days")),
+    ]
+}
+
 /// Creates the summary tables when missing and, when they were missing, fills them
 /// from the stored messages (a store from before them, on its first writable open).
 ///
@@ -69,16 +99,22 @@ pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
         return Ok(());
     }
     // One transaction: a store never has one table without its rows.
-    conn.execute_batch(&format!(
-        "BEGIN TRANSACTION;
-         DROP TABLE IF EXISTS conversation_summary;
-         DROP TABLE IF EXISTS conversation_days;
-         CREATE TABLE conversation_summary AS {};
-         CREATE TABLE conversation_days AS {};
-         COMMIT;",
-        conversations_query("all_conversations"),
-        days_query("all_conversations"),
-    ))
+    // Rows in order of last activity: the newest conversations sit together, so a
+    // scan for them skips most of the table.
+    let mut sql = String::from("BEGIN TRANSACTION;");
+    for (table, query) in definitions("is_injected") {
+        sql.push_str(&format!(
+            "DROP TABLE IF EXISTS {table};
+             CREATE TABLE {table} AS SELECT * FROM ({query}) ORDER BY {};",
+            if table.starts_with("conversation") {
+                "last_at"
+            } else {
+                "period"
+            }
+        ));
+    }
+    sql.push_str("COMMIT;");
+    conn.execute_batch(&sql)
 }
 
 /// True when the connection's default database holds both summary tables.
@@ -89,11 +125,12 @@ pub(super) fn present(conn: &Connection) -> duckdb::Result<bool> {
     let n: i64 = conn.query_row(
         "SELECT count(*) FROM duckdb_tables()
          WHERE database_name = current_database() AND schema_name = 'main'
-           AND table_name IN ('conversation_summary', 'conversation_days')",
+           AND table_name IN ('conversation_summary', 'conversation_days', 'daily_counts',
+                              'monthly_counts')",
         [],
         |r| r.get(0),
     )?;
-    Ok(n == 2)
+    Ok(n == 4)
 }
 
 /// For a store opened read-only that has no summary tables yet (written by an older
@@ -116,15 +153,11 @@ pub(super) fn fallback_views(conn: &Connection) -> duckdb::Result<()> {
     if columns == 0 {
         return Ok(());
     }
-    conn.execute_batch(&format!(
-        "CREATE OR REPLACE TEMP VIEW conversation_summary AS {};
-         CREATE OR REPLACE TEMP VIEW conversation_days AS {};",
-        conversations_query_with(
-            "all_conversations",
-            if injected { "is_injected" } else { "false" }
-        ),
-        days_query("all_conversations"),
-    ))
+    let mut sql = String::new();
+    for (table, query) in definitions(if injected { "is_injected" } else { "false" }) {
+        sql.push_str(&format!("CREATE OR REPLACE TEMP VIEW {table} AS {query};"));
+    }
+    conn.execute_batch(&sql)
 }
 
 impl ConversationStore {
@@ -158,16 +191,48 @@ impl ConversationStore {
         let touched = "(SELECT * FROM all_conversations
                         WHERE (source, conversation_id) IN
                           (SELECT source, conversation_id FROM summary_touched)) a";
+        // The days and sources the touched conversations had, and (below) have: their
+        // counts are recomputed from the day rows.
+        tx.execute_batch(
+            "CREATE OR REPLACE TEMP TABLE periods_touched AS
+               SELECT DISTINCT d.day, d.source FROM conversation_days d
+               SEMI JOIN summary_touched t
+                 ON d.source = t.source AND d.conversation_id = t.conversation_id",
+        )
+        .map_err(|e| self.error(e))?;
         tx.execute_batch(&format!(
             "DELETE FROM conversation_summary s USING summary_touched t
                WHERE s.source = t.source AND s.conversation_id = t.conversation_id;
              DELETE FROM conversation_days s USING summary_touched t
                WHERE s.source = t.source AND s.conversation_id = t.conversation_id;
-             INSERT INTO conversation_summary {};
-             INSERT INTO conversation_days {};
-             DROP TABLE summary_touched;",
+             INSERT INTO conversation_summary SELECT * FROM ({}) ORDER BY last_at;
+             INSERT INTO conversation_days SELECT * FROM ({}) ORDER BY last_at;
+             INSERT INTO periods_touched
+               SELECT DISTINCT d.day, d.source FROM conversation_days d
+               SEMI JOIN summary_touched t
+                 ON d.source = t.source AND d.conversation_id = t.conversation_id;
+             DELETE FROM daily_counts c USING (SELECT DISTINCT day, source FROM periods_touched) p
+               WHERE c.period = p.day AND c.source = p.source;
+             INSERT INTO daily_counts {};
+             DELETE FROM monthly_counts c
+               USING (SELECT DISTINCT {MONTH} AS month, source FROM periods_touched) p
+               WHERE c.period = p.month AND c.source = p.source;
+             INSERT INTO monthly_counts {};
+             DROP TABLE summary_touched;
+             DROP TABLE periods_touched;",
             conversations_query(touched),
             days_query(touched),
+            counts_query(
+                "day",
+                "conversation_days WHERE (day, source) IN (SELECT day, source FROM periods_touched)"
+            ),
+            counts_query(
+                MONTH,
+                &format!(
+                    "conversation_days WHERE ({MONTH}, source) IN
+                       (SELECT {MONTH}, source FROM periods_touched)"
+                )
+            ),
         ))
         .map_err(|e| self.error(e))
     }
@@ -182,13 +247,9 @@ impl ConversationStore {
 pub fn mismatches(store: &ConversationStore) -> Result<u64, StoreError> {
     let conn = store.connection()?;
     let mut total = 0u64;
-    for (table, query) in [
-        (
-            "conversation_summary",
-            conversations_query("all_conversations"),
-        ),
-        ("conversation_days", days_query("all_conversations")),
-    ] {
+    // Each table against its definition over the tables it derives from, and
+    // `conversation_days` derives from the messages: so all are checked to the messages.
+    for (table, query) in definitions("is_injected") {
         let n: i64 = conn
             .query_row(
                 &format!(
