@@ -48,8 +48,18 @@ SELECT
 FROM page p
 JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.conversation_id
 ORDER BY p.last_at DESC, p.source, p.conversation_id
-{% else %}-- One top-N over the summary rows themselves (DuckDB then reads the preview of the
--- page's rows only); the total counted apart, without the text columns.
+{% else %}-- One top-N over the summary rows themselves, MATERIALIZED: DuckDB then reads the
+-- text of the page's rows only; the total counted apart, without the text columns
+-- (beside the top-N in one select, the count made it 3x slower at 1M messages).
+WITH page AS MATERIALIZED (
+    SELECT *
+    FROM conversation_summary
+    WHERE true
+{% if source %}      AND source = $source
+{% endif %}{% if conversation_id %}      AND conversation_id = $conversation_id
+{% endif %}    ORDER BY last_at DESC, source, conversation_id
+    LIMIT $limit OFFSET $offset
+)
 SELECT
     source,
     conversation_id,
@@ -66,10 +76,6 @@ SELECT
 {% endif %}{% if conversation_id %}       AND conversation_id = $conversation_id
 {% endif %}    )::INTEGER AS total,
     {'kind': 'conversation', 'source': source, 'conversation_id': conversation_id} AS cites
-FROM conversation_summary
-WHERE true
-{% if source %}  AND source = $source
-{% endif %}{% if conversation_id %}  AND conversation_id = $conversation_id
-{% endif %}ORDER BY last_at DESC, source, conversation_id
-LIMIT $limit OFFSET $offset
+FROM page
+ORDER BY last_at DESC, source, conversation_id
 {% endif %}
