@@ -273,6 +273,32 @@ fn summaries_follow_every_write_and_skills_match_the_old_queries() {
             .unwrap();
     }
     assert!(check(data.path(), skills.path()) >= 19);
+    // Secrets redacted in the stored rows, one in a conversation id: that
+    // conversation's rows move to the marker id, and so does its summary.
+    let secret_id = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    {
+        let store = ConversationStore::open_rw(&path).unwrap();
+        let mut ms: Vec<Message> = (0..3)
+            .map(|i| msg("claude-code", secret_id, i, 16, Some("/p/a"), "user"))
+            .collect();
+        ms[0].content = "the key AKIAIOSFODNN7EXAMPLE is here".into();
+        store.insert(&ms).unwrap();
+        assert!(store.redact_stored().unwrap() >= 2);
+        let left: i64 = store
+            .connection()
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM conversation_summary WHERE conversation_id = ?",
+                [secret_id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            left, 0,
+            "the summary still holds the id the redaction replaced"
+        );
+    }
+    assert!(check(data.path(), skills.path()) >= 19);
 }
 
 #[test]
