@@ -63,6 +63,8 @@ fn cases() -> Vec<(&'static str, Value)> {
         ),
         ("list-projects", json!({})),
         ("list-projects", json!({"project": "/p/a"})),
+        ("list-projects", json!({"project": "/p/c"})),
+        ("list-projects", json!({"limit": 1})),
         ("message-activity", json!({"by": "day"})),
         ("message-activity", json!({"by": "month"})),
         ("message-activity", json!({"by": "day", "project": "/p/a"})),

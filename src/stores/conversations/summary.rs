@@ -1,7 +1,8 @@
 //! Summary tables kept beside `all_conversations` for the browse pages (issue 41):
 //! `conversation_summary`, one row per conversation; `conversation_days`, one row per
 //! conversation, UTC day and project; `daily_counts` and `monthly_counts`, messages and
-//! conversations per UTC day (month) and source. The list, project and activity skills read
+//! conversations per UTC day (month) and source; `project_counts`, per project and
+//! source. The list, project and activity skills read
 //! them instead of grouping every message: at 1M messages grouping all rows took
 //! 17–133 ms a query, the summaries a few ms (docs/performance.md "Browse pages at 1M
 //! messages").
@@ -72,12 +73,27 @@ fn counts_query(period: &str, from: &str) -> String {
     )
 }
 
+/// Conversations, messages and first and last time per project (none, empty) and
+/// source, over the day rows of `from` (a table, optionally with a `WHERE`).
+fn projects_query(from: &str) -> String {
+    format!(
+        "SELECT project, source,
+            count(DISTINCT conversation_id)::INTEGER AS conversations,
+            sum(messages)::INTEGER AS messages,
+            min(first_at) AS first_at,
+            max(last_at) AS last_at
+         FROM (SELECT * FROM {from}) d
+         WHERE project IS NOT NULL AND project <> ''
+         GROUP BY project, source"
+    )
+}
+
 /// The month of `day` (its first day).
 const MONTH: &str = "date_trunc('month', day)::DATE";
 
 /// Every summary table with the query that computes it from the messages (for
 /// `conversation_summary` and `conversation_days`) or from `conversation_days`.
-fn definitions(injected: &str) -> [(&'static str, String); 4] {
+fn definitions(injected: &str) -> [(&'static str, String); 5] {
     [
         (
             "conversation_summary",
@@ -86,6 +102,7 @@ fn definitions(injected: &str) -> [(&'static str, String); 4] {
         ("conversation_days", days_query("all_conversations")),
         ("daily_counts", counts_query("day", "conversation_days")),
         ("monthly_counts", counts_query(MONTH, "conversation_days")),
+        ("project_counts", projects_query("conversation_days")),
     ]
 }
 
@@ -106,7 +123,7 @@ pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
         sql.push_str(&format!(
             "DROP TABLE IF EXISTS {table};
              CREATE TABLE {table} AS SELECT * FROM ({query}) ORDER BY {};",
-            if table.starts_with("conversation") {
+            if !table.ends_with("ly_counts") {
                 "last_at"
             } else {
                 "period"
@@ -126,11 +143,11 @@ pub(super) fn present(conn: &Connection) -> duckdb::Result<bool> {
         "SELECT count(*) FROM duckdb_tables()
          WHERE database_name = current_database() AND schema_name = 'main'
            AND table_name IN ('conversation_summary', 'conversation_days', 'daily_counts',
-                              'monthly_counts')",
+                              'monthly_counts', 'project_counts')",
         [],
         |r| r.get(0),
     )?;
-    Ok(n == 4)
+    Ok(n == 5)
 }
 
 /// For a store opened read-only that has no summary tables yet (written by an older
@@ -191,11 +208,11 @@ impl ConversationStore {
         let touched = "(SELECT * FROM all_conversations
                         WHERE (source, conversation_id) IN
                           (SELECT source, conversation_id FROM summary_touched)) a";
-        // The days and sources the touched conversations had, and (below) have: their
-        // counts are recomputed from the day rows.
+        // The days, projects and sources the touched conversations had, and (below)
+        // have: their counts are recomputed from the day rows.
         tx.execute_batch(
             "CREATE OR REPLACE TEMP TABLE periods_touched AS
-               SELECT DISTINCT d.day, d.source FROM conversation_days d
+               SELECT DISTINCT d.day, d.project, d.source FROM conversation_days d
                SEMI JOIN summary_touched t
                  ON d.source = t.source AND d.conversation_id = t.conversation_id",
         )
@@ -208,7 +225,7 @@ impl ConversationStore {
              INSERT INTO conversation_summary SELECT * FROM ({}) ORDER BY last_at;
              INSERT INTO conversation_days SELECT * FROM ({}) ORDER BY last_at;
              INSERT INTO periods_touched
-               SELECT DISTINCT d.day, d.source FROM conversation_days d
+               SELECT DISTINCT d.day, d.project, d.source FROM conversation_days d
                SEMI JOIN summary_touched t
                  ON d.source = t.source AND d.conversation_id = t.conversation_id;
              DELETE FROM daily_counts c USING (SELECT DISTINCT day, source FROM periods_touched) p
@@ -218,6 +235,10 @@ impl ConversationStore {
                USING (SELECT DISTINCT {MONTH} AS month, source FROM periods_touched) p
                WHERE c.period = p.month AND c.source = p.source;
              INSERT INTO monthly_counts {};
+             DELETE FROM project_counts c
+               USING (SELECT DISTINCT project, source FROM periods_touched) p
+               WHERE c.project = p.project AND c.source = p.source;
+             INSERT INTO project_counts {};
              DROP TABLE summary_touched;
              DROP TABLE periods_touched;",
             conversations_query(touched),
@@ -232,6 +253,10 @@ impl ConversationStore {
                     "conversation_days WHERE ({MONTH}, source) IN
                        (SELECT {MONTH}, source FROM periods_touched)"
                 )
+            ),
+            projects_query(
+                "conversation_days WHERE (project, source) IN
+                   (SELECT project, source FROM periods_touched)"
             ),
         ))
         .map_err(|e| self.error(e))
