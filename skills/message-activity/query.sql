@@ -1,20 +1,37 @@
 -- Messages per UTC day, or per UTC month and source. The grouping is picked by
 -- structure only; values are bound ($name), never spliced.
--- Counted in two steps, per conversation and period first, then per period: the
--- same counts as count(*) and count(DISTINCT (source, conversation_id)) per
--- period, 2.5-3.5x faster at 1M messages (docs/performance.md "Browse pages at 1M
--- messages"); the key is formatted once per period, not once per message.
-WITH per_conversation AS (
+-- Read from the store's summary tables (kept exact by every write), not the messages
+-- (docs/performance.md "Browse pages at 1M messages"): the same counts as count(*)
+-- and count(DISTINCT (source, conversation_id)) per period over the messages.
+-- Without a project: the per day (month) and source counts; a month's row only when
+-- the date range holds whole months (since the 1st, no until), else from the day rows.
+-- With a project, or a range cutting a month: from the per-conversation, day and
+-- project rows, counted per conversation and period first, then per period (the date
+-- filters fall on UTC day boundaries, so `day` answers them exactly).
+{% if not project and (by != "month" or ((not since or since[8:] == "01") and not until)) %}SELECT
+{% if by == "month" %}    strftime(period, '%Y-%m') AS key,
+    source,
+{% else %}    strftime(period, '%Y-%m-%d') AS key,
+{% endif %}    sum(messages)::INTEGER AS messages,
+    sum(conversations)::INTEGER AS conversations
+FROM {% if by == "month" %}monthly_counts{% else %}daily_counts{% endif %}
+WHERE true
+{% if since %}  AND period >= CAST($since AS DATE)
+{% endif %}{% if until %}  AND period <= CAST($until AS DATE)
+{% endif %}{% if source %}  AND source = $source
+{% endif %}GROUP BY ALL
+ORDER BY ALL
+{% else %}WITH per_conversation AS (
     SELECT
-{% if by == "month" %}        date_trunc('month', created) AS period,
-{% else %}        created::DATE AS period,
+{% if by == "month" %}        date_trunc('month', day) AS period,
+{% else %}        day AS period,
 {% endif %}        source,
         conversation_id,
-        count(*) AS messages
-    FROM all_conversations
+        sum(messages) AS messages
+    FROM conversation_days
     WHERE true
-{% if since %}      AND created >= CAST($since AS DATE)
-{% endif %}{% if until %}      AND created < CAST($until AS DATE) + INTERVAL 1 DAY
+{% if since %}      AND day >= CAST($since AS DATE)
+{% endif %}{% if until %}      AND day <= CAST($until AS DATE)
 {% endif %}{% if project %}      AND project = $project
 {% endif %}{% if source %}      AND source = $source
 {% endif %}    GROUP BY ALL
@@ -28,3 +45,4 @@ SELECT
 FROM per_conversation
 GROUP BY ALL
 ORDER BY ALL
+{% endif %}

@@ -36,6 +36,9 @@ pub struct Attached {
     /// A connection of the instance, to detach with (behind a lock: a connection is
     /// not `Sync`, and stores are shared between threads).
     conn: Mutex<Connection>,
+    /// The file has no summary tables (written before them): each connection gets
+    /// views of them ([`super::summary::fallback_views`]).
+    fallback: bool,
 }
 
 impl Attached {
@@ -45,7 +48,11 @@ impl Attached {
     /// # Errors
     /// DuckDB's.
     pub(super) fn use_on(&self, conn: &Connection) -> duckdb::Result<()> {
-        conn.execute_batch(&format!("USE {}", self.alias))
+        conn.execute_batch(&format!("USE {}", self.alias))?;
+        if self.fallback {
+            super::summary::fallback_views(conn)?;
+        }
+        Ok(())
     }
 }
 
@@ -75,11 +82,13 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
         "ATTACH {} AS {alias} (READ_ONLY); USE {alias};",
         quote(path)
     ))?;
+    let fallback = !super::summary::present(&conn)?;
     Ok((
         conn,
         Attached {
             alias,
             conn: Mutex::new(base),
+            fallback,
         },
     ))
 }

@@ -225,6 +225,15 @@ impl ConversationStore {
                 .map_err(|e| self.error(e))?;
         }
         self.record_files(&tx, files)?;
+        // Every conversation of the batch: the rewritten ones lost rows, the others
+        // gained some (a stored one offered again unchanged is recomputed the same).
+        self.refresh_summaries(
+            &tx,
+            files
+                .iter()
+                .flat_map(|f| f.messages.iter())
+                .map(|m| (m.source.as_str(), m.conversation_id.as_str())),
+        )?;
         tx.commit().map_err(|e| self.error(e))?;
         self.touch(files.iter().flat_map(|f| f.messages.iter()));
         Ok(StoredBatch {

@@ -33,6 +33,12 @@ impl ConversationStore {
         let mut conn = self.connection()?;
         let tx = conn.transaction().map_err(|e| self.error(e))?;
         let counts = self.insert_in(&tx, messages)?;
+        self.refresh_summaries(
+            &tx,
+            messages
+                .iter()
+                .map(|m| (m.source.as_str(), m.conversation_id.as_str())),
+        )?;
         tx.commit().map_err(|e| self.error(e))?;
         self.touch(messages.iter());
         Ok(counts)

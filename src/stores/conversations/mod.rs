@@ -23,7 +23,8 @@
 //! import), `secrets` (the mark of whether secrets were redacted before storing,
 //! redacting rows in place), `close` (bringing the [`index`] and the [`embeddings`] up to date and
 //! publishing them); `schema` the table, `rows` how one message becomes a row,
-//! `lock` the waits for other processes' file locks.
+//! `lock` the waits for other processes' file locks, `summary` the per-conversation and
+//! per-day summary tables the browse skills read, kept exact by every writer.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -46,6 +47,7 @@ pub mod project;
 mod rows;
 mod schema;
 mod secrets;
+pub mod summary;
 
 pub use close::CloseReport;
 pub use files::{FileBatch, FileState, Previous, StoredBatch};

@@ -36,6 +36,7 @@ impl ConversationStore {
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(path, e))?;
         super::secrets::init(&conn).map_err(|e| duck(path, e))?;
+        super::summary::init(&conn).map_err(|e| duck(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
             attached: None,
@@ -104,6 +105,7 @@ impl ConversationStore {
         let conn = Connection::open_in_memory().map_err(|e| duck(&path, e))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(&path, e))?;
+        super::summary::init(&conn).map_err(|e| duck(&path, e))?;
         Ok(Self {
             path,
             attached: None,

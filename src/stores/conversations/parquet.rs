@@ -142,6 +142,8 @@ impl ConversationStore {
             pairs
         };
         let counts = self.merge_staging(&tx, usize::try_from(offered).unwrap_or(0))?;
+        // The staged conversations include every one `forget_previous` emptied.
+        self.refresh_summaries(&tx, staged.iter().map(|(s, c)| (s.as_str(), c.as_str())))?;
         tx.commit().map_err(|e| self.error(e))?;
         self.touched
             .lock()

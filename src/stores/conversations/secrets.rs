@@ -250,6 +250,8 @@ impl ConversationStore {
         let (touched, secrets) =
             redact_rows(&tx, "all_conversations", &key).map_err(|e| duck(&self.path, e))?;
         redact_file_conversations(&tx, &key).map_err(|e| duck(&self.path, e))?;
+        // Both the ids as they were (their rows are gone) and as they are now.
+        self.refresh_summaries(&tx, touched.iter().map(|(s, c)| (s.as_str(), c.as_str())))?;
         tx.commit().map_err(|e| self.error(e))?;
         self.touched
             .lock()
