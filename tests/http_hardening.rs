@@ -79,19 +79,7 @@ impl Server {
         stream
             .write_all(request.replace("{port}", &self.port.to_string()).as_bytes())
             .ok()?;
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n") {
-            match stream.read(&mut byte) {
-                Ok(1) => head.push(byte[0]),
-                _ => return None,
-            }
-        }
-        String::from_utf8_lossy(&head)
-            .split(' ')
-            .nth(1)?
-            .parse()
-            .ok()
+        status_line(&mut stream)
     }
 }
 
@@ -240,6 +228,12 @@ fn slow_status(port: u16, pieces: &[String], pause: Duration) -> Option<u16> {
         }
         stream.write_all(piece.as_bytes()).ok()?;
     }
+    status_line(&mut stream)
+}
+
+/// The status code of the response read from `stream`, or `None` when it closed (or
+/// its read timeout passed) before the status line ended.
+fn status_line(stream: &mut TcpStream) -> Option<u16> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n") {
