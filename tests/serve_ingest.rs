@@ -394,6 +394,23 @@ async fn import_child_at_checkpoint(checkpoint: &Path, pid: u32) -> u32 {
     importing[0]
 }
 
+/// `skills serve` over stdio with its background import paused after the first file
+/// (`SKILLS_INGEST_PAUSE` = `checkpoint`): its client and the import child's pid, once
+/// the import has reached the checkpoint.
+#[cfg(target_os = "linux")]
+async fn serve_paused_at(home: &Home, checkpoint: &Path) -> (Client, u32) {
+    let mut serve = home.serve(&[]);
+    serve.env("SKILLS_INGEST_PAUSE", checkpoint);
+    let (transport, _stderr) = TokioChildProcess::builder(serve)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = transport.id().unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let child = import_child_at_checkpoint(checkpoint, pid).await;
+    (client, child)
+}
+
 /// The pids of the running children of process `parent` (Linux: `/proc/*/stat`).
 #[cfg(target_os = "linux")]
 fn children_of(parent: u32) -> Vec<u32> {
@@ -565,15 +582,7 @@ async fn calls_answer_while_the_background_import_parses_a_long_file() {
     let home = Home::new();
     seed(&home);
     let checkpoint = home.path().join("paused");
-    let mut serve = home.serve(&[]);
-    serve.env("SKILLS_INGEST_PAUSE", &checkpoint);
-    let (transport, _stderr) = TokioChildProcess::builder(serve)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = transport.id().unwrap();
-    let client = ().serve(transport).await.unwrap();
-    let child = import_child_at_checkpoint(&checkpoint, pid).await;
+    let (client, child) = serve_paused_at(&home, &checkpoint).await;
     // The Claude Code session (walked first) is stored; the import waits before the
     // Codex rollout.
     let asked = Instant::now();
@@ -628,15 +637,7 @@ async fn a_call_during_an_import_does_not_wait_for_the_index() {
     assert!(index.exists(), "the earlier ingest published no index");
     seed(&home);
     let checkpoint = home.path().join("paused");
-    let mut serve = home.serve(&[]);
-    serve.env("SKILLS_INGEST_PAUSE", &checkpoint);
-    let (transport, _stderr) = TokioChildProcess::builder(serve)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = transport.id().unwrap();
-    let client = ().serve(transport).await.unwrap();
-    let child = import_child_at_checkpoint(&checkpoint, pid).await;
+    let (client, child) = serve_paused_at(&home, &checkpoint).await;
     let mut took = Vec::new();
     for (term, expected) in [
         ("marmoset", "Where do marmoset monkeys sleep?"),
