@@ -17,6 +17,7 @@ use skills::search::scan::fold;
 use skills::stores::conversations::index::segment;
 use skills::stores::conversations::index::{self, Index, Unavailable};
 use skills::stores::conversations::ConversationStore;
+use skills::stores::segments::verify_files;
 use skills::stores::StorePaths;
 
 /// Probe terms: wildcards, escapes, case-folding traps, emoji, the questions mode ("").
@@ -401,6 +402,47 @@ fn damaged_or_foreign_indexes_fall_back_to_duckdb() {
     let report = open(dir).close().unwrap().unwrap();
     assert!(report.rebuilt);
     assert_same(dir, "rebuilt after damage");
+}
+
+/// A byte changed in the text region leaves a segment its readers still open (the
+/// structure is intact) but whose rows are wrong: the byte-for-byte check names the
+/// file, the next writable open rebuilds the index for that reason, and searches
+/// then equal DuckDB's again. A file grown by one byte is refused by readers.
+#[test]
+fn a_changed_byte_is_caught_by_the_crc_and_the_next_write_rebuilds() {
+    let (tmp, db) = generated(500);
+    let dir = tmp.path();
+    let ixdir = index::dir_of(&db);
+    let m = index::Manifest::read(&ixdir).unwrap();
+    assert_eq!(verify_files::<index::IndexKind>(&ixdir, &m), Ok(()));
+    let seg = ixdir.join(&m.segments[0].file);
+    let original = std::fs::read(&seg).unwrap();
+    let mut bad = original.clone();
+    let at = bad.len() / 2;
+    bad[at] ^= 0x01;
+    std::fs::write(&seg, &bad).unwrap();
+    let why = verify_files::<index::IndexKind>(&ixdir, &m).unwrap_err();
+    assert!(
+        why.contains(&m.segments[0].file) && why.contains("CRC-32"),
+        "{why}"
+    );
+    let report = open(dir).close().unwrap().unwrap();
+    assert!(report.rebuilt, "{report:?}");
+    assert!(
+        report.reason.as_deref().unwrap_or("").contains("CRC-32"),
+        "{report:?}"
+    );
+    assert_same(dir, "rebuilt after a changed byte");
+
+    let m = index::Manifest::read(&ixdir).unwrap();
+    let seg = ixdir.join(&m.segments[0].file);
+    let mut longer = std::fs::read(&seg).unwrap();
+    longer.push(0);
+    std::fs::write(&seg, &longer).unwrap();
+    match Index::open(&db) {
+        Err(Unavailable::Corrupt(why)) => assert!(why.contains("bytes"), "{why}"),
+        other => panic!("a grown segment was opened: {other:?}"),
+    }
 }
 
 /// `fold` equals DuckDB's `lower()` on every Unicode scalar value (checked in chunks;

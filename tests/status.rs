@@ -115,6 +115,50 @@ fn status_says_when_the_index_is_older_than_the_store() {
     assert_eq!(status["conversations"]["index"]["state"], "stale");
 }
 
+/// One byte changed inside a segment of the search index (its length and structure
+/// intact, so readers still open it): `skills status` says "damaged" and names the
+/// file and the CRC-32 that differs, where it used to say "current"; the next
+/// `skills ingest`, with nothing new to import, rebuilds it and status is current.
+#[test]
+fn status_finds_a_changed_byte_in_the_index_and_the_next_ingest_rebuilds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let sample = common::repo().join("data/sample/claude-code");
+    skills(&data, &["ingest", "--quiet", sample.to_str().unwrap()]);
+    assert_eq!(
+        status_json(&data)["conversations"]["index"]["state"],
+        "current"
+    );
+    let dir = data.join("conversations.index");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("MANIFEST")).unwrap()).unwrap();
+    let file = manifest["segments"][0]["file"].as_str().unwrap().to_owned();
+    let seg = dir.join(&file);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x20;
+    std::fs::write(&seg, &bytes).unwrap();
+
+    let index = &status_json(&data)["conversations"]["index"];
+    assert_eq!(index["state"], "damaged", "{index}");
+    let error = index["error"].as_str().unwrap();
+    assert!(error.contains(&file) && error.contains("CRC-32"), "{error}");
+    let text = String::from_utf8(skills(&data, &["status"]).stdout).unwrap();
+    assert!(text.contains("damaged"), "{text}");
+
+    let again = skills(&data, &["ingest", sample.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&again.stdout).to_string()
+        + &String::from_utf8_lossy(&again.stderr);
+    assert!(
+        said.contains("CRC-32"),
+        "the ingest says why it rebuilt: {said}"
+    );
+    assert_eq!(
+        status_json(&data)["conversations"]["index"]["state"],
+        "current"
+    );
+}
+
 /// `skills status` names the memories' model from the files: with the second tier's
 /// files in the model folder it names the second tier, without loading its engine
 /// (a library that leaves a mark when loaded) or its weights just to print a name.

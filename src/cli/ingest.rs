@@ -178,7 +178,13 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         printer.text(&summary)?;
         printer.line(format_args!("store: {}", store_path.display()))?;
         if let Some(ix) = &index {
-            let how = if ix.rebuilt { "rebuilt" } else { "updated" };
+            let how = match (&ix.reason, ix.rebuilt) {
+                // Damage repaired is news; the other reasons (first build, an older
+                // store) are routine.
+                (Some(why), true) if why.starts_with("damaged") => format!("rebuilt ({why})"),
+                (_, true) => "rebuilt".to_owned(),
+                (_, false) => "updated".to_owned(),
+            };
             printer.line(format_args!(
                 "search index: {how}, {} rows in {} segments ({:.1} MB)",
                 ix.rows,

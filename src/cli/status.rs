@@ -14,6 +14,7 @@ use skills::embed::Embedder;
 use skills::redact::at_store::{Secrets, REDACT_IN_PLACE};
 use skills::stores::conversations::{embeddings, index, ConversationStore};
 use skills::stores::memories::MemoryStore;
+use skills::stores::segments::verify_files;
 
 use super::{Outcome, Printer, Session};
 
@@ -295,6 +296,17 @@ fn derived_index(db: &Path) -> Derived {
                 "stale"
             };
             out.rows = Some(m.stamp.rows);
+            // Every file read and its CRC-32 compared: a flipped byte would otherwise
+            // drop rows from searches while this said "current".
+            if let Err(why) = verify_files::<index::IndexKind>(&dir, &m) {
+                set_unavailable(
+                    &mut out,
+                    &format!(
+                        "the search index is damaged ({why}); the next `skills ingest` rebuilds it"
+                    ),
+                    false,
+                );
+            }
         }
         Err(e) => set_unavailable(&mut out, &e.to_string(), e == index::Unavailable::Missing),
     }
@@ -312,6 +324,9 @@ fn derived_embeddings(db: &Path) -> Derived {
                 "stale"
             };
             out.rows = Some(m.units);
+            if let Err(why) = verify_files::<embeddings::VectorKind>(&dir, &m) {
+                set_unavailable(&mut out, &format!("the embeddings are damaged ({why}); the next `skills ingest` rebuilds them"), false);
+            }
             out.model = Some(m.kind.model);
         }
         Err(e) => set_unavailable(&mut out, &e.to_string(), e == index::Unavailable::Missing),

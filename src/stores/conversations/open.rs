@@ -2,7 +2,7 @@
 //! manifest taken first), read-only and sandboxed (engines), in memory; and the
 //! per-query connections every reader and writer takes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use duckdb::Connection;
@@ -96,7 +96,7 @@ impl ConversationStore {
     /// # Errors
     /// [`StoreError::DuckDb`] if DuckDB cannot start.
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        let path = PathBuf::from(":memory:");
+        let path = std::path::PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| duck(&path, e))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(&path, e))?;

@@ -2,7 +2,7 @@
 //! read-only store and the bare read-only connection share one hardened opener, and a
 //! hot journal left by an interrupted write is rolled back before reading.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use rusqlite::{Connection, OpenFlags};
@@ -60,7 +60,7 @@ impl MemoryStore {
     /// [`StoreError::Sqlite`] if SQLite cannot create the schema.
     #[cfg(any(test, feature = "bench"))]
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        let path = PathBuf::from(":memory:");
+        let path = std::path::PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| sqlite_error(&path, e))?;
         let store = Self {
             path,

@@ -45,7 +45,12 @@ impl<K: SegmentKind> Base<K> {
     pub fn read(db: &Path) -> Self {
         Self(match Manifest::read(&dir_of::<K>(db)) {
             Ok(m) if m.store != StoreStamp::of(db) => Err(K::STALE.to_owned()),
-            Ok(m) => Ok(m),
+            // Every byte checked: a damaged segment kept by an incremental update would
+            // lose its rows from every search until the next rebuild.
+            Ok(m) => match super::verify_files::<K>(&dir_of::<K>(db), &m) {
+                Ok(()) => Ok(m),
+                Err(why) => Err(format!("damaged {} ({why})", K::NAME)),
+            },
             Err(Unavailable::Missing) => Err(K::MISSING.to_owned()),
             // The kind's name, not `Unavailable`'s wording (which names the search index).
             Err(Unavailable::Corrupt(why)) => Err(format!("damaged {} ({why})", K::NAME)),

@@ -100,6 +100,10 @@ impl EntryFields for IndexEntry {
     fn rows(&self) -> u64 {
         self.rows
     }
+
+    fn crc32(&self) -> Option<u32> {
+        Some(self.crc32)
+    }
 }
 
 fn xor_of(hex: &str) -> u64 {
@@ -359,6 +363,7 @@ impl Stamp {
     }
 }
 
+#[cfg(any(test, feature = "bench"))]
 fn table_stamp(conn: &duckdb::Connection) -> Result<Stamp, SetError> {
     let (rows, max_created_us) = table_figures(conn)?;
     let mut stmt =
