@@ -8,7 +8,9 @@
 //!   empty HOME and, where `unshare -n` is permitted, no network: `--version`, an
 //!   ingest of the bundled sample, search-conversations, semantic-search on both
 //!   tiers, `setup claude-code` into the fake home, `serve` answering `initialize`
-//!   and one `tools/call` over stdio;
+//!   and one `tools/call` over stdio; the same through `uv tool install`, `uvx` and
+//!   `pipx install` of the wheel (offline, from `dist/` alone) when uv and pipx are
+//!   found (`scripts/check-install` installs them);
 //! - the third-party notice lists every crate cargo compiles into the binary
 //!   (checked against `cargo tree`), and refuses a bundled file it does not name.
 //!
@@ -336,6 +338,93 @@ fn the_wheels_install_into_a_venv_and_run_without_a_toolchain() {
     std::os::unix::fs::symlink(venv.join("bin/skills"), bin.join("skills")).unwrap();
     let user = User::new(tmp.path(), &bin);
     use_installed(&user, &venv);
+}
+
+/// `program` on the test's PATH, else in the tools folder `scripts/check-install`
+/// fills (`$SKILLS_CACHE/release-tools/bin`), else `None`.
+fn installer(program: &str) -> Option<PathBuf> {
+    which(program).or_else(|| {
+        let cache = std::env::var_os("SKILLS_CACHE")?;
+        let p = Path::new(&cache).join("release-tools/bin").join(program);
+        p.is_file().then_some(p)
+    })
+}
+
+/// `uv tool install` from `dist/` alone (offline, no index), as the README tells a
+/// user: uv makes the tool's environment and links only `skills` into its bin folder;
+/// the installed command then runs as in the other tests. `uvx` runs the same wheel
+/// without installing it.
+#[test]
+fn uv_tool_install_and_uvx_run_the_wheel_without_a_toolchain() {
+    let Some((_, wheel, _)) = dist() else {
+        return;
+    };
+    let Some(uv) = installer("uv") else {
+        common::not_run("no uv here (scripts/check-install installs it from PyPI)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (tools, bin) = (tmp.path().join("uv-tools"), tmp.path().join("bin"));
+    // `uv tool SUBCOMMAND <offline, dist/ only> REST`: REST last, as it may hold the
+    // command uvx runs and that command's arguments.
+    let uv_command = |subcommand: &str, rest: &[&str]| {
+        let mut c = Command::new(&uv);
+        c.args([
+            "tool",
+            subcommand,
+            "--offline",
+            "--no-index",
+            "--find-links",
+        ])
+        .arg(wheel.parent().unwrap())
+        .args(rest)
+        .env("UV_TOOL_DIR", &tools)
+        .env("UV_TOOL_BIN_DIR", &bin)
+        .env("UV_CACHE_DIR", tmp.path().join("uv-cache"))
+        .env("UV_PYTHON_DOWNLOADS", "never")
+        .env_remove("VIRTUAL_ENV");
+        c
+    };
+    let spec = format!("skills-host=={}", version());
+    common::cli::ok(&mut uv_command("install", &[&spec]));
+    let printed = stdout_of_success(&mut uv_command(
+        "run",
+        &["--from", &spec, "skills", "--version"],
+    ));
+    assert!(printed.contains("second tier: present"), "uvx: {printed}");
+    let user = User::new(tmp.path(), &bin);
+    use_installed(&user, &tools.join("skills-host"));
+}
+
+/// `pipx install` from `dist/` alone (pip told to use no index), into a fresh
+/// PIPX_HOME: pipx links only `skills` into PIPX_BIN_DIR; the command then runs as in
+/// the other tests.
+#[test]
+fn pipx_install_runs_the_wheel_without_a_toolchain() {
+    let Some((_, wheel, _)) = dist() else {
+        return;
+    };
+    let Some(pipx) = installer("pipx") else {
+        common::not_run("no pipx here (scripts/check-install installs it from PyPI)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, bin) = (tmp.path().join("pipx-home"), tmp.path().join("bin"));
+    let pip_args = format!(
+        "--no-index --find-links {}",
+        wheel.parent().unwrap().display()
+    );
+    common::cli::ok(
+        Command::new(&pipx)
+            .args(["install", "--pip-args", &pip_args])
+            .arg(format!("skills-host=={}", version()))
+            .env("PIPX_HOME", &home)
+            .env("PIPX_BIN_DIR", &bin)
+            .env("PIPX_MAN_DIR", tmp.path().join("man"))
+            .env_remove("VIRTUAL_ENV"),
+    );
+    let user = User::new(tmp.path(), &bin);
+    use_installed(&user, &home.join("venvs/skills-host"));
 }
 
 /// The GLIBC_x.y versions the ELF file `path` needs (its `.gnu.version_r` section).
