@@ -219,6 +219,29 @@ fn identical_arguments_give_byte_identical_output_across_processes() {
     assert_eq!(stdout(&a).lines().count(), 42);
 }
 
+/// `skills ingest` of paths none of which exists is a usage error naming them, and
+/// leaves no store behind (it used to create an empty one and exit 1); one missing
+/// path beside a real one is a fault of the run, the real one imported.
+#[test]
+fn ingest_of_only_missing_paths_names_them_and_creates_no_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let missing = tmp.path().join("no-such.jsonl");
+    let o = skills(&data, &["ingest", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no-such.jsonl") && err.contains("does not exist"), "{err}");
+    assert!(!data.join("conversations.duckdb").exists());
+    let sample = common::repo().join("data/sample/claude-code");
+    let o = skills(
+        &data,
+        &["ingest", missing.to_str().unwrap(), sample.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stdout(&o).contains("no-such.jsonl"), "{}", stdout(&o));
+    assert!(data.join("conversations.duckdb").exists());
+}
+
 #[test]
 fn exit_codes_distinguish_usage_from_failure() {
     let o = skills(

@@ -110,6 +110,26 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         }
         found
     } else {
+        // Nothing to read: say so before a store is created or opened. (Some missing
+        // among others are faults of the run, as any unreadable file is.)
+        if args
+            .paths
+            .iter()
+            .all(|p| std::fs::symlink_metadata(p).is_err())
+        {
+            let shown: Vec<String> = args
+                .paths
+                .iter()
+                .map(|p| format!("`{}`", p.display()))
+                .collect();
+            return Err(UsageError::new(format!(
+                "nothing to import: {} {} not exist",
+                shown.join(", "),
+                if shown.len() == 1 { "does" } else { "do" }
+            ))
+            .with_hint("give transcript files or folders, or no path for the default locations")
+            .into());
+        }
         args.paths.clone()
     };
     // The test hook of `tests/serve_ingest.rs`' kill test (see `IngestOptions::pause_at`).
