@@ -31,9 +31,12 @@
 //! **Variants** of recall's fusion (`RECALL_VARIANTS`, comma-separated, default
 //! [`VARIANTS`]): `default` (the shipped `skills/recall/SKILL.md`), or parts
 //! `kK` (RRF k), `mM` (the memory source's weight; a superseded memory keeps a quarter of
-//! it), `sS` (semantic-search's weight), `wW` (search-conversations' weight), e.g.
-//! `k60:s1.1`; each variant is a copy of the bundled skills with only those numbers of
-//! recall's document changed.
+//! it), `sS` (semantic-search's weight), `wW` (search-conversations' weight), `oO` and
+//! `nN` (the near-duplicate merge's overlap and fewest words), `nodup` (no near-duplicate
+//! merge), e.g. `k60:s1.1`; each variant is a copy of the bundled skills with only those
+//! numbers of recall's document changed. Beside each ranking: distinct turns among its
+//! five rows and the time of one call through `Host::call` (median, p95; the small
+//! per-conversation stores, so it compares variants, not the 1M-message target).
 //!
 //! **Leave one conversation out**: for each of the conversations, the variant with the
 //! best turn + session R@5 on the other conversations' questions (ties: the earlier in
@@ -66,9 +69,10 @@ use skills::stores::StorePaths;
 /// Rows a client reads: one call's first five.
 const CLIENT_ROWS: usize = 5;
 
-/// The fusion variants measured by default: the shipped one and a small grid around
-/// it (RRF k; the weight of the transcript sources against memories).
-const VARIANTS: &str = "default,k10,k30,k120,s1.05,s1.2,s2,m1.05,m1.2,m2,k10:s1.2,k10:m1.2,w0";
+/// The fusion variants measured by default: the shipped one, without near-duplicate
+/// merging, and a small grid around each of its numbers (the near-duplicate overlap and
+/// fewest words, RRF k, the weights of the transcript sources against memories).
+const VARIANTS: &str = "default,nodup,o0.4,o0.5,o0.6,o0.7,o0.9,o1,n2,n6,k10,k120,s1.2,m1.2,w0";
 
 /// What one question got from one ranking: the first of the five rows that is an
 /// evidence turn / lies in an evidence session, the sources of those rows, and the
@@ -88,6 +92,8 @@ struct Outcome {
 #[derive(Default)]
 struct Tally {
     outcomes: Vec<Outcome>,
+    /// The time of each call, through `Host::call`.
+    times: Vec<std::time::Duration>,
 }
 
 /// The questions, flattened: `(conversation index, category)`.
@@ -249,28 +255,28 @@ fn main() -> Result<()> {
                         }
                         _ => (json!({"query": q.question, "limit": 5}), "/rows"),
                     };
+                    let t = std::time::Instant::now();
                     let out = hosts[0]
                         .call(source, args)
                         .with_context(|| format!("{source}: `{}`", q.question))?;
+                    let took = t.elapsed();
                     let rows = out.data.pointer(rows).and_then(Value::as_array);
                     let outcome = outcome(q, rows.map_or(&[][..], Vec::as_slice), source);
-                    tallies
-                        .entry((*source).to_owned())
-                        .or_default()
-                        .outcomes
-                        .push(outcome);
+                    let tally = tallies.entry((*source).to_owned()).or_default();
+                    tally.outcomes.push(outcome);
+                    tally.times.push(took);
                 }
                 for (v, host) in variants.iter().zip(&hosts) {
+                    let t = std::time::Instant::now();
                     let out = host
                         .call("recall", json!({"question": q.question}))
                         .with_context(|| format!("recall {v}: `{}`", q.question))?;
+                    let took = t.elapsed();
                     let items = out.data["items"].as_array().map_or(&[][..], Vec::as_slice);
                     let items = &items[..items.len().min(CLIENT_ROWS)];
-                    tallies
-                        .entry(format!("recall {v}"))
-                        .or_default()
-                        .outcomes
-                        .push(outcome(q, items, "recall"));
+                    let tally = tallies.entry(format!("recall {v}")).or_default();
+                    tally.outcomes.push(outcome(q, items, "recall"));
+                    tally.times.push(took);
                 }
             }
         }
@@ -389,6 +395,14 @@ fn report(
                 t.outcomes.iter().map(|o| o.chars).sum::<usize>() as f64 / n
             ),
             shares,
+            {
+                let s = common::Stats::of(t.times.clone());
+                format!(
+                    "{:.2} / {:.2}",
+                    s.median.as_secs_f64() * 1e3,
+                    s.p95.as_secs_f64() * 1e3
+                )
+            },
         ]);
     }
     let cat_header = cats.iter().map(u8::to_string).collect::<Vec<_>>().join("/");
@@ -405,6 +419,7 @@ fn report(
             "distinct turns per call",
             "characters per call",
             "recall: items from memory / meaning / keyword",
+            "ms per call p50 / p95",
         ],
         &rows,
     );
@@ -455,29 +470,30 @@ fn report(
 /// and `wW` search-conversations' weight.
 fn patch(text: &str, v: &str) -> Result<String> {
     let mut out = text.to_owned();
-    // Replaces the first `from` after `anchor` (the start of the source's entry).
-    let mut replace = |anchor: &str, from: &str, to: &str| -> Result<()> {
-        let at = out
-            .find(anchor)
-            .and_then(|a| out[a..].find(from).map(|i| a + i))
-            .with_context(|| {
-                format!("variant `{v}`: recall's SKILL.md has no `{from}` after `{anchor}`")
-            })?;
-        out.replace_range(at..at + from.len(), to);
-        Ok(())
-    };
     for part in v.split(':') {
-        let (key, num) = part.split_at_checked(1).unwrap_or(("", ""));
-        let x: f64 = num
-            .parse()
-            .with_context(|| format!("variant `{v}`: `{part}` is not kK, mM, sS or wW"))?;
+        if part == "nodup" {
+            let line = out
+                .lines()
+                .find(|l| l.trim_start().starts_with("near_duplicates:"))
+                .with_context(|| {
+                    format!("variant `{v}`: recall's SKILL.md has no `near_duplicates`")
+                })?
+                .to_owned();
+            out = out.replace(&format!("{line}\n"), "");
+            continue;
+        }
+        let bad = || format!("variant `{v}`: `{part}` is not kK, mM, sS, wW, oO, nN or nodup");
+        let (key, num) = part.split_at_checked(1).with_context(bad)?;
+        let x: f64 = num.parse().with_context(bad)?;
         match key {
-            "k" => replace(
+            "k" => replace_after(
+                &mut out,
                 "fuse:",
                 "{method: rrf, k: 60}",
                 &format!("{{method: rrf, k: {x}}}"),
             )?,
-            "m" => replace(
+            "m" => replace_after(
+                &mut out,
                 "- skill: memo-search",
                 "weight: \"{{ 0.25 if row.superseded_by else 1.0 }}\"",
                 &format!(
@@ -485,20 +501,55 @@ fn patch(text: &str, v: &str) -> Result<String> {
                     0.25 * x
                 ),
             )?,
-            "s" => replace(
+            "s" => replace_after(
+                &mut out,
                 "- skill: semantic-search",
                 "weight: 1.0\n",
                 &format!("weight: {x}\n"),
             )?,
-            "w" => replace(
+            "w" => replace_after(
+                &mut out,
                 "- skill: search-conversations",
                 "weight: 1.0\n",
                 &format!("weight: {x}\n"),
             )?,
-            _ => bail!("variant `{v}`: `{part}` is not kK, mM, sS or wW"),
+            "o" | "n" => {
+                let at = out.find("near_duplicates: {").with_context(|| {
+                    format!("variant `{v}`: recall's SKILL.md has no `near_duplicates`")
+                })?;
+                let end = at + out[at..].find('}').unwrap_or(0) + 1;
+                let (mut overlap, mut min_words) = (String::new(), String::new());
+                for field in out[at + "near_duplicates: {".len()..end - 1].split(',') {
+                    match field.split_once(':') {
+                        Some((k, x)) if k.trim() == "overlap" => overlap = x.trim().to_owned(),
+                        Some((k, x)) if k.trim() == "min_words" => min_words = x.trim().to_owned(),
+                        _ => {}
+                    }
+                }
+                if key == "o" {
+                    overlap = num.to_owned();
+                } else {
+                    min_words = num.to_owned();
+                }
+                out.replace_range(
+                    at..end,
+                    &format!("near_duplicates: {{overlap: {overlap}, min_words: {min_words}}}"),
+                );
+            }
+            _ => bail!(bad()),
         }
     }
     Ok(out)
+}
+
+/// Replaces in `out` the first `from` after `anchor` (the start of a source's entry).
+fn replace_after(out: &mut String, anchor: &str, from: &str, to: &str) -> Result<()> {
+    let at = out
+        .find(anchor)
+        .and_then(|a| out[a..].find(from).map(|i| a + i))
+        .with_context(|| format!("recall's SKILL.md has no `{from}` after `{anchor}`"))?;
+    out.replace_range(at..at + from.len(), to);
+    Ok(())
 }
 
 fn write_lines(path: &Path, records: &[Value]) -> Result<()> {
