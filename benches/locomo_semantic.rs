@@ -35,6 +35,11 @@
 //! `BENCH_LOAD=FILE` adds those of an earlier run as variants `saved:NAME` (a baseline a
 //! change of the index format cannot show in the same run: run the previous commit with
 //! `BENCH_SAVE`, then this one with `BENCH_LOAD` and `BENCH_BASELINE=saved:default`);
+//! `BENCH_VARIANTS=loo` measures [`LOO_GRID`] (the default and a small grid around
+//! it); with two variants or more the harness also prints the leave-one-conversation-out
+//! choice (the variant with the best client turn + session R@5 on the other
+//! conversations, scored on the held-out one) beside the default's whole-half figures
+//! (`BENCH_VARIANTS=loo cargo bench --bench locomo_semantic`);
 //! `BENCH_REUSE=1` keeps the stores under `$BENCH_DIR/locomo_semantic/<model>` and
 //! ingests into them again (nothing re-embedded) instead of fresh temporary ones.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
@@ -214,11 +219,14 @@ fn main() -> Result<()> {
         "model `{}`; per-conversation haystack; k = 5 / 15\n",
         embedder.name()
     );
-    let variants: Vec<Variant> = std::env::var("BENCH_VARIANTS")
-        .unwrap_or_else(|_| DEFAULT_VARIANTS.into())
-        .split(',')
-        .map(Variant::parse)
-        .collect::<Result<_>>()?;
+    let variants: Vec<Variant> = match std::env::var("BENCH_VARIANTS") {
+        Ok(v) if v == "loo" => LOO_GRID.to_owned(),
+        Ok(v) => v,
+        Err(_) => DEFAULT_VARIANTS.into(),
+    }
+    .split(',')
+    .map(Variant::parse)
+    .collect::<Result<_>>()?;
     let baseline = std::env::var("BENCH_BASELINE").unwrap_or_else(|_| "hybrid:0.3:none".into());
     println!(
         "variants: `mode:vec weight:context:window:neighbour weight:own weight` (`default`: no \
@@ -226,6 +234,8 @@ fn main() -> Result<()> {
          95 %) of the difference against `{baseline}`\n"
     );
     let mut rows = Vec::new();
+    // Leave-one-conversation-out lines, one per unit.
+    let mut held_out = Vec::new();
     // (found, wanted) of the 1-bit pass's top 15 against the exact one, per pass.
     let fast_passes = [
         FirstPass::Bits {
@@ -253,7 +263,10 @@ fn main() -> Result<()> {
         // Per variant: questions whose `limit: 5` rows differ from the first five of
         // the `limit: 50` call.
         let mut mismatches: Vec<usize> = vec![0; variants.len()];
-        for (id, path, qs) in &converted {
+        // The conversation (index) of each question, in the order of `ranks[_]`.
+        let mut groups: Vec<usize> = Vec::new();
+        for (ci, (id, path, qs)) in converted.iter().enumerate() {
+            groups.extend(qs.iter().map(|_| ci));
             let dir = root.join(format!(
                 "{id}-{}-{}-{}",
                 unit.window, unit.stride, unit.title
@@ -389,6 +402,7 @@ fn main() -> Result<()> {
                 ranks.push(r);
             }
         }
+        held_out.push(leave_one_out(unit, &groups, &names, &ranks));
         let base = names.iter().position(|v| *v == baseline);
         for (vi, name) in names.iter().enumerate() {
             let r = &ranks[vi];
@@ -478,6 +492,9 @@ fn main() -> Result<()> {
         ],
         &rows,
     );
+    for line in held_out.into_iter().flatten() {
+        println!("{line}\n");
+    }
     if fast_recall[0].1 > 0 {
         println!("\n1-bit first pass vs exact (window 1 stride 1, every question, n = 15):\n");
         for (pass, (found, wanted)) in fast_passes.iter().zip(&fast_recall) {
@@ -500,6 +517,68 @@ const CLIENT_LIMIT: usize = 5;
 /// plain BM25 (the keyword leg alone, no neighbours), the previous hybrid, the keyword
 /// leg with neighbours alone, and the shipped default.
 const DEFAULT_VARIANTS: &str = "semantic,hybrid:0:none,hybrid:0.3:none,hybrid:0:doc:2:0.5,default";
+
+/// `BENCH_VARIANTS=loo`: the shipped default and a small grid around each of its
+/// constants (vec weight 0.3, context window 2 and weight 0.5, temporal boost 0.5,
+/// candidate depth 50), for the leave-one-conversation-out choice.
+const LOO_GRID: &str = "default,hybrid:0.2:doc:2:0.5,hybrid:0.4:doc:2:0.5,hybrid:0.3:doc:1:0.5,\
+hybrid:0.3:doc:3:0.5,hybrid:0.3:doc:2:0.3,hybrid:0.3:doc:2:0.7,hybrid:0.3:doc:2:0.5:t0.25,\
+hybrid:0.3:doc:2:0.5:t1,default:d30,default:d100";
+
+/// Leave one conversation out over the variants (`groups[i]`: question `i`'s
+/// conversation): the variant with the best client turn + session R@5 on the other
+/// conversations, scored on the held-out one; one line saying the choices and the
+/// held-out figures beside `default`'s whole-half ones. `None` with fewer than two
+/// variants.
+fn leave_one_out(
+    unit: &UnitSpec,
+    groups: &[usize],
+    names: &[String],
+    ranks: &[Vec<Ranks>],
+) -> Option<String> {
+    if names.len() < 2 {
+        return None;
+    }
+    let at5 = |r: &[Ranks], f: fn(&Ranks) -> Option<usize>| -> Vec<bool> {
+        r.iter()
+            .map(|x| f(x).is_some_and(|p| p < CLIENT_LIMIT))
+            .collect()
+    };
+    let scored: Vec<common::Scored<'_>> = names
+        .iter()
+        .zip(ranks)
+        .map(|(name, r)| common::Scored {
+            name,
+            hits: vec![at5(r, |x| x.client_turn), at5(r, |x| x.client_session)],
+        })
+        .collect();
+    let held = common::leave_one_out(groups, &scored)?;
+    let whole =
+        |hits: &[bool]| hits.iter().filter(|h| **h).count() as f64 / hits.len().max(1) as f64;
+    let default = scored.iter().find(|s| s.name == "default").map_or_else(
+        || "—".to_owned(),
+        |d| {
+            format!(
+                "{:.1} % / {:.1} %",
+                100.0 * whole(&d.hits[0]),
+                100.0 * whole(&d.hits[1])
+            )
+        },
+    );
+    Some(format!(
+        "Leave one conversation out (unit {}:{}): the variant with the best client turn + \
+         session R@5 on the other conversations, scored on the held-out one — chosen {:?}; \
+         held-out client turn / session R@5 **{:.1} % / {:.1} %** (mean of the folds {:.1} % / \
+         {:.1} %); `default` on the whole half {default}.",
+        unit.window,
+        unit.stride,
+        held.chosen,
+        100.0 * held.held[0],
+        100.0 * held.held[1],
+        100.0 * held.fold_mean[0],
+        100.0 * held.fold_mean[1],
+    ))
+}
 
 /// One ranking variant: a `mode` argument (none: the default) and a [`Tuning`].
 struct Variant {

@@ -15,6 +15,11 @@
 //! (`session,turn`), `QUALITY_HAYSTACKS` (`conversation,pooled`), `QUALITY_MISSES`
 //! (print up to N questions the default mode misses at 5 and plain BM25 finds),
 //! `QUALITY_PREVIOUS` (the variant the intervals compare with, default [`PREVIOUS`]),
+//! `QUALITY_MODES=loo` measures [`LOO_GRID`] (the default and a small grid around it);
+//! with two modes or more the harness prints, per haystack, the leave-one-conversation-out
+//! choice (the mode with the best R@5 summed over the units on the other conversations,
+//! scored on the held-out one) beside the default's whole-half R@5
+//! (`QUALITY_MODES=loo QUALITY_HAYSTACKS=conversation cargo bench --bench quality`);
 //! `QUALITY_REUSE=1` (import into the previous run's stores of the same model instead
 //! of fresh ones: nothing is re-embedded).
 //! MRR is MRR@10 (a question with no relevant unit in the top 10 counts 0). R@5 is
@@ -49,6 +54,12 @@ const MODES: &str = "default,hybrid:0.3:1:2:0.5:t0:plain,vec,bm25,exact,fuzzy";
 /// previous default with the static table, before stemming and temporal routing.
 const PREVIOUS: &str = "hybrid:0.3:1:2:0.5:t0:plain";
 const BASELINE: &str = "plain BM25";
+/// `QUALITY_MODES=loo`: the shipped default and a small grid around each of its
+/// constants (vec weight 0.3, bm25 weight 1, context window 2 and weight 0.5, temporal
+/// boost 0.5), for the leave-one-conversation-out choice.
+const LOO_GRID: &str = "default,hybrid:0.2:1:2:0.5,hybrid:0.4:1:2:0.5,hybrid:0.3:1:1:0.5,\
+hybrid:0.3:1:3:0.5,hybrid:0.3:1:2:0.3,hybrid:0.3:1:2:0.7,hybrid:0.3:1:2:0.5:t0.25,\
+hybrid:0.3:1:2:0.5:t1";
 
 /// Where each question's first relevant unit came (1-based), `None` past the top 10.
 #[derive(Default)]
@@ -120,7 +131,10 @@ fn main() -> Result<()> {
             .filter(|s| !s.is_empty())
             .collect()
     };
-    let modes = list("QUALITY_MODES", MODES);
+    let modes = match list("QUALITY_MODES", MODES).as_slice() {
+        [one] if one == "loo" => LOO_GRID.split(',').map(str::to_owned).collect(),
+        modes => modes.to_vec(),
+    };
     let previous = std::env::var("QUALITY_PREVIOUS").unwrap_or_else(|_| PREVIOUS.to_owned());
     let units: Vec<Unit> = list("QUALITY_UNITS", "session,turn")
         .iter()
@@ -151,6 +165,10 @@ fn main() -> Result<()> {
     );
 
     let mut summary: Vec<Vec<String>> = Vec::new();
+    // Leave one conversation out: per haystack, the conversation of each question and,
+    // per mode, its R@5 hits per unit (the questions are in the same order in every unit).
+    let mut groups: BTreeMap<&'static str, Vec<usize>> = BTreeMap::new();
+    let mut hits: BTreeMap<(&'static str, String), Vec<Vec<bool>>> = BTreeMap::new();
     for unit in &units {
         let unit = *unit;
         // Source files, one per conversation, in the importer's JSON Lines format.
@@ -282,6 +300,28 @@ fn main() -> Result<()> {
                 }
             }
             memo_search::tune(None);
+            let name = if haystack == "pooled" {
+                "pooled"
+            } else {
+                "conversation"
+            };
+            groups.insert(
+                name,
+                stacks
+                    .iter()
+                    .flat_map(|s| s.questions.iter().map(|(ci, _)| *ci))
+                    .collect(),
+            );
+            for mode in &modes {
+                if let Some(t) = tallies.get(mode) {
+                    hits.entry((name, mode.clone())).or_default().push(
+                        t.ranks
+                            .iter()
+                            .map(|r| r.1.is_some_and(|x| x <= 5))
+                            .collect(),
+                    );
+                }
+            }
             print_tables(unit, haystack, &tallies, &modes);
             for m in &missed {
                 println!("{m}");
@@ -316,6 +356,50 @@ fn main() -> Result<()> {
                 }
             }
         }
+    }
+    for (haystack, groups) in &groups {
+        let scored: Vec<common::Scored<'_>> = modes
+            .iter()
+            .filter_map(|m| {
+                Some(common::Scored {
+                    name: m,
+                    hits: hits.get(&(*haystack, m.clone()))?.clone(),
+                })
+            })
+            .collect();
+        if scored.len() < 2 {
+            continue;
+        }
+        let Some(held) = common::leave_one_out(groups, &scored) else {
+            continue;
+        };
+        let unit_names: Vec<&str> = units.iter().map(|u| u.as_str()).collect();
+        let share = |h: &[bool]| h.iter().filter(|x| **x).count() as f64 / h.len().max(1) as f64;
+        let default = scored.iter().find(|s| s.name == "default").map_or_else(
+            || "—".to_owned(),
+            |d| {
+                d.hits
+                    .iter()
+                    .map(|h| format!("{:.3}", share(h)))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            },
+        );
+        let fmt = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.3}"))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        };
+        println!(
+            "Leave one conversation out ({haystack} haystack; R@5 {}): the mode with the best \
+             summed R@5 on the other conversations, scored on the held-out one — chosen {:?}; \
+             held-out **{}** (mean of the folds {}); `default` on the whole half {default}.\n",
+            unit_names.join(" / "),
+            held.chosen,
+            fmt(&held.held),
+            fmt(&held.fold_mean),
+        );
     }
     if !summary.is_empty() {
         println!("### Default vs best single mode (R@5)\n");

@@ -239,3 +239,75 @@ pub fn paired_bootstrap(a: &[bool], b: &[bool]) -> (f64, f64) {
     means.sort_by(f64::total_cmp);
     (means[50], means[1949])
 }
+
+/// One ranking variant's per-question hits under each metric (e.g. turn and session
+/// R@5), for [`leave_one_out`]: `hits[m][i]` says whether question `i` was a hit under
+/// metric `m`.
+pub struct Scored<'a> {
+    /// The variant's name.
+    pub name: &'a str,
+    /// Per metric, per question (in the order of `groups`).
+    pub hits: Vec<Vec<bool>>,
+}
+
+/// What [`leave_one_out`] found.
+#[derive(Debug)]
+pub struct HeldOut {
+    /// Per held-out group (0, 1, …): the variant chosen on the other groups.
+    pub chosen: Vec<String>,
+    /// Per metric: the share of hits on every group's questions, each scored by the
+    /// variant chosen without it (all folds' questions together).
+    pub held: Vec<f64>,
+    /// Per metric: the mean over groups of each group's held-out share.
+    pub fold_mean: Vec<f64>,
+}
+
+/// Leave one group (a LoCoMo conversation) out: for each group, the variant whose
+/// summed shares of hits over all metrics are the best on the other groups' questions
+/// (ties: the earlier variant), scored on that group's questions. `groups[i]` is
+/// question `i`'s group, numbered from 0. `None` without variants or questions.
+#[allow(clippy::cast_precision_loss)] // counts of questions
+pub fn leave_one_out(groups: &[usize], variants: &[Scored<'_>]) -> Option<HeldOut> {
+    let folds = groups.iter().max()? + 1;
+    let metrics = variants.first()?.hits.len();
+    let share = |v: &Scored<'_>, m: usize, keep: &dyn Fn(usize) -> bool| -> (usize, usize) {
+        v.hits[m]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(groups[*i]))
+            .fold((0, 0), |(h, n), (_, x)| (h + usize::from(*x), n + 1))
+    };
+    let mut chosen = Vec::new();
+    let mut held = vec![(0usize, 0usize); metrics];
+    let mut fold_sum = vec![0.0; metrics];
+    for fold in 0..folds {
+        let mut best: Option<(&Scored<'_>, f64)> = None;
+        for v in variants {
+            let score: f64 = (0..metrics)
+                .map(|m| {
+                    let (h, n) = share(v, m, &|g| g != fold);
+                    h as f64 / n.max(1) as f64
+                })
+                .sum();
+            if best.is_none_or(|b| score > b.1 + 1e-12) {
+                best = Some((v, score));
+            }
+        }
+        let (v, _) = best?;
+        chosen.push(v.name.to_owned());
+        for (m, tally) in held.iter_mut().enumerate() {
+            let (h, n) = share(v, m, &|g| g == fold);
+            tally.0 += h;
+            tally.1 += n;
+            fold_sum[m] += h as f64 / n.max(1) as f64;
+        }
+    }
+    Some(HeldOut {
+        chosen,
+        held: held
+            .iter()
+            .map(|(h, n)| *h as f64 / (*n).max(1) as f64)
+            .collect(),
+        fold_mean: fold_sum.iter().map(|s| s / folds as f64).collect(),
+    })
+}

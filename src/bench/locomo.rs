@@ -79,6 +79,10 @@ pub struct Question {
 pub struct Conversation {
     /// `sample_id`, e.g. `conv-26`.
     pub id: String,
+    /// `speaker_a` (a transcript's `user`, [`Conversation::transcript_records`]).
+    pub speaker_a: String,
+    /// `speaker_b` (a transcript's `assistant`).
+    pub speaker_b: String,
     /// Sessions in order.
     pub sessions: Vec<Session>,
     /// Questions with at least one valid evidence id.
@@ -222,8 +226,11 @@ fn conversation(sample: &Value) -> Result<Conversation, String> {
             evidence,
         });
     }
+    let speaker = |k: &str| conv.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     Ok(Conversation {
         id,
+        speaker_a: speaker("speaker_a"),
+        speaker_b: speaker("speaker_b"),
         sessions: sessions.into_values().collect(),
         questions,
         dropped_questions: dropped,
@@ -300,6 +307,41 @@ impl Conversation {
             let id = self.unit_id(unit, e);
             if !out.contains(&id) {
                 out.push(id);
+            }
+        }
+        out
+    }
+
+    /// The session id of a transcript message or a turn memory: `D3:7` → 3.
+    pub fn session_of(dia_id: &str) -> Option<u32> {
+        dia_id
+            .trim_start_matches('D')
+            .split(':')
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// The conversation as generic JSON Lines transcript records, one per turn, as
+    /// `benches/locomo_semantic.rs` ingests them: each session one conversation
+    /// (`<conv>/session_<n>`), message id the turn's dia id (`D<n>:<k>`), role `user`
+    /// for speaker A and `assistant` for speaker B, content `Speaker: text`, time the
+    /// session's start plus 30 s per turn (1970-01-01 when the date does not parse),
+    /// title `A and B — <session date>`.
+    pub fn transcript_records(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for s in &self.sessions {
+            let start = s.date.unwrap_or_default();
+            for (i, t) in s.turns.iter().enumerate() {
+                let at = start + chrono::Duration::seconds(30 * i64::try_from(i).unwrap_or(0));
+                out.push(json!({
+                    "conversation_id": format!("{}/session_{}", self.id, s.number),
+                    "id": t.dia_id,
+                    "role": if t.speaker == self.speaker_a { "user" } else { "assistant" },
+                    "content": format!("{}: {}", t.speaker, t.text),
+                    "timestamp": at.to_rfc3339(),
+                    "title": format!("{} and {} — {}", self.speaker_a, self.speaker_b, s.date_text),
+                }));
             }
         }
         out
@@ -400,6 +442,15 @@ mod tests {
         let turns = c.memory_records(Unit::Turn);
         assert_eq!(turns.len(), 3);
         assert_eq!(turns[1]["body"], "look [shares a photo: a dog]");
+        let transcript = c.transcript_records();
+        assert_eq!(transcript.len(), 3);
+        assert_eq!(transcript[1]["conversation_id"], "conv-x/session_1");
+        assert_eq!(transcript[1]["id"], "D1:2");
+        assert_eq!(transcript[1]["role"], "assistant");
+        assert_eq!(transcript[1]["content"], "B: look [shares a photo: a dog]");
+        assert_eq!(transcript[1]["timestamp"], "2023-05-08T13:56:30+00:00");
+        assert_eq!(transcript[2]["title"], "A and B — 2:00 pm on 9 May, 2023");
+        assert_eq!(Conversation::session_of("D12:3"), Some(12));
         let sessions = c.memory_records(Unit::Session);
         assert_eq!(
             sessions[0]["body"],

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::items::NearDuplicates;
 use super::template::Template;
 use super::{weight_value, Compose, Composed, Source, Weight};
 use crate::engines::{Binding, Context, Engine, EngineError};
@@ -19,6 +20,14 @@ struct Options {
     fuse: FuseOptions,
     #[serde(default)]
     budget: BudgetOptions,
+    near_duplicates: Option<NearDuplicateOptions>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NearDuplicateOptions {
+    overlap: f64,
+    min_words: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -116,6 +125,22 @@ impl Engine for Compose {
         if !(options.fuse.k.is_finite() && options.fuse.k >= 0.0) {
             return Err("engine `compose`: `fuse.k` must be a number ≥ 0".into());
         }
+        let near_duplicates = match options.near_duplicates {
+            None => None,
+            Some(n) if n.overlap > 0.0 && n.overlap <= 1.0 && n.min_words >= 1 => {
+                Some(NearDuplicates {
+                    overlap: n.overlap,
+                    min_words: n.min_words,
+                })
+            }
+            Some(_) => {
+                return Err(
+                    "engine `compose`: `near_duplicates` needs `overlap` in (0, 1] and \
+                     `min_words` ≥ 1"
+                        .into(),
+                )
+            }
+        };
         let props = binding
             .input_schema
             .get("properties")
@@ -186,6 +211,7 @@ impl Engine for Compose {
         Ok(Some(Arc::new(Composed {
             sources,
             k: options.fuse.k,
+            near_duplicates,
             budget_arg: options.budget.arg,
             budget_default: options.budget.default,
         })))

@@ -1,7 +1,7 @@
 //! The fused items: one per source row, merged by `key` and by `covers`/`group`
 //! ([`dedup`]), and each written as one pack entry ([`entry`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -143,4 +143,54 @@ pub(super) fn dedup(items: Vec<Item>) -> Vec<Item> {
         .filter(|(_, g)| !g)
         .map(|(it, _)| it)
         .collect()
+}
+
+/// Near-duplicate texts of different sources merged into one item (`engine-options`
+/// `near_duplicates`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NearDuplicates {
+    /// Smallest share of the shorter text's distinct words found in the longer one, in
+    /// (0, 1].
+    pub(super) overlap: f64,
+    /// Fewest distinct words the shorter text must hold (shorter texts never merge).
+    pub(super) min_words: usize,
+}
+
+/// The distinct words of `text`: lowercase runs of letters and digits.
+fn words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+impl NearDuplicates {
+    /// Whether texts with word sets `a` and `b` are near duplicates.
+    fn same(&self, a: &HashSet<String>, b: &HashSet<String>) -> bool {
+        let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+        if short.len() < self.min_words {
+            return false;
+        }
+        let shared = short.iter().filter(|w| long.contains(*w)).count();
+        #[allow(clippy::cast_precision_loss)] // word counts are small
+        let share = shared as f64 / short.len() as f64;
+        share >= self.overlap
+    }
+
+    /// `ranked` (best first) with each item absorbing the later items of other sources
+    /// whose text is a near duplicate of its own; order of the kept items unchanged.
+    pub(super) fn merge(&self, ranked: Vec<Item>) -> Vec<Item> {
+        let mut kept: Vec<(Item, HashSet<String>)> = Vec::with_capacity(ranked.len());
+        for item in ranked {
+            let w = words(item.text("text"));
+            let into = kept.iter().position(|(k, kw)| {
+                !k.sources.iter().any(|s| item.sources.contains(s)) && self.same(kw, &w)
+            });
+            match into {
+                Some(i) => kept[i].0.absorb(item),
+                None => kept.push((item, w)),
+            }
+        }
+        kept.into_iter().map(|(item, _)| item).collect()
+    }
 }

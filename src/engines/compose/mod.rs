@@ -40,6 +40,15 @@
 //! `covers` equals other items' `group` absorbs them the same way (a memory saved from a
 //! conversation covers that conversation's transcript rows). An empty `note` is none.
 //!
+//! **Near duplicates** (optional, `near_duplicates: {overlap: 0.8, min_words: 4}`): after
+//! those merges, an item absorbs each lower-ranked item of *other* sources whose text is
+//! nearly its own — the words (lowercase runs of letters and digits) of the shorter text
+//! are at least `overlap` of them in the longer one, and the shorter holds at least
+//! `min_words` distinct words — as it absorbs an item with its key: the scores add up,
+//! the absorbed citation is kept in `also`. A memory copied from a message and that
+//! message are then one item, not two of the few a client reads. Rows of one source are
+//! never merged with each other (the source already told them apart).
+//!
 //! **Fusion and budget.** Each item scores Σ weight / (k + rank) over the sources that
 //! returned it (rank 1-based within its source; a `weight` template sees `row` and
 //! `source` like the item templates and must give a number ≥ 0). Items are ranked by
@@ -125,6 +134,7 @@ fn weight_value(v: &Value) -> Option<f64> {
 struct Composed {
     sources: Vec<Source>,
     k: f64,
+    near_duplicates: Option<items::NearDuplicates>,
     budget_arg: String,
     budget_default: usize,
 }
@@ -285,13 +295,17 @@ impl Engine for Composed {
                 });
             }
         }
-        let items = dedup(items);
-        let mut ranked = items;
-        ranked.sort_by(|a, b| {
+        let by_rank = |a: &Item, b: &Item| {
             b.score
                 .total_cmp(&a.score)
                 .then_with(|| a.order.cmp(&b.order))
-        });
+        };
+        let mut ranked = dedup(items);
+        ranked.sort_by(by_rank);
+        if let Some(near) = &self.near_duplicates {
+            ranked = near.merge(ranked);
+            ranked.sort_by(by_rank);
+        }
         let now = ctx.now();
         let mut pack = String::new();
         // Characters of `pack`, kept so each fit test is O(entry).
@@ -593,6 +607,69 @@ mod tests {
     }
 
     #[test]
+    fn near_duplicates_of_other_sources_are_one_item() {
+        let sources = json!([
+            {"skill": "a", "rows": "/hits", "item": {"citation": "[a {{ row.id }}]", "text": "{{ row.body }}", "key": "a:{{ row.id }}"}},
+            {"skill": "b", "rows": "/hits", "item": {"citation": "[b {{ row.id }}]", "text": "{{ row.body }}", "key": "b:{{ row.id }}"}}
+        ]);
+        let fake = Fake(vec![
+            (
+                "a",
+                json!({"hits": [
+                    {"id": "1", "body": "I went to an LGBTQ support group yesterday"},
+                    {"id": "2", "body": "Yes, sure!"},
+                    {"id": "3", "body": "I went to an LGBTQ support group yesterday!"}
+                ]}),
+            ),
+            (
+                "b",
+                json!({"hits": [
+                    {"id": "x", "body": "Yes, sure"},
+                    {"id": "y", "body": "Caroline: I went to an LGBTQ support group yesterday and it was powerful"},
+                    {"id": "z", "body": "Melanie: we painted a lake at sunrise"}
+                ]}),
+            ),
+        ]);
+        let ctx = Context::new(crate::stores::StorePaths::in_dir("/nonexistent"));
+        let cites = |engine: &Arc<dyn Engine>| -> Vec<(String, Value, f64)> {
+            let out = engine
+                .call_in(&json!({"q": "x", "max_tokens": 5000}), &ctx, &fake)
+                .unwrap();
+            out["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| {
+                    (
+                        i["citation"].as_str().unwrap().to_owned(),
+                        i.get("also").cloned().unwrap_or(json!([])),
+                        i["score"].as_f64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        // Without the option every row is its own item.
+        let plain = bound(&json!({"sources": sources}));
+        assert_eq!(cites(&plain).len(), 6);
+        let near = bound(
+            &json!({"sources": sources, "near_duplicates": {"overlap": 0.8, "min_words": 4}}),
+        );
+        let items = cites(&near);
+        let order: Vec<&str> = items.iter().map(|i| i.0.as_str()).collect();
+        // [a 1] absorbs [b y] (all 7 of its words are in y's): its score is both rows'
+        // (1/61 + 1/62) and it ranks first; [a 3], the same text from the same source,
+        // stays an item of its own; "Yes, sure" has too few words to merge.
+        assert_eq!(order, ["[a 1]", "[b x]", "[a 2]", "[a 3]", "[b z]"]);
+        assert_eq!(items[0].1, json!(["[b y]"]));
+        assert!((items[0].2 - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-6);
+        // More words than the shorter text holds keeps them apart.
+        let strict = bound(
+            &json!({"sources": sources, "near_duplicates": {"overlap": 1.0, "min_words": 9}}),
+        );
+        assert_eq!(cites(&strict).len(), 6);
+    }
+
+    #[test]
     fn bind_refuses_self_calls_and_unknown_fields() {
         // The reason `Compose::bind` refuses `options` for a skill `recall`.
         let refusal = |options: &Value| {
@@ -620,6 +697,15 @@ mod tests {
             let options = json!({"sources": [{"skill": "memo-search", "weight": weight, "item": {"citation": "x", "text": "y"}}]});
             let err = refusal(&options);
             assert!(err.contains("/weight` must be a number ≥ 0"), "{err}");
+        }
+        for near in [
+            json!({"overlap": 0, "min_words": 4}),
+            json!({"overlap": 1.5, "min_words": 4}),
+            json!({"overlap": 0.8, "min_words": 0}),
+        ] {
+            let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y"}}], "near_duplicates": near});
+            let err = refusal(&options);
+            assert!(err.contains("`near_duplicates` needs"), "{err}");
         }
         let options = json!({"sources": [{"skill": "memo-search", "item": {"citation": "x", "text": "y"}}], "budget": {"arg": "nope"}});
         let err = refusal(&options);

@@ -1,0 +1,573 @@
+//! recall on LoCoMo (dev half, `$SKILLS_CORPUS_DIR/locomo/`, else
+//! `../shared/corpus/locomo/`), measured as a client receives it, beside its sources
+//! alone on the same questions and the same stores (issue 44, items 1, 4 and 5).
+//!
+//! **Stores.** Per LoCoMo conversation (per-conversation haystack), its sessions are
+//! imported as transcripts exactly as `benches/locomo_semantic.rs` imports them
+//! ([`locomo::Conversation::transcript_records`]: each session one conversation, each
+//! turn one message whose id is its dia id, embedded by the real ingest with the
+//! static model, window 1). Two configurations:
+//!
+//! - `transcripts`: no memories store (memo-search is skipped by recall with a note) —
+//!   how issue 44 measured recall (0.733 / 0.891 against semantic-search's 0.739 / 0.890);
+//! - `transcripts + turn memories`: the same transcripts, and every turn also imported as
+//!   one memory by the real memory importer, as `benches/quality.rs` imports unit `turn`
+//!   (id `<conv>/<dia id>`, title `Speaker (date)`, body the turn's text).
+//!
+//! **Protocol** (the client's): one call with default arguments — recall with only
+//! `question`, its first five items; semantic-search and memo-search with `query` and
+//! `limit: 5`; search-conversations with `term` = the question and `limit: 5` — and the
+//! five rows it returns. A question is a turn hit when one of those five rows *is* an
+//! evidence turn, a session hit when one of them lies in an evidence session.
+//! **How a row maps to a turn:** a transcript row is its `message_id` (the dia id; the
+//! neighbours semantic-search scored it with are not shown, so they do not count); a
+//! memory is the turn it was imported from (its id's dia id) — in this configuration a
+//! memory is a copy of one turn, nothing more, so it counts for that turn and its session
+//! only. A recall item counts only for the row that stands for it (its `id`), never for
+//! the citations it merged (`also`): the client reads only that row's text. Beside the
+//! recall figures: each source's share of the five items (items returned by two sources
+//! count for each), and the characters of text returned per call (the five items' `text`).
+//!
+//! **Variants** of recall's fusion (`RECALL_VARIANTS`, comma-separated, default
+//! [`VARIANTS`]): `default` (the shipped `skills/recall/SKILL.md`), or parts
+//! `kK` (RRF k), `mM` (the memory source's weight; a superseded memory keeps a quarter of
+//! it), `sS` (semantic-search's weight), `wW` (search-conversations' weight), `oO` and
+//! `nN` (the near-duplicate merge's overlap and fewest words), `nodup` (no near-duplicate
+//! merge), e.g. `k60:s1.1`; each variant is a copy of the bundled skills with only those
+//! numbers of recall's document changed. Beside each ranking: distinct turns among its
+//! five rows and the time of one call through `Host::call` (median, p95; the small
+//! per-conversation stores, so it compares variants, not the 1M-message target).
+//!
+//! **Leave one conversation out**: for each of the conversations, the variant with the
+//! best turn + session R@5 on the other conversations' questions (ties: the earlier in
+//! the list) is scored on that conversation's; the held-out figures (all folds'
+//! questions together) are printed beside the whole-half figures of `default` and of
+//! each source. A variant is worth adopting only when its held-out figure wins.
+//!
+//! Run: `cargo bench --bench locomo_recall` (skipped, saying so, without the corpus or
+//! the model). `RECALL_CONFIGS` (`transcripts,memories`) chooses the configurations.
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, ensure, Context as _, Result};
+use serde_json::{json, Value};
+use skills::bench::locomo::{self, Conversation, Question, Unit};
+use skills::embed::{Embedder, Tier};
+use skills::engines::Context;
+use skills::host::Host;
+use skills::ingest::memories::import_paths_with;
+use skills::stores::conversations::embeddings::UnitSpec;
+use skills::stores::conversations::ConversationStore;
+use skills::stores::memories::MemoryStore;
+use skills::stores::StorePaths;
+
+/// Rows a client reads: one call's first five.
+const CLIENT_ROWS: usize = 5;
+
+/// The fusion variants measured by default: the shipped one, without near-duplicate
+/// merging, and a small grid around each of its numbers (the near-duplicate overlap and
+/// fewest words, RRF k, the weights of the transcript sources against memories).
+const VARIANTS: &str = "default,nodup,o0.4,o0.5,o0.6,o0.7,o0.9,o1,n2,n6,k10,k120,s1.2,m1.2,w0";
+
+/// What one question got from one ranking: the first of the five rows that is an
+/// evidence turn / lies in an evidence session, the sources of those rows, and the
+/// characters of text returned.
+#[derive(Debug, Clone, Default)]
+struct Outcome {
+    turn: bool,
+    session: bool,
+    /// Per returned row: the labels of the sources that returned it.
+    sources: Vec<Vec<String>>,
+    /// Distinct turns among the rows (a memory and the message it copies are one turn).
+    distinct: usize,
+    chars: usize,
+}
+
+/// Per ranking: one outcome per question, in question order.
+#[derive(Default)]
+struct Tally {
+    outcomes: Vec<Outcome>,
+    /// The time of each call, through `Host::call`.
+    times: Vec<std::time::Duration>,
+}
+
+/// The questions, flattened: `(conversation index, category)`.
+struct Asked {
+    conv: Vec<usize>,
+    category: Vec<u8>,
+}
+
+impl Tally {
+    fn rate(&self, keep: &dyn Fn(usize) -> bool, f: fn(&Outcome) -> bool) -> f64 {
+        let (h, n) = self
+            .outcomes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .fold((0usize, 0usize), |(h, n), (_, o)| {
+                (h + usize::from(f(o)), n + 1)
+            });
+        h as f64 / n.max(1) as f64
+    }
+}
+
+fn main() -> Result<()> {
+    if std::env::args().any(|a| a == "--list") {
+        return Ok(());
+    }
+    let Some(file) = locomo::corpus_file() else {
+        println!(
+            "## recall on LoCoMo\n\nskipped: locomo/locomo-dev.json not found under \
+             $SKILLS_CORPUS_DIR or ../shared/corpus\n"
+        );
+        return Ok(());
+    };
+    let embedder = match Embedder::load_tier(Tier::Static) {
+        Ok(e) => Arc::new(e),
+        Err(e) => {
+            println!("## recall on LoCoMo\n\nskipped: {e}\n");
+            return Ok(());
+        }
+    };
+    let convs = locomo::load(&file)?;
+    let list = |var: &str, default: &str| -> Vec<String> {
+        std::env::var(var)
+            .unwrap_or_else(|_| default.to_owned())
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let variants = list("RECALL_VARIANTS", VARIANTS);
+    let configs = list("RECALL_CONFIGS", "transcripts,memories");
+    let tmp = tempfile::tempdir()?;
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
+    // One skills folder per variant: the bundled skills with recall's numbers changed.
+    let mut skill_dirs = Vec::new();
+    for v in &variants {
+        let dir = if v == "default" {
+            shipped.clone()
+        } else {
+            let dir = tmp.path().join("skills").join(v.replace(':', "_"));
+            copy_dir(&shipped, &dir)?;
+            let doc = dir.join("recall").join("SKILL.md");
+            let text = std::fs::read_to_string(&doc)?;
+            std::fs::write(&doc, patch(&text, v)?)?;
+            dir
+        };
+        skill_dirs.push(dir);
+    }
+    let asked = Asked {
+        conv: convs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| c.questions.iter().map(move |_| i))
+            .collect(),
+        category: convs
+            .iter()
+            .flat_map(|c| c.questions.iter().map(|q| q.category))
+            .collect(),
+    };
+    println!("## recall on LoCoMo (dev half)\n");
+    println!(
+        "{} conversations, {} questions with evidence; model `{}` (static, window 1), \
+         per-conversation haystack; the first {CLIENT_ROWS} rows of one call with default \
+         arguments; {}.\n",
+        convs.len(),
+        asked.conv.len(),
+        embedder.name(),
+        common::machine()
+    );
+    // Stores: per conversation, its transcripts, and (in another folder) its turns as
+    // memories; a configuration points the host's memories path at the memories or at
+    // a file that does not exist.
+    let mut stores = Vec::new();
+    for c in &convs {
+        let dir = tmp.path().join(&c.id);
+        std::fs::create_dir_all(&dir)?;
+        let transcript = dir.join("transcript.jsonl");
+        write_lines(&transcript, &c.transcript_records())?;
+        let paths = StorePaths::in_dir(&dir);
+        let mut store = ConversationStore::open_rw(&paths.conversations)?;
+        store.embed_with(
+            embedder.clone(),
+            UnitSpec {
+                window: 1,
+                stride: 1,
+                title: false,
+            },
+        )?;
+        let summary = skills::ingest::ingest_paths(&store, &[transcript], &mut |_, _| {});
+        ensure!(summary.faults.is_empty(), "faults: {:?}", summary.faults);
+        store
+            .close_with(&mut |_, _| {})?
+            .embeddings
+            .context("no embeddings")?
+            .map_err(anyhow::Error::msg)?;
+        if configs.iter().any(|c| c == "memories") {
+            let turns = dir.join("turns.jsonl");
+            write_lines(&turns, &c.memory_records(Unit::Turn))?;
+            let memories = MemoryStore::open_rw(&paths.memories)?;
+            let summary = import_paths_with(&memories, &[turns], Some(&embedder))?;
+            ensure!(summary.faults.is_empty(), "import faults: {summary}");
+        }
+        stores.push(paths);
+    }
+    for config in &configs {
+        let with_memories = config == "memories";
+        let title = if with_memories {
+            "transcripts + turn memories"
+        } else {
+            "transcripts, no memories"
+        };
+        let mut sources: Vec<&str> = vec!["semantic-search", "search-conversations"];
+        if with_memories {
+            sources.insert(0, "memo-search");
+        }
+        let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+        for (ci, c) in convs.iter().enumerate() {
+            let mut paths = stores[ci].clone();
+            if !with_memories {
+                paths.memories = tmp.path().join("none").join("memories.sqlite");
+            }
+            let host = |dir: &Path| -> Result<Host> {
+                let host = Host::load(
+                    dir,
+                    Context::new(paths.clone()).with_embedder(Some(embedder.clone())),
+                );
+                if host.get("recall").is_none() {
+                    bail!("skill `recall` did not load: {:?}", host.diagnostics());
+                }
+                Ok(host)
+            };
+            let hosts: Vec<Host> = skill_dirs.iter().map(|d| host(d)).collect::<Result<_>>()?;
+            for q in &c.questions {
+                for source in &sources {
+                    let (args, rows) = match *source {
+                        "memo-search" => (json!({"query": q.question, "limit": 5}), "/hits"),
+                        "search-conversations" => {
+                            (json!({"term": q.question, "limit": 5}), "/rows")
+                        }
+                        _ => (json!({"query": q.question, "limit": 5}), "/rows"),
+                    };
+                    let t = std::time::Instant::now();
+                    let out = hosts[0]
+                        .call(source, args)
+                        .with_context(|| format!("{source}: `{}`", q.question))?;
+                    let took = t.elapsed();
+                    let rows = out.data.pointer(rows).and_then(Value::as_array);
+                    let outcome = outcome(q, rows.map_or(&[][..], Vec::as_slice), source);
+                    let tally = tallies.entry((*source).to_owned()).or_default();
+                    tally.outcomes.push(outcome);
+                    tally.times.push(took);
+                }
+                for (v, host) in variants.iter().zip(&hosts) {
+                    let t = std::time::Instant::now();
+                    let out = host
+                        .call("recall", json!({"question": q.question}))
+                        .with_context(|| format!("recall {v}: `{}`", q.question))?;
+                    let took = t.elapsed();
+                    let items = out.data["items"].as_array().map_or(&[][..], Vec::as_slice);
+                    let items = &items[..items.len().min(CLIENT_ROWS)];
+                    let tally = tallies.entry(format!("recall {v}")).or_default();
+                    tally.outcomes.push(outcome(q, items, "recall"));
+                    tally.times.push(took);
+                }
+            }
+        }
+        report(title, &tallies, &sources, &variants, &asked);
+    }
+    Ok(())
+}
+
+/// The outcome of the rows a call returned (at most [`CLIENT_ROWS`] read): a row is
+/// the turn its id ends with (`…/D3:7`), in that turn's session.
+fn outcome(q: &Question, rows: &[Value], skill: &str) -> Outcome {
+    let rows = &rows[..rows.len().min(CLIENT_ROWS)];
+    let evidence: HashSet<&str> = q.evidence.iter().map(String::as_str).collect();
+    let sessions: HashSet<u32> = q
+        .evidence
+        .iter()
+        .filter_map(|e| Conversation::session_of(e))
+        .collect();
+    let mut o = Outcome::default();
+    let mut seen = HashSet::new();
+    for r in rows {
+        let dia = match skill {
+            "memo-search" => r["id"].as_str().and_then(|id| id.rsplit('/').next()),
+            "recall" => r["id"].as_str().and_then(|id| id.rsplit('/').next()),
+            _ => r["message_id"].as_str(),
+        }
+        .unwrap_or("");
+        seen.insert(dia);
+        o.turn |= evidence.contains(dia);
+        o.session |= Conversation::session_of(dia).is_some_and(|s| sessions.contains(&s));
+        let text = match skill {
+            "memo-search" => r["body"].as_str(),
+            "recall" => r["text"].as_str(),
+            _ => r["preview"].as_str(),
+        };
+        o.chars += text.map_or(0, |t| t.chars().count());
+        o.sources.push(if skill == "recall" {
+            r["sources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        } else {
+            vec![skill.to_owned()]
+        });
+    }
+    o.distinct = seen.len();
+    o
+}
+
+fn report(
+    title: &str,
+    tallies: &BTreeMap<String, Tally>,
+    sources: &[&str],
+    variants: &[String],
+    asked: &Asked,
+) {
+    println!("### {title}\n");
+    let all = |_: usize| true;
+    let turn = |o: &Outcome| o.turn;
+    let session = |o: &Outcome| o.session;
+    let mut cats: Vec<u8> = asked.category.clone();
+    cats.sort_unstable();
+    cats.dedup();
+    let labels = ["memory", "transcript (meaning)", "transcript (keyword)"];
+    let mut rows = Vec::new();
+    let names: Vec<String> = sources
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(variants.iter().map(|v| format!("recall {v}")))
+        .collect();
+    for name in &names {
+        let Some(t) = tallies.get(name) else { continue };
+        let n = t.outcomes.len().max(1) as f64;
+        let by_cat = |f: fn(&Outcome) -> bool| -> String {
+            cats.iter()
+                .map(|c| format!("{:.3}", t.rate(&|i| asked.category[i] == *c, f)))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        };
+        let shares = if name.starts_with("recall") {
+            let rows: usize = t.outcomes.iter().map(|o| o.sources.len()).sum();
+            labels
+                .iter()
+                .map(|l| {
+                    let k = t
+                        .outcomes
+                        .iter()
+                        .flat_map(|o| &o.sources)
+                        .filter(|s| s.iter().any(|x| x == l))
+                        .count();
+                    format!("{:.2}", k as f64 / rows.max(1) as f64)
+                })
+                .collect::<Vec<_>>()
+                .join(" / ")
+        } else {
+            String::new()
+        };
+        rows.push(vec![
+            format!("`{name}`"),
+            format!("{:.3}", t.rate(&all, turn)),
+            format!("{:.3}", t.rate(&all, session)),
+            by_cat(turn),
+            by_cat(session),
+            format!(
+                "{:.2}",
+                t.outcomes.iter().map(|o| o.sources.len()).sum::<usize>() as f64 / n
+            ),
+            format!(
+                "{:.2}",
+                t.outcomes.iter().map(|o| o.distinct).sum::<usize>() as f64 / n
+            ),
+            format!(
+                "{:.0}",
+                t.outcomes.iter().map(|o| o.chars).sum::<usize>() as f64 / n
+            ),
+            shares,
+            {
+                let s = common::Stats::of(t.times.clone());
+                format!(
+                    "{:.2} / {:.2}",
+                    s.median.as_secs_f64() * 1e3,
+                    s.p95.as_secs_f64() * 1e3
+                )
+            },
+        ]);
+    }
+    let cat_header = cats.iter().map(u8::to_string).collect::<Vec<_>>().join("/");
+    let turn_cats = format!("turn R@5 by category {cat_header}");
+    let session_cats = format!("session R@5 by category {cat_header}");
+    common::table(
+        &[
+            "ranking",
+            "turn R@5",
+            "session R@5",
+            &turn_cats,
+            &session_cats,
+            "rows per call",
+            "distinct turns per call",
+            "characters per call",
+            "recall: items from memory / meaning / keyword",
+            "ms per call p50 / p95",
+        ],
+        &rows,
+    );
+    // Leave one conversation out over the recall variants.
+    let scored: Vec<common::Scored<'_>> = variants
+        .iter()
+        .filter_map(|v| {
+            let t = tallies.get(&format!("recall {v}"))?;
+            Some(common::Scored {
+                name: v,
+                hits: vec![
+                    t.outcomes.iter().map(|o| o.turn).collect(),
+                    t.outcomes.iter().map(|o| o.session).collect(),
+                ],
+            })
+        })
+        .collect();
+    let Some(held) = common::leave_one_out(&asked.conv, &scored) else {
+        return;
+    };
+    let whole = |name: &str| {
+        tallies.get(name).map_or("—".to_owned(), |t| {
+            format!("{:.3} / {:.3}", t.rate(&all, turn), t.rate(&all, session))
+        })
+    };
+    println!(
+        "Leave one conversation out (the variant with the best turn + session R@5 on the \
+         other conversations, scored on the held-out one): chosen {:?}; held-out turn / \
+         session R@5 **{:.3} / {:.3}** (mean of the {} folds {:.3} / {:.3}); whole half: \
+         recall default {}, {}.\n",
+        held.chosen,
+        held.held[0],
+        held.held[1],
+        held.chosen.len(),
+        held.fold_mean[0],
+        held.fold_mean[1],
+        whole("recall default"),
+        sources
+            .iter()
+            .map(|s| format!("{s} {}", whole(s)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+}
+
+/// `text` (recall's SKILL.md) with variant `v`'s numbers: `kK` the RRF k, `mM` the
+/// memory source's weight (a superseded memory a quarter of it), `sS` semantic-search's
+/// and `wW` search-conversations' weight.
+fn patch(text: &str, v: &str) -> Result<String> {
+    let mut out = text.to_owned();
+    for part in v.split(':') {
+        if part == "nodup" {
+            let line = out
+                .lines()
+                .find(|l| l.trim_start().starts_with("near_duplicates:"))
+                .with_context(|| {
+                    format!("variant `{v}`: recall's SKILL.md has no `near_duplicates`")
+                })?
+                .to_owned();
+            out = out.replace(&format!("{line}\n"), "");
+            continue;
+        }
+        let bad = || format!("variant `{v}`: `{part}` is not kK, mM, sS, wW, oO, nN or nodup");
+        let (key, num) = part.split_at_checked(1).with_context(bad)?;
+        let x: f64 = num.parse().with_context(bad)?;
+        match key {
+            "k" => replace_after(
+                &mut out,
+                "fuse:",
+                "{method: rrf, k: 60}",
+                &format!("{{method: rrf, k: {x}}}"),
+            )?,
+            "m" => replace_after(
+                &mut out,
+                "- skill: memo-search",
+                "weight: \"{{ 0.25 if row.superseded_by else 1.0 }}\"",
+                &format!(
+                    "weight: \"{{{{ {} if row.superseded_by else {x} }}}}\"",
+                    0.25 * x
+                ),
+            )?,
+            "s" => replace_after(
+                &mut out,
+                "- skill: semantic-search",
+                "weight: 1.0\n",
+                &format!("weight: {x}\n"),
+            )?,
+            "w" => replace_after(
+                &mut out,
+                "- skill: search-conversations",
+                "weight: 1.0\n",
+                &format!("weight: {x}\n"),
+            )?,
+            "o" | "n" => {
+                let at = out.find("near_duplicates: {").with_context(|| {
+                    format!("variant `{v}`: recall's SKILL.md has no `near_duplicates`")
+                })?;
+                let end = at + out[at..].find('}').unwrap_or(0) + 1;
+                let (mut overlap, mut min_words) = (String::new(), String::new());
+                for field in out[at + "near_duplicates: {".len()..end - 1].split(',') {
+                    match field.split_once(':') {
+                        Some((k, x)) if k.trim() == "overlap" => overlap = x.trim().to_owned(),
+                        Some((k, x)) if k.trim() == "min_words" => min_words = x.trim().to_owned(),
+                        _ => {}
+                    }
+                }
+                if key == "o" {
+                    overlap = num.to_owned();
+                } else {
+                    min_words = num.to_owned();
+                }
+                out.replace_range(
+                    at..end,
+                    &format!("near_duplicates: {{overlap: {overlap}, min_words: {min_words}}}"),
+                );
+            }
+            _ => bail!(bad()),
+        }
+    }
+    Ok(out)
+}
+
+/// Replaces in `out` the first `from` after `anchor` (the start of a source's entry).
+fn replace_after(out: &mut String, anchor: &str, from: &str, to: &str) -> Result<()> {
+    let at = out
+        .find(anchor)
+        .and_then(|a| out[a..].find(from).map(|i| a + i))
+        .with_context(|| format!("recall's SKILL.md has no `{from}` after `{anchor}`"))?;
+    out.replace_range(at..at + from.len(), to);
+    Ok(())
+}
+
+fn write_lines(path: &Path, records: &[Value]) -> Result<()> {
+    let lines: Vec<String> = records.iter().map(Value::to_string).collect();
+    std::fs::write(path, lines.join("\n") + "\n")?;
+    Ok(())
+}
+
+fn copy_dir(from: &Path, to: &PathBuf) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
