@@ -748,7 +748,8 @@ fn server_password() -> String {
 // ---- the drop-in `sql` skills on the archive ----------------------------------------
 
 /// Messages for the `sql` skills: two sources, several days, titles, equal times,
-/// non-ASCII text and long messages.
+/// non-ASCII text and long messages, a conversation without a project and one with an
+/// empty one, an injected user message.
 fn sql_corpus() -> Vec<Message> {
     let mut out = Vec::new();
     for c in 0..12i64 {
@@ -772,7 +773,13 @@ fn sql_corpus() -> Vec<Message> {
                 m.source = "codex".into();
             }
             m.conversation_title = (c % 2 == 0).then(|| format!("Title {c} — ünïcode"));
-            m.project = Some(format!("/work/p{}", c % 2));
+            m.project = match c {
+                11 => None,
+                9 => Some(String::new()),
+                _ => Some(format!("/work/p{}", c % 2)),
+            };
+            // A harness's text under the user role: not the conversation's preview.
+            m.is_injected = c == 4 && i == 0;
             out.push(m);
         }
     }
@@ -819,6 +826,24 @@ fn run_skill(
         .map(|v| v["data"].clone())
         .unwrap_or(Value::Null);
     (out.status.success(), data, format!("{stdout}{stderr}"))
+}
+
+/// `data` (a skill's output on the archive) without the columns only the archive
+/// has: each row's `machine` and `user`, and their names in `columns`.
+fn without_machine(data: &Value) -> Value {
+    let mut data = data.clone();
+    if let Some(rows) = data["rows"].as_array_mut() {
+        for row in rows {
+            if let Some(row) = row.as_object_mut() {
+                row.remove("machine");
+                row.remove("user");
+            }
+        }
+    }
+    if let Some(columns) = data["columns"].as_array_mut() {
+        columns.retain(|c| c != "machine" && c != "user");
+    }
+    data
 }
 
 /// Every bundled `sql` skill over the same pushed messages: the ones with a
@@ -900,8 +925,21 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
             "{skill} {args:?} on the archive: {said_archive}"
         );
         assert_eq!(
-            archive, local,
+            without_machine(&archive),
+            local,
             "{skill} {args:?}: the archive differs from DuckDB"
+        );
+        assert!(
+            archive["rows"].as_array().unwrap().iter().all(|r| {
+                ![
+                    "get-conversation",
+                    "conversations-by-date",
+                    "list-conversations",
+                ]
+                .contains(skill)
+                    || (r["machine"] == "laptop" && r["user"].is_string())
+            }),
+            "{skill} {args:?}: rows without their machine: {archive}"
         );
         if local["count"].as_u64().unwrap_or(0) > 0 {
             same += 1;
@@ -1054,4 +1092,175 @@ fn hostile_archive_queries_are_refused_by_the_database() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `skills archive push --no-redact` of `data` as machine `data`'s folder name and
+/// user `user`.
+fn push_as(data: &Path, db: &Db, user: &str) {
+    let out = skills()
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--archive", &db.url, "--json", "archive", "push", "--no-redact"])
+        .env("SKILLS_MACHINE_NAME", data.file_name().unwrap())
+        .env("USER", user)
+        .env("LOGNAME", user)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The second machine's messages: the same conversation ids and days as
+/// [`sql_corpus`] for half of them, with other text and times an hour later, and one
+/// conversation of its own.
+fn desktop_corpus() -> Vec<Message> {
+    let mut out: Vec<Message> = sql_corpus()
+        .into_iter()
+        .filter(|m| m.conversation_id.ends_with(['1', '3', '5', '7']))
+        .map(|mut m| {
+            m.content = format!("desktop: {}", m.content);
+            m.timestamp += chrono::Duration::seconds(3_600);
+            m
+        })
+        .collect();
+    for i in 0..4 {
+        out.push(msg("desk-only", i, 40_000 + i * 11, "only on the desktop"));
+    }
+    out
+}
+
+/// get-conversation and conversations-by-date on an archive two machines pushed into:
+/// `machine` (label or id) and `user` keep that machine's rows only — exactly the
+/// answer its own local stores give — and every row says whose it is; without a
+/// filter a shared conversation holds both machines' messages. On the local stores
+/// the filters are an argument error, never ignored.
+#[test]
+fn machine_and_user_filters_give_each_machines_own_answer() {
+    let Some(db) = migrated_db() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let (laptop, desktop) = (root.path().join("laptop"), root.path().join("desktop"));
+    store(&laptop, &sql_corpus());
+    store(&desktop, &desktop_corpus());
+    push_as(&laptop, &db, "alice");
+    push_as(&desktop, &db, "bob");
+    let id_of = |dir: &Path| {
+        fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let day = |secs: i64| at(secs).format("%Y-%m-%d").to_string();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("get-conversation", vec!["conversation_id=sql-c05".into()]),
+        ("get-conversation", vec!["conversation_id=sql-c07".into()]),
+        (
+            "get-conversation",
+            vec!["conversation_id=sql-c03".into(), "source=codex".into()],
+        ),
+        (
+            "get-conversation",
+            vec![
+                "conversation_id=sql-c07".into(),
+                "limit=2".into(),
+                "at=sql-c07-3".into(),
+            ],
+        ),
+        ("get-conversation", vec!["conversation_id=sql-c02".into()]),
+        ("get-conversation", vec!["conversation_id=desk-only".into()]),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(86_400 * 3))],
+        ),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(40_000))],
+        ),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(120_000)), "limit=2".into()],
+        ),
+        (
+            "conversations-by-date",
+            vec![
+                format!("date={}", day(280_000)),
+                "source=claude-code".into(),
+            ],
+        ),
+    ];
+    let machines = [
+        (&laptop, "laptop", "alice", id_of(&laptop)),
+        (&desktop, "desktop", "bob", id_of(&desktop)),
+    ];
+    let (mut compared, mut with_rows, mut mixed) = (0, 0, 0);
+    for (skill, args) in &cases {
+        let (ok, everyone, said) = run_skill(&laptop, Some(&db.url), skill, args);
+        assert!(ok, "{skill} {args:?} on the archive: {said}");
+        let whose: std::collections::BTreeSet<&str> = everyone["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["machine"].as_str().unwrap())
+            .collect();
+        if whose.len() == 2 {
+            mixed += 1;
+        }
+        for (dir, label, user, id) in &machines {
+            let (ok, local, said) = run_skill(dir, None, skill, args);
+            assert!(ok, "{skill} {args:?} on {label}: {said}");
+            for filter in [
+                format!("machine={label}"),
+                format!("machine={id}"),
+                format!("user={user}"),
+            ] {
+                let mut filtered = args.clone();
+                filtered.push(filter.clone());
+                let (ok, mine, said) = run_skill(&laptop, Some(&db.url), skill, &filtered);
+                assert!(ok, "{skill} {filtered:?} on the archive: {said}");
+                for row in mine["rows"].as_array().unwrap() {
+                    assert_eq!(row["machine"], *label, "{skill} {filtered:?}: {row}");
+                    assert_eq!(row["user"], *user, "{skill} {filtered:?}: {row}");
+                }
+                assert_eq!(
+                    without_machine(&mine),
+                    local,
+                    "{skill} {filtered:?}: the archive's answer is not {label}'s own"
+                );
+                compared += 1;
+                if local["count"].as_u64().unwrap_or(0) > 0 {
+                    with_rows += 1;
+                }
+            }
+            // Someone else's name keeps nothing.
+            let mut nobody = args.clone();
+            nobody.push("user=nobody".into());
+            let (ok, none, said) = run_skill(&laptop, Some(&db.url), skill, &nobody);
+            assert!(ok, "{said}");
+            assert_eq!(none["count"], 0, "{skill} {nobody:?}: {none}");
+        }
+    }
+    println!("{compared} filtered archive answers equal to the machine's own, {with_rows} with rows; {mixed} of {} unfiltered answers mix both machines", cases.len());
+    assert!(with_rows >= 40, "{with_rows}");
+    assert!(mixed >= 4, "{mixed}");
+    // On the local stores the filters are refused, naming the argument and the archive.
+    for (skill, arg) in [
+        ("get-conversation", "machine=laptop"),
+        ("get-conversation", "user=alice"),
+        ("conversations-by-date", "machine=laptop"),
+        ("conversations-by-date", "user=alice"),
+    ] {
+        let first = match skill {
+            "get-conversation" => "conversation_id=sql-c05".to_owned(),
+            _ => format!("date={}", day(86_400 * 3)),
+        };
+        let (ok, _, said) = run_skill(&laptop, None, skill, &[first, arg.to_owned()]);
+        assert!(!ok, "{skill} {arg} answered locally: {said}");
+        let name = arg.split('=').next().unwrap();
+        assert!(
+            said.contains(&format!("`{name}`")) && said.contains("--archive"),
+            "{skill} {arg}: {said}"
+        );
+    }
 }
