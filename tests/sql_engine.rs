@@ -237,6 +237,16 @@ fn broken_query_files_are_reported_at_load() {
         "SELECT * FROM all_conversations WHERE role = $role",
     );
     let store = f.add_sql_skill("bad-store", "{store: postgres}", "SELECT 1");
+    let no_twin = f.add_sql_skill(
+        "archive-only-without-twin",
+        "{store: conversations, archive-only: [id]}",
+        "SELECT 1 AS n",
+    );
+    let not_an_argument = f.add_sql_skill(
+        "archive-only-unknown",
+        "{store: conversations, archive-query: query.sql, archive-only: [machine]}",
+        "SELECT 1 AS n",
+    );
     let host = f.host();
     let reason = |p: &Path| -> String {
         let d = host
@@ -257,6 +267,14 @@ fn broken_query_files_are_reported_at_load() {
         "`query.sql`: `$role` is not an argument of the input schema"
     );
     assert!(reason(&store).contains("unknown store `postgres`"));
+    assert_eq!(
+        reason(&no_twin),
+        "`archive-only`: the skill has no `archive-query` to use them"
+    );
+    assert_eq!(
+        reason(&not_an_argument),
+        "`archive-only`: `machine` is not an argument of the input schema"
+    );
     assert!(host.get("brain-stats").is_some());
 }
 

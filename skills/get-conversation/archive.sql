@@ -1,14 +1,20 @@
 -- PostgreSQL twin of query.sql, run on the team archive (`--archive`): the same rows
--- from the same messages. Values are bound ($name), never spliced.
+-- from the same messages, plus the pushing machine's label and user. Values are bound
+-- ($name), never spliced. `machine` (a label or an id) and `user` keep one machine's
+-- or user's messages; the machine id breaks ties between machines holding the same
+-- conversation.
 WITH conversation AS (
     SELECT
         msg_index, created, role, source, message_id, content, char_count,
-        content_type, is_injected,
-        row_number() OVER (ORDER BY msg_index, created, message_id)::integer AS position,
+        content_type, is_injected, machine, "user",
+        row_number() OVER (ORDER BY msg_index, created, message_id, machine_id)::integer
+            AS position,
         count(*) OVER ()::integer AS total
     FROM all_conversations
     WHERE conversation_id = $conversation_id
 {% if source %}      AND source = $source
+{% endif %}{% if machine %}      AND (machine = $machine OR machine_id = $machine)
+{% endif %}{% if user %}      AND "user" = $user
 {% endif %})
 SELECT
     msg_index,
@@ -22,7 +28,9 @@ SELECT
     content_type,
     is_injected,
     position,
-    total
+    total,
+    machine,
+    "user"
 FROM conversation
 {% if at %}WHERE position > coalesce(
     (SELECT (position - 1) / $limit::integer * $limit::integer

@@ -298,7 +298,40 @@ impl Target {
                     .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
             }
         };
-        result.map_err(|e| self.error("cannot connect", &e))
+        result.map_err(|e| {
+            let err = self.error("cannot connect", &e);
+            match self.tls_hint(err.message()) {
+                Some(hint) => ArchiveError::new(format!("{}; hint: {hint}", err.message())),
+                None => err,
+            }
+        })
+    }
+
+    /// What to do about a certificate the TLS handshake refused (`said`: the error's
+    /// text), or `None` for another error.
+    fn tls_hint(&self, said: &str) -> Option<String> {
+        let root = self
+            .root_cert
+            .as_ref()
+            .map_or_else(String::new, |r| format!(" (`{}`)", r.display()));
+        if said.contains("UnknownIssuer") {
+            Some(format!(
+                "the server's certificate is not signed by a CA of `sslrootcert`{root}"
+            ))
+        } else if said.contains("not valid for name") {
+            Some(
+                "`sslmode=verify-full` checks the URL's host name against the server's \
+                 certificate: connect by a name the certificate holds, or use \
+                 `sslmode=verify-ca` to check the chain only"
+                    .into(),
+            )
+        } else if said.contains("invalid peer certificate") {
+            Some(format!(
+                "the server's certificate did not verify against `sslrootcert`{root}"
+            ))
+        } else {
+            None
+        }
     }
 
     fn tls_config(&self) -> Result<rustls::ClientConfig, ArchiveError> {

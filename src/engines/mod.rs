@@ -390,6 +390,27 @@ impl Context {
         }
     }
 
+    /// `Ok` when argument `name` may be given: always on the team archive; on the
+    /// local stores only when it is absent or null. Arguments that filter what only
+    /// the archive records (`machine`, `user`) are refused locally rather than
+    /// ignored, so a filter never silently returns every local row.
+    ///
+    /// # Errors
+    /// [`EngineError::Argument`] naming `name` and saying to give `--archive`.
+    pub fn archive_only_argument(&self, name: &str, value: &Value) -> Result<(), EngineError> {
+        if self.archive.is_some() || value.is_null() {
+            return Ok(());
+        }
+        Err(EngineError::Argument {
+            name: name.to_owned(),
+            reason: format!(
+                "filters the team archive's rows; give `--archive` (or {}) to read the \
+                 archive",
+                crate::settings::ARCHIVE_URL.name
+            ),
+        })
+    }
+
     /// The stores this context may open.
     pub fn access(&self) -> &Access {
         &self.access

@@ -121,15 +121,8 @@ impl Engine for SearchConversations {
             }
             return Ok(done(rows));
         }
-        if machine.is_some() || user.is_some() {
-            return Err(EngineError::Argument {
-                name: if machine.is_some() { "machine" } else { "user" }.into(),
-                reason: format!(
-                    "filters the team archive's rows; give `--archive` (or {}) to search the \
-                     archive",
-                    crate::settings::ARCHIVE_URL.name
-                ),
-            });
+        for name in ["machine", "user"] {
+            ctx.archive_only_argument(name, args.get(name).unwrap_or(&Value::Null))?;
         }
         match ctx.conversations_index() {
             Ok(index) if !index.has_projects() => {

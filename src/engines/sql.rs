@@ -31,7 +31,10 @@
 //! `search_path`). A skill without one — its query is DuckDB's, and DuckDB's dialect
 //! is not PostgreSQL's — says it is not available on the archive yet, and a twin
 //! PostgreSQL cannot run fails naming the skill and the archive: never a local answer
-//! or a silently different one.
+//! or a silently different one. `archive-only` lists arguments that filter what only
+//! the archive records (`[machine, user]`): the twin uses them; on the local stores a
+//! value for one is an argument error (as search-conversations' `machine` and `user`),
+//! never ignored.
 //!
 //! Output: `{"columns": [str], "rows": [{column: value}], "count": int, "truncated": bool}`;
 //! `truncated` is true when the query had more than `max-rows` rows.
@@ -76,6 +79,8 @@ pub struct SqlQuery {
     /// The `archive-query` file, when the skill has a PostgreSQL twin (template
     /// `archive` of `env`).
     archive_query: Option<String>,
+    /// Arguments only the archive answers (`archive-only`): refused on the local stores.
+    archive_only: Vec<String>,
 }
 
 impl Engine for Sql {
@@ -145,6 +150,32 @@ impl SqlQuery {
                 ))
             }
         };
+        let archive_only = match opts.get("archive-only") {
+            None => Vec::new(),
+            Some(Value::Array(names)) if names.iter().all(Value::is_string) => {
+                let names: Vec<String> = names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect();
+                if archive_query.is_none() {
+                    return Err(
+                        "`archive-only`: the skill has no `archive-query` to use them".into(),
+                    );
+                }
+                if let Some(unknown) = names.iter().find(|n| !arg_names.contains(n)) {
+                    return Err(format!(
+                        "`archive-only`: `{unknown}` is not an argument of the input schema"
+                    ));
+                }
+                names
+            }
+            Some(other) => {
+                return Err(format!(
+                    "`archive-only`: expected a list of argument names, got {other}"
+                ))
+            }
+        };
         let json_columns = match opts.get("json-columns") {
             None => Vec::new(),
             Some(Value::Array(names)) if names.iter().all(Value::is_string) => names
@@ -169,6 +200,7 @@ impl SqlQuery {
             arg_names,
             json_columns,
             archive_query,
+            archive_only,
         })
     }
 
@@ -314,6 +346,9 @@ impl Engine for SqlQuery {
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
         if let Some(pool) = ctx.archive() {
             return self.call_archive(args, ctx, pool);
+        }
+        for name in &self.archive_only {
+            ctx.archive_only_argument(name, args.get(name).unwrap_or(&Value::Null))?;
         }
         let (sql, values) = self.prepare(args)?;
         let sql = sql.trim().trim_end_matches(';').trim_end();

@@ -23,12 +23,15 @@ use crate::host::{CallError, CallOutput};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// One conversation's messages (`conversation_id`, `source`, `at`, `limit`,
-    /// `offset`, `max_chars`); rows carry `position` and `total`.
+    /// `offset`, `max_chars`, and `machine` on the team archive when the page was
+    /// opened for one machine); rows carry `position` and `total`.
     Conversation,
     /// One memory (`id`).
     Memory,
     /// The conversations list (`source`, `project`, `since`, `until`,
-    /// `conversation_id`, `limit`, `offset`); rows carry `total` and `cites`.
+    /// `conversation_id`, `limit`, `offset`, and `machine` as for
+    /// [`Role::Conversation`]); rows carry `total` and `cites`, and `machine` on the
+    /// team archive.
     Conversations,
     /// The projects list (`project`, `limit`).
     Projects,

@@ -8,6 +8,11 @@
 //! and last time) and the conversation skill's page of messages, already redacted;
 //! messages are rendered as markdown through [`html::markdown`], text a harness
 //! injected folded into a `<details>`. `?format=json` is the twin.
+//!
+//! On the team archive (`serve --archive`) a conversation may be held by several
+//! machines: `?machine=` (the list's rows link with it) passes `machine` to both calls,
+//! so the page shows that machine's copy (without it, the copy of the machine whose
+//! row the list gives first), and each message shows its machine.
 
 use hyper::StatusCode;
 use serde::Serialize;
@@ -47,16 +52,19 @@ pub struct Shown {
     /// Of those, the characters cut at import (the call's `cut_at_import`): beyond
     /// [`crate::ingest::MAX_STORED_CHARS`], counted in `char_count` but never stored.
     pub cut_at_import: usize,
+    /// The machine that pushed it (messages from the team archive), else `None`.
+    pub machine: Option<String>,
 }
 
 /// The page of conversation `id` of `source` (`page` from 1, or the page holding
-/// message `at`).
+/// message `at`), only machine `machine`'s messages when given (the team archive).
 pub async fn page(
     pages: &Pages,
     source: &str,
     id: &str,
     page: Option<usize>,
     at: Option<&str>,
+    machine: Option<&str>,
     as_json: bool,
 ) -> Response {
     let mut calls = Calls::default();
@@ -65,6 +73,9 @@ pub async fn page(
     let mut header_args = json!({"conversation_id": id, "limit": 1});
     if !any {
         header_args["source"] = json!(source);
+    }
+    if let Some(machine) = machine {
+        header_args["machine"] = json!(machine);
     }
     let header = match pages
         .call_role(Role::Conversations, header_args, as_json)
@@ -96,9 +107,19 @@ pub async fn page(
         .unwrap_or(paths::ANY_SOURCE)
         .to_owned();
     if any && !as_json {
-        return respond::redirect(&paths::conversation(Some(&real), id, at));
+        return respond::redirect(&paths::on_machine(
+            &paths::conversation(Some(&real), id, at),
+            machine,
+        ));
     }
     let source = if any { real.as_str() } else { source };
+    // On the archive, the messages of the machine whose row heads the page (the newest
+    // copy when the URL names none), never several machines' copies interleaved.
+    let machine = machine
+        .or_else(|| calls::text(&row, "machine"))
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned);
+    let machine = machine.as_deref();
     calls.add("conversation", &header);
     let count = calls::count(&row, "messages").max(1);
     let pages_count = count.div_ceil(PAGE_SIZE).max(1);
@@ -112,6 +133,9 @@ pub async fn page(
     });
     if let Some(at) = at.filter(|a| !a.is_empty()) {
         args["at"] = json!(at);
+    }
+    if let Some(machine) = machine {
+        args["machine"] = json!(machine);
     }
     let output = match pages.call_role(Role::Conversation, args, as_json).await {
         Ok(output) => output,
@@ -143,12 +167,22 @@ pub async fn page(
                 chars,
                 cut: chars.saturating_sub(content.chars().count()),
                 cut_at_import: calls::count(r, "cut_at_import"),
+                machine: calls::text(r, "machine")
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_owned),
             }
         })
         .collect();
     let here = paths::conversation(Some(source), id, None);
-    let page_href = |n: usize| format!("{here}?page={n}");
+    let page_href = |n: usize| {
+        let n = n.to_string();
+        paths::with_query(
+            &here,
+            &[("page", n.as_str()), ("machine", machine.unwrap_or(""))],
+        )
+    };
     let project = calls::text(&row, "project");
+    let current_text = current.to_string();
     pages.render(
         StatusCode::OK,
         "conversation.html",
@@ -169,7 +203,12 @@ pub async fn page(
             "next_href": (current < pages_count).then(|| page_href(current + 1)),
             "messages": messages,
             "redacted": calls.redacted(),
-            "json_href": format!("{here}?format=json{}", if current > 1 { format!("&page={current}") } else { String::new() }),
+            "machine": machine,
+            "json_href": paths::with_query(&here, &[
+                ("format", "json"),
+                ("page", if current > 1 { current_text.as_str() } else { "" }),
+                ("machine", machine.unwrap_or("")),
+            ]),
         }),
     )
 }

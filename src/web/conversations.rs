@@ -3,7 +3,9 @@
 //! count, first and last time — filtered by `source`, `project` and a UTC date range
 //! (`since`, `until`), all in the URL. The data is the output of the skill feeding the
 //! conversations list ([`calls`]); each row links from its `cites` field. Also the
-//! table a project page shows ([`rows`]). `?format=json` is the twin.
+//! table a project page shows ([`rows`]). `?format=json` is the twin. Rows from the
+//! team archive (`serve --archive`) carry their `machine`: the table then shows it and
+//! each row links to that machine's copy of the conversation (`?machine=`).
 
 use hyper::StatusCode;
 use serde::Serialize;
@@ -90,6 +92,8 @@ pub struct Row {
     pub project: Option<(String, String)>,
     /// Conversation id.
     pub id: view::Id,
+    /// The machine that pushed it (rows from the team archive), else `None`.
+    pub machine: Option<String>,
     /// Messages.
     pub messages: usize,
     /// First and last message time.
@@ -108,8 +112,10 @@ pub fn rows(output: &crate::host::CallOutput, now: chrono::DateTime<chrono::Utc>
                 .filter(|t| !t.trim().is_empty())
                 .map(str::to_owned)
                 .unwrap_or_else(|| first_line(preview));
+            let machine = calls::text(r, "machine").filter(|m| !m.is_empty());
             Row {
-                href: cited_conversation(r),
+                href: cited_conversation(r).map(|h| paths::on_machine(&h, machine)),
+                machine: machine.map(str::to_owned),
                 title,
                 preview: view::preview(preview),
                 source: calls::text(r, "source").unwrap_or("").to_owned(),

@@ -261,7 +261,9 @@ impl Pages {
                 };
                 let page = get("page").and_then(|p| p.parse::<usize>().ok());
                 let as_json = wants_json(&parts.headers, &query);
-                conversation::page(self, source, id, page, get("at"), as_json).await
+                let at = get("at");
+                let machine = get("machine").filter(|m| !m.is_empty());
+                conversation::page(self, source, id, page, at, machine, as_json).await
             }
             (["memories", id], true) => {
                 let as_json = wants_json(&parts.headers, &paths::pairs(&query));

@@ -33,6 +33,24 @@ pub fn conversation(source: Option<&str>, id: &str, message: Option<&str>) -> St
     href
 }
 
+/// `href` (a page's path, perhaps with a query and a fragment) showing only the rows
+/// of machine `machine` (the team archive's `machine=` filter), when there is one.
+pub fn on_machine(href: &str, machine: Option<&str>) -> String {
+    let Some(machine) = machine.filter(|m| !m.is_empty()) else {
+        return href.to_owned();
+    };
+    let (head, fragment) = href
+        .split_once('#')
+        .map_or((href, None), |(h, f)| (h, Some(f)));
+    let join = if head.contains('?') { '&' } else { '?' };
+    let mut out = format!("{head}{join}machine={}", encode(machine));
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
 /// The page of memory `id`.
 pub fn memory(id: &str) -> String {
     format!("/memories/{}", encode(id))
@@ -100,6 +118,15 @@ mod tests {
             segments(path).unwrap(),
             ["conversations", "claude-code", "a/b c<"]
         );
+        assert_eq!(
+            on_machine(&href, Some("lap top")),
+            "/conversations/claude-code/a%2Fb%20c%3C?at=m%221&machine=lap%20top#m-m%221"
+        );
+        assert_eq!(
+            on_machine("/conversations/_/x", Some("a&b")),
+            "/conversations/_/x?machine=a%26b"
+        );
+        assert_eq!(on_machine("/x", None), "/x");
         assert_eq!(
             pairs("a=1+2&b=%3Cx%3E&a=3"),
             [

@@ -159,8 +159,8 @@ mod breakage {
         let path = tmp.path().join(SKILL).join("conformance.yaml");
         std::fs::remove_file(&path).unwrap();
         let report = run_items(tmp.path(), &[""]);
-        if report.failed != 11 || report.passed != 0 {
-            return Err(format!("expected 11 failures, got {}", report.to_text()).into());
+        if report.failed != 12 || report.passed != 0 {
+            return Err(format!("expected 12 failures, got {}", report.to_text()).into());
         }
         expect(
             one(&report, ROLE_ITEM)?,
@@ -333,7 +333,7 @@ mod breakage {
             .unwrap();
         let stdout = String::from_utf8(out.stdout).unwrap();
         if out.status.code() != Some(1)
-            || stdout.lines().last() != Some("11 passed, 1 failed, 0 excluded")
+            || stdout.lines().last() != Some("12 passed, 1 failed, 0 excluded")
         {
             return Err(format!("exit {:?}, stdout:\n{stdout}", out.status.code()).into());
         }
@@ -342,7 +342,7 @@ mod breakage {
             .output()
             .unwrap();
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        if out.status.code() != Some(0) || json["passed"] != 12 || json["failed"] != 0 {
+        if out.status.code() != Some(0) || json["passed"] != 13 || json["failed"] != 0 {
             return Err(format!("exit {:?}, json:\n{json:#}", out.status.code()).into());
         }
         let out = assert_cmd::cargo::cargo_bin_cmd!("skills")
