@@ -230,12 +230,19 @@ fn ingest_of_only_missing_paths_names_them_and_creates_no_store() {
     let o = skills(&data, &["ingest", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no-such.jsonl") && err.contains("does not exist"), "{err}");
+    assert!(
+        err.contains("no-such.jsonl") && err.contains("does not exist"),
+        "{err}"
+    );
     assert!(!data.join("conversations.duckdb").exists());
     let sample = common::repo().join("data/sample/claude-code");
     let o = skills(
         &data,
-        &["ingest", missing.to_str().unwrap(), sample.to_str().unwrap()],
+        &[
+            "ingest",
+            missing.to_str().unwrap(),
+            sample.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     assert!(stdout(&o).contains("no-such.jsonl"), "{}", stdout(&o));

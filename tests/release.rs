@@ -386,12 +386,17 @@ fn uv_tool_install_and_uvx_run_the_wheel_without_a_toolchain() {
         c
     };
     let spec = format!("skills-host=={}", version());
-    common::cli::ok(&mut uv_command("install", &[&spec]));
+    // uvx first, while nothing is installed: it runs the wheel from its own cache.
     let printed = stdout_of_success(&mut uv_command(
         "run",
-        &["--from", &spec, "skills", "--version"],
+        &["--isolated", "--from", &spec, "skills", "--version"],
     ));
     assert!(printed.contains("second tier: present"), "uvx: {printed}");
+    assert!(
+        !tools.join("skills-host").exists(),
+        "uvx installed the tool instead of running it"
+    );
+    common::cli::ok(&mut uv_command("install", &[&spec]));
     let user = User::new(tmp.path(), &bin);
     use_installed(&user, &tools.join("skills-host"));
 }

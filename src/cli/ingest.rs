@@ -112,11 +112,9 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
     } else {
         // Nothing to read: say so before a store is created or opened. (Some missing
         // among others are faults of the run, as any unreadable file is.)
-        if args
-            .paths
-            .iter()
-            .all(|p| std::fs::symlink_metadata(p).is_err())
-        {
+        if args.paths.iter().all(|p| {
+            std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        }) {
             let shown: Vec<String> = args
                 .paths
                 .iter()

@@ -14,7 +14,9 @@ use skills::embed::Embedder;
 use skills::redact::at_store::{Secrets, REDACT_IN_PLACE};
 use skills::stores::conversations::{embeddings, index, ConversationStore};
 use skills::stores::memories::MemoryStore;
-use skills::stores::segments::verify_files;
+use skills::stores::segments::{
+    verify_files, ManifestOf, SegmentKind, VerifyError, WRITER_CRC_BYTES,
+};
 
 use super::{Outcome, Printer, Session};
 
@@ -298,14 +300,12 @@ fn derived_index(db: &Path) -> Derived {
             out.rows = Some(m.stamp.rows);
             // Every file read and its CRC-32 compared: a flipped byte would otherwise
             // drop rows from searches while this said "current".
-            if let Err(why) = verify_files::<index::IndexKind>(&dir, &m) {
-                set_unavailable(
-                    &mut out,
-                    &format!(
-                        "the search index is damaged ({why}); the next `skills ingest` rebuilds it"
-                    ),
-                    false,
-                );
+            if out.state == "current" {
+                if let Some(why) =
+                    damage::<index::IndexKind>(&dir, m, ("the search index is", "it"))
+                {
+                    set_unavailable(&mut out, &why, false);
+                }
             }
         }
         Err(e) => set_unavailable(&mut out, &e.to_string(), e == index::Unavailable::Missing),
@@ -324,14 +324,54 @@ fn derived_embeddings(db: &Path) -> Derived {
                 "stale"
             };
             out.rows = Some(m.units);
-            if let Err(why) = verify_files::<embeddings::VectorKind>(&dir, &m) {
-                set_unavailable(&mut out, &format!("the embeddings are damaged ({why}); the next `skills ingest` rebuilds them"), false);
+            out.model = Some(m.kind.model.clone());
+            if out.state == "current" {
+                if let Some(why) =
+                    damage::<embeddings::VectorKind>(&dir, m, ("the embeddings are", "them"))
+                {
+                    set_unavailable(&mut out, &why, false);
+                }
             }
-            out.model = Some(m.kind.model);
         }
         Err(e) => set_unavailable(&mut out, &e.to_string(), e == index::Unavailable::Missing),
     }
     out
+}
+
+/// What is wrong with the files of the set in `dir` whose manifest was read as `m`
+/// ([`verify_files`], CRC included), with what to do; `None` when nothing is. A file
+/// gone because an ingest published a new manifest meanwhile is checked again
+/// against that one.
+fn damage<K: SegmentKind>(
+    dir: &Path,
+    mut m: ManifestOf<K>,
+    (what, it): (&str, &str),
+) -> Option<String> {
+    for _ in 0..3 {
+        let why = match verify_files::<K>(dir, &m, true) {
+            Ok(()) => return None,
+            Err(e @ VerifyError::Gone(_)) => match ManifestOf::<K>::read(dir) {
+                Ok(newer) if newer != m => {
+                    m = newer;
+                    continue;
+                }
+                _ => e.to_string(),
+            },
+            Err(e) => e.to_string(),
+        };
+        let bytes: u64 = m.segments.iter().map(|e| e.bytes).sum();
+        let fix = if bytes <= WRITER_CRC_BYTES {
+            format!("the next `skills ingest` rebuilds {it}")
+        } else {
+            // Writable opens check only the lengths of a set this large.
+            format!(
+                "remove `{}`, then `skills ingest` rebuilds {it}",
+                dir.display()
+            )
+        };
+        return Some(format!("{what} damaged ({why}); {fix}"));
+    }
+    Some(format!("{what} changing while it was checked; try again"))
 }
 
 fn derived(dir: &Path) -> Derived {

@@ -179,13 +179,25 @@ impl NearDuplicates {
 
     /// `ranked` (best first) with each item absorbing the later items of other sources
     /// whose text is a near duplicate of its own; order of the kept items unchanged.
+    ///
+    /// An item with a note (a superseded memory: "superseded by …") neither absorbs nor
+    /// is absorbed: merged into a message with its text, its lowered score would be
+    /// added to the message's and its warning lost, lifting stale text above the memory
+    /// that replaced it.
     pub(super) fn merge(&self, ranked: Vec<Item>) -> Vec<Item> {
+        let noted = |it: &Item| !it.text("note").is_empty();
         let mut kept: Vec<(Item, HashSet<String>)> = Vec::with_capacity(ranked.len());
         for item in ranked {
             let w = words(item.text("text"));
-            let into = kept.iter().position(|(k, kw)| {
-                !k.sources.iter().any(|s| item.sources.contains(s)) && self.same(kw, &w)
-            });
+            let into = if noted(&item) {
+                None
+            } else {
+                kept.iter().position(|(k, kw)| {
+                    !noted(k)
+                        && !k.sources.iter().any(|s| item.sources.contains(s))
+                        && self.same(kw, &w)
+                })
+            };
             match into {
                 Some(i) => kept[i].0.absorb(item),
                 None => kept.push((item, w)),

@@ -669,6 +669,52 @@ mod tests {
         assert_eq!(cites(&strict).len(), 6);
     }
 
+    /// A row with a note (a superseded memory) is never merged by text: merged into the
+    /// message it copies, its score would lift the stale text above the memory that
+    /// replaced it, without the note.
+    #[test]
+    fn near_duplicates_never_merge_an_item_with_a_note() {
+        let sources = json!([
+            {"skill": "m", "rows": "/hits", "item": {"citation": "[m {{ row.id }}]", "text": "{{ row.body }}", "note": "{{ row.note }}", "key": "m:{{ row.id }}"}},
+            {"skill": "s", "rows": "/hits", "item": {"citation": "[s {{ row.id }}]", "text": "{{ row.body }}", "key": "s:{{ row.id }}"}}
+        ]);
+        let fake = Fake(vec![
+            (
+                "m",
+                json!({"hits": [
+                    {"id": "new", "body": "the deploy window moved to thursday at 15:00 UTC", "note": ""},
+                    {"id": "old", "body": "The deploy window is Friday 17:00 UTC", "note": "superseded by new"}
+                ]}),
+            ),
+            (
+                "s",
+                json!({"hits": [
+                    {"id": "msg", "body": "The deploy window is Friday 17:00 UTC."}
+                ]}),
+            ),
+        ]);
+        let ctx = Context::new(crate::stores::StorePaths::in_dir("/nonexistent"));
+        let near = bound(
+            &json!({"sources": sources, "near_duplicates": {"overlap": 0.8, "min_words": 4}}),
+        );
+        let out = near
+            .call_in(&json!({"q": "x", "max_tokens": 5000}), &ctx, &fake)
+            .unwrap();
+        let items = out["items"].as_array().unwrap();
+        assert_eq!(items.len(), 3, "{out}");
+        let old = items
+            .iter()
+            .find(|i| i["citation"] == "[m old]")
+            .unwrap_or_else(|| panic!("the superseded memory was merged away: {out}"));
+        assert!(old.to_string().contains("superseded by new"), "{out}");
+        assert!(
+            items
+                .iter()
+                .all(|i| i.get("also").is_none_or(|a| a == &json!([]))),
+            "{out}"
+        );
+    }
+
     #[test]
     fn bind_refuses_self_calls_and_unknown_fields() {
         // The reason `Compose::bind` refuses `options` for a skill `recall`.

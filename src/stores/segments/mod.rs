@@ -160,46 +160,91 @@ pub trait EntryFields: Serialize + DeserializeOwned + Clone + Debug + PartialEq 
     }
 }
 
-/// Checks the segment files `manifest` names in `dir` byte for byte: each file's
-/// length against the manifest's `bytes` and, when the kind records one, its CRC-32
-/// (reading every byte: ~0.1 s per GB in the page cache). Readers only compare
-/// lengths (their calls must not read the whole set); `skills status` and every
-/// writable open run this, so a damaged file is reported and the next write
-/// rebuilds the set.
+/// Segment sets up to this many bytes are CRC-checked at every writable open (~0.1 s
+/// read from the page cache: about 2M messages of search index); larger ones only by
+/// `skills status`, each writable open checking their lengths, so an ingest of a 10M
+/// store does not read its 5.7 GB index first.
+pub const WRITER_CRC_BYTES: u64 = 1 << 30;
+
+/// Checks the segment files `manifest` names in `dir`: each is a plain file whose
+/// length is the manifest's `bytes` and, with `crc` and when the kind records one
+/// (the search index does; the embeddings and tombstone files do not), whose CRC-32
+/// matches (reading every byte, streamed). Readers only compare lengths (their calls
+/// must not read the whole set); `skills status` checks everything and writable opens
+/// check sets up to [`WRITER_CRC_BYTES`], so a damaged file is reported and the next
+/// write rebuilds the set.
 ///
 /// # Errors
-/// What differs, naming the file.
-pub fn verify_files<K: SegmentKind>(dir: &Path, manifest: &ManifestOf<K>) -> Result<(), String> {
+/// What differs, naming the file; [`VerifyError::Gone`] when a file is missing (a
+/// writer may have published a new manifest meanwhile: read it again).
+pub fn verify_files<K: SegmentKind>(
+    dir: &Path,
+    manifest: &ManifestOf<K>,
+    crc: bool,
+) -> Result<(), VerifyError> {
+    use std::io::Read as _;
+    let bad = |file: &str, why: String| VerifyError::Damaged(format!("{file}: {why}"));
     for entry in &manifest.segments {
-        let mut file = fs_err::File::open(dir.join(&entry.file)).map_err(|e| e.to_string())?;
-        let len = file.metadata().map_err(|e| e.to_string())?.len();
-        if len != entry.bytes {
-            return Err(format!(
-                "{}: {len} bytes, the manifest says {}",
-                entry.file, entry.bytes
+        // A manifest is a file on disk like any other: never follow it out of `dir`.
+        let plain = Path::new(&entry.file).file_name() == Some(std::ffi::OsStr::new(&entry.file));
+        if !plain {
+            return Err(bad(
+                &entry.file,
+                "not a file name inside the set's folder".into(),
             ));
         }
-        if let Some(want) = entry.kind.crc32() {
-            // Streamed: a set can be larger than the memory one ingest may take.
-            let mut crc = crc32fast::Hasher::new();
-            let mut buf = vec![0u8; 1 << 20];
-            loop {
-                let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| e.to_string())?;
-                if n == 0 {
-                    break;
-                }
-                crc.update(&buf[..n]);
+        let path = dir.join(&entry.file);
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(VerifyError::Gone(entry.file.clone()))
             }
-            let got = crc.finalize();
-            if got != want {
-                return Err(format!(
-                    "{}: CRC-32 {got:08x}, the manifest says {want:08x}",
-                    entry.file
-                ));
+            Err(e) => return Err(bad(&entry.file, e.to_string())),
+        };
+        if !meta.is_file() {
+            return Err(bad(&entry.file, "not a regular file".into()));
+        }
+        if meta.len() != entry.bytes {
+            return Err(bad(
+                &entry.file,
+                format!("{} bytes, the manifest says {}", meta.len(), entry.bytes),
+            ));
+        }
+        let Some(want) = entry.kind.crc32().filter(|_| crc) else {
+            continue;
+        };
+        let file = std::fs::File::open(&path).map_err(|e| bad(&entry.file, e.to_string()))?;
+        let mut file = file.take(entry.bytes);
+        let mut hasher = crc32fast::Hasher::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(bad(&entry.file, e.to_string())),
             }
+        }
+        let got = hasher.finalize();
+        if got != want {
+            return Err(bad(
+                &entry.file,
+                format!("CRC-32 {got:08x}, the manifest says {want:08x}"),
+            ));
         }
     }
     Ok(())
+}
+
+/// Why [`verify_files`] refused a set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// A file is damaged: what differs, naming it.
+    #[error("{0}")]
+    Damaged(String),
+    /// A file the manifest names is gone (replaced by a writer's publication, or lost).
+    #[error("{0}: missing")]
+    Gone(String),
 }
 
 /// One kind of segment set: the file format, building and merging segments, and the

@@ -47,10 +47,15 @@ impl<K: SegmentKind> Base<K> {
             Ok(m) if m.store != StoreStamp::of(db) => Err(K::STALE.to_owned()),
             // Every byte checked: a damaged segment kept by an incremental update would
             // lose its rows from every search until the next rebuild.
-            Ok(m) => match super::verify_files::<K>(&dir_of::<K>(db), &m) {
-                Ok(()) => Ok(m),
-                Err(why) => Err(format!("damaged {} ({why})", K::NAME)),
-            },
+            // The writer holds the lock, so no file is replaced meanwhile.
+            Ok(m) => {
+                let crc =
+                    m.segments.iter().map(|e| e.bytes).sum::<u64>() <= super::WRITER_CRC_BYTES;
+                match super::verify_files::<K>(&dir_of::<K>(db), &m, crc) {
+                    Ok(()) => Ok(m),
+                    Err(why) => Err(format!("damaged {} ({why})", K::NAME)),
+                }
+            }
             Err(Unavailable::Missing) => Err(K::MISSING.to_owned()),
             // The kind's name, not `Unavailable`'s wording (which names the search index).
             Err(Unavailable::Corrupt(why)) => Err(format!("damaged {} ({why})", K::NAME)),
