@@ -160,8 +160,8 @@ pub trait EntryFields: Serialize + DeserializeOwned + Clone + Debug + PartialEq 
     }
 }
 
-/// Segment sets up to this many bytes are CRC-checked at every writable open (~0.1 s
-/// read from the page cache: about 2M messages of search index); larger ones only by
+/// Segment sets up to this many bytes are CRC-checked at every writable open (about
+/// 2M messages of search index; the cost of that read is not measured yet); larger ones only by
 /// `skills status`, each writable open checking their lengths, so an ingest of a 10M
 /// store does not read its 5.7 GB index first.
 pub const WRITER_CRC_BYTES: u64 = 1 << 30;
