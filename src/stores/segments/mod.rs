@@ -161,7 +161,8 @@ pub trait EntryFields: Serialize + DeserializeOwned + Clone + Debug + PartialEq 
 }
 
 /// Segment sets up to this many bytes are CRC-checked at every writable open (about
-/// 2M messages of search index; the cost of that read is not measured yet); larger ones only by
+/// 2M messages of search index; at 1M, 574 MB, the whole `skills status` with that
+/// pass took 0.20 s warm, 0.47 s the first time, 2026-12-06); larger ones only by
 /// `skills status`, each writable open checking their lengths, so an ingest of a 10M
 /// store does not read its 5.7 GB index first.
 pub const WRITER_CRC_BYTES: u64 = 1 << 30;
