@@ -249,6 +249,30 @@ fn ingest_of_only_missing_paths_names_them_and_creates_no_store() {
     assert!(data.join("conversations.duckdb").exists());
 }
 
+/// A date that matches YYYY-MM-DD but is no calendar date is refused by the input
+/// schema (`format: date`, asserted) with the argument's name, exit 2 — not DuckDB's
+/// cast error with a SQL excerpt after the query started.
+#[test]
+fn an_impossible_date_is_an_argument_error() {
+    for (skill, arg) in [
+        ("conversations-by-date", "date=2026-02-30"),
+        ("list-conversations", "since=2025-13-01"),
+        ("message-activity", "until=2023-02-29"),
+    ] {
+        let o = skills(sample_data(), &["run", skill, "--arg", arg]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{skill} {arg}: {err}");
+        let name = arg.split('=').next().unwrap();
+        assert!(err.contains(&format!("argument `{name}`")), "{err}");
+        assert!(!err.contains("LINE") && !err.contains("CAST"), "{err}");
+    }
+    let o = skills(
+        sample_data(),
+        &["run", "conversations-by-date", "--arg", "date=2024-02-29"],
+    );
+    assert!(o.status.success(), "a leap day is a date: {o:?}");
+}
+
 #[test]
 fn exit_codes_distinguish_usage_from_failure() {
     let o = skills(

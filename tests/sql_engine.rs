@@ -156,16 +156,13 @@ fn enum_arguments_choose_structure_and_bad_values_are_argument_errors() {
         Err(CallError::InvalidArguments { errors, .. }) => assert_eq!(errors[0].argument, "date"),
         other => panic!("expected an argument error, got {other:?}"),
     }
-    // The pattern lets these through; DuckDB cannot make a DATE of them. They are the
-    // caller's mistake (an argument error naming `date`), not a failed query.
+    // The pattern lets these through, `format: date` (asserted) does not: the
+    // caller's mistake, an argument error naming `date` before any query runs.
     for date in ["9999-99-99", "2025-02-30"] {
         match host.call("conversations-by-date", json!({"date": date})) {
-            Err(CallError::Engine {
-                source: skills::engines::EngineError::Argument { name, reason },
-                ..
-            }) => {
-                assert_eq!(name, "date");
-                assert!(reason.contains(date), "{reason}");
+            Err(CallError::InvalidArguments { errors, .. }) => {
+                assert_eq!(errors[0].argument, "date");
+                assert!(errors[0].reason.contains(date), "{:?}", errors[0]);
             }
             other => panic!("{date}: expected an argument error, got {other:?}"),
         }

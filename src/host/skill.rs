@@ -232,7 +232,12 @@ pub fn bind(
             format!("name `{}` must equal the folder name `{folder}`", meta.name),
         ));
     }
-    let validator = match jsonschema::draft202012::new(&meta.input_schema) {
+    // Formats asserted, not only annotated (2020-12's default): `format: date` refuses
+    // 2026-02-30 with the argument's name, before any query sees it.
+    let validator = match jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&meta.input_schema)
+    {
         Ok(v) => Some(v),
         Err(e) => {
             diags.push(Diagnostic::new(
