@@ -15,7 +15,7 @@ use skills::redact::at_store::{Secrets, REDACT_IN_PLACE};
 use skills::stores::conversations::{embeddings, index, ConversationStore};
 use skills::stores::memories::MemoryStore;
 use skills::stores::segments::{
-    verify_files, ManifestOf, SegmentKind, VerifyError, WRITER_CRC_BYTES,
+    verify_files, writers_check_crc, ManifestOf, SegmentKind, VerifyError,
 };
 
 use super::{Outcome, Printer, Session};
@@ -359,8 +359,7 @@ fn damage<K: SegmentKind>(
             },
             Err(e) => e.to_string(),
         };
-        let bytes: u64 = m.segments.iter().map(|e| e.bytes).sum();
-        let fix = if bytes <= WRITER_CRC_BYTES {
+        let fix = if writers_check_crc(&m) {
             format!("the next `skills ingest` rebuilds {it}")
         } else {
             // Writable opens check only the lengths of a set this large.

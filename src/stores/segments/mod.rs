@@ -186,31 +186,7 @@ pub fn verify_files<K: SegmentKind>(
     use std::io::Read as _;
     let bad = |file: &str, why: String| VerifyError::Damaged(format!("{file}: {why}"));
     for entry in &manifest.segments {
-        // A manifest is a file on disk like any other: never follow it out of `dir`.
-        let plain = Path::new(&entry.file).file_name() == Some(std::ffi::OsStr::new(&entry.file));
-        if !plain {
-            return Err(bad(
-                &entry.file,
-                "not a file name inside the set's folder".into(),
-            ));
-        }
-        let path = dir.join(&entry.file);
-        let meta = match std::fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(VerifyError::Gone(entry.file.clone()))
-            }
-            Err(e) => return Err(bad(&entry.file, e.to_string())),
-        };
-        if !meta.is_file() {
-            return Err(bad(&entry.file, "not a regular file".into()));
-        }
-        if meta.len() != entry.bytes {
-            return Err(bad(
-                &entry.file,
-                format!("{} bytes, the manifest says {}", meta.len(), entry.bytes),
-            ));
-        }
+        let path = checked_path(dir, entry)?;
         let Some(want) = entry.kind.crc32().filter(|_| crc) else {
             continue;
         };
@@ -235,6 +211,46 @@ pub fn verify_files<K: SegmentKind>(
         }
     }
     Ok(())
+}
+
+/// Whether writable opens CRC-check the set of `manifest` ([`WRITER_CRC_BYTES`]); a
+/// larger one only by its files' lengths.
+pub fn writers_check_crc<M, E>(manifest: &Manifest<M, E>) -> bool {
+    manifest.segments.iter().map(|e| e.bytes).sum::<u64>() <= WRITER_CRC_BYTES
+}
+
+/// The path of `entry`'s file in `dir`, once its name stays inside `dir` and it is a
+/// regular file (never followed through a link) of the manifest's length: one stat,
+/// no byte read. Readers check every segment so, [`verify_files`] before its CRC.
+///
+/// # Errors
+/// [`VerifyError::Gone`] when the file does not exist, [`VerifyError::Damaged`]
+/// otherwise, naming it.
+pub(crate) fn checked_path<E>(dir: &Path, entry: &SegmentEntry<E>) -> Result<PathBuf, VerifyError> {
+    let bad = |why: String| VerifyError::Damaged(format!("{}: {why}", entry.file));
+    // A manifest is a file on disk like any other: never follow it out of `dir`.
+    if Path::new(&entry.file).file_name() != Some(std::ffi::OsStr::new(&entry.file)) {
+        return Err(bad("not a file name inside the set's folder".into()));
+    }
+    let path = dir.join(&entry.file);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(VerifyError::Gone(entry.file.clone()))
+        }
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    if !meta.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    if meta.len() != entry.bytes {
+        return Err(bad(format!(
+            "{} bytes, the manifest says {}",
+            meta.len(),
+            entry.bytes
+        )));
+    }
+    Ok(path)
 }
 
 /// Why [`verify_files`] refused a set.

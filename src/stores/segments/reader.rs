@@ -99,21 +99,9 @@ impl<S> Live<S> {
     where
         K: SegmentKind<Segment = S>,
     {
-        let path = dir.join(&entry.file);
-        // A length check costs one stat; a file cut short or grown is refused
-        // ([`super::verify_files`] also checks the bytes).
-        match std::fs::metadata(&path) {
-            Ok(m) if m.len() == entry.bytes => {}
-            Ok(m) => {
-                return Err(format!(
-                    "{}: {} bytes, the manifest says {}",
-                    entry.file,
-                    m.len(),
-                    entry.bytes
-                ))
-            }
-            Err(e) => return Err(format!("{}: {e}", entry.file)),
-        }
+        // One stat: a file cut short, grown or replaced is refused ([`super::verify_files`]
+        // also checks the bytes).
+        let path = super::checked_path(dir, entry).map_err(|e| e.to_string())?;
         let seg = K::open(&path, meta)?;
         let rows = K::rows(&seg);
         if rows as u64 != entry.kind.rows() {

@@ -49,8 +49,7 @@ impl<K: SegmentKind> Base<K> {
             // lose its rows from every search until the next rebuild.
             // The writer holds the lock, so no file is replaced meanwhile.
             Ok(m) => {
-                let crc =
-                    m.segments.iter().map(|e| e.bytes).sum::<u64>() <= super::WRITER_CRC_BYTES;
+                let crc = super::writers_check_crc(&m);
                 match super::verify_files::<K>(&dir_of::<K>(db), &m, crc) {
                     Ok(()) => Ok(m),
                     Err(why) => Err(format!("damaged {} ({why})", K::NAME)),
