@@ -82,7 +82,7 @@ fn main() -> Result<()> {
     let _ = std::fs::remove_dir_all(&root);
     let (data, home) = (root.join("data"), root.join("home"));
     eprintln!("copying the {n}-message store …");
-    copy_dir(&base, &data)?;
+    common::copy_dir(&base, &data)?;
     let env = Env {
         home: home.clone(),
         data: data.clone(),
@@ -683,19 +683,4 @@ fn query(data: &Path, sql: &str) -> Result<Vec<String>> {
         .query_map([], |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
-}
-
-/// Copies folder `from` to `to` (files and subfolders).
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
 }

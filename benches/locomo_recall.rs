@@ -51,7 +51,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context as _, Result};
@@ -135,16 +135,8 @@ fn main() -> Result<()> {
         }
     };
     let convs = locomo::load(&file)?;
-    let list = |var: &str, default: &str| -> Vec<String> {
-        std::env::var(var)
-            .unwrap_or_else(|_| default.to_owned())
-            .split(',')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
-    let variants = list("RECALL_VARIANTS", VARIANTS);
-    let configs = list("RECALL_CONFIGS", "transcripts,memories");
+    let variants = common::env_list("RECALL_VARIANTS", VARIANTS);
+    let configs = common::env_list("RECALL_CONFIGS", "transcripts,memories");
     let tmp = tempfile::tempdir()?;
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
     // One skills folder per variant: the bundled skills with recall's numbers changed.
@@ -154,7 +146,7 @@ fn main() -> Result<()> {
             shipped.clone()
         } else {
             let dir = tmp.path().join("skills").join(v.replace(':', "_"));
-            copy_dir(&shipped, &dir)?;
+            common::copy_dir(&shipped, &dir)?;
             let doc = dir.join("recall").join("SKILL.md");
             let text = std::fs::read_to_string(&doc)?;
             std::fs::write(&doc, patch(&text, v)?)?;
@@ -555,19 +547,5 @@ fn replace_after(out: &mut String, anchor: &str, from: &str, to: &str) -> Result
 fn write_lines(path: &Path, records: &[Value]) -> Result<()> {
     let lines: Vec<String> = records.iter().map(Value::to_string).collect();
     std::fs::write(path, lines.join("\n") + "\n")?;
-    Ok(())
-}
-
-fn copy_dir(from: &Path, to: &PathBuf) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
     Ok(())
 }

@@ -115,21 +115,13 @@ fn main() -> Result<()> {
         return Ok(());
     };
     let convs = locomo::load(&file)?;
-    let list = |var: &str, default: &str| -> Vec<String> {
-        std::env::var(var)
-            .unwrap_or_else(|_| default.to_owned())
-            .split(',')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
     let deep_here = Embedder::default_dir().is_some_and(|d| d.join("e5").is_dir());
-    let models = list(
+    let models = common::env_list(
         "RERANK_MODELS",
         if deep_here { "static,deep" } else { "static" },
     );
-    let variants = list("RERANK_VARIANTS", VARIANTS);
-    let units = list("RERANK_UNITS", "turn,session");
+    let variants = common::env_list("RERANK_VARIANTS", VARIANTS);
+    let units = common::env_list("RERANK_UNITS", "turn,session");
     let depth = common::env_usize("RERANK_DEPTH", 20);
     let every = common::env_usize("RERANK_EVERY", 1).max(1);
     let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");

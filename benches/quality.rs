@@ -123,27 +123,19 @@ fn main() -> Result<()> {
             None
         }
     };
-    let list = |var: &str, default: &str| -> Vec<String> {
-        std::env::var(var)
-            .unwrap_or_else(|_| default.to_owned())
-            .split(',')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
-    let modes = match list("QUALITY_MODES", MODES).as_slice() {
+    let modes = match common::env_list("QUALITY_MODES", MODES).as_slice() {
         [one] if one == "loo" => LOO_GRID.split(',').map(str::to_owned).collect(),
         modes => modes.to_vec(),
     };
     let previous = std::env::var("QUALITY_PREVIOUS").unwrap_or_else(|_| PREVIOUS.to_owned());
-    let units: Vec<Unit> = list("QUALITY_UNITS", "session,turn")
+    let units: Vec<Unit> = common::env_list("QUALITY_UNITS", "session,turn")
         .iter()
         .map(|u| match u.as_str() {
             "turn" => Unit::Turn,
             _ => Unit::Session,
         })
         .collect();
-    let haystacks = list("QUALITY_HAYSTACKS", "conversation,pooled");
+    let haystacks = common::env_list("QUALITY_HAYSTACKS", "conversation,pooled");
     let misses = common::env_usize("QUALITY_MISSES", 0);
     // One folder per model: with `QUALITY_REUSE=1` the stores of an earlier run with
     // the same model are imported into again (nothing changes, nothing is re-embedded),

@@ -1127,18 +1127,13 @@ fn hostile_archive_queries_are_refused_by_the_database() {
         "nothing deleted"
     );
     // The same queries' local twins still run on DuckDB (the skills are valid).
-    let out = skills()
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--skills-dir")
-        .arg(&skills_dir)
-        .args(["run", "read-file"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::cli::ok(
+        skills()
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--skills-dir")
+            .arg(&skills_dir)
+            .args(["run", "read-file"]),
     );
 }
 
@@ -1151,20 +1146,15 @@ fn push_as(data: &Path, db: &Db, user: &str) {
 /// `skills archive push` of `data` with `extra` as machine `data`'s folder name and
 /// user `user`.
 fn push_with(data: &Path, db: &Db, user: &str, extra: &[&str]) {
-    let out = skills()
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--archive", &db.url, "--json", "archive", "push"])
-        .args(extra)
-        .env("SKILLS_MACHINE_NAME", data.file_name().unwrap())
-        .env("USER", user)
-        .env("LOGNAME", user)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::cli::ok(
+        skills()
+            .arg("--data-dir")
+            .arg(data)
+            .args(["--archive", &db.url, "--json", "archive", "push"])
+            .args(extra)
+            .env("SKILLS_MACHINE_NAME", data.file_name().unwrap())
+            .env("USER", user)
+            .env("LOGNAME", user),
     );
 }
 

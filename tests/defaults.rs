@@ -49,17 +49,22 @@ fn documented() -> Vec<(String, String, String, String)> {
         .collect()
 }
 
+/// The "Defaults" table's row of `skill` `parameter`: (skill, parameter, value,
+/// chosen by).
+fn documented_row(skill: &str, parameter: &str) -> (String, String, String, String) {
+    documented()
+        .into_iter()
+        .find(|r| r.0 == skill && r.1 == parameter)
+        .unwrap_or_else(|| {
+            panic!("docs/performance.md `## Defaults` has no row for {skill} {parameter}")
+        })
+}
+
 /// Checks that the "Defaults" table names `figure` as the leave-one-conversation-out
 /// figure (tuned on the other LoCoMo conversations, scored on the held-out one) the
 /// default of `skill` `parameter` was chosen by (issue 44, item 4).
 fn assert_held_out(skill: &str, parameter: &str, figure: &str) {
-    let rows = documented();
-    let row = rows
-        .iter()
-        .find(|r| r.0 == skill && r.1 == parameter)
-        .unwrap_or_else(|| {
-            panic!("docs/performance.md `## Defaults` has no row for {skill} {parameter}")
-        });
+    let row = documented_row(skill, parameter);
     assert!(
         row.3.contains(figure),
         "{skill} {parameter}: chosen by the held-out figure {figure}, the docs say `{}`",
@@ -68,13 +73,7 @@ fn assert_held_out(skill: &str, parameter: &str, figure: &str) {
 }
 
 fn assert_documented(skill: &str, parameter: &str, value: &str) {
-    let rows = documented();
-    let row = rows
-        .iter()
-        .find(|r| r.0 == skill && r.1 == parameter)
-        .unwrap_or_else(|| {
-            panic!("docs/performance.md `## Defaults` has no row for {skill} {parameter}")
-        });
+    let row = documented_row(skill, parameter);
     assert_eq!(
         row.2, value,
         "{skill} {parameter}: the code's default is {value}, the docs say {}",

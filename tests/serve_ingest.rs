@@ -620,18 +620,13 @@ async fn a_call_during_an_import_does_not_wait_for_the_index() {
     let line = json!({"role": "user", "content": "the capybara grazes at dusk",
                       "timestamp": "2026-03-08T10:00:00Z"});
     fs_err::write(extra.join("notes.jsonl"), format!("{line}\n")).unwrap();
-    let out = common::cli::skills()
-        .arg("ingest")
-        .arg(&extra)
-        .env("HOME", home.path())
-        .env("SKILLS_DATA_DIR", home.path().join("data"))
-        .env("SKILLS_EMBEDDER", "none")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::cli::ok(
+        common::cli::skills()
+            .arg("ingest")
+            .arg(&extra)
+            .env("HOME", home.path())
+            .env("SKILLS_DATA_DIR", home.path().join("data"))
+            .env("SKILLS_EMBEDDER", "none"),
     );
     let index = home.path().join("data/conversations.index/MANIFEST");
     assert!(index.exists(), "the earlier ingest published no index");

@@ -17,6 +17,35 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// A comma-separated list from environment variable `name`, else from `default`:
+/// items trimmed, empty ones dropped.
+pub fn env_list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.to_owned())
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Copies folder `from` to `to` (files and subfolders).
+///
+/// # Errors
+/// The first I/O error.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 /// The temporal routing's boost a ranking variant names with a last part `tB` (`t0`:
 /// none; quality's and locomo_semantic's variants), taken off `parts` (the variant
 /// `name` split on `:`); [`skills::engines::temporal::BOOST`] when the last part is
