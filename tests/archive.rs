@@ -19,77 +19,7 @@ use skills::ingest::Message;
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
-/// The server's superuser URL, or `None` after saying why the test does not run.
-fn server() -> Option<String> {
-    match std::env::var("SKILLS_TEST_ARCHIVE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            let why = std::env::var("SKILLS_TEST_POSTGRES_UNAVAILABLE").unwrap_or_else(|_| {
-                "no PostgreSQL: SKILLS_TEST_ARCHIVE_URL is unset (./scripts/test starts one; \
-                 or eval \"$(scripts/postgres start)\")"
-                    .into()
-            });
-            common::not_run(&why);
-            None
-        }
-    }
-}
-
-/// A fresh database on the test server, dropped when this goes out of scope.
-struct Db {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl Db {
-    fn new(admin: &str) -> Self {
-        let mut bytes = [0u8; 6];
-        getrandom::fill(&mut bytes).unwrap();
-        let name = format!("t_{}", hex::encode(bytes));
-        let mut c = postgres::Client::connect(admin, postgres::NoTls).unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let (base, _) = admin.rsplit_once('/').unwrap();
-        Self {
-            admin: admin.to_owned(),
-            url: format!("{base}/{name}?sslmode=disable"),
-            name,
-        }
-    }
-
-    fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url, postgres::NoTls).unwrap()
-    }
-
-    /// Every message row of the archive (all columns), in key order, as text.
-    fn dump(&self) -> Vec<String> {
-        self.client()
-            .query(
-                "SELECT m::text FROM skills_archive.messages m
-                 ORDER BY machine, source, conversation_id, message_id",
-                &[],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
-    }
-
-    fn count(&self, sql: &str) -> i64 {
-        self.client().query_one(sql, &[]).unwrap().get(0)
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
+use common::archive::{password, server, Db};
 
 fn skills() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_skills"));
@@ -663,7 +593,7 @@ fn a_store_redacted_at_import_sends_no_secret_whatever_the_push_flags() {
 #[test]
 fn status_shows_the_archive_and_never_the_password() {
     let Some(db) = migrated_db() else { return };
-    let password = server_password();
+    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
     store(&data, &corpus("st", 4, 3));
@@ -735,14 +665,6 @@ fn status_shows_the_archive_and_never_the_password() {
             "the password leaked: {shown}"
         );
     }
-}
-
-/// The test server's superuser password (in `SKILLS_TEST_ARCHIVE_URL`).
-fn server_password() -> String {
-    let url = std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap();
-    let (_, rest) = url.split_once("://").unwrap();
-    let (auth, _) = rest.split_once('@').unwrap();
-    auth.split_once(':').unwrap().1.to_owned()
 }
 
 // ---- the drop-in `sql` skills on the archive ----------------------------------------
@@ -1047,7 +969,7 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
 #[test]
 fn hostile_archive_queries_are_refused_by_the_database() {
     let Some(db) = migrated_db() else { return };
-    let password = server_password();
+    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
     store(&data, &corpus("h", 2, 2));
@@ -1370,7 +1292,7 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
         .env("SKILLS_EMBEDDER", "none")
         .env("SKILLS_NOW", now);
     let server = common::serve::HttpServer::start(cmd);
-    let password = server_password();
+    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
 
     let mut fetched = 0;
     let mut twins_checked = 0;
@@ -1663,7 +1585,7 @@ fn connect_and_ask(url: &str) -> Result<(), String> {
 #[test]
 fn sslmode_require_and_verify_full_against_a_tls_server() {
     let Some(admin) = server() else { return };
-    let password = server_password();
+    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
     let dir = tempfile::tempdir().unwrap();
     if !openssl(dir.path(), &["version"]) {
         common::not_run("no `openssl` command to make the test's certificates");

@@ -279,9 +279,18 @@ impl Target {
         }
     }
 
-    /// An error about this archive: `archive <shown>: <what>: <cause>`, scrubbed.
+    /// An error about this archive: `archive <shown>: <what>: <cause>`, scrubbed. A
+    /// write refused because the server is read-only (SQLSTATE 25006 outside a
+    /// transaction of ours declared `READ ONLY`: a hot standby) says where writes go.
     pub fn error(&self, what: &str, e: &postgres::Error) -> ArchiveError {
-        ArchiveError::new(self.scrub(&format!("archive {}: {what}: {}", self.shown, describe(e))))
+        let mut said = describe(e);
+        if e.code() == Some(&postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION) {
+            said.push_str(
+                "; this server is read-only (a hot standby or read replica answers \
+                 searches and pages but takes no push or migrate): give the primary's URL",
+            );
+        }
+        ArchiveError::new(self.scrub(&format!("archive {}: {what}: {said}", self.shown)))
     }
 
     /// Connects (with [`CONNECT_TIMEOUT`]).

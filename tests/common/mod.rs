@@ -6,6 +6,7 @@
 //! not run instead of passed (see [`not_run`](mod@not_run) for how).
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
+pub mod archive;
 pub mod cli;
 pub mod mcp;
 pub mod not_run;
