@@ -204,3 +204,98 @@ fn status_names_the_second_tier_without_loading_it() {
     );
     assert!(!mark.exists(), "status loaded the second tier's engine");
 }
+
+/// A copy of the data folder (`cp -r`: new inodes and modification times, the same
+/// bytes) keeps its search index and embeddings: status says current and the copy
+/// answers search-conversations and semantic-search as the original does. A write by
+/// another tool to the copy, or an older version of the store copied over a copy that
+/// was written since, still makes them stale.
+#[test]
+fn a_copied_data_folder_keeps_its_index_and_embeddings_until_its_store_changes() {
+    if common::embedder().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let original = tmp.path().join("original");
+    let sample = common::repo().join("data/sample/claude-code");
+    let with_model = |data: &Path, args: &[&str]| {
+        common::cli::ok(
+            common::cli::with_data(data)
+                .args(args)
+                .env_remove("SKILLS_EMBEDDER"),
+        )
+    };
+    with_model(&original, &["ingest", "--quiet", sample.to_str().unwrap()]);
+    let states = |data: &Path| {
+        let v: Value =
+            serde_json::from_slice(&with_model(data, &["status", "--json"]).stdout).unwrap();
+        (
+            v["conversations"]["index"]["state"].clone(),
+            v["conversations"]["embeddings"]["state"].clone(),
+        )
+    };
+    assert_eq!(states(&original), ("current".into(), "current".into()));
+    let answer = |data: &Path, skill: &str, arg: &str| {
+        let out = with_model(data, &["--json", "run", skill, "--arg", arg]);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["data"].clone()
+    };
+
+    let copy = tmp.path().join("copy");
+    common::copy_dir(&original, &copy);
+    let (a, b) = (
+        std::fs::metadata(original.join("conversations.duckdb")).unwrap(),
+        std::fs::metadata(copy.join("conversations.duckdb")).unwrap(),
+    );
+    assert_ne!(
+        (
+            a.modified().unwrap(),
+            std::os::unix::fs::MetadataExt::ino(&a)
+        ),
+        (
+            b.modified().unwrap(),
+            std::os::unix::fs::MetadataExt::ino(&b)
+        ),
+        "the copy kept the file's stamp, so it tests nothing"
+    );
+    assert_eq!(states(&copy), ("current".into(), "current".into()));
+    for (skill, arg) in [
+        ("search-conversations", "term=the"),
+        (
+            "semantic-search",
+            "query=what did we decide about the build",
+        ),
+    ] {
+        let here = answer(&copy, skill, arg);
+        assert!(
+            here["rows"].as_array().is_some_and(|r| !r.is_empty()),
+            "{skill}: {here}"
+        );
+        assert_eq!(here, answer(&original, skill, arg), "{skill} on the copy");
+    }
+
+    // The copy written since (a new identity), then the original's file copied over it.
+    let more = tmp.path().join("more.jsonl");
+    std::fs::write(
+        &more,
+        "{\"role\":\"user\",\"content\":\"only in the copy\",\"conversation_id\":\"c9\",\"id\":\"m9\"}\n",
+    )
+    .unwrap();
+    with_model(&copy, &["ingest", "--quiet", more.to_str().unwrap()]);
+    assert_eq!(states(&copy), ("current".into(), "current".into()));
+    std::fs::copy(
+        original.join("conversations.duckdb"),
+        copy.join("conversations.duckdb"),
+    )
+    .unwrap();
+    assert_eq!(states(&copy), ("stale".into(), "stale".into()));
+
+    // Another tool's write to a fresh copy.
+    let other = tmp.path().join("other");
+    common::copy_dir(&original, &other);
+    {
+        let conn = duckdb::Connection::open(other.join("conversations.duckdb")).unwrap();
+        conn.execute_batch("DELETE FROM all_conversations WHERE msg_index = 0; CHECKPOINT;")
+            .unwrap();
+    }
+    assert_eq!(states(&other), ("stale".into(), "stale".into()));
+}

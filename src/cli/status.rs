@@ -292,11 +292,7 @@ fn derived_index(db: &Path) -> Derived {
     let mut out = derived(&dir);
     match index::Manifest::read(&dir) {
         Ok(m) => {
-            out.state = if m.store == index::StoreStamp::of(db) {
-                "current"
-            } else {
-                "stale"
-            };
+            out.state = if m.holds_for(db) { "current" } else { "stale" };
             out.rows = Some(m.stamp.rows);
             // Every file read and its CRC-32 compared: a flipped byte would otherwise
             // drop rows from searches while this said "current".
@@ -318,11 +314,7 @@ fn derived_embeddings(db: &Path) -> Derived {
     let mut out = derived(&dir);
     match embeddings::Manifest::read(&dir) {
         Ok(m) => {
-            out.state = if m.store == index::StoreStamp::of(db) {
-                "current"
-            } else {
-                "stale"
-            };
+            out.state = if m.holds_for(db) { "current" } else { "stale" };
             out.rows = Some(m.units);
             out.model = Some(m.kind.model.clone());
             if out.state == "current" {

@@ -101,6 +101,15 @@ impl ConversationStore {
             let done = w.update(&conn, &touched, progress);
             (w, done)
         });
+        // A new identity when rows were written: two copies of a store written since
+        // never pass for each other (segments' `StoreContent`).
+        if !touched.is_empty() {
+            conn.execute_batch("UPDATE store_identity SET id = uuid()::VARCHAR")
+                .map_err(|e| duck(&path, e))?;
+        }
+        let store_id: Option<String> = conn
+            .query_row("SELECT id FROM store_identity LIMIT 1", [], |r| r.get(0))
+            .ok();
         conn.execute_batch("CHECKPOINT")
             .map_err(|e| duck(&path, e))?;
         conn.close().map_err(|(_, e)| duck(&path, e))?;
@@ -108,11 +117,11 @@ impl ConversationStore {
         // publishes, and a reader waiting for that lock then finds both current.
         let embeddings = embedded.map(|(w, done)| {
             let (m, r) = done.map_err(|e| e.to_string())?;
-            w.publish(m).map_err(|e| e.to_string())?;
+            w.publish(m, store_id.clone()).map_err(|e| e.to_string())?;
             Ok(r)
         });
         writer
-            .publish(manifest)
+            .publish(manifest, store_id)
             .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
         Ok(CloseReport {
             index: Some(report),

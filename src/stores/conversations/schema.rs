@@ -75,6 +75,12 @@ ALTER TABLE all_conversations ADD COLUMN IF NOT EXISTS is_injected BOOLEAN DEFAU
 -- pages at 1M messages); built on the first writable open of an older store.
 CREATE INDEX IF NOT EXISTS all_conversations_conversation_id
     ON all_conversations (conversation_id);
+-- The store's identity, renewed by every close that wrote rows: a copy of the data
+-- folder keeps its search index and embeddings (segments::StoreContent) while it holds
+-- the same identity, length and headers as when they were published.
+CREATE TABLE IF NOT EXISTS store_identity (id VARCHAR NOT NULL);
+INSERT INTO store_identity SELECT uuid()::VARCHAR
+    WHERE NOT EXISTS (SELECT 1 FROM store_identity);
 CREATE TABLE IF NOT EXISTS ingest_files (
     path VARCHAR PRIMARY KEY,
     format VARCHAR NOT NULL,

@@ -67,6 +67,65 @@ impl StoreStamp {
     }
 }
 
+/// What a copy of the store keeps of it (`cp -r`, `rsync`, a backup restored): a
+/// copy has a new inode and, unless preserved, a new modification time, so its
+/// [`StoreStamp`] differs although its content does not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreContent {
+    /// The store's identity (table `store_identity`: a UUID renewed by every close that
+    /// wrote rows, so two stores, or two copies that were written since, never share
+    /// one).
+    pub id: String,
+    /// Length of the DuckDB file in bytes.
+    pub size: u64,
+    /// SHA-256 (hex) of the DuckDB file's first [`HEAD_BYTES`] bytes: its main header
+    /// and both database headers, whose checkpoint counter changes with every
+    /// checkpoint — so a write by another tool, once checkpointed, changes it.
+    pub head: String,
+}
+
+/// Bytes of a DuckDB file that [`StoreContent::head`] covers (the main header and the
+/// two database headers, 4 KiB each).
+pub const HEAD_BYTES: usize = 3 * 4096;
+
+impl StoreContent {
+    /// The content of the closed store at `db` whose identity is `id`; `None` when
+    /// the file cannot be read.
+    pub fn of(db: &Path, id: String) -> Option<Self> {
+        Some(Self {
+            id,
+            size: std::fs::metadata(db).ok()?.len(),
+            head: head_of(db)?,
+        })
+    }
+}
+
+/// SHA-256 (hex) of the first [`HEAD_BYTES`] of `db`.
+fn head_of(db: &Path) -> Option<String> {
+    use sha2::Digest as _;
+    use std::io::Read as _;
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    std::fs::File::open(db)
+        .ok()?
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .ok()?;
+    Some(hex::encode(sha2::Sha256::digest(&head)))
+}
+
+/// The identity in the store at `db` (table `store_identity`), read from a read-only
+/// DuckDB open; `None` when it cannot be opened (a writer holds it) or has none.
+pub fn store_identity(db: &Path) -> Option<String> {
+    let config = duckdb::Config::default()
+        .access_mode(duckdb::AccessMode::ReadOnly)
+        .ok()?
+        .enable_autoload_extension(false)
+        .ok()?;
+    let conn = duckdb::Connection::open_with_flags(db, config).ok()?;
+    conn.query_row("SELECT id FROM store_identity LIMIT 1", [], |r| r.get(0))
+        .ok()
+}
+
 /// One segment in the manifest: the set's fields and the kind's `E` (flattened into
 /// the same JSON object, e.g. `rows`, `crc32` for the search index, `units` for the
 /// embeddings).
@@ -116,6 +175,33 @@ pub struct Manifest<M, E> {
     pub segments: Vec<SegmentEntry<E>>,
     /// The DuckDB files the set was published against.
     pub store: StoreStamp,
+    /// The store's content as published (absent in manifests written before it, and
+    /// for a store without an identity): lets a copy of the data folder keep the set
+    /// ([`Manifest::holds_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<StoreContent>,
+}
+
+impl<M, E> Manifest<M, E> {
+    /// Whether this set still describes the store at `db`: its [`StoreStamp`] is
+    /// unchanged (a few `stat`s), or — a copy of the data folder — the file has the
+    /// published length, headers and identity and no write-ahead log holds writes
+    /// (costs reading 12 KiB and a read-only DuckDB open, only when the stamp differs).
+    pub fn holds_for(&self, db: &Path) -> bool {
+        let now = StoreStamp::of(db);
+        if now == self.store {
+            return true;
+        }
+        let Some(content) = &self.content else {
+            return false;
+        };
+        let wal_empty = |w: Option<FileStamp>| w.is_none_or(|w| w.size == 0);
+        wal_empty(now.wal)
+            && wal_empty(self.store.wal)
+            && now.db.map(|d| d.size) == Some(content.size)
+            && head_of(db).as_deref() == Some(content.head.as_str())
+            && store_identity(db).as_deref() == Some(content.id.as_str())
+    }
 }
 
 impl<M, E> std::ops::Deref for Manifest<M, E> {
@@ -158,10 +244,20 @@ impl<M: Serialize, E: Serialize> Manifest<M, E> {
     /// fsynced, renamed over `MANIFEST`, the folder fsynced; then removes the files no
     /// manifest names (all but the segments, their tombstones, `MANIFEST` and `LOCK`).
     ///
+    /// `store_id` is the store's identity as the writer left it (table
+    /// `store_identity`), recorded with the file's length and headers
+    /// ([`StoreContent`]).
+    ///
     /// # Errors
     /// [`SetError::Io`].
-    pub fn publish(mut self, dir: &Path, db: &Path) -> Result<(), SetError> {
+    pub fn publish(
+        mut self,
+        dir: &Path,
+        db: &Path,
+        store_id: Option<String>,
+    ) -> Result<(), SetError> {
         self.store = StoreStamp::of(db);
+        self.content = store_id.and_then(|id| StoreContent::of(db, id));
         let tmp = dir.join("MANIFEST.tmp");
         let json = serde_json::to_vec_pretty(&self).unwrap_or_default();
         write_synced(&tmp, &json)?;

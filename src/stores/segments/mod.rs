@@ -27,7 +27,9 @@
 //! its WAL ([`StoreStamp`]) as they were after the writer closed the database. A reader
 //! trusts the set only while they still match ([`SegmentSet::open`]): any later write
 //! to the database makes it [`Unavailable::Stale`], and the caller answers another
-//! way. The next writable open sees the mismatch and rebuilds the set from the table.
+//! way. A copy of the data folder changes the stamp but not the content: the manifest
+//! also records the store's identity, length and headers ([`StoreContent`]), and a set
+//! whose stamp differs still holds when those are unchanged ([`Manifest::holds_for`]). The next writable open sees the mismatch and rebuilds the set from the table.
 //!
 //! One writer at a time: the search index's writer holds `conversations.index/LOCK`
 //! ([`Writer::begin_locked`]) from the store's writable open to its close, and the
@@ -63,8 +65,8 @@ use serde::Serialize;
 
 pub(crate) use bytes::{u32_at, u64_at};
 pub use manifest::{
-    first_free, next_name, sync_dir, write_synced, FileStamp, Manifest, SegmentEntry, StoreStamp,
-    MANIFEST, MANIFEST_VERSION,
+    first_free, next_name, store_identity, sync_dir, write_synced, FileStamp, Manifest,
+    SegmentEntry, StoreContent, StoreStamp, HEAD_BYTES, MANIFEST, MANIFEST_VERSION,
 };
 pub use reader::{Cache, Live, SegmentSet, Tombstones};
 pub(crate) use source::{str_ref, touched_rows};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::{dir_of, EntryFields, FileStamp, ManifestOf, SegmentEntry, SegmentKind};
-use super::{Manifest, StoreStamp, Unavailable, MANIFEST};
+use super::{StoreStamp, Unavailable, MANIFEST};
 
 /// The masked rows of one segment: a bit set over its rows (bit `r % 64` of word
 /// `r / 64`), empty when none is masked. On disk: the words, little-endian.
@@ -143,8 +143,8 @@ impl<K: SegmentKind> SegmentSet<K> {
     /// changed after it was published), [`Unavailable::Corrupt`].
     pub fn open(db: &Path) -> Result<Self, Unavailable> {
         let dir = dir_of::<K>(db);
-        let manifest = Manifest::read(&dir)?;
-        if StoreStamp::of(db) != manifest.store {
+        let manifest = ManifestOf::<K>::read(&dir)?;
+        if !manifest.holds_for(db) {
             return Err(Unavailable::Stale);
         }
         Self::open_files(&dir, manifest)

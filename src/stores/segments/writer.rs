@@ -43,23 +43,25 @@ impl<K: SegmentKind> Base<K> {
     /// Reads the manifest of the set of the store at `db` and checks it against the
     /// store.
     pub fn read(db: &Path) -> Self {
-        Self(match Manifest::read(&dir_of::<K>(db)) {
-            Ok(m) if m.store != StoreStamp::of(db) => Err(K::STALE.to_owned()),
-            // Every byte checked: a damaged segment kept by an incremental update would
-            // lose its rows from every search until the next rebuild.
-            // The writer holds the lock, so no file is replaced meanwhile.
-            Ok(m) => {
-                let crc = super::writers_check_crc(&m);
-                match super::verify_files::<K>(&dir_of::<K>(db), &m, crc) {
-                    Ok(()) => Ok(m),
-                    Err(why) => Err(format!("damaged {} ({why})", K::NAME)),
+        Self(
+            match Manifest::<_, _>::read(&dir_of::<K>(db)) as Result<ManifestOf<K>, _> {
+                Ok(m) if !m.holds_for(db) => Err(K::STALE.to_owned()),
+                // Every byte checked: a damaged segment kept by an incremental update would
+                // lose its rows from every search until the next rebuild.
+                // The writer holds the lock, so no file is replaced meanwhile.
+                Ok(m) => {
+                    let crc = super::writers_check_crc(&m);
+                    match super::verify_files::<K>(&dir_of::<K>(db), &m, crc) {
+                        Ok(()) => Ok(m),
+                        Err(why) => Err(format!("damaged {} ({why})", K::NAME)),
+                    }
                 }
-            }
-            Err(Unavailable::Missing) => Err(K::MISSING.to_owned()),
-            // The kind's name, not `Unavailable`'s wording (which names the search index).
-            Err(Unavailable::Corrupt(why)) => Err(format!("damaged {} ({why})", K::NAME)),
-            Err(e) => Err(e.to_string()),
-        })
+                Err(Unavailable::Missing) => Err(K::MISSING.to_owned()),
+                // The kind's name, not `Unavailable`'s wording (which names the search index).
+                Err(Unavailable::Corrupt(why)) => Err(format!("damaged {} ({why})", K::NAME)),
+                Err(e) => Err(e.to_string()),
+            },
+        )
     }
 }
 
@@ -223,6 +225,7 @@ impl<K: SegmentKind> Writer<K> {
             kind: kind.meta(&segments),
             segments,
             store: StoreStamp::default(),
+            content: None,
         }
     }
 
@@ -319,12 +322,16 @@ impl<K: SegmentKind> Writer<K> {
 
     /// Publishes `manifest` against the database as it is now (call after the
     /// database was checkpointed and closed), then removes files no manifest names
-    /// ([`Manifest::publish`]); releases the lock.
+    /// ([`Manifest::publish`], with the store's identity `store_id`); releases the lock.
     ///
     /// # Errors
     /// [`SetError::Io`].
-    pub fn publish(self, manifest: ManifestOf<K>) -> Result<(), SetError> {
-        manifest.publish(&self.dir, &self.db)
+    pub fn publish(
+        self,
+        manifest: ManifestOf<K>,
+        store_id: Option<String>,
+    ) -> Result<(), SetError> {
+        manifest.publish(&self.dir, &self.db, store_id)
     }
 }
 

@@ -452,12 +452,13 @@ impl Writer {
     }
 
     /// Publishes `manifest` against the database as it is now (after it was
-    /// checkpointed and closed), then removes files no manifest names.
+    /// checkpointed and closed), then removes files no manifest names; `store_id` is
+    /// the store's identity, as for the search index.
     ///
     /// # Errors
     /// [`SetError::Io`].
-    pub fn publish(self, manifest: Manifest) -> Result<(), SetError> {
-        self.set.publish(manifest)
+    pub fn publish(self, manifest: Manifest, store_id: Option<String>) -> Result<(), SetError> {
+        self.set.publish(manifest, store_id)
     }
 }
 

@@ -132,6 +132,7 @@ fn generated(dir: &Path, units: usize, version: u32) -> (Embeddings, Vec<Vec<f32
             tombstones: None,
         }],
         store: StoreStamp::default(),
+        content: None,
     };
     let mut dead = vec![0u64; units.div_ceil(64)];
     for u in (0..units).step_by(7) {

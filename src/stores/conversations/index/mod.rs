@@ -293,12 +293,13 @@ impl Writer {
     }
 
     /// Publishes `manifest` against the database as it is now (call after the
-    /// database was checkpointed and closed), then removes files no manifest names.
+    /// database was checkpointed and closed), then removes files no manifest names;
+    /// `store_id` is the store's identity ([`crate::stores::segments`]' `StoreContent`).
     ///
     /// # Errors
     /// [`SetError::Io`].
-    pub fn publish(self, manifest: Manifest) -> Result<(), SetError> {
-        self.0.publish(manifest)
+    pub fn publish(self, manifest: Manifest, store_id: Option<String>) -> Result<(), SetError> {
+        self.0.publish(manifest, store_id)
     }
 }
 
