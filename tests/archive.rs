@@ -1566,6 +1566,42 @@ fn machines_sharing_a_label_keep_their_copies_apart_on_the_pages() {
     assert_eq!(whose.len(), 1, "two machines' copies interleaved: {body}");
 }
 
+/// search-conversations on the archive: each row's `cites` names the id of the
+/// machine whose copy holds the message, so its result page links each row to that
+/// machine's copy of the conversation, even when two machines share a label.
+#[test]
+fn search_results_on_the_archive_cite_their_machine() {
+    let Some((db, root, id_one, id_two)) = twins() else {
+        return;
+    };
+    let found = search(
+        &root.path().join("a/twin"),
+        &db.url,
+        &["term=message", "limit=500"],
+    );
+    let rows = found["data"]["rows"].as_array().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in rows {
+        let id = row["cites"]["machine_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{row}"));
+        assert_eq!(row["machine_id"], id, "{row}");
+        let desktop = row["preview"].as_str().unwrap().starts_with("desktop: ");
+        assert_eq!(id, if desktop { &id_two } else { &id_one }, "{row}");
+        seen.insert(id.to_owned());
+    }
+    assert_eq!(seen.len(), 2, "{found}");
+    let server = serve_archive(&root.path().join("server"), &db, "2025-03-01T00:00:00Z");
+    let (status, page) = get(
+        &server.base,
+        "/skills/search-conversations?term=desktop%3A&limit=5",
+    );
+    assert_eq!(status, 200, "{page}");
+    let link = format!("machine={id_two}#m-");
+    assert!(page.matches(&link).count() >= 5, "{page}");
+    assert!(!page.contains(&format!("machine={id_one}")), "{page}");
+}
+
 // ---- TLS ----------------------------------------------------------------------------
 
 /// Runs `openssl` with `args` in `dir`; false when it fails or is missing.
