@@ -1779,6 +1779,24 @@ fn connect_and_ask(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A connection that fails for another reason than a certificate (a wrong password)
+/// gets no certificate hint, even when the archive's address spells the words of a
+/// certificate error (the hint goes by the error's kind, not its text).
+#[test]
+fn a_failure_that_is_not_a_certificate_gets_no_certificate_hint() {
+    let Some(admin) = server() else { return };
+    let (_, rest) = admin.split_once("://").unwrap();
+    let (_, host) = rest.split_once('@').unwrap();
+    let (host, _) = host.split_once('/').unwrap();
+    for database in ["UnknownIssuer", "invalid%20peer%20certificate"] {
+        let url = format!("postgres://postgres:wrong@{host}/{database}?sslmode=disable");
+        let err = connect_and_ask(&url).expect_err(database);
+        assert!(err.contains("password authentication failed"), "{err}");
+        assert!(!err.contains("hint: the server's certificate"), "{err}");
+        assert!(!err.contains("sslrootcert"), "{err}");
+    }
+}
+
 /// `sslmode` against a TLS-enabled PostgreSQL ([`TlsFront`] before the test server,
 /// with a certificate for the IP address 127.0.0.1 signed by a CA this test makes):
 /// `require` connects encrypted; `verify-full` with that CA connects; with another CA,
@@ -1884,20 +1902,24 @@ fn sslmode_require_and_verify_full_against_a_tls_server() {
             "another CA",
             full("127.0.0.1", &other),
             "not signed by a CA of `sslrootcert`",
+            "hint: the server's certificate is not signed by a CA of `sslrootcert`",
         ),
         (
             "another host name",
             full("localhost", &ca),
             "not valid for name \"localhost\"",
+            "hint: `sslmode=verify-full` checks the URL's host name",
         ),
     ];
-    for (what, url, expected) in &checks {
+    for (what, url, expected, hint) in &checks {
         let err = connect_and_ask(url).expect_err(what);
         println!("verify-full, {what}: {err}");
         assert!(
             err.contains(expected) && err.contains("certificate"),
             "{what}: {err}"
         );
+        assert_eq!(err.matches("hint: ").count(), 1, "{what}: {err}");
+        assert!(err.contains(hint), "{what}: {err}");
         assert!(
             err.contains("archive postgres://postgres@"),
             "{what}: {err}"
