@@ -401,6 +401,100 @@ async fn odd_requests_get_readable_answers_never_a_stack() {
     );
 }
 
+/// Transcript text holding bidirectional embeddings, overrides and isolates
+/// (U+202A–U+202E, U+2066–U+2069, "Trojan Source") reorders nothing on any page: in
+/// the text, the title, the project, the ids and a memory, every such control shows
+/// as a visible escape (`\u{202E}`); the JSON twins keep the text as stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bidirectional_controls_in_a_transcript_show_as_escapes_on_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = "trojan\u{202E}doc";
+    let transcript = dir.path().join("trojan.jsonl");
+    let mut text = String::new();
+    for (i, (role, content)) in [
+        (
+            "user",
+            "is this admin check right? if access_level != \"user\u{202E} \u{2066}// admins only\u{2069} \u{2066}\" {",
+        ),
+        (
+            "assistant",
+            "It hides an \u{202D}override\u{202C}, an \u{202A}embedding\u{202C}, \u{202B}another\u{202C}, \u{2067}an isolate\u{2069} and \u{2068}one more\u{2069}.",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let line = serde_json::json!({
+            "role": role, "content": content, "conversation_id": id, "id": format!("m{i}"),
+            "timestamp": format!("2026-03-01T10:00:0{i}Z"), "title": "Review \u{202E}kcehc\u{202C}",
+            "project": "/work/\u{2067}evil\u{2069}",
+        });
+        text.push_str(&format!("{line}\n"));
+    }
+    fs_err::write(&transcript, text).unwrap();
+    let data = ingested(&[transcript]);
+    let memory = save_memory(
+        data.path(),
+        &serde_json::json!({"title": "bidi \u{202E}note", "body": "remember \u{2066}this\u{2069} check", "type": "note"}),
+    );
+    let server = Server::start(&common::repo_skills(), data.path()).await;
+    let encoded = |s: &str| skills::web::paths::encode(s);
+    let conversation = format!("/conversations/generic/{}", encoded(id));
+    let pages = [
+        "/".to_owned(),
+        "/conversations".to_owned(),
+        conversation.clone(),
+        "/projects".to_owned(),
+        format!("/projects/{}", encoded("/work/\u{2067}evil\u{2069}")),
+        "/skills/search-conversations?term=admin&_run=1".to_owned(),
+        format!("/skills/get-conversation?conversation_id={}", encoded(id)),
+        "/skills/conversations-by-date?date=2026-03-01".to_owned(),
+        "/memories".to_owned(),
+        format!("/memories/{}", encoded(&memory)),
+        "/skills/memo-search?query=remember&mode=bm25".to_owned(),
+        format!("/conversations/generic/{}?page=nope", encoded(id)),
+    ];
+    let is_control = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    let mut escapes = 0;
+    for path in &pages {
+        let (status, page) = server.get(path).await;
+        assert!(
+            status == 200 || path.ends_with("nope"),
+            "{path}: {status} {page}"
+        );
+        assert!(
+            !page.chars().any(is_control),
+            "{path} holds a bidirectional control: {page}"
+        );
+        escapes += page.matches("\\u{20").count();
+    }
+    let (_, page) = server.get(&conversation).await;
+    for escape in [
+        "\\u{202E}",
+        "\\u{2066}",
+        "\\u{2069}",
+        "\\u{202D}",
+        "\\u{202C}",
+        "\\u{202A}",
+        "\\u{202B}",
+        "\\u{2067}",
+        "\\u{2068}",
+    ] {
+        assert!(
+            page.contains(escape),
+            "{conversation} does not show {escape}: {page}"
+        );
+    }
+    assert!(escapes >= 30, "{escapes} escapes shown");
+    // The twin is the data as stored.
+    let (status, twin) = server.get(&format!("{conversation}?format=json")).await;
+    assert_eq!(status, 200, "{twin}");
+    assert!(
+        twin.contains("user\u{202E} \u{2066}// admins only"),
+        "{twin}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recall_result_links_to_the_conversation_page_showing_the_cited_message() {
     let Some(corpus) = common::corpus() else {

@@ -340,7 +340,8 @@ impl Pages {
         }
         let rendered = self.env.get_template(name).and_then(|t| t.render(&context));
         match rendered {
-            Ok(body) => respond::html(status, body),
+            // Whatever a value holds, no bidirectional control reorders the page.
+            Ok(body) => respond::html(status, view::bidi_visible(&body).into_owned()),
             Err(e) => respond::text(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("page template `{name}` failed: {e:#}\n"),
