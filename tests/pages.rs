@@ -374,7 +374,7 @@ async fn odd_requests_get_readable_answers_never_a_stack() {
         ),
         (
             "/conversations/_/c-1?page=99999999999999999999999&at=nope",
-            200,
+            400,
         ),
         (
             "/skills/search-conversations?limit=99999999999999999999&_run=1",
@@ -399,6 +399,71 @@ async fn odd_requests_get_readable_answers_never_a_stack() {
         page.contains("東京🚀 was the meeting place &lt;script&gt;"),
         "{page}"
     );
+}
+
+/// `?page=` and `?format=` values a page cannot read (a word, 0, negative, past the
+/// last page a list may have, an unknown format) are a 400 naming the parameter and
+/// what it takes, as a page or as JSON; never a silent first page or a 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_query_parameters_are_a_400_naming_them() {
+    let data = tempfile::tempdir().unwrap();
+    let store = skills::stores::conversations::ConversationStore::open_rw(
+        &skills::stores::StorePaths::in_dir(data.path()).conversations,
+    )
+    .unwrap();
+    store
+        .insert(&[
+            common::message("c-1", 0, "hello"),
+            common::message("c-1", 1, "ok"),
+        ])
+        .unwrap();
+    drop(store);
+    let server = Server::start(&common::repo_skills(), data.path()).await;
+    for (path, parameter, value) in [
+        ("/conversations?page=abc", "page", "abc"),
+        ("/conversations?source=generic&page=0", "page", "0"),
+        ("/conversations?page=-2", "page", "-2"),
+        ("/conversations?page=1e3", "page", "1e3"),
+        ("/memories?page=two", "page", "two"),
+        ("/conversations/_/c-1?page=x", "page", "x"),
+        (
+            "/conversations/generic/c-1?page=99999999999999999999",
+            "page",
+            "99999999999999999999",
+        ),
+        ("/conversations?format=xml", "format", "xml"),
+        ("/?format=yaml", "format", "yaml"),
+        ("/projects?_format=csv", "_format", "csv"),
+    ] {
+        let (status, page) = server.get(path).await;
+        assert_eq!(status, 400, "{path}: {page}");
+        assert!(page.contains("<h1"), "{path}: a page: {page}");
+        assert!(
+            page.contains(&format!("`{parameter}`")) && page.contains(value),
+            "{path}: {page}"
+        );
+        let response = client()
+            .get(server.url(path))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{path}");
+        let body: Value = response.json().await.unwrap();
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains(&format!("`{parameter}`")), "{path}: {body}");
+    }
+    // What it takes still works: a page number, an empty one, the JSON twin.
+    for path in [
+        "/conversations?page=1",
+        "/conversations?page=",
+        "/conversations?page=3",
+        "/conversations/_/c-1?page=1&format=json",
+        "/?format=html",
+    ] {
+        let (status, page) = server.get(path).await;
+        assert_eq!(status, 200, "{path}: {page}");
+    }
 }
 
 /// Transcript text holding bidirectional embeddings, overrides and isolates

@@ -167,13 +167,10 @@ fn first_line(text: &str) -> String {
 /// The list page for `pairs` (the query string).
 pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> Response {
     let filters = Filters::from_pairs(pairs);
-    let number = pairs
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "page")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(1)
-        .clamp(1, 200_000);
+    let number = match paths::page_number(pairs) {
+        Ok(number) => number.unwrap_or(1),
+        Err(why) => return calls::fail(pages, as_json, StatusCode::BAD_REQUEST, "Bad query", &why),
+    };
     let mut args = filters.args();
     args.insert("limit".into(), json!(PAGE_SIZE));
     args.insert("offset".into(), json!((number - 1) * PAGE_SIZE));
