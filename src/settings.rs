@@ -162,7 +162,7 @@ pub const EMBEDDER: Setting = Setting {
               (`skills verify` sets it for `embedder: none` cases); `static`: memories on \
               the static table too; `deep`: conversations on the second tier too.",
     default: "static table for conversations, the second tier for memories when present",
-    read_by: "every command that loads skills; `ingest`",
+    read_by: "every command that loads skills; `ingest`, `memo add`, `memo import`",
     audience: Audience::User,
 };
 

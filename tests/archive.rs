@@ -472,14 +472,6 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
     let mut nonempty = 0;
     let mut mismatches = Vec::new();
     let mut nul_terms_duckdb_differs = 0;
-    let strip = |mut v: Value| {
-        for r in v["rows"].as_array_mut().unwrap() {
-            let o = r.as_object_mut().unwrap();
-            o.remove("machine");
-            o.remove("user");
-        }
-        v
-    };
     for term in patterns(&messages) {
         for (role, limit, project) in [
             (Value::Null, 500, Value::Null),
@@ -498,7 +490,7 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
                     if !w["rows"].as_array().unwrap().is_empty() {
                         nonempty += 1;
                     }
-                    let g = strip(g);
+                    let g = without_machine(&g);
                     let count = |v: &Value| v["rows"].as_array().map_or(0, Vec::len);
                     // DuckDB's ILIKE does not match a NUL in the pattern as a literal
                     // character (see the test's doc); there the reference is the local
@@ -750,20 +742,28 @@ fn run_skill(
     (out.status.success(), data, format!("{stdout}{stderr}"))
 }
 
-/// `data` (a skill's output on the archive) without the columns only the archive
-/// has: each row's `machine` and `user`, and their names in `columns`.
+/// The fields only rows from the archive have.
+const ARCHIVE_ONLY: [&str; 3] = ["machine", "machine_id", "user"];
+
+/// `data` (a skill's output on the archive) without what only the archive has: each
+/// row's [`ARCHIVE_ONLY`] fields and their names in `columns`, and the machine id in
+/// each row's `cites`.
 fn without_machine(data: &Value) -> Value {
     let mut data = data.clone();
-    if let Some(rows) = data["rows"].as_array_mut() {
+    if let Some(rows) = data.get_mut("rows").and_then(Value::as_array_mut) {
         for row in rows {
             if let Some(row) = row.as_object_mut() {
-                row.remove("machine");
-                row.remove("user");
+                for name in ARCHIVE_ONLY {
+                    row.remove(name);
+                }
+                if let Some(cites) = row.get_mut("cites").and_then(Value::as_object_mut) {
+                    cites.remove("machine_id");
+                }
             }
         }
     }
-    if let Some(columns) = data["columns"].as_array_mut() {
-        columns.retain(|c| c != "machine" && c != "user");
+    if let Some(columns) = data.get_mut("columns").and_then(Value::as_array_mut) {
+        columns.retain(|c| !ARCHIVE_ONLY.contains(&c.as_str().unwrap_or("")));
     }
     data
 }
@@ -1099,6 +1099,14 @@ fn desktop_corpus() -> Vec<Message> {
     out
 }
 
+/// The machine id of data folder `dir` (made by its first push).
+fn id_of(dir: &Path) -> String {
+    fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
 /// get-conversation and conversations-by-date on an archive two machines pushed into:
 /// `machine` (label or id) and `user` keep that machine's rows only — exactly the
 /// answer its own local stores give — and every row says whose it is; without a
@@ -1113,12 +1121,6 @@ fn machine_and_user_filters_give_each_machines_own_answer() {
     store(&desktop, &desktop_corpus());
     push_as(&laptop, &db, "alice");
     push_as(&desktop, &db, "bob");
-    let id_of = |dir: &Path| {
-        fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
-            .unwrap()
-            .trim()
-            .to_owned()
-    };
     let day = |secs: i64| at(secs).format("%Y-%m-%d").to_string();
     let cases: Vec<(&str, Vec<String>)> = vec![
         ("get-conversation", vec!["conversation_id=sql-c05".into()]),
@@ -1258,6 +1260,21 @@ fn get(base: &str, path: &str) -> (u16, String) {
     (status, body.to_owned())
 }
 
+/// `skills serve --http --archive` the archive of `db` from data folder `server_data`
+/// (made here, holding nothing), with `SKILLS_NOW` `now`.
+fn serve_archive(server_data: &Path, db: &Db, now: &str) -> common::serve::HttpServer {
+    fs_err::create_dir_all(server_data).unwrap();
+    let mut cmd = common::serve::HttpServer::command(
+        &common::repo_skills(),
+        server_data,
+        &["--archive", &db.url],
+    );
+    cmd.env_remove("SKILLS_ARCHIVE_URL")
+        .env("SKILLS_EMBEDDER", "none")
+        .env("SKILLS_NOW", now);
+    common::serve::HttpServer::start(cmd)
+}
+
 /// `skills serve --http --archive URL` on an archive two machines pushed into (one
 /// with a secret in its text, pushed with the default redaction), from a third data
 /// folder that holds nothing: every page answers 200 from the archive, the lists and
@@ -1281,17 +1298,8 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
     store(&desktop, &desktop_corpus());
     push_with(&laptop, &db, "alice", &[]);
     push_with(&desktop, &db, "bob", &[]);
-    fs_err::create_dir_all(&server_data).unwrap();
     let now = "2025-03-01T00:00:00Z";
-    let mut cmd = common::serve::HttpServer::command(
-        &common::repo_skills(),
-        &server_data,
-        &["--archive", &db.url],
-    );
-    cmd.env_remove("SKILLS_ARCHIVE_URL")
-        .env("SKILLS_EMBEDDER", "none")
-        .env("SKILLS_NOW", now);
-    let server = common::serve::HttpServer::start(cmd);
+    let server = serve_archive(&server_data, &db, now);
     let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
 
     let mut fetched = 0;
@@ -1359,18 +1367,24 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
     assert!(twins_checked >= 10, "{twins_checked}");
 
     // The list shows both machines' conversations, with a machine column, and links a
-    // shared conversation to each machine's copy.
+    // shared conversation to each machine's copy, by the machine's id.
     let list = &html["/conversations"];
     for needle in [
-        "desk-only",
-        "sql-c02",
-        ">laptop<",
-        ">desktop<",
-        "Machine",
-        "/conversations/claude-code/sql-c05?machine=desktop",
-        "/conversations/claude-code/sql-c05?machine=laptop",
+        "desk-only".to_owned(),
+        "sql-c02".to_owned(),
+        ">laptop<".to_owned(),
+        ">desktop<".to_owned(),
+        "Machine".to_owned(),
+        format!(
+            "/conversations/claude-code/sql-c05?machine={}",
+            id_of(&desktop)
+        ),
+        format!(
+            "/conversations/claude-code/sql-c05?machine={}",
+            id_of(&laptop)
+        ),
     ] {
-        assert!(list.contains(needle), "/conversations lacks {needle}");
+        assert!(list.contains(&needle), "/conversations lacks {needle}");
     }
     // Each machine's copy of a shared conversation shows that machine's messages only.
     let desk = &html["/conversations/claude-code/sql-c05?machine=desktop"];
@@ -1396,6 +1410,110 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
         .sum();
     let stored = (mine.len() + desktop_corpus().len()) as u64;
     assert_eq!(counted, stored, "{index}");
+}
+
+/// An archive two machines labelled `twin` pushed into (the first [`sql_corpus`], the
+/// second [`desktop_corpus`]): the database, the folder holding their data folders, and
+/// their ids; `None` as [`server`].
+fn twins() -> Option<(Db, tempfile::TempDir, String, String)> {
+    let db = migrated_db()?;
+    let root = tempfile::tempdir().unwrap();
+    let (one, two) = (root.path().join("a/twin"), root.path().join("b/twin"));
+    store(&one, &sql_corpus());
+    store(&two, &desktop_corpus());
+    push_with(&one, &db, "alice", &[]);
+    push_with(&two, &db, "bob", &[]);
+    let (id_one, id_two) = (id_of(&one), id_of(&two));
+    assert_ne!(id_one, id_two);
+    Some((db, root, id_one, id_two))
+}
+
+/// Two machines with the same label (two hosts named alike) on the pages served from
+/// the archive: the list links each copy of a shared conversation by its machine's
+/// id, and each link shows that machine's messages only, under the label; a label in
+/// the URL still opens one machine's copy, never both interleaved.
+#[test]
+fn machines_sharing_a_label_keep_their_copies_apart_on_the_pages() {
+    let Some((db, root, id_one, id_two)) = twins() else {
+        return;
+    };
+    let server = serve_archive(&root.path().join("server"), &db, "2025-03-01T00:00:00Z");
+    let (status, list) = get(&server.base, "/conversations");
+    assert_eq!(status, 200, "{list}");
+    for id in [&id_one, &id_two] {
+        let link = format!("/conversations/claude-code/sql-c05?machine={id}");
+        assert!(list.contains(&link), "/conversations lacks {link}");
+    }
+    assert!(!list.contains("?machine=twin"), "a link by label: {list}");
+    for (id, desktop_copy) in [(&id_one, false), (&id_two, true)] {
+        let page = format!("/conversations/claude-code/sql-c05?machine={id}");
+        let (status, body) = get(&server.base, &page);
+        assert_eq!(status, 200, "{page}: {body}");
+        assert_eq!(body.contains("desktop: "), desktop_copy, "{page}: {body}");
+        assert!(body.contains("machine <code>twin</code>"), "{page}: {body}");
+        assert!(
+            body.contains(&format!("machine={id}")),
+            "{page}: no link by id"
+        );
+        let (_, twin) = get(&server.base, &format!("{page}&format=json"));
+        let twin: Value = serde_json::from_str(&twin).unwrap();
+        let rows = twin["messages"]["data"]["rows"].as_array().unwrap();
+        assert!(!rows.is_empty(), "{twin}");
+        for row in rows {
+            assert_eq!(row["machine_id"], **id, "{page}: {row}");
+            assert_eq!(row["machine"], "twin", "{page}: {row}");
+        }
+    }
+    // By label, one machine's copy: all its messages from the same machine.
+    let (status, body) = get(
+        &server.base,
+        "/conversations/claude-code/sql-c05?machine=twin&format=json",
+    );
+    assert_eq!(status, 200, "{body}");
+    let twin: Value = serde_json::from_str(&body).unwrap();
+    let whose: std::collections::BTreeSet<&str> = twin["messages"]["data"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["machine_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(whose.len(), 1, "two machines' copies interleaved: {body}");
+}
+
+/// search-conversations on the archive: each row's `cites` names the id of the
+/// machine whose copy holds the message, so its result page links each row to that
+/// machine's copy of the conversation, even when two machines share a label.
+#[test]
+fn search_results_on_the_archive_cite_their_machine() {
+    let Some((db, root, id_one, id_two)) = twins() else {
+        return;
+    };
+    let found = search(
+        &root.path().join("a/twin"),
+        &db.url,
+        &["term=message", "limit=500"],
+    );
+    let rows = found["data"]["rows"].as_array().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in rows {
+        let id = row["cites"]["machine_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{row}"));
+        assert_eq!(row["machine_id"], id, "{row}");
+        let desktop = row["preview"].as_str().unwrap().starts_with("desktop: ");
+        assert_eq!(id, if desktop { &id_two } else { &id_one }, "{row}");
+        seen.insert(id.to_owned());
+    }
+    assert_eq!(seen.len(), 2, "{found}");
+    let server = serve_archive(&root.path().join("server"), &db, "2025-03-01T00:00:00Z");
+    let (status, page) = get(
+        &server.base,
+        "/skills/search-conversations?term=desktop%3A&limit=5",
+    );
+    assert_eq!(status, 200, "{page}");
+    let link = format!("machine={id_two}#m-");
+    assert!(page.matches(&link).count() >= 5, "{page}");
+    assert!(!page.contains(&format!("machine={id_one}")), "{page}");
 }
 
 // ---- TLS ----------------------------------------------------------------------------
@@ -1575,6 +1693,24 @@ fn connect_and_ask(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A connection that fails for another reason than a certificate (a wrong password)
+/// gets no certificate hint, even when the archive's address spells the words of a
+/// certificate error (the hint goes by the error's kind, not its text).
+#[test]
+fn a_failure_that_is_not_a_certificate_gets_no_certificate_hint() {
+    let Some(admin) = server() else { return };
+    let (_, rest) = admin.split_once("://").unwrap();
+    let (_, host) = rest.split_once('@').unwrap();
+    let (host, _) = host.split_once('/').unwrap();
+    for database in ["UnknownIssuer", "invalid%20peer%20certificate"] {
+        let url = format!("postgres://postgres:wrong@{host}/{database}?sslmode=disable");
+        let err = connect_and_ask(&url).expect_err(database);
+        assert!(err.contains("password authentication failed"), "{err}");
+        assert!(!err.contains("hint: the server's certificate"), "{err}");
+        assert!(!err.contains("sslrootcert"), "{err}");
+    }
+}
+
 /// `sslmode` against a TLS-enabled PostgreSQL ([`TlsFront`] before the test server,
 /// with a certificate for the IP address 127.0.0.1 signed by a CA this test makes):
 /// `require` connects encrypted; `verify-full` with that CA connects; with another CA,
@@ -1680,20 +1816,24 @@ fn sslmode_require_and_verify_full_against_a_tls_server() {
             "another CA",
             full("127.0.0.1", &other),
             "not signed by a CA of `sslrootcert`",
+            "hint: the server's certificate is not signed by a CA of `sslrootcert`",
         ),
         (
             "another host name",
             full("localhost", &ca),
             "not valid for name \"localhost\"",
+            "hint: `sslmode=verify-full` checks the URL's host name",
         ),
     ];
-    for (what, url, expected) in &checks {
+    for (what, url, expected, hint) in &checks {
         let err = connect_and_ask(url).expect_err(what);
         println!("verify-full, {what}: {err}");
         assert!(
             err.contains(expected) && err.contains("certificate"),
             "{what}: {err}"
         );
+        assert_eq!(err.matches("hint: ").count(), 1, "{what}: {err}");
+        assert!(err.contains(hint), "{what}: {err}");
         assert!(
             err.contains("archive postgres://postgres@"),
             "{what}: {err}"

@@ -419,3 +419,60 @@ fn new_sql_skill_validates_and_verifies_as_generated() {
     );
     assert_eq!(run(&["new", "Bad_Name"]).status.code(), Some(2));
 }
+
+/// `SKILLS_EMBEDDER=none` ("run without the embedding model even when one is
+/// installed", README) holds for `skills memo add` and `skills memo import`: no model
+/// is read, so a model folder that is there but broken is not even opened — the
+/// memory is stored without an embedding and the output says the model is disabled.
+/// Without the setting the same folder is read, and its fault is what the output says.
+#[test]
+fn skills_embedder_none_reads_no_model_in_memo_add_and_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("model");
+    fs_err::create_dir_all(&model).unwrap();
+    for file in ["model.safetensors", "tokenizer.json", "config.json"] {
+        fs_err::write(model.join(file), "not a model").unwrap();
+    }
+    let notes = tmp.path().join("notes");
+    fs_err::create_dir_all(&notes).unwrap();
+    fs_err::write(
+        notes.join("cache.md"),
+        "---\ntitle: Cache decision\ntype: decision\n---\nThe cache stays on disk.\n",
+    )
+    .unwrap();
+    let data = tmp.path().join("data");
+    let run = |embedder: Option<&str>, args: &[&str]| -> Value {
+        let mut cmd = common::cli::with_data(&data);
+        cmd.arg("--json").args(args).env("SKILLS_MODEL_DIR", &model);
+        match embedder {
+            Some(value) => cmd.env("SKILLS_EMBEDDER", value),
+            None => cmd.env_remove("SKILLS_EMBEDDER"),
+        };
+        common::cli::json(&mut cmd)
+    };
+    let model_named = model.display().to_string();
+    let added = run(
+        Some("none"),
+        &["memo", "add", "--body", "The deploy runs at noon."],
+    );
+    let imported = run(Some("none"), &["memo", "import", notes.to_str().unwrap()]);
+    assert_eq!(added["embedded"], false, "{added}");
+    assert_eq!(imported["embedded"], 0, "{imported}");
+    assert_eq!(imported["inserted"], 1, "{imported}");
+    for (what, out) in [("memo add", &added), ("memo import", &imported)] {
+        let note = out["embedding_note"].as_str().unwrap_or_default();
+        assert!(note.contains("disabled"), "{what}: {out}");
+        assert!(
+            !note.contains(&model_named) && !note.contains("could not be loaded"),
+            "{what} read the model although SKILLS_EMBEDDER=none: {out}"
+        );
+    }
+    // Without the setting the folder is read (and found broken).
+    let added = run(
+        None,
+        &["memo", "add", "--body", "The release is on Friday."],
+    );
+    assert_eq!(added["embedded"], false, "{added}");
+    let note = added["embedding_note"].as_str().unwrap_or_default();
+    assert!(note.contains("could not be loaded"), "{added}");
+}

@@ -366,18 +366,72 @@ fn unrecognised_mode_behaves_as_hybrid() {
 }
 
 #[test]
-fn limit_is_clamped_and_defaults_to_ten() {
+fn limit_defaults_to_ten_and_an_unreadable_one_is_an_argument_error() {
     let Some(fx) = lexical() else { return };
     let out = fx.run(json!({"query": BROAD, "mode": "bm25"}));
     assert_eq!(out["count"], 10);
-    let out = fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 0}));
+    let out = fx.run(json!({"query": BROAD, "mode": "bm25", "limit": 1}));
     assert_eq!(out["count"], 1);
-    assert!(note(&out).contains("limit 0 clamped to 1"));
-    let out = fx.run(json!({"query": "the", "mode": "bm25", "limit": 501}));
+    let out = fx.run(json!({"query": "the", "mode": "bm25", "limit": 500}));
     assert!(out["count"].as_u64().unwrap() <= 500);
-    assert!(note(&out).contains("limit 501 clamped to 500"));
-    let out = fx.run(json!({"query": "the", "mode": "bm25", "limit": -7}));
-    assert_eq!(out["count"], 1);
+    for limit in [
+        json!(0),
+        json!(-7),
+        json!(501),
+        json!(i64::MAX),
+        json!("ten"),
+        json!(2.5),
+    ] {
+        match fx.try_run(json!({"query": "the", "mode": "bm25", "limit": limit})) {
+            Err(EngineError::Argument { name, reason }) => {
+                assert_eq!(name, "limit");
+                assert!(reason.contains("1..=500"), "{reason}");
+            }
+            other => panic!("limit {limit}: {other:?}"),
+        }
+    }
+}
+
+/// An unreadable `limit` from the command line (`--arg limit=…`) and over MCP is an
+/// argument error naming `limit` and what it takes (exit 2 / a tool error), as for
+/// the other skills; nothing is searched.
+#[test]
+fn an_unreadable_limit_is_refused_from_the_cli_and_over_mcp() {
+    let data = tempfile::tempdir().unwrap();
+    for limit in ["abc", "-1", "0", "501", "99999999999999999999999", "2.5"] {
+        let out = common::cli::with_data(data.path())
+            .args(["run", "memo-search", "--arg", "query=cache"])
+            .arg("--arg")
+            .arg(format!("limit={limit}"))
+            .env("SKILLS_EMBEDDER", "none")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "limit={limit}: {said}");
+        assert!(said.contains("`limit`"), "limit={limit}: {said}");
+    }
+    let mut session = common::serve::StdioSession::spawn(
+        common::cli::with_data(data.path())
+            .args(["serve", "--no-ingest"])
+            .env("SKILLS_EMBEDDER", "none")
+            .stderr(std::process::Stdio::null()),
+    );
+    session.initialize(1);
+    for (id, limit) in [
+        (2, json!("abc")),
+        (3, json!(-1)),
+        (4, json!(0)),
+        (5, json!(501)),
+    ] {
+        session.call_tool(id, "memo_search", json!({"query": "cache", "limit": limit}));
+        let answer = session.answer(id);
+        let result = &answer["result"];
+        assert_eq!(result["isError"], true, "limit {limit}: {answer}");
+        let said = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(said.contains("`limit`"), "limit {limit}: {answer}");
+    }
+    session.close_stdin();
+    session.child.wait().unwrap();
 }
 
 #[test]

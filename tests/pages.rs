@@ -374,7 +374,7 @@ async fn odd_requests_get_readable_answers_never_a_stack() {
         ),
         (
             "/conversations/_/c-1?page=99999999999999999999999&at=nope",
-            200,
+            400,
         ),
         (
             "/skills/search-conversations?limit=99999999999999999999&_run=1",
@@ -398,6 +398,165 @@ async fn odd_requests_get_readable_answers_never_a_stack() {
     assert!(
         page.contains("東京🚀 was the meeting place &lt;script&gt;"),
         "{page}"
+    );
+}
+
+/// `?page=` and `?format=` values a page cannot read (a word, 0, negative, past the
+/// last page a list may have, an unknown format) are a 400 naming the parameter and
+/// what it takes, as a page or as JSON; never a silent first page or a 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_query_parameters_are_a_400_naming_them() {
+    let data = tempfile::tempdir().unwrap();
+    let store = skills::stores::conversations::ConversationStore::open_rw(
+        &skills::stores::StorePaths::in_dir(data.path()).conversations,
+    )
+    .unwrap();
+    store
+        .insert(&[
+            common::message("c-1", 0, "hello"),
+            common::message("c-1", 1, "ok"),
+        ])
+        .unwrap();
+    drop(store);
+    let server = Server::start(&common::repo_skills(), data.path()).await;
+    for (path, parameter, value) in [
+        ("/conversations?page=abc", "page", "abc"),
+        ("/conversations?source=generic&page=0", "page", "0"),
+        ("/conversations?page=-2", "page", "-2"),
+        ("/conversations?page=1e3", "page", "1e3"),
+        ("/memories?page=two", "page", "two"),
+        ("/conversations/_/c-1?page=x", "page", "x"),
+        (
+            "/conversations/generic/c-1?page=99999999999999999999",
+            "page",
+            "99999999999999999999",
+        ),
+        ("/conversations?format=xml", "format", "xml"),
+        ("/?format=yaml", "format", "yaml"),
+        ("/projects?_format=csv", "_format", "csv"),
+    ] {
+        let (status, page) = server.get(path).await;
+        assert_eq!(status, 400, "{path}: {page}");
+        assert!(page.contains("<h1"), "{path}: a page: {page}");
+        assert!(
+            page.contains(&format!("`{parameter}`")) && page.contains(value),
+            "{path}: {page}"
+        );
+        let response = client()
+            .get(server.url(path))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{path}");
+        let body: Value = response.json().await.unwrap();
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains(&format!("`{parameter}`")), "{path}: {body}");
+    }
+    // What it takes still works: a page number, an empty one, the JSON twin.
+    for path in [
+        "/conversations?page=1",
+        "/conversations?page=",
+        "/conversations?page=3",
+        "/conversations/_/c-1?page=1&format=json",
+        "/?format=html",
+    ] {
+        let (status, page) = server.get(path).await;
+        assert_eq!(status, 200, "{path}: {page}");
+    }
+}
+
+/// Transcript text holding bidirectional embeddings, overrides and isolates
+/// (U+202A–U+202E, U+2066–U+2069, "Trojan Source") reorders nothing on any page: in
+/// the text, the title, the project, the ids and a memory, every such control shows
+/// as a visible escape (`\u{202E}`); the JSON twins keep the text as stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bidirectional_controls_in_a_transcript_show_as_escapes_on_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = "trojan\u{202E}doc";
+    let transcript = dir.path().join("trojan.jsonl");
+    let mut text = String::new();
+    for (i, (role, content)) in [
+        (
+            "user",
+            "is this admin check right? if access_level != \"user\u{202E} \u{2066}// admins only\u{2069} \u{2066}\" {",
+        ),
+        (
+            "assistant",
+            "It hides an \u{202D}override\u{202C}, an \u{202A}embedding\u{202C}, \u{202B}another\u{202C}, \u{2067}an isolate\u{2069} and \u{2068}one more\u{2069}.",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let line = serde_json::json!({
+            "role": role, "content": content, "conversation_id": id, "id": format!("m{i}"),
+            "timestamp": format!("2026-03-01T10:00:0{i}Z"), "title": "Review \u{202E}kcehc\u{202C}",
+            "project": "/work/\u{2067}evil\u{2069}",
+        });
+        text.push_str(&format!("{line}\n"));
+    }
+    fs_err::write(&transcript, text).unwrap();
+    let data = ingested(&[transcript]);
+    let memory = save_memory(
+        data.path(),
+        &serde_json::json!({"title": "bidi \u{202E}note", "body": "remember \u{2066}this\u{2069} check", "type": "note"}),
+    );
+    let server = Server::start(&common::repo_skills(), data.path()).await;
+    let encoded = |s: &str| skills::web::paths::encode(s);
+    let conversation = format!("/conversations/generic/{}", encoded(id));
+    let pages = [
+        "/".to_owned(),
+        "/conversations".to_owned(),
+        conversation.clone(),
+        "/projects".to_owned(),
+        format!("/projects/{}", encoded("/work/\u{2067}evil\u{2069}")),
+        "/skills/search-conversations?term=admin&_run=1".to_owned(),
+        format!("/skills/get-conversation?conversation_id={}", encoded(id)),
+        "/skills/conversations-by-date?date=2026-03-01".to_owned(),
+        "/memories".to_owned(),
+        format!("/memories/{}", encoded(&memory)),
+        "/skills/memo-search?query=remember&mode=bm25".to_owned(),
+        format!("/conversations/generic/{}?page=nope", encoded(id)),
+    ];
+    let is_control = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    let mut escapes = 0;
+    for path in &pages {
+        let (status, page) = server.get(path).await;
+        assert!(
+            status == 200 || path.ends_with("nope"),
+            "{path}: {status} {page}"
+        );
+        assert!(
+            !page.chars().any(is_control),
+            "{path} holds a bidirectional control: {page}"
+        );
+        escapes += page.matches("\\u{20").count();
+    }
+    let (_, page) = server.get(&conversation).await;
+    for escape in [
+        "\\u{202E}",
+        "\\u{2066}",
+        "\\u{2069}",
+        "\\u{202D}",
+        "\\u{202C}",
+        "\\u{202A}",
+        "\\u{202B}",
+        "\\u{2067}",
+        "\\u{2068}",
+    ] {
+        assert!(
+            page.contains(escape),
+            "{conversation} does not show {escape}: {page}"
+        );
+    }
+    assert!(escapes >= 30, "{escapes} escapes shown");
+    // The twin is the data as stored.
+    let (status, twin) = server.get(&format!("{conversation}?format=json")).await;
+    assert_eq!(status, 200, "{twin}");
+    assert!(
+        twin.contains("user\u{202E} \u{2066}// admins only"),
+        "{twin}"
     );
 }
 

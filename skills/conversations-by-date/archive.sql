@@ -1,9 +1,10 @@
 -- PostgreSQL twin of query.sql, run on the team archive (`--archive`): the same rows
 -- from the same messages, a conversation per machine that pushed it, each with the
--- machine's label and user. Values are bound ($name), never spliced. `machine` (a
--- label or an id) and `user` keep one machine's or user's conversations.
+-- machine's label, its id (also in `cites`: labels are not unique) and user. Values
+-- are bound ($name), never spliced. `machine` (a label or an id) and `user` keep one
+-- machine's or user's conversations.
 SELECT conversation_id, source, title, first_message, last_message, messages, cites,
-       machine, "user"
+       machine, machine_id, "user"
 FROM (
     SELECT
         conversation_id,
@@ -16,7 +17,8 @@ FROM (
         "user",
         machine_id,
         json_build_object('kind', 'conversation', 'source', source,
-                          'conversation_id', conversation_id) AS cites
+                          'conversation_id', conversation_id,
+                          'machine_id', machine_id) AS cites
     FROM all_conversations
     WHERE created::date = CAST($date AS date)
 {% if source %}      AND source = $source

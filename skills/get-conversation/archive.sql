@@ -1,12 +1,12 @@
 -- PostgreSQL twin of query.sql, run on the team archive (`--archive`): the same rows
--- from the same messages, plus the pushing machine's label and user. Values are bound
+-- from the same messages, plus the pushing machine's label, id and user. Values are bound
 -- ($name), never spliced. `machine` (a label or an id) and `user` keep one machine's
 -- or user's messages; the machine id breaks ties between machines holding the same
 -- conversation.
 WITH conversation AS (
     SELECT
         msg_index, created, role, source, message_id, content, char_count,
-        content_type, is_injected, machine, "user",
+        content_type, is_injected, machine, machine_id, "user",
         row_number() OVER (ORDER BY msg_index, created, message_id, machine_id)::integer
             AS position,
         count(*) OVER ()::integer AS total
@@ -30,6 +30,7 @@ SELECT
     position,
     total,
     machine,
+    machine_id,
     "user"
 FROM conversation
 {% if at %}WHERE position > coalesce(

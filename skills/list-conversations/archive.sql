@@ -1,6 +1,8 @@
 -- PostgreSQL twin of query.sql, run on the team archive (`--archive`): the same rows
 -- from the same messages, a conversation per machine that pushed it, each with the
--- machine's label and user. Values are bound ($name), never spliced.
+-- machine's label, its id and user (`cites` names the id: labels are not unique, so
+-- the pages link a row to its machine's copy by the id). Values are bound ($name),
+-- never spliced.
 -- The archive has no summary tables: the kept messages are grouped here, as the
 -- local summaries group them (their day rows summed give the same counts), and the
 -- preview is the first user message a harness did not inject over all of the
@@ -54,8 +56,10 @@ SELECT
     to_char(p.last_at, 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_message,
     p.total,
     json_build_object('kind', 'conversation', 'source', p.source,
-                      'conversation_id', p.conversation_id) AS cites,
+                      'conversation_id', p.conversation_id,
+                      'machine_id', p.machine_id) AS cites,
     p.machine,
+    p.machine_id,
     p."user"
 FROM page p
 ORDER BY p.last_at DESC, p.source COLLATE "C", p.conversation_id COLLATE "C",

@@ -309,37 +309,31 @@ impl Target {
         };
         result.map_err(|e| {
             let err = self.error("cannot connect", &e);
-            match self.tls_hint(err.message()) {
+            match certificate_error(&e).map(|c| self.tls_hint(c)) {
                 Some(hint) => ArchiveError::new(format!("{}; hint: {hint}", err.message())),
                 None => err,
             }
         })
     }
 
-    /// What to do about a certificate the TLS handshake refused (`said`: the error's
-    /// text), or `None` for another error.
-    fn tls_hint(&self, said: &str) -> Option<String> {
+    /// What to do about certificate error `refused` of the TLS handshake.
+    fn tls_hint(&self, refused: &rustls::CertificateError) -> String {
+        use rustls::CertificateError as E;
         let root = self
             .root_cert
             .as_ref()
             .map_or_else(String::new, |r| format!(" (`{}`)", r.display()));
-        if said.contains("UnknownIssuer") {
-            Some(format!(
-                "the server's certificate is not signed by a CA of `sslrootcert`{root}"
-            ))
-        } else if said.contains("not valid for name") {
-            Some(
+        match refused {
+            E::UnknownIssuer => {
+                format!("the server's certificate is not signed by a CA of `sslrootcert`{root}")
+            }
+            E::NotValidForName | E::NotValidForNameContext { .. } => {
                 "`sslmode=verify-full` checks the URL's host name against the server's \
                  certificate: connect by a name the certificate holds, or use \
                  `sslmode=verify-ca` to check the chain only"
-                    .into(),
-            )
-        } else if said.contains("invalid peer certificate") {
-            Some(format!(
-                "the server's certificate did not verify against `sslrootcert`{root}"
-            ))
-        } else {
-            None
+                    .into()
+            }
+            _ => format!("the server's certificate did not verify against `sslrootcert`{root}"),
         }
     }
 
@@ -454,6 +448,28 @@ fn scrub_in(text: &str, url: &str) -> String {
         Some((_, pw)) if !pw.is_empty() => text.replace(pw, "***"),
         _ => text.to_owned(),
     }
+}
+
+/// The certificate error the TLS handshake refused the server's certificate with,
+/// found by its type in `e`'s causes (never by its text, which also holds the
+/// archive's address); `None` for any other error.
+fn certificate_error(e: &postgres::Error) -> Option<&rustls::CertificateError> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(cause) = next {
+        if let Some(rustls::Error::InvalidCertificate(refused)) = cause.downcast_ref() {
+            return Some(refused);
+        }
+        // An `io::Error`'s `source()` skips the error it wraps (rustls's, from the
+        // handshake): look inside it.
+        next = match cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner),
+            None => cause.source(),
+        };
+    }
+    None
 }
 
 /// PostgreSQL's own words for an error: the server's severity, message, detail and

@@ -114,7 +114,8 @@ fn like_literal(s: &str) -> String {
 }
 
 /// The rows of `q`, shaped as search-conversations' rows (without `cites`, which the
-/// engine adds as for every row) plus `machine` (the host label) and `user`.
+/// engine adds as for every row) plus `machine` (the host label), `machine_id` (the
+/// machine's stable id: labels are not unique) and `user`.
 ///
 /// # Errors
 /// [`ArchiveError`]: the archive is unreachable, its schema is not this build's, or
@@ -125,7 +126,7 @@ pub fn search(pool: &Pool, q: &Query<'_>) -> Result<Vec<Value>, ArchiveError> {
         let mut sql = format!(
             "SELECT m.created, m.source, m.role, m.conversation_id, m.message_id, \
              left(m.content, 200), m.project, m.content_raw, \
-             coalesce(k.label, m.machine), m.user_name \
+             coalesce(k.label, m.machine), m.user_name, m.machine \
              FROM {SCHEMA}.messages m LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine \
              WHERE "
         );
@@ -231,6 +232,7 @@ pub fn search(pool: &Pool, q: &Query<'_>) -> Result<Vec<Value>, ArchiveError> {
                 "project": r.get::<_, Option<String>>(6),
                 "preview": preview,
                 "machine": r.get::<_, String>(8),
+                "machine_id": r.get::<_, String>(10),
                 "user": r.get::<_, String>(9),
             }));
             if out.len() >= limit {

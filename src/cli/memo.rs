@@ -90,7 +90,11 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
             })
         }
         Command::Add(args) => {
-            let embedder = skills::embed::Embedder::load_for_memories().ok();
+            // `SKILLS_EMBEDDER=none`: no model is read (`Embedder::load_tier`).
+            let (embedder, why_none) = match skills::embed::Embedder::load_for_memories() {
+                Ok(embedder) => (Some(embedder), None),
+                Err(e) => (None, Some(format!("no embedding stored: {e}"))),
+            };
             let saved = save_memory(
                 &store,
                 memory_input(args)?,
@@ -106,8 +110,11 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
             })?;
             let (id, secrets) = (saved.id, saved.secrets_redacted);
             if printer.json() {
-                printer
-                    .print_json(&json!({ "id": id, "store": path, "secrets_redacted": secrets }))?;
+                let mut out = json!({ "id": id, "store": path, "secrets_redacted": secrets, "embedded": saved.embedded });
+                if let Some(why) = why_none {
+                    out["embedding_note"] = json!(why);
+                }
+                printer.print_json(&out)?;
             } else if secrets > 0 {
                 printer.line(format_args!(
                     "added {id} ({secrets} secret(s) redacted before storing)"

@@ -84,8 +84,8 @@ pub enum Tier {
 
 /// `SKILLS_EMBEDDER=static|deep`: `static` keeps memories on the static table;
 /// `deep` puts conversations on the second tier as well (the quality harnesses; a
-/// million messages would take hours). Other values (`none` is read by `skills
-/// ingest`) choose nothing here.
+/// million messages would take hours). Other values choose no tier (`none` loads no
+/// model: [`Embedder::load_tier`]).
 fn tier_setting() -> Option<Tier> {
     match crate::settings::embedder() {
         Ok(Some(EmbedderSetting::Static)) => Some(Tier::Static),
@@ -165,6 +165,7 @@ impl Embedder {
     /// Loads the model in [`Embedder::default_dir`].
     ///
     /// # Errors
+    /// [`EmbedError::Disabled`] when `SKILLS_EMBEDDER=none` (nothing is read),
     /// [`EmbedError::NotFound`] when the folder or its files are missing,
     /// [`EmbedError::Load`] when they cannot be read.
     pub fn load_default() -> Result<Self, EmbedError> {
@@ -174,9 +175,14 @@ impl Embedder {
     /// Loads `tier` from [`Embedder::default_dir`].
     ///
     /// # Errors
-    /// As [`Embedder::load`] or [`Embedder::load_deep`]; [`EmbedError::NotFound`] when
-    /// no model folder is known at all.
+    /// [`EmbedError::Disabled`] when `SKILLS_EMBEDDER=none`; as [`Embedder::load`] or
+    /// [`Embedder::load_deep`]; [`EmbedError::NotFound`] when no model folder is known
+    /// at all.
     pub fn load_tier(tier: Tier) -> Result<Self, EmbedError> {
+        // Every loader of the default folder comes here: `none` reads no model at all.
+        if matches!(crate::settings::embedder(), Ok(Some(EmbedderSetting::None))) {
+            return Err(EmbedError::Disabled);
+        }
         let dir = Self::default_dir()
             .ok_or_else(|| EmbedError::NotFound(PathBuf::from("$HOME/.cache/skills/model")))?;
         match tier {

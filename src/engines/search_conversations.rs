@@ -112,11 +112,13 @@ impl Engine for SearchConversations {
                 .map_err(|e| EngineError::Query(e.to_string()))?;
             for row in &mut rows {
                 let field = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
-                let cites = super::cites_message(
+                let mut cites = super::cites_message(
                     &field("source"),
                     &field("conversation_id"),
                     &field("message_id"),
                 );
+                // The machine whose copy holds the message: pages link to that copy.
+                cites["machine_id"] = row["machine_id"].clone();
                 row["cites"] = cites;
             }
             return Ok(done(rows));

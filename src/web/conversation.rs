@@ -10,9 +10,12 @@
 //! injected folded into a `<details>`. `?format=json` is the twin.
 //!
 //! On the team archive (`serve --archive`) a conversation may be held by several
-//! machines: `?machine=` (the list's rows link with it) passes `machine` to both calls,
-//! so the page shows that machine's copy (without it, the copy of the machine whose
-//! row the list gives first), and each message shows its machine.
+//! machines: `?machine=` (a label or an id; the list's rows link with the id) picks the
+//! list's row of that machine, and the messages are that row's machine's copy, asked
+//! for by its id (without `machine`, the copy of the machine whose row the list gives
+//! first). Labels are host names and not unique: two machines sharing one never mix,
+//! and the page's links carry the id. The page shows the label; each message its
+//! machine's label.
 
 use hyper::StatusCode;
 use serde::Serialize;
@@ -20,7 +23,7 @@ use serde_json::json;
 
 use super::calls::{self, Calls, Failed, Role};
 use super::html::{self, Linker};
-use super::{paths, respond, view, Pages, Response};
+use super::{conversations, paths, respond, view, Pages, Response};
 
 /// Messages on one page.
 pub const PAGE_SIZE: usize = 200;
@@ -101,6 +104,19 @@ pub async fn page(
             &why,
         );
     };
+    // On the archive, the messages of the machine whose row heads the page (the newest
+    // copy when the URL names none), by its id: never several machines' copies
+    // interleaved, even when they share a label.
+    let machine = row
+        .get("cites")
+        .and_then(conversations::cited_machine)
+        .or(machine)
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned);
+    let machine = machine.as_deref();
+    let label = calls::text(&row, "machine")
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned);
     // The page lives at its real source; the JSON twin answers here, so a client
     // reading it needs no redirect (which would drop `format=json`).
     let real = calls::text(&row, "source")
@@ -113,13 +129,6 @@ pub async fn page(
         ));
     }
     let source = if any { real.as_str() } else { source };
-    // On the archive, the messages of the machine whose row heads the page (the newest
-    // copy when the URL names none), never several machines' copies interleaved.
-    let machine = machine
-        .or_else(|| calls::text(&row, "machine"))
-        .filter(|m| !m.is_empty())
-        .map(str::to_owned);
-    let machine = machine.as_deref();
     calls.add("conversation", &header);
     let count = calls::count(&row, "messages").max(1);
     let pages_count = count.div_ceil(PAGE_SIZE).max(1);
@@ -203,7 +212,7 @@ pub async fn page(
             "next_href": (current < pages_count).then(|| page_href(current + 1)),
             "messages": messages,
             "redacted": calls.redacted(),
-            "machine": machine,
+            "machine": label,
             "json_href": paths::with_query(&here, &[
                 ("format", "json"),
                 ("page", if current > 1 { current_text.as_str() } else { "" }),

@@ -4,8 +4,9 @@
 //! (`since`, `until`), all in the URL. The data is the output of the skill feeding the
 //! conversations list ([`calls`]); each row links from its `cites` field. Also the
 //! table a project page shows ([`rows`]). `?format=json` is the twin. Rows from the
-//! team archive (`serve --archive`) carry their `machine`: the table then shows it and
-//! each row links to that machine's copy of the conversation (`?machine=`).
+//! team archive (`serve --archive`) carry their `machine`: the table then shows its
+//! label and each row links to that machine's copy of the conversation by the id its
+//! `cites` names (`?machine=<id>`: labels are host names, not unique).
 
 use hyper::StatusCode;
 use serde::Serialize;
@@ -112,10 +113,11 @@ pub fn rows(output: &crate::host::CallOutput, now: chrono::DateTime<chrono::Utc>
                 .filter(|t| !t.trim().is_empty())
                 .map(str::to_owned)
                 .unwrap_or_else(|| first_line(preview));
-            let machine = calls::text(r, "machine").filter(|m| !m.is_empty());
             Row {
-                href: cited_conversation(r).map(|h| paths::on_machine(&h, machine)),
-                machine: machine.map(str::to_owned),
+                href: cited_conversation(r),
+                machine: calls::text(r, "machine")
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_owned),
                 title,
                 preview: view::preview(preview),
                 source: calls::text(r, "source").unwrap_or("").to_owned(),
@@ -131,16 +133,25 @@ pub fn rows(output: &crate::host::CallOutput, now: chrono::DateTime<chrono::Utc>
         .collect()
 }
 
-/// The conversation page a row's `cites` object names (`kind: conversation`).
+/// The conversation page a row's `cites` object names (`kind: conversation`), on the
+/// machine whose copy it cites (`machine_id`, rows from the team archive).
 pub fn cited_conversation(row: &Value) -> Option<String> {
     let cites = row.get("cites")?;
     (calls::text(cites, "kind") == Some("conversation")).then_some(())?;
     let id = calls::text(cites, "conversation_id").filter(|s| !s.is_empty())?;
-    Some(paths::conversation(
-        calls::text(cites, "source").filter(|s| !s.is_empty()),
-        id,
-        calls::text(cites, "message_id").filter(|s| !s.is_empty()),
+    Some(paths::on_machine(
+        &paths::conversation(
+            calls::text(cites, "source").filter(|s| !s.is_empty()),
+            id,
+            calls::text(cites, "message_id").filter(|s| !s.is_empty()),
+        ),
+        cited_machine(cites),
     ))
+}
+
+/// The id of the machine whose copy `cites` (a `cites` object) names, if any.
+pub fn cited_machine(cites: &Value) -> Option<&str> {
+    calls::text(cites, "machine_id").filter(|m| !m.is_empty())
 }
 
 /// The first non-empty line of `text`, cut to 120 characters.
@@ -156,13 +167,10 @@ fn first_line(text: &str) -> String {
 /// The list page for `pairs` (the query string).
 pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> Response {
     let filters = Filters::from_pairs(pairs);
-    let number = pairs
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "page")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(1)
-        .clamp(1, 200_000);
+    let number = match paths::page_number(pairs) {
+        Ok(number) => number.unwrap_or(1),
+        Err(why) => return calls::fail(pages, as_json, StatusCode::BAD_REQUEST, "Bad query", &why),
+    };
     let mut args = filters.args();
     args.insert("limit".into(), json!(PAGE_SIZE));
     args.insert("offset".into(), json!((number - 1) * PAGE_SIZE));

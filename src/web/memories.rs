@@ -33,7 +33,10 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
             .unwrap_or_default()
     };
     let (kind, tag) = (get("type"), get("tag"));
-    let number = get("page").parse::<usize>().unwrap_or(1).clamp(1, 200_000);
+    let number = match paths::page_number(pairs) {
+        Ok(number) => number.unwrap_or(1),
+        Err(why) => return calls::fail(pages, as_json, StatusCode::BAD_REQUEST, "Bad query", &why),
+    };
     let mut args = serde_json::Map::new();
     if !kind.is_empty() {
         args.insert("type".into(), json!(kind));

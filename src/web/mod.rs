@@ -209,6 +209,14 @@ impl Pages {
         };
         let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
         let reading = parts.method == Method::GET || parts.method == Method::HEAD;
+        // A skill's page reads its own arguments (`format` may be one of them).
+        if !matches!(segments.first(), Some(&("skills" | "static"))) {
+            let pairs = paths::pairs(&query);
+            if let Err(why) = paths::check_format(&pairs) {
+                let as_json = wants_json(&parts.headers, &pairs);
+                return calls::fail(self, as_json, StatusCode::BAD_REQUEST, "Bad query", &why);
+            }
+        }
         match (segments.as_slice(), reading) {
             ([], true) => index::page(self, wants_json(&parts.headers, &paths::pairs(&query))).await,
             (["conversations"], true) => {
@@ -259,8 +267,13 @@ impl Pages {
                         .find(|(k, _)| k == key)
                         .map(|(_, v)| v.as_str())
                 };
-                let page = get("page").and_then(|p| p.parse::<usize>().ok());
                 let as_json = wants_json(&parts.headers, &query);
+                let page = match paths::page_number(&query) {
+                    Ok(page) => page,
+                    Err(why) => {
+                        return calls::fail(self, as_json, StatusCode::BAD_REQUEST, "Bad query", &why)
+                    }
+                };
                 let at = get("at");
                 let machine = get("machine").filter(|m| !m.is_empty());
                 conversation::page(self, source, id, page, at, machine, as_json).await
@@ -340,7 +353,8 @@ impl Pages {
         }
         let rendered = self.env.get_template(name).and_then(|t| t.render(&context));
         match rendered {
-            Ok(body) => respond::html(status, body),
+            // Whatever a value holds, no bidirectional control reorders the page.
+            Ok(body) => respond::html(status, view::bidi_visible(&body).into_owned()),
             Err(e) => respond::text(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("page template `{name}` failed: {e:#}\n"),

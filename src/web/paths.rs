@@ -95,6 +95,56 @@ pub fn segments(path: &str) -> Option<Vec<String>> {
         .collect()
 }
 
+/// Most pages a list or a conversation is paged to (`?page=`).
+pub const MAX_PAGE: usize = 200_000;
+
+/// The last value of query parameter `key` in `pairs`, trimmed; `None` when absent or
+/// empty.
+pub fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.trim())
+        .filter(|v| !v.is_empty())
+}
+
+/// The page `?page=` asks for (from 1), `None` when it asks for none.
+///
+/// # Errors
+/// A message naming the parameter and what it takes, when the value is not a whole
+/// number from 1 to [`MAX_PAGE`] (never a silent first page).
+pub fn page_number(pairs: &[(String, String)]) -> Result<Option<usize>, String> {
+    let Some(value) = param(pairs, "page") else {
+        return Ok(None);
+    };
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_PAGE).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "query parameter `page`: expected a whole number from 1 to {MAX_PAGE}, got `{value}`"
+            )
+        })
+}
+
+/// Checks `?format=` (and `_format=`): `json` for the JSON twin, `html` for the page.
+///
+/// # Errors
+/// A message naming the parameter and what it takes, for any other value.
+pub fn check_format(pairs: &[(String, String)]) -> Result<(), String> {
+    for key in ["format", "_format"] {
+        if let Some(value) = param(pairs, key).filter(|v| !matches!(*v, "json" | "html")) {
+            return Err(format!(
+                "query parameter `{key}`: expected `json` (the JSON twin) or `html`, got `{value}`"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The pairs of a query string or form body, decoded, in order.
 pub fn pairs(query: &str) -> Vec<(String, String)> {
     form_urlencoded::parse(query.as_bytes())
@@ -135,5 +185,20 @@ mod tests {
                 ("a".to_owned(), "3".to_owned())
             ]
         );
+    }
+
+    #[test]
+    fn unreadable_page_and_format_values_name_their_parameter() {
+        assert_eq!(page_number(&pairs("page=3&x=1")), Ok(Some(3)));
+        assert_eq!(page_number(&pairs("page=&x=1")), Ok(None));
+        assert_eq!(page_number(&pairs("x=1")), Ok(None));
+        for bad in ["abc", "0", "-1", "1.5", "200001", "99999999999999999999999"] {
+            let e = page_number(&pairs(&format!("page={bad}"))).unwrap_err();
+            assert!(e.contains("`page`") && e.contains(bad), "{e}");
+        }
+        assert!(check_format(&pairs("format=json")).is_ok());
+        assert!(check_format(&pairs("_format=html")).is_ok());
+        let e = check_format(&pairs("format=xml")).unwrap_err();
+        assert!(e.contains("`format`") && e.contains("xml"), "{e}");
     }
 }

@@ -64,8 +64,9 @@ pub struct Cell {
 }
 
 /// What a row cites, from its `cites` field: `{kind: conversation, source?,
-/// conversation_id, message_id?}` → that conversation (at that message), `{kind:
-/// memory, id}` → that memory; a list of such objects gives one link each.
+/// conversation_id, message_id?, machine_id?}` → that conversation (at that message;
+/// that machine's copy on the team archive), `{kind: memory, id}` → that memory; a
+/// list of such objects gives one link each.
 pub fn row_links(row: &Value) -> Vec<RowLink> {
     let cites = match row.get(CITES) {
         Some(Value::Array(items)) => items.iter().collect::<Vec<_>>(),
@@ -87,10 +88,13 @@ pub fn row_links(row: &Value) -> Vec<RowLink> {
                 let source = text(cite, "source").filter(|s| is_plain_name(s));
                 Some(RowLink {
                     kind: "conversation",
-                    href: paths::conversation(
-                        source.as_deref(),
-                        &conversation,
-                        text(cite, "message_id").as_deref(),
+                    href: paths::on_machine(
+                        &paths::conversation(
+                            source.as_deref(),
+                            &conversation,
+                            text(cite, "message_id").as_deref(),
+                        ),
+                        super::conversations::cited_machine(cite),
                     ),
                 })
             }

@@ -1,6 +1,10 @@
 //! How values read on the pages: times relative to now with the UTC time on hover,
 //! long ids shortened with the whole id in a tooltip (and a copy button), previews
-//! with their line breaks kept up to a limit.
+//! with their line breaks kept up to a limit, and bidirectional controls written as
+//! visible escapes ([`bidi_visible`]).
+
+use std::borrow::Cow;
+use std::fmt::Write;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -117,6 +121,32 @@ pub fn preview(text: &str) -> String {
     out
 }
 
+/// True for the bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+/// U+2066–U+2069): characters that reorder the text around them as displayed, so text
+/// from a transcript could show one thing and hold another ("Trojan Source").
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `page` (a rendered page) with every bidirectional control ([`is_bidi_control`])
+/// written as the visible escape `\u{202E}`: nothing a transcript holds can then
+/// reorder what the page shows, in text and attribute values alike (the escape is
+/// ASCII with no markup character). Borrowed when there is none.
+pub fn bidi_visible(page: &str) -> Cow<'_, str> {
+    if !page.chars().any(is_bidi_control) {
+        return Cow::Borrowed(page);
+    }
+    let mut out = String::with_capacity(page.len() + 16);
+    for c in page.chars() {
+        if is_bidi_control(c) {
+            let _ = write!(out, "\\u{{{:04X}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +174,16 @@ mod tests {
         let text = "a\n\nb\nc\nd\ne\nf\ng\nh";
         assert_eq!(preview(text), "a\nb\nc\nd\ne\nf\n…");
         assert_eq!(preview("one\ntwo"), "one\ntwo");
+    }
+
+    #[test]
+    fn bidi_controls_become_visible_escapes() {
+        assert_eq!(
+            bidi_visible("a\u{202E}b\u{2066}c\u{2069}\u{202A}d"),
+            "a\\u{202E}b\\u{2066}c\\u{2069}\\u{202A}d"
+        );
+        assert!(matches!(bidi_visible("plain é ✓"), Cow::Borrowed(_)));
+        // Right-to-left text itself is kept: only the controls are written out.
+        assert_eq!(bidi_visible("שלום \u{200F}"), "שלום \u{200F}");
     }
 }

@@ -88,7 +88,7 @@ use vec_leg::vec_leg_until;
 
 /// Default and bounds of `limit`.
 pub const DEFAULT_LIMIT: i64 = 10;
-/// Largest `limit`; larger values are clamped.
+/// Largest `limit`; a larger one (or one below 1) is an argument error.
 pub const MAX_LIMIT: i64 = 500;
 /// Default `body_chars`.
 pub const DEFAULT_BODY_CHARS: i64 = 280;

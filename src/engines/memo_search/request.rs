@@ -49,8 +49,9 @@ impl Request {
     /// Checks `args` (already schema-validated) against the clock `now`.
     ///
     /// # Errors
-    /// [`EngineError::Argument`] naming `date_from` or `date_to` when a bound does not
-    /// parse as an ISO date or datetime.
+    /// [`EngineError::Argument`] naming `limit` when it is not an integer from 1 to
+    /// [`MAX_LIMIT`], or `date_from` or `date_to` when a bound does not parse as an
+    /// ISO date or datetime.
     pub fn from_args(args: &Value, now: DateTime<Utc>) -> Result<Self, EngineError> {
         let text = |k: &str| {
             args.get(k)
@@ -67,14 +68,16 @@ impl Request {
                 Mode::Hybrid
             }),
         };
-        let raw_limit = args
-            .get("limit")
-            .and_then(Value::as_i64)
-            .unwrap_or(DEFAULT_LIMIT);
-        let limit = raw_limit.clamp(1, MAX_LIMIT);
-        if limit != raw_limit {
-            notes.push(format!("limit {raw_limit} clamped to {limit}"));
-        }
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => DEFAULT_LIMIT,
+            Some(v) => v
+                .as_i64()
+                .filter(|n| (1..=MAX_LIMIT).contains(n))
+                .ok_or_else(|| EngineError::Argument {
+                    name: "limit".into(),
+                    reason: format!("expected an integer in 1..={MAX_LIMIT}, got {v}"),
+                })?,
+        };
         let body_chars = args
             .get("body_chars")
             .and_then(Value::as_i64)
