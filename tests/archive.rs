@@ -1304,10 +1304,12 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
 
     let mut fetched = 0;
     let mut twins_checked = 0;
+    let desktop_only = format!("/conversations?machine={}", id_of(&desktop));
     let pages = [
         "/",
         "/conversations",
         "/conversations?source=codex",
+        desktop_only.as_str(),
         "/projects",
         "/projects/%2Fwork%2Fp1",
         "/conversations/claude-code/sql-c05?machine=desktop",
@@ -1386,6 +1388,21 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
     ] {
         assert!(list.contains(&needle), "/conversations lacks {needle}");
     }
+    // Each machine label links to that machine's conversations; filtered by its id,
+    // the list holds its conversations only and offers the filter with the id in it.
+    assert!(
+        list.contains(&format!("href=\"{desktop_only}\"")),
+        "/conversations does not link the machine's list"
+    );
+    let desk_list = &html[desktop_only.as_str()];
+    assert!(
+        desk_list.contains("desk-only") && !desk_list.contains("sql-c02"),
+        "{desk_list}"
+    );
+    assert!(
+        desk_list.contains(&format!("name=\"machine\" value=\"{}\"", id_of(&desktop))),
+        "{desk_list}"
+    );
     // Each machine's copy of a shared conversation shows that machine's messages only.
     let desk = &html["/conversations/claude-code/sql-c05?machine=desktop"];
     let lap = &html["/conversations/claude-code/sql-c05?machine=laptop"];

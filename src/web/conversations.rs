@@ -1,7 +1,8 @@
 //! `GET /conversations`: every stored conversation, newest activity first,
 //! [`PAGE_SIZE`] to a page — source, project, title or first user message, message
-//! count, first and last time — filtered by `source`, `project` and a UTC date range
-//! (`since`, `until`), all in the URL. The data is the output of the skill feeding the
+//! count, first and last time — filtered by `source`, `project`, a UTC date range
+//! (`since`, `until`) and, on the team archive, `machine` (a label or a machine id),
+//! all in the URL. The data is the output of the skill feeding the
 //! conversations list ([`calls`]); each row links from its `cites` field. Also the
 //! table a project page shows ([`rows`]). `?format=json` is the twin. Rows from the
 //! team archive (`serve --archive`) carry their `machine`: the table then shows its
@@ -29,6 +30,9 @@ pub struct Filters {
     pub since: String,
     /// Last UTC date, inclusive.
     pub until: String,
+    /// One machine's conversations (the team archive): a label or a machine id. On the
+    /// local stores the skill refuses it, naming `--archive`.
+    pub machine: String,
 }
 
 impl Filters {
@@ -47,6 +51,7 @@ impl Filters {
             project: get("project"),
             since: get("since"),
             until: get("until"),
+            machine: get("machine"),
         }
     }
 
@@ -61,12 +66,13 @@ impl Filters {
         args
     }
 
-    fn pairs(&self) -> [(&'static str, &str); 4] {
+    fn pairs(&self) -> [(&'static str, &str); 5] {
         [
             ("source", self.source.as_str()),
             ("project", self.project.as_str()),
             ("since", self.since.as_str()),
             ("until", self.until.as_str()),
+            ("machine", self.machine.as_str()),
         ]
     }
 
@@ -95,6 +101,9 @@ pub struct Row {
     pub id: view::Id,
     /// The machine that pushed it (rows from the team archive), else `None`.
     pub machine: Option<String>,
+    /// The list of that machine's conversations (`?machine=<id>`), when the row cites
+    /// its machine's id.
+    pub machine_href: Option<String>,
     /// Messages.
     pub messages: usize,
     /// First and last message time.
@@ -118,6 +127,10 @@ pub fn rows(output: &crate::host::CallOutput, now: chrono::DateTime<chrono::Utc>
                 machine: calls::text(r, "machine")
                     .filter(|m| !m.is_empty())
                     .map(str::to_owned),
+                machine_href: r
+                    .get("cites")
+                    .and_then(cited_machine)
+                    .map(|id| paths::with_query("/conversations", &[("machine", id)])),
                 title,
                 preview: view::preview(preview),
                 source: calls::text(r, "source").unwrap_or("").to_owned(),
@@ -203,12 +216,15 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
         filters.href(&[("page", n.as_str())])
     };
     let rows = rows(&output, pages.now());
+    // The machine filter is offered where rows carry a machine (the team archive).
+    let team = !filters.machine.is_empty() || rows.iter().any(|r| r.machine.is_some());
     let shown_from = (number - 1) * PAGE_SIZE + 1;
     pages.render(
         StatusCode::OK,
         "conversations.html",
         json!({
             "filters": filters,
+            "team": team,
             "rows": rows,
             "total": total,
             "from": shown_from,
