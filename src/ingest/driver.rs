@@ -883,6 +883,54 @@ fn stored(
 
 /// Parses one file (from where the last import stopped, when it only grew); the
 /// result is stored later with its batch. Returns the file's entry and its faults.
+/// Drops the messages of `import` whose conversation or message id (as it would be
+/// stored) is longer than [`super::MAX_ID_CHARS`] characters, with one fault per id
+/// naming `path` and the id's length (never the id: it may be huge): no skill or page
+/// could open them.
+fn refuse_long_ids(path: &Path, import: &mut super::FileImport) {
+    let too_long =
+        |id: &str| id.len() > super::MAX_ID_CHARS && id.chars().count() > super::MAX_ID_CHARS;
+    if !import
+        .messages
+        .iter()
+        .any(|m| too_long(&m.conversation_id) || too_long(&m.message_id))
+    {
+        return;
+    }
+    // Per refused id: what it is, its length and the messages it took.
+    let mut refused: Vec<(&'static str, String, usize)> = Vec::new();
+    let mut count = |kind: &'static str, id: &str| match refused
+        .iter_mut()
+        .find(|(k, i, _)| *k == kind && i == id)
+    {
+        Some(entry) => entry.2 += 1,
+        None => refused.push((kind, id.to_owned(), 1)),
+    };
+    import.messages.retain(|m| {
+        if too_long(&m.conversation_id) {
+            count("conversation", &m.conversation_id);
+            false
+        } else if too_long(&m.message_id) {
+            count("message", &m.message_id);
+            false
+        } else {
+            true
+        }
+    });
+    for (kind, id, messages) in refused {
+        import.faults.push(Fault::new(
+            path,
+            None,
+            format!(
+                "a {kind} id of {} characters is longer than the {} an id may hold: \
+                 {messages} message(s) not imported",
+                id.chars().count(),
+                super::MAX_ID_CHARS
+            ),
+        ));
+    }
+}
+
 fn prepare(
     path: &Path,
     format: Option<Format>,
@@ -997,6 +1045,7 @@ fn prepare(
             }
         }
     }
+    refuse_long_ids(path, &mut import);
     fs.resumed = resume.is_some();
     fs.parsed = import.messages.len();
     fs.injected = import.messages.iter().filter(|m| m.is_injected).count();
