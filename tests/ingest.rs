@@ -1956,3 +1956,42 @@ fn a_first_record_longer_than_the_detection_window_is_still_told() {
         ]
     );
 }
+
+/// A `.jsonl` file whose first record is longer than the detection window and whose
+/// format even its skeleton cannot tell (here 300 KiB of structure before any text) is
+/// not skipped silently when found in a folder: the import reports a fault naming it
+/// and why, and fails.
+#[test]
+fn a_first_record_whose_format_cannot_be_told_is_a_fault_naming_the_file() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let numbers = vec![1; 150 * 1024];
+    let line = serde_json::json!({"numbers": numbers, "role": "user", "content": "hidden"});
+    let untold = files.path().join("untold.jsonl");
+    fs_err::write(&untold, format!("{line}\n")).expect("write");
+    assert_eq!(ingest::detect(&untold), None);
+
+    let data = tempfile::tempdir().expect("data dir");
+    let (ok, stdout, stderr) = common::cli::run(
+        common::cli::with_data(data.path())
+            .args(["ingest", "--json", "--no-embed"])
+            .arg(files.path()),
+    );
+    assert!(!ok, "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout} {stderr}"));
+    assert_eq!(summary["files_ignored"], 0, "{summary}");
+    let faults = summary["faults"].as_array().expect("faults");
+    assert_eq!(faults.len(), 1, "{summary}");
+    assert!(
+        faults[0]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("untold.jsonl")),
+        "{summary}"
+    );
+    let reason = faults[0]["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("its first record is longer than 256 KiB")
+            && reason.contains("its format cannot be told"),
+        "{reason}"
+    );
+}

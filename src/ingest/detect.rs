@@ -103,6 +103,32 @@ fn detect_importer(path: &Path) -> Option<&'static dyn Importer> {
     })
 }
 
+/// Why a `.jsonl` file [`detect`] does not recognise is not merely another tool's
+/// file: its first record is longer than the detection window and is no JSON record
+/// whose skeleton fits in it ([`first_record_skeleton`]), so its format cannot be
+/// told at all. `None` for any other file. The folder walk reports such a file as a
+/// fault, naming it and this reason, instead of ignoring it.
+pub(crate) fn untold(path: &Path) -> Option<String> {
+    if !crate::ingest::has_ext(path, "jsonl") || detect(path).is_some() {
+        return None;
+    }
+    let head = peek(path).ok()?;
+    let first_fits = head.len() < PEEK_BYTES
+        || head
+            .split(|&b| b == b'\n')
+            .rev()
+            .skip(1) // the last piece may be cut
+            .any(|l| !l.trim_ascii().is_empty());
+    (!first_fits && first_record_skeleton(path).is_none()).then(|| {
+        format!(
+            "its first record is longer than {} KiB and is not a JSON record whose keys fit \
+             in {} KiB, so its format cannot be told",
+            PEEK_BYTES / 1024,
+            PEEK_BYTES / 1024
+        )
+    })
+}
+
 /// The first [`PEEK_BYTES`] of a file.
 fn peek(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;

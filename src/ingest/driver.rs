@@ -232,7 +232,8 @@ const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Imports `paths` into `store`: each path is a file, or a directory walked recursively
-/// (files of unrecognised format inside directories are ignored; an explicitly given
+/// (files of unrecognised format inside directories are ignored, except a `.jsonl`
+/// file whose first record is too long for its format to be told; an explicitly given
 /// file of unknown format is a fault). A file reached twice (given twice, or inside two
 /// given directories) is imported once. `on_file` is called once per file seen, after
 /// it was stored, in walk order (sorted by path); use it for progress.
@@ -606,8 +607,13 @@ impl Parser<'_> {
                     },
                     _ => {
                         let format = detect(&file);
-                        // Unknown files in folders are ignored, but not ones we cannot read.
-                        if format.is_none() && !explicit && fs_err::File::open(&file).is_ok() {
+                        // Unknown files in folders are ignored, but not ones we cannot read
+                        // nor `.jsonl` files whose huge first record cannot be told.
+                        if format.is_none()
+                            && !explicit
+                            && fs_err::File::open(&file).is_ok()
+                            && super::detect::untold(&file).is_none()
+                        {
                             Step::Ignored
                         } else {
                             let key = stat.as_ref().map(|s| s.key.clone());
@@ -971,7 +977,13 @@ fn prepare(
         ))),
         None => match fs_err::File::open(path) {
             Err(e) => Err(IngestError::Io(e)),
-            Ok(_) => Err(IngestError::UnknownFormat(path.to_path_buf())),
+            Ok(_) => Err(match super::detect::untold(path) {
+                Some(reason) => IngestError::Shape {
+                    path: path.to_path_buf(),
+                    reason,
+                },
+                None => IngestError::UnknownFormat(path.to_path_buf()),
+            }),
         },
         Some(format) => import_from(path, format, resume.as_ref()),
     };
