@@ -1878,3 +1878,120 @@ fn a_transcript_cannot_forge_a_cut_at_import() {
     let shown = get_conversation_text(data.path(), "5e0d7a11-0000-4000-8000-000000000001");
     assert!(!shown.contains("cut at import"), "{shown}");
 }
+
+/// A text of about `bytes` bytes (UTF-8) mixing what a string's skeleton must cut
+/// around: multi-byte characters, escaped quotes and backslashes, a control character
+/// (written `\u0001`) and an emoji (a surrogate pair when escaped).
+fn long_mixed_text(bytes: usize) -> String {
+    let piece = "pasted log line é \"quoted\" back\\slash \u{1} 😀 ";
+    piece.repeat(bytes / piece.len() + 1)
+}
+
+/// A `.jsonl` transcript whose first record is longer than the detection window (here
+/// 60 MB: a pasted log) is told by that record's keys, not ignored as of unknown
+/// format: a generic file whose key telling it comes after the text, and a Claude
+/// Code session opening with a file-history snapshot, where no marker of its format
+/// is among its first bytes. Both import from a folder, the text cut at the cap.
+#[test]
+fn a_first_record_longer_than_the_detection_window_is_still_told() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let text = long_mixed_text(60 * 1024 * 1024);
+    let generic = files.path().join("pasted.jsonl");
+    let lines = [
+        serde_json::json!({"content": text, "role": "user", "conversation_id": "huge-first-generic",
+            "timestamp": "2026-03-01T10:00:00Z"}),
+        serde_json::json!({"role": "assistant", "content": "generic short reply",
+            "conversation_id": "huge-first-generic", "timestamp": "2026-03-01T10:00:01Z"}),
+    ];
+    let text_of =
+        |lines: &[serde_json::Value]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    fs_err::write(&generic, text_of(&lines)).expect("write");
+    let session = "5e0d7a11-0000-4000-8000-0000000000f1";
+    let claude = files.path().join(format!("{session}.jsonl"));
+    let lines = [
+        serde_json::json!({"type": "file-history-snapshot", "messageId": "m0",
+            "snapshot": {"trackedFileBackups": {"log.txt": {"backupFileName": text}}},
+            "isSnapshotUpdate": false}),
+        serde_json::json!({"parentUuid": null, "isSidechain": false, "userType": "external",
+            "cwd": "/home/dev/huge", "sessionId": session, "version": "2.0.14", "type": "user",
+            "message": {"role": "user", "content": "claude after the snapshot"},
+            "uuid": "00000000-0000-4000-8000-0000000000b1",
+            "timestamp": "2026-03-01T10:00:02Z"}),
+    ];
+    fs_err::write(&claude, text_of(&lines)).expect("write");
+    drop(text);
+
+    assert_eq!(
+        ingest::detect(&generic).map(Format::source),
+        Some("generic")
+    );
+    assert_eq!(
+        ingest::detect(&claude).map(Format::source),
+        Some("claude-code")
+    );
+
+    let data = tempfile::tempdir().expect("data dir");
+    let summary = common::cli::json(
+        common::cli::with_data(data.path())
+            .args(["ingest", "--json", "--no-embed"])
+            .arg(files.path()),
+    );
+    assert_eq!(summary["files_ignored"], 0, "{summary}");
+    assert_eq!(summary["files_imported"], 2, "{summary}");
+    let store =
+        ConversationStore::open_ro(&data.path().join("conversations.duckdb")).expect("store");
+    assert_eq!(
+        column(
+            &store,
+            "SELECT concat_ws('|', source, conversation_id, role, length(content)) \
+             FROM all_conversations ORDER BY source, msg_index"
+        ),
+        [
+            format!("claude-code|{session}|user|25"),
+            format!(
+                "generic|huge-first-generic|user|{}",
+                ingest::MAX_STORED_CHARS
+            ),
+            "generic|huge-first-generic|assistant|19".to_owned(),
+        ]
+    );
+}
+
+/// A `.jsonl` file whose first record is longer than the detection window and whose
+/// format even its skeleton cannot tell (here 300 KiB of structure before any text) is
+/// not skipped silently when found in a folder: the import reports a fault naming it
+/// and why, and fails.
+#[test]
+fn a_first_record_whose_format_cannot_be_told_is_a_fault_naming_the_file() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let numbers = vec![1; 150 * 1024];
+    let line = serde_json::json!({"numbers": numbers, "role": "user", "content": "hidden"});
+    let untold = files.path().join("untold.jsonl");
+    fs_err::write(&untold, format!("{line}\n")).expect("write");
+    assert_eq!(ingest::detect(&untold), None);
+
+    let data = tempfile::tempdir().expect("data dir");
+    let (ok, stdout, stderr) = common::cli::run(
+        common::cli::with_data(data.path())
+            .args(["ingest", "--json", "--no-embed"])
+            .arg(files.path()),
+    );
+    assert!(!ok, "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout} {stderr}"));
+    assert_eq!(summary["files_ignored"], 0, "{summary}");
+    let faults = summary["faults"].as_array().expect("faults");
+    assert_eq!(faults.len(), 1, "{summary}");
+    assert!(
+        faults[0]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("untold.jsonl")),
+        "{summary}"
+    );
+    let reason = faults[0]["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("its first record is longer than 256 KiB")
+            && reason.contains("its format cannot be told"),
+        "{reason}"
+    );
+}

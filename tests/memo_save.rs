@@ -186,3 +186,59 @@ async fn save_then_search_and_recall_over_mcp_with_the_default_model() {
     }
     save_then_recall(!has_model).await;
 }
+
+/// What `memo_save`, called over MCP stdio of `skills serve --no-ingest` plus `extra`,
+/// stores for a memory holding an AWS key: the title and body in the memories store
+/// (read from its SQLite file).
+fn stored_by_memo_save(extra: &[&str], key: &str) -> (String, String) {
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = common::cli::skills();
+    cmd.args(["serve", "--no-ingest"])
+        .args(extra)
+        .env("SKILLS_DIR", common::repo_skills())
+        .env("SKILLS_DATA_DIR", data.path())
+        .env("SKILLS_EMBEDDER", "none")
+        .env_remove("SKILLS_KEEP_SECRETS")
+        .stderr(Stdio::null());
+    let mut session = common::serve::StdioSession::spawn(&mut cmd);
+    session.initialize(1);
+    session.call_tool(
+        2,
+        "memo_save",
+        json!({"title": format!("Deploy key {key}"), "body": format!("The deploy uses {key} for the bucket."), "type": "fact"}),
+    );
+    let answer = session.answer(2);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["created"], true,
+        "{answer}"
+    );
+    session.close_stdin();
+    assert!(session.child.wait().unwrap().success());
+    let memories =
+        rusqlite::Connection::open(skills::stores::StorePaths::in_dir(data.path()).memories)
+            .unwrap();
+    let (title, body) = memories
+        .query_row("SELECT title, body FROM memories", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    (title, body)
+}
+
+/// README: memo-save under `skills serve --keep-secrets` stores secrets as written;
+/// under a plain `skills serve` they are redacted before storing.
+#[test]
+fn serve_keep_secrets_governs_what_memo_save_stores() {
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    let (title, body) = stored_by_memo_save(&[], key);
+    assert_eq!(title, "Deploy key [REDACTED:aws-access-key-id]");
+    assert_eq!(
+        body,
+        "The deploy uses [REDACTED:aws-access-key-id] for the bucket."
+    );
+
+    let (title, body) = stored_by_memo_save(&["--keep-secrets"], key);
+    assert_eq!(title, format!("Deploy key {key}"));
+    assert_eq!(body, format!("The deploy uses {key} for the bucket."));
+}

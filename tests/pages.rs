@@ -1203,3 +1203,88 @@ fn html_escape(text: &str) -> String {
         .replace('\'', "&#x27;")
         .replace('/', "&#x2f;")
 }
+
+/// An id as long as an id may be stored (`skills::ingest::MAX_ID_CHARS`; here 2,000
+/// characters, past the 512 the skills once accepted) opens everywhere it is listed:
+/// the conversation page, the page at a message with a long id, the get-conversation
+/// and list-conversations skills. A longer one is refused at import, the fault naming
+/// the file and the id's length, never stored where nothing could open it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_conversation_id_opens_on_its_page_and_in_the_skills() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = format!("long-{}", "c".repeat(1995));
+    let message = format!("msg-{}", "m".repeat(1996));
+    assert_eq!((id.len(), message.len()), (2000, 2000));
+    let transcript = dir.path().join("long-ids.jsonl");
+    let lines = [
+        serde_json::json!({"role": "user", "content": "the question under a long id",
+            "conversation_id": id, "id": message, "timestamp": "2026-03-01T10:00:00Z"}),
+        serde_json::json!({"role": "assistant", "content": "the answer under a long id",
+            "conversation_id": id, "id": "a1", "timestamp": "2026-03-01T10:00:01Z"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs_err::write(&transcript, text).unwrap();
+    let data = ingested(&[transcript]);
+
+    let too_long = "x".repeat(skills::ingest::MAX_ID_CHARS + 1);
+    let refused = dir.path().join("too-long.jsonl");
+    let line = serde_json::json!({"role": "user", "content": "never stored",
+        "conversation_id": too_long});
+    fs_err::write(&refused, format!("{line}\n")).unwrap();
+    let (_, stdout, stderr) = common::cli::run(
+        common::cli::with_data(data.path())
+            .args(["ingest", "--json", "--no-embed"])
+            .arg(&refused)
+            .env("SKILLS_EMBEDDER", "none"),
+    );
+    let summary: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout} {stderr}"));
+    let faults = summary["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 1, "{summary}");
+    assert!(
+        faults[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("too-long.jsonl"),
+        "{summary}"
+    );
+    let reason = faults[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("a conversation id of 4097 characters is longer than the 4096"),
+        "{reason}"
+    );
+    assert!(!reason.contains(&too_long), "the fault echoes the id");
+    assert_eq!(summary["messages_added"], 0, "{summary}");
+
+    let rows = |skill: &str| {
+        let v = common::cli::json(
+            common::cli::with_data(data.path())
+                .args(["run", skill, "--json", "--arg"])
+                .arg(format!("conversation_id={id}")),
+        );
+        v["data"]["rows"].as_array().unwrap().len()
+    };
+    assert_eq!(rows("get-conversation"), 2);
+    assert_eq!(rows("list-conversations"), 1);
+
+    let server = Server::start(&common::repo_skills(), data.path()).await;
+    let encoded = |s: &str| skills::web::paths::encode(s);
+    let conversation = format!("/conversations/generic/{}", encoded(&id));
+    for path in [
+        conversation.clone(),
+        format!("{conversation}?at={}", encoded(&message)),
+        format!("/conversations/_/{}", encoded(&id)),
+        format!(
+            "/skills/get-conversation?conversation_id={}&at={}",
+            encoded(&id),
+            encoded(&message)
+        ),
+    ] {
+        let (status, page) = server.get(&path).await;
+        assert_eq!(status, 200, "{path}: {page}");
+        assert!(
+            page.contains("the question under a long id"),
+            "{path}: {page}"
+        );
+    }
+}

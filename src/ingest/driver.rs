@@ -232,7 +232,8 @@ const BATCH_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Imports `paths` into `store`: each path is a file, or a directory walked recursively
-/// (files of unrecognised format inside directories are ignored; an explicitly given
+/// (files of unrecognised format inside directories are ignored, except a `.jsonl`
+/// file whose first record is too long for its format to be told; an explicitly given
 /// file of unknown format is a fault). A file reached twice (given twice, or inside two
 /// given directories) is imported once. `on_file` is called once per file seen, after
 /// it was stored, in walk order (sorted by path); use it for progress.
@@ -606,8 +607,13 @@ impl Parser<'_> {
                     },
                     _ => {
                         let format = detect(&file);
-                        // Unknown files in folders are ignored, but not ones we cannot read.
-                        if format.is_none() && !explicit && fs_err::File::open(&file).is_ok() {
+                        // Unknown files in folders are ignored, but not ones we cannot read
+                        // nor `.jsonl` files whose huge first record cannot be told.
+                        if format.is_none()
+                            && !explicit
+                            && fs_err::File::open(&file).is_ok()
+                            && super::detect::untold(&file).is_none()
+                        {
                             Step::Ignored
                         } else {
                             let key = stat.as_ref().map(|s| s.key.clone());
@@ -883,6 +889,54 @@ fn stored(
 
 /// Parses one file (from where the last import stopped, when it only grew); the
 /// result is stored later with its batch. Returns the file's entry and its faults.
+/// Drops the messages of `import` whose conversation or message id (as it would be
+/// stored) is longer than [`super::MAX_ID_CHARS`] characters, with one fault per id
+/// naming `path` and the id's length (never the id: it may be huge): no skill or page
+/// could open them.
+fn refuse_long_ids(path: &Path, import: &mut super::FileImport) {
+    let too_long =
+        |id: &str| id.len() > super::MAX_ID_CHARS && id.chars().count() > super::MAX_ID_CHARS;
+    if !import
+        .messages
+        .iter()
+        .any(|m| too_long(&m.conversation_id) || too_long(&m.message_id))
+    {
+        return;
+    }
+    // Per refused id: what it is, its length and the messages it took.
+    let mut refused: Vec<(&'static str, String, usize)> = Vec::new();
+    let mut count = |kind: &'static str, id: &str| match refused
+        .iter_mut()
+        .find(|(k, i, _)| *k == kind && i == id)
+    {
+        Some(entry) => entry.2 += 1,
+        None => refused.push((kind, id.to_owned(), 1)),
+    };
+    import.messages.retain(|m| {
+        if too_long(&m.conversation_id) {
+            count("conversation", &m.conversation_id);
+            false
+        } else if too_long(&m.message_id) {
+            count("message", &m.message_id);
+            false
+        } else {
+            true
+        }
+    });
+    for (kind, id, messages) in refused {
+        import.faults.push(Fault::new(
+            path,
+            None,
+            format!(
+                "a {kind} id of {} characters is longer than the {} an id may hold: \
+                 {messages} message(s) not imported",
+                id.chars().count(),
+                super::MAX_ID_CHARS
+            ),
+        ));
+    }
+}
+
 fn prepare(
     path: &Path,
     format: Option<Format>,
@@ -923,7 +977,13 @@ fn prepare(
         ))),
         None => match fs_err::File::open(path) {
             Err(e) => Err(IngestError::Io(e)),
-            Ok(_) => Err(IngestError::UnknownFormat(path.to_path_buf())),
+            Ok(_) => Err(match super::detect::untold(path) {
+                Some(reason) => IngestError::Shape {
+                    path: path.to_path_buf(),
+                    reason,
+                },
+                None => IngestError::UnknownFormat(path.to_path_buf()),
+            }),
         },
         Some(format) => import_from(path, format, resume.as_ref()),
     };
@@ -997,6 +1057,7 @@ fn prepare(
             }
         }
     }
+    refuse_long_ids(path, &mut import);
     fs.resumed = resume.is_some();
     fs.parsed = import.messages.len();
     fs.injected = import.messages.iter().filter(|m| m.is_injected).count();

@@ -44,11 +44,11 @@ pub use detect::detect;
 pub use driver::{
     ingest_paths, ingest_paths_with, FileSummary, IngestOptions, IngestSummary, SourceCounts,
 };
-pub use read::MAX_STORED_CHARS;
 pub(crate) use read::{
     chat_role, content_texts, conversations_of, count_i64, join_texts, kind_of, parse_time,
     part_texts, plain_text, read_json, read_jsonl_from, str_field, strip_bom, JsonlEnd,
 };
+pub use read::{MAX_ID_CHARS, MAX_STORED_CHARS};
 pub(crate) use sqlite::{open_sqlite_read_only, sqlite_tables, sqlite_text};
 
 use std::path::{Path, PathBuf};

@@ -12,6 +12,12 @@ use super::{Cursor, Fault, IngestError};
 /// index and every page that reads it. A person's turn is far shorter than this.
 pub const MAX_STORED_CHARS: usize = 1_000_000;
 
+/// Most characters of a conversation or message id the store keeps: the skills and
+/// pages that open a conversation accept ids this long (`maxLength` in their input
+/// schemas), so a message whose id is longer is refused at import, with a fault naming
+/// the file and the id's length, rather than stored where nothing could open it.
+pub const MAX_ID_CHARS: usize = 4096;
+
 /// Cuts `text` to its first [`MAX_STORED_CHARS`] characters (on a character
 /// boundary) and returns how many characters it left out (0 for a text stored whole),
 /// counting those [`parse_capped`] already left out of its strings (their marks are
