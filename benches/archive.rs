@@ -157,7 +157,7 @@ fn pending(c: &mut postgres::Client) -> Result<(i64, i64)> {
     let mut total = (0, 0);
     for ix in trigram_partitions(c)? {
         let r = c.query_one(
-            "SELECT pending_pages::bigint, pending_tuples FROM pgstatginindex($1::regclass)",
+            "SELECT pending_pages::bigint, pending_tuples FROM pgstatginindex($1::text::regclass)",
             &[&ix],
         )?;
         total.0 += r.get::<_, i64>(0);
@@ -193,7 +193,7 @@ fn fill_pending(c: &mut postgres::Client, kb: i32) -> Result<()> {
             .query_one(
                 "SELECT format('%I.%I', n.nspname, t.relname) FROM pg_index i
                  JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-                 WHERE i.indexrelid = $1::regclass",
+                 WHERE i.indexrelid = $1::text::regclass",
                 &[&ix],
             )?
             .get::<_, String>(0);
@@ -204,7 +204,7 @@ fn fill_pending(c: &mut postgres::Client, kb: i32) -> Result<()> {
         loop {
             let pages: i64 = c
                 .query_one(
-                    "SELECT pending_pages::bigint FROM pgstatginindex($1::regclass)",
+                    "SELECT pending_pages::bigint FROM pgstatginindex($1::text::regclass)",
                     &[&ix],
                 )?
                 .get(0);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use common::search_cases::{duckdb_keys, engine_keys, CASES, LIMIT};
 use common::{fmt_bytes, fmt_dur, measure, reset_peak, rss, Stats};
-use serde_json::{json, Value};
+use serde_json::json;
 use skills::bench::gen::{self, Spec};
 use skills::engines::Context;
 use skills::host::Host;

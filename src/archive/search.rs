@@ -9,8 +9,9 @@
 //!   here;
 //! - escapes: `LIKE … ESCAPE ''` — PostgreSQL's default escape `\` does not exist in
 //!   DuckDB, where `\` is a plain character;
-//! - order: `COLLATE "C"` (bytes, as DuckDB compares strings) and an explicit `NULLS
-//!   LAST` with the same tie-break;
+//! - order: `COLLATE "C"` (bytes, as DuckDB compares strings) and the same
+//!   tie-break; the sort columns are all `NOT NULL` in the archive, so where NULLs
+//!   sort does not arise;
 //! - NUL: stored as U+FFFF (see [`super::schema`]); a term holding NUL or U+FFFF
 //!   matches a superset on the server, and rows whose exact bytes were kept
 //!   (`content_raw`) are checked again here with the local matcher.
@@ -187,7 +188,11 @@ pub fn statement(q: &Query<'_>) -> Statement {
         let p = param(Box::new(user.to_owned()));
         sql.push_str(&format!(" AND m.user_name = {p}"));
     }
-    sql.push_str(" ORDER BY m.created DESC NULLS LAST, m.source, m.conversation_id, m.message_id");
+    // `created` is NOT NULL, so DuckDB's NULLS LAST needs no clause here; and with
+    // none, the order is the backward scan of each partition's `created` index that
+    // the planner merges and stops after `LIMIT` rows (newest first: a common term
+    // reads a few pages; `NULLS LAST` made it sort every match, 1.9 s for `the` at 1M).
+    sql.push_str(" ORDER BY m.created DESC, m.source, m.conversation_id, m.message_id");
     if recheck.is_none() {
         let p = param(Box::new(q.limit));
         sql.push_str(&format!(" LIMIT {p}"));
