@@ -786,7 +786,11 @@ fn status_shows_the_archive_and_never_the_password() {
     };
     let before: Value = serde_json::from_str(&status(&db.url, true)).unwrap();
     let a = &before["archive"];
-    assert_eq!(a["status"]["schema_version"], 2, "{before}");
+    assert_eq!(
+        a["status"]["schema_version"],
+        skills::archive::schema::VERSION,
+        "{before}"
+    );
     assert_eq!(a["status"]["pending_conversations"], 4, "{before}");
     assert_eq!(a["status"]["pending_messages"], 12, "{before}");
     assert!(a["status"]["last_push"].is_null(), "{before}");
@@ -808,7 +812,13 @@ fn status_shows_the_archive_and_never_the_password() {
         (Some(1), Some(1))
     );
     let text = status(&db.url, false);
-    assert!(text.contains("schema version 2"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "schema version {}",
+            skills::archive::schema::VERSION
+        )),
+        "{text}"
+    );
     assert!(text.contains("laptop"), "{text}");
     assert!(
         text.contains("not pushed yet: 1 conversations (1 messages)"),
