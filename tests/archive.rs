@@ -193,6 +193,114 @@ fn two_machines_push_idempotently_and_search_finds_both() {
     assert_eq!(s["slices"].as_array().unwrap().len(), 2, "{s}");
 }
 
+/// Per partition's trigram index: its storage options (`pg_class.reloptions`).
+fn trigram_options(db: &Db) -> Vec<Vec<String>> {
+    db.client()
+        .query(
+            "SELECT coalesce(c.reloptions, '{}')::text[] FROM pg_inherits i
+             JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'skills_archive.messages_folded_trgm'::regclass",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// Pending-list pages of every partition's trigram index.
+fn pending_pages(db: &Db) -> i64 {
+    let mut c = db.client();
+    c.batch_execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        .unwrap();
+    c.query_one(
+        "SELECT coalesce(sum(s.pending_pages), 0)::bigint FROM pg_inherits i,
+         LATERAL pgstatginindex(i.inhrelid::regclass) s
+         WHERE i.inhparent = 'skills_archive.messages_folded_trgm'::regclass",
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
+
+#[test]
+fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_list() {
+    let Some(db) = migrated_db() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("m");
+    store(&data, &corpus("upgrade", 30, 6));
+    let wanted = format!(
+        "gin_pending_list_limit={}",
+        skills::archive::schema::TRIGRAM_PENDING_LIST_KB
+    );
+    let options = trigram_options(&db);
+    assert!(options.len() > 24, "{options:?}");
+    assert!(
+        options
+            .iter()
+            .all(|o| o.contains(&"fastupdate=on".to_owned()) && o.contains(&wanted)),
+        "{options:?}"
+    );
+    // Rows pushed go through the pending lists, merged at the end of the push.
+    let first = push(&data, &db, &[]);
+    assert_eq!(first["messages_sent"], 180);
+    assert!(
+        first["pending_pages_merged"].as_i64().unwrap() > 0,
+        "{first}"
+    );
+    assert_eq!(pending_pages(&db), 0);
+    let before = db.dump();
+
+    // The archive as version 2 made it: fastupdate off, no flush function.
+    db.client()
+        .batch_execute(
+            "DO $$ DECLARE r record; BEGIN
+           FOR r IN SELECT inhrelid::regclass AS ix FROM pg_inherits
+                    WHERE inhparent = 'skills_archive.messages_folded_trgm'::regclass LOOP
+             EXECUTE format('ALTER INDEX %s SET (fastupdate = off)', r.ix);
+             EXECUTE format('ALTER INDEX %s RESET (gin_pending_list_limit)', r.ix);
+           END LOOP;
+         END $$;
+         DROP FUNCTION skills_archive.flush_trigram_pending();
+         UPDATE skills_archive.meta SET value = '2' WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let (ok, _, err) = run(&data, &db.url, &["archive", "push"]);
+    assert!(!ok, "a push refuses an older schema");
+    assert!(err.contains("skills archive migrate"), "{err}");
+    let (ok, out, err) = run(&data, &db.url, &["--json", "archive", "migrate"]);
+    assert!(ok, "{err}");
+    let m: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(m["migration"]["from"], 2, "{m}");
+    assert_eq!(m["migration"]["to"], 3, "{m}");
+    assert_eq!(
+        m["migration"]["trigram_partitions_set"].as_u64().unwrap(),
+        options.len() as u64,
+        "{m}"
+    );
+    assert!(trigram_options(&db)
+        .iter()
+        .all(|o| o.contains(&"fastupdate=on".to_owned()) && o.contains(&wanted)));
+    assert_eq!(db.dump(), before, "the upgrade keeps every row");
+    // Again: nothing left to set.
+    let (ok, out, _) = run(&data, &db.url, &["--json", "archive", "migrate"]);
+    assert!(ok);
+    let m: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(m["migration"]["trigram_partitions_set"], 0, "{m}");
+
+    // Appended rows after the upgrade: sent, merged, found.
+    store(
+        &data,
+        &[msg("upgrade-c1", 6, 999_999, "zebra crossing appended")],
+    );
+    let more = push(&data, &db, &[]);
+    assert_eq!(more["conversations_sent"], 1, "{more}");
+    assert!(more["pending_pages_merged"].is_i64(), "{more}");
+    assert_eq!(pending_pages(&db), 0);
+    let v = search(&data, &db.url, &["term=ZEBRA CROSSING"]);
+    assert_eq!(v["data"]["rows"].as_array().unwrap().len(), 1, "{v}");
+}
+
 #[test]
 fn a_push_killed_mid_way_completes_on_the_next_one() {
     let Some(admin) = server() else { return };
@@ -600,7 +708,11 @@ fn status_shows_the_archive_and_never_the_password() {
     };
     let before: Value = serde_json::from_str(&status(&db.url, true)).unwrap();
     let a = &before["archive"];
-    assert_eq!(a["status"]["schema_version"], 2, "{before}");
+    assert_eq!(
+        a["status"]["schema_version"],
+        skills::archive::schema::VERSION,
+        "{before}"
+    );
     assert_eq!(a["status"]["pending_conversations"], 4, "{before}");
     assert_eq!(a["status"]["pending_messages"], 12, "{before}");
     assert!(a["status"]["last_push"].is_null(), "{before}");
@@ -622,7 +734,13 @@ fn status_shows_the_archive_and_never_the_password() {
         (Some(1), Some(1))
     );
     let text = status(&db.url, false);
-    assert!(text.contains("schema version 2"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "schema version {}",
+            skills::archive::schema::VERSION
+        )),
+        "{text}"
+    );
     assert!(text.contains("laptop"), "{text}");
     assert!(
         text.contains("not pushed yet: 1 conversations (1 messages)"),

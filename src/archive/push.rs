@@ -13,7 +13,10 @@
 //!   [`PushOptions::batch_rows`] rows) is one short transaction — delete the
 //!   conversations' rows, binary `COPY` the new ones, record their fingerprints — so a
 //!   push killed at any point leaves whole conversations with matching fingerprints,
-//!   and the next push sends exactly what is missing.
+//!   and the next push sends exactly what is missing. Batches go out over
+//!   [`PushOptions::connections`] connections side by side; each is still its own
+//!   transaction with its own watermark rows, so this holds whatever the order in
+//!   which they commit.
 //! - **Redacted** by default: message and memory text go through
 //!   [`crate::redact::Redactor`] before they leave the machine (counted).
 
@@ -37,6 +40,8 @@ pub struct PushOptions {
     pub prune: bool,
     /// Rows per transaction (whole conversations; a larger conversation is one batch).
     pub batch_rows: usize,
+    /// Connections sending batches side by side (at least 1).
+    pub connections: usize,
 }
 
 impl Default for PushOptions {
@@ -45,6 +50,7 @@ impl Default for PushOptions {
             redact: true,
             prune: false,
             batch_rows: DEFAULT_BATCH_ROWS,
+            connections: DEFAULT_CONNECTIONS,
         }
     }
 }
@@ -52,6 +58,11 @@ impl Default for PushOptions {
 /// Rows per transaction: a batch commits in well under a second, so no transaction
 /// is long (agentsview's long sync transactions starved autovacuum, its #605).
 pub const DEFAULT_BATCH_ROWS: usize = 20_000;
+
+/// Connections a push sends batches over side by side: PostgreSQL spends most of a
+/// push's time in one backend per connection (the trigram index's upkeep), so a
+/// second one uses a second core (docs/performance.md, "Push to the team archive").
+pub const DEFAULT_CONNECTIONS: usize = 2;
 
 /// What a push did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -84,6 +95,9 @@ pub struct PushReport {
     pub redacted: bool,
     /// Transactions committed.
     pub batches: usize,
+    /// Trigram pending-list pages merged into the index at the end of the push
+    /// (`None`: nothing sent, or the role may not run the merge; autovacuum does it).
+    pub pending_pages_merged: Option<i64>,
     /// Seconds the push took.
     pub seconds: f64,
 }
@@ -127,6 +141,16 @@ pub fn push(
         push_memories(archive, &paths.memories, machine, options, &mut report)?;
     }
     let target = archive.target().clone();
+    if report.messages_sent > 0 {
+        // The rows are committed; merging the trigram pending lists now spares every
+        // search until the next push from reading them (a role without EXECUTE on
+        // the function leaves that to autovacuum: nothing is lost either way).
+        report.pending_pages_merged = archive
+            .client()
+            .query_one(&format!("SELECT {}", super::schema::FLUSH_PENDING), &[])
+            .ok()
+            .map(|r| r.get(0));
+    }
     archive
         .client()
         .execute(
@@ -282,6 +306,7 @@ fn push_conversations(
     progress: Progress<'_>,
 ) -> Result<(), ArchiveError> {
     let (store, injected, mut local) = local_prints(paths)?;
+    let target = archive.target().clone();
     if !options.redact {
         for v in local.values_mut() {
             v.1 ^= RAW_MARK;
@@ -297,7 +322,6 @@ fn push_conversations(
         ))
     };
     report.conversations_local = local.len();
-    let target = archive.target().clone();
     let remote = remote_prints(archive, machine)?;
     let changed: HashSet<(String, String)> = local
         .iter()
@@ -328,7 +352,6 @@ fn push_conversations(
         .iter()
         .map(|k| u64::try_from(local[k].0).unwrap_or(0))
         .sum();
-    progress(0, total);
     let mut sql = ROW_SELECT.to_owned();
     if !injected {
         sql = sql.replace("is_injected FROM", "false FROM");
@@ -351,40 +374,155 @@ fn push_conversations(
     };
     let mut stmt = conn.prepare(&sql).map_err(local_err)?;
     let mut rows = stmt.query([]).map_err(local_err)?;
-    let mut batch = Batch::default();
-    let mut sent = 0u64;
-    while let Some(r) = rows.next().map_err(local_err)? {
-        let source: String = r.get(0).map_err(local_err)?;
-        let conversation: String = r.get(3).map_err(local_err)?;
-        let key = (source, conversation);
-        if !changed.contains(&key) {
-            continue;
-        }
-        if batch.last.as_ref() != Some(&key) {
-            if batch.rows.len() >= options.batch_rows {
-                sent += batch.rows.len() as u64;
-                flush(archive, machine, &mut batch, &local, report)?;
-                progress(sent, total);
-            }
-            batch.conversations.push(key.clone());
-            batch.last = Some(key);
-        }
-        let mut row = LocalRow::read(r).map_err(local_err)?;
-        if let Some(red) = redactor {
-            let out = red.redact(&row.content);
-            if out.count > 0 {
-                report.secrets_redacted += out.count;
-                row.content = out.text.into_owned();
-            }
-        }
-        batch.rows.push(row);
+    // More connections than the first: opened before any batch is sent, so a refused
+    // connection fails the push before it starts.
+    let mut extra = Vec::new();
+    for _ in 1..options.connections.max(1) {
+        extra.push(target.connect()?);
     }
-    sent += batch.rows.len() as u64;
-    flush(archive, machine, &mut batch, &local, report)?;
-    progress(sent, total);
+    let mut clients: Vec<&mut postgres::Client> = vec![archive.client()];
+    clients.extend(extra.iter_mut());
+    let sender = Sender::new(&target, machine, &local);
+    let mut read_error = None;
+    let (sent, batches) = sender.run(clients, total, progress, |send| {
+        let mut batch = Batch::default();
+        let mut next = || -> Result<bool, ArchiveError> {
+            let Some(r) = rows.next().map_err(local_err)? else {
+                return Ok(false);
+            };
+            let source: String = r.get(0).map_err(local_err)?;
+            let conversation: String = r.get(3).map_err(local_err)?;
+            let key = (source, conversation);
+            if !changed.contains(&key) {
+                return Ok(true);
+            }
+            if batch.last.as_ref() != Some(&key) {
+                if batch.rows.len() >= options.batch_rows && !send(std::mem::take(&mut batch)) {
+                    return Ok(false);
+                }
+                batch.conversations.push(key.clone());
+                batch.last = Some(key);
+            }
+            let mut row = LocalRow::read(r).map_err(local_err)?;
+            if let Some(red) = redactor {
+                let out = red.redact(&row.content);
+                if out.count > 0 {
+                    report.secrets_redacted += out.count;
+                    row.content = out.text.into_owned();
+                }
+            }
+            batch.rows.push(row);
+            Ok(true)
+        };
+        loop {
+            match next() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    read_error = Some(e);
+                    return;
+                }
+            }
+        }
+        send(batch);
+    })?;
+    if let Some(e) = read_error {
+        return Err(e);
+    }
+    report.batches += batches;
     report.conversations_sent = changed.len();
     report.messages_sent = sent;
     Ok(())
+}
+
+/// Sends batches over several connections side by side: the caller's producer reads
+/// and redacts rows on this thread and hands whole batches to one worker thread per
+/// connection, each committing a batch per transaction ([`flush`]).
+struct Sender<'a> {
+    target: &'a super::Target,
+    machine: &'a Machine,
+    prints: &'a Prints,
+}
+
+impl<'a> Sender<'a> {
+    fn new(target: &'a super::Target, machine: &'a Machine, prints: &'a Prints) -> Self {
+        Self {
+            target,
+            machine,
+            prints,
+        }
+    }
+
+    /// Runs `produce` with a `send` function (false once a batch failed: stop
+    /// producing), one worker per client, and reports progress as batches commit.
+    /// Returns (messages committed, transactions), or the first batch's error.
+    fn run(
+        &self,
+        clients: Vec<&mut postgres::Client>,
+        total: u64,
+        progress: Progress<'_>,
+        produce: impl FnOnce(&mut dyn FnMut(Batch) -> bool),
+    ) -> Result<(u64, usize), ArchiveError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{mpsc, Mutex};
+        let failed = AtomicBool::new(false);
+        let (to_workers, from_reader) = mpsc::sync_channel::<Batch>(clients.len());
+        let from_reader = Mutex::new(from_reader);
+        let (done, finished) = mpsc::channel::<Result<u64, ArchiveError>>();
+        let (mut sent, mut batches, mut first_error) = (0u64, 0usize, None);
+        let mut take = |r: Result<u64, ArchiveError>, progress: &mut dyn FnMut(u64, u64)| match r {
+            Ok(n) => {
+                sent += n;
+                batches += 1;
+                progress(sent, total);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        };
+        progress(0, total);
+        std::thread::scope(|s| {
+            for client in clients {
+                let (done, from_reader, failed) = (done.clone(), &from_reader, &failed);
+                s.spawn(move || loop {
+                    // A worker keeps receiving after a failure (discarding) so the
+                    // producer never blocks on a full channel nobody reads.
+                    let next = from_reader
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .recv();
+                    let Ok(mut batch) = next else { return };
+                    if failed.load(Ordering::Relaxed) || batch.conversations.is_empty() {
+                        continue;
+                    }
+                    let rows = batch.rows.len() as u64;
+                    let r = flush(client, self.target, self.machine, &mut batch, self.prints);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if done.send(r.map(|()| rows)).is_err() {
+                        return;
+                    }
+                });
+            }
+            drop(done);
+            let mut send = |batch: Batch| {
+                while let Ok(r) = finished.try_recv() {
+                    take(r, progress);
+                }
+                !failed.load(Ordering::Relaxed) && to_workers.send(batch).is_ok()
+            };
+            produce(&mut send);
+            drop(to_workers);
+            for r in finished.iter() {
+                take(r, progress);
+            }
+        });
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok((sent, batches)),
+        }
+    }
 }
 
 /// Whole conversations waiting to be sent in one transaction.
@@ -501,25 +639,24 @@ fn delete_conversations(
     Ok(())
 }
 
-/// Sends `batch` in one transaction and empties it.
+/// Sends `batch` in one transaction over `client`.
 fn flush(
-    archive: &mut Archive,
+    client: &mut postgres::Client,
+    target: &super::Target,
     machine: &Machine,
     batch: &mut Batch,
-    prints: &HashMap<(String, String), Print>,
-    report: &mut PushReport,
+    prints: &Prints,
 ) -> Result<(), ArchiveError> {
     if batch.conversations.is_empty() {
         return Ok(());
     }
-    let target = archive.target().clone();
     let err = |e: postgres::Error| target.error("sending a batch", &e);
     let (sources, ids): (Vec<&str>, Vec<&str>) = batch
         .conversations
         .iter()
         .map(|(s, c)| (s.as_str(), c.as_str()))
         .unzip();
-    let mut tx = archive.client().transaction().map_err(err)?;
+    let mut tx = client.transaction().map_err(err)?;
     delete_conversations(&mut tx, &machine.id, &sources, &ids).map_err(err)?;
     {
         let names: Vec<&str> = MESSAGE_COLUMNS.iter().map(|c| c.name).collect();
@@ -551,10 +688,6 @@ fn flush(
     )
     .map_err(err)?;
     tx.commit().map_err(err)?;
-    report.batches += 1;
-    batch.conversations.clear();
-    batch.rows.clear();
-    batch.last = None;
     Ok(())
 }
 

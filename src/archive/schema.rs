@@ -15,9 +15,19 @@
 //!   conversation's), from [`FIRST_MONTH`] to [`MONTHS_AHEAD`] months past the
 //!   migration; rows outside that range (and any without a time) go to the default
 //!   partition `messages_default`, which the next migrate splits into months.
-//! - A trigram GIN index (`pg_trgm`, `fastupdate = off`: pending-list growth was
-//!   agentsview's 283 GB index) on `content_folded` when the extension can be created;
-//!   `vector` (pgvector) is created too when allowed, for the meaning issue's tables.
+//! - A trigram GIN index (`pg_trgm`) on `content_folded` when the extension can be
+//!   created; `vector` (pgvector) is created too when allowed, for the meaning issue's
+//!   tables. Version 3 turns the index's pending list on (`fastupdate = on`,
+//!   `gin_pending_list_limit` [`TRIGRAM_PENDING_LIST_KB`]): maintained row by row
+//!   (`fastupdate = off`, versions 1–2) it held a push to 759 messages/s. The pending
+//!   list stays bounded because every push transaction is short: the backend that
+//!   inserts past the limit merges the list into the index before its transaction
+//!   ends (agentsview's 283 GB index, its #605, grew under long sync transactions that
+//!   starved autovacuum). A partitioned index's options cannot be altered, so each
+//!   partition's index is set ([`trigram_options`]) — by every migrate, which also
+//!   makes the new months' partitions. A push ends by merging the pending lists
+//!   ([`FLUSH_PENDING`], a `SECURITY DEFINER` function: `gin_clean_pending_list`
+//!   needs the index's owner), so searches between pushes read no pending list.
 //! - `conversations` is the push watermark: per machine and conversation, the
 //!   fingerprint of the rows last pushed. It is written in the same transaction as the
 //!   rows, so it is never ahead of them.
@@ -39,7 +49,26 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 2;
+pub const VERSION: i32 = 3;
+
+/// `gin_pending_list_limit` of the trigram index, in kB: the pending list a push
+/// fills before the inserting backend merges it into the index, and that a search
+/// reads whole until then (docs/performance.md, "Push to the team archive").
+pub const TRIGRAM_PENDING_LIST_KB: i32 = 16_384;
+
+/// The trigram index's storage options (version 3), as `ALTER INDEX … SET` takes them.
+pub fn trigram_options() -> String {
+    format!("fastupdate = on, gin_pending_list_limit = {TRIGRAM_PENDING_LIST_KB}")
+}
+
+/// The function (version 3, owned by the migrating role, `SECURITY DEFINER`) that
+/// merges every partition's trigram pending list into the index and returns the
+/// pending pages it emptied; a push calls it once at its end. `EXECUTE` is revoked
+/// from `PUBLIC` and granted by [`grants`] to the pushing role.
+pub const FLUSH_PENDING: &str = "skills_archive.flush_trigram_pending()";
+
+/// The same options as PostgreSQL lists them in `pg_class.reloptions`.
+const TRIGRAM_RELOPTIONS: [&str; 2] = ["fastupdate=on", "gin_pending_list_limit="];
 
 /// The schema of the views the `sql` skills read on the archive.
 pub const SQL_SCHEMA: &str = "skills_sql";
@@ -156,6 +185,9 @@ pub struct Migration {
     pub notes: Vec<String>,
     /// Whether the trigram index exists (searches without it scan, still exact).
     pub trigram_index: bool,
+    /// Partitions whose trigram index got this version's options
+    /// ([`trigram_options`]) in this run (older archives, new months).
+    pub trigram_partitions_set: usize,
 }
 
 /// Creates or upgrades the schema to [`VERSION`] in one transaction (two migrations
@@ -219,6 +251,10 @@ pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
         tx.batch_execute(&version_2())
             .map_err(err("creating the sql skills' views (version 2)"))?;
     }
+    if from < 3 {
+        tx.batch_execute(&version_3())
+            .map_err(err("creating the pending-list flush (version 3)"))?;
+    }
     if let Err(e) = sandbox_role(&mut tx) {
         out.notes.push(format!(
             "cannot create or grant the role {SQL_ROLE} ({}): the drop-in sql skills refuse \
@@ -249,9 +285,12 @@ pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
     if out.extensions.iter().any(|e| e == "pg_trgm") {
         tx.batch_execute(&format!(
             "CREATE INDEX IF NOT EXISTS messages_folded_trgm ON {SCHEMA}.messages \
-             USING gin (content_folded gin_trgm_ops) WITH (fastupdate = off)"
+             USING gin (content_folded gin_trgm_ops) WITH ({})",
+            trigram_options()
         ))
         .map_err(err("creating the trigram index"))?;
+        out.trigram_partitions_set =
+            set_trigram_options(&mut tx).map_err(err("setting the trigram index's options"))?;
     }
     out.trigram_index = has_trigram_index(&mut tx).map_err(err("reading the indexes"))?;
     tx.commit().map_err(err("committing the migration"))?;
@@ -299,6 +338,36 @@ fn has_trigram_index(tx: &mut Transaction<'_>) -> Result<bool, postgres::Error> 
             &[&format!("{SCHEMA}.messages_folded_trgm")],
         )?
         .get(0))
+}
+
+/// Sets [`trigram_options`] on each partition's trigram index that lacks them (an
+/// archive of version 1–2, made with `fastupdate = off`; a month created since):
+/// `ALTER INDEX … SET` takes a lock that lets reads and writes go on and rebuilds
+/// nothing. Returns how many were set.
+fn set_trigram_options(tx: &mut Transaction<'_>) -> Result<usize, postgres::Error> {
+    let wanted = [
+        TRIGRAM_RELOPTIONS[0].to_owned(),
+        format!("{}{TRIGRAM_PENDING_LIST_KB}", TRIGRAM_RELOPTIONS[1]),
+    ];
+    let rows = tx.query(
+        "SELECT format('%I.%I', n.nspname, c.relname), coalesce(c.reloptions, '{}')::text[]
+         FROM pg_inherits i
+         JOIN pg_class c ON c.oid = i.inhrelid
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE i.inhparent = to_regclass($1)",
+        &[&format!("{SCHEMA}.messages_folded_trgm")],
+    )?;
+    let mut set = 0;
+    for r in rows {
+        let name: String = r.get(0);
+        let options: Vec<String> = r.get(1);
+        if wanted.iter().all(|w| options.contains(w)) {
+            continue;
+        }
+        tx.batch_execute(&format!("ALTER INDEX {name} SET ({})", trigram_options()))?;
+        set += 1;
+    }
+    Ok(set)
 }
 
 /// Version 1: the tables, the default partition and the non-trigram indexes.
@@ -360,6 +429,20 @@ CREATE VIEW {SQL_SCHEMA}.all_conversations AS
             .map(|c| format!("m.{c}"))
             .collect::<Vec<_>>()
             .join(", "),
+    )
+}
+
+/// Version 3: [`FLUSH_PENDING`] (the trigram index's options are set by every
+/// migrate, [`set_trigram_options`]). It finds the partitions' indexes at each call,
+/// so months added later are covered, and does nothing without the index.
+fn version_3() -> String {
+    format!(
+        "CREATE FUNCTION {FLUSH_PENDING} RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    AS $f$ SELECT coalesce(sum(gin_clean_pending_list(i.inhrelid::regclass)), 0)::bigint
+           FROM pg_inherits i WHERE i.inhparent = to_regclass('{SCHEMA}.messages_folded_trgm') $f$;
+REVOKE ALL ON FUNCTION {FLUSH_PENDING} FROM PUBLIC;
+"
     )
 }
 
@@ -533,6 +616,7 @@ GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
 GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
       {SCHEMA}.machines, {SCHEMA}.memories TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
+GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};
 GRANT {SQL_ROLE} TO {writer};
 "
     )

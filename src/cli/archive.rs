@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use skills::archive::machine::Machine;
-use skills::archive::push::{PushOptions, DEFAULT_BATCH_ROWS};
+use skills::archive::push::{PushOptions, DEFAULT_BATCH_ROWS, DEFAULT_CONNECTIONS};
 use skills::archive::{schema, Archive};
 
 use super::{Outcome, Session, UsageError};
@@ -36,6 +36,9 @@ pub enum Command {
         /// Rows per transaction.
         #[arg(long, default_value_t = DEFAULT_BATCH_ROWS, hide = true)]
         batch_rows: usize,
+        /// Connections sending batches side by side.
+        #[arg(long, default_value_t = DEFAULT_CONNECTIONS, hide = true)]
+        connections: usize,
     },
     /// What the archive holds, per machine and source, and what this machine has not
     /// pushed yet.
@@ -101,6 +104,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
             prune,
             no_redact,
             batch_rows,
+            connections,
         } => {
             let paths = session.store_paths()?;
             let machine = Machine::of_paths(&paths)?;
@@ -108,6 +112,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                 redact: !no_redact,
                 prune: *prune,
                 batch_rows: (*batch_rows).max(1),
+                connections: (*connections).max(1),
             };
             let bar = if session.json() {
                 indicatif::ProgressBar::hidden()
