@@ -16,10 +16,9 @@ use chrono::TimeZone;
 use serde_json::{json, Value};
 use skills::engines::{Context, Engine};
 use skills::ingest::Message;
-use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
-use common::archive::{password, server, Db};
+use common::archive::{server, server_password, Db};
 
 fn skills() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_skills"));
@@ -62,14 +61,6 @@ fn search(data: &Path, archive: &str, args: &[&str]) -> Value {
 
 fn at(secs: i64) -> chrono::DateTime<chrono::Utc> {
     chrono::Utc.timestamp_opt(1_740_000_000 + secs, 0).unwrap()
-}
-
-/// Writes `messages` into a store in `dir`.
-fn store(dir: &Path, messages: &[Message]) {
-    let paths = StorePaths::in_dir(dir);
-    let s = ConversationStore::open_rw(&paths.conversations).unwrap();
-    s.insert(messages).unwrap();
-    s.close().unwrap();
 }
 
 fn msg(conv: &str, i: i64, t: i64, content: &str) -> Message {
@@ -127,8 +118,8 @@ fn two_machines_push_idempotently_and_search_finds_both() {
     let Some(db) = migrated_db() else { return };
     let root = tempfile::tempdir().unwrap();
     let (a, b) = (root.path().join("laptop"), root.path().join("desktop"));
-    store(&a, &corpus("alpha", 20, 5));
-    store(&b, &corpus("beta", 10, 4));
+    common::store_messages(&a, &corpus("alpha", 20, 5));
+    common::store_messages(&b, &corpus("beta", 10, 4));
     let first = push(&a, &db, &[]);
     assert_eq!(first["conversations_sent"], 20);
     assert_eq!(first["messages_sent"], 100);
@@ -171,7 +162,7 @@ fn two_machines_push_idempotently_and_search_finds_both() {
 
     // An appended message re-sends only its conversation; a conversation gone
     // locally stays unless --prune.
-    store(&a, &[msg("alpha-c3", 5, 999_999, "appended later")]);
+    common::store_messages(&a, &[msg("alpha-c3", 5, 999_999, "appended later")]);
     let more = push(&a, &db, &[]);
     assert_eq!(more["conversations_sent"], 1, "{more}");
     assert_eq!(more["messages_sent"], 6, "{more}");
@@ -228,7 +219,7 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     let Some(db) = migrated_db() else { return };
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("m");
-    store(&data, &corpus("upgrade", 30, 6));
+    common::store_messages(&data, &corpus("upgrade", 30, 6));
     let wanted = format!(
         "gin_pending_list_limit={}",
         skills::archive::schema::TRIGRAM_PENDING_LIST_KB
@@ -289,7 +280,7 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     assert_eq!(m["migration"]["trigram_partitions_set"], 0, "{m}");
 
     // Appended rows after the upgrade: sent, merged, found.
-    store(
+    common::store_messages(
         &data,
         &[msg("upgrade-c1", 6, 999_999, "zebra crossing appended")],
     );
@@ -309,7 +300,7 @@ fn a_push_killed_mid_way_completes_on_the_next_one() {
     migrate(&clean);
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("m");
-    store(&data, &corpus("kill", 400, 10));
+    common::store_messages(&data, &corpus("kill", 400, 10));
     std::fs::create_dir_all(&data).unwrap();
     // One id for both pushes, so the two archives can be compared row for row.
     let mut kills = 0;
@@ -362,7 +353,7 @@ fn the_password_never_appears_in_any_output() {
         .map(|(_, p)| p.to_owned())
         .unwrap();
     let data = tempfile::tempdir().unwrap();
-    store(data.path(), &corpus("pw", 3, 3));
+    common::store_messages(data.path(), &corpus("pw", 3, 3));
     let wrong = db.url.replace(&password, "wrong-password-123");
     let no_schema = db.url.clone();
     let bad_db = db.url.replace(&db.name, "no_such_database");
@@ -565,7 +556,7 @@ fn search_conversations_on_the_archive_equals_duckdb_ilike() {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("diff");
     let messages = differential_corpus();
-    store(&data, &messages);
+    common::store_messages(&data, &messages);
     push(&data, &db, &["--no-redact"]);
 
     let paths = StorePaths::in_dir(&data);
@@ -693,10 +684,10 @@ fn a_store_redacted_at_import_sends_no_secret_whatever_the_push_flags() {
 #[test]
 fn status_shows_the_archive_and_never_the_password() {
     let Some(db) = migrated_db() else { return };
-    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
+    let password = server_password();
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
-    store(&data, &corpus("st", 4, 3));
+    common::store_messages(&data, &corpus("st", 4, 3));
     let status = |url: &str, json: bool| {
         let mut args = vec!["status"];
         if json {
@@ -717,7 +708,7 @@ fn status_shows_the_archive_and_never_the_password() {
     assert_eq!(a["status"]["pending_messages"], 12, "{before}");
     assert!(a["status"]["last_push"].is_null(), "{before}");
     push(&data, &db, &[]);
-    store(&data, &[msg("st-c9", 0, 99_999, "one more, not pushed")]);
+    common::store_messages(&data, &[msg("st-c9", 0, 99_999, "one more, not pushed")]);
     let after: Value = serde_json::from_str(&status(&db.url, true)).unwrap();
     let s = &after["archive"]["status"];
     assert!(s["size_bytes"].as_i64().unwrap() > 0, "{after}");
@@ -896,7 +887,7 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
     let messages = sql_corpus();
-    store(&data, &messages);
+    common::store_messages(&data, &messages);
     push(&data, &db, &["--no-redact"]);
     let day = |secs: i64| at(secs).format("%Y-%m-%d").to_string();
     let cases: Vec<(&str, Vec<String>)> = vec![
@@ -1087,10 +1078,10 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
 #[test]
 fn hostile_archive_queries_are_refused_by_the_database() {
     let Some(db) = migrated_db() else { return };
-    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
+    let password = server_password();
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
-    store(&data, &corpus("h", 2, 2));
+    common::store_messages(&data, &corpus("h", 2, 2));
     push(&data, &db, &[]);
     let skills_dir = root.path().join("skills");
     let pwned = root.path().join("pwned");
@@ -1235,8 +1226,8 @@ fn machine_and_user_filters_give_each_machines_own_answer() {
     let Some(db) = migrated_db() else { return };
     let root = tempfile::tempdir().unwrap();
     let (laptop, desktop) = (root.path().join("laptop"), root.path().join("desktop"));
-    store(&laptop, &sql_corpus());
-    store(&desktop, &desktop_corpus());
+    common::store_messages(&laptop, &sql_corpus());
+    common::store_messages(&desktop, &desktop_corpus());
     push_as(&laptop, &db, "alice");
     push_as(&desktop, &db, "bob");
     let day = |secs: i64| at(secs).format("%Y-%m-%d").to_string();
@@ -1412,13 +1403,13 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
     );
     let mut mine = sql_corpus();
     mine.push(msg("sql-c02", 9, 80_100, &format!("the key is {secret}")));
-    store(&laptop, &mine);
-    store(&desktop, &desktop_corpus());
+    common::store_messages(&laptop, &mine);
+    common::store_messages(&desktop, &desktop_corpus());
     push_with(&laptop, &db, "alice", &[]);
     push_with(&desktop, &db, "bob", &[]);
     let now = "2025-03-01T00:00:00Z";
     let server = serve_archive(&server_data, &db, now);
-    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
+    let password = server_password();
 
     let mut fetched = 0;
     let mut twins_checked = 0;
@@ -1554,8 +1545,8 @@ fn twins() -> Option<(Db, tempfile::TempDir, String, String)> {
     let db = migrated_db()?;
     let root = tempfile::tempdir().unwrap();
     let (one, two) = (root.path().join("a/twin"), root.path().join("b/twin"));
-    store(&one, &sql_corpus());
-    store(&two, &desktop_corpus());
+    common::store_messages(&one, &sql_corpus());
+    common::store_messages(&two, &desktop_corpus());
     push_with(&one, &db, "alice", &[]);
     push_with(&two, &db, "bob", &[]);
     let (id_one, id_two) = (id_of(&one), id_of(&two));
@@ -1856,7 +1847,7 @@ fn a_failure_that_is_not_a_certificate_gets_no_certificate_hint() {
 #[test]
 fn sslmode_require_and_verify_full_against_a_tls_server() {
     let Some(admin) = server() else { return };
-    let password = password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap());
+    let password = server_password();
     let dir = tempfile::tempdir().unwrap();
     if !openssl(dir.path(), &["version"]) {
         common::not_run("no `openssl` command to make the test's certificates");

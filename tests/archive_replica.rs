@@ -13,46 +13,29 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::archive::{password, server, with_database, Db};
+use common::archive::{password, server, with_database, Db, Scripted};
 
 /// Longest wait for the standby to replay what the primary committed.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A hot standby of the primary, stopped and removed when dropped.
-struct Replica {
-    dir: String,
-    url: String,
-}
+struct Replica(Scripted);
 
 impl Replica {
     /// Starts one; `None` after saying why the test does not run.
     fn start(primary: &str) -> Option<Self> {
-        let out = Command::new(common::repo().join("scripts/postgres"))
-            .args(["replica", primary])
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let var = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-                .map(|v| v.replace('\\', ""))
-        };
-        if !out.status.success() {
-            let why = var("SKILLS_TEST_POSTGRES_UNAVAILABLE")
-                .unwrap_or_else(|| "scripts/postgres could not start a hot standby".into());
-            common::not_run(&why);
-            return None;
-        }
-        Some(Self {
-            dir: var("SKILLS_TEST_REPLICA_DIR").unwrap(),
-            url: var("SKILLS_TEST_REPLICA_URL").unwrap(),
-        })
+        Scripted::start(
+            &["replica", primary],
+            "SKILLS_TEST_REPLICA_DIR",
+            "SKILLS_TEST_REPLICA_URL",
+            "scripts/postgres could not start a hot standby",
+        )
+        .map(Self)
     }
 
     /// Waits until the standby has replayed everything the primary has committed: up
@@ -65,7 +48,7 @@ impl Replica {
             .query_one("SELECT pg_current_wal_insert_lsn()::text", &[])
             .unwrap()
             .get(0);
-        let mut r = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        let mut r = postgres::Client::connect(&self.0.url, postgres::NoTls).unwrap();
         let start = Instant::now();
         loop {
             let done: bool = r
@@ -84,14 +67,6 @@ impl Replica {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = Command::new(common::repo().join("scripts/postgres"))
-            .args(["stop", &self.dir])
-            .status();
     }
 }
 
@@ -192,7 +167,7 @@ fn a_hot_standby_answers_every_read_as_the_primary_and_refuses_writes_with_a_hin
         return;
     };
     replica.catch_up(&admin);
-    let standby = with_database(&replica.url, &db.name);
+    let standby = with_database(&replica.0.url, &db.name);
     let mut r = postgres::Client::connect(&standby, postgres::NoTls).unwrap();
     assert!(
         r.query_one("SELECT pg_is_in_recovery()", &[])

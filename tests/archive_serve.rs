@@ -13,23 +13,21 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
+use common::archive::{password, Scripted};
 use common::mcp::{call, text, Client};
 
 /// Longest wait for an import, a push or a status change.
 const PATIENCE: Duration = Duration::from_secs(120);
 
 /// A PostgreSQL of this test's own, stopped and removed when dropped.
-struct Pg {
-    dir: String,
-    url: String,
-}
+struct Pg(Scripted);
 
 impl Pg {
     /// Starts one; `None` after saying why the test does not run.
@@ -38,49 +36,28 @@ impl Pg {
             common::not_run(&why);
             return None;
         }
-        let out = Command::new(common::repo().join("scripts/postgres"))
-            .arg("start")
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let var = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-                .map(|v| v.replace('\\', ""))
-        };
-        if !out.status.success() {
-            let why = var("SKILLS_TEST_POSTGRES_UNAVAILABLE")
-                .unwrap_or_else(|| "scripts/postgres could not start PostgreSQL".into());
-            common::not_run(&why);
-            return None;
-        }
-        Some(Self {
-            dir: var("SKILLS_TEST_POSTGRES_DIR").unwrap(),
-            url: var("SKILLS_TEST_ARCHIVE_URL").unwrap(),
-        })
+        Scripted::start(
+            &["start"],
+            "SKILLS_TEST_POSTGRES_DIR",
+            "SKILLS_TEST_ARCHIVE_URL",
+            "scripts/postgres could not start PostgreSQL",
+        )
+        .map(Self)
     }
 
     fn script(&self, what: &str) {
         let status = Command::new(common::repo().join("scripts/postgres"))
-            .args([what, &self.dir])
+            .args([what, &self.0.dir])
             .status()
             .unwrap();
         assert!(status.success(), "scripts/postgres {what} failed");
-    }
-
-    /// The superuser's password (in the URL).
-    fn password(&self) -> String {
-        let (_, rest) = self.url.split_once("://").unwrap();
-        let (auth, _) = rest.split_once('@').unwrap();
-        auth.split_once(':').unwrap().1.to_owned()
     }
 
     /// Messages in the archive whose content holds `word`; `None` while it is down.
     /// (On a thread of its own: the blocking client cannot run inside the test's
     /// runtime.)
     fn count(&self, word: &str) -> Option<i64> {
-        let (url, pattern) = (self.url.clone(), format!("%{word}%"));
+        let (url, pattern) = (self.0.url.clone(), format!("%{word}%"));
         std::thread::spawn(move || {
             let mut c = postgres::Client::connect(&url, postgres::NoTls).ok()?;
             c.query_one(
@@ -92,14 +69,6 @@ impl Pg {
         })
         .join()
         .unwrap()
-    }
-}
-
-impl Drop for Pg {
-    fn drop(&mut self) {
-        let _ = Command::new(common::repo().join("scripts/postgres"))
-            .args(["stop", &self.dir])
-            .status();
     }
 }
 
@@ -273,16 +242,16 @@ async fn until(doing: &str, mut what: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serving_goes_on_while_the_archive_is_down_and_the_next_push_completes() {
     let Some(pg) = Pg::start() else { return };
-    let password = pg.password();
+    let password = password(&pg.0.url);
     let home = Home::new();
     common::cli::ok(
         common::cli::skills()
             .arg("--data-dir")
             .arg(home.data())
-            .args(["--archive", &pg.url, "archive", "migrate"]),
+            .args(["--archive", &pg.0.url, "archive", "migrate"]),
     );
     let log = home.path().join("serve.log");
-    let client = home.serve(&pg.url, &log).await;
+    let client = home.serve(&pg.0.url, &log).await;
 
     // Imported, then pushed.
     find(&client, "marmoset").await;

@@ -407,17 +407,13 @@ async fn odd_requests_get_readable_answers_never_a_stack() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreadable_query_parameters_are_a_400_naming_them() {
     let data = tempfile::tempdir().unwrap();
-    let store = skills::stores::conversations::ConversationStore::open_rw(
-        &skills::stores::StorePaths::in_dir(data.path()).conversations,
-    )
-    .unwrap();
-    store
-        .insert(&[
+    common::store_messages(
+        data.path(),
+        &[
             common::message("c-1", 0, "hello"),
             common::message("c-1", 1, "ok"),
-        ])
-        .unwrap();
-    drop(store);
+        ],
+    );
     let server = Server::start(&common::repo_skills(), data.path()).await;
     for (path, parameter, value) in [
         ("/conversations?page=abc", "page", "abc"),

@@ -1,6 +1,8 @@
 //! The test PostgreSQL (`scripts/postgres`, started by `./scripts/test`, which exports
 //! `SKILLS_TEST_ARCHIVE_URL`) and a fresh database on it per test.
 
+use std::process::{Command, Stdio};
+
 use super::not_run;
 
 /// The server's superuser URL, or `None` after saying why the test does not run.
@@ -16,6 +18,55 @@ pub fn server() -> Option<String> {
             not_run(&why);
             None
         }
+    }
+}
+
+/// The test server's superuser password (in `SKILLS_TEST_ARCHIVE_URL`).
+pub fn server_password() -> String {
+    password(&std::env::var("SKILLS_TEST_ARCHIVE_URL").unwrap())
+}
+
+/// A server `scripts/postgres` started for one test (`start`, or `replica URL`): its
+/// folder and superuser URL. Stopped and its folder removed when dropped.
+pub struct Scripted {
+    /// The server's folder (what `scripts/postgres stop` takes).
+    pub dir: String,
+    /// Its superuser URL.
+    pub url: String,
+}
+
+impl Scripted {
+    /// Runs `scripts/postgres args…` and reads the folder and URL from the exports it
+    /// prints as `dir_var` and `url_var`; `None` after saying why the test does not run
+    /// (the script's `SKILLS_TEST_POSTGRES_UNAVAILABLE`, else `failed`).
+    pub fn start(args: &[&str], dir_var: &str, url_var: &str, failed: &str) -> Option<Self> {
+        let out = Command::new(super::repo().join("scripts/postgres"))
+            .args(args)
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let var = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
+                .map(|v| v.replace('\\', ""))
+        };
+        if !out.status.success() {
+            not_run(&var("SKILLS_TEST_POSTGRES_UNAVAILABLE").unwrap_or_else(|| failed.into()));
+            return None;
+        }
+        Some(Self {
+            dir: var(dir_var).unwrap(),
+            url: var(url_var).unwrap(),
+        })
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        let _ = Command::new(super::repo().join("scripts/postgres"))
+            .args(["stop", &self.dir])
+            .status();
     }
 }
 

@@ -154,6 +154,16 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Writes `messages` into the conversations store of data folder `dir` (created),
+/// closed so its search index is published.
+pub fn store_messages(dir: &Path, messages: &[Message]) {
+    let paths = skills::stores::StorePaths::in_dir(dir);
+    let s =
+        skills::stores::conversations::ConversationStore::open_rw(&paths.conversations).unwrap();
+    s.insert(messages).unwrap();
+    s.close().unwrap();
+}
+
 /// A temporary folder holding a copy of the bundled skills, for a test to break one.
 pub fn copy_skills() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();

@@ -107,9 +107,7 @@ impl ConversationStore {
             conn.execute_batch("UPDATE store_identity SET id = uuid()::VARCHAR")
                 .map_err(|e| duck(&path, e))?;
         }
-        let store_id: Option<String> = conn
-            .query_row("SELECT id FROM store_identity LIMIT 1", [], |r| r.get(0))
-            .ok();
+        let store_id = crate::stores::segments::identity_in(&conn);
         conn.execute_batch("CHECKPOINT")
             .map_err(|e| duck(&path, e))?;
         conn.close().map_err(|(_, e)| duck(&path, e))?;

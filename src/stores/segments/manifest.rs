@@ -121,7 +121,12 @@ pub fn store_identity(db: &Path) -> Option<String> {
         .ok()?
         .enable_autoload_extension(false)
         .ok()?;
-    let conn = duckdb::Connection::open_with_flags(db, config).ok()?;
+    identity_in(&duckdb::Connection::open_with_flags(db, config).ok()?)
+}
+
+/// The identity in the store `conn` has open (table `store_identity`); `None` when it
+/// has none (a store from before the table).
+pub fn identity_in(conn: &duckdb::Connection) -> Option<String> {
     conn.query_row("SELECT id FROM store_identity LIMIT 1", [], |r| r.get(0))
         .ok()
 }

@@ -65,8 +65,8 @@ use serde::Serialize;
 
 pub(crate) use bytes::{u32_at, u64_at};
 pub use manifest::{
-    first_free, next_name, store_identity, sync_dir, write_synced, FileStamp, Manifest,
-    SegmentEntry, StoreContent, StoreStamp, HEAD_BYTES, MANIFEST, MANIFEST_VERSION,
+    first_free, identity_in, next_name, store_identity, sync_dir, write_synced, FileStamp,
+    Manifest, SegmentEntry, StoreContent, StoreStamp, HEAD_BYTES, MANIFEST, MANIFEST_VERSION,
 };
 pub use reader::{Cache, Live, SegmentSet, Tombstones};
 pub(crate) use source::{str_ref, touched_rows};
