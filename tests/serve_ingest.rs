@@ -257,6 +257,19 @@ fn seed(home: &Home) {
         ),
     )
     .unwrap();
+    // serve imports the newest first (by the modification time of each location it
+    // walks): the Codex rollout and its folders are made older, so the Claude Code
+    // session is imported first whatever tick each write fell in (under load the
+    // rollout, written second, was newer and the paused import held only it).
+    let older = std::time::SystemTime::now() - Duration::from_secs(600);
+    let codex_root = home.path().join(".codex");
+    let mut path = home.codex_session("c1");
+    while path.starts_with(&codex_root) {
+        fs_err::File::open(&path)
+            .and_then(|f| f.file().set_modified(older))
+            .unwrap();
+        path.pop();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
