@@ -34,6 +34,7 @@ use duckdb::Connection;
 use super::StoreError;
 use crate::cancel::{Cancel, OnStop};
 
+mod attach;
 mod close;
 pub mod embeddings;
 mod files;
@@ -79,10 +80,9 @@ pub struct ConversationStore {
     /// The call whose stop interrupts every connection handed out
     /// ([`ConversationStore::interrupted_by`]), and the hooks registered for them.
     stop: Option<(Cancel, Mutex<Vec<OnStop>>)>,
-    /// A read-only store written before the summary tables: each connection handed
-    /// out gets temporary views of the same aggregates
-    /// ([`summary::fallback_views`]).
-    summary_views: bool,
+    /// A read-only store's attachment to a kept instance (`attach`), detached when
+    /// the store is dropped (after `conn`, declared before it).
+    attached: Option<attach::Attached>,
 }
 
 impl ConversationStore {

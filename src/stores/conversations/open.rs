@@ -39,9 +39,9 @@ impl ConversationStore {
         super::summary::init(&conn).map_err(|e| duck(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
+            attached: None,
             conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
-            summary_views: false,
             index: Some(index),
             touched: Mutex::default(),
             embed_base,
@@ -50,9 +50,10 @@ impl ConversationStore {
         })
     }
 
-    /// Opens an existing store read-only, sandboxed for skill SQL
-    /// ([`crate::stores::sandbox::duckdb_config`]: no files, network, extensions or
-    /// settings beyond this one file). Waits up to 10 s while another process
+    /// Opens an existing store read-only, sandboxed for skill SQL (as
+    /// [`crate::stores::sandbox::duckdb_config`]: no files, network, extensions or
+    /// settings beyond this one file), by attaching it to an in-memory instance kept
+    /// for its path (`attach`); dropping the store detaches it. Waits up to 10 s while another process
     /// writes it (`skills ingest`). Engines open it per call and drop it afterwards, so
     /// a long-running `skills serve` never keeps `skills ingest` out and always sees
     /// the latest import.
@@ -69,19 +70,23 @@ impl ConversationStore {
         }
         // Readers run SQL from skill folders: the sandbox's configuration (external
         // access off, configuration locked) is applied as the file is opened.
-        // A new instance per open (~8 ms), not the file attached to a kept instance
-        // (~1.3 ms): attached, a call during a paused import found none of the rows
-        // the import had stored (tests/serve_ingest.rs, in full-suite runs; see
-        // docs/performance.md "Kept instance").
+        // Attached to a kept instance rather than opened: starting an instance costs
+        // more than a browse page may take (`attach`).
+        let attached = Mutex::new(None);
         let conn = wait_for_lock(path, READ_LOCK_WAIT, || {
-            Connection::open_with_flags(path, crate::stores::sandbox::duckdb_config()?)
+            let (conn, handle) = super::attach::attach(path)?;
+            *attached
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            Ok(conn)
         })?;
-        let summary_views = !super::summary::present(&conn).map_err(|e| duck(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
+            attached: attached
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
             conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
-            summary_views,
             index: None,
             touched: Mutex::default(),
             embed_base: None,
@@ -103,9 +108,9 @@ impl ConversationStore {
         super::summary::init(&conn).map_err(|e| duck(&path, e))?;
         Ok(Self {
             path,
+            attached: None,
             conn: Mutex::new(Some(conn)),
             marks_injected: std::sync::OnceLock::new(),
-            summary_views: false,
             index: None,
             touched: Mutex::default(),
             embed_base: None,
@@ -162,9 +167,8 @@ impl ConversationStore {
         }
         .map_err(|e| duck(&self.path, e))?;
         drop(guard);
-        if self.summary_views {
-            // Temporary views are the connection's own: made on each one handed out.
-            super::summary::fallback_views(&conn).map_err(|e| duck(&self.path, e))?;
+        if let Some(attached) = &self.attached {
+            attached.use_on(&conn).map_err(|e| duck(&self.path, e))?;
         }
         if let Some((cancel, hooks)) = &self.stop {
             cancel.check().map_err(StoreError::Stopped)?;

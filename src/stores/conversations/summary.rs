@@ -153,7 +153,7 @@ pub(super) fn present(conn: &Connection) -> duckdb::Result<bool> {
 /// For a store opened read-only that has no summary tables yet (written by an older
 /// version and not opened writable since): temporary views of the same aggregates on
 /// `conn`, so the skills that read the summaries still answer (temporary objects are
-/// found before the file's tables).
+/// found before the attached database's).
 ///
 /// # Errors
 /// DuckDB's.
