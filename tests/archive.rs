@@ -267,7 +267,11 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     assert!(ok, "{err}");
     let m: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(m["migration"]["from"], 2, "{m}");
-    assert_eq!(m["migration"]["to"], skills::archive::schema::VERSION, "{m}");
+    assert_eq!(
+        m["migration"]["to"],
+        skills::archive::schema::VERSION,
+        "{m}"
+    );
     assert_eq!(
         m["migration"]["trigram_partitions_set"].as_u64().unwrap(),
         options.len() as u64,

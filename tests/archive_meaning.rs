@@ -560,3 +560,113 @@ fn two_machines_with_different_models_never_mix_vectors() {
         "{note}"
     );
 }
+
+/// A measurement, not a check (`--ignored`; docs/performance.md "Semantic search on
+/// the team archive"): recall@15 of the HNSW path against the proven-exact scan on a
+/// store of `SKILLS_RECALL_MESSAGES` (default 20,000) one-message units cut from this
+/// repository's README at seeded random offsets, for 100 queries of four to six of its
+/// words, at several `ef_search`.
+#[test]
+#[ignore = "a measurement: cargo test --release --test archive_meaning -- --ignored --nocapture"]
+fn hnsw_recall_at_15_against_the_exact_scan() {
+    let Some((embedder, db)) = setup() else {
+        return;
+    };
+    let n: usize = std::env::var("SKILLS_RECALL_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let words: Vec<&str> = include_str!("../README.md").split_whitespace().collect();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |m: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % m as u64) as usize
+    };
+    let per = 20;
+    let mut messages = Vec::with_capacity(n);
+    for k in 0..n {
+        let len = 8 + next(12);
+        let at = next(words.len() - len);
+        let mut m = common::message(
+            &format!("r-c{}", k / per),
+            (k % per) as i64,
+            &words[at..at + len].join(" "),
+        );
+        m.timestamp = chrono::Utc
+            .timestamp_opt(1_700_000_000 + k as i64 * 60, 0)
+            .unwrap();
+        messages.push(m);
+    }
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("m");
+    let started = std::time::Instant::now();
+    embedded_store(&data, &messages, &embedder);
+    let embedded = started.elapsed();
+    migrate(&data, &db);
+    let started = std::time::Instant::now();
+    let p = push(&data, &db, &["--no-redact"]);
+    let pushed = started.elapsed();
+    let units = p["units_sent"].as_i64().unwrap();
+    println!(
+        "{n} messages: embedded in {:.1} s, pushed with {units} units in {:.1} s",
+        embedded.as_secs_f64(),
+        pushed.as_secs_f64()
+    );
+    let pool = skills::archive::search::Pool::new(skills::archive::Target::parse(&db.url).unwrap());
+    let model = skills::archive::meaning::models(&pool).unwrap().remove(0);
+    let filter = skills::archive::meaning::UnitFilter::default();
+    let queries: Vec<Vec<f32>> = (0..100)
+        .map(|_| {
+            let len = 4 + next(3);
+            let at = next(words.len() - len);
+            embedder.embed_query(&words[at..at + len].join(" "))
+        })
+        .collect();
+    let search = |q: &[f32], scan| {
+        let started = std::time::Instant::now();
+        let (found, _) = skills::archive::meaning::nearest_units(
+            &pool,
+            &model,
+            q,
+            15,
+            &filter,
+            f32::NEG_INFINITY,
+            scan,
+            units,
+        )
+        .unwrap();
+        let keys: Vec<(String, i32)> = found
+            .into_iter()
+            .map(|u| (u.conversation_id, u.unit))
+            .collect();
+        (keys, started.elapsed().as_secs_f64() * 1000.0)
+    };
+    let mut exact = Vec::new();
+    let mut exact_ms = Vec::new();
+    for q in &queries {
+        let (k, ms) = search(q, skills::archive::meaning::Scan::Exact);
+        exact.push(k);
+        exact_ms.push(ms);
+    }
+    let p50 = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!("exact scan: p50 {:.1} ms", p50(&mut exact_ms));
+    for ef in [40usize, 100, 200, 400, 1000] {
+        let (mut hit, mut total, mut ms) = (0usize, 0usize, Vec::new());
+        for (q, want) in queries.iter().zip(&exact) {
+            let (got, t) = search(q, skills::archive::meaning::Scan::Hnsw { ef_search: ef });
+            ms.push(t);
+            total += want.len();
+            hit += want.iter().filter(|k| got.contains(k)).count();
+        }
+        println!(
+            "hnsw ef_search {ef}: recall@15 {:.4}, p50 {:.1} ms",
+            hit as f64 / total as f64,
+            p50(&mut ms)
+        );
+    }
+}
