@@ -198,6 +198,13 @@ fn vectors_are_pushed_with_their_rows_incrementally_and_replaced_with_a_rewrite(
     assert_eq!(models.len(), 1, "{m}");
     assert_eq!(models[0]["model"], embedder.name(), "{m}");
     assert_eq!(models[0]["dim"], embedder.dim(), "{m}");
+    // The writer's grants name the model's tables.
+    assert!(
+        m["grants"].as_str().unwrap().contains(
+            "GRANT INSERT, DELETE ON skills_archive.units_1, skills_archive.memory_vectors_1"
+        ),
+        "{m}"
+    );
     // The HNSW indexes exist, with their parameters stated.
     let def: String = db
         .client()

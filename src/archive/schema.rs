@@ -836,9 +836,10 @@ pub fn check(archive: &mut Archive) -> Result<(), ArchiveError> {
 
 /// The statements that give role `reader` read-only access (what a shared server's
 /// readers should use), and role `writer` what `skills archive push` needs, for
-/// database `database`.
-pub fn grants(database: &str, reader: &str, writer: &str) -> String {
+/// database `database` whose vectors' tables are those of `models`.
+pub fn grants(database: &str, reader: &str, writer: &str, models: &[RegisteredModel]) -> String {
     let db = quote_ident(database);
+    let vectors = vector_grants(models, writer);
     format!(
         "-- read-only role for people and servers that only search the archive:
 CREATE ROLE {reader} LOGIN;  -- then: ALTER ROLE {reader} PASSWORD '…';
@@ -858,12 +859,27 @@ GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
       {SCHEMA}.machines, {SCHEMA}.memories TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
 GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};
--- the vectors' tables (units_<slot>, memory_vectors_<slot>, one pair per embedding
--- model, made by `skills archive migrate` as the owner):
-ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT INSERT, DELETE ON TABLES TO {writer};
-GRANT INSERT, DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
 GRANT {SQL_ROLE} TO {writer};
-"
+{vectors}"
+    )
+}
+
+/// The writer's grants on the vectors' tables of `models` (one pair per model; a
+/// model registered later needs them again: `skills archive migrate` prints them).
+fn vector_grants(models: &[RegisteredModel], writer: &str) -> String {
+    if models.is_empty() {
+        return String::new();
+    }
+    let tables: Vec<String> = models
+        .iter()
+        .flat_map(|m| [m.units_table(), m.memories_table()])
+        .collect();
+    format!(
+        "-- the vectors' tables, one pair per embedding model (again after a migrate that
+-- registers a model):
+GRANT INSERT, DELETE ON {} TO {writer};
+",
+        tables.join(", ")
     )
 }
 

@@ -69,7 +69,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                 .map(|p| schema::local_models(&p))
                 .unwrap_or_default();
             let m = schema::migrate(&mut archive, &models)?;
-            let grants = schema::grants(target.database(), reader, writer);
+            let grants = schema::grants(target.database(), reader, writer, &m.models);
             let p = &mut session.printer;
             if p.json() {
                 p.print_json(&serde_json::json!({
