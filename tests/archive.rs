@@ -242,7 +242,8 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     assert_eq!(pending_pages(&db), 0);
     let before = db.dump();
 
-    // The archive as version 2 made it: fastupdate off, no flush function.
+    // The archive as version 2 made it: fastupdate off, no flush function (and no
+    // vectors' registry, version 4).
     db.client()
         .batch_execute(
             "DO $$ DECLARE r record; BEGIN
@@ -253,6 +254,9 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
            END LOOP;
          END $$;
          DROP FUNCTION skills_archive.flush_trigram_pending();
+         DROP TABLE skills_archive.vector_models;
+         ALTER TABLE skills_archive.conversations DROP COLUMN vector_model,
+             DROP COLUMN units, DROP COLUMN vector_unit;
          UPDATE skills_archive.meta SET value = '2' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -263,7 +267,11 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     assert!(ok, "{err}");
     let m: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(m["migration"]["from"], 2, "{m}");
-    assert_eq!(m["migration"]["to"], 3, "{m}");
+    assert_eq!(
+        m["migration"]["to"],
+        skills::archive::schema::VERSION,
+        "{m}"
+    );
     assert_eq!(
         m["migration"]["trigram_partitions_set"].as_u64().unwrap(),
         options.len() as u64,

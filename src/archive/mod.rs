@@ -9,11 +9,13 @@
 //! - [`machine`]: this data folder's stable machine id, host label and user.
 //! - [`push`]: the incremental, idempotent, kill-safe push.
 //! - [`search`]: search-conversations answered from the archive with DuckDB's rows.
+//! - [`meaning`]: the vectors' wire form and semantic-search answered from pgvector.
 //! - [`sql`]: the drop-in `sql` skills' PostgreSQL queries, in the database's sandbox.
 //! - [`status`]: what the archive holds and what this machine has not pushed yet.
 
 pub mod connect;
 pub mod machine;
+pub mod meaning;
 pub mod push;
 pub mod schema;
 pub mod search;

@@ -17,6 +17,16 @@
 //!   [`PushOptions::connections`] connections side by side; each is still its own
 //!   transaction with its own watermark rows, so this holds whatever the order in
 //!   which they commit.
+//! - **Vectors** beside the rows: a conversation's L1 units (its 8-bit codes, as the
+//!   local store holds them: never embedded again) go into its model's table
+//!   ([`super::schema`], `units_<slot>`) in the same transaction as its rows, and their
+//!   fingerprint is part of the conversation's, so a conversation re-embedded locally
+//!   (another model, a rewrite) is sent again, and a push killed mid-way leaves rows
+//!   and vectors of the same version. Vectors whose model the archive has no table
+//!   for (or embeddings older than the store) are not sent, and the rows go without
+//!   them (said in [`PushReport::notes`]); once `skills archive migrate` made the
+//!   table (or `skills ingest` embedded again), the next push sends them. Memories'
+//!   vectors go the same way into `memory_vectors_<slot>`.
 //! - **Redacted** by default: message and memory text go through
 //!   [`crate::redact::Redactor`] before they leave the machine (counted).
 
@@ -27,8 +37,10 @@ use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
 use super::machine::Machine;
-use super::schema::{MEMORY_COLUMNS, MESSAGE_COLUMNS, SCHEMA};
+use super::meaning::HalfVec;
+use super::schema::{RegisteredModel, MEMORY_COLUMNS, MESSAGE_COLUMNS, SCHEMA};
 use super::{Archive, ArchiveError};
+use crate::stores::conversations::embeddings::{ConversationUnits, Embeddings};
 use crate::stores::StorePaths;
 
 /// Options of one push.
@@ -98,6 +110,15 @@ pub struct PushReport {
     /// Trigram pending-list pages merged into the index at the end of the push
     /// (`None`: nothing sent, or the role may not run the merge; autovacuum does it).
     pub pending_pages_merged: Option<i64>,
+    /// Units (vectors of conversations' windows of messages) sent.
+    pub units_sent: u64,
+    /// The model of the conversations' vectors sent (`None`: none sent).
+    pub vector_model: Option<String>,
+    /// Memories' vectors sent.
+    pub memory_vectors_sent: usize,
+    /// What was not sent and why (vectors without a table in the archive, embeddings
+    /// older than the store).
+    pub notes: Vec<String>,
     /// Seconds the push took.
     pub seconds: f64,
 }
@@ -134,11 +155,28 @@ pub fn push(
         ..PushReport::default()
     };
     register_machine(archive, machine)?;
+    let models = super::schema::registered_models(archive.client())
+        .map_err(|e| archive.error("reading the vector models", &e))?;
     if paths.conversations.exists() {
-        push_conversations(archive, paths, machine, options, &mut report, progress)?;
+        push_conversations(
+            archive,
+            paths,
+            machine,
+            options,
+            &models,
+            &mut report,
+            progress,
+        )?;
     }
     if paths.memories.exists() {
-        push_memories(archive, &paths.memories, machine, options, &mut report)?;
+        push_memories(
+            archive,
+            &paths.memories,
+            machine,
+            options,
+            &models,
+            &mut report,
+        )?;
     }
     let target = archive.target().clone();
     if report.messages_sent > 0 {
@@ -201,6 +239,94 @@ const ROW_SELECT: &str = "SELECT source, model, project, conversation_id, conver
 const RAW_MARK: i64 = 0x2545_F491_4F6C_DD1D;
 
 type Prints = HashMap<(String, String), Print>;
+
+/// The conversations' vectors a push sends: the local L1 embeddings, when they match
+/// the store and their model has tables in the archive.
+struct LocalVectors {
+    embeddings: Embeddings,
+    model: RegisteredModel,
+    /// Each conversation's units and their fingerprint.
+    units: HashMap<(String, String), ConversationUnits>,
+    /// The unit spec, as JSON (recorded in the watermark).
+    unit: String,
+}
+
+/// The local vectors to send with `models` registered in the archive, or `None` and
+/// why not (`None` without a note: this store has no embeddings at all).
+fn local_vectors(
+    paths: &StorePaths,
+    models: &[RegisteredModel],
+) -> Result<(Option<LocalVectors>, Option<String>), ArchiveError> {
+    use crate::stores::segments::Unavailable;
+    let embeddings = match Embeddings::open(&paths.conversations) {
+        Ok(e) => e,
+        Err(Unavailable::Missing) => return Ok((None, None)),
+        Err(Unavailable::Stale) => {
+            return Ok((
+                None,
+                Some(
+                    "conversations' vectors not sent: the embeddings are older than the \
+                     store (run `skills ingest`, then push again)"
+                        .to_owned(),
+                ),
+            ))
+        }
+        Err(Unavailable::Corrupt(why)) => {
+            return Ok((
+                None,
+                Some(format!(
+                    "conversations' vectors not sent: the embeddings are damaged ({why})"
+                )),
+            ))
+        }
+    };
+    let (name, dim) = (&embeddings.manifest().model, embeddings.manifest().dim);
+    let Some(model) = models
+        .iter()
+        .find(|m| &m.model.model == name && m.model.dim == dim)
+    else {
+        return Ok((
+            None,
+            Some(format!(
+                "conversations' vectors not sent: the archive has no table for model `{name}` \
+                 ({dim} dimensions); run `skills archive migrate` from this data folder (as \
+                 the archive's owner), then push again"
+            )),
+        ));
+    };
+    let units = embeddings.units_by_conversation().map_err(|_| {
+        ArchiveError::new(format!(
+            "the embeddings of `{}` are damaged",
+            paths.conversations.display()
+        ))
+    })?;
+    let unit = serde_json::to_string(&embeddings.manifest().unit).unwrap_or_default();
+    Ok((
+        Some(LocalVectors {
+            model: model.clone(),
+            embeddings,
+            units,
+            unit,
+        }),
+        None,
+    ))
+}
+
+/// Mixes each conversation's vectors' fingerprint into its rows' (`prints`).
+fn with_vectors(prints: &mut Prints, vectors: Option<&LocalVectors>) {
+    let Some(v) = vectors else { return };
+    for (k, p) in prints.iter_mut() {
+        if let Some(cu) = v.units.get(k) {
+            p.1 ^= cu.print;
+        }
+    }
+}
+
+/// Every registered model's units table (a rewritten conversation's units are
+/// deleted from all of them: the machine may have changed models).
+fn unit_tables(models: &[RegisteredModel]) -> Vec<String> {
+    models.iter().map(RegisteredModel::units_table).collect()
+}
 
 /// The local store (read-only), whether it marks injected rows, and each
 /// conversation's fingerprint.
@@ -281,7 +407,11 @@ pub fn pending(
     if !paths.conversations.exists() {
         return Ok((0, 0));
     }
-    let (_, _, local) = local_prints(paths)?;
+    let (_, _, mut local) = local_prints(paths)?;
+    let models = super::schema::registered_models(archive.client())
+        .map_err(|e| archive.error("reading the vector models", &e))?;
+    let (vectors, _) = local_vectors(paths, &models)?;
+    with_vectors(&mut local, vectors.as_ref());
     let remote = remote_prints(archive, machine)?;
     let mut out = (0, 0);
     for (k, v) in &local {
@@ -302,10 +432,22 @@ fn push_conversations(
     paths: &StorePaths,
     machine: &Machine,
     options: &PushOptions,
+    models: &[RegisteredModel],
     report: &mut PushReport,
     progress: Progress<'_>,
 ) -> Result<(), ArchiveError> {
     let (store, injected, mut local) = local_prints(paths)?;
+    let (vectors, note) = local_vectors(paths, models)?;
+    report.notes.extend(note);
+    with_vectors(&mut local, vectors.as_ref());
+    let tables = unit_tables(models);
+    let halfvec = match &vectors {
+        Some(_) => Some(
+            super::meaning::halfvec_type(archive.client())
+                .map_err(|e| archive.error("reading the halfvec type", &e))?,
+        ),
+        None => None,
+    };
     let target = archive.target().clone();
     if !options.redact {
         for v in local.values_mut() {
@@ -338,7 +480,7 @@ fn push_conversations(
                 .client()
                 .transaction()
                 .map_err(|e| target.error("pruning", &e))?;
-            delete_conversations(&mut tx, &machine.id, &sources, &ids)
+            delete_conversations(&mut tx, &machine.id, &sources, &ids, &tables)
                 .map_err(|e| target.error("pruning", &e))?;
             tx.commit().map_err(|e| target.error("pruning", &e))?;
             report.batches += 1;
@@ -382,9 +524,15 @@ fn push_conversations(
     }
     let mut clients: Vec<&mut postgres::Client> = vec![archive.client()];
     clients.extend(extra.iter_mut());
-    let sender = Sender::new(&target, machine, &local);
+    let sender = Sender {
+        target: &target,
+        machine,
+        prints: &local,
+        vectors: vectors.as_ref().zip(halfvec.as_ref()),
+        tables: &tables,
+    };
     let mut read_error = None;
-    let (sent, batches) = sender.run(clients, total, progress, |send| {
+    let (sent, units, batches) = sender.run(clients, total, progress, |send| {
         let mut batch = Batch::default();
         let mut next = || -> Result<bool, ArchiveError> {
             let Some(r) = rows.next().map_err(local_err)? else {
@@ -432,6 +580,10 @@ fn push_conversations(
     report.batches += batches;
     report.conversations_sent = changed.len();
     report.messages_sent = sent;
+    report.units_sent = units;
+    if units > 0 {
+        report.vector_model = vectors.map(|v| v.model.model.model);
+    }
     Ok(())
 }
 
@@ -442,44 +594,43 @@ struct Sender<'a> {
     target: &'a super::Target,
     machine: &'a Machine,
     prints: &'a Prints,
+    /// The vectors to send with the rows, and the server's `halfvec` type.
+    vectors: Option<(&'a LocalVectors, &'a Type)>,
+    /// Every model's units table (see [`unit_tables`]).
+    tables: &'a [String],
 }
 
-impl<'a> Sender<'a> {
-    fn new(target: &'a super::Target, machine: &'a Machine, prints: &'a Prints) -> Self {
-        Self {
-            target,
-            machine,
-            prints,
-        }
-    }
-
+impl Sender<'_> {
     /// Runs `produce` with a `send` function (false once a batch failed: stop
     /// producing), one worker per client, and reports progress as batches commit.
-    /// Returns (messages committed, transactions), or the first batch's error.
+    /// Returns (messages committed, units committed, transactions), or the first
+    /// batch's error.
     fn run(
         &self,
         clients: Vec<&mut postgres::Client>,
         total: u64,
         progress: Progress<'_>,
         produce: impl FnOnce(&mut dyn FnMut(Batch) -> bool),
-    ) -> Result<(u64, usize), ArchiveError> {
+    ) -> Result<(u64, u64, usize), ArchiveError> {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::{mpsc, Mutex};
         let failed = AtomicBool::new(false);
         let (to_workers, from_reader) = mpsc::sync_channel::<Batch>(clients.len());
         let from_reader = Mutex::new(from_reader);
-        let (done, finished) = mpsc::channel::<Result<u64, ArchiveError>>();
-        let (mut sent, mut batches, mut first_error) = (0u64, 0usize, None);
-        let mut take = |r: Result<u64, ArchiveError>, progress: &mut dyn FnMut(u64, u64)| match r {
-            Ok(n) => {
-                sent += n;
-                batches += 1;
-                progress(sent, total);
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        };
+        let (done, finished) = mpsc::channel::<Result<(u64, u64), ArchiveError>>();
+        let (mut sent, mut units, mut batches, mut first_error) = (0u64, 0u64, 0usize, None);
+        let mut take =
+            |r: Result<(u64, u64), ArchiveError>, progress: &mut dyn FnMut(u64, u64)| match r {
+                Ok((n, u)) => {
+                    sent += n;
+                    units += u;
+                    batches += 1;
+                    progress(sent, total);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            };
         progress(0, total);
         std::thread::scope(|s| {
             for client in clients {
@@ -496,11 +647,11 @@ impl<'a> Sender<'a> {
                         continue;
                     }
                     let rows = batch.rows.len() as u64;
-                    let r = flush(client, self.target, self.machine, &mut batch, self.prints);
+                    let r = flush(client, self, &mut batch);
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
-                    if done.send(r.map(|()| rows)).is_err() {
+                    if done.send(r.map(|u| (rows, u))).is_err() {
                         return;
                     }
                 });
@@ -520,7 +671,7 @@ impl<'a> Sender<'a> {
         });
         match first_error {
             Some(e) => Err(e),
-            None => Ok((sent, batches)),
+            None => Ok((sent, units, batches)),
         }
     }
 }
@@ -621,17 +772,26 @@ pub fn folded(content: &str) -> String {
     storable(&s).into_owned()
 }
 
+/// Deletes `machine`'s conversations (`sources`, `ids`): their rows, their units in
+/// every model's table `unit_tables`, and their watermark.
 fn delete_conversations(
     tx: &mut postgres::Transaction<'_>,
     machine: &str,
     sources: &[&str],
     ids: &[&str],
+    unit_tables: &[String],
 ) -> Result<(), postgres::Error> {
     let keys = "(source, conversation_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))";
     tx.execute(
         &format!("DELETE FROM {SCHEMA}.messages WHERE machine = $1 AND {keys}"),
         &[&machine, &sources, &ids],
     )?;
+    for table in unit_tables {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE machine = $1 AND {keys}"),
+            &[&machine, &sources, &ids],
+        )?;
+    }
     tx.execute(
         &format!("DELETE FROM {SCHEMA}.conversations WHERE machine = $1 AND {keys}"),
         &[&machine, &sources, &ids],
@@ -639,16 +799,16 @@ fn delete_conversations(
     Ok(())
 }
 
-/// Sends `batch` in one transaction over `client`.
+/// Sends `batch` in one transaction over `client`: its conversations' rows, their
+/// units (when the sender has vectors) and their watermark. Returns the units sent.
 fn flush(
     client: &mut postgres::Client,
-    target: &super::Target,
-    machine: &Machine,
+    sender: &Sender<'_>,
     batch: &mut Batch,
-    prints: &Prints,
-) -> Result<(), ArchiveError> {
+) -> Result<u64, ArchiveError> {
+    let (target, machine, prints) = (sender.target, sender.machine, sender.prints);
     if batch.conversations.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let err = |e: postgres::Error| target.error("sending a batch", &e);
     let (sources, ids): (Vec<&str>, Vec<&str>) = batch
@@ -657,7 +817,7 @@ fn flush(
         .map(|(s, c)| (s.as_str(), c.as_str()))
         .unzip();
     let mut tx = client.transaction().map_err(err)?;
-    delete_conversations(&mut tx, &machine.id, &sources, &ids).map_err(err)?;
+    delete_conversations(&mut tx, &machine.id, &sources, &ids, sender.tables).map_err(err)?;
     {
         let names: Vec<&str> = MESSAGE_COLUMNS.iter().map(|c| c.name).collect();
         let sink = tx
@@ -678,17 +838,116 @@ fn flush(
         .iter()
         .map(|k| i32::try_from(prints[k].0).unwrap_or(i32::MAX))
         .collect();
+    let units = match sender.vectors {
+        Some((v, halfvec)) => {
+            send_units(&mut tx, target, machine, v, halfvec, &batch.conversations)?
+        }
+        None => vec![0; batch.conversations.len()],
+    };
+    let model = sender.vectors.map(|(v, _)| v.model.model.model.as_str());
+    let unit = sender.vectors.map(|(v, _)| v.unit.as_str());
     let fps: Vec<i64> = batch.conversations.iter().map(|k| prints[k].1).collect();
     tx.execute(
         &format!(
-            "INSERT INTO {SCHEMA}.conversations (machine, source, conversation_id, messages, fingerprint)
-             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[])"
+            "INSERT INTO {SCHEMA}.conversations (machine, source, conversation_id, messages,
+                 fingerprint, units, vector_model, vector_unit)
+             SELECT $1, s, c, m, f, u, CASE WHEN u > 0 THEN $7::text END, CASE WHEN u > 0 THEN $8::text END
+             FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::int[]) AS t(s, c, m, f, u)"
         ),
-        &[&machine.id, &sources, &ids, &counts, &fps],
+        &[&machine.id, &sources, &ids, &counts, &fps, &units, &model, &unit],
     )
     .map_err(err)?;
     tx.commit().map_err(err)?;
-    Ok(())
+    Ok(units.iter().map(|&u| u64::try_from(u).unwrap_or(0)).sum())
+}
+
+/// The columns of a `units_<slot>` table ([`super::schema`]), in `COPY` order.
+const UNIT_COLUMNS: &str = "machine, source, conversation_id, unit, message_ids, \
+    message_created, message_roles, roles, first_us, last_us, scale, codes, embedding";
+
+/// Copies the units of `conversations` into the model's table in `tx`; the units per
+/// conversation, in order.
+fn send_units(
+    tx: &mut postgres::Transaction<'_>,
+    target: &super::Target,
+    machine: &Machine,
+    v: &LocalVectors,
+    halfvec: &Type,
+    conversations: &[(String, String)],
+) -> Result<Vec<i32>, ArchiveError> {
+    let err = |e: postgres::Error| target.error("sending vectors", &e);
+    let sink = tx
+        .copy_in(&format!(
+            "COPY {} ({UNIT_COLUMNS}) FROM STDIN (FORMAT binary)",
+            v.model.units_table()
+        ))
+        .map_err(err)?;
+    let types = [
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT4,
+        Type::TEXT_ARRAY,
+        Type::INT8_ARRAY,
+        Type::INT2_ARRAY,
+        Type::INT2,
+        Type::INT8,
+        Type::INT8,
+        Type::FLOAT4,
+        Type::BYTEA,
+        halfvec.clone(),
+    ];
+    let mut w = BinaryCopyInWriter::new(sink, &types);
+    let mut counts = Vec::with_capacity(conversations.len());
+    for (source, conversation) in conversations {
+        let Some(cu) = v.units.get(&(source.clone(), conversation.clone())) else {
+            counts.push(0);
+            continue;
+        };
+        for (n, at) in cu.units.iter().enumerate() {
+            let r = v.embeddings.unit_record(*at).map_err(|_| {
+                ArchiveError::new("the local embeddings are damaged; run `skills ingest`")
+            })?;
+            let unit = i32::try_from(n).unwrap_or(i32::MAX);
+            let ids: Vec<String> = r
+                .messages
+                .iter()
+                .map(|m| storable(&m.message_id).into_owned())
+                .collect();
+            let created: Vec<i64> = r.messages.iter().map(|m| m.created_us).collect();
+            let roles: Vec<i16> = r
+                .messages
+                .iter()
+                .map(|m| i16::from(crate::stores::conversations::embeddings::role::bit(m.role)))
+                .collect();
+            let codes: &[u8] = bytemuck::cast_slice(&r.codes);
+            let embedding = HalfVec::of_code(r.scale, &r.codes);
+            let (source, conversation) = (
+                storable(source).into_owned(),
+                storable(conversation).into_owned(),
+            );
+            let role_bits = i16::from(r.roles);
+            let values: [&(dyn ToSql + Sync); 13] = [
+                &machine.id,
+                &source,
+                &conversation,
+                &unit,
+                &ids,
+                &created,
+                &roles,
+                &role_bits,
+                &r.first_us,
+                &r.last_us,
+                &r.scale,
+                &codes,
+                &embedding,
+            ];
+            w.write(&values).map_err(err)?;
+        }
+        counts.push(i32::try_from(cu.units.len()).unwrap_or(i32::MAX));
+    }
+    w.finish().map_err(err)?;
+    Ok(counts)
 }
 
 /// The PostgreSQL types of [`MESSAGE_COLUMNS`], in order.
@@ -767,6 +1026,9 @@ fn write_row(
 
 /// One local memory, with its links.
 struct LocalMemory {
+    /// Its vector, when the archive has a table for its model: (index of the model
+    /// in the registered models, the `f32` vector's little-endian bytes).
+    vector: Option<(usize, Vec<u8>)>,
     fields: [String; 9],
     origin: Option<String>,
     created: chrono::NaiveDateTime,
@@ -781,6 +1043,7 @@ fn push_memories(
     path: &Path,
     machine: &Machine,
     options: &PushOptions,
+    models: &[RegisteredModel],
     report: &mut PushReport,
 ) -> Result<(), ArchiveError> {
     use crate::stores::memories::{parse_time, REL_CONVERSATION, REL_SUPERSEDES};
@@ -813,7 +1076,8 @@ fn push_memories(
         let mut stmt = conn
             .prepare(
                 "SELECT id, title, type, tags, body, files_read, files_modified, content_hash,
-                        origin, created, updated FROM memories ORDER BY id",
+                        origin, created, updated, embedding, embedding_model
+                 FROM memories ORDER BY id",
             )
             .map_err(local_err)?;
         let mut rows = stmt.query([]).map_err(local_err)?;
@@ -826,7 +1090,17 @@ fn push_memories(
             let created: String = r.get(9).map_err(local_err)?;
             let updated: String = r.get(10).map_err(local_err)?;
             let (supersedes, conversations) = links.remove(&fields[0]).unwrap_or_default();
+            let embedding: Option<Vec<u8>> = r.get(11).map_err(local_err)?;
+            let embedding_model: Option<String> = r.get(12).map_err(local_err)?;
+            let vector = match (embedding, embedding_model) {
+                (Some(bytes), Some(name)) => models
+                    .iter()
+                    .position(|m| m.model.model == name && m.model.dim as usize * 4 == bytes.len())
+                    .map(|i| (i, bytes)),
+                _ => None,
+            };
             let mut m = LocalMemory {
+                vector,
                 fields,
                 origin,
                 created: parse_time(&created).naive_utc(),
@@ -889,6 +1163,28 @@ fn push_memories(
         &[&machine.id, &ids],
     )
     .map_err(err("sending memories"))?;
+    for m in models {
+        tx.execute(
+            &format!(
+                "DELETE FROM {} WHERE machine = $1 AND (id = ANY($2) OR id = ANY($3))",
+                m.memories_table()
+            ),
+            &[&machine.id, &ids, &gone],
+        )
+        .map_err(err("sending memories' vectors"))?;
+    }
+    // Vectors per model: (id, exact bytes, halfvec).
+    let mut vectors: Vec<Vec<(String, Vec<u8>, HalfVec)>> = vec![Vec::new(); models.len()];
+    for m in &changed {
+        if let Some((i, bytes)) = &m.vector {
+            let v = crate::stores::memories::decode_vector(bytes);
+            vectors[*i].push((
+                storable(&m.fields[0]).into_owned(),
+                bytes.clone(),
+                HalfVec::of(&v),
+            ));
+        }
+    }
     let names: Vec<&str> = MEMORY_COLUMNS.iter().map(|c| c.name).collect();
     let sink = tx
         .copy_in(&format!(
@@ -936,6 +1232,29 @@ fn push_memories(
         w.write(&values).map_err(err("sending memories"))?;
     }
     w.finish().map_err(err("sending memories"))?;
+    if vectors.iter().any(|v| !v.is_empty()) {
+        let halfvec =
+            super::meaning::halfvec_type(&mut tx).map_err(err("reading the halfvec type"))?;
+        for (model, rows) in models.iter().zip(&vectors) {
+            if rows.is_empty() {
+                continue;
+            }
+            let sink = tx
+                .copy_in(&format!(
+                    "COPY {} (machine, id, exact, embedding) FROM STDIN (FORMAT binary)",
+                    model.memories_table()
+                ))
+                .map_err(err("sending memories' vectors"))?;
+            let types = [Type::TEXT, Type::TEXT, Type::BYTEA, halfvec.clone()];
+            let mut w = BinaryCopyInWriter::new(sink, &types);
+            for (id, exact, half) in rows {
+                w.write(&[&machine.id as &(dyn ToSql + Sync), id, exact, half])
+                    .map_err(err("sending memories' vectors"))?;
+            }
+            w.finish().map_err(err("sending memories' vectors"))?;
+            report.memory_vectors_sent += rows.len();
+        }
+    }
     tx.commit().map_err(err("sending memories"))?;
     report.batches += 1;
     report.memories_sent = sent;
@@ -958,6 +1277,12 @@ fn memory_print(m: &LocalMemory, redact: bool) -> i64 {
     for l in m.supersedes.iter().chain(&m.conversations) {
         h.update(l.as_bytes());
         h.update([0]);
+    }
+    // The vector when it is sent (its model has a table): a memory pushed without it
+    // is sent again once the archive can hold it.
+    if let Some((_, bytes)) = &m.vector {
+        h.update([1]);
+        h.update(bytes);
     }
     h.update([u8::from(redact)]);
     let d = h.finalize();

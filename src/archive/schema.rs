@@ -40,6 +40,20 @@
 //!   `PUBLIC` in this database: a query could otherwise reset the role or its
 //!   `statement_timeout` from inside a `SELECT`. When it cannot be revoked (migrate not
 //!   run by a superuser) the `sql` skills refuse to run on the archive.
+//! - Version 4, vectors (pgvector, the `vector` extension): the registry
+//!   [`VECTOR_MODELS`] (model id, dimension, slot) and per registered model two tables,
+//!   `units_<slot>` (the conversations' L1 units: one row per window of messages, its
+//!   messages, role bits, time range, the 8-bit code `scale`·`codes` and `embedding`,
+//!   the dequantized `v̂ = scale · codes` as `halfvec(dim)`) and `memory_vectors_<slot>`
+//!   (a memory's `f32` vector, exact as `bytea`, and as `halfvec(dim)`), each with an
+//!   HNSW index ([`HNSW_M`], [`HNSW_EF_CONSTRUCTION`], `halfvec_ip_ops`: the local
+//!   scores are dot products of unit vectors). Two models never share a table, so
+//!   vectors of two models are never compared. The watermark `conversations` records
+//!   which model's units a conversation was pushed with (`vector_model`, `units`,
+//!   `vector_unit`). Tables are
+//!   DDL, so only [`migrate`] registers a model: it registers the models of the data
+//!   folder it runs from ([`local_models`]); a push of vectors of a model the archive
+//!   has no table for sends the rows without them and says so.
 
 use postgres::Transaction;
 
@@ -49,7 +63,7 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 3;
+pub const VERSION: i32 = 4;
 
 /// `gin_pending_list_limit` of the trigram index, in kB: the pending list a push
 /// fills before the inserting backend merges it into the index, and that a search
@@ -80,6 +94,182 @@ pub const SQL_ROLE: &str = "skills_sql_conversations";
 
 /// `set_config`'s signature, revoked from `PUBLIC` by [`migrate`].
 pub const SET_CONFIG: &str = "pg_catalog.set_config(text, text, boolean)";
+
+/// The registry of embedding models (version 4): `model` (the embedder's id),
+/// `dim`, `slot` (its tables are `units_<slot>` and `memory_vectors_<slot>`).
+pub const VECTOR_MODELS: &str = "skills_archive.vector_models";
+
+/// HNSW `m` (links per node) of the vector indexes: pgvector's default.
+pub const HNSW_M: i32 = 16;
+
+/// HNSW `ef_construction` of the vector indexes: pgvector's default.
+pub const HNSW_EF_CONSTRUCTION: i32 = 64;
+
+/// Largest dimension a `halfvec` HNSW index takes (pgvector 0.8).
+pub const MAX_INDEXED_DIM: u32 = 4000;
+
+/// An embedding model whose vectors the archive may hold.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VectorModel {
+    /// [`crate::embed::Embedder::name`].
+    pub model: String,
+    /// Vector dimension.
+    pub dim: u32,
+}
+
+/// A model registered in the archive, with its tables' slot.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RegisteredModel {
+    /// The model and dimension.
+    #[serde(flatten)]
+    pub model: VectorModel,
+    /// Its tables are `units_<slot>` and `memory_vectors_<slot>`.
+    pub slot: i32,
+}
+
+impl RegisteredModel {
+    /// `skills_archive.units_<slot>`: the conversations' units of this model.
+    pub fn units_table(&self) -> String {
+        format!("{SCHEMA}.units_{}", self.slot)
+    }
+
+    /// `skills_archive.memory_vectors_<slot>`: the memories' vectors of this model.
+    pub fn memories_table(&self) -> String {
+        format!("{SCHEMA}.memory_vectors_{}", self.slot)
+    }
+}
+
+/// The models of the stores at `paths` whose vectors a push would send: the
+/// conversations' L1 embeddings' model (when they match the store) and every model
+/// named by a memory's stored vector. Unreadable stores give none.
+pub fn local_models(paths: &crate::stores::StorePaths) -> Vec<VectorModel> {
+    let mut out = Vec::new();
+    if let Ok(e) = crate::stores::conversations::embeddings::Embeddings::open(&paths.conversations)
+    {
+        out.push(VectorModel {
+            model: e.manifest().model.clone(),
+            dim: e.manifest().dim,
+        });
+    }
+    if paths.memories.exists() {
+        if let Ok(conn) = crate::stores::memories::query_connection(&paths.memories) {
+            if let Ok(mut stmt) = conn.prepare(
+                "SELECT DISTINCT embedding_model, length(embedding) / 4 FROM memories \
+                 WHERE embedding IS NOT NULL AND embedding_model IS NOT NULL",
+            ) {
+                if let Ok(rows) =
+                    stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                {
+                    for (model, dim) in rows.flatten() {
+                        let m = VectorModel {
+                            model,
+                            dim: u32::try_from(dim).unwrap_or(0),
+                        };
+                        if m.dim > 0 && !out.contains(&m) {
+                            out.push(m);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The models registered in the archive, by slot.
+///
+/// # Errors
+/// [`postgres::Error`] when the registry cannot be read (an archive before version 4).
+pub fn registered_models(
+    client: &mut impl postgres::GenericClient,
+) -> Result<Vec<RegisteredModel>, postgres::Error> {
+    Ok(client
+        .query(
+            &format!("SELECT model, dim, slot FROM {VECTOR_MODELS} ORDER BY slot"),
+            &[],
+        )?
+        .iter()
+        .map(|r| RegisteredModel {
+            model: VectorModel {
+                model: r.get(0),
+                dim: u32::try_from(r.get::<_, i32>(1)).unwrap_or(0),
+            },
+            slot: r.get(2),
+        })
+        .collect())
+}
+
+/// Registers `m` (when absent) and creates its tables and HNSW indexes; `Ok(false)`
+/// when it was registered already. A model registered with another dimension is an
+/// error (a model id names one vector space).
+fn register_model(tx: &mut Transaction<'_>, m: &VectorModel) -> Result<bool, String> {
+    if m.dim == 0 || m.dim > MAX_INDEXED_DIM {
+        return Err(format!(
+            "model `{}`: dimension {} is outside 1..={MAX_INDEXED_DIM} (pgvector's halfvec \
+             HNSW limit)",
+            m.model, m.dim
+        ));
+    }
+    let described = |e: postgres::Error| super::connect::describe(&e);
+    let known = tx
+        .query_opt(
+            &format!("SELECT dim FROM {VECTOR_MODELS} WHERE model = $1"),
+            &[&m.model],
+        )
+        .map_err(described)?;
+    if let Some(r) = known {
+        let dim: i32 = r.get(0);
+        if u32::try_from(dim).ok() != Some(m.dim) {
+            return Err(format!(
+                "model `{}` is registered with dimension {dim}, this machine's has {}",
+                m.model, m.dim
+            ));
+        }
+        return Ok(false);
+    }
+    let dim = i32::try_from(m.dim).unwrap_or(0);
+    let slot: i32 = tx
+        .query_one(
+            &format!(
+                "INSERT INTO {VECTOR_MODELS} (model, dim, slot) \
+                 SELECT $1, $2, coalesce(max(slot), 0) + 1 FROM {VECTOR_MODELS} RETURNING slot"
+            ),
+            &[&m.model, &dim],
+        )
+        .map_err(described)?
+        .get(0);
+    tx.batch_execute(&format!(
+        "CREATE TABLE {SCHEMA}.units_{slot} (
+    machine text COLLATE \"C\" NOT NULL,
+    source text COLLATE \"C\" NOT NULL,
+    conversation_id text COLLATE \"C\" NOT NULL,
+    unit integer NOT NULL,
+    message_ids text[] COLLATE \"C\" NOT NULL,
+    message_created bigint[] NOT NULL,
+    message_roles smallint[] NOT NULL,
+    roles smallint NOT NULL,
+    first_us bigint NOT NULL,
+    last_us bigint NOT NULL,
+    scale real NOT NULL,
+    codes bytea NOT NULL,
+    embedding halfvec({dim}) NOT NULL,
+    PRIMARY KEY (machine, source, conversation_id, unit)
+);
+CREATE INDEX units_{slot}_hnsw ON {SCHEMA}.units_{slot}
+    USING hnsw (embedding halfvec_ip_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION});
+CREATE TABLE {SCHEMA}.memory_vectors_{slot} (
+    machine text COLLATE \"C\" NOT NULL,
+    id text COLLATE \"C\" NOT NULL,
+    exact bytea NOT NULL,
+    embedding halfvec({dim}) NOT NULL,
+    PRIMARY KEY (machine, id)
+);
+CREATE INDEX memory_vectors_{slot}_hnsw ON {SCHEMA}.memory_vectors_{slot}
+    USING hnsw (embedding halfvec_ip_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION});"
+    ))
+    .map_err(described)?;
+    Ok(true)
+}
 
 /// First month with its own partition (older rows go to the default partition).
 pub const FIRST_MONTH: (i32, u32) = (2020, 1);
@@ -188,17 +378,23 @@ pub struct Migration {
     /// Partitions whose trigram index got this version's options
     /// ([`trigram_options`]) in this run (older archives, new months).
     pub trigram_partitions_set: usize,
+    /// Embedding models registered by this run (their vector tables created).
+    pub models_registered: Vec<VectorModel>,
+    /// Every model the archive has vector tables for after the run.
+    pub models: Vec<RegisteredModel>,
 }
 
 /// Creates or upgrades the schema to [`VERSION`] in one transaction (two migrations
 /// at once wait for each other through an advisory lock), adds the monthly partitions
 /// up to [`MONTHS_AHEAD`] months from now (moving rows the default partition holds for
-/// them), and creates `pg_trgm`, `vector` and the trigram index when allowed.
+/// them), and creates `pg_trgm`, `vector` and the trigram index when allowed; with
+/// `vector`, registers `models` (the data folder's, [`local_models`]) and creates their
+/// vector tables.
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive's schema is newer than this build, or a statement
 /// fails (nothing is changed then).
-pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
+pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migration, ArchiveError> {
     let target = archive.target().clone();
     let err = |what: &str| {
         let target = target.clone();
@@ -231,7 +427,8 @@ pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
         ),
         (
             "vector",
-            "needed by semantic search on the archive (not yet available)",
+            "without it no vectors are pushed and the searches by meaning \
+             (semantic-search) cannot answer from the archive",
         ),
     ] {
         match create_extension(&mut tx, name) {
@@ -254,6 +451,29 @@ pub fn migrate(archive: &mut Archive) -> Result<Migration, ArchiveError> {
     if from < 3 {
         tx.batch_execute(&version_3())
             .map_err(err("creating the pending-list flush (version 3)"))?;
+    }
+    let vectors = out.extensions.iter().any(|e| e == "vector");
+    if from < 4 {
+        tx.batch_execute(&version_4())
+            .map_err(err("creating the vectors' registry (version 4)"))?;
+    }
+    if vectors {
+        for m in models {
+            match register_model(&mut tx, m) {
+                Ok(true) => out.models_registered.push(m.clone()),
+                Ok(false) => {}
+                Err(why) => out
+                    .notes
+                    .push(format!("vectors of `{}` cannot be held: {why}", m.model)),
+            }
+        }
+        out.models = registered_models(&mut tx).map_err(err("reading the vector models"))?;
+    } else if !models.is_empty() {
+        out.notes.push(
+            "no vector tables: the `vector` extension is missing, so pushes send no \
+             vectors"
+                .to_owned(),
+        );
     }
     if let Err(e) = sandbox_role(&mut tx) {
         out.notes.push(format!(
@@ -446,6 +666,27 @@ REVOKE ALL ON FUNCTION {FLUSH_PENDING} FROM PUBLIC;
     )
 }
 
+/// Version 4: the registry of embedding models ([`VECTOR_MODELS`]; created even
+/// without pgvector, so a later migrate with it only adds tables) and the watermark's
+/// vector columns. A conversation pushed before version 4 has `vector_model` NULL:
+/// its fingerprint no longer matches (vectors are part of it), so the next push sends
+/// it again with its vectors.
+fn version_4() -> String {
+    format!(
+        "CREATE TABLE {VECTOR_MODELS} (
+    model text COLLATE \"C\" PRIMARY KEY,
+    dim integer NOT NULL,
+    slot integer NOT NULL UNIQUE,
+    registered timestamptz NOT NULL DEFAULT now()
+);
+ALTER TABLE {SCHEMA}.conversations
+    ADD COLUMN vector_model text COLLATE \"C\",
+    ADD COLUMN units integer NOT NULL DEFAULT 0,
+    ADD COLUMN vector_unit text COLLATE \"C\";
+"
+    )
+}
+
 /// Creates [`SQL_ROLE`] when the cluster has none, grants it the view, and makes the
 /// migrating role a member. Another database's migration may create the role at the
 /// same moment: a clash is retried in a savepoint.
@@ -595,9 +836,10 @@ pub fn check(archive: &mut Archive) -> Result<(), ArchiveError> {
 
 /// The statements that give role `reader` read-only access (what a shared server's
 /// readers should use), and role `writer` what `skills archive push` needs, for
-/// database `database`.
-pub fn grants(database: &str, reader: &str, writer: &str) -> String {
+/// database `database` whose vectors' tables are those of `models`.
+pub fn grants(database: &str, reader: &str, writer: &str, models: &[RegisteredModel]) -> String {
     let db = quote_ident(database);
+    let vectors = vector_grants(models, writer);
     format!(
         "-- read-only role for people and servers that only search the archive:
 CREATE ROLE {reader} LOGIN;  -- then: ALTER ROLE {reader} PASSWORD '…';
@@ -618,7 +860,26 @@ GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
 GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};
 GRANT {SQL_ROLE} TO {writer};
-"
+{vectors}"
+    )
+}
+
+/// The writer's grants on the vectors' tables of `models` (one pair per model; a
+/// model registered later needs them again: `skills archive migrate` prints them).
+fn vector_grants(models: &[RegisteredModel], writer: &str) -> String {
+    if models.is_empty() {
+        return String::new();
+    }
+    let tables: Vec<String> = models
+        .iter()
+        .flat_map(|m| [m.units_table(), m.memories_table()])
+        .collect();
+    format!(
+        "-- the vectors' tables, one pair per embedding model (again after a migrate that
+-- registers a model):
+GRANT INSERT, DELETE ON {} TO {writer};
+",
+        tables.join(", ")
     )
 }
 

@@ -63,8 +63,13 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
     let mut archive = Archive::open(&target)?;
     match command {
         Command::Migrate { reader, writer } => {
-            let m = schema::migrate(&mut archive)?;
-            let grants = schema::grants(target.database(), reader, writer);
+            // The vectors this data folder would push get their tables (none without one).
+            let models = session
+                .store_paths()
+                .map(|p| schema::local_models(&p))
+                .unwrap_or_default();
+            let m = schema::migrate(&mut archive, &models)?;
+            let grants = schema::grants(target.database(), reader, writer, &m.models);
             let p = &mut session.printer;
             if p.json() {
                 p.print_json(&serde_json::json!({
@@ -93,6 +98,17 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                     },
                     if m.trigram_index { "yes" } else { "no" },
                 ))?;
+                for r in &m.models {
+                    let new = m.models_registered.contains(&r.model);
+                    p.line(format!(
+                        "vectors of `{}` ({} dimensions): tables units_{} and memory_vectors_{}{}",
+                        r.model.model,
+                        r.model.dim,
+                        r.slot,
+                        r.slot,
+                        if new { " (created)" } else { "" }
+                    ))?;
+                }
                 for note in &m.notes {
                     p.warning(note);
                 }
@@ -163,6 +179,15 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                     report.label,
                     report.user,
                 ))?;
+                if let Some(model) = &report.vector_model {
+                    p.line(format!(
+                        "vectors: {} units of `{model}`, {} memories' vectors",
+                        report.units_sent, report.memory_vectors_sent
+                    ))?;
+                }
+                for note in &report.notes {
+                    p.warning(note);
+                }
             }
         }
         Command::Status => {

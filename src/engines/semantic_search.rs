@@ -27,6 +27,9 @@
 //! its first `limit` rows; a call asking for more rows than that ranking holds
 //! continues it with the keyword leg's further hits, in their order (docs/performance.md,
 //! "Rows a client receives").
+//!
+//! With `--archive`, `mode: semantic` answers from the team archive's vectors
+//! (`semantic_search/archive.rs`); hybrid says it is not available there yet.
 
 use std::collections::HashMap;
 
@@ -222,7 +225,6 @@ impl super::Engine for SemanticSearch {
     /// with the window's stored vector (higher is closer, ≤ 1); in `hybrid` the sum of
     /// the legs' normalised shares ([`shares`]: at most 1.8).
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
-        ctx.local_only("semantic-search")?;
         let query = args.get("query").and_then(Value::as_str).unwrap_or("");
         if query.trim().is_empty() {
             return Err(EngineError::Argument {
@@ -259,6 +261,29 @@ impl super::Engine for SemanticSearch {
         let since = time_arg(args, "since")?;
         let until = time_arg(args, "until")?;
         let project = Project::from_arg(args.get("project").and_then(Value::as_str));
+        if let Some(pool) = ctx.archive() {
+            let call = archive::Call {
+                query,
+                limit,
+                hybrid,
+                role: role_arg,
+                min_score: min_score_f32,
+                filter: Filter {
+                    roles: role_arg.map_or(0, role::bit),
+                    source: args.get("source").and_then(Value::as_str),
+                    conversation_id: args.get("conversation_id").and_then(Value::as_str),
+                    since_us: since,
+                    until_us: until,
+                    project: None,
+                },
+                project: project.is_some(),
+                explain: args
+                    .get("explain")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            };
+            return archive::call(ctx, pool, &call);
+        }
         let scope = match &project {
             Some(p) => Some(scope_of(ctx, p)?),
             None => None,
@@ -1014,5 +1039,6 @@ fn beyond(rows: &[Row], further: &[KeywordHit], best: f64) -> Vec<Row> {
         .collect()
 }
 
+mod archive;
 #[cfg(test)]
 mod tests;

@@ -74,9 +74,9 @@ use format::{segment_version, Builder, Segment, VERSION};
 
 pub use crate::stores::segments::{Progress, MANIFEST, MANIFEST_VERSION};
 pub use format::UnitMessage;
+pub use query::{code_score, ConversationUnits, Filter, FirstPass, UnitHit, UnitRecord, UnitRef};
 #[cfg(test)]
 pub use query::{stored_vectors, StoredVector};
-pub use query::{Filter, FirstPass, UnitHit};
 
 /// Opened embeddings: their segments, memory-mapped; searched by the methods in
 /// `embeddings/query.rs` ([`Embeddings::search`], [`Embeddings::search_with`]).

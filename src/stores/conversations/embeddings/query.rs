@@ -391,3 +391,138 @@ pub fn stored_vectors(db: &Path) -> Result<Vec<StoredVector>, Unavailable> {
     }
     Ok(out)
 }
+
+/// Where one live unit is: its segment and its row there ([`Embeddings::units_by_conversation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnitRef {
+    segment: u32,
+    unit: u32,
+}
+
+/// The live units of one conversation, in order, and a fingerprint of them.
+#[derive(Debug, Clone, Default)]
+pub struct ConversationUnits {
+    /// The units, in conversation order (a conversation's units are in one segment).
+    pub units: Vec<UnitRef>,
+    /// A hash of every unit's 8-bit code, scale and messages, in order (never 0 for a
+    /// conversation with units; non-negative): what a push compares to see that a
+    /// conversation's vectors changed.
+    pub print: i64,
+}
+
+/// One stored unit, as the team archive receives it: its messages, its 8-bit code
+/// (`scale`, `codes`: the stored vector is `v̂ = scale · codes`, the vector
+/// [`Embeddings::search`] scores) and its role bits and time range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitRecord {
+    /// The window's messages, in conversation order.
+    pub messages: Vec<UnitMessage>,
+    /// The role bits of its messages ([`super::role`]).
+    pub roles: u8,
+    /// Its first and last message's `created`, µs.
+    pub first_us: i64,
+    /// See `first_us`.
+    pub last_us: i64,
+    /// The code's scale.
+    pub scale: f32,
+    /// The `dim` codes.
+    pub codes: Vec<i8>,
+}
+
+impl Embeddings {
+    /// Every live unit grouped by (`source`, `conversation_id`), each conversation's
+    /// units in order with their fingerprint.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn units_by_conversation(
+        &self,
+    ) -> Result<HashMap<(String, String), ConversationUnits>, Corrupt> {
+        use sha2::{Digest, Sha256};
+        let mut out: HashMap<(String, String), ConversationUnits> = HashMap::new();
+        // One hasher per conversation (SHA-256: the same across builds, so a new
+        // toolchain does not make every push send all vectors again), fed unit by unit.
+        let mut hashers: HashMap<(String, String), Sha256> = HashMap::new();
+        for (si, live) in self.segments().iter().enumerate() {
+            let seg = &live.seg;
+            let view = seg.view()?;
+            let conv: &[u32] = seg.cast(4)?;
+            let mut names: HashMap<u32, (String, String)> = HashMap::new();
+            for u in 0..seg.units {
+                if live.is_dead(u) {
+                    continue;
+                }
+                let c = *conv.get(u).ok_or(Corrupt)?;
+                let key = match names.get(&c) {
+                    Some(k) => k.clone(),
+                    None => {
+                        let (s, id) = seg.conversation(c as usize)?;
+                        let k = (s.to_owned(), id.to_owned());
+                        names.insert(c, k.clone());
+                        k
+                    }
+                };
+                let d = seg.dim;
+                let codes = view.codes.get(u * d..(u + 1) * d).ok_or(Corrupt)?;
+                let h = hashers.entry(key.clone()).or_default();
+                h.update(bytemuck::cast_slice::<i8, u8>(codes));
+                h.update(view.scale.get(u).ok_or(Corrupt)?.to_le_bytes());
+                for m in seg.unit_messages(u)? {
+                    h.update(m.message_id.as_bytes());
+                    h.update([0]);
+                    h.update(m.created_us.to_le_bytes());
+                    h.update(m.role.as_bytes());
+                    h.update([0]);
+                }
+                h.update([0xff]);
+                out.entry(key).or_default().units.push(UnitRef {
+                    segment: u32::try_from(si).map_err(|_| Corrupt)?,
+                    unit: u32::try_from(u).map_err(|_| Corrupt)?,
+                });
+            }
+        }
+        for (key, h) in hashers {
+            if let Some(c) = out.get_mut(&key) {
+                let d = h.finalize();
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&d[..8]);
+                c.print = (i64::from_le_bytes(b) >> 1).abs().max(1);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The unit at `at` ([`Embeddings::units_by_conversation`]).
+    ///
+    /// # Errors
+    /// [`Corrupt`] when the segment is damaged or `at` is not one of this set's units.
+    pub fn unit_record(&self, at: UnitRef) -> Result<UnitRecord, Corrupt> {
+        let live = self.segments().get(at.segment as usize).ok_or(Corrupt)?;
+        let seg = &live.seg;
+        let u = at.unit as usize;
+        let view = seg.view()?;
+        let d = seg.dim;
+        let codes = view.codes.get(u * d..(u + 1) * d).ok_or(Corrupt)?.to_vec();
+        let (first, last): (&[i64], &[i64]) = (seg.cast(7)?, seg.cast(8)?);
+        Ok(UnitRecord {
+            messages: seg.unit_messages(u)?,
+            roles: *seg.bytes(6).get(u).ok_or(Corrupt)?,
+            first_us: *first.get(u).ok_or(Corrupt)?,
+            last_us: *last.get(u).ok_or(Corrupt)?,
+            scale: *view.scale.get(u).ok_or(Corrupt)?,
+            codes,
+        })
+    }
+}
+
+/// The exact score [`Embeddings::search`] gives a unit of code (`scale`, `codes`) for
+/// the query `q`: the `f32` dot product of `q` with `v̂ = scale · codes`, summed in
+/// order as the local search sums it (so a copy of the code elsewhere — the team
+/// archive — scores the same to the bit).
+pub fn code_score(q: &[f32], scale: f32, codes: &[i8]) -> f32 {
+    let mut acc = -0.0f32;
+    for (qd, &c) in q.iter().zip(codes) {
+        acc += qd * (scale * f32::from(c));
+    }
+    acc
+}
