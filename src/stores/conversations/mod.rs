@@ -34,6 +34,7 @@ use duckdb::Connection;
 use super::StoreError;
 use crate::cancel::{Cancel, OnStop};
 
+pub mod changes;
 mod close;
 pub mod embeddings;
 mod files;
