@@ -38,8 +38,26 @@ pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
         [],
         |r| r.get(0),
     )?;
-    if exists {
+    let keys: i64 = conn.query_row(
+        &format!("SELECT count(*) FROM store_meta WHERE key IN ('{ID_KEY}', '{SEQ_KEY}')"),
+        [],
+        |r| r.get(0),
+    )?;
+    if exists && keys == 2 {
         return Ok(());
+    }
+    if exists {
+        // The keys were lost (`store_meta` dropped): a new id, so no reader takes its
+        // old numbers for this log's, numbered on from the rows kept.
+        return conn.execute_batch(&format!(
+            "BEGIN TRANSACTION;
+             DELETE FROM store_meta WHERE key IN ('{ID_KEY}', '{SEQ_KEY}');
+             INSERT INTO store_meta
+                 SELECT '{ID_KEY}', uuid()::VARCHAR
+                 UNION ALL
+                 SELECT '{SEQ_KEY}', (coalesce(max(seq), 0) + 1)::VARCHAR FROM conversation_changes;
+             COMMIT;"
+        ));
     }
     // One transaction: a log never exists without its id, number and rows.
     conn.execute_batch(&format!(
@@ -60,14 +78,22 @@ pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
 /// Inside a writer's transaction: records the conversations of temp table `touched`
 /// (`source`, `conversation_id`) as changed, under a new number.
 pub(super) fn record(tx: &Connection, touched: &str) -> duckdb::Result<()> {
-    let seq: i64 = tx.query_row(
-        &format!(
-            "UPDATE store_meta SET value = (value::BIGINT + 1)::VARCHAR
-             WHERE key = '{SEQ_KEY}' RETURNING value::BIGINT"
-        ),
-        [],
-        |r| r.get(0),
-    )?;
+    // No number (its key lost since the open): nothing recorded, and readers find no
+    // position ([`position`]), so they trust no kept state until a writable open
+    // gives the log a new id.
+    let Some(seq) = tx
+        .query_row(
+            &format!(
+                "UPDATE store_meta SET value = (value::BIGINT + 1)::VARCHAR
+                 WHERE key = '{SEQ_KEY}' RETURNING value::BIGINT"
+            ),
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()?
+    else {
+        return Ok(());
+    };
     tx.execute_batch(&format!(
         "DELETE FROM conversation_changes c USING {touched} t
            WHERE c.source = t.source AND c.conversation_id = t.conversation_id;"
