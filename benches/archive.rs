@@ -34,7 +34,7 @@ use common::search_cases::{duckdb_keys, engine_keys, CASES, LIMIT};
 use common::{fmt_bytes, fmt_dur, measure, Stats};
 use serde_json::json;
 use skills::archive::schema::{SCHEMA, TRIGRAM_PENDING_LIST_KB};
-use skills::archive::search::{statement, Pool, Query};
+use skills::archive::search::{newest_month, statement, windows, Pool, Query};
 use skills::archive::Target;
 use skills::bench::gen::Spec;
 use skills::engines::Context;
@@ -276,15 +276,29 @@ fn explain(c: &mut postgres::Client, term: &str, role: Option<&str>) -> Result<S
         ..Query::default()
     };
     let st = statement(&q);
-    let plan = c.query(
-        &format!("EXPLAIN (ANALYZE, BUFFERS) {}", st.sql),
-        &st.refs(),
-    )?;
-    Ok(plan
-        .iter()
-        .map(|r| r.get::<_, String>(0))
-        .collect::<Vec<_>>()
-        .join("\n"))
+    // As the search runs it: the newest window, then the others in one statement.
+    let mut out = Vec::new();
+    let mut found = 0;
+    let windows = windows(newest_month(c)?);
+    for part in [&windows[..1], &windows[1..]] {
+        let missing = Some(i64::try_from(LIMIT - found).unwrap_or(0));
+        let sql = st.sql(part);
+        let plan = c.query(
+            &format!("EXPLAIN (ANALYZE, BUFFERS) {sql}"),
+            &st.refs(&missing),
+        )?;
+        found += c.query(&sql, &st.refs(&missing))?.len();
+        out.push(format!(
+            "windows {} – {}:",
+            part[part.len() - 1].0,
+            part[0].1
+        ));
+        out.extend(plan.iter().map(|r| r.get::<_, String>(0)));
+        if found >= LIMIT {
+            break;
+        }
+    }
+    Ok(out.join("\n"))
 }
 
 fn main() -> Result<()> {

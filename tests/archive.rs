@@ -350,6 +350,67 @@ fn a_push_killed_mid_way_completes_on_the_next_one() {
     );
 }
 
+/// A push hashes only the conversations the store's change log records as changed
+/// since the last push from this folder (appended to, new, rewritten in place with the
+/// same message count), and the archive ends up as a push that hashed everything
+/// leaves it; without the kept fingerprints every conversation is hashed again and
+/// nothing is sent.
+#[test]
+fn a_push_hashes_only_the_conversations_changed_since_the_last_one() {
+    let Some(admin) = server() else { return };
+    let (db, clean) = (Db::new(&admin), Db::new(&admin));
+    migrate(&db);
+    migrate(&clean);
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("m");
+    common::store_messages(&data, &corpus("hash", 30, 5));
+    let first = push(&data, &db, &[]);
+    assert_eq!(first["conversations_hashed"], 30, "{first}");
+    assert_eq!(first["conversations_sent"], 30, "{first}");
+    let again = push(&data, &db, &[]);
+    assert_eq!(again["conversations_hashed"], 0, "{again}");
+    assert_eq!(again["conversations_sent"], 0, "{again}");
+
+    common::store_messages(
+        &data,
+        &[
+            msg("hash-c3", 50, 99_999, "appended to conversation 3"),
+            msg("hash-new", 0, 5, "a new conversation"),
+        ],
+    );
+    let appended = push(&data, &db, &[]);
+    assert_eq!(appended["conversations_hashed"], 2, "{appended}");
+    assert_eq!(appended["conversations_sent"], 2, "{appended}");
+    assert_eq!(appended["conversations_local"], 31, "{appended}");
+
+    // The stored secrets redacted in place: 6 conversations change, none gains a row.
+    let paths = StorePaths::in_dir(&data);
+    let store =
+        skills::stores::conversations::ConversationStore::open_rw(&paths.conversations).unwrap();
+    assert!(store.redact_stored().unwrap() > 0);
+    store.close().unwrap();
+    let rewritten = push(&data, &db, &["--no-redact"]);
+    // `--no-redact` changes every fingerprint sent (all are sent again) but hashes
+    // only what changed locally.
+    assert_eq!(rewritten["conversations_hashed"], 6, "{rewritten}");
+    assert_eq!(rewritten["conversations_sent"], 31, "{rewritten}");
+    let back = push(&data, &db, &[]);
+    assert_eq!(back["conversations_hashed"], 0, "{back}");
+    assert_eq!(back["conversations_sent"], 31, "{back}");
+
+    std::fs::remove_file(data.join("conversations.archive-prints")).unwrap();
+    let rehashed = push(&data, &db, &[]);
+    assert_eq!(rehashed["conversations_hashed"], 31, "{rehashed}");
+    assert_eq!(rehashed["conversations_sent"], 0, "{rehashed}");
+
+    push(&data, &clean, &[]);
+    assert_eq!(db.dump(), clean.dump());
+    assert_eq!(
+        db.count("SELECT count(*) FROM skills_archive.messages"),
+        152
+    );
+}
+
 #[test]
 fn the_password_never_appears_in_any_output() {
     let Some(admin) = server() else { return };

@@ -9,6 +9,16 @@
 //!   so follows its identity, not its URL). Only conversations whose fingerprint differs
 //!   are sent; a changed (appended or rewritten) conversation replaces all its rows. A
 //!   conversation gone locally stays unless `prune`.
+//! - **Fingerprints kept locally**: hashing every row is most of a push with little to
+//!   send (1.4 s at 1M messages), so the fingerprints are kept beside the store
+//!   (`conversations.archive-prints`, [`PrintCache`]) with the position of the store's
+//!   change log ([`crate::stores::conversations::changes`]) they hold for; the next
+//!   push hashes only the conversations the log records as changed since. A cache that
+//!   does not fit the store (another log, a number ahead of the log's, a row count
+//!   that differs from the table's) is ignored and every conversation hashed, as a
+//!   store without the log (written by an older version) always is. The cache holds
+//!   local facts only, so any archive may be pushed to with it, and writing it
+//!   (a new file renamed over the old) never affects what a push sends.
 //! - **Idempotent and kill-safe**: each batch (whole conversations, about
 //!   [`PushOptions::batch_rows`] rows) is one short transaction — delete the
 //!   conversations' rows, binary `COPY` the new ones, record their fingerprints — so a
@@ -91,6 +101,10 @@ pub struct PushReport {
     pub user: String,
     /// Conversations held locally.
     pub conversations_local: usize,
+    /// Conversations whose fingerprint was computed by this push (new or changed
+    /// since the last push from this folder, per the store's change log); the others'
+    /// came from the local cache of fingerprints.
+    pub conversations_hashed: usize,
     /// Conversations sent (new or changed).
     pub conversations_sent: usize,
     /// Messages sent.
@@ -217,13 +231,75 @@ fn register_machine(archive: &mut Archive, m: &Machine) -> Result<(), ArchiveErr
 }
 
 /// DuckDB's fingerprint of each conversation: its row count and the XOR of a hash
-/// of every column a push sends.
+/// of every column a push sends (a `WHERE` may follow, then [`PRINTS_GROUP`]).
 const LOCAL_PRINTS: &str = "SELECT source, conversation_id, count(*)::BIGINT,
     (bit_xor(hash(message_id, content, epoch_us(created), epoch_us(updated),
         conversation_title, model, project, parent_id, msg_index, role, content_type,
         is_first, is_last, conversation_msg_count, epoch_us(msg_timestamp),
         temporal_precision, is_injected, has_attachment, has_citation)) >> 1)::BIGINT
-  FROM all_conversations GROUP BY source, conversation_id";
+  FROM all_conversations";
+
+/// The end of [`LOCAL_PRINTS`].
+const PRINTS_GROUP: &str = " GROUP BY source, conversation_id";
+
+/// Version of [`PrintCache`]'s content: raise it whenever [`LOCAL_PRINTS`] changes, so
+/// fingerprints computed the old way are not taken for new ones.
+const PRINT_CACHE_VERSION: u32 = 1;
+
+/// The fingerprints of the local conversations as a push computed them, kept beside
+/// the store between pushes (JSON, `conversations.archive-prints`).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct PrintCache {
+    /// [`PRINT_CACHE_VERSION`].
+    version: u32,
+    /// The store's change log (its id, [`crate::stores::conversations::changes`]).
+    log: String,
+    /// The log's number the fingerprints hold for: conversations recorded at a
+    /// greater one changed since.
+    seq: i64,
+    /// Whether the store marked injected rows (the fingerprint hashes the column).
+    injected: bool,
+    /// (source, conversation id, messages, fingerprint), conversations with rows only.
+    prints: Vec<(String, String, i64, i64)>,
+}
+
+/// Where the fingerprints of the store at `db` are kept (`conversations.duckdb` →
+/// `conversations.archive-prints`).
+fn cache_path(db: &Path) -> std::path::PathBuf {
+    db.with_extension("archive-prints")
+}
+
+/// The cache at `path` when it holds for `log` up to a number at most `seq` and the
+/// same `injected`; `None` when missing, unreadable or not fitting.
+fn read_cache(path: &Path, log: &str, seq: i64, injected: bool) -> Option<PrintCache> {
+    let text = std::fs::read(path).ok()?;
+    let c: PrintCache = serde_json::from_slice(&text).ok()?;
+    (c.version == PRINT_CACHE_VERSION && c.log == log && c.seq <= seq && c.injected == injected)
+        .then_some(c)
+}
+
+/// Writes the cache: a new file renamed over the old, so a push killed while writing
+/// leaves the previous one. A folder that cannot be written keeps none (the next push
+/// hashes every conversation again).
+fn write_cache(path: &Path, log: &str, seq: i64, injected: bool, prints: &Prints) {
+    let cache = PrintCache {
+        version: PRINT_CACHE_VERSION,
+        log: log.to_owned(),
+        seq,
+        injected,
+        prints: prints
+            .iter()
+            .map(|((s, c), (n, f))| (s.clone(), c.clone(), *n, *f))
+            .collect(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&cache) else {
+        return;
+    };
+    let tmp = path.with_extension(format!("archive-prints.{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
 
 /// The columns read from DuckDB for a row, in [`MESSAGE_COLUMNS`] order from `source`
 /// to `is_injected` (times as microseconds).
@@ -328,8 +404,9 @@ fn unit_tables(models: &[RegisteredModel]) -> Vec<String> {
     models.iter().map(RegisteredModel::units_table).collect()
 }
 
-/// The local store (read-only), whether it marks injected rows, and each
-/// conversation's fingerprint.
+/// The local store (read-only), whether it marks injected rows, each conversation's
+/// fingerprint, and how many of them were computed now (the others came from the
+/// local cache, see the module's doc).
 fn local_prints(
     paths: &StorePaths,
 ) -> Result<
@@ -337,6 +414,7 @@ fn local_prints(
         crate::stores::conversations::ConversationStore,
         bool,
         Prints,
+        usize,
     ),
     ArchiveError,
 > {
@@ -359,19 +437,94 @@ fn local_prints(
     } else {
         LOCAL_PRINTS.replace("is_injected,", "")
     };
-    let mut local = Prints::new();
-    {
-        let mut stmt = conn.prepare(&prints_sql).map_err(local_err)?;
+    let prints_of = |filter: &str, keep: &dyn Fn(&(String, String)) -> bool| {
+        let mut out = Prints::new();
+        let mut stmt = conn
+            .prepare(&format!("{prints_sql}{filter}{PRINTS_GROUP}"))
+            .map_err(local_err)?;
         let rows = stmt
             .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))
             .map_err(local_err)?;
         for row in rows {
             let (k, v) = row.map_err(local_err)?;
-            local.insert(k, v);
+            if keep(&k) {
+                out.insert(k, v);
+            }
+        }
+        Ok::<_, ArchiveError>(out)
+    };
+    let log = crate::stores::conversations::changes::position(&conn).map_err(local_err)?;
+    let cache = cache_path(&paths.conversations);
+    let cached = log
+        .as_ref()
+        .and_then(|(id, seq)| read_cache(&cache, id, *seq, injected));
+    let mut from_cache = None;
+    if let (Some(c), Some((_, seq))) = (cached, &log) {
+        let mut local: Prints = c
+            .prints
+            .into_iter()
+            .map(|(s, id, n, f)| ((s, id), (n, f)))
+            .collect();
+        let mut changed: HashSet<(String, String)> = HashSet::new();
+        if *seq > c.seq {
+            let mut stmt = conn
+                .prepare("SELECT source, conversation_id FROM conversation_changes WHERE seq > ?")
+                .map_err(local_err)?;
+            let rows = stmt
+                .query_map([c.seq], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(local_err)?;
+            for row in rows {
+                changed.insert(row.map_err(local_err)?);
+            }
+        }
+        for k in &changed {
+            local.remove(k);
+        }
+        if !changed.is_empty() {
+            // Few: by name, which the conversation_id index serves; many: joined.
+            let filter = if changed.len() <= NAMED_CONVERSATIONS {
+                let ids: HashSet<&str> = changed.iter().map(|(_, c)| c.as_str()).collect();
+                let list: Vec<String> = ids
+                    .iter()
+                    .map(|c| format!("'{}'", c.replace('\'', "''")))
+                    .collect();
+                format!(" WHERE conversation_id IN ({})", list.join(", "))
+            } else {
+                format!(
+                    " WHERE (source, conversation_id) IN (SELECT source, conversation_id \
+                     FROM conversation_changes WHERE seq > {})",
+                    c.seq
+                )
+            };
+            local.extend(prints_of(&filter, &|k| changed.contains(k))?);
+        }
+        // A store written by a version without the log since the cache was made:
+        // its row count tells (an added or deleted row), and then all is hashed.
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM all_conversations", [], |r| r.get(0))
+            .map_err(local_err)?;
+        if local.values().map(|v| v.0).sum::<i64>() == rows {
+            from_cache = Some((local, changed.len(), *seq > c.seq));
         }
     }
+    let (local, hashed) = match from_cache {
+        Some((local, hashed, moved)) => {
+            if let (true, Some((id, seq))) = (moved, &log) {
+                write_cache(&cache, id, *seq, injected, &local);
+            }
+            (local, hashed)
+        }
+        None => {
+            let local = prints_of("", &|_| true)?;
+            if let Some((id, seq)) = &log {
+                write_cache(&cache, id, *seq, injected, &local);
+            }
+            let n = local.len();
+            (local, n)
+        }
+    };
     drop(conn);
-    Ok((store, injected, local))
+    Ok((store, injected, local, hashed))
 }
 
 /// The fingerprints the archive recorded for `machine`'s conversations.
@@ -407,7 +560,7 @@ pub fn pending(
     if !paths.conversations.exists() {
         return Ok((0, 0));
     }
-    let (_, _, mut local) = local_prints(paths)?;
+    let (_, _, mut local, _) = local_prints(paths)?;
     let models = super::schema::registered_models(archive.client())
         .map_err(|e| archive.error("reading the vector models", &e))?;
     let (vectors, _) = local_vectors(paths, &models)?;
@@ -436,7 +589,8 @@ fn push_conversations(
     report: &mut PushReport,
     progress: Progress<'_>,
 ) -> Result<(), ArchiveError> {
-    let (store, injected, mut local) = local_prints(paths)?;
+    let (store, injected, mut local, hashed) = local_prints(paths)?;
+    report.conversations_hashed = hashed;
     let (vectors, note) = local_vectors(paths, models)?;
     report.notes.extend(note);
     with_vectors(&mut local, vectors.as_ref());

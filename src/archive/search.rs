@@ -19,13 +19,28 @@
 //! The trigram GIN index on `content_folded` serves terms with three or more
 //! characters of literal text; a shorter one scans, newest partition first, stopped by
 //! `statement_timeout` ([`DEADLINE`]) with a clear error.
+//!
+//! **Newest first, window by window.** `messages` is partitioned by month of
+//! `created`, and the order starts with `created DESC`, so rows of a later time range
+//! all come before rows of an earlier one. The statement is run over time windows
+//! ([`windows`]), newest first — from the newest month holding rows
+//! ([`newest_month`]) to the end of time, then 1, 1, 2, 4, … months further back,
+//! then everything before. The newest window is one statement (a common term ends
+//! there), the others together a second one that PostgreSQL runs window by window
+//! until the rows still missing are found ([`Statement::sql`]). One statement over every partition instead had to
+//! start every partition's part of the plan: a term whose trigram bitmap matches a few
+//! thousand rows (`serde%json` at 1M) fetched, rechecked and sorted all of them
+//! (docs/performance.md, "Search on the archive at 1M messages"). The windows cover
+//! all time without gaps or overlaps, so the rows and their order are those of the
+//! single statement; the window only prunes partitions.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{Datelike as _, NaiveDate, NaiveDateTime, NaiveTime};
 use serde_json::{json, Value};
 
-use super::schema::SCHEMA;
+use super::schema::{FIRST_MONTH, SCHEMA};
 use super::{ArchiveError, Target};
 use crate::search::scan::{fold, Pattern};
 
@@ -37,7 +52,13 @@ pub const DEADLINE: Duration = Duration::from_secs(10);
 pub struct Pool {
     target: Target,
     idle: Mutex<Vec<postgres::Client>>,
+    /// [`newest_month`]'s last answer and when it was read (kept [`NEWEST_TTL`]).
+    newest: Mutex<Option<(std::time::Instant, (i32, u32))>>,
 }
+
+/// How long a pool reuses [`newest_month`]'s answer: only a hint of where the windows
+/// start, so a stale one costs time, never rows.
+const NEWEST_TTL: Duration = Duration::from_secs(60);
 
 impl Pool {
     /// A pool for `target`; connects on first use.
@@ -45,7 +66,29 @@ impl Pool {
         Self {
             target,
             idle: Mutex::new(Vec::new()),
+            newest: Mutex::new(None),
         }
+    }
+
+    /// [`newest_month`], read again when the last answer is older than [`NEWEST_TTL`].
+    fn newest_month(
+        &self,
+        client: &mut impl postgres::GenericClient,
+    ) -> Result<(i32, u32), postgres::Error> {
+        let kept = *self
+            .newest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, month)) = kept.filter(|(at, _)| at.elapsed() < NEWEST_TTL) {
+            return Ok(month);
+        }
+        let month = newest_month(client)?;
+        *self
+            .newest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((std::time::Instant::now(), month));
+        Ok(month)
     }
 
     /// The archive's address.
@@ -115,27 +158,161 @@ fn like_literal(s: &str) -> String {
 }
 
 /// The SQL of one search and its parameters, as [`search`] sends them (benchmarks
-/// `EXPLAIN` the same statement).
+/// `EXPLAIN` the same statements).
 pub struct Statement {
-    /// `SELECT …` with `$n` placeholders.
-    pub sql: String,
-    /// The parameters, in `$n` order.
+    /// `SELECT … WHERE …` with `$n` placeholders, without the window, order and limit
+    /// ([`Statement::sql`] adds them).
+    pub select: String,
+    /// The parameters, in `$n` order; the rows wanted follow ([`Statement::refs`]).
     pub params: Vec<Box<dyn postgres::types::ToSql + Sync>>,
     /// A term holding NUL or U+FFFF matches a superset on the server: the rows are
-    /// checked again with this local matcher (and the statement has no `LIMIT`).
+    /// checked again with this local matcher (and the statement's `LIMIT` is
+    /// `NULL`: all rows).
     recheck: Option<Pattern>,
 }
 
 impl Statement {
-    /// The parameters as `query_raw` and friends take them.
-    pub fn refs(&self) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
-        self.params.iter().map(|b| b.as_ref() as _).collect()
+    /// The statement over `windows` (newest first, as [`windows`] gives them): for one,
+    /// the rows of that window sorted and limited; for several, each window's so, one
+    /// after the other (`UNION ALL` without an outer `ORDER BY`: PostgreSQL runs the
+    /// branches of an `Append` in order and stops once the outer `LIMIT` is reached,
+    /// parallel plans being off in the search's transaction).
+    pub fn sql(&self, windows: &[(NaiveDateTime, NaiveDateTime)]) -> String {
+        let limit = format!("${}", self.params.len() + 1);
+        let branch = |(from, to): &(NaiveDateTime, NaiveDateTime)| {
+            format!(
+                "{} AND m.created >= {} AND m.created < {} \
+                 ORDER BY m.created DESC, m.source, m.conversation_id, m.message_id \
+                 LIMIT {limit}",
+                self.select,
+                literal(*from),
+                literal(*to)
+            )
+        };
+        match windows {
+            [one] => branch(one),
+            many => format!(
+                "SELECT * FROM ({}) w LIMIT {limit}",
+                many.iter()
+                    .map(|w| format!("({})", branch(w)))
+                    .collect::<Vec<_>>()
+                    .join(" UNION ALL ")
+            ),
+        }
+    }
+
+    /// The parameters as `query_raw` and friends take them, with `limit` rows wanted
+    /// (`None`: all).
+    pub fn refs<'a>(
+        &'a self,
+        limit: &'a Option<i64>,
+    ) -> Vec<&'a (dyn postgres::types::ToSql + Sync)> {
+        let mut out: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            self.params.iter().map(|b| b.as_ref() as _).collect();
+        out.push(limit);
+        out
     }
 }
 
-/// The statement that answers `q`: columns created, source, role, conversation_id,
-/// message_id, preview (200 characters), project, content_raw, machine label, user,
-/// machine id.
+/// A window bound as SQL: `'-infinity'` and `'infinity'` at the ends of time.
+fn literal(t: NaiveDateTime) -> String {
+    if t <= time_min() {
+        "'-infinity'::timestamp".into()
+    } else if t >= time_max() {
+        "'infinity'::timestamp".into()
+    } else {
+        format!("'{}'::timestamp", t.format("%Y-%m-%d %H:%M:%S"))
+    }
+}
+
+/// Before any time the archive can hold (PostgreSQL's `timestamp` starts in 4713 BC).
+fn time_min() -> NaiveDateTime {
+    NaiveDate::from_ymd_opt(-4000, 1, 1)
+        .unwrap_or(NaiveDate::MIN)
+        .and_time(NaiveTime::MIN)
+}
+
+/// After any time the archive can hold (PostgreSQL's `timestamp` ends in 294276 AD).
+fn time_max() -> NaiveDateTime {
+    NaiveDate::from_ymd_opt(200_000, 1, 1)
+        .unwrap_or(NaiveDate::MAX)
+        .and_time(NaiveTime::MIN)
+}
+
+/// The first day of the month `n` months before `(year, month)` (`n` may be 0).
+fn months_back((year, month): (i32, u32), n: u32) -> (i32, u32) {
+    let total = i64::from(year) * 12 + i64::from(month) - 1 - i64::from(n);
+    (
+        i32::try_from(total.div_euclid(12)).unwrap_or(i32::MIN),
+        u32::try_from(total.rem_euclid(12)).unwrap_or(0) + 1,
+    )
+}
+
+fn month_start((year, month): (i32, u32)) -> NaiveDateTime {
+    NaiveDate::from_ymd_opt(year, month, 1)
+        .unwrap_or(NaiveDate::MIN)
+        .and_time(NaiveTime::MIN)
+}
+
+/// The time windows a search reads, newest first, each `[from, to)`: from the month
+/// `newest` (its first day) to the end of time, then 1, 1, 2, 4, … months further
+/// back down to [`FIRST_MONTH`] (the oldest monthly partition), then everything before
+/// it. Together they cover all time once, so the rows of the windows in this order,
+/// each sorted, are all rows sorted by `created DESC`.
+pub fn windows(newest: (i32, u32)) -> Vec<(NaiveDateTime, NaiveDateTime)> {
+    let mut out = Vec::new();
+    let mut upper = if newest > FIRST_MONTH {
+        newest
+    } else {
+        FIRST_MONTH
+    };
+    out.push((month_start(upper), time_max()));
+    let mut size = 1;
+    while upper > FIRST_MONTH {
+        let mut lower = months_back(upper, size);
+        if lower < FIRST_MONTH {
+            lower = FIRST_MONTH;
+        }
+        out.push((month_start(lower), month_start(upper)));
+        upper = lower;
+        if out.len() > 2 {
+            size = size.saturating_mul(2);
+        }
+    }
+    out.push((time_min(), month_start(upper)));
+    out
+}
+
+/// The newest month whose partition holds rows by PostgreSQL's statistics (rows
+/// inserted, `n_live_tup`, or counted by the last `ANALYZE`, `reltuples`), else the
+/// current one: where [`windows`] start. Only a hint: rows newer than it are in the
+/// first window whatever the statistics say (stale ones only cost time).
+///
+/// # Errors
+/// PostgreSQL's.
+pub fn newest_month(
+    client: &mut impl postgres::GenericClient,
+) -> Result<(i32, u32), postgres::Error> {
+    let row = client.query_one(
+        &format!(
+            "SELECT max(substring(pg_get_expr(c.relpartbound, c.oid)
+                              FROM 'FROM \\(''([^'']*)''\\)')::timestamp)
+             FROM pg_inherits i
+             JOIN pg_class c ON c.oid = i.inhrelid
+             LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+             WHERE i.inhparent = '{SCHEMA}.messages'::regclass
+               AND (c.reltuples > 0 OR coalesce(s.n_live_tup, 0) > 0)"
+        ),
+        &[],
+    )?;
+    let newest: Option<NaiveDateTime> = row.get(0);
+    let at = newest.map_or_else(|| chrono::Utc::now().date_naive(), |t| t.date());
+    Ok((at.year(), at.month()))
+}
+
+/// The statement that answers `q` within one time window: columns created, source,
+/// role, conversation_id, message_id, preview (200 characters), project, content_raw,
+/// machine label, user, machine id.
 pub fn statement(q: &Query<'_>) -> Statement {
     let mut sql = format!(
         "SELECT m.created, m.source, m.role, m.conversation_id, m.message_id, \
@@ -193,13 +370,8 @@ pub fn statement(q: &Query<'_>) -> Statement {
     // none, the order is the backward scan of each partition's `created` index that
     // the planner merges and stops after `LIMIT` rows (newest first: a common term
     // reads a few pages; `NULLS LAST` made it sort every match, 1.9 s for `the` at 1M).
-    sql.push_str(" ORDER BY m.created DESC, m.source, m.conversation_id, m.message_id");
-    if recheck.is_none() {
-        let p = param(Box::new(q.limit));
-        sql.push_str(&format!(" LIMIT {p}"));
-    }
     Statement {
-        sql,
+        select: sql,
         params,
         recheck,
     }
@@ -231,47 +403,63 @@ pub fn search(pool: &Pool, q: &Query<'_>) -> Result<Vec<Value>, ArchiveError> {
         };
         let mut tx = client.transaction().map_err(err)?;
         tx.batch_execute(&format!(
-            "SET TRANSACTION READ ONLY; SET LOCAL statement_timeout = {}",
+            "SET TRANSACTION READ ONLY; SET LOCAL statement_timeout = {}; \
+             SET LOCAL max_parallel_workers_per_gather = 0",
             DEADLINE.as_millis()
         ))
         .map_err(err)?;
         let limit = usize::try_from(q.limit).unwrap_or(0);
         let mut out = Vec::new();
-        let mut rows = tx.query_raw(&st.sql, st.refs()).map_err(err)?;
+        if limit == 0 {
+            tx.commit().map_err(err)?;
+            return Ok(out);
+        }
+        let newest = pool.newest_month(&mut tx).map_err(err)?;
+        let windows = windows(newest);
         use postgres::fallible_iterator::FallibleIterator;
-        while let Some(r) = rows.next().map_err(err)? {
-            let raw: Option<Vec<u8>> = r.get(7);
-            let raw = raw.map(|b| String::from_utf8_lossy(&b).into_owned());
-            if let (Some(p), Some(text)) = (&st.recheck, &raw) {
-                let mut f = Vec::with_capacity(text.len());
-                fold(text, &mut f);
-                if !p.matches(&f) {
-                    continue;
+        // Two statements at most: the newest window (a common term ends there), then
+        // all the others at once (a round trip each costs more than planning them).
+        for part in [&windows[..1], &windows[1..]] {
+            let missing = i64::try_from(limit - out.len()).unwrap_or(i64::MAX);
+            let want = st.recheck.is_none().then_some(missing);
+            let mut rows = tx.query_raw(&st.sql(part), st.refs(&want)).map_err(err)?;
+            while let Some(r) = rows.next().map_err(err)? {
+                let raw: Option<Vec<u8>> = r.get(7);
+                let raw = raw.map(|b| String::from_utf8_lossy(&b).into_owned());
+                if let (Some(p), Some(text)) = (&st.recheck, &raw) {
+                    let mut f = Vec::with_capacity(text.len());
+                    fold(text, &mut f);
+                    if !p.matches(&f) {
+                        continue;
+                    }
+                }
+                let created: chrono::NaiveDateTime = r.get(0);
+                let preview: String = match &raw {
+                    Some(text) => text.chars().take(200).collect(),
+                    None => r.get(5),
+                };
+                out.push(json!({
+                    "date": created.format("%Y-%m-%d").to_string(),
+                    "created": created.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+                    "source": r.get::<_, String>(1),
+                    "role": r.get::<_, String>(2),
+                    "conversation_id": r.get::<_, String>(3),
+                    "message_id": r.get::<_, String>(4),
+                    "project": r.get::<_, Option<String>>(6),
+                    "preview": preview,
+                    "machine": r.get::<_, String>(8),
+                    "machine_id": r.get::<_, String>(10),
+                    "user": r.get::<_, String>(9),
+                }));
+                if out.len() >= limit {
+                    break;
                 }
             }
-            let created: chrono::NaiveDateTime = r.get(0);
-            let preview: String = match &raw {
-                Some(text) => text.chars().take(200).collect(),
-                None => r.get(5),
-            };
-            out.push(json!({
-                "date": created.format("%Y-%m-%d").to_string(),
-                "created": created.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-                "source": r.get::<_, String>(1),
-                "role": r.get::<_, String>(2),
-                "conversation_id": r.get::<_, String>(3),
-                "message_id": r.get::<_, String>(4),
-                "project": r.get::<_, Option<String>>(6),
-                "preview": preview,
-                "machine": r.get::<_, String>(8),
-                "machine_id": r.get::<_, String>(10),
-                "user": r.get::<_, String>(9),
-            }));
+            drop(rows);
             if out.len() >= limit {
                 break;
             }
         }
-        drop(rows);
         tx.commit().map_err(err)?;
         Ok(out)
     })
@@ -283,6 +471,31 @@ pub type Shared = Arc<Pool>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_cover_all_time_once_newest_first() {
+        for newest in [(2025, 12), (2020, 1), (2019, 6), (2031, 3), (2024, 1)] {
+            let w = windows(newest);
+            assert_eq!(w[0].1, time_max(), "{newest:?}");
+            assert_eq!(w.last().unwrap().0, time_min(), "{newest:?}");
+            for pair in w.windows(2) {
+                assert_eq!(pair[0].0, pair[1].1, "{newest:?}: {w:?}");
+            }
+            for (from, to) in &w {
+                assert!(from < to, "{newest:?}: {w:?}");
+            }
+            assert!(w.len() <= 12, "{newest:?}: {w:?}");
+        }
+        let w = windows((2025, 12));
+        let day = |y, m| month_start((y, m));
+        assert_eq!(w[0].0, day(2025, 12));
+        assert_eq!(w[1], (day(2025, 11), day(2025, 12)));
+        assert_eq!(w[2], (day(2025, 10), day(2025, 11)));
+        assert_eq!(w[3], (day(2025, 8), day(2025, 10)));
+        assert_eq!(w[4], (day(2025, 4), day(2025, 8)));
+        assert_eq!(months_back((2020, 1), 1), (2019, 12));
+        assert_eq!(months_back((2020, 3), 14), (2019, 1));
+    }
 
     #[test]
     fn like_literals_escape_their_wildcards() {

@@ -35,6 +35,7 @@ use super::StoreError;
 use crate::cancel::{Cancel, OnStop};
 
 mod attach;
+pub mod changes;
 mod close;
 pub mod embeddings;
 mod files;

@@ -37,6 +37,7 @@ impl ConversationStore {
             .map_err(|e| duck(path, e))?;
         super::secrets::init(&conn).map_err(|e| duck(path, e))?;
         super::summary::init(&conn).map_err(|e| duck(path, e))?;
+        super::changes::init(&conn).map_err(|e| duck(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
             attached: None,
@@ -106,6 +107,7 @@ impl ConversationStore {
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(&path, e))?;
         super::summary::init(&conn).map_err(|e| duck(&path, e))?;
+        super::changes::init(&conn).map_err(|e| duck(&path, e))?;
         Ok(Self {
             path,
             attached: None,

@@ -14,7 +14,7 @@ use super::{duck, ConversationStore};
 use crate::redact::at_store::{Secrets, COUNT_KEY, MARK_KEY};
 use crate::stores::StoreError;
 
-const CREATE: &str =
+pub(super) const CREATE: &str =
     "CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)";
 
 /// At a writable open: creates the mark's table and marks a store that holds no

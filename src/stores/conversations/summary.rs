@@ -181,7 +181,8 @@ impl ConversationStore {
     /// Recomputes the summary rows of the conversations `pairs` (`source`,
     /// `conversation_id`) from `all_conversations`, inside the caller's transaction: a
     /// conversation without messages left loses its rows. Every writer calls it before
-    /// committing, with every conversation whose messages it added, changed or deleted.
+    /// committing, with every conversation whose messages it added, changed or deleted;
+    /// it records them in the change log too ([`super::changes`]).
     ///
     /// # Errors
     /// [`StoreError::DuckDb`]; the caller's transaction is then to be rolled back.
@@ -205,6 +206,8 @@ impl ConversationStore {
             }
             app.flush().map_err(|e| self.error(e))?;
         }
+        // The same conversations in the change log, in the same transaction.
+        super::changes::record(tx, "summary_touched").map_err(|e| self.error(e))?;
         let touched = "(SELECT * FROM all_conversations
                         WHERE (source, conversation_id) IN
                           (SELECT source, conversation_id FROM summary_touched)) a";
