@@ -35,6 +35,11 @@ use super::StoreError;
 use crate::cancel::{Cancel, OnStop};
 
 mod attach;
+
+/// Writable opens of conversation stores in this process so far: a read-only
+/// attachment kept between calls is not reused after one (DuckDB's file lock does not
+/// keep a writer of the same process out), see `attach`.
+static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 mod close;
 pub mod embeddings;
 mod files;
