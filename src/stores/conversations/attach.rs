@@ -1,12 +1,24 @@
 //! Read-only opens without a new DuckDB instance: the store file is `ATTACH`ed
-//! (`READ_ONLY`) to an in-memory DuckDB instance kept for that path, and `DETACH`ed
-//! when the [`ConversationStore`](super::ConversationStore) is dropped.
+//! (`READ_ONLY`) to an in-memory DuckDB instance kept for that path, and kept attached
+//! between calls ("warm") until a writer wants the file.
 //!
 //! Starting a DuckDB instance costs ~8 ms (its catalog of built-in functions is made
 //! each time), more than a whole browse page may take (docs/performance.md "Browse
-//! pages at 1M messages"); attaching a file to a running instance ~1 ms. The file's
-//! lock is still held only while a store handle lives (one engine call), so an
-//! outside `skills ingest` gets in between calls as before.
+//! pages at 1M messages"); attaching a file to a running instance ~1 ms, but a fresh
+//! attachment reads and checksums every block a query needs again. A warm attachment
+//! keeps DuckDB's buffer pool: at 1M messages the browse pages' skill calls took
+//! 3–5× less ("Kept instance").
+//!
+//! A warm attachment holds DuckDB's shared lock on the file, so no other process can
+//! write it meanwhile, and what it shows stays current. Every writer of the store
+//! takes the search index's lock (`conversations.index/LOCK`) before it opens the
+//! database; a watcher thread looks at that lock every [`WATCH_EVERY`] and detaches an
+//! idle warm attachment as soon as a writer holds it (or after [`IDLE`] without a
+//! call), so `skills ingest` — and serve's background import — waits at most a few
+//! tens of milliseconds for the file, as DuckDB's lock is retried. While a writer
+//! holds the lock, each call attaches and detaches on its own, as before. A writer in
+//! this process (which DuckDB's process-wide lock does not keep out) bumps
+//! [`super::WRITES`]; an attachment older than the last bump is not reused.
 //!
 //! The kept instance is sandboxed as [`crate::stores::sandbox::duckdb_config`] is,
 //! except that it may reach exactly this store's file and its write-ahead log files
@@ -16,22 +28,54 @@
 //! checked on an allowlist first ([`crate::stores::sandbox::check_table_functions`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use duckdb::Connection;
 
 /// Kept instances at most (one per store path; tests open many stores).
 const KEPT: usize = 4;
 
+/// How often the watcher looks for a writer wanting a warm attachment's file.
+pub const WATCH_EVERY: Duration = Duration::from_millis(20);
+
+/// A warm attachment unused this long is detached (the file's lock and the cached
+/// blocks let go).
+pub const IDLE: Duration = Duration::from_secs(10);
+
+/// One kept instance: its path, a connection of it, and its warm attachment.
+struct Kept {
+    path: PathBuf,
+    base: Connection,
+    warm: Option<Warm>,
+}
+
+/// The attachment kept between calls.
+struct Warm {
+    alias: String,
+    /// Calls using it now.
+    users: usize,
+    /// When the last call using it ended.
+    idle_since: Instant,
+    /// [`super::WRITES`] when it was attached.
+    writes: u64,
+    fallback: bool,
+}
+
 /// The kept instances, most recently used last.
-static INSTANCES: Mutex<Vec<(PathBuf, Connection)>> = Mutex::new(Vec::new());
+static INSTANCES: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
 /// Numbers the attachments, so that each handle's alias is its own.
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-/// One attachment of a store file: its alias, detached on drop.
+/// Whether the watcher thread runs (changed only under [`INSTANCES`]' lock).
+static WATCHING: AtomicBool = AtomicBool::new(false);
+
+/// One call's use of an attachment of a store file: detached on drop unless it is
+/// the warm one.
 pub struct Attached {
+    path: PathBuf,
     alias: String,
     /// A connection of the instance, to detach with (behind a lock: a connection is
     /// not `Sync`, and stores are shared between threads).
@@ -39,6 +83,8 @@ pub struct Attached {
     /// The file has no summary tables (written before them): each connection gets
     /// views of them ([`super::summary::fallback_views`]).
     fallback: bool,
+    /// This is the instance's warm attachment (kept after the call).
+    warm: bool,
 }
 
 impl Attached {
@@ -57,60 +103,197 @@ impl Attached {
 }
 
 impl Drop for Attached {
-    /// Lets go of the attachment, and so of the file's lock once no query still runs
+    /// Ends the call's use: the warm attachment stays (detached at once when a writer
+    /// waits), any other is let go of, and so the file's lock once no query still runs
     /// on it. A failure leaves it attached until the instance is dropped.
     fn drop(&mut self) {
+        if self.warm {
+            let mut kept = lock_instances();
+            let entry = kept.iter_mut().find(|k| k.path == self.path);
+            if let Some(k) = entry {
+                if let Some(w) = k.warm.as_mut().filter(|w| w.alias == self.alias) {
+                    w.users = w.users.saturating_sub(1);
+                    w.idle_since = Instant::now();
+                    if w.users > 0 || !writer_holds(&self.path) {
+                        return;
+                    }
+                    k.warm = None;
+                }
+            }
+        }
         let conn = self
             .conn
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = conn.execute_batch(&format!("DETACH DATABASE IF EXISTS {}", self.alias));
+        detach(conn, &self.alias);
+    }
+}
+
+fn lock_instances() -> std::sync::MutexGuard<'static, Vec<Kept>> {
+    INSTANCES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn detach(conn: &Connection, alias: &str) {
+    let _ = conn.execute_batch(&format!("DETACH DATABASE IF EXISTS {alias}"));
+}
+
+/// Whether a writer holds the store's writer lock (`conversations.index/LOCK`): a
+/// shared lock on it cannot be taken. No lock file: no writer ever ran.
+fn writer_holds(db: &Path) -> bool {
+    let lock = db
+        .with_extension("index")
+        .join(crate::stores::segments::LOCK);
+    let Ok(file) = std::fs::File::open(&lock) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
     }
 }
 
 /// A connection of the kept instance of `path` with the file attached read-only and
-/// made its default database (`USE`), and the attachment.
+/// made its default database (`USE`), and the call's use of the attachment: the warm
+/// one when it can be reused, else a new one (made the warm one when no writer holds
+/// the store's writer lock).
 ///
 /// # Errors
 /// DuckDB's, among them the file lock held by another process's writer (the caller
 /// waits and tries again).
 pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
-    let base = base(path)?;
+    let writes = super::WRITES.load(Ordering::SeqCst);
+    let writer = writer_holds(path);
+    let mut kept = lock_instances();
+    let k = kept_for(&mut kept, path)?;
+    if let Some(w) = k.warm.as_mut() {
+        if !writer && w.writes == writes {
+            let conn = k.base.try_clone()?;
+            conn.execute_batch(&format!("USE {}", w.alias))?;
+            w.users += 1;
+            return Ok((
+                conn,
+                Attached {
+                    path: path.to_path_buf(),
+                    alias: w.alias.clone(),
+                    conn: Mutex::new(k.base.try_clone()?),
+                    fallback: w.fallback,
+                    warm: true,
+                },
+            ));
+        }
+        if w.users == 0 {
+            detach(&k.base, &w.alias);
+            k.warm = None;
+        }
+    }
+    let base = k.base.try_clone()?;
     let conn = base.try_clone()?;
     let alias = format!("store_{}", NEXT.fetch_add(1, Ordering::Relaxed));
     conn.execute_batch(&format!(
         "ATTACH {} AS {alias} (READ_ONLY); USE {alias};",
         quote(path)
     ))?;
-    let fallback = !super::summary::present(&conn)?;
+    let fallback = match super::summary::present(&conn) {
+        Ok(present) => !present,
+        Err(e) => {
+            detach(&base, &alias);
+            return Err(e);
+        }
+    };
+    let warm = !writer && k.warm.is_none();
+    if warm {
+        k.warm = Some(Warm {
+            alias: alias.clone(),
+            users: 1,
+            idle_since: Instant::now(),
+            writes,
+            fallback,
+        });
+        if !WATCHING.swap(true, Ordering::SeqCst) {
+            let spawned = std::thread::Builder::new()
+                .name("duckdb-warm".into())
+                .spawn(watch);
+            if spawned.is_err() {
+                // No watcher: nothing may stay attached between calls.
+                WATCHING.store(false, Ordering::SeqCst);
+                k.warm = None;
+                return Ok((
+                    conn,
+                    Attached {
+                        path: path.to_path_buf(),
+                        alias,
+                        conn: Mutex::new(base),
+                        fallback,
+                        warm: false,
+                    },
+                ));
+            }
+        }
+    }
     Ok((
         conn,
         Attached {
+            path: path.to_path_buf(),
             alias,
             conn: Mutex::new(base),
             fallback,
+            warm,
         },
     ))
 }
 
-/// A connection of the kept instance for `path`, started when there is none.
-fn base(path: &Path) -> duckdb::Result<Connection> {
-    let mut kept = INSTANCES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(at) = kept.iter().position(|(p, _)| p == path) {
+/// The watcher: detaches idle warm attachments whose store a writer wants, or unused
+/// for [`IDLE`]; ends when none is left.
+fn watch() {
+    loop {
+        std::thread::sleep(WATCH_EVERY);
+        let mut kept = lock_instances();
+        let mut left = false;
+        for k in kept.iter_mut() {
+            let Some(w) = &k.warm else { continue };
+            if w.users == 0 && (w.idle_since.elapsed() >= IDLE || writer_holds(&k.path)) {
+                detach(&k.base, &w.alias);
+                k.warm = None;
+            } else {
+                left = true;
+            }
+        }
+        if !left {
+            WATCHING.store(false, Ordering::SeqCst);
+            return;
+        }
+    }
+}
+
+/// The kept instance for `path`, started when there is none (the least recently used
+/// one let go of when [`KEPT`] are kept; its warm attachment detached unless in use —
+/// then the call using it detaches it).
+fn kept_for<'a>(kept: &'a mut Vec<Kept>, path: &Path) -> duckdb::Result<&'a mut Kept> {
+    if let Some(at) = kept.iter().position(|k| k.path == path) {
         let entry = kept.remove(at);
-        let conn = entry.1.try_clone();
         kept.push(entry);
-        return conn;
+    } else {
+        let base = start(path)?;
+        if kept.len() >= KEPT {
+            let old = kept.remove(0);
+            if let Some(w) = old.warm.filter(|w| w.users == 0) {
+                detach(&old.base, &w.alias);
+            }
+        }
+        kept.push(Kept {
+            path: path.to_path_buf(),
+            base,
+            warm: None,
+        });
     }
-    let conn = start(path)?;
-    let clone = conn.try_clone()?;
-    if kept.len() >= KEPT {
-        kept.remove(0);
-    }
-    kept.push((path.to_path_buf(), conn));
-    Ok(clone)
+    let last = kept.len() - 1;
+    Ok(&mut kept[last])
 }
 
 /// The files DuckDB keeps beside a database file: its write-ahead log, and the two

@@ -32,6 +32,7 @@ impl ConversationStore {
         let index = index::Writer::begin(path)
             .map_err(|e| StoreError::Io(std::io::Error::other(format!("search index: {e}"))))?;
         let embed_base = Some(embeddings::Base::read(path));
+        super::WRITES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let conn = wait_for_lock(path, WRITE_LOCK_WAIT, || Connection::open(path))?;
         conn.execute_batch(CREATE_TABLE)
             .map_err(|e| duck(path, e))?;
@@ -54,10 +55,10 @@ impl ConversationStore {
     /// Opens an existing store read-only, sandboxed for skill SQL (as
     /// [`crate::stores::sandbox::duckdb_config`]: no files, network, extensions or
     /// settings beyond this one file), by attaching it to an in-memory instance kept
-    /// for its path (`attach`); dropping the store detaches it. Waits up to 10 s while another process
-    /// writes it (`skills ingest`). Engines open it per call and drop it afterwards, so
-    /// a long-running `skills serve` never keeps `skills ingest` out and always sees
-    /// the latest import.
+    /// for its path (`attach`): the attachment stays between calls until a writer
+    /// takes the store's writer lock (or 10 s pass unused), so a long-running
+    /// `skills serve` never keeps `skills ingest` out and always sees the latest
+    /// import. Waits up to 10 s while another process writes it (`skills ingest`).
     ///
     /// # Errors
     /// [`StoreError::Locked`] when the file stays locked;
