@@ -36,11 +36,6 @@ use crate::cancel::{Cancel, OnStop};
 
 mod attach;
 pub mod changes;
-
-/// Writable opens of conversation stores in this process so far: a read-only
-/// attachment kept between calls is not reused after one (DuckDB's file lock does not
-/// keep a writer of the same process out), see `attach`.
-static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 mod close;
 pub mod embeddings;
 mod files;
@@ -54,6 +49,11 @@ mod rows;
 mod schema;
 mod secrets;
 pub mod summary;
+
+/// Writable opens of conversation stores in this process so far: a read-only
+/// attachment kept between calls is not reused after one (DuckDB's file lock does not
+/// keep a writer of the same process out), see `attach`.
+static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 pub use close::CloseReport;
 pub use files::{FileBatch, FileState, Previous, StoredBatch};
