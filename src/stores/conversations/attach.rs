@@ -174,14 +174,17 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
     if let Some(w) = k.warm.as_mut() {
         if !writer && w.writes == writes {
             let conn = k.base.try_clone()?;
+            let detacher = k.base.try_clone()?;
             conn.execute_batch(&format!("USE {}", w.alias))?;
+            // Counted only once nothing can fail: a use never dropped would keep it
+            // attached for good.
             w.users += 1;
             return Ok((
                 conn,
                 Attached {
                     path: path.to_path_buf(),
                     alias: w.alias.clone(),
-                    conn: Mutex::new(k.base.try_clone()?),
+                    conn: Mutex::new(detacher),
                     fallback: w.fallback,
                     warm: true,
                 },
