@@ -34,6 +34,8 @@ use std::time::{Duration, Instant};
 
 use duckdb::Connection;
 
+use super::index::writer_holds_lock;
+
 /// Kept instances at most (one per store path; tests open many stores).
 const KEPT: usize = 4;
 
@@ -114,7 +116,7 @@ impl Drop for Attached {
                 if let Some(w) = k.warm.as_mut().filter(|w| w.alias == self.alias) {
                     w.users = w.users.saturating_sub(1);
                     w.idle_since = Instant::now();
-                    if w.users > 0 || !writer_holds(&self.path) {
+                    if w.users > 0 || !writer_holds_lock(&self.path) {
                         return;
                     }
                     k.warm = None;
@@ -139,25 +141,6 @@ fn detach(conn: &Connection, alias: &str) {
     let _ = conn.execute_batch(&format!("DETACH DATABASE IF EXISTS {alias}"));
 }
 
-/// Whether a writer holds the store's writer lock (`conversations.index/LOCK`): a
-/// shared lock on it cannot be taken. No lock file: no writer ever ran.
-fn writer_holds(db: &Path) -> bool {
-    let lock = db
-        .with_extension("index")
-        .join(crate::stores::segments::LOCK);
-    let Ok(file) = std::fs::File::open(&lock) else {
-        return false;
-    };
-    match file.try_lock_shared() {
-        Ok(()) => {
-            let _ = file.unlock();
-            false
-        }
-        Err(std::fs::TryLockError::WouldBlock) => true,
-        Err(std::fs::TryLockError::Error(_)) => false,
-    }
-}
-
 /// A connection of the kept instance of `path` with the file attached read-only and
 /// made its default database (`USE`), and the call's use of the attachment: the warm
 /// one when it can be reused, else a new one (made the warm one when no writer holds
@@ -168,7 +151,7 @@ fn writer_holds(db: &Path) -> bool {
 /// waits and tries again).
 pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
     let writes = super::WRITES.load(Ordering::SeqCst);
-    let writer = writer_holds(path);
+    let writer = writer_holds_lock(path);
     let mut kept = lock_instances();
     let k = kept_for(&mut kept, path)?;
     if let Some(w) = k.warm.as_mut() {
@@ -209,7 +192,7 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
             return Err(e);
         }
     };
-    let warm = !writer && k.warm.is_none();
+    let warm = !writer && k.warm.is_none() && watcher_runs();
     if warm {
         k.warm = Some(Warm {
             alias: alias.clone(),
@@ -218,26 +201,6 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
             writes,
             fallback,
         });
-        if !WATCHING.swap(true, Ordering::SeqCst) {
-            let spawned = std::thread::Builder::new()
-                .name("duckdb-warm".into())
-                .spawn(watch);
-            if spawned.is_err() {
-                // No watcher: nothing may stay attached between calls.
-                WATCHING.store(false, Ordering::SeqCst);
-                k.warm = None;
-                return Ok((
-                    conn,
-                    Attached {
-                        path: path.to_path_buf(),
-                        alias,
-                        conn: Mutex::new(base),
-                        fallback,
-                        warm: false,
-                    },
-                ));
-            }
-        }
     }
     Ok((
         conn,
@@ -251,6 +214,23 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
     ))
 }
 
+/// Starts the watcher unless it runs (call under [`INSTANCES`]' lock, so it cannot be
+/// ending meanwhile); false when it cannot be started — then nothing may stay attached
+/// between calls.
+fn watcher_runs() -> bool {
+    if WATCHING.swap(true, Ordering::SeqCst) {
+        return true;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("duckdb-warm".into())
+        .spawn(watch);
+    if spawned.is_err() {
+        WATCHING.store(false, Ordering::SeqCst);
+        return false;
+    }
+    true
+}
+
 /// The watcher: detaches idle warm attachments whose store a writer wants, or unused
 /// for [`IDLE`]; ends when none is left.
 fn watch() {
@@ -260,7 +240,7 @@ fn watch() {
         let mut left = false;
         for k in kept.iter_mut() {
             let Some(w) = &k.warm else { continue };
-            if w.users == 0 && (w.idle_since.elapsed() >= IDLE || writer_holds(&k.path)) {
+            if w.users == 0 && (w.idle_since.elapsed() >= IDLE || writer_holds_lock(&k.path)) {
                 detach(&k.base, &w.alias);
                 k.warm = None;
             } else {

@@ -577,6 +577,13 @@ pub fn wait_for_writer(db: &Path, wait: std::time::Duration) -> bool {
     }
 }
 
+/// True when a writer holds the writer lock (`conversations.index/LOCK`) of the store
+/// at `db`: every writer of the store takes it before opening the database (false
+/// when no writer ever ran).
+pub fn writer_holds_lock(db: &Path) -> bool {
+    held_by_another(&dir_of(db).join(set::LOCK))
+}
+
 /// True when another open file description holds a lock on the file at `path` (false
 /// when there is no such file).
 fn held_by_another(path: &Path) -> bool {
