@@ -298,32 +298,24 @@ fn a_push_of_vectors_killed_mid_way_completes_on_the_next_one() {
     embedded_store(&data, &corpus("k", 300, 8), &embedder);
     migrate(&data, &killed);
     migrate(&data, &clean);
-    let mut kills = 0;
-    for wait_ms in [200u64, 400, 600] {
-        let mut child = skills("static")
-            .arg("--data-dir")
-            .arg(&data)
-            .args([
-                "--archive",
-                &killed.url,
-                "archive",
-                "push",
-                "--batch-rows",
-                "40",
-            ])
-            .env("SKILLS_MACHINE_NAME", "m")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
-        if child.try_wait().unwrap().is_none() {
-            kills += 1;
-        }
-        let _ = child.kill(); // SIGKILL
-        child.wait().unwrap();
-    }
-    println!("pushes killed mid-way: {kills}");
+    common::archive::kill_pushes(
+        || {
+            let mut push = skills("static");
+            push.arg("--data-dir")
+                .arg(&data)
+                .args([
+                    "--archive",
+                    &killed.url,
+                    "archive",
+                    "push",
+                    "--batch-rows",
+                    "40",
+                ])
+                .env("SKILLS_MACHINE_NAME", "m");
+            push
+        },
+        &[200, 400, 600],
+    );
     // Whole conversations only: every conversation in the archive has all its units.
     assert_eq!(
         killed.count(
@@ -463,7 +455,7 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
     let pool = skills::archive::search::Pool::new(skills::archive::Target::parse(&db.url).unwrap());
     let models = skills::archive::meaning::models(&pool).unwrap();
     let q = embedder.embed_query("how did we fix the flaky deploy?");
-    let filter = skills::archive::meaning::UnitFilter::default();
+    let filter = skills::stores::conversations::embeddings::Filter::default();
     let exact = skills::archive::meaning::nearest_units(
         &pool,
         &models[0],
@@ -623,7 +615,7 @@ fn hnsw_recall_at_15_against_the_exact_scan() {
     );
     let pool = skills::archive::search::Pool::new(skills::archive::Target::parse(&db.url).unwrap());
     let model = skills::archive::meaning::models(&pool).unwrap().remove(0);
-    let filter = skills::archive::meaning::UnitFilter::default();
+    let filter = skills::stores::conversations::embeddings::Filter::default();
     let queries: Vec<Vec<f32>> = (0..100)
         .map(|_| {
             let len = 4 + next(3);

@@ -38,7 +38,8 @@ use postgres::types::{IsNull, ToSql, Type};
 
 use super::schema::{RegisteredModel, SCHEMA};
 use super::ArchiveError;
-use crate::stores::conversations::embeddings::{code_score, role, UnitMessage};
+use crate::stores::conversations::embeddings::{code_score, role, Filter, UnitMessage};
+use crate::stores::conversations::index::Hit;
 
 /// A vector as pgvector's `halfvec` (binary form: `int16` dimension, `int16` 0, then
 /// each value as an IEEE half, big-endian).
@@ -121,22 +122,6 @@ pub const HNSW_CANDIDATES: usize = 4;
 /// unit store (docs/performance.md, "Semantic search on the team archive"), recall@15
 /// against the exact scan is 0.895 at 100 and 0.968 at 400 (p50 1.7 and 5.8 ms).
 pub const HNSW_FLOOR: usize = 400;
-
-/// What a unit search keeps (as [`crate::stores::conversations::embeddings::Filter`]
-/// without `project`, which the archive's units do not hold).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct UnitFilter<'a> {
-    /// Role bits a unit must hold one of (0: any).
-    pub roles: u8,
-    /// `source = ?`.
-    pub source: Option<&'a str>,
-    /// `conversation_id = ?`.
-    pub conversation_id: Option<&'a str>,
-    /// Some message at or after this time (µs).
-    pub since_us: Option<i64>,
-    /// Some message before this time (µs, exclusive).
-    pub until_us: Option<i64>,
-}
 
 /// One unit found in the archive.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,15 +228,15 @@ type Candidate = (f64, FoundUnit);
 /// model's unit count, [`Coverage::units`]) chooses for [`Scan::Auto`].
 ///
 /// # Errors
-/// [`ArchiveError`] when the archive cannot be read, or `q` is not of the model's
-/// dimension.
+/// [`ArchiveError`] when the archive cannot be read, `q` is not of the model's
+/// dimension, or `filter` has a `project` (the archive's units do not hold one).
 #[allow(clippy::too_many_arguments)]
 pub fn nearest_units(
     pool: &super::search::Pool,
     model: &RegisteredModel,
     q: &[f32],
     n: usize,
-    filter: &UnitFilter<'_>,
+    filter: &Filter<'_>,
     min_score: f32,
     scan: Scan,
     units: i64,
@@ -263,6 +248,11 @@ pub fn nearest_units(
             model.model.model,
             model.model.dim
         )));
+    }
+    if filter.project.is_some() {
+        return Err(ArchiveError::new(
+            "the archive's units hold no project: a unit search cannot filter by one",
+        ));
     }
     if n == 0 {
         return Ok((Vec::new(), Ran::Exact { rounds: 0 }));
@@ -434,20 +424,9 @@ pub struct ArchiveMessage {
     pub label: String,
     /// The user recorded on it.
     pub user: String,
-    /// `created`, µs.
-    pub created_us: i64,
-    /// `source`.
-    pub source: String,
-    /// `role`.
-    pub role: String,
-    /// `conversation_id`.
-    pub conversation_id: String,
-    /// `message_id`.
-    pub message_id: String,
-    /// `project`.
-    pub project: Option<String>,
-    /// Its first 200 characters.
-    pub preview: String,
+    /// Its columns as search-conversations shows them (preview: the first 200
+    /// characters).
+    pub hit: Hit,
     /// Its text lowercased as DuckDB's `lower()` does.
     pub folded: String,
 }
@@ -506,13 +485,15 @@ pub fn messages(
                     machine: r.get(0),
                     label: r.get(1),
                     user: r.get(2),
-                    created_us: created.and_utc().timestamp_micros(),
-                    source: r.get(4),
-                    role: r.get(5),
-                    conversation_id: r.get(6),
-                    message_id: r.get(7),
-                    project: r.get(8),
-                    preview,
+                    hit: Hit {
+                        created_us: created.and_utc().timestamp_micros(),
+                        source: r.get(4),
+                        role: r.get(5),
+                        conversation_id: r.get(6),
+                        message_id: r.get(7),
+                        project: r.get(8),
+                        preview,
+                    },
                     folded,
                 }
             })

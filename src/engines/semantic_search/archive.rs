@@ -10,11 +10,10 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::{best_message, explain_json, row_json, unit_json, Row, Texts, Tuning};
-use crate::archive::meaning::{self, Scan, UnitFilter};
+use crate::archive::meaning::{self, Scan};
 use crate::archive::search::Pool;
 use crate::engines::{Context, EngineError};
 use crate::stores::conversations::embeddings::{Filter, UnitHit, UnitSpec};
-use crate::stores::conversations::index::Hit;
 
 /// The arguments of one call, as the engine parsed them.
 pub(super) struct Call<'a> {
@@ -79,19 +78,12 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     };
     let coverage = meaning::coverage(pool, model).map_err(query_err)?;
     let q = embedder.embed_query(call.query);
-    let filter = UnitFilter {
-        roles: call.filter.roles,
-        source: call.filter.source,
-        conversation_id: call.filter.conversation_id,
-        since_us: call.filter.since_us,
-        until_us: call.filter.until_us,
-    };
     let (units, ran) = meaning::nearest_units(
         pool,
         model,
         &q,
         call.limit,
-        &filter,
+        &call.filter,
         call.min_score,
         Scan::Auto,
         coverage.units,
@@ -116,15 +108,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     let mut who: HashMap<String, (String, String)> = HashMap::new();
     for m in meaning::messages(pool, &keys).map_err(query_err)? {
         who.insert(m.machine.clone(), (m.label.clone(), m.user.clone()));
-        let hit = Hit {
-            created_us: m.created_us,
-            source: m.source,
-            role: m.role,
-            conversation_id: m.conversation_id,
-            message_id: m.message_id,
-            project: m.project,
-            preview: m.preview,
-        };
+        let hit = m.hit;
         let key = (
             hit.source.clone(),
             hit.conversation_id.clone(),
