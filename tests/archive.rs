@@ -311,32 +311,24 @@ fn a_push_killed_mid_way_completes_on_the_next_one() {
     common::store_messages(&data, &corpus("kill", 400, 10));
     std::fs::create_dir_all(&data).unwrap();
     // One id for both pushes, so the two archives can be compared row for row.
-    let mut kills = 0;
-    for wait_ms in [150u64, 300, 450] {
-        let mut child = skills()
-            .arg("--data-dir")
-            .arg(&data)
-            .args([
-                "--archive",
-                &killed.url,
-                "archive",
-                "push",
-                "--batch-rows",
-                "40",
-            ])
-            .env("SKILLS_MACHINE_NAME", "m")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
-        if child.try_wait().unwrap().is_none() {
-            kills += 1;
-        }
-        let _ = child.kill(); // SIGKILL
-        child.wait().unwrap();
-    }
-    println!("pushes killed mid-way: {kills}");
+    common::archive::kill_pushes(
+        || {
+            let mut push = skills();
+            push.arg("--data-dir")
+                .arg(&data)
+                .args([
+                    "--archive",
+                    &killed.url,
+                    "archive",
+                    "push",
+                    "--batch-rows",
+                    "40",
+                ])
+                .env("SKILLS_MACHINE_NAME", "m");
+            push
+        },
+        &[150, 300, 450],
+    );
     push(&data, &killed, &["--batch-rows", "40"]);
     push(&data, &clean, &[]);
     assert_eq!(

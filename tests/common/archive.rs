@@ -143,3 +143,25 @@ impl Drop for Db {
         }
     }
 }
+
+/// For the kill -9 tests: runs the push `push` makes once per entry of `waits_ms`,
+/// killing it (SIGKILL) that many milliseconds after it started, and says how many
+/// were still running when killed (the others had finished).
+pub fn kill_pushes(push: impl Fn() -> Command, waits_ms: &[u64]) -> usize {
+    let mut kills = 0;
+    for &wait_ms in waits_ms {
+        let mut child = push()
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+        if child.try_wait().unwrap().is_none() {
+            kills += 1;
+        }
+        let _ = child.kill(); // SIGKILL
+        child.wait().unwrap();
+    }
+    println!("pushes killed mid-way: {kills}");
+    kills
+}
