@@ -38,6 +38,15 @@ fn cases() -> Vec<(&'static str, Value)> {
         ("list-conversations", json!({"source": "claude-code"})),
         ("list-conversations", json!({"source": "codex"})),
         ("list-conversations", json!({"project": "/p/a"})),
+        ("list-conversations", json!({"project": "/p/b"})),
+        (
+            "list-conversations",
+            json!({"project": "/p/b", "source": "claude-code", "limit": 1, "offset": 1}),
+        ),
+        (
+            "list-conversations",
+            json!({"project": "/p/a", "conversation_id": "c1"}),
+        ),
         (
             "list-conversations",
             json!({"since": "2025-03-11", "until": "2025-03-11"}),

@@ -6,9 +6,12 @@
 -- counts, so its one summary row is the answer; with one, the day rows the filters
 -- keep are summed (the date filters fall on UTC day boundaries, and a conversation's
 -- messages may differ in project, so both are in that table's key).
+-- With a project and no date filter, the conversation's row for that project is read
+-- as a top-N (one row per conversation and project; grouping the day rows took
+-- 12-30 ms at 1M messages).
 -- The preview is the first user message a harness did not inject, over all the
 -- conversation's messages (kept to 2,000 characters, preview_chars' maximum).
-{% if project or since or until %}WITH listed AS (
+{% if since or until %}WITH listed AS (
     SELECT
         source,
         conversation_id,
@@ -27,7 +30,7 @@
 {% endif %}{% if until %}      AND day <= CAST($until AS DATE)
 {% endif %}    GROUP BY source, conversation_id
 ),
-page AS (
+page AS MATERIALIZED (
     SELECT *, count(*) OVER ()::INTEGER AS total
     FROM listed
     ORDER BY last_at DESC, source, conversation_id
@@ -46,17 +49,63 @@ SELECT
     p.total,
     {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
 FROM page p
+-- Only summary rows from the page's oldest time on can be the page's (a conversation's
+-- last time over all its messages is at least its last time in any day or project).
 JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.conversation_id
+    AND s.last_at >= (SELECT min(last_at) FROM page)
+ORDER BY p.last_at DESC, p.source, p.conversation_id
+{% elif project %}-- As below, over the rows of the project.
+WITH page AS MATERIALIZED (
+    SELECT *
+    FROM conversation_projects
+    WHERE project = $project
+{% if source %}      AND source = $source
+{% endif %}{% if conversation_id %}      AND conversation_id = $conversation_id
+{% endif %}    ORDER BY last_at DESC, source, conversation_id
+    LIMIT $limit OFFSET $offset
+)
+SELECT
+    p.source,
+    p.conversation_id,
+    p.project,
+    p.title,
+    p.model,
+    substr(s.preview, 1, $preview_chars) AS preview,
+    p.messages,
+    strftime(p.first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
+    strftime(p.last_at, '%Y-%m-%dT%H:%M:%SZ') AS last_message,
+    (SELECT count(*) FROM conversation_projects
+     WHERE project = $project
+{% if source %}       AND source = $source
+{% endif %}{% if conversation_id %}       AND conversation_id = $conversation_id
+{% endif %}    )::INTEGER AS total,
+    {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
+FROM page p
+-- A conversation's last time over all its messages is at least its last time in one
+-- project: so only summary rows from the page's oldest time on can be the page's,
+-- and DuckDB skips the others instead of reading 30,000 rows (13 -> 7 ms at 1M).
+JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.conversation_id
+    AND s.last_at >= (SELECT min(last_at) FROM page)
 ORDER BY p.last_at DESC, p.source, p.conversation_id
 {% else %}-- One top-N over the summary rows themselves, MATERIALIZED: DuckDB then reads the
 -- text of the page's rows only; the total counted apart, without the text columns
 -- (beside the top-N in one select, the count made it 3x slower at 1M messages).
+-- The page's oldest time is found first over the times alone (the top-N over the
+-- text keys read all 32,000 rows' ids at 1M messages: 9-12 -> 7 ms); one conversation
+-- (a page's header) is found by its id alone.
 WITH page AS MATERIALIZED (
     SELECT *
     FROM conversation_summary
     WHERE true
 {% if source %}      AND source = $source
 {% endif %}{% if conversation_id %}      AND conversation_id = $conversation_id
+{% endif %}{% if not conversation_id %}      AND last_at >= (
+        SELECT min(last_at) FROM (
+            SELECT last_at FROM conversation_summary
+            WHERE true
+{% if source %}              AND source = $source
+{% endif %}            ORDER BY last_at DESC
+            LIMIT $limit + $offset))
 {% endif %}    ORDER BY last_at DESC, source, conversation_id
     LIMIT $limit OFFSET $offset
 )

@@ -132,12 +132,60 @@ pub fn prepare_duckdb<'c>(
     conn: &'c duckdb::Connection,
     sql: &str,
 ) -> Result<duckdb::Statement<'c>, PrepareError> {
-    let count = statement_count(sql)?;
-    if count != 1 {
-        return Err(SandboxError::StatementCount { count }.into());
+    if !PASSED.contains(sql) {
+        let count = statement_count(sql)?;
+        if count != 1 {
+            return Err(SandboxError::StatementCount { count }.into());
+        }
+        check_table_functions(sql)?;
+        PASSED.insert(sql, ());
     }
-    check_table_functions(sql)?;
     conn.prepare(sql).map_err(PrepareError::Db)
+}
+
+/// Texts that passed [`prepare_duckdb`]'s checks, and [`statement_count`]'s answers.
+/// Both depend on the text alone, and a skill's query renders to the same text for the
+/// same template branch (values are bound, not spliced), so a call repeating one skips
+/// three of its four parses: they were a fifth of a small browse-page query's time
+/// (docs/performance.md "Browse pages at 1M messages").
+static PASSED: Memo<()> = Memo::new();
+static COUNTS: Memo<usize> = Memo::new();
+
+/// A bounded map from SQL texts (emptied when full: the bundled skills' queries
+/// render to a few hundred texts at most, and no argument can grow it past the bound).
+struct Memo<V>(Mutex<Option<std::collections::HashMap<String, V>>>);
+
+impl<V: Copy> Memo<V> {
+    /// Texts kept at most.
+    const MAX: usize = 1024;
+
+    const fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+
+    fn get(&self, sql: &str) -> Option<V> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .and_then(|map| map.get(sql).copied())
+    }
+
+    fn contains(&self, sql: &str) -> bool {
+        self.get(sql).is_some()
+    }
+
+    fn insert(&self, sql: &str, value: V) {
+        let mut guard = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let map = guard.get_or_insert_with(std::collections::HashMap::new);
+        if map.len() >= Self::MAX {
+            map.clear();
+        }
+        map.insert(sql.to_owned(), value);
+    }
 }
 
 /// Table functions skill SQL may call (besides DuckDB's `duckdb_*` catalog views):
@@ -315,6 +363,16 @@ pub fn refusal(message: &str) -> Option<SandboxError> {
 /// # Errors
 /// [`SandboxError::Parse`] when the text does not parse.
 pub fn statement_count(sql: &str) -> Result<usize, SandboxError> {
+    if let Some(count) = COUNTS.get(sql) {
+        return Ok(count);
+    }
+    let count = count_statements(sql)?;
+    COUNTS.insert(sql, count);
+    Ok(count)
+}
+
+/// [`statement_count`] without its memo.
+fn count_statements(sql: &str) -> Result<usize, SandboxError> {
     let text = CString::new(sql)
         .map_err(|_| SandboxError::Parse("the SQL text contains a NUL byte".to_owned()))?;
     let parser = PARSER

@@ -111,6 +111,12 @@ impl Calls {
         self.parts.insert(part.to_owned(), json!(output));
     }
 
+    /// Adds the parts of `other` after this one's.
+    pub fn extend(&mut self, other: Self) {
+        self.redacted += other.redacted;
+        self.parts.extend(other.parts);
+    }
+
     /// Secrets the redactor replaced in this page's data.
     pub fn redacted(&self) -> usize {
         self.redacted

@@ -19,7 +19,7 @@
 
 use hyper::StatusCode;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::calls::{self, Calls, Failed, Role};
 use super::html::{self, Linker};
@@ -59,6 +59,30 @@ pub struct Shown {
     pub machine: Option<String>,
 }
 
+/// The arguments of the call for page `page` (from 1) of conversation `id`'s messages.
+fn messages_args(
+    id: &str,
+    source: &str,
+    page: usize,
+    at: Option<&str>,
+    machine: Option<&str>,
+) -> Value {
+    let mut args = json!({
+        "conversation_id": id,
+        "source": source,
+        "limit": PAGE_SIZE,
+        "offset": (page.max(1) - 1) * PAGE_SIZE,
+        "max_chars": MAX_MESSAGE_CHARS,
+    });
+    if let Some(at) = at.filter(|a| !a.is_empty()) {
+        args["at"] = json!(at);
+    }
+    if let Some(machine) = machine {
+        args["machine"] = json!(machine);
+    }
+    args
+}
+
 /// The page of conversation `id` of `source` (`page` from 1, or the page holding
 /// message `at`), only machine `machine`'s messages when given (the team archive).
 pub async fn page(
@@ -80,10 +104,24 @@ pub async fn page(
     if let Some(machine) = machine {
         header_args["machine"] = json!(machine);
     }
-    let header = match pages
-        .call_role(Role::Conversations, header_args, as_json)
-        .await
-    {
+    // The messages' call needs the header's row (its page count, its machine), but for
+    // the usual first page its arguments can be guessed: both run at once, and the
+    // guess is used only when it equals what the header then asks for.
+    let guess = (!any && page.unwrap_or(1) == 1).then(|| messages_args(id, source, 1, at, machine));
+    let (header, guessed) = tokio::join!(
+        pages.call_role(Role::Conversations, header_args, as_json),
+        async {
+            match &guess {
+                Some(args) => Some(
+                    pages
+                        .call_role(Role::Conversation, args.clone(), as_json)
+                        .await,
+                ),
+                None => None,
+            }
+        }
+    );
+    let header = match header {
         Ok(output) => output,
         Err(Failed::NothingStored(_)) if !as_json => {
             return nothing("no conversations are stored yet: run `skills ingest` first".into())
@@ -133,20 +171,12 @@ pub async fn page(
     let count = calls::count(&row, "messages").max(1);
     let pages_count = count.div_ceil(PAGE_SIZE).max(1);
     let wanted = page.unwrap_or(1).clamp(1, pages_count);
-    let mut args = json!({
-        "conversation_id": id,
-        "source": source,
-        "limit": PAGE_SIZE,
-        "offset": (wanted - 1) * PAGE_SIZE,
-        "max_chars": MAX_MESSAGE_CHARS,
-    });
-    if let Some(at) = at.filter(|a| !a.is_empty()) {
-        args["at"] = json!(at);
-    }
-    if let Some(machine) = machine {
-        args["machine"] = json!(machine);
-    }
-    let output = match pages.call_role(Role::Conversation, args, as_json).await {
+    let args = messages_args(id, source, wanted, at, machine);
+    let called = match guessed.filter(|_| guess.as_ref() == Some(&args)) {
+        Some(called) => called,
+        None => pages.call_role(Role::Conversation, args, as_json).await,
+    };
+    let output = match called {
         Ok(output) => output,
         Err(failed) => return failed.into_response(pages, as_json),
     };

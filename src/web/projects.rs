@@ -77,14 +77,24 @@ fn cited_project(row: &Value) -> Option<String> {
 
 /// One project's page.
 pub async fn page(pages: &Pages, project: &str, as_json: bool) -> Response {
-    let header = match pages
-        .call_role(
+    // The header, the charts and the list at once (the page waits for the slowest,
+    // not for the sum); the charts' outputs are added to the page's calls after the
+    // header's, as the twin lists them.
+    let mut chart_calls = Calls::default();
+    let (header, charts, listed) = tokio::join!(
+        pages.call_role(
             Role::Projects,
             json!({"project": project, "limit": 1}),
             as_json,
-        )
-        .await
-    {
+        ),
+        activity::charts(pages, Some(project), &mut chart_calls, as_json),
+        pages.call_role(
+            Role::Conversations,
+            json!({"project": project, "limit": conversations::PAGE_SIZE}),
+            as_json,
+        ),
+    );
+    let header = match header {
         Ok(output) => output,
         Err(Failed::NothingStored(_)) if !as_json => {
             return pages.error(
@@ -106,7 +116,8 @@ pub async fn page(pages: &Pages, project: &str, as_json: bool) -> Response {
     };
     let mut calls = Calls::default();
     calls.add("project", &header);
-    let charts = match activity::charts(pages, Some(project), &mut calls, as_json).await {
+    calls.extend(chart_calls);
+    let charts = match charts {
         Ok(charts) => charts,
         Err(response) => return response,
     };
@@ -114,14 +125,7 @@ pub async fn page(pages: &Pages, project: &str, as_json: bool) -> Response {
         project: project.to_owned(),
         ..Filters::default()
     };
-    let listed = match pages
-        .call_role(
-            Role::Conversations,
-            json!({"project": project, "limit": conversations::PAGE_SIZE}),
-            as_json,
-        )
-        .await
-    {
+    let listed = match listed {
         Ok(output) => output,
         Err(failed) => return failed.into_response(pages, as_json),
     };

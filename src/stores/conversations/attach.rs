@@ -279,6 +279,24 @@ fn kept_for<'a>(kept: &'a mut Vec<Kept>, path: &Path) -> duckdb::Result<&'a mut 
     Ok(&mut kept[last])
 }
 
+/// Threads a kept instance runs each query on unless [`crate::settings::QUERY_THREADS`]
+/// says otherwise: one. A small query split over two threads waits for the second to
+/// be scheduled, and on a busy machine that wait was most of a browse page's time.
+pub const QUERY_THREADS: u16 = 1;
+
+/// The threads to set on a kept instance (`None`: DuckDB's default, one per core).
+fn query_threads() -> Option<u16> {
+    let threads = match crate::settings::query_threads() {
+        None => QUERY_THREADS,
+        Some(Ok(n)) => n,
+        Some(Err(invalid)) => {
+            eprintln!("warning: {invalid}; using the default ({QUERY_THREADS})");
+            QUERY_THREADS
+        }
+    };
+    (threads > 0).then_some(threads)
+}
+
 /// The files DuckDB keeps beside a database file: its write-ahead log, and the two
 /// it moves the log to while a checkpoint or a recovery runs (left behind when a
 /// writer is killed then, and read when the file is next attached).
@@ -296,6 +314,10 @@ fn start(path: &Path) -> duckdb::Result<Connection> {
     }
     // `allowed_paths` can only be set on a running instance, and only while external
     // access is still on: so in this order, then the configuration is locked.
+    // Before the configuration is locked (`SET threads` is refused after).
+    if let Some(threads) = query_threads() {
+        conn.execute_batch(&format!("SET threads = {threads};"))?;
+    }
     conn.execute_batch(&format!(
         "SET allowed_paths = [{}];
          SET enable_external_access = false;

@@ -1,6 +1,7 @@
 //! Summary tables kept beside `all_conversations` for the browse pages (issue 41):
 //! `conversation_summary`, one row per conversation; `conversation_days`, one row per
-//! conversation, UTC day and project; `daily_counts` and `monthly_counts`, messages and
+//! conversation, UTC day and project; `conversation_projects`, one per conversation and
+//! project (a project's list as a top-N); `daily_counts` and `monthly_counts`, messages and
 //! conversations per UTC day (month) and source; `project_counts`, per project and
 //! source. The list, project and activity skills read
 //! them instead of grouping every message: at 1M messages grouping all rows took
@@ -61,6 +62,20 @@ fn days_query(from: &str) -> String {
     )
 }
 
+/// The per-conversation and project aggregate, over the day rows of `from`.
+fn projects_of_conversations_query(from: &str) -> String {
+    format!(
+        "SELECT source, conversation_id, project,
+            sum(messages)::INTEGER AS messages,
+            min(first_at) AS first_at,
+            max(last_at) AS last_at,
+            max(title) AS title,
+            max(model) AS model
+         FROM {from}
+         GROUP BY source, conversation_id, project"
+    )
+}
+
 /// Messages and conversations per `period` (a `DATE` expression over
 /// `conversation_days`' `day`) and source, over the day rows of `from`.
 fn counts_query(period: &str, from: &str) -> String {
@@ -92,14 +107,19 @@ fn projects_query(from: &str) -> String {
 const MONTH: &str = "date_trunc('month', day)::DATE";
 
 /// Every summary table with the query that computes it from the messages (for
-/// `conversation_summary` and `conversation_days`) or from `conversation_days`.
-fn definitions(injected: &str) -> [(&'static str, String); 5] {
+/// `conversation_summary` and `conversation_days`) or from `conversation_days`; in the
+/// order they are made.
+fn definitions(injected: &str) -> [(&'static str, String); 6] {
     [
         (
             "conversation_summary",
             conversations_query_with("all_conversations", injected),
         ),
         ("conversation_days", days_query("all_conversations")),
+        (
+            "conversation_projects",
+            projects_of_conversations_query("conversation_days"),
+        ),
         ("daily_counts", counts_query("day", "conversation_days")),
         ("monthly_counts", counts_query(MONTH, "conversation_days")),
         ("project_counts", projects_query("conversation_days")),
@@ -134,7 +154,7 @@ pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
     conn.execute_batch(&sql)
 }
 
-/// True when the connection's default database holds both summary tables.
+/// True when the connection's default database holds every summary table.
 ///
 /// # Errors
 /// DuckDB's.
@@ -142,12 +162,15 @@ pub(super) fn present(conn: &Connection) -> duckdb::Result<bool> {
     let n: i64 = conn.query_row(
         "SELECT count(*) FROM duckdb_tables()
          WHERE database_name = current_database() AND schema_name = 'main'
-           AND table_name IN ('conversation_summary', 'conversation_days', 'daily_counts',
-                              'monthly_counts', 'project_counts')",
+           AND table_name IN ('conversation_summary', 'conversation_days',
+                              'conversation_projects', 'daily_counts', 'monthly_counts',
+                              'project_counts')",
         [],
         |r| r.get(0),
     )?;
-    Ok(n == 5)
+    // A store from before one of them (`conversation_projects` came last) gets them all
+    // made again on its next writable open.
+    Ok(n == 6)
 }
 
 /// For a store opened read-only that has no summary tables yet (written by an older
@@ -227,6 +250,9 @@ impl ConversationStore {
                WHERE s.source = t.source AND s.conversation_id = t.conversation_id;
              INSERT INTO conversation_summary SELECT * FROM ({}) ORDER BY last_at;
              INSERT INTO conversation_days SELECT * FROM ({}) ORDER BY last_at;
+             DELETE FROM conversation_projects s USING summary_touched t
+               WHERE s.source = t.source AND s.conversation_id = t.conversation_id;
+             INSERT INTO conversation_projects {};
              INSERT INTO periods_touched
                SELECT DISTINCT d.day, d.project, d.source FROM conversation_days d
                SEMI JOIN summary_touched t
@@ -246,6 +272,11 @@ impl ConversationStore {
              DROP TABLE periods_touched;",
             conversations_query(touched),
             days_query(touched),
+            projects_of_conversations_query(
+                "(SELECT * FROM conversation_days d
+                  WHERE (source, conversation_id) IN
+                    (SELECT source, conversation_id FROM summary_touched)) d"
+            ),
             counts_query(
                 "day",
                 "conversation_days WHERE (day, source) IN (SELECT day, source FROM periods_touched)"
