@@ -29,9 +29,10 @@
 //!
 //! Run: `cargo bench --bench locomo_semantic`. `BENCH_VARIANTS` (comma-separated,
 //! default [`DEFAULT_VARIANTS`]): `default` (no `mode` argument, shipped tuning),
-//! `default:dN:kK:aW:rR:cC:lL` (the same with hybrid's candidate depths N for the
-//! semantic and literal legs and K for the keyword leg, the neighbourhood merge's
-//! window W and depth R, a cap of C rows per session, and the client protocol's
+//! `default:dN:kK:aW:rR:cC:nP:mL:lL` (the same with hybrid's candidate depths N for
+//! the semantic and literal legs and K for the keyword leg, the neighbourhood merge's
+//! window W and depth R, a cap of C rows per session, rows from new sessions from row
+//! P on, maximal marginal relevance with score weight L, and the client protocol's
 //! `limit` L instead of 5, every part optional),
 //! `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, either
 //! with a part `mm` for min-max normalisation of the semantic leg and a last part
@@ -655,7 +656,7 @@ struct Variant {
 }
 
 impl Variant {
-    /// `default`, `default:dN:kK:aW:rR:cC:lL`, `semantic`, or `hybrid:VEC:none` /
+    /// `default`, `default:dN:kK:aW:rR:cC:nP:mL:lL`, `semantic`, or `hybrid:VEC:none` /
     /// `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, then optionally `:mm` and `:tB`.
     fn parse(s: &str) -> Result<Self> {
         let name = s.trim().to_owned();
@@ -677,7 +678,7 @@ impl Variant {
         let (mode, tuning) = match p[0] {
             "default" if name == "default" => (None, None),
             "default" => {
-                // `default:dN:kK:aW:rR:cC:lL`: the shipped ranking with other candidate
+                // `default:dN:kK:aW:rR:cC:nP:mL:lL`: the shipped ranking with other candidate
                 // depths, merge, session cap or client limit.
                 let mut tuning = Tuning {
                     vec_norm,
@@ -702,8 +703,18 @@ impl Variant {
                         Some(("l", n)) => limit = depth(n)?,
                         Some(("r", n)) => tuning.absorb_depth = depth(n)?,
                         Some(("c", n)) => tuning.session_cap = depth(n)?,
+                        Some(("n", n)) => {
+                            tuning.novel_from = n.parse().with_context(|| {
+                                format!("variant `{name}`: `{part}` is not a row")
+                            })?;
+                        }
+                        Some(("m", n)) => {
+                            tuning.mmr = n.parse().with_context(|| {
+                                format!("variant `{name}`: `{part}` is not a weight")
+                            })?;
+                        }
                         _ => anyhow::bail!(
-                            "variant `{name}`: `{part}` is not `dN` (semantic and literal depth), `kN` (keyword depth), `aW` (neighbourhood merge window), `rN` (merge depth), `cN` (rows per session) or `lN` (the client's limit)"
+                            "variant `{name}`: `{part}` is not `dN` (semantic and literal depth), `kN` (keyword depth), `aW` (neighbourhood merge window), `rN` (merge depth), `cN` (rows per session), `nP` (new sessions from row P), `mL` (MMR's score weight) or `lN` (the client's limit)"
                         ),
                     }
                 }
@@ -739,6 +750,8 @@ impl Variant {
                     absorb: semantic_search::ABSORB,
                     absorb_depth: semantic_search::ABSORB_DEPTH,
                     session_cap: semantic_search::SESSION_CAP,
+                    novel_from: semantic_search::NOVEL_FROM,
+                    mmr: semantic_search::MMR,
                 };
                 (Some("hybrid".to_owned()), Some(tuning))
             }

@@ -76,6 +76,11 @@ pub const ABSORB: usize = 0;
 pub const ABSORB_DEPTH: usize = usize::MAX;
 /// Rows per conversation before the others ([`Tuning::session_cap`]): unbounded.
 pub const SESSION_CAP: usize = usize::MAX;
+/// The row from which rows come from conversations not shown above ([`Tuning::novel_from`]):
+/// none.
+pub const NOVEL_FROM: usize = usize::MAX;
+/// Maximal marginal relevance's weight of the score ([`Tuning::mmr`]): 1, the fused order.
+pub const MMR: f64 = 1.0;
 
 /// The keyword leg's depth for the rows of a call asking for more rows than the fused
 /// ranking holds: fixed (twice the largest `limit`), so those rows are the same list
@@ -112,6 +117,13 @@ pub struct Tuning {
     /// At most this many rows per conversation before every row of the other
     /// conversations ([`SESSION_CAP`]): the rows past it are moved below, in their order.
     pub session_cap: usize,
+    /// From this row on (0-based), each row is the best remaining one of a conversation
+    /// none of the rows above shows, while one remains ([`NOVEL_FROM`]).
+    pub novel_from: usize,
+    /// Maximal marginal relevance ([`MMR`]): the rows below the literal hits are picked
+    /// greedily by `mmr` × score / best score − (1 − `mmr`) × the highest cosine of the
+    /// row's preview with one picked above; 1: the fused order.
+    pub mmr: f64,
 }
 
 /// The semantic leg's normalisation in hybrid (docs/performance.md, "Second tier").
@@ -132,6 +144,8 @@ impl Tuning {
         absorb: ABSORB,
         absorb_depth: ABSORB_DEPTH,
         session_cap: SESSION_CAP,
+        novel_from: NOVEL_FROM,
+        mmr: MMR,
     };
 
     /// The parameters when the conversations were embedded by the second tier
@@ -148,6 +162,8 @@ impl Tuning {
         absorb: ABSORB,
         absorb_depth: ABSORB_DEPTH,
         session_cap: SESSION_CAP,
+        novel_from: NOVEL_FROM,
+        mmr: MMR,
     };
 }
 
@@ -417,7 +433,17 @@ impl super::Engine for SemanticSearch {
                     .unwrap_or_default()
                 })
             };
-            rows = hybrid_rows(rows, literal, &keyword_at, &around, &tuning, boost, limit);
+            let embed = |text: &str| embedder.embed(text);
+            rows = hybrid_rows(
+                rows,
+                literal,
+                &keyword_at,
+                &around,
+                &embed,
+                &tuning,
+                boost,
+                limit,
+            );
         } else {
             for (i, r) in rows.iter_mut().enumerate() {
                 r.legs
@@ -1069,6 +1095,7 @@ fn hybrid_rows(
     literal: Vec<Hit>,
     keyword_at: &dyn Fn(usize) -> Vec<KeywordHit>,
     around: &dyn Fn(&Hit) -> Vec<String>,
+    embed: &dyn Fn(&str) -> Vec<f32>,
     tuning: &Tuning,
     boost: f64,
     limit: usize,
@@ -1082,6 +1109,12 @@ fn hybrid_rows(
     }
     if tuning.session_cap < usize::MAX {
         rows = cap_sessions(rows, tuning.session_cap);
+    }
+    if tuning.novel_from < rows.len() {
+        rows = novel_sessions(rows, tuning.novel_from);
+    }
+    if tuning.mmr < 1.0 {
+        rows = mmr(rows, tuning.mmr, embed);
     }
     if rows.len() < limit {
         let tail = beyond(&rows, &keyword_at(KEYWORD_TAIL), best_bm25);
@@ -1104,6 +1137,14 @@ fn absorb(rows: Vec<Row>, around: &dyn Fn(&Hit) -> Vec<String>, depth: usize) ->
     let key = |h: &Hit, m: &str| (h.source.clone(), h.conversation_id.clone(), m.to_owned());
     for (rank, r) in rows.into_iter().enumerate() {
         if let Some(&at) = covered.get(&key(&r.hit, &r.hit.message_id)) {
+            // The kept row holds the absorbed row's window too (so the rows continuing
+            // the ranking past its candidates do not show it again).
+            let held = &mut kept[at].window;
+            for m in r.window {
+                if !held.contains(&m) {
+                    held.push(m);
+                }
+            }
             if rank < depth {
                 kept[at].absorbed.push((r.hit, rank + 1, r.score));
             }
@@ -1150,6 +1191,85 @@ fn cap_sessions(rows: Vec<Row>, cap: usize) -> Vec<Row> {
     }
     first.extend(later);
     first
+}
+
+/// `rows` reordered from row `from` on: each next row is the first remaining one of a
+/// conversation no row above shows, else the first remaining one.
+fn novel_sessions(rows: Vec<Row>, from: usize) -> Vec<Row> {
+    let mut rest: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+    let mut shown: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(rest.len());
+    let conv = |r: &Row| (r.hit.source.clone(), r.hit.conversation_id.clone());
+    for i in 0..rest.len() {
+        let pick = if i < from {
+            rest.iter().position(Option::is_some)
+        } else {
+            rest.iter()
+                .position(|r| r.as_ref().is_some_and(|r| !shown.contains(&conv(r))))
+                .or_else(|| rest.iter().position(Option::is_some))
+        };
+        let Some(row) = pick.and_then(|at| rest[at].take()) else {
+            break;
+        };
+        shown.insert(conv(&row));
+        out.push(row);
+    }
+    out
+}
+
+/// Maximal marginal relevance over `rows` below the literal hits (which stay first):
+/// greedily, the row with the highest `lambda` × score / best score − (1 − `lambda`) ×
+/// its preview's highest cosine with a row picked before (literal hits included).
+fn mmr(rows: Vec<Row>, lambda: f64, embed: &dyn Fn(&str) -> Vec<f32>) -> Vec<Row> {
+    let vectors: Vec<Vec<f32>> = rows.iter().map(|r| embed(&r.hit.preview)).collect();
+    let best = rows
+        .iter()
+        .filter(|r| r.literal.is_none())
+        .map(|r| r.score)
+        .fold(0.0, f64::max);
+    let mut left: Vec<usize> = Vec::new();
+    let mut order: Vec<usize> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r.literal.is_some() {
+            order.push(i);
+        } else {
+            left.push(i);
+        }
+    }
+    // The highest cosine of each row left with the rows picked so far.
+    let mut close: Vec<f64> = vec![f64::NEG_INFINITY; rows.len()];
+    let update = |close: &mut Vec<f64>, picked: usize, left: &[usize]| {
+        for &j in left {
+            let c = f64::from(crate::search::vectors::cosine(&vectors[picked], &vectors[j]));
+            close[j] = close[j].max(c);
+        }
+    };
+    for &p in &order {
+        update(&mut close, p, &left);
+    }
+    while !left.is_empty() {
+        let value = |j: usize| {
+            let rel = if best > 0.0 { rows[j].score / best } else { 0.0 };
+            let sim = if close[j].is_finite() { close[j] } else { 0.0 };
+            lambda * rel - (1.0 - lambda) * sim
+        };
+        let (at, _) = left
+            .iter()
+            .enumerate()
+            .fold((0, f64::NEG_INFINITY), |(ba, bv), (k, &j)| {
+                let v = value(j);
+                if v > bv {
+                    (k, v)
+                } else {
+                    (ba, bv)
+                }
+            });
+        let picked = left.remove(at);
+        order.push(picked);
+        update(&mut close, picked, &left);
+    }
+    let mut slots: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// The rows continuing a ranking `rows` past its candidates: the keyword leg's hits
