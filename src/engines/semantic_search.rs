@@ -1240,7 +1240,10 @@ fn mmr(rows: Vec<Row>, lambda: f64, embed: &dyn Fn(&str) -> Vec<f32>) -> Vec<Row
     let mut close: Vec<f64> = vec![f64::NEG_INFINITY; rows.len()];
     let update = |close: &mut Vec<f64>, picked: usize, left: &[usize]| {
         for &j in left {
-            let c = f64::from(crate::search::vectors::cosine(&vectors[picked], &vectors[j]));
+            let c = f64::from(crate::search::vectors::cosine(
+                &vectors[picked],
+                &vectors[j],
+            ));
             close[j] = close[j].max(c);
         }
     };
@@ -1249,7 +1252,11 @@ fn mmr(rows: Vec<Row>, lambda: f64, embed: &dyn Fn(&str) -> Vec<f32>) -> Vec<Row
     }
     while !left.is_empty() {
         let value = |j: usize| {
-            let rel = if best > 0.0 { rows[j].score / best } else { 0.0 };
+            let rel = if best > 0.0 {
+                rows[j].score / best
+            } else {
+                0.0
+            };
             let sim = if close[j].is_finite() { close[j] } else { 0.0 };
             lambda * rel - (1.0 - lambda) * sim
         };
@@ -1286,7 +1293,9 @@ fn beyond(rows: &[Row], further: &[KeywordHit], best: f64) -> Vec<Row> {
                     && r.hit.conversation_id == k.hit.conversation_id
                     && (r.window.contains(&k.hit.message_id)
                         || r.hit.message_id == k.hit.message_id
-                        || r.absorbed.iter().any(|a| a.0.message_id == k.hit.message_id))
+                        || r.absorbed
+                            .iter()
+                            .any(|a| a.0.message_id == k.hit.message_id))
             })
         })
         .map(|(i, k)| {

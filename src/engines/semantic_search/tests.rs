@@ -115,7 +115,16 @@ fn ranked_rows(limit: usize, tuning: &Tuning) -> Vec<Row> {
     let keyword_at = |depth: usize| keyword[..depth.min(keyword.len())].to_vec();
     let boost = tuning.temporal_boost;
     let around = |h: &Hit| neighbours(h, tuning.absorb);
-    hybrid_rows(semantic, literal, &keyword_at, &around, &|_| Vec::new(), tuning, boost, limit)
+    hybrid_rows(
+        semantic,
+        literal,
+        &keyword_at,
+        &around,
+        &|_| Vec::new(),
+        tuning,
+        boost,
+        limit,
+    )
 }
 
 #[test]
