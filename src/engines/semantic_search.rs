@@ -462,7 +462,7 @@ impl super::Engine for SemanticSearch {
                 let mut row = row_json(r);
                 if explain {
                     row["explain"] = json!({"legs": r.legs});
-                    if hybrid {
+                    if !r.absorbed.is_empty() {
                         row["explain"]["absorbed"] = r
                             .absorbed
                             .iter()
@@ -505,7 +505,7 @@ fn explain_json(hybrid: bool, tuning: &Tuning, query: &str) -> Value {
         };
         json!({"window": c.window, "spread": spread, "weight": weight})
     });
-    json!({
+    let mut out = json!({
         "method": "normalised",
         "weights": {
             "semantic": tuning.vec_weight,
@@ -516,9 +516,14 @@ fn explain_json(hybrid: bool, tuning: &Tuning, query: &str) -> Value {
         "keyword_terms": query_terms(query),
         "context": context,
         "temporal": super::temporal::is_temporal_question(query).then_some(tuning.temporal_boost),
-        "absorb": tuning.absorb,
         "score": "Σ of the legs' shares: semantic weight × cosine / best cosine; keyword BM25 with neighbours / best; literal a fixed share; + the temporal boost when the question asks when and the message refers to a time",
-    })
+    });
+    // The neighbourhood merge, shown only when on (off by default: "Five rows that
+    // cover more places" in docs/performance.md).
+    if tuning.absorb > 0 {
+        out["absorb"] = json!({"window": tuning.absorb, "depth": tuning.absorb_depth});
+    }
+    out
 }
 
 fn unit_json(u: UnitSpec) -> Value {
