@@ -16,14 +16,24 @@
 //! rows does not see); MRR of the first evidence turn. "limit 5 ≠ top 5 of 50" counts
 //! the questions whose `limit: 5` rows differ from the first five rows of the
 //! `limit: 50` call (0 when the ranking does not depend on `limit`). Questions whose evidence names no existing turn are left out.
+//! A row that absorbed its neighbours (the neighbourhood merge, `Tuning::absorb`)
+//! returns their ids and previews in `absorbed`: it counts as a turn hit only for
+//! the turns whose text it returns (its shown message and the absorbed ones), and
+//! "client chars per call" (the characters of every preview the client's rows return,
+//! absorbed ones included) and "client sessions per call" (distinct conversations
+//! among them) are printed beside the client figures, with the client R@5 per LoCoMo
+//! category, turn and session.
 //! Also the recall@15 of the 1-bit first pass against the exact one (same question,
 //! `Embeddings::search_with`, forced on these small stores, which the default keeps
 //! exact), at the default oversampling and at a tight one.
 //!
 //! Run: `cargo bench --bench locomo_semantic`. `BENCH_VARIANTS` (comma-separated,
 //! default [`DEFAULT_VARIANTS`]): `default` (no `mode` argument, shipped tuning),
-//! `default:dN:kK` (the same with hybrid's candidate depths N for the semantic and
-//! literal legs and K for the keyword leg, either part optional),
+//! `default:dN:kK:aW:rR:cC:nP:mL:lL` (the same with hybrid's candidate depths N for
+//! the semantic and literal legs and K for the keyword leg, the neighbourhood merge's
+//! window W and depth R, a cap of C rows per session, rows from new sessions from row
+//! P on, maximal marginal relevance with score weight L, and the client protocol's
+//! `limit` L instead of 5, every part optional),
 //! `semantic`, or `hybrid:VEC:none` / `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, either
 //! with a part `mm` for min-max normalisation of the semantic leg and a last part
 //! `tB` for the temporal routing's boost (`t0`: none) (a
@@ -263,6 +273,10 @@ fn main() -> Result<()> {
         // Per variant: questions whose `limit: 5` rows differ from the first five of
         // the `limit: 50` call.
         let mut mismatches: Vec<usize> = vec![0; variants.len()];
+        // Per variant: characters the client's rows return (previews, absorbed rows'
+        // previews included) and distinct sessions among them, summed over questions.
+        let mut chars: Vec<usize> = vec![0; variants.len()];
+        let mut spanned: Vec<usize> = vec![0; variants.len()];
         // The conversation (index) of each question, in the order of `ranks[_]`.
         let mut groups: Vec<usize> = Vec::new();
         for (ci, (id, path, qs)) in converted.iter().enumerate() {
@@ -325,7 +339,7 @@ fn main() -> Result<()> {
                         Ok(out.data["rows"].as_array().cloned().unwrap_or_default())
                     };
                     // The client protocol: the five rows of one call with `limit: 5`.
-                    let five = call(CLIENT_LIMIT)?;
+                    let five = call(v.limit)?;
                     let rows = call(50)?;
                     let key = |r: &Value| {
                         (
@@ -336,9 +350,43 @@ fn main() -> Result<()> {
                     let differs = five.len() != rows.len().min(CLIENT_LIMIT)
                         || five.iter().zip(&rows).any(|(a, b)| key(a) != key(b));
                     mismatches[vi] += usize::from(differs);
+                    // A row returns the text of its shown message and of the rows it
+                    // absorbed (their ids and previews): a turn hit only for those.
+                    let returned = |r: &Value| -> Vec<String> {
+                        std::iter::once(&r["message_id"])
+                            .chain(
+                                r["absorbed"]
+                                    .as_array()
+                                    .into_iter()
+                                    .flatten()
+                                    .map(|a| &a["message_id"]),
+                            )
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    };
                     let client_turn = five
                         .iter()
-                        .position(|r| q.turns.contains(r["message_id"].as_str().unwrap_or("")));
+                        .position(|r| returned(r).iter().any(|m| q.turns.contains(m)));
+                    chars[vi] += five
+                        .iter()
+                        .map(|r| {
+                            let own = r["preview"].as_str().map_or(0, |p| p.chars().count());
+                            let absorbed: usize = r["absorbed"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|a| a["preview"].as_str())
+                                .map(|p| p.chars().count())
+                                .sum();
+                            own + absorbed
+                        })
+                        .sum::<usize>();
+                    let distinct: HashSet<&str> = five
+                        .iter()
+                        .filter_map(|r| r["conversation_id"].as_str())
+                        .collect();
+                    spanned[vi] += distinct.len();
                     let client_session = five.iter().position(|r| {
                         q.sessions
                             .contains(r["conversation_id"].as_str().unwrap_or(""))
@@ -412,8 +460,9 @@ fn main() -> Result<()> {
             };
             let turn = |x: &Ranks| x.turn;
             let session = |x: &Ranks| x.session;
-            let client_turn = |x: &Ranks| x.client_turn;
-            let client_session = |x: &Ranks| x.client_session;
+            // The client's rows are all the rows of its call: any position is a hit.
+            let client_turn = |x: &Ranks| x.client_turn.map(|_| 0);
+            let client_session = |x: &Ranks| x.client_session.map(|_| 0);
             let mrr = r
                 .iter()
                 .filter_map(|x| x.turn)
@@ -427,13 +476,16 @@ fn main() -> Result<()> {
                 }
                 _ => String::new(),
             };
-            let per_cat: Vec<String> = (1..=5u8)
-                .map(|c| {
-                    let of: Vec<&Ranks> = r.iter().filter(|x| x.category == c).collect();
-                    let hit = of.iter().filter(|x| x.client_turn.is_some()).count();
-                    format!("{:.1}", 100.0 * hit as f64 / of.len().max(1) as f64)
-                })
-                .collect();
+            let per_cat = |f: fn(&Ranks) -> Option<usize>| -> String {
+                (1..=5u8)
+                    .map(|c| {
+                        let of: Vec<&Ranks> = r.iter().filter(|x| x.category == c).collect();
+                        let hit = of.iter().filter(|x| f(x).is_some()).count();
+                        format!("{:.1}", 100.0 * hit as f64 / of.len().max(1) as f64)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            };
             rows.push(vec![
                 format!(
                     "{}{}{}",
@@ -457,6 +509,16 @@ fn main() -> Result<()> {
                     ci(client_session)
                 ),
                 if vi < variants.len() {
+                    format!("{:.0}", chars[vi] as f64 / n)
+                } else {
+                    "—".into() // not saved
+                },
+                if vi < variants.len() {
+                    format!("{:.2}", spanned[vi] as f64 / n)
+                } else {
+                    "—".into() // not saved
+                },
+                if vi < variants.len() {
                     mismatches[vi].to_string()
                 } else {
                     "—".into() // not saved
@@ -471,7 +533,8 @@ fn main() -> Result<()> {
                 format!("{:.1} %{}", 100.0 * at(5, session), ci(session)),
                 format!("{:.1} %", 100.0 * at(15, session)),
                 format!("{mrr:.3}"),
-                per_cat.join(" / "),
+                per_cat(client_turn),
+                per_cat(client_session),
             ]);
         }
     }
@@ -481,6 +544,8 @@ fn main() -> Result<()> {
             "variant",
             "client turn R@5 (CI of Δ)",
             "client session R@5 (CI of Δ)",
+            "client chars per call",
+            "client sessions per call",
             "limit 5 ≠ top 5 of 50",
             "ranked: turn R@5 (CI of Δ)",
             "ranked: turn R@15",
@@ -489,6 +554,7 @@ fn main() -> Result<()> {
             "ranked: session R@15",
             "ranked: turn MRR",
             "client turn R@5 by category 1/2/3/4/5",
+            "client session R@5 by category 1/2/3/4/5",
         ],
         &rows,
     );
@@ -539,10 +605,10 @@ fn leave_one_out(
     if names.len() < 2 {
         return None;
     }
+    // The client's rows are all the rows of its call (a variant may ask for another
+    // `limit`): any position is a hit.
     let at5 = |r: &[Ranks], f: fn(&Ranks) -> Option<usize>| -> Vec<bool> {
-        r.iter()
-            .map(|x| f(x).is_some_and(|p| p < CLIENT_LIMIT))
-            .collect()
+        r.iter().map(|x| f(x).is_some()).collect()
     };
     let scored: Vec<common::Scored<'_>> = names
         .iter()
@@ -585,14 +651,17 @@ struct Variant {
     name: String,
     mode: Option<String>,
     tuning: Option<Tuning>,
+    /// The client protocol's `limit` ([`CLIENT_LIMIT`] unless `lN` says).
+    limit: usize,
 }
 
 impl Variant {
-    /// `default`, `default:dN:kK`, `semantic`, or `hybrid:VEC:none` /
+    /// `default`, `default:dN:kK:aW:rR:cC:nP:mL:lL`, `semantic`, or `hybrid:VEC:none` /
     /// `hybrid:VEC:sum|doc:WINDOW:WEIGHT[:OWN]`, then optionally `:mm` and `:tB`.
     fn parse(s: &str) -> Result<Self> {
         let name = s.trim().to_owned();
         let mut p: Vec<&str> = name.split(':').collect();
+        let mut limit = CLIENT_LIMIT;
         let temporal_boost = common::temporal_boost(&mut p, &name, false)?;
         let vec_norm = if p.len() > 1 && p.last() == Some(&"mm") {
             p.pop();
@@ -609,7 +678,8 @@ impl Variant {
         let (mode, tuning) = match p[0] {
             "default" if name == "default" => (None, None),
             "default" => {
-                // `default:dN:kK`: the shipped ranking with other candidate depths.
+                // `default:dN:kK:aW:rR:cC:nP:mL:lL`: the shipped ranking with other candidate
+                // depths, merge, session cap or client limit.
                 let mut tuning = Tuning {
                     vec_norm,
                     temporal_boost,
@@ -625,8 +695,26 @@ impl Variant {
                     match part.split_at_checked(1) {
                         Some(("d", n)) => tuning.candidates = depth(n)?,
                         Some(("k", n)) => tuning.keyword_candidates = depth(n)?,
+                        Some(("a", n)) => {
+                            tuning.absorb = n.parse().with_context(|| {
+                                format!("variant `{name}`: `{part}` is not a window")
+                            })?;
+                        }
+                        Some(("l", n)) => limit = depth(n)?,
+                        Some(("r", n)) => tuning.absorb_depth = depth(n)?,
+                        Some(("c", n)) => tuning.session_cap = depth(n)?,
+                        Some(("n", n)) => {
+                            tuning.novel_from = n.parse().with_context(|| {
+                                format!("variant `{name}`: `{part}` is not a row")
+                            })?;
+                        }
+                        Some(("m", n)) => {
+                            tuning.mmr = n.parse().with_context(|| {
+                                format!("variant `{name}`: `{part}` is not a weight")
+                            })?;
+                        }
                         _ => anyhow::bail!(
-                            "variant `{name}`: `{part}` is not `dN` (semantic and literal depth) or `kN` (keyword depth)"
+                            "variant `{name}`: `{part}` is not `dN` (semantic and literal depth), `kN` (keyword depth), `aW` (neighbourhood merge window), `rN` (merge depth), `cN` (rows per session), `nP` (new sessions from row P), `mL` (MMR's score weight) or `lN` (the client's limit)"
                         ),
                     }
                 }
@@ -659,6 +747,11 @@ impl Variant {
                     temporal_boost,
                     candidates: semantic_search::CANDIDATES,
                     keyword_candidates: semantic_search::KEYWORD_CANDIDATES,
+                    absorb: semantic_search::ABSORB,
+                    absorb_depth: semantic_search::ABSORB_DEPTH,
+                    session_cap: semantic_search::SESSION_CAP,
+                    novel_from: semantic_search::NOVEL_FROM,
+                    mmr: semantic_search::MMR,
                 };
                 (Some("hybrid".to_owned()), Some(tuning))
             }
@@ -666,7 +759,12 @@ impl Variant {
                 anyhow::bail!("variant `{name}`: mode `{other}` is not default, semantic or hybrid")
             }
         };
-        Ok(Self { name, mode, tuning })
+        Ok(Self {
+            name,
+            mode,
+            tuning,
+            limit,
+        })
     }
 }
 

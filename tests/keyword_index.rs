@@ -350,3 +350,70 @@ fn a_touched_conversation_comes_back_once_from_its_new_segment() {
     };
     assert_eq!(index.keyword(&q).unwrap().unwrap().len(), 2);
 }
+
+/// `Index::around` names the rows the keyword leg scores a row with: up to `window`
+/// non-injected rows of the same conversation on each side, nearest first — checked
+/// against the table's rows in key order, on a one-segment generated store, for every
+/// row whose neighbours lie within `NEIGHBOUR_GAP` rows of it.
+#[test]
+fn around_names_the_nearest_rows_of_the_same_conversation() {
+    use skills::stores::conversations::index::NEIGHBOUR_GAP;
+    let (_tmp, db) = generated(2_000, 2_000);
+    let index = Index::open(&db).unwrap();
+    let mut rows = table(&db);
+    rows.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut checked = 0;
+    for window in [1usize, 2] {
+        for (at, row) in rows.iter().enumerate().step_by(7) {
+            let (created, source, conversation, message) = &row.key;
+            let same = |r: &Row| r.key.1 == *source && r.key.2 == *conversation && !r.injected;
+            // Up to `window` rows each side, with their distance in rows from `at`.
+            let before: Vec<(usize, &Row)> = rows[..at]
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(_, r)| same(r))
+                .take(window)
+                .map(|(i, r)| (at - i, r))
+                .collect();
+            let after: Vec<(usize, &Row)> = rows[at + 1..]
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| same(r))
+                .take(window)
+                .map(|(i, r)| (i + 1, r))
+                .collect();
+            if before.iter().chain(&after).any(|(d, _)| *d > NEIGHBOUR_GAP) {
+                continue;
+            }
+            let mut want: Vec<String> = before
+                .iter()
+                .chain(&after)
+                .map(|(_, r)| r.key.3.clone())
+                .collect();
+            let mut got: Vec<String> = index
+                .around(*created, source, conversation, message, window)
+                .unwrap()
+                .into_iter()
+                .inspect(|h| {
+                    assert_eq!((&h.source, &h.conversation_id), (source, conversation));
+                })
+                .map(|h| h.message_id)
+                .collect();
+            assert!(got.len() <= 2 * window);
+            want.sort();
+            got.sort();
+            assert_eq!(
+                got, want,
+                "row {message} of {conversation}, window {window}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "only {checked} rows checked");
+    // A key no row has: no neighbours.
+    assert!(index
+        .around(0, "none", "none", "none", 2)
+        .unwrap()
+        .is_empty());
+}

@@ -65,6 +65,23 @@ pub const CANDIDATES: usize = 50;
 /// ranking of a call asking for more rows than the fused candidates hold).
 pub const KEYWORD_CANDIDATES: usize = 60;
 
+/// Hybrid's neighbourhood merge: after the fusion, a row whose message lies within
+/// this many messages of a better row's message, in the same conversation, is absorbed
+/// into that row (its message id and preview listed in the row's `absorbed`) instead of
+/// taking a row of its own, so a call's rows cover more places while the absorbed
+/// messages' text is still returned (docs/performance.md, "Rows that stand for their
+/// neighbourhood"). 0: no merge.
+pub const ABSORB: usize = 0;
+/// The neighbourhood merge's depth ([`Tuning::absorb_depth`]): unbounded.
+pub const ABSORB_DEPTH: usize = usize::MAX;
+/// Rows per conversation before the others ([`Tuning::session_cap`]): unbounded.
+pub const SESSION_CAP: usize = usize::MAX;
+/// The row from which rows come from conversations not shown above ([`Tuning::novel_from`]):
+/// none.
+pub const NOVEL_FROM: usize = usize::MAX;
+/// Maximal marginal relevance's weight of the score ([`Tuning::mmr`]): 1, the fused order.
+pub const MMR: f64 = 1.0;
+
 /// The keyword leg's depth for the rows of a call asking for more rows than the fused
 /// ranking holds: fixed (twice the largest `limit`), so those rows are the same list
 /// whatever `limit` is.
@@ -90,6 +107,23 @@ pub struct Tuning {
     pub candidates: usize,
     /// The keyword leg's depth ([`KEYWORD_CANDIDATES`]).
     pub keyword_candidates: usize,
+    /// Hybrid's neighbourhood merge ([`ABSORB`]): a row within this many messages of a
+    /// better row of the same conversation is absorbed into it ([`absorb`]); 0: none.
+    pub absorb: usize,
+    /// The merge's depth ([`ABSORB_DEPTH`]): a row ranked this deep or deeper in the
+    /// fused order that a better row's neighbourhood holds is dropped rather than
+    /// absorbed (its text not returned).
+    pub absorb_depth: usize,
+    /// At most this many rows per conversation before every row of the other
+    /// conversations ([`SESSION_CAP`]): the rows past it are moved below, in their order.
+    pub session_cap: usize,
+    /// From this row on (0-based), each row is the best remaining one of a conversation
+    /// none of the rows above shows, while one remains ([`NOVEL_FROM`]).
+    pub novel_from: usize,
+    /// Maximal marginal relevance ([`MMR`]): the rows below the literal hits are picked
+    /// greedily by `mmr` × score / best score − (1 − `mmr`) × the highest cosine of the
+    /// row's preview with one picked above; 1: the fused order.
+    pub mmr: f64,
 }
 
 /// The semantic leg's normalisation in hybrid (docs/performance.md, "Second tier").
@@ -107,6 +141,11 @@ impl Tuning {
         temporal_boost: super::temporal::BOOST,
         candidates: CANDIDATES,
         keyword_candidates: KEYWORD_CANDIDATES,
+        absorb: ABSORB,
+        absorb_depth: ABSORB_DEPTH,
+        session_cap: SESSION_CAP,
+        novel_from: NOVEL_FROM,
+        mmr: MMR,
     };
 
     /// The parameters when the conversations were embedded by the second tier
@@ -120,6 +159,11 @@ impl Tuning {
         temporal_boost: super::temporal::BOOST,
         candidates: CANDIDATES,
         keyword_candidates: KEYWORD_CANDIDATES,
+        absorb: ABSORB,
+        absorb_depth: ABSORB_DEPTH,
+        session_cap: SESSION_CAP,
+        novel_from: NOVEL_FROM,
+        mmr: MMR,
     };
 }
 
@@ -188,6 +232,10 @@ struct Row {
     keyword: bool,
     /// Keys (`message_id`) of the window's messages.
     window: Vec<String>,
+    /// Rows absorbed into this one by the neighbourhood merge ([`absorb`]): each
+    /// absorbed row's shown message, its 1-based rank in the fused order and its score,
+    /// in conversation order.
+    absorbed: Vec<(Hit, usize, f64)>,
     /// Why the row ranks where it does: per leg that found it, its rank (1-based), raw
     /// score and share of the fused score (`explain: true` shows it).
     legs: serde_json::Map<String, Value>,
@@ -206,6 +254,7 @@ impl Row {
             semantic: false,
             literal,
             keyword: literal.is_none(),
+            absorbed: Vec::new(),
             legs: serde_json::Map::new(),
         }
     }
@@ -370,7 +419,31 @@ impl super::Engine for SemanticSearch {
             } else {
                 0.0
             };
-            rows = hybrid_rows(rows, literal, &keyword_at, &tuning, boost, limit);
+            let index = ctx.conversations_index().ok();
+            let around = |h: &Hit| -> Vec<String> {
+                index.as_ref().map_or_else(Vec::new, |ix| {
+                    ix.around(
+                        h.created_us,
+                        &h.source,
+                        &h.conversation_id,
+                        &h.message_id,
+                        tuning.absorb,
+                    )
+                    .map(|hits| hits.into_iter().map(|n| n.message_id).collect())
+                    .unwrap_or_default()
+                })
+            };
+            let embed = |text: &str| embedder.embed(text);
+            rows = hybrid_rows(
+                rows,
+                literal,
+                &keyword_at,
+                &around,
+                &embed,
+                &tuning,
+                boost,
+                limit,
+            );
         } else {
             for (i, r) in rows.iter_mut().enumerate() {
                 r.legs
@@ -389,6 +462,15 @@ impl super::Engine for SemanticSearch {
                 let mut row = row_json(r);
                 if explain {
                     row["explain"] = json!({"legs": r.legs});
+                    if !r.absorbed.is_empty() {
+                        row["explain"]["absorbed"] = r
+                            .absorbed
+                            .iter()
+                            .map(|(h, rank, score)| {
+                                json!({"message_id": h.message_id, "rank": rank, "score": score})
+                            })
+                            .collect();
+                    }
                 }
                 row
             })
@@ -423,7 +505,7 @@ fn explain_json(hybrid: bool, tuning: &Tuning, query: &str) -> Value {
         };
         json!({"window": c.window, "spread": spread, "weight": weight})
     });
-    json!({
+    let mut out = json!({
         "method": "normalised",
         "weights": {
             "semantic": tuning.vec_weight,
@@ -435,7 +517,13 @@ fn explain_json(hybrid: bool, tuning: &Tuning, query: &str) -> Value {
         "context": context,
         "temporal": super::temporal::is_temporal_question(query).then_some(tuning.temporal_boost),
         "score": "Σ of the legs' shares: semantic weight × cosine / best cosine; keyword BM25 with neighbours / best; literal a fixed share; + the temporal boost when the question asks when and the message refers to a time",
-    })
+    });
+    // The neighbourhood merge, shown only when on (off by default: "Five rows that
+    // cover more places" in docs/performance.md).
+    if tuning.absorb > 0 {
+        out["absorb"] = json!({"window": tuning.absorb, "depth": tuning.absorb_depth});
+    }
+    out
 }
 
 fn unit_json(u: UnitSpec) -> Value {
@@ -444,7 +532,7 @@ fn unit_json(u: UnitSpec) -> Value {
 
 fn row_json(r: &Row) -> Value {
     let t = chrono::DateTime::from_timestamp_micros(r.hit.created_us).unwrap_or_default();
-    json!({
+    let mut row = json!({
         "date": t.format("%Y-%m-%d").to_string(),
         "created": t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
         "source": r.hit.source,
@@ -463,7 +551,24 @@ fn row_json(r: &Row) -> Value {
         },
         "preview": r.hit.preview,
         "cites": super::cites_message(&r.hit.source, &r.hit.conversation_id, &r.hit.message_id),
-    })
+    });
+    // Only a row that absorbed others carries the field (the merge is hybrid's).
+    if !r.absorbed.is_empty() {
+        row["absorbed"] = r
+            .absorbed
+            .iter()
+            .map(|(h, _, _)| {
+                let t = chrono::DateTime::from_timestamp_micros(h.created_us).unwrap_or_default();
+                json!({
+                    "message_id": h.message_id,
+                    "role": h.role,
+                    "created": t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+                    "preview": h.preview,
+                })
+            })
+            .collect();
+    }
+    row
 }
 
 type Key = (String, String, String);
@@ -592,6 +697,7 @@ fn best_message(
         literal: None,
         keyword: false,
         window: u.messages.iter().map(|m| m.message_id.clone()).collect(),
+        absorbed: Vec::new(),
         legs: serde_json::Map::new(),
     })
 }
@@ -988,10 +1094,13 @@ fn fuse(semantic: Vec<Row>, literal: Vec<Scored>, keyword: Vec<Scored>, boost: f
 /// neighbourhoods of more seeds when asked for more hits, so a deeper call can rank a
 /// new row above one a shallower call found). So the rows of any call are a prefix of
 /// one list, and the first k rows of `limit` n > k are the rows of `limit` k.
+#[allow(clippy::too_many_arguments)]
 fn hybrid_rows(
     semantic: Vec<Row>,
     literal: Vec<Hit>,
     keyword_at: &dyn Fn(usize) -> Vec<KeywordHit>,
+    around: &dyn Fn(&Hit) -> Vec<String>,
+    embed: &dyn Fn(&str) -> Vec<f32>,
     tuning: &Tuning,
     boost: f64,
     limit: usize,
@@ -1000,12 +1109,179 @@ fn hybrid_rows(
     let best_bm25 = keyword.first().map_or(0.0, |k| k.score);
     let (semantic, literal, keyword) = shares(semantic, literal, keyword, tuning);
     let mut rows = fuse(semantic, literal, keyword, boost);
+    if tuning.absorb > 0 {
+        rows = absorb(rows, around, tuning.absorb_depth);
+    }
+    if tuning.session_cap < usize::MAX {
+        rows = cap_sessions(rows, tuning.session_cap);
+    }
+    if tuning.novel_from < rows.len() {
+        rows = novel_sessions(rows, tuning.novel_from);
+    }
+    if tuning.mmr < 1.0 {
+        rows = mmr(rows, tuning.mmr, embed);
+    }
     if rows.len() < limit {
         let tail = beyond(&rows, &keyword_at(KEYWORD_TAIL), best_bm25);
         rows.extend(tail);
     }
     rows.truncate(limit);
     rows
+}
+
+/// The neighbourhood merge ([`ABSORB`]) over the fused `rows` (best first): each row,
+/// in order, is absorbed into the first kept row whose neighbourhood holds its shown
+/// message — the kept row's window and the messages `around` names (those within
+/// [`Tuning::absorb`] messages of its shown message, same conversation) — else kept.
+/// The whole fused list is merged before any `limit` cut, so the first rows do not
+/// depend on `limit`; an absorbed row leaves its message id, preview, rank and score in
+/// the kept row's `absorbed`, and its shares do not add to the kept row's score.
+fn absorb(rows: Vec<Row>, around: &dyn Fn(&Hit) -> Vec<String>, depth: usize) -> Vec<Row> {
+    let mut kept: Vec<Row> = Vec::new();
+    let mut covered: HashMap<Key, usize> = HashMap::new();
+    let key = |h: &Hit, m: &str| (h.source.clone(), h.conversation_id.clone(), m.to_owned());
+    for (rank, r) in rows.into_iter().enumerate() {
+        if let Some(&at) = covered.get(&key(&r.hit, &r.hit.message_id)) {
+            // The kept row holds the absorbed row's window too (so the rows continuing
+            // the ranking past its candidates do not show it again).
+            let held = &mut kept[at].window;
+            for m in r.window {
+                if !held.contains(&m) {
+                    held.push(m);
+                }
+            }
+            if rank < depth {
+                kept[at].absorbed.push((r.hit, rank + 1, r.score));
+            }
+            continue;
+        }
+        let at = kept.len();
+        let near = around(&r.hit);
+        for m in r
+            .window
+            .iter()
+            .chain(near.iter())
+            .chain(std::iter::once(&r.hit.message_id))
+        {
+            covered.entry(key(&r.hit, m)).or_insert(at);
+        }
+        kept.push(r);
+    }
+    for r in &mut kept {
+        r.absorbed.sort_by(|a, b| {
+            a.0.created_us
+                .cmp(&b.0.created_us)
+                .then_with(|| a.0.message_id.cmp(&b.0.message_id))
+        });
+    }
+    kept
+}
+
+/// `rows` with at most `cap` rows per conversation before every row of the others: the
+/// rows past a conversation's `cap` are moved below the rest, in their order (so the
+/// ranking stays complete and independent of `limit`).
+fn cap_sessions(rows: Vec<Row>, cap: usize) -> Vec<Row> {
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    let (mut first, mut later) = (Vec::with_capacity(rows.len()), Vec::new());
+    for r in rows {
+        let n = seen
+            .entry((r.hit.source.clone(), r.hit.conversation_id.clone()))
+            .or_insert(0);
+        *n += 1;
+        if *n <= cap {
+            first.push(r);
+        } else {
+            later.push(r);
+        }
+    }
+    first.extend(later);
+    first
+}
+
+/// `rows` reordered from row `from` on: each next row is the first remaining one of a
+/// conversation no row above shows, else the first remaining one.
+fn novel_sessions(rows: Vec<Row>, from: usize) -> Vec<Row> {
+    let mut rest: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+    let mut shown: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(rest.len());
+    let conv = |r: &Row| (r.hit.source.clone(), r.hit.conversation_id.clone());
+    for i in 0..rest.len() {
+        let pick = if i < from {
+            rest.iter().position(Option::is_some)
+        } else {
+            rest.iter()
+                .position(|r| r.as_ref().is_some_and(|r| !shown.contains(&conv(r))))
+                .or_else(|| rest.iter().position(Option::is_some))
+        };
+        let Some(row) = pick.and_then(|at| rest[at].take()) else {
+            break;
+        };
+        shown.insert(conv(&row));
+        out.push(row);
+    }
+    out
+}
+
+/// Maximal marginal relevance over `rows` below the literal hits (which stay first):
+/// greedily, the row with the highest `lambda` × score / best score − (1 − `lambda`) ×
+/// its preview's highest cosine with a row picked before (literal hits included).
+fn mmr(rows: Vec<Row>, lambda: f64, embed: &dyn Fn(&str) -> Vec<f32>) -> Vec<Row> {
+    let vectors: Vec<Vec<f32>> = rows.iter().map(|r| embed(&r.hit.preview)).collect();
+    let best = rows
+        .iter()
+        .filter(|r| r.literal.is_none())
+        .map(|r| r.score)
+        .fold(0.0, f64::max);
+    let mut left: Vec<usize> = Vec::new();
+    let mut order: Vec<usize> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r.literal.is_some() {
+            order.push(i);
+        } else {
+            left.push(i);
+        }
+    }
+    // The highest cosine of each row left with the rows picked so far.
+    let mut close: Vec<f64> = vec![f64::NEG_INFINITY; rows.len()];
+    let update = |close: &mut Vec<f64>, picked: usize, left: &[usize]| {
+        for &j in left {
+            let c = f64::from(crate::search::vectors::cosine(
+                &vectors[picked],
+                &vectors[j],
+            ));
+            close[j] = close[j].max(c);
+        }
+    };
+    for &p in &order {
+        update(&mut close, p, &left);
+    }
+    while !left.is_empty() {
+        let value = |j: usize| {
+            let rel = if best > 0.0 {
+                rows[j].score / best
+            } else {
+                0.0
+            };
+            let sim = if close[j].is_finite() { close[j] } else { 0.0 };
+            lambda * rel - (1.0 - lambda) * sim
+        };
+        let (at, _) = left
+            .iter()
+            .enumerate()
+            .fold((0, f64::NEG_INFINITY), |(ba, bv), (k, &j)| {
+                let v = value(j);
+                if v > bv {
+                    (k, v)
+                } else {
+                    (ba, bv)
+                }
+            });
+        let picked = left.remove(at);
+        order.push(picked);
+        update(&mut close, picked, &left);
+    }
+    let mut slots: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// The rows continuing a ranking `rows` past its candidates: the keyword leg's hits
@@ -1021,7 +1297,10 @@ fn beyond(rows: &[Row], further: &[KeywordHit], best: f64) -> Vec<Row> {
                 r.hit.source == k.hit.source
                     && r.hit.conversation_id == k.hit.conversation_id
                     && (r.window.contains(&k.hit.message_id)
-                        || r.hit.message_id == k.hit.message_id)
+                        || r.hit.message_id == k.hit.message_id
+                        || r.absorbed
+                            .iter()
+                            .any(|a| a.0.message_id == k.hit.message_id))
             })
         })
         .map(|(i, k)| {

@@ -38,6 +38,7 @@ fn sem(id: &str, window: &[&str]) -> Row {
         literal: None,
         keyword: false,
         window: window.iter().map(|s| (*s).to_owned()).collect(),
+        absorbed: Vec::new(),
         legs: serde_json::Map::new(),
     }
 }
@@ -64,6 +65,28 @@ fn literal_hits_come_first_in_the_literal_legs_order() {
 /// windows, some repeated as literal hits), with depths small enough that limits
 /// past them take the keyword leg deeper, more than once.
 fn ranked(limit: usize, tuning: &Tuning) -> Vec<String> {
+    ranked_rows(limit, tuning)
+        .into_iter()
+        .map(|r| r.hit.message_id)
+        .collect()
+}
+
+/// The neighbours of a synthetic message: `kN` and `wN` are next to `k(N±1)` /
+/// `w(N±1)`, up to `window` each side.
+fn neighbours(h: &Hit, window: usize) -> Vec<String> {
+    let id = h.message_id.trim_end_matches('b');
+    let (prefix, n) = id.split_at(1);
+    let Ok(n) = n.parse::<usize>() else {
+        return Vec::new();
+    };
+    (1..=window)
+        .flat_map(|d| [n.checked_sub(d), Some(n + d)])
+        .flatten()
+        .map(|m| format!("{prefix}{m}"))
+        .collect()
+}
+
+fn ranked_rows(limit: usize, tuning: &Tuning) -> Vec<Row> {
     let semantic: Vec<Row> = (0..40)
         .map(|i| {
             let id = format!("w{i}");
@@ -91,10 +114,83 @@ fn ranked(limit: usize, tuning: &Tuning) -> Vec<String> {
         .collect();
     let keyword_at = |depth: usize| keyword[..depth.min(keyword.len())].to_vec();
     let boost = tuning.temporal_boost;
-    hybrid_rows(semantic, literal, &keyword_at, tuning, boost, limit)
-        .into_iter()
-        .map(|r| r.hit.message_id)
-        .collect()
+    let around = |h: &Hit| neighbours(h, tuning.absorb);
+    hybrid_rows(
+        semantic,
+        literal,
+        &keyword_at,
+        &around,
+        &|_| Vec::new(),
+        tuning,
+        boost,
+        limit,
+    )
+}
+
+#[test]
+fn a_row_absorbs_its_lower_neighbours_whatever_the_limit() {
+    let tuning = Tuning {
+        candidates: 40,
+        keyword_candidates: 12,
+        absorb: 1,
+        ..Tuning::DEFAULT
+    };
+    let plain = ranked_rows(
+        400,
+        &Tuning {
+            absorb: 0,
+            ..tuning
+        },
+    );
+    let most = ranked_rows(400, &tuning);
+    assert!(most.len() < plain.len(), "{} {}", most.len(), plain.len());
+    // Every message of the plain ranking is shown once, as a row or absorbed.
+    let mut shown: Vec<String> = most
+        .iter()
+        .flat_map(|r| {
+            std::iter::once(r.hit.message_id.clone())
+                .chain(r.absorbed.iter().map(|a| a.0.message_id.clone()))
+        })
+        .collect();
+    let mut want: Vec<String> = plain.iter().map(|r| r.hit.message_id.clone()).collect();
+    shown.sort();
+    want.sort();
+    assert_eq!(shown, want);
+    // An absorbed message is next to its row's and ranked below it.
+    for (i, r) in most.iter().enumerate() {
+        for (a, rank, _) in &r.absorbed {
+            let near = neighbours(&r.hit, 1);
+            assert!(
+                near.contains(&a.message_id) || r.window.contains(&a.message_id),
+                "{} absorbed {}",
+                r.hit.message_id,
+                a.message_id
+            );
+            let own = plain
+                .iter()
+                .position(|p| p.hit.message_id == r.hit.message_id)
+                .unwrap_or(usize::MAX);
+            assert!(own < *rank, "row {i}");
+        }
+    }
+    let key = |rows: &[Row]| -> Vec<(String, Vec<String>)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r.hit.message_id.clone(),
+                    r.absorbed.iter().map(|a| a.0.message_id.clone()).collect(),
+                )
+            })
+            .collect()
+    };
+    for limit in 1..=most.len() + 5 {
+        let rows = ranked_rows(limit, &tuning);
+        assert_eq!(
+            key(&rows),
+            key(&most[..limit.min(most.len())]),
+            "limit {limit}"
+        );
+    }
 }
 
 #[test]

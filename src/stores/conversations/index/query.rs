@@ -432,6 +432,73 @@ impl Index {
     }
 }
 
+impl Index {
+    /// The live, non-injected rows of the same conversation (and source) around the
+    /// row with key (`created_us`, `source`, `conversation_id`, `message_id`): up to
+    /// `window` on each side, nearest first on each side (before, then after), looked for
+    /// over at most [`NEIGHBOUR_GAP`] rows each way — the neighbours
+    /// [`Index::keyword_in_context`] scores a row with. Empty when no live row has that
+    /// key.
+    ///
+    /// # Errors
+    /// [`Corrupt`] when a segment is damaged.
+    pub fn around(
+        &self,
+        created_us: i64,
+        source: &str,
+        conversation_id: &str,
+        message_id: &str,
+        window: usize,
+    ) -> Result<Vec<Hit>, Corrupt> {
+        let key = (created_us, source, conversation_id, message_id);
+        for (si, live) in self.segments().iter().enumerate() {
+            let seg = &live.seg;
+            let (mut lo, mut hi) = (0, seg.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if order(seg.key(mid)?, key) == std::cmp::Ordering::Less {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            if lo >= seg.len() || seg.key(lo)? != key || live.is_dead(lo) {
+                continue;
+            }
+            let (convs, sources, flags) = (seg.conversation_ids(), seg.source_ids(), seg.flags());
+            let (Some(&c), Some(&s)) = (convs.get(lo), sources.get(lo)) else {
+                return Ok(Vec::new());
+            };
+            let mut out = Vec::new();
+            for step in [-1isize, 1] {
+                let (mut j, mut found) = (lo, 0);
+                for _ in 0..NEIGHBOUR_GAP {
+                    if found == window {
+                        break;
+                    }
+                    let Some(next) = j.checked_add_signed(step) else {
+                        break;
+                    };
+                    j = next;
+                    if j >= convs.len() {
+                        break;
+                    }
+                    if convs[j] == c
+                        && sources.get(j) == Some(&s)
+                        && !live.is_dead(j)
+                        && flags.get(j).is_some_and(|f| f & NOT_INJECTED != 0)
+                    {
+                        out.push(self.hit(si, j)?);
+                        found += 1;
+                    }
+                }
+            }
+            return Ok(out);
+        }
+        Ok(Vec::new())
+    }
+}
+
 /// Rows of one segment matching an `ILIKE` query, in order, at most `q.limit`.
 fn find_in(
     live: &Live<Segment>,
