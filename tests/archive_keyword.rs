@@ -379,3 +379,59 @@ fn hybrid_on_the_archive_equals_the_local_store() {
     println!("hybrid: {} queries, {compared} rows compared", queries.len());
     assert!(compared > 300, "{compared}");
 }
+
+#[test]
+fn a_push_killed_mid_way_keeps_the_statistics_those_of_the_rows() {
+    let Some((embedder, killed, messages, questions)) = setup(2) else {
+        return;
+    };
+    let clean = Db::new(&server().unwrap());
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("m");
+    embedded_store(&data, &messages, &embedder);
+    for db in [&killed, &clean] {
+        json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
+    }
+    common::archive::kill_pushes(
+        || {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_skills"));
+            c.env_remove("SKILLS_ARCHIVE_URL")
+                .env("SKILLS_EMBEDDER", "static")
+                .arg("--data-dir")
+                .arg(&data)
+                .args(["--archive", &killed.url, "archive", "push", "--no-redact"])
+                .args(["--batch-rows", "40"])
+                .env("SKILLS_MACHINE_NAME", "m");
+            c
+        },
+        &[300, 600, 900],
+    );
+    // Each batch's rows and deltas commit together: consistent after every kill.
+    assert_statistics_of_the_rows(&killed);
+    push(&data, &killed);
+    push(&data, &clean);
+    assert_statistics_of_the_rows(&killed);
+    let pool = |db: &Db| {
+        skills::archive::search::Pool::new(skills::archive::Target::parse(&db.url).unwrap())
+    };
+    let (a, b) = (pool(&killed), pool(&clean));
+    for question in questions.iter().step_by(7).take(20) {
+        let terms = skills::search::words::query_terms(question, 16);
+        let q = keyword::KeywordQuery {
+            terms: &terms,
+            role: None,
+            exclude_injected: true,
+            source: None,
+            conversation_id: None,
+            since_us: None,
+            until_us: None,
+            limit: 60,
+            around: Some(skills::engines::semantic_search::CONTEXT),
+        };
+        assert_eq!(
+            keyword::search(&a, &q).unwrap(),
+            keyword::search(&b, &q).unwrap(),
+            "{question}"
+        );
+    }
+}
