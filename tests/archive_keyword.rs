@@ -79,10 +79,7 @@ fn locomo(max: usize) -> Option<(Vec<Message>, Vec<String>)> {
         let conv = &sample["conversation"];
         let a = conv["speaker_a"].as_str().unwrap_or("");
         for n in 1..=100u32 {
-            let Some(turns) = conv
-                .get(format!("session_{n}"))
-                .and_then(Value::as_array)
-            else {
+            let Some(turns) = conv.get(format!("session_{n}")).and_then(Value::as_array) else {
                 continue;
             };
             let id = format!("locomo{s}-s{n}");
@@ -137,14 +134,24 @@ fn setup(max: usize) -> Option<(Arc<Embedder>, Db, Vec<Message>, Vec<String>)> {
 }
 
 /// A filter of the differential: (role, conversation, since, until).
-type Variant = (Option<&'static str>, Option<&'static str>, Option<i64>, Option<i64>);
+type Variant = (
+    Option<&'static str>,
+    Option<&'static str>,
+    Option<i64>,
+    Option<i64>,
+);
 
 const VARIANTS: [Variant; 5] = [
     (None, None, None, None),
     (Some("user"), None, None, None),
     (Some("assistant"), None, None, None),
     (None, Some("locomo0-s3"), None, None),
-    (None, None, Some(1_680_000_000 + 5 * 86_400), Some(1_680_000_000 + 12 * 86_400)),
+    (
+        None,
+        None,
+        Some(1_680_000_000 + 5 * 86_400),
+        Some(1_680_000_000 + 12 * 86_400),
+    ),
 ];
 
 /// Compares the archive's keyword leg with the local index's for every question ×
@@ -183,11 +190,13 @@ fn assert_same_keyword_leg(data: &Path, db: &Db, questions: &[String]) -> usize 
                         .unwrap()
                         .unwrap()
                         .into_iter()
-                        .map(|(score, hit)| skills::stores::conversations::index::KeywordHit {
-                            score,
-                            own: score,
-                            hit,
-                        })
+                        .map(
+                            |(score, hit)| skills::stores::conversations::index::KeywordHit {
+                                score,
+                                own: score,
+                                hit,
+                            },
+                        )
                         .collect(),
                 };
                 let aq = keyword::KeywordQuery {
@@ -202,34 +211,66 @@ fn assert_same_keyword_leg(data: &Path, db: &Db, questions: &[String]) -> usize 
                     around,
                 };
                 let (remote, _) = keyword::search(&pool, &aq).unwrap();
-                let what = format!("{question:?} {terms:?} {role:?} {conversation:?} {since:?} {around:?}");
+                let what = format!(
+                    "{question:?} {terms:?} {role:?} {conversation:?} {since:?} {around:?}"
+                );
                 let keys = |k: &[(String, String, i64)]| k.to_vec();
                 let local_keys: Vec<(String, String, i64)> = local
                     .iter()
-                    .map(|h| (h.hit.conversation_id.clone(), h.hit.message_id.clone(), h.hit.created_us))
+                    .map(|h| {
+                        (
+                            h.hit.conversation_id.clone(),
+                            h.hit.message_id.clone(),
+                            h.hit.created_us,
+                        )
+                    })
                     .collect();
                 let remote_keys: Vec<(String, String, i64)> = remote
                     .iter()
-                    .map(|f| (f.conversation_id.clone(), f.message_id.clone(), f.created_us))
+                    .map(|f| {
+                        (
+                            f.conversation_id.clone(),
+                            f.message_id.clone(),
+                            f.created_us,
+                        )
+                    })
                     .collect();
                 if remote_keys != local_keys {
-                    let at = remote_keys.iter().zip(&local_keys).position(|(a, b)| a != b).unwrap_or(0);
+                    let at = remote_keys
+                        .iter()
+                        .zip(&local_keys)
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(0);
                     let show = |i: usize| {
                         format!(
                             "local {:?} {} {} / archive {:?} {} {}",
-                            local_keys.get(i), local.get(i).map_or(0.0, |h| h.score), local.get(i).map_or(0.0, |h| h.own),
-                            remote_keys.get(i), remote.get(i).map_or(0.0, |h| h.score), remote.get(i).map_or(0.0, |h| h.own)
+                            local_keys.get(i),
+                            local.get(i).map_or(0.0, |h| h.score),
+                            local.get(i).map_or(0.0, |h| h.own),
+                            remote_keys.get(i),
+                            remote.get(i).map_or(0.0, |h| h.score),
+                            remote.get(i).map_or(0.0, |h| h.own)
                         )
                     };
-                    panic!("{what}: first difference at {at}:\n{}\n{}", show(at), show(at + 1));
+                    panic!(
+                        "{what}: first difference at {at}:\n{}\n{}",
+                        show(at),
+                        show(at + 1)
+                    );
                 }
                 assert_eq!(keys(&remote_keys), local_keys, "{what}");
                 for (l, r) in local.iter().zip(&remote) {
-                    if l.score.to_bits() == r.score.to_bits() && l.own.to_bits() == r.own.to_bits() {
+                    if l.score.to_bits() == r.score.to_bits() && l.own.to_bits() == r.own.to_bits()
+                    {
                         identical += 1;
                     }
                     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
-                    assert!(close(l.score, r.score), "{what}: score {} vs {}", l.score, r.score);
+                    assert!(
+                        close(l.score, r.score),
+                        "{what}: score {} vs {}",
+                        l.score,
+                        r.score
+                    );
                     assert!(close(l.own, r.own), "{what}: own {} vs {}", l.own, r.own);
                 }
                 compared += local.len();
@@ -376,7 +417,10 @@ fn hybrid_on_the_archive_equals_the_local_store() {
             }
         }
     }
-    println!("hybrid: {} queries, {compared} rows compared", queries.len());
+    println!(
+        "hybrid: {} queries, {compared} rows compared",
+        queries.len()
+    );
     assert!(compared > 300, "{compared}");
 }
 

@@ -371,7 +371,11 @@ fn an_archive_of_version_3_is_upgraded_in_place_and_the_next_push_sends_the_vect
     assert!(err.contains("skills archive migrate"), "{err}");
     let m = migrate(&data, &db);
     assert_eq!(m["migration"]["from"], 3, "{m}");
-    assert_eq!(m["migration"]["to"], skills::archive::schema::VERSION, "{m}");
+    assert_eq!(
+        m["migration"]["to"],
+        skills::archive::schema::VERSION,
+        "{m}"
+    );
     assert_eq!(
         m["migration"]["models_registered"][0]["model"],
         embedder.name(),

@@ -231,9 +231,7 @@ pub fn search(pool: &Pool, q: &KeywordQuery<'_>) -> Result<(Vec<Found>, Statisti
     let touched: Vec<Msg> = pool.with(|c| {
         let rows = c
             .query(
-                &format!(
-                    "SELECT {MSG_COLUMNS} FROM {MESSAGE_TERMS} m WHERE m.terms && $1::text[]"
-                ),
+                &format!("SELECT {MSG_COLUMNS} FROM {MESSAGE_TERMS} m WHERE m.terms && $1::text[]"),
                 &[&q.terms],
             )
             .map_err(&err)?;
@@ -317,7 +315,9 @@ pub fn search(pool: &Pool, q: &KeywordQuery<'_>) -> Result<(Vec<Found>, Statisti
             let rows = c
                 .query(
                     &sql,
-                    &[&q.terms, &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &reach],
+                    &[
+                        &q.terms, &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &reach,
+                    ],
                 )
                 .map_err(&err)?;
             Ok::<_, ArchiveError>(rows.iter().map(msg_of).collect())
@@ -369,9 +369,7 @@ pub fn search(pool: &Pool, q: &KeywordQuery<'_>) -> Result<(Vec<Found>, Statisti
         let around_m = neighbours(&m);
         let own_m = own(&m);
         let score = match around.spread {
-            Spread::Sum { weight } => {
-                own_m + weight * around_m.iter().map(|n| own(n)).sum::<f64>()
-            }
+            Spread::Sum { weight } => own_m + weight * around_m.iter().map(|n| own(n)).sum::<f64>(),
             Spread::Document { weight } => document_score(&m, &around_m, &idfs, weight, avg),
         };
         if score > 0.0 {
@@ -432,7 +430,7 @@ fn document_score(m: &Msg, around: &[&Msg], idfs: &[Option<f64>], weight: f64, a
     let mut tf = vec![0.0f64; idfs.len()];
     let mut len = f64::from(m.length);
     for (t, n) in tf.iter_mut().zip(counts(m)) {
-        *t += 1.0 * n;
+        *t += n;
     }
     for n in around {
         len += weight * f64::from(n.length);
@@ -445,6 +443,9 @@ fn document_score(m: &Msg, around: &[&Msg], idfs: &[Option<f64>], weight: f64, a
     let norm = K1 * (1.0 - B + B * len / avg);
     idfs.iter()
         .zip(&tf)
-        .filter_map(|(idf, &f)| idf.filter(|_| f > 0.0).map(|i| i * f * (K1 + 1.0) / (f + norm)))
+        .filter_map(|(idf, &f)| {
+            idf.filter(|_| f > 0.0)
+                .map(|i| i * f * (K1 + 1.0) / (f + norm))
+        })
         .sum()
 }

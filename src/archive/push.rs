@@ -37,6 +37,14 @@
 //!   them (said in [`PushReport::notes`]); once `skills archive migrate` made the
 //!   table (or `skills ingest` embedded again), the next push sends them. Memories'
 //!   vectors go the same way into `memory_vectors_<slot>`.
+//! - **Keyword terms** beside the rows (schema version 5): each message's BM25 length
+//!   and stemmed terms with their counts, cut from the folded text sent
+//!   ([`crate::search::postings::RowTerms`], as the local index posts them), go into
+//!   `message_terms` in the batch's transaction, with the batch's document frequencies
+//!   and totals as signed deltas (a rewritten or pruned conversation's taken back by
+//!   the statement that deletes its terms), so the archive's statistics are always
+//!   those of the rows it holds; the push ends by folding the deltas
+//!   ([`super::schema::COMPACT_DELTAS`]). See [`super::keyword`].
 //! - **Redacted** by default: message and memory text go through
 //!   [`crate::redact::Redactor`] before they leave the machine (counted).
 
@@ -49,8 +57,8 @@ use postgres::types::{ToSql, Type};
 use super::machine::Machine;
 use super::meaning::HalfVec;
 use super::schema::{
-    RegisteredModel, KEYWORD_DELTAS, KEYWORD_TOTALS, MEMORY_COLUMNS, MESSAGE_COLUMNS, MESSAGE_TERMS,
-    SCHEMA,
+    RegisteredModel, KEYWORD_DELTAS, KEYWORD_TOTALS, MEMORY_COLUMNS, MESSAGE_COLUMNS,
+    MESSAGE_TERMS, SCHEMA,
 };
 use super::{Archive, ArchiveError};
 use crate::stores::conversations::embeddings::{ConversationUnits, Embeddings};

@@ -312,8 +312,8 @@ fn literal_leg(
         limit: i64::try_from(fetch).unwrap_or(2000),
         ..crate::archive::search::Query::default()
     };
-    let rows = crate::archive::search::search(pool, &q)
-        .map_err(|e| EngineError::Query(e.to_string()))?;
+    let rows =
+        crate::archive::search::search(pool, &q).map_err(|e| EngineError::Query(e.to_string()))?;
     let mut out = Vec::new();
     for r in rows {
         let text = |k: &str| r[k].as_str().unwrap_or("").to_owned();
@@ -409,10 +409,7 @@ fn keyword_leg(
     let mut machines = Vec::with_capacity(found.len());
     for (f, key) in found.iter().zip(keys) {
         if let Some(hit) = hits.remove(&key) {
-            machines.push((
-                key.0,
-                (key.1, key.2, key.3),
-            ));
+            machines.push((key.0, (key.1, key.2, key.3)));
             out.push(KeywordHit {
                 score: f.score,
                 own: f.own,
