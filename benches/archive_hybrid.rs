@@ -15,6 +15,8 @@
 //! this one's), `BENCH_NO_VECTORS=1` (migrate from an empty folder: no model
 //! registered, the push sends rows without vectors; calls skipped).
 //!
+//! `BENCH_KEEP_ARCHIVE=1`: the calls only, on the archive a previous run pushed.
+//!
 //! Run: `cargo bench --bench archive_hybrid`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -107,12 +109,21 @@ fn main() -> Result<()> {
         eprintln!("stored and embedded {} messages", g.messages);
         std::fs::write(&done, b"")?;
     }
-    let mut admin_client = postgres::Client::connect(&admin, postgres::NoTls)?;
-    admin_client.batch_execute(&format!(
-        "DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE); CREATE DATABASE {DATABASE}"
-    ))?;
     let (base, _) = admin.rsplit_once('/').unwrap_or((&admin, ""));
     let url = format!("{base}/{DATABASE}");
+    // `BENCH_KEEP_ARCHIVE=1`: the calls only, on the archive a previous run pushed.
+    if std::env::var("BENCH_KEEP_ARCHIVE").as_deref() != Ok("1") {
+        push(&admin, &url, &dir)?;
+    }
+    calls(&paths, &embedder, &url, runs)
+}
+
+/// Makes the database anew, migrates it and pushes the store at `dir` into it; exits
+/// when the calls cannot follow (another build's push, no vectors).
+fn push(admin: &str, url: &str, dir: &Path) -> Result<()> {
+    let mut admin_client = postgres::Client::connect(admin, postgres::NoTls)?;
+    admin_client.batch_execute(&format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))?;
+    admin_client.batch_execute(&format!("CREATE DATABASE {DATABASE}"))?;
     let own = std::path::PathBuf::from(env!("CARGO_BIN_EXE_skills"));
     let other = std::env::var_os("BENCH_SKILLS_BIN").map(std::path::PathBuf::from);
     let bin = other.clone().unwrap_or(own);
@@ -120,15 +131,11 @@ fn main() -> Result<()> {
     // and the push sends rows (and terms) without vectors.
     let rows_only = std::env::var("BENCH_NO_VECTORS").as_deref() == Ok("1");
     let empty = tempfile::tempdir()?;
-    let migrate_from = if rows_only {
-        empty.path()
-    } else {
-        dir.as_path()
-    };
-    skills(&bin, migrate_from, &url, &["--json", "archive", "migrate"])?;
-    eprintln!("pushing {n} messages …");
+    let migrate_from = if rows_only { empty.path() } else { dir };
+    skills(&bin, migrate_from, url, &["--json", "archive", "migrate"])?;
+    eprintln!("pushing …");
     let report: Value =
-        serde_json::from_str(&skills(&bin, &dir, &url, &["--json", "archive", "push"])?)?;
+        serde_json::from_str(&skills(&bin, dir, url, &["--json", "archive", "push"])?)?;
     let secs = report["seconds"].as_f64().unwrap_or(0.0);
     let sent = report["messages_sent"].as_u64().unwrap_or(0);
     println!(
@@ -143,15 +150,20 @@ fn main() -> Result<()> {
             "calls skipped: pushed with another build (`BENCH_SKILLS_BIN`) or without \
              vectors (`BENCH_NO_VECTORS`)\n"
         );
-        return Ok(());
+        std::process::exit(0);
     }
+    Ok(())
+}
+
+/// Times semantic-search's default calls locally and on the archive at `url`.
+fn calls(paths: &StorePaths, embedder: &Arc<Embedder>, url: &str, runs: usize) -> Result<()> {
     let skills_dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("skills");
     let local = Host::load(
         &skills_dir,
         Context::new(paths.clone()).with_embedder(Some(embedder.clone())),
     );
     let pool = Arc::new(skills::archive::search::Pool::new(
-        skills::archive::Target::parse(&url).map_err(|e| anyhow::anyhow!("{e}"))?,
+        skills::archive::Target::parse(url).map_err(|e| anyhow::anyhow!("{e}"))?,
     ));
     let archive = Host::load(
         &skills_dir,

@@ -125,8 +125,12 @@ fn embedded_store(dir: &Path, messages: &[Message], embedder: &Arc<Embedder>) {
     );
 }
 
+/// What a test runs with: the model, a fresh database, the corpus sample's messages
+/// and questions.
+type Setup = (Arc<Embedder>, Db, Vec<Message>, Vec<String>);
+
 /// The model, a fresh database and the corpus sample, or `None` (not run).
-fn setup(max: usize) -> Option<(Arc<Embedder>, Db, Vec<Message>, Vec<String>)> {
+fn setup(max: usize) -> Option<Setup> {
     let embedder = Arc::new(common::embedder()?);
     let (messages, questions) = locomo(max)?;
     let db = Db::new(&server()?);
