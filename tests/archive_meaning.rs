@@ -359,7 +359,9 @@ fn an_archive_of_version_3_is_upgraded_in_place_and_the_next_push_sends_the_vect
         .batch_execute(
             "DROP TABLE skills_archive.vector_models;
              ALTER TABLE skills_archive.conversations DROP COLUMN vector_model,
-                 DROP COLUMN units, DROP COLUMN vector_unit;
+                 DROP COLUMN units, DROP COLUMN vector_unit, DROP COLUMN keyword_terms;
+             DROP TABLE skills_archive.message_terms, skills_archive.keyword_deltas,
+                 skills_archive.keyword_totals;
              UPDATE skills_archive.meta SET value = '3' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -369,7 +371,11 @@ fn an_archive_of_version_3_is_upgraded_in_place_and_the_next_push_sends_the_vect
     assert!(err.contains("skills archive migrate"), "{err}");
     let m = migrate(&data, &db);
     assert_eq!(m["migration"]["from"], 3, "{m}");
-    assert_eq!(m["migration"]["to"], 4, "{m}");
+    assert_eq!(
+        m["migration"]["to"],
+        skills::archive::schema::VERSION,
+        "{m}"
+    );
     assert_eq!(
         m["migration"]["models_registered"][0]["model"],
         embedder.name(),
@@ -481,16 +487,22 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
     assert_eq!(exact.0.len(), 20);
     assert_eq!(exact.0, hnsw.0);
 
-    // Hybrid (the default) needs the keyword leg: it says so, never answering locally.
-    let (ok, out, err) = run(
+    // Hybrid (the default) answers from the archive too (tests/archive_keyword.rs
+    // compares it with the local store's).
+    let hybrid = json_of(
         &data,
         Some(&db.url),
-        &["run", "semantic-search", "--arg", "query=cache"],
-    );
-    assert!(!ok, "{out}");
-    assert!(
-        err.contains("not available on the archive yet") && err.contains("keyword leg"),
-        "{err}"
+        &["--json", "run", "semantic-search", "--arg", "query=cache"],
+    )["data"]
+        .clone();
+    assert_eq!(hybrid["mode"], "hybrid", "{hybrid}");
+    assert_eq!(
+        local_shape(&hybrid),
+        json_of(
+            &data,
+            None,
+            &["--json", "run", "semantic-search", "--arg", "query=cache"]
+        )["data"]
     );
 }
 

@@ -14,6 +14,7 @@
 //! - [`status`]: what the archive holds and what this machine has not pushed yet.
 
 pub mod connect;
+pub mod keyword;
 pub mod machine;
 pub mod meaning;
 pub mod push;

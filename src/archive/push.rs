@@ -37,6 +37,14 @@
 //!   them (said in [`PushReport::notes`]); once `skills archive migrate` made the
 //!   table (or `skills ingest` embedded again), the next push sends them. Memories'
 //!   vectors go the same way into `memory_vectors_<slot>`.
+//! - **Keyword terms** beside the rows (schema version 5): each message's BM25 length
+//!   and stemmed terms with their counts, cut from the folded text sent
+//!   ([`crate::search::postings::RowTerms`], as the local index posts them), go into
+//!   `message_terms` in the batch's transaction, with the batch's document frequencies
+//!   and totals as signed deltas (a rewritten or pruned conversation's taken back by
+//!   the statement that deletes its terms), so the archive's statistics are always
+//!   those of the rows it holds; the push ends by folding the deltas
+//!   ([`super::schema::COMPACT_DELTAS`]). See [`super::keyword`].
 //! - **Redacted** by default: message and memory text go through
 //!   [`crate::redact::Redactor`] before they leave the machine (counted).
 
@@ -48,7 +56,10 @@ use postgres::types::{ToSql, Type};
 
 use super::machine::Machine;
 use super::meaning::HalfVec;
-use super::schema::{RegisteredModel, MEMORY_COLUMNS, MESSAGE_COLUMNS, SCHEMA};
+use super::schema::{
+    RegisteredModel, KEYWORD_DELTAS, KEYWORD_TOTALS, MEMORY_COLUMNS, MESSAGE_COLUMNS,
+    MESSAGE_TERMS, SCHEMA,
+};
 use super::{Archive, ArchiveError};
 use crate::stores::conversations::embeddings::{ConversationUnits, Embeddings};
 use crate::stores::StorePaths;
@@ -202,6 +213,14 @@ pub fn push(
             .query_one(&format!("SELECT {}", super::schema::FLUSH_PENDING), &[])
             .ok()
             .map(|r| r.get(0));
+    }
+    if report.messages_sent > 0 || report.conversations_pruned > 0 {
+        // Fold the keyword statistics' deltas this push appended (one per term per
+        // batch), so a search sums a few rows per term.
+        archive
+            .client()
+            .batch_execute(super::schema::COMPACT_DELTAS)
+            .map_err(|e| target.error("folding the keyword statistics", &e))?;
     }
     archive
         .client()
@@ -527,7 +546,9 @@ fn local_prints(
     Ok((store, injected, local, hashed))
 }
 
-/// The fingerprints the archive recorded for `machine`'s conversations.
+/// The fingerprints the archive recorded for `machine`'s conversations (a message
+/// count of -1, which no local one equals, for a conversation pushed before the
+/// archive held terms: it is sent again).
 fn remote_prints(archive: &mut Archive, machine: &Machine) -> Result<Prints, ArchiveError> {
     let target = archive.target().clone();
     let mut remote = Prints::new();
@@ -535,7 +556,8 @@ fn remote_prints(archive: &mut Archive, machine: &Machine) -> Result<Prints, Arc
         .client()
         .query(
             &format!(
-                "SELECT source, conversation_id, messages::bigint, fingerprint
+                "SELECT source, conversation_id,
+                        CASE WHEN keyword_terms THEN messages::bigint ELSE -1 END, fingerprint
                  FROM {SCHEMA}.conversations WHERE machine = $1"
             ),
             &[&machine.id],
@@ -940,6 +962,19 @@ fn delete_conversations(
         &format!("DELETE FROM {SCHEMA}.messages WHERE machine = $1 AND {keys}"),
         &[&machine, &sources, &ids],
     )?;
+    // The keyword leg's rows, their terms' document frequencies and the totals taken
+    // back in the same statement.
+    tx.execute(
+        &format!(
+            "WITH gone AS (DELETE FROM {MESSAGE_TERMS} WHERE machine = $1 AND {keys}
+                           RETURNING terms, length),
+                  totals AS (INSERT INTO {KEYWORD_TOTALS} (messages, words)
+                             SELECT -count(*), -sum(length) FROM gone HAVING count(*) > 0)
+             INSERT INTO {KEYWORD_DELTAS} (term, df)
+             SELECT t, -count(*) FROM gone, unnest(gone.terms) AS t GROUP BY t"
+        ),
+        &[&machine, &sources, &ids],
+    )?;
     for table in unit_tables {
         tx.execute(
             &format!("DELETE FROM {table} WHERE machine = $1 AND {keys}"),
@@ -970,6 +1005,8 @@ fn flush(
         .iter()
         .map(|(s, c)| (s.as_str(), c.as_str()))
         .unzip();
+    // Folded before the transaction opens: it stays short.
+    let folded: Vec<String> = batch.rows.iter().map(|r| folded(&r.content)).collect();
     let mut tx = client.transaction().map_err(err)?;
     delete_conversations(&mut tx, &machine.id, &sources, &ids, sender.tables).map_err(err)?;
     {
@@ -982,11 +1019,12 @@ fn flush(
             .map_err(err)?;
         let types = message_types();
         let mut w = BinaryCopyInWriter::new(sink, &types);
-        for row in &batch.rows {
-            write_row(&mut w, machine, row).map_err(err)?;
+        for (row, folded) in batch.rows.iter().zip(&folded) {
+            write_row(&mut w, machine, row, folded).map_err(err)?;
         }
         w.finish().map_err(err)?;
     }
+    send_terms(&mut tx, machine, &batch.rows, &folded).map_err(err)?;
     let counts: Vec<i32> = batch
         .conversations
         .iter()
@@ -1004,8 +1042,8 @@ fn flush(
     tx.execute(
         &format!(
             "INSERT INTO {SCHEMA}.conversations (machine, source, conversation_id, messages,
-                 fingerprint, units, vector_model, vector_unit)
-             SELECT $1, s, c, m, f, u, CASE WHEN u > 0 THEN $7::text END, CASE WHEN u > 0 THEN $8::text END
+                 fingerprint, units, vector_model, vector_unit, keyword_terms)
+             SELECT $1, s, c, m, f, u, CASE WHEN u > 0 THEN $7::text END, CASE WHEN u > 0 THEN $8::text END, true
              FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::int[]) AS t(s, c, m, f, u)"
         ),
         &[&machine.id, &sources, &ids, &counts, &fps, &units, &model, &unit],
@@ -1122,10 +1160,89 @@ fn type_of(sql: &str) -> Type {
     }
 }
 
+/// Copies the keyword leg's row of each of `rows` ([`MESSAGE_TERMS`]: its terms cut
+/// from its folded content `folded`, as the local index posts them) and appends the
+/// batch's document frequencies and totals as deltas ([`super::schema`]).
+fn send_terms(
+    tx: &mut postgres::Transaction<'_>,
+    machine: &Machine,
+    rows: &[LocalRow],
+    folded: &[String],
+) -> Result<(), postgres::Error> {
+    let sink = tx.copy_in(&format!(
+        "COPY {MESSAGE_TERMS} (machine, source, conversation_id, message_id, created_us, \
+         role, typed, length, terms, counts) FROM STDIN (FORMAT binary)"
+    ))?;
+    let types = [
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT8,
+        Type::TEXT,
+        Type::BOOL,
+        Type::INT8,
+        Type::TEXT_ARRAY,
+        Type::INT4_ARRAY,
+    ];
+    let mut w = BinaryCopyInWriter::new(sink, &types);
+    let mut cut = crate::search::postings::RowTerms::default();
+    let mut df: HashMap<String, i64> = HashMap::new();
+    let mut words = 0i64;
+    for (r, text) in rows.iter().zip(folded) {
+        let (len, terms) = cut.of(text);
+        let len = i64::try_from(len).unwrap_or(i64::MAX);
+        words = words.saturating_add(len);
+        let text = |i: usize| storable(r.text[i].as_deref().unwrap_or("")).into_owned();
+        let (source, conversation, message, role) = (text(0), text(3), text(6), text(8));
+        let created = r.times[0].unwrap_or(0);
+        let typed = !r.flags[3];
+        let counts: Vec<i32> = terms
+            .iter()
+            .map(|(_, n)| i32::try_from(*n).unwrap_or(i32::MAX))
+            .collect();
+        let terms: Vec<String> = terms.into_iter().map(|(t, _)| t).collect();
+        for t in &terms {
+            *df.entry(t.clone()).or_insert(0) += 1;
+        }
+        let values: [&(dyn ToSql + Sync); 10] = [
+            &machine.id,
+            &source,
+            &conversation,
+            &message,
+            &created,
+            &role,
+            &typed,
+            &len,
+            &terms,
+            &counts,
+        ];
+        w.write(&values)?;
+    }
+    w.finish()?;
+    // Sorted, so the deltas' index is filled in order.
+    let mut df: Vec<(String, i64)> = df.into_iter().collect();
+    df.sort_unstable();
+    let (terms, counts): (Vec<String>, Vec<i64>) = df.into_iter().unzip();
+    tx.execute(
+        &format!(
+            "INSERT INTO {KEYWORD_DELTAS} (term, df) SELECT * FROM unnest($1::text[], $2::bigint[])"
+        ),
+        &[&terms, &counts],
+    )?;
+    let messages = i64::try_from(rows.len()).unwrap_or(i64::MAX);
+    tx.execute(
+        &format!("INSERT INTO {KEYWORD_TOTALS} (messages, words) VALUES ($1, $2)"),
+        &[&messages, &words],
+    )?;
+    Ok(())
+}
+
 fn write_row(
     w: &mut BinaryCopyInWriter,
     machine: &Machine,
     r: &LocalRow,
+    content_folded: &str,
 ) -> Result<(), postgres::Error> {
     let text = |i: usize| r.text[i].as_deref().map(|t| storable(t).into_owned());
     let [source, model, project, conversation, title, dow, message, parent, role, ctype, precision, _] =
@@ -1134,7 +1251,6 @@ fn write_row(
     let updated = naive(r.times[1].unwrap_or(0));
     let msg_ts = r.times[2].map(naive);
     let content = storable(&r.content).into_owned();
-    let content_folded = folded(&r.content);
     let raw = raw_of(&r.content);
     let project_folded = r.text[2].as_deref().map(folded);
     let values: [&(dyn ToSql + Sync); 36] = [

@@ -54,6 +54,16 @@
 //!   DDL, so only [`migrate`] registers a model: it registers the models of the data
 //!   folder it runs from ([`local_models`]); a push of vectors of a model the archive
 //!   has no table for sends the rows without them and says so.
+//! - Version 5, the keyword leg ([`super::keyword`]): [`MESSAGE_TERMS`] holds per
+//!   message its BM25 length and terms (the conversations index's stemmed terms, with
+//!   their counts, cut from `content_folded` by push), its time, role and whether it is
+//!   typed (not injected); [`KEYWORD_DELTAS`] and [`KEYWORD_TOTALS`] hold the
+//!   collection statistics (document frequency per term; messages and words) as
+//!   signed deltas appended by each push transaction — rows in, rows deleted — so two
+//!   connections never wait for each other on a common term's counter; a read sums
+//!   them, and a push ends by folding them ([`COMPACT_DELTAS`]). A conversation pushed
+//!   before version 5 has `keyword_terms` false: the next push sends it again with its
+//!   terms.
 
 use postgres::Transaction;
 
@@ -63,7 +73,7 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 4;
+pub const VERSION: i32 = 5;
 
 /// `gin_pending_list_limit` of the trigram index, in kB: the pending list a push
 /// fills before the inserting backend merges it into the index, and that a search
@@ -98,6 +108,29 @@ pub const SET_CONFIG: &str = "pg_catalog.set_config(text, text, boolean)";
 /// The registry of embedding models (version 4): `model` (the embedder's id),
 /// `dim`, `slot` (its tables are `units_<slot>` and `memory_vectors_<slot>`).
 pub const VECTOR_MODELS: &str = "skills_archive.vector_models";
+
+/// Per message: its BM25 length and stemmed terms with counts (version 5).
+pub const MESSAGE_TERMS: &str = "skills_archive.message_terms";
+
+/// Signed document-frequency deltas per term (version 5): a term's df is their sum.
+pub const KEYWORD_DELTAS: &str = "skills_archive.keyword_deltas";
+
+/// Signed deltas of the messages and words counted by the keyword leg (version 5).
+pub const KEYWORD_TOTALS: &str = "skills_archive.keyword_totals";
+
+/// Folds [`KEYWORD_DELTAS`] (terms with more than a few rows) and [`KEYWORD_TOTALS`]
+/// into one row each; safe beside pushes and other folds (a `DELETE … RETURNING`
+/// takes only the rows it deleted, under `READ COMMITTED` a row another fold deleted
+/// first is skipped).
+pub const COMPACT_DELTAS: &str = "WITH gone AS (
+    DELETE FROM skills_archive.keyword_deltas
+    WHERE term IN (SELECT term FROM skills_archive.keyword_deltas GROUP BY term HAVING count(*) > 4)
+    RETURNING term, df)
+INSERT INTO skills_archive.keyword_deltas (term, df)
+    SELECT term, sum(df) FROM gone GROUP BY term HAVING sum(df) <> 0;
+WITH gone AS (DELETE FROM skills_archive.keyword_totals RETURNING messages, words)
+INSERT INTO skills_archive.keyword_totals (messages, words)
+    SELECT sum(messages), sum(words) FROM gone HAVING count(*) > 0";
 
 /// HNSW `m` (links per node) of the vector indexes: pgvector's default.
 pub const HNSW_M: i32 = 16;
@@ -457,6 +490,10 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
         tx.batch_execute(&version_4())
             .map_err(err("creating the vectors' registry (version 4)"))?;
     }
+    if from < 5 {
+        tx.batch_execute(&version_5())
+            .map_err(err("creating the keyword leg's tables (version 5)"))?;
+    }
     if vectors {
         for m in models {
             match register_model(&mut tx, m) {
@@ -687,6 +724,41 @@ ALTER TABLE {SCHEMA}.conversations
     )
 }
 
+/// Version 5: the keyword leg's tables (see the module docs). Conversations pushed
+/// before it are marked `keyword_terms = false`, so the next push sends them again
+/// with their terms (its watermark then differs, [`super::push`]).
+fn version_5() -> String {
+    format!(
+        "CREATE TABLE {MESSAGE_TERMS} (
+    machine text COLLATE \"C\" NOT NULL,
+    source text COLLATE \"C\" NOT NULL,
+    conversation_id text COLLATE \"C\" NOT NULL,
+    message_id text COLLATE \"C\" NOT NULL,
+    created_us bigint NOT NULL,
+    role text COLLATE \"C\" NOT NULL,
+    typed boolean NOT NULL,
+    length bigint NOT NULL,
+    terms text[] COLLATE \"C\" NOT NULL,
+    counts integer[] NOT NULL
+);
+CREATE INDEX message_terms_terms ON {MESSAGE_TERMS} USING gin (terms);
+CREATE INDEX message_terms_order ON {MESSAGE_TERMS}
+    (machine, source, conversation_id, created_us, message_id);
+CREATE TABLE {KEYWORD_DELTAS} (
+    term text COLLATE \"C\" NOT NULL,
+    df bigint NOT NULL
+);
+CREATE INDEX keyword_deltas_term ON {KEYWORD_DELTAS} (term);
+CREATE TABLE {KEYWORD_TOTALS} (
+    messages bigint NOT NULL,
+    words bigint NOT NULL
+);
+ALTER TABLE {SCHEMA}.conversations
+    ADD COLUMN keyword_terms boolean NOT NULL DEFAULT false;
+"
+    )
+}
+
 /// Creates [`SQL_ROLE`] when the cluster has none, grants it the view, and makes the
 /// migrating role a member. Another database's migration may create the role at the
 /// same moment: a clash is retried in a savepoint.
@@ -856,7 +928,8 @@ GRANT CONNECT ON DATABASE {db} TO {writer};
 GRANT USAGE ON SCHEMA {SCHEMA} TO {writer};
 GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
 GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
-      {SCHEMA}.machines, {SCHEMA}.memories TO {writer};
+      {SCHEMA}.machines, {SCHEMA}.memories, {MESSAGE_TERMS}, {KEYWORD_DELTAS},
+      {KEYWORD_TOTALS} TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
 GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};
 GRANT {SQL_ROLE} TO {writer};

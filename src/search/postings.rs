@@ -180,6 +180,50 @@ pub fn build(texts: &Texts<'_>) -> Result<Built, Corrupt> {
     Ok(out)
 }
 
+/// The terms of single rows as [`build`] posts them, for a writer that keeps them row
+/// by row (the team archive's keyword leg, `crate::archive::keyword`): a row's length
+/// (its [`words`], unsaturated) and each of its terms (the [`stem`] of a word passing
+/// [`is_term`], at most [`super::words::MAX_BYTES`] bytes) with its count, sorted
+/// bytewise. Words seen before are not stemmed again.
+#[derive(Debug, Default)]
+pub struct RowTerms {
+    /// Word → its term (`None`: not indexed).
+    seen: HashMap<String, Option<String>, foldhash::fast::FixedState>,
+}
+
+/// Distinct words a [`RowTerms`] remembers before it starts over (bounds its memory).
+const ROW_TERMS_WORDS: usize = 200_000;
+
+impl RowTerms {
+    /// `(length, terms with their counts)` of the folded text `text`.
+    pub fn of(&mut self, text: &str) -> (u64, Vec<(String, u32)>) {
+        if self.seen.len() > ROW_TERMS_WORDS {
+            self.seen.clear();
+        }
+        let mut len = 0u64;
+        let mut owned: Vec<String> = Vec::new();
+        for w in words(text) {
+            len += 1;
+            if w.len() > super::words::MAX_BYTES {
+                continue;
+            }
+            if !self.seen.contains_key(w) {
+                let t = is_term(w).then(|| stem(w).into_owned());
+                self.seen.insert(w.to_owned(), t);
+            }
+            if let Some(Some(t)) = self.seen.get(w) {
+                owned.push(t.clone());
+            }
+        }
+        owned.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        let out = owned
+            .chunk_by(|a, b| a == b)
+            .map(|run| (run[0].clone(), u32::try_from(run.len()).unwrap_or(u32::MAX)))
+            .collect();
+        (len, out)
+    }
+}
+
 /// Postings read in place (the slices of a [`Built`] as a segment file holds them).
 #[derive(Debug, Clone, Copy)]
 pub struct Postings<'a> {
@@ -694,6 +738,40 @@ mod tests {
         let mut sorted = terms.clone();
         sorted.sort_unstable();
         assert_eq!(terms, sorted, "terms not in bytewise order");
+    }
+
+    #[test]
+    fn row_terms_are_the_postings_of_each_row() {
+        let rows = [
+            "Running runs; he ran to run the serde SERDE thing",
+            "nothing to see here",
+            "",
+            "café user_id aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ];
+        let (text, offsets) = texts_of(&rows);
+        let built = build(&Texts {
+            text: &text,
+            offsets: &offsets,
+        })
+        .unwrap();
+        let p = Postings::of(&built);
+        let mut from_lists: Vec<Vec<(String, u32)>> = vec![Vec::new(); rows.len()];
+        for i in 0..p.terms() {
+            let term = std::str::from_utf8(p.term(i).unwrap()).unwrap().to_owned();
+            p.list(&term)
+                .unwrap()
+                .unwrap()
+                .for_each(|r, tf| from_lists[r].push((term.clone(), tf)))
+                .unwrap();
+        }
+        let mut cut = RowTerms::default();
+        for (r, row) in rows.iter().enumerate() {
+            let mut folded = Vec::new();
+            crate::search::scan::fold(row, &mut folded);
+            let (len, terms) = cut.of(std::str::from_utf8(&folded).unwrap());
+            assert_eq!(len, u64::from(p.lengths[r]), "{row}");
+            assert_eq!(terms, from_lists[r], "{row}");
+        }
     }
 
     #[test]

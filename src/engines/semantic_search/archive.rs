@@ -1,19 +1,29 @@
-//! semantic-search answered from the team archive (`--archive`): `mode: semantic`
+//! semantic-search answered from the team archive (`--archive`): the semantic leg
 //! ranks the archive's units of the model this machine embeds the query with
 //! ([`crate::archive::meaning`]); each unit is shown as the local engine shows it
-//! ([`super::best_message`]), with its machine. `mode: hybrid` needs the keyword leg
-//! (BM25 over the search index's postings) that the archive does not hold yet: it
-//! says so instead of answering from the local stores.
+//! ([`super::best_message`]), with its machine. `mode: hybrid` (the default) fuses it,
+//! as locally ([`super::hybrid_rows`]: the same depths, shares, temporal routing and
+//! order), with the archive's keyword leg ([`crate::archive::keyword`]: BM25 with
+//! neighbour documents over the terms push keeps per message, the archive's
+//! statistics) and its exact `ILIKE` leg ([`crate::archive::search`]).
+//!
+//! Rows of the legs are matched by (`source`, `conversation_id`, `message_id`), as
+//! locally: two machines holding the same conversation (the same ids) would share a
+//! row.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{best_message, explain_json, row_json, unit_json, Row, Texts, Tuning};
+use super::{best_message, explain_json, row_json, unit_json, Row, Texts};
+use crate::archive::keyword::{self, Statistics};
 use crate::archive::meaning::{self, Scan};
 use crate::archive::search::Pool;
+use crate::archive::ArchiveError;
 use crate::engines::{Context, EngineError};
 use crate::stores::conversations::embeddings::{Filter, UnitHit, UnitSpec};
+use crate::stores::conversations::index::{Hit, KeywordHit};
 
 /// The arguments of one call, as the engine parsed them.
 pub(super) struct Call<'a> {
@@ -39,14 +49,6 @@ fn unavailable(pool: &Pool, what: &str) -> EngineError {
 /// Answers `call` from `pool`.
 pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value, EngineError> {
     ctx.may_read(crate::stores::Store::Conversations)?;
-    if call.hybrid {
-        return Err(unavailable(
-            pool,
-            "mode `hybrid` (the default) — its keyword leg, BM25 over the search index's \
-             postings with neighbour context, has no copy in the archive; `mode: semantic` \
-             ranks by meaning from the archive",
-        ));
-    }
     if call.project {
         return Err(unavailable(pool, "the `project` filter"));
     }
@@ -78,11 +80,18 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     };
     let coverage = meaning::coverage(pool, model).map_err(query_err)?;
     let q = embedder.embed_query(call.query);
+    let tuning = super::tuning(embedder.is_deep());
+    // Semantic mode ranks the units alone: its first `limit` are the exact ranking's.
+    let depth = if call.hybrid {
+        tuning.candidates
+    } else {
+        call.limit
+    };
     let (units, ran) = meaning::nearest_units(
         pool,
         model,
         &q,
-        call.limit,
+        depth,
         &call.filter,
         call.min_score,
         Scan::Auto,
@@ -121,7 +130,9 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
             .insert(key, (hit, m.folded));
     }
     let empty = Texts(HashMap::new());
-    let mut rows: Vec<(Row, String)> = Vec::with_capacity(units.len());
+    let mut rows: Vec<Row> = Vec::with_capacity(units.len());
+    // The machine of each row's message (see the module docs).
+    let mut machine_of: HashMap<Key, String> = HashMap::new();
     for u in units {
         let hit = UnitHit {
             score: u.score,
@@ -131,15 +142,74 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
         };
         let t = texts.get(&u.machine).unwrap_or(&empty);
         if let Some(row) = best_message(&hit, t, &call.filter, call.role, &q, &embedder) {
-            rows.push((row, u.machine));
+            for m in &row.window {
+                machine_of.insert(
+                    (
+                        row.hit.source.clone(),
+                        row.hit.conversation_id.clone(),
+                        m.clone(),
+                    ),
+                    u.machine.clone(),
+                );
+            }
+            rows.push(row);
+        }
+    }
+    let mut statistics = None;
+    if call.hybrid {
+        let literal = literal_leg(pool, call, tuning.candidates, &mut who, &mut machine_of)?;
+        let failed: RefCell<Option<ArchiveError>> = RefCell::new(None);
+        let found: RefCell<Vec<(String, Key)>> = RefCell::new(Vec::new());
+        let stats: RefCell<Option<Statistics>> = RefCell::new(None);
+        let keyword_at = |depth: usize| match keyword_leg(pool, call, depth, tuning.context) {
+            Ok((hits, machines, s)) => {
+                found.borrow_mut().extend(machines);
+                stats.borrow_mut().get_or_insert(s);
+                hits
+            }
+            Err(e) => {
+                failed.borrow_mut().get_or_insert(e);
+                Vec::new()
+            }
+        };
+        let boost = if crate::engines::temporal::is_temporal_question(call.query) {
+            tuning.temporal_boost
+        } else {
+            0.0
+        };
+        rows = super::hybrid_rows(rows, literal, &keyword_at, &tuning, boost, call.limit);
+        if let Some(e) = failed.into_inner() {
+            return Err(query_err(e));
+        }
+        for (m, key) in found.into_inner() {
+            machine_of.entry(key).or_insert(m);
+        }
+        statistics = stats.into_inner();
+    } else {
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.legs
+                .insert("semantic".into(), json!({"rank": i + 1, "cosine": r.score}));
+        }
+    }
+    if !who.is_empty() || !machine_of.is_empty() {
+        let missing: Vec<String> = machine_of
+            .values()
+            .filter(|m| !who.contains_key(*m))
+            .cloned()
+            .collect();
+        for (m, label, user) in machines(pool, &missing).map_err(query_err)? {
+            who.insert(m, (label, user));
         }
     }
     let out: Vec<Value> = rows
-        .iter_mut()
-        .enumerate()
-        .map(|(i, (r, machine))| {
-            r.legs
-                .insert("semantic".into(), json!({"rank": i + 1, "cosine": r.score}));
+        .iter()
+        .map(|r| {
+            let key = (
+                r.hit.source.clone(),
+                r.hit.conversation_id.clone(),
+                r.hit.message_id.clone(),
+            );
+            let machine = machine_of.get(&key).cloned().unwrap_or_default();
             let mut row = row_json(r);
             let (label, user) = who.get(machine.as_str()).cloned().unwrap_or_default();
             row["machine"] = json!(label);
@@ -161,7 +231,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     let unit = unit_json(unit);
     let mut result = json!({
         "query": call.query,
-        "mode": "semantic",
+        "mode": if call.hybrid { "hybrid" } else { "semantic" },
         "limit": call.limit,
         "count": out.len(),
         "model": model.model.model,
@@ -181,11 +251,171 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
         ));
     }
     if call.explain {
-        result["explain"] = explain_json(false, &Tuning::DEFAULT, call.query);
+        result["explain"] = explain_json(call.hybrid, &tuning, call.query);
         result["explain"]["archive"] = json!({
             "scan": ran,
             "units": coverage.units,
+            "keyword_statistics": statistics,
         });
     }
     Ok(result)
+}
+
+/// A message's key across the legs: (`source`, `conversation_id`, `message_id`).
+type Key = (String, String, String);
+
+/// The label and user of each of `machines`.
+fn machines(
+    pool: &Pool,
+    machines: &[String],
+) -> Result<Vec<(String, String, String)>, ArchiveError> {
+    if machines.is_empty() {
+        return Ok(Vec::new());
+    }
+    let target = pool.target().clone();
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT machine, label, user_name FROM {}.machines WHERE machine = ANY($1)",
+                crate::archive::schema::SCHEMA
+            ),
+            &[&machines],
+        )
+        .map_err(|e| target.error("reading the machines", &e))?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect())
+    })
+}
+
+/// The exact `ILIKE` leg on the archive: search-conversations' rows for the query as
+/// its term, newest first, with every filter, at most `limit` (as the local leg: the
+/// role in the search, the other filters over up to 2,000 rows when one is set). Each
+/// row's machine goes into `machine_of`, its label and user into `who`.
+fn literal_leg(
+    pool: &Pool,
+    call: &Call<'_>,
+    limit: usize,
+    who: &mut HashMap<String, (String, String)>,
+    machine_of: &mut HashMap<Key, String>,
+) -> Result<Vec<Hit>, EngineError> {
+    crate::engines::search_conversations::check_wildcards("query", call.query)?;
+    let f = &call.filter;
+    let extra = f.source.is_some()
+        || f.conversation_id.is_some()
+        || f.since_us.is_some()
+        || f.until_us.is_some();
+    let fetch = if extra { 2000.max(limit) } else { limit };
+    let q = crate::archive::search::Query {
+        term: Some(call.query),
+        role: call.role,
+        limit: i64::try_from(fetch).unwrap_or(2000),
+        ..crate::archive::search::Query::default()
+    };
+    let rows =
+        crate::archive::search::search(pool, &q).map_err(|e| EngineError::Query(e.to_string()))?;
+    let mut out = Vec::new();
+    for r in rows {
+        let text = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+        let created_us = chrono::NaiveDateTime::parse_from_str(
+            r["created"].as_str().unwrap_or(""),
+            "%Y-%m-%dT%H:%M:%S%.6fZ",
+        )
+        .map(|t| t.and_utc().timestamp_micros())
+        .unwrap_or(0);
+        let hit = Hit {
+            created_us,
+            source: text("source"),
+            role: text("role"),
+            conversation_id: text("conversation_id"),
+            message_id: text("message_id"),
+            project: r["project"].as_str().map(str::to_owned),
+            preview: text("preview"),
+        };
+        if !super::hit_passes(f, &hit) {
+            continue;
+        }
+        let machine = text("machine_id");
+        who.entry(machine.clone())
+            .or_insert_with(|| (text("machine"), text("user")));
+        machine_of
+            .entry((
+                hit.source.clone(),
+                hit.conversation_id.clone(),
+                hit.message_id.clone(),
+            ))
+            .or_insert(machine);
+        out.push(hit);
+        if out.len() == limit {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The archive's keyword leg ([`keyword::search`]) for the query's terms, `depth`
+/// deep, each hit read with its preview: the hits, their machines by key, and the
+/// statistics they were scored with.
+#[allow(clippy::type_complexity)]
+fn keyword_leg(
+    pool: &Pool,
+    call: &Call<'_>,
+    depth: usize,
+    context: Option<crate::stores::conversations::index::Neighbourhood>,
+) -> Result<(Vec<KeywordHit>, Vec<(String, Key)>, Statistics), ArchiveError> {
+    let terms = super::query_terms(call.query);
+    if terms.is_empty() {
+        return Ok((Vec::new(), Vec::new(), Statistics::default()));
+    }
+    let q = keyword::KeywordQuery {
+        terms: &terms,
+        role: call.role,
+        exclude_injected: true,
+        source: call.filter.source,
+        conversation_id: call.filter.conversation_id,
+        since_us: call.filter.since_us,
+        until_us: call.filter.until_us,
+        limit: depth,
+        around: context,
+    };
+    let (found, stats) = keyword::search(pool, &q)?;
+    let keys: Vec<(String, String, String, String)> = found
+        .iter()
+        .map(|f| {
+            (
+                f.machine.clone(),
+                f.source.clone(),
+                f.conversation_id.clone(),
+                f.message_id.clone(),
+            )
+        })
+        .collect();
+    let mut hits: HashMap<(String, String, String, String), Hit> = meaning::messages(pool, &keys)?
+        .into_iter()
+        .map(|m| {
+            let h = m.hit;
+            (
+                (
+                    m.machine,
+                    h.source.clone(),
+                    h.conversation_id.clone(),
+                    h.message_id.clone(),
+                ),
+                h,
+            )
+        })
+        .collect();
+    let mut out = Vec::with_capacity(found.len());
+    let mut machines = Vec::with_capacity(found.len());
+    for (f, key) in found.iter().zip(keys) {
+        if let Some(hit) = hits.remove(&key) {
+            machines.push((key.0, (key.1, key.2, key.3)));
+            out.push(KeywordHit {
+                score: f.score,
+                own: f.own,
+                hit,
+            });
+        }
+    }
+    Ok((out, machines, stats))
 }

@@ -1,0 +1,462 @@
+//! semantic-search's keyword leg on the team archive: BM25 over the stemmed terms push
+//! keeps per message ([`super::schema::MESSAGE_TERMS`]), scored here exactly as the
+//! local leg scores its postings ([`crate::search::postings`]: the same `idf`,
+//! `term_score`, neighbour documents, seeds and ties), so the same rows with the same
+//! statistics get the same scores to the bit.
+//!
+//! ## Statistics
+//!
+//! `N` (messages), the mean length and each term's document frequency are the
+//! archive's: every message every machine pushed ([`super::schema::KEYWORD_DELTAS`],
+//! [`super::schema::KEYWORD_TOTALS`]), as the local leg's are every message of the
+//! local store. With one machine's store pushed whole they are the local ones; with
+//! several machines a term's idf is the team's (a word common on one machine is rarer
+//! in the team). Filters (role, source, conversation, time) do not change them, as
+//! locally.
+//!
+//! ## What differs from the local leg
+//!
+//! - Redaction: push cuts terms from the text it sends, so a redacted secret's words
+//!   are not terms in the archive (`--no-redact` sends the text as it is).
+//! - Neighbours are a message's nearest typed messages of its conversation in
+//!   (`created` descending, `message_id`) order, as locally; the local index also stops
+//!   looking past [`crate::stores::conversations::index::NEIGHBOUR_GAP`] rows of
+//!   interleaved other conversations, which the archive does not (it has no such
+//!   interleaving).
+//! - Seeds ([`crate::search::postings::CONTEXT_SEEDS`]): the local index picks them per
+//!   segment, the archive over all messages; on a store whose query touches fewer
+//!   rows than the cap (LoCoMo, the differential test) both are every touched row.
+//! - Rows deleted locally but not yet merged out of the local index still count in its
+//!   statistics (as Lucene counts deleted documents); the archive counts live rows.
+
+use std::collections::HashMap;
+
+use super::schema::{KEYWORD_DELTAS, KEYWORD_TOTALS, MESSAGE_TERMS};
+use super::search::Pool;
+use super::ArchiveError;
+use crate::search::postings::{self, Spread, Stats, B, CONTEXT_SEEDS, CONTEXT_SEEDS_FLOOR, K1};
+use crate::stores::conversations::index::Neighbourhood;
+
+/// One keyword search of the archive (as the local `KeywordQuery`; every filter
+/// applies to the rows returned, not to their neighbours nor the statistics).
+#[derive(Debug, Clone, Copy)]
+pub struct KeywordQuery<'a> {
+    /// Terms as [`crate::search::words::query_terms`] gives them.
+    pub terms: &'a [String],
+    /// `role = ?`.
+    pub role: Option<&'a str>,
+    /// With `role = 'user'`, also typed (not injected) only.
+    pub exclude_injected: bool,
+    /// `source = ?`.
+    pub source: Option<&'a str>,
+    /// `conversation_id = ?`.
+    pub conversation_id: Option<&'a str>,
+    /// `created >= ?` (µs).
+    pub since_us: Option<i64>,
+    /// `created < ?` (µs).
+    pub until_us: Option<i64>,
+    /// Maximum rows.
+    pub limit: usize,
+    /// Each row scored with its neighbours (`None`: alone).
+    pub around: Option<Neighbourhood>,
+}
+
+/// One row found: its scores and its key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The ranking score: BM25 of the row with its neighbours (> 0).
+    pub score: f64,
+    /// The row's own BM25 (0 when only its neighbours hold the words).
+    pub own: f64,
+    /// The machine id that pushed it.
+    pub machine: String,
+    /// `source`.
+    pub source: String,
+    /// `conversation_id`.
+    pub conversation_id: String,
+    /// `message_id`.
+    pub message_id: String,
+    /// `created`, µs since the epoch.
+    pub created_us: i64,
+}
+
+/// The statistics a search scored with.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Statistics {
+    /// Messages counted (`N`).
+    pub messages: u64,
+    /// Their words.
+    pub words: u64,
+    /// Document frequency of each query term, in query order.
+    pub df: Vec<u64>,
+}
+
+/// A message as the search reads it: key, filters' columns, length and the counts of
+/// the query terms (one per term, in query order).
+#[derive(Debug, Clone)]
+struct Msg {
+    machine: String,
+    source: String,
+    conversation_id: String,
+    message_id: String,
+    created_us: i64,
+    role: String,
+    typed: bool,
+    length: u16,
+    tf: Vec<u32>,
+}
+
+type Conv = (String, String, String);
+
+impl Msg {
+    fn conv(&self) -> Conv {
+        (
+            self.machine.clone(),
+            self.source.clone(),
+            self.conversation_id.clone(),
+        )
+    }
+
+    /// Order inside a conversation: the local index's row order (newest first, then
+    /// `message_id`).
+    fn cmp_in_conv(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .created_us
+            .cmp(&self.created_us)
+            .then_with(|| self.message_id.as_bytes().cmp(other.message_id.as_bytes()))
+    }
+
+    /// The local search order (`index::order`), then the machine.
+    fn cmp_key(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .created_us
+            .cmp(&self.created_us)
+            .then_with(|| self.source.as_bytes().cmp(other.source.as_bytes()))
+            .then_with(|| {
+                self.conversation_id
+                    .as_bytes()
+                    .cmp(other.conversation_id.as_bytes())
+            })
+            .then_with(|| self.message_id.as_bytes().cmp(other.message_id.as_bytes()))
+            .then_with(|| self.machine.as_bytes().cmp(other.machine.as_bytes()))
+    }
+}
+
+/// The columns of a [`Msg`] for `terms` query terms (`$1`, a `text[]`): each term's
+/// count one expression, not a subquery per row (ten times cheaper at 20,000 rows).
+fn msg_columns(terms: usize) -> String {
+    let counts: Vec<String> = (1..=terms)
+        .map(|k| format!("coalesce(m.counts[array_position(m.terms, ($1::text[])[{k}])], 0)"))
+        .collect();
+    format!(
+        "m.machine, m.source, m.conversation_id, m.message_id, m.created_us, m.role, m.typed, \
+         m.length, ARRAY[{}]::integer[]",
+        counts.join(", ")
+    )
+}
+
+fn msg_of(r: &postgres::Row) -> Msg {
+    let length: i64 = r.get(7);
+    let tf: Vec<i32> = r.get(8);
+    Msg {
+        machine: r.get(0),
+        source: r.get(1),
+        conversation_id: r.get(2),
+        message_id: r.get(3),
+        created_us: r.get(4),
+        role: r.get(5),
+        typed: r.get(6),
+        // Saturated as the local postings store lengths.
+        length: u16::try_from(length.max(0)).unwrap_or(u16::MAX),
+        tf: tf.iter().map(|&n| u32::try_from(n).unwrap_or(0)).collect(),
+    }
+}
+
+/// The archive's statistics for `terms` ([`Statistics`]).
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn statistics(pool: &Pool, terms: &[String]) -> Result<Statistics, ArchiveError> {
+    let target = pool.target().clone();
+    let err = move |e: postgres::Error| target.error("reading the keyword statistics", &e);
+    pool.with(|c| {
+        let t = c
+            .query_one(
+                &format!(
+                    "SELECT coalesce(sum(messages), 0)::bigint, coalesce(sum(words), 0)::bigint
+                     FROM {KEYWORD_TOTALS}"
+                ),
+                &[],
+            )
+            .map_err(&err)?;
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT term, sum(df)::bigint FROM {KEYWORD_DELTAS}
+                     WHERE term = ANY($1::text[]) GROUP BY term"
+                ),
+                &[&terms],
+            )
+            .map_err(&err)?;
+        let by_term: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let n = |v: i64| u64::try_from(v).unwrap_or(0);
+        Ok(Statistics {
+            messages: n(t.get(0)),
+            words: n(t.get(1)),
+            df: terms
+                .iter()
+                .map(|t| n(by_term.get(t).copied().unwrap_or(0)))
+                .collect(),
+        })
+    })
+}
+
+/// The best `q.limit` messages for `q.terms` by BM25 with the archive's statistics,
+/// best first (ties in the local search order: newest first, then source,
+/// conversation, message, machine), and the statistics used.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn search(pool: &Pool, q: &KeywordQuery<'_>) -> Result<(Vec<Found>, Statistics), ArchiveError> {
+    let stats = statistics(pool, q.terms)?;
+    if q.limit == 0 || q.terms.is_empty() {
+        return Ok((Vec::new(), stats));
+    }
+    let avg = Stats {
+        rows: stats.messages,
+        total_length: stats.words,
+    }
+    .avg_length();
+    // A term no message holds has no list locally: it is not scored (its idf unused).
+    let idfs: Vec<Option<f64>> = stats
+        .df
+        .iter()
+        .map(|&df| (df > 0).then(|| postings::idf(stats.messages, df)))
+        .collect();
+    let target = pool.target().clone();
+    let err = move |e: postgres::Error| target.error("semantic-search's keyword leg", &e);
+    let touched: Vec<Msg> = pool.with(|c| {
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT {} FROM {MESSAGE_TERMS} m WHERE m.terms && $1::text[]",
+                    msg_columns(q.terms.len())
+                ),
+                &[&q.terms],
+            )
+            .map_err(&err)?;
+        Ok::<_, ArchiveError>(rows.iter().map(msg_of).collect())
+    })?;
+    let own = |m: &Msg| own_score(m, &idfs, avg);
+    let accept = |m: &Msg| {
+        q.role.is_none_or(|r| m.role == r)
+            && (!(q.exclude_injected && q.role == Some("user")) || m.typed)
+            && q.source.is_none_or(|s| m.source == s)
+            && q.conversation_id.is_none_or(|c| m.conversation_id == c)
+            && q.since_us.is_none_or(|s| m.created_us >= s)
+            && q.until_us.is_none_or(|u| m.created_us < u)
+    };
+    let Some(around) = q.around else {
+        let mut found: Vec<(f64, Msg)> = touched
+            .into_iter()
+            .map(|m| (own(&m), m))
+            .filter(|(s, m)| *s > 0.0 && accept(m))
+            .collect();
+        found.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp_key(&b.1)));
+        found.truncate(q.limit);
+        let out = found
+            .into_iter()
+            .map(|(score, m)| found_of(score, score, m))
+            .collect();
+        return Ok((out, stats));
+    };
+    // Seeds: the touched messages with the best own scores (as locally).
+    let mut seeds: Vec<(f64, Msg)> = touched
+        .into_iter()
+        .map(|m| (own(&m), m))
+        .filter(|(s, _)| *s > 0.0)
+        .collect();
+    let cap = q
+        .limit
+        .saturating_mul(CONTEXT_SEEDS)
+        .max(CONTEXT_SEEDS_FLOOR);
+    if seeds.len() > cap {
+        seeds.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp_key(&b.1)));
+        seeds.truncate(cap);
+    }
+    // Every typed message within twice the window of a seed, on each side: the seeds'
+    // neighbours and the neighbours' own neighbours.
+    let reach = i64::try_from(around.window.saturating_mul(2)).unwrap_or(i64::MAX);
+    let near: Vec<Msg> = if around.window == 0 || seeds.is_empty() {
+        Vec::new()
+    } else {
+        let (mut keys, mut created): ([Vec<&str>; 4], Vec<i64>) = Default::default();
+        for (_, m) in &seeds {
+            keys[0].push(&m.machine);
+            keys[1].push(&m.source);
+            keys[2].push(&m.conversation_id);
+            keys[3].push(&m.message_id);
+            created.push(m.created_us);
+        }
+        let side = |cond: &str, order: &str| {
+            format!(
+                "SELECT {}
+                 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+                      AS s(machine, source, conversation_id, created_us, message_id),
+                 LATERAL (SELECT * FROM {MESSAGE_TERMS} n
+                          WHERE n.machine = s.machine AND n.source = s.source
+                            AND n.conversation_id = s.conversation_id AND n.typed
+                            AND ({cond})
+                          ORDER BY {order} LIMIT $7) AS m",
+                msg_columns(q.terms.len())
+            )
+        };
+        let sql = format!(
+            "{} UNION ALL {}",
+            side(
+                "n.created_us < s.created_us OR (n.created_us = s.created_us AND n.message_id > s.message_id)",
+                "n.created_us DESC, n.message_id ASC"
+            ),
+            side(
+                "n.created_us > s.created_us OR (n.created_us = s.created_us AND n.message_id < s.message_id)",
+                "n.created_us ASC, n.message_id DESC"
+            ),
+        );
+        pool.with(|c| {
+            let rows = c
+                .query(
+                    &sql,
+                    &[
+                        &q.terms, &keys[0], &keys[1], &keys[2], &created, &keys[3], &reach,
+                    ],
+                )
+                .map_err(&err)?;
+            Ok::<_, ArchiveError>(rows.iter().map(msg_of).collect())
+        })?
+    };
+    // Per conversation, its typed messages known, in conversation order.
+    let mut typed: HashMap<Conv, Vec<Msg>> = HashMap::new();
+    for m in near.iter().chain(seeds.iter().map(|(_, m)| m)) {
+        if m.typed {
+            typed.entry(m.conv()).or_default().push(m.clone());
+        }
+    }
+    for list in typed.values_mut() {
+        list.sort_by(Msg::cmp_in_conv);
+        list.dedup_by(|a, b| a.cmp_in_conv(b).is_eq());
+    }
+    // A message's neighbours: the nearest `window` typed messages after it in
+    // conversation order (older), nearest first, then before it (newer), as locally.
+    let neighbours = |m: &Msg| -> Vec<&Msg> {
+        let Some(list) = typed.get(&m.conv()) else {
+            return Vec::new();
+        };
+        let at = list.partition_point(|x| x.cmp_in_conv(m).is_lt());
+        let here = list.get(at).is_some_and(|x| x.cmp_in_conv(m).is_eq());
+        let after = if here { at + 1 } else { at };
+        let mut out: Vec<&Msg> = list[after..].iter().take(around.window).collect();
+        out.extend(list[..at].iter().rev().take(around.window));
+        out
+    };
+    // Candidates: the seeds and their neighbours, once each.
+    let mut seen: std::collections::HashSet<(Conv, i64, String)> = std::collections::HashSet::new();
+    let mut candidates: Vec<Msg> = Vec::new();
+    for (_, s) in &seeds {
+        let mut add = |m: &Msg| {
+            if seen.insert((m.conv(), m.created_us, m.message_id.clone())) {
+                candidates.push(m.clone());
+            }
+        };
+        add(s);
+        for n in neighbours(s) {
+            add(n);
+        }
+    }
+    let mut scored: Vec<(f64, f64, Msg)> = Vec::with_capacity(candidates.len());
+    for m in candidates {
+        if !accept(&m) {
+            continue;
+        }
+        let around_m = neighbours(&m);
+        let own_m = own(&m);
+        let score = match around.spread {
+            Spread::Sum { weight } => own_m + weight * around_m.iter().map(|n| own(n)).sum::<f64>(),
+            Spread::Document { weight } => document_score(&m, &around_m, &idfs, weight, avg),
+        };
+        if score > 0.0 {
+            scored.push((score, own_m, m));
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.2.cmp_key(&b.2)));
+    scored.truncate(q.limit);
+    let out = scored
+        .into_iter()
+        .map(|(score, own, m)| found_of(score, own, m))
+        .collect();
+    Ok((out, stats))
+}
+
+fn found_of(score: f64, own: f64, m: Msg) -> Found {
+    Found {
+        score,
+        own,
+        machine: m.machine,
+        source: m.source,
+        conversation_id: m.conversation_id,
+        message_id: m.message_id,
+        created_us: m.created_us,
+    }
+}
+
+/// A message's own BM25: its terms' [`postings::term_score`]s summed in query order
+/// (the local accumulation order).
+fn own_score(m: &Msg, idfs: &[Option<f64>], avg: f64) -> f64 {
+    let mut score = 0.0;
+    for (idf, &tf) in idfs.iter().zip(&m.tf) {
+        if let Some(idf) = idf {
+            if tf > 0 && *idf > 0.0 && idf.is_finite() {
+                score += postings::term_score(*idf, tf, m.length, avg);
+            }
+        }
+    }
+    score
+}
+
+/// BM25 of `m`'s context document ([`Spread::Document`]), operation by operation as
+/// the local postings compute it.
+fn document_score(m: &Msg, around: &[&Msg], idfs: &[Option<f64>], weight: f64, avg: f64) -> f64 {
+    // The local counts are saturated at `u16::MAX` and kept only for touched rows (a
+    // positive count of a scored term).
+    let counts = |x: &Msg| -> Vec<f64> {
+        x.tf.iter()
+            .zip(idfs)
+            .map(|(&n, idf)| match idf {
+                Some(i) if n > 0 && *i > 0.0 && i.is_finite() => {
+                    f64::from(u16::try_from(n).unwrap_or(u16::MAX))
+                }
+                _ => 0.0,
+            })
+            .collect()
+    };
+    let mut tf = vec![0.0f64; idfs.len()];
+    let mut len = f64::from(m.length);
+    for (t, n) in tf.iter_mut().zip(counts(m)) {
+        *t += n;
+    }
+    for n in around {
+        len += weight * f64::from(n.length);
+        for (t, c) in tf.iter_mut().zip(counts(n)) {
+            *t += weight * c;
+        }
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let avg = avg * (1.0 + weight * around.len() as f64);
+    let norm = K1 * (1.0 - B + B * len / avg);
+    idfs.iter()
+        .zip(&tf)
+        .filter_map(|(idf, &f)| {
+            idf.filter(|_| f > 0.0)
+                .map(|i| i * f * (K1 + 1.0) / (f + norm))
+        })
+        .sum()
+}
