@@ -177,7 +177,20 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
         } else {
             0.0
         };
-        rows = super::hybrid_rows(rows, literal, &keyword_at, &tuning, boost, call.limit);
+        // The harness-only diversity variants (neighbourhood merge, MMR) are off in
+        // every default tuning; the archive gives them no neighbours or vectors.
+        let no_neighbours = |_: &crate::stores::conversations::index::Hit| Vec::new();
+        let no_vector = |_: &str| Vec::new();
+        rows = super::hybrid_rows(
+            rows,
+            literal,
+            &keyword_at,
+            &no_neighbours,
+            &no_vector,
+            &tuning,
+            boost,
+            call.limit,
+        );
         if let Some(e) = failed.into_inner() {
             return Err(query_err(e));
         }
