@@ -183,10 +183,11 @@ pub const QUERY_THREADS: Setting = Setting {
     meaning: "Threads DuckDB may use for one read-only query over the conversation store \
               (every skill call, the pages). `0`: one per core. A value that is not a \
               number is warned about and the default used.",
-    default: "`1`: the browse pages' and small skills' queries at 1M messages answered \
-              1.5–2× sooner at p95 on a busy 2-core machine than with one thread per core \
-              (docs/performance.md \"Browse pages at 1M messages\"); a full scan such as \
-              brain-stats' may take up to twice as long on an idle machine",
+    default: "`1`: at 1M messages the browse pages answered up to 2× sooner at p95 than \
+              with one thread per core on 2 cores, busy or quiet (docs/performance.md \
+              \"One thread per query\"); a full scan runs on one core (brain-stats by \
+              month at 1M: 144 ms, 141 ms with two threads, on a busy machine; an idle \
+              machine with many cores was not measured)",
     read_by: "the skill host (`run`, `serve`, `verify`, the pages)",
     audience: Audience::User,
 };
