@@ -1,7 +1,8 @@
 //! Stores that recover and share (issue 19, part 5): a running server holds no DuckDB
 //! lock between calls, an ingest that must wait names the process holding the store,
 //! a hot SQLite journal left by a crash is rolled back on open, a failed ingest exits
-//! 1, and read-only opens leave the search index's stamp of the store unchanged.
+//! 1, read-only opens leave the search index's stamp of the store unchanged, and run each
+//! query on one DuckDB thread.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -399,4 +400,29 @@ fn read_only_opens_keep_the_search_index_stamp() {
     }
     assert_eq!(StoreStamp::of(&paths.conversations), before);
     assert!(Index::open(&paths.conversations).is_ok());
+}
+
+/// README "Speed" (the pages): a read-only store runs each query on one DuckDB thread
+/// (`SKILLS_QUERY_THREADS` unset), and skill SQL cannot change it (the kept
+/// instance's configuration is locked).
+#[test]
+fn read_queries_run_on_one_duckdb_thread() {
+    assert!(
+        std::env::var_os("SKILLS_QUERY_THREADS").is_none(),
+        "the test checks the default"
+    );
+    let data = ingested();
+    let ctx = Context::new(StorePaths::in_dir(data.path()));
+    let store = ctx.conversations().unwrap();
+    let conn = store.connection().unwrap();
+    let threads: i64 = conn
+        .query_row("SELECT current_setting('threads')::BIGINT", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(threads, 1);
+    assert!(
+        conn.execute_batch("SET threads = 2").is_err(),
+        "a query may not change the instance's threads"
+    );
 }

@@ -312,12 +312,12 @@ fn start(path: &Path) -> duckdb::Result<Connection> {
     for suffix in WAL_SUFFIXES {
         allowed.push(quote(&PathBuf::from(format!("{}{suffix}", path.display()))));
     }
-    // `allowed_paths` can only be set on a running instance, and only while external
-    // access is still on: so in this order, then the configuration is locked.
     // Before the configuration is locked (`SET threads` is refused after).
     if let Some(threads) = query_threads() {
         conn.execute_batch(&format!("SET threads = {threads};"))?;
     }
+    // `allowed_paths` can only be set on a running instance, and only while external
+    // access is still on: so in this order, then the configuration is locked.
     conn.execute_batch(&format!(
         "SET allowed_paths = [{}];
          SET enable_external_access = false;
