@@ -54,13 +54,29 @@ FROM page p
 JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.conversation_id
     AND s.last_at >= (SELECT min(last_at) FROM page)
 ORDER BY p.last_at DESC, p.source, p.conversation_id
-{% elif project %}-- As below, over the rows of the project.
+{% else %}-- One top-N over one summary table — with a project, `conversation_projects` (a
+-- row per conversation and project), else `conversation_summary` (a row per
+-- conversation) — MATERIALIZED: DuckDB then reads the text of the page's rows only;
+-- the total counted apart, without the text columns (beside the top-N in one select,
+-- the count made it 3x slower at 1M messages). The page's oldest time is found first
+-- over the times alone (the top-N over the text keys read all 32,000 rows' ids at 1M
+-- messages: 9-12 -> 7 ms); one conversation (a page's header) is found by its id alone.
 WITH page AS MATERIALIZED (
     SELECT *
-    FROM conversation_projects
-    WHERE project = $project
-{% if source %}      AND source = $source
+    FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
+    WHERE true
+{% if project %}      AND project = $project
+{% endif %}{% if source %}      AND source = $source
 {% endif %}{% if conversation_id %}      AND conversation_id = $conversation_id
+{% endif %}{% if not conversation_id %}      AND last_at >= (
+        SELECT min(last_at) FROM (
+            SELECT last_at
+            FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
+            WHERE true
+{% if project %}              AND project = $project
+{% endif %}{% if source %}              AND source = $source
+{% endif %}            ORDER BY last_at DESC
+            LIMIT $limit + $offset))
 {% endif %}    ORDER BY last_at DESC, source, conversation_id
     LIMIT $limit OFFSET $offset
 )
@@ -70,61 +86,22 @@ SELECT
     p.project,
     p.title,
     p.model,
-    substr(s.preview, 1, $preview_chars) AS preview,
+    substr({% if project %}s{% else %}p{% endif %}.preview, 1, $preview_chars) AS preview,
     p.messages,
     strftime(p.first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
     strftime(p.last_at, '%Y-%m-%dT%H:%M:%SZ') AS last_message,
-    (SELECT count(*) FROM conversation_projects
-     WHERE project = $project
-{% if source %}       AND source = $source
+    (SELECT count(*)
+     FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
+     WHERE true
+{% if project %}       AND project = $project
+{% endif %}{% if source %}       AND source = $source
 {% endif %}{% if conversation_id %}       AND conversation_id = $conversation_id
 {% endif %}    )::INTEGER AS total,
     {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
 FROM page p
--- A conversation's last time over all its messages is at least its last time in one
--- project: so only summary rows from the page's oldest time on can be the page's,
--- and DuckDB skips the others instead of reading 30,000 rows (13 -> 7 ms at 1M).
+{% if project %}-- The preview is the conversation's: only summary rows from the page's oldest time
+-- on can be the page's (as above), so DuckDB skips the others.
 JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.conversation_id
     AND s.last_at >= (SELECT min(last_at) FROM page)
-ORDER BY p.last_at DESC, p.source, p.conversation_id
-{% else %}-- One top-N over the summary rows themselves, MATERIALIZED: DuckDB then reads the
--- text of the page's rows only; the total counted apart, without the text columns
--- (beside the top-N in one select, the count made it 3x slower at 1M messages).
--- The page's oldest time is found first over the times alone (the top-N over the
--- text keys read all 32,000 rows' ids at 1M messages: 9-12 -> 7 ms); one conversation
--- (a page's header) is found by its id alone.
-WITH page AS MATERIALIZED (
-    SELECT *
-    FROM conversation_summary
-    WHERE true
-{% if source %}      AND source = $source
-{% endif %}{% if conversation_id %}      AND conversation_id = $conversation_id
-{% endif %}{% if not conversation_id %}      AND last_at >= (
-        SELECT min(last_at) FROM (
-            SELECT last_at FROM conversation_summary
-            WHERE true
-{% if source %}              AND source = $source
-{% endif %}            ORDER BY last_at DESC
-            LIMIT $limit + $offset))
-{% endif %}    ORDER BY last_at DESC, source, conversation_id
-    LIMIT $limit OFFSET $offset
-)
-SELECT
-    source,
-    conversation_id,
-    project,
-    title,
-    model,
-    substr(preview, 1, $preview_chars) AS preview,
-    messages,
-    strftime(first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
-    strftime(last_at, '%Y-%m-%dT%H:%M:%SZ') AS last_message,
-    (SELECT count(*) FROM conversation_summary
-     WHERE true
-{% if source %}       AND source = $source
-{% endif %}{% if conversation_id %}       AND conversation_id = $conversation_id
-{% endif %}    )::INTEGER AS total,
-    {'kind': 'conversation', 'source': source, 'conversation_id': conversation_id} AS cites
-FROM page
-ORDER BY last_at DESC, source, conversation_id
+{% endif %}ORDER BY p.last_at DESC, p.source, p.conversation_id
 {% endif %}
