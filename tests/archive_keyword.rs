@@ -203,18 +203,7 @@ fn assert_same_keyword_leg(data: &Path, db: &Db, questions: &[String]) -> usize 
                         )
                         .collect(),
                 };
-                let aq = keyword::KeywordQuery {
-                    terms: &terms,
-                    role,
-                    exclude_injected: true,
-                    source: None,
-                    conversation_id: conversation,
-                    since_us,
-                    until_us,
-                    limit,
-                    around,
-                };
-                let (remote, _) = keyword::search(&pool, &aq).unwrap();
+                let (remote, _) = keyword::search(&pool, &q, around).unwrap();
                 let what = format!(
                     "{question:?} {terms:?} {role:?} {conversation:?} {since:?} {around:?}"
                 );
@@ -463,9 +452,10 @@ fn a_push_killed_mid_way_keeps_the_statistics_those_of_the_rows() {
         skills::archive::search::Pool::new(skills::archive::Target::parse(&db.url).unwrap())
     };
     let (a, b) = (pool(&killed), pool(&clean));
+    let stop = Cancel::new();
     for question in questions.iter().step_by(7).take(20) {
         let terms = skills::search::words::query_terms(question, 16);
-        let q = keyword::KeywordQuery {
+        let q = KeywordQuery {
             terms: &terms,
             role: None,
             exclude_injected: true,
@@ -474,11 +464,12 @@ fn a_push_killed_mid_way_keeps_the_statistics_those_of_the_rows() {
             since_us: None,
             until_us: None,
             limit: 60,
-            around: Some(skills::engines::semantic_search::CONTEXT),
+            stop: &stop,
         };
+        let around = Some(skills::engines::semantic_search::CONTEXT);
         assert_eq!(
-            keyword::search(&a, &q).unwrap(),
-            keyword::search(&b, &q).unwrap(),
+            keyword::search(&a, &q, around).unwrap(),
+            keyword::search(&b, &q, around).unwrap(),
             "{question}"
         );
     }

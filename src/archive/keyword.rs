@@ -35,31 +35,7 @@ use super::schema::{KEYWORD_DELTAS, KEYWORD_TOTALS, MESSAGE_TERMS};
 use super::search::Pool;
 use super::ArchiveError;
 use crate::search::postings::{self, Spread, Stats, B, CONTEXT_SEEDS, CONTEXT_SEEDS_FLOOR, K1};
-use crate::stores::conversations::index::Neighbourhood;
-
-/// One keyword search of the archive (as the local `KeywordQuery`; every filter
-/// applies to the rows returned, not to their neighbours nor the statistics).
-#[derive(Debug, Clone, Copy)]
-pub struct KeywordQuery<'a> {
-    /// Terms as [`crate::search::words::query_terms`] gives them.
-    pub terms: &'a [String],
-    /// `role = ?`.
-    pub role: Option<&'a str>,
-    /// With `role = 'user'`, also typed (not injected) only.
-    pub exclude_injected: bool,
-    /// `source = ?`.
-    pub source: Option<&'a str>,
-    /// `conversation_id = ?`.
-    pub conversation_id: Option<&'a str>,
-    /// `created >= ?` (µs).
-    pub since_us: Option<i64>,
-    /// `created < ?` (µs).
-    pub until_us: Option<i64>,
-    /// Maximum rows.
-    pub limit: usize,
-    /// Each row scored with its neighbours (`None`: alone).
-    pub around: Option<Neighbourhood>,
-}
+use crate::stores::conversations::index::{KeywordQuery, Neighbourhood};
 
 /// One row found: its scores and its key.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,12 +188,20 @@ pub fn statistics(pool: &Pool, terms: &[String]) -> Result<Statistics, ArchiveEr
 }
 
 /// The best `q.limit` messages for `q.terms` by BM25 with the archive's statistics,
-/// best first (ties in the local search order: newest first, then source,
-/// conversation, message, machine), and the statistics used.
+/// each scored with its neighbours when `around` is given (as the local
+/// `Index::keyword_in_context`), best first (ties in the local search order: newest
+/// first, then source, conversation, message, machine), and the statistics used.
+/// `q` is the local leg's query, every filter applied to the rows returned (not to
+/// their neighbours nor the statistics); `q.stop` is not looked at: the archive is
+/// read in a few statements, each bounded by the pool's `statement_timeout`.
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
-pub fn search(pool: &Pool, q: &KeywordQuery<'_>) -> Result<(Vec<Found>, Statistics), ArchiveError> {
+pub fn search(
+    pool: &Pool,
+    q: &KeywordQuery<'_>,
+    around: Option<Neighbourhood>,
+) -> Result<(Vec<Found>, Statistics), ArchiveError> {
     let stats = statistics(pool, q.terms)?;
     if q.limit == 0 || q.terms.is_empty() {
         return Ok((Vec::new(), stats));
@@ -256,7 +240,7 @@ pub fn search(pool: &Pool, q: &KeywordQuery<'_>) -> Result<(Vec<Found>, Statisti
             && q.since_us.is_none_or(|s| m.created_us >= s)
             && q.until_us.is_none_or(|u| m.created_us < u)
     };
-    let Some(around) = q.around else {
+    let Some(around) = around else {
         let mut found: Vec<(f64, Msg)> = touched
             .into_iter()
             .map(|m| (own(&m), m))

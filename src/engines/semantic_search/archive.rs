@@ -23,7 +23,7 @@ use crate::archive::search::Pool;
 use crate::archive::ArchiveError;
 use crate::engines::{Context, EngineError};
 use crate::stores::conversations::embeddings::{Filter, UnitHit, UnitSpec};
-use crate::stores::conversations::index::{Hit, KeywordHit};
+use crate::stores::conversations::index::{Hit, KeywordHit, KeywordQuery, Neighbourhood};
 
 /// The arguments of one call, as the engine parsed them.
 pub(super) struct Call<'a> {
@@ -161,17 +161,18 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
         let failed: RefCell<Option<ArchiveError>> = RefCell::new(None);
         let found: RefCell<Vec<(String, Key)>> = RefCell::new(Vec::new());
         let stats: RefCell<Option<Statistics>> = RefCell::new(None);
-        let keyword_at = |depth: usize| match keyword_leg(pool, call, depth, tuning.context) {
-            Ok((hits, machines, s)) => {
-                found.borrow_mut().extend(machines);
-                stats.borrow_mut().get_or_insert(s);
-                hits
-            }
-            Err(e) => {
-                failed.borrow_mut().get_or_insert(e);
-                Vec::new()
-            }
-        };
+        let keyword_at =
+            |depth: usize| match keyword_leg(pool, call, depth, tuning.context, ctx.cancel()) {
+                Ok((hits, machines, s)) => {
+                    found.borrow_mut().extend(machines);
+                    stats.borrow_mut().get_or_insert(s);
+                    hits
+                }
+                Err(e) => {
+                    failed.borrow_mut().get_or_insert(e);
+                    Vec::new()
+                }
+            };
         let boost = if crate::engines::temporal::is_temporal_question(call.query) {
             tuning.temporal_boost
         } else {
@@ -179,7 +180,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
         };
         // The harness-only diversity variants (neighbourhood merge, MMR) are off in
         // every default tuning; the archive gives them no neighbours or vectors.
-        let no_neighbours = |_: &crate::stores::conversations::index::Hit| Vec::new();
+        let no_neighbours = |_: &Hit| Vec::new();
         let no_vector = |_: &str| Vec::new();
         rows = super::hybrid_rows(
             rows,
@@ -374,13 +375,14 @@ fn keyword_leg(
     pool: &Pool,
     call: &Call<'_>,
     depth: usize,
-    context: Option<crate::stores::conversations::index::Neighbourhood>,
+    context: Option<Neighbourhood>,
+    stop: &crate::cancel::Cancel,
 ) -> Result<(Vec<KeywordHit>, Vec<(String, Key)>, Statistics), ArchiveError> {
     let terms = super::query_terms(call.query);
     if terms.is_empty() {
         return Ok((Vec::new(), Vec::new(), Statistics::default()));
     }
-    let q = keyword::KeywordQuery {
+    let q = KeywordQuery {
         terms: &terms,
         role: call.role,
         exclude_injected: true,
@@ -389,9 +391,9 @@ fn keyword_leg(
         since_us: call.filter.since_us,
         until_us: call.filter.until_us,
         limit: depth,
-        around: context,
+        stop,
     };
-    let (found, stats) = keyword::search(pool, &q)?;
+    let (found, stats) = keyword::search(pool, &q, context)?;
     let keys: Vec<(String, String, String, String)> = found
         .iter()
         .map(|f| {
