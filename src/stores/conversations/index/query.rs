@@ -319,32 +319,14 @@ impl Index {
                 }
                 Some(n) => {
                     let neighbours = |row: usize, out: &mut Vec<usize>| {
-                        let (Some(&c), Some(&s)) = (convs.get(row), sources.get(row)) else {
-                            return;
-                        };
-                        for step in [1isize, -1] {
-                            let (mut j, mut found) = (row, 0);
-                            for _ in 0..NEIGHBOUR_GAP {
-                                let Some(next) = j.checked_add_signed(step) else {
-                                    break;
-                                };
-                                j = next;
-                                if j >= convs.len() {
-                                    break;
-                                }
-                                if convs[j] == c
-                                    && sources.get(j) == Some(&s)
-                                    && !live.is_dead(j)
-                                    && flags.get(j).is_some_and(|f| f & NOT_INJECTED != 0)
-                                {
-                                    out.push(j);
-                                    found += 1;
-                                    if found == n.window {
-                                        break;
-                                    }
-                                }
-                            }
-                        }
+                        typed_neighbours(
+                            live,
+                            (convs, sources, flags),
+                            row,
+                            n.window,
+                            [1, -1],
+                            out,
+                        );
                     };
                     let rows = postings::top_rows_in_context(
                         p, &lists[si], avg, q.limit, n.spread, neighbours, accept,
@@ -465,37 +447,55 @@ impl Index {
             if lo >= seg.len() || seg.key(lo)? != key || live.is_dead(lo) {
                 continue;
             }
-            let (convs, sources, flags) = (seg.conversation_ids(), seg.source_ids(), seg.flags());
-            let (Some(&c), Some(&s)) = (convs.get(lo), sources.get(lo)) else {
-                return Ok(Vec::new());
-            };
-            let mut out = Vec::new();
-            for step in [-1isize, 1] {
-                let (mut j, mut found) = (lo, 0);
-                for _ in 0..NEIGHBOUR_GAP {
-                    if found == window {
-                        break;
-                    }
-                    let Some(next) = j.checked_add_signed(step) else {
-                        break;
-                    };
-                    j = next;
-                    if j >= convs.len() {
-                        break;
-                    }
-                    if convs[j] == c
-                        && sources.get(j) == Some(&s)
-                        && !live.is_dead(j)
-                        && flags.get(j).is_some_and(|f| f & NOT_INJECTED != 0)
-                    {
-                        out.push(self.hit(si, j)?);
-                        found += 1;
-                    }
-                }
+            let mut rows = Vec::new();
+            if window > 0 {
+                let columns = (seg.conversation_ids(), seg.source_ids(), seg.flags());
+                typed_neighbours(live, columns, lo, window, [-1, 1], &mut rows);
             }
-            return Ok(out);
+            return rows.into_iter().map(|j| self.hit(si, j)).collect();
         }
         Ok(Vec::new())
+    }
+}
+
+/// The rows [`Index::keyword_in_context`] scores row `row` of `live` with: live, typed
+/// (not injected) rows of its conversation and source (`columns`: the segment's
+/// conversation ids, source ids and flags), nearest first, up to `window` on each side
+/// (0: every such row), looked for over at most [`NEIGHBOUR_GAP`] rows each way, the
+/// sides in the order of `steps` (1: after, -1: before); pushed onto `out`.
+fn typed_neighbours(
+    live: &Live<Segment>,
+    (convs, sources, flags): (&[u32], &[u16], &[u8]),
+    row: usize,
+    window: usize,
+    steps: [isize; 2],
+    out: &mut Vec<usize>,
+) {
+    let (Some(&c), Some(&s)) = (convs.get(row), sources.get(row)) else {
+        return;
+    };
+    for step in steps {
+        let (mut j, mut found) = (row, 0);
+        for _ in 0..NEIGHBOUR_GAP {
+            let Some(next) = j.checked_add_signed(step) else {
+                break;
+            };
+            j = next;
+            if j >= convs.len() {
+                break;
+            }
+            if convs[j] == c
+                && sources.get(j) == Some(&s)
+                && !live.is_dead(j)
+                && flags.get(j).is_some_and(|f| f & NOT_INJECTED != 0)
+            {
+                out.push(j);
+                found += 1;
+                if found == window {
+                    break;
+                }
+            }
+        }
     }
 }
 
