@@ -70,6 +70,21 @@ fn cases() -> Vec<(&'static str, Value)> {
             "list-conversations",
             json!({"limit": 200, "preview_chars": 2000}),
         ),
+        // Past `max(x, n)`'s bound of n < 1,000,000: the page's oldest time is then
+        // the oldest of all (no rows here, and the total still counted).
+        ("list-conversations", json!({"limit": 5, "offset": 999_998})),
+        (
+            "list-conversations",
+            json!({"project": "/p/b", "limit": 1, "offset": 2_000_000}),
+        ),
+        (
+            "list-conversations",
+            json!({"source": "codex", "conversation_id": "c1"}),
+        ),
+        (
+            "message-activity",
+            json!({"by": "day", "project": "/p/b", "source": "claude-code", "since": "2025-03-11"}),
+        ),
         ("list-projects", json!({})),
         ("list-projects", json!({"project": "/p/a"})),
         ("list-projects", json!({"project": "/p/c"})),

@@ -58,25 +58,42 @@ ORDER BY p.last_at DESC, p.source, p.conversation_id
 -- row per conversation and project), else `conversation_summary` (a row per
 -- conversation) — MATERIALIZED: DuckDB then reads the text of the page's rows only;
 -- the total counted apart, without the text columns (beside the top-N in one select,
--- the count made it 3x slower at 1M messages). The page's oldest time is found first
--- over the times alone (the top-N over the text keys read all 32,000 rows' ids at 1M
--- messages: 9-12 -> 7 ms); one conversation (a page's header) is found by its id alone.
-WITH page AS MATERIALIZED (
+-- the count made it 3x slower at 1M messages). The page's oldest time is found first,
+-- over the times alone, as the smallest of the newest `limit + offset` (`max(x, n)`
+-- keeps the n largest, ties included; a top-N subquery over 32,000 times took 3 ms at
+-- 1M messages, 1.2 ms this way; `max`'s n stays under its bound of 1,000,000). One
+-- conversation (a page's header) is found by its id alone, once, so the store's index
+-- on `conversation_summary.conversation_id` finds it (with the source in the same
+-- scan DuckDB reads every id: ~1 ms each at 1M messages), and its total is counted
+-- from those rows.
+WITH {% if conversation_id %}matched AS MATERIALIZED (
     SELECT *
     FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
+    WHERE conversation_id = $conversation_id
+),
+kept AS (
+    SELECT *
+    FROM matched
     WHERE true
 {% if project %}      AND project = $project
 {% endif %}{% if source %}      AND source = $source
-{% endif %}{% if conversation_id %}      AND conversation_id = $conversation_id
-{% endif %}{% if not conversation_id %}      AND last_at >= (
-        SELECT min(last_at) FROM (
-            SELECT last_at
-            FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
-            WHERE true
-{% if project %}              AND project = $project
-{% endif %}{% if source %}              AND source = $source
-{% endif %}            ORDER BY last_at DESC
-            LIMIT $limit + $offset))
+{% endif %}),
+{% endif %}page AS MATERIALIZED (
+    SELECT *
+{% if conversation_id %}    FROM kept
+{% else %}    FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
+    WHERE true
+{% if project %}      AND project = $project
+{% endif %}{% if source %}      AND source = $source
+{% endif %}      AND last_at >= (
+        SELECT CASE WHEN $limit + $offset < 1000000
+            THEN list_min(max(last_at, least($limit + $offset, 999999)))
+            ELSE min(last_at) END
+        FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
+        WHERE true
+{% if project %}          AND project = $project
+{% endif %}{% if source %}          AND source = $source
+{% endif %}        )
 {% endif %}    ORDER BY last_at DESC, source, conversation_id
     LIMIT $limit OFFSET $offset
 )
@@ -90,14 +107,14 @@ SELECT
     p.messages,
     strftime(p.first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
     strftime(p.last_at, '%Y-%m-%dT%H:%M:%SZ') AS last_message,
-    (SELECT count(*)
+{% if conversation_id %}    (SELECT count(*) FROM kept)::INTEGER AS total,
+{% else %}    (SELECT count(*)
      FROM {% if project %}conversation_projects{% else %}conversation_summary{% endif %}
      WHERE true
 {% if project %}       AND project = $project
 {% endif %}{% if source %}       AND source = $source
-{% endif %}{% if conversation_id %}       AND conversation_id = $conversation_id
 {% endif %}    )::INTEGER AS total,
-    {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
+{% endif %}    {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
 FROM page p
 {% if project %}-- The preview is the conversation's: only summary rows from the page's oldest time
 -- on can be the page's (as above), so DuckDB skips the others.

@@ -21,6 +21,20 @@ WHERE true
 {% endif %}{% if source %}  AND source = $source
 {% endif %}GROUP BY ALL
 ORDER BY ALL
+{% elif by != "month" %}-- By day with a project: a conversation has one row per day and project, so each
+-- row is one conversation's day (grouping them per conversation first took 2.5 ms of
+-- a project page's chart at 1M messages, 1.0 ms this way).
+SELECT
+    strftime(day, '%Y-%m-%d') AS key,
+    sum(messages)::INTEGER AS messages,
+    count(*)::INTEGER AS conversations
+FROM conversation_days
+WHERE project = $project
+{% if since %}  AND day >= CAST($since AS DATE)
+{% endif %}{% if until %}  AND day <= CAST($until AS DATE)
+{% endif %}{% if source %}  AND source = $source
+{% endif %}GROUP BY day
+ORDER BY day
 {% else %}WITH per_conversation AS (
     SELECT
 {% if by == "month" %}        date_trunc('month', day) AS period,

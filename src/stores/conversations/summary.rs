@@ -132,9 +132,20 @@ fn definitions(injected: &str) -> [(&'static str, String); 6] {
 /// # Errors
 /// DuckDB's.
 pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
-    if present(conn)? {
-        return Ok(());
+    if !present(conn)? {
+        make(conn)?;
     }
+    // One conversation's row by id (a conversation page's header): an ART over the one
+    // column finds it without reading every id (~1 ms a scan at 1M messages); built on
+    // the first writable open of an older store.
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS conversation_summary_conversation_id
+             ON conversation_summary (conversation_id)",
+    )
+}
+
+/// Makes every summary table again from the stored messages, in one transaction.
+fn make(conn: &Connection) -> duckdb::Result<()> {
     // One transaction: a store never has one table without its rows.
     // Rows in order of last activity: the newest conversations sit together, so a
     // scan for them skips most of the table.
