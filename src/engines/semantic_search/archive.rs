@@ -99,7 +99,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     )
     .map_err(query_err)?;
     ctx.cancel().check().map_err(EngineError::Stopped)?;
-    let keys: Vec<(String, String, String, String)> = units
+    let keys: Vec<meaning::MessageKey> = units
         .iter()
         .flat_map(|u| {
             u.messages.iter().map(|m| {
@@ -108,6 +108,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
                     u.source.clone(),
                     u.conversation_id.clone(),
                     m.message_id.clone(),
+                    m.created_us,
                 )
             })
         })
@@ -394,7 +395,7 @@ fn keyword_leg(
         stop,
     };
     let (found, stats) = keyword::search(pool, &q, context)?;
-    let keys: Vec<(String, String, String, String)> = found
+    let keys: Vec<meaning::MessageKey> = found
         .iter()
         .map(|f| {
             (
@@ -402,6 +403,7 @@ fn keyword_leg(
                 f.source.clone(),
                 f.conversation_id.clone(),
                 f.message_id.clone(),
+                f.created_us,
             )
         })
         .collect();
@@ -422,7 +424,8 @@ fn keyword_leg(
         .collect();
     let mut out = Vec::with_capacity(found.len());
     let mut machines = Vec::with_capacity(found.len());
-    for (f, key) in found.iter().zip(keys) {
+    for (f, (machine, source, conversation, message, _)) in found.iter().zip(keys) {
+        let key = (machine, source, conversation, message);
         if let Some(hit) = hits.remove(&key) {
             machines.push((key.0, (key.1, key.2, key.3)));
             out.push(KeywordHit {
