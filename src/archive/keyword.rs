@@ -242,7 +242,10 @@ fn seeds(
         ))
         .map_err(err)?;
         let rows = tx
-            .query(&st, &[&terms, &idf_param, &avg, &K1, &B, &(K1 + 1.0), &limit])
+            .query(
+                &st,
+                &[&terms, &idf_param, &avg, &K1, &B, &(K1 + 1.0), &limit],
+            )
             .map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(rows)

@@ -476,9 +476,7 @@ pub fn messages(
               AND m.conversation_id = s.conversation_id AND m.message_id = s.message_id
          LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine"
     );
-    fn columns<'k>(
-        keys: &[&'k MessageKey],
-    ) -> ([Vec<&'k str>; 4], Vec<chrono::NaiveDateTime>) {
+    fn columns<'k>(keys: &[&'k MessageKey]) -> ([Vec<&'k str>; 4], Vec<chrono::NaiveDateTime>) {
         let mut cols: [Vec<&str>; 4] = Default::default();
         let mut created = Vec::with_capacity(keys.len());
         for k in keys {
@@ -510,9 +508,7 @@ pub fn messages(
                 .collect();
             let missing: Vec<&MessageKey> = keys
                 .iter()
-                .filter(|k| {
-                    !found.contains(&(k.0.clone(), k.1.clone(), k.2.clone(), k.3.clone()))
-                })
+                .filter(|k| !found.contains(&(k.0.clone(), k.1.clone(), k.2.clone(), k.3.clone())))
                 .collect();
             let (cols, _) = columns(&missing);
             let more = tx

@@ -102,7 +102,8 @@ impl Prepared<'_> {
 /// it is given) rather than at each planning — planning over every partition cost
 /// 49 ms a statement at 100k messages (docs/performance.md, "Hybrid on the team
 /// archive, faster").
-pub const GENERIC: &str = "SET TRANSACTION READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan";
+pub const GENERIC: &str =
+    "SET TRANSACTION READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// Idle connections a pool keeps (a call's legs run side by side, each on its own).
 const IDLE_MAX: usize = 4;

@@ -90,7 +90,14 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     // The legs run side by side, each on its own pooled connection: the keyword leg
     // at hybrid's first depth and the literal leg on threads, the semantic leg here.
     type KeywordResult = Result<(Vec<KeywordHit>, Vec<(String, Key)>, Statistics), ArchiveError>;
-    type LiteralResult = Result<(Vec<Hit>, Vec<(String, (String, String))>, Vec<(Key, String)>), EngineError>;
+    type LiteralResult = Result<
+        (
+            Vec<Hit>,
+            Vec<(String, (String, String))>,
+            Vec<(Key, String)>,
+        ),
+        EngineError,
+    >;
     let stop = ctx.cancel();
     let (semantic, first_keyword, literal): (_, Option<KeywordResult>, Option<LiteralResult>) =
         std::thread::scope(|scope| {
@@ -121,7 +128,9 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
             let keyword = keyword.map(joined);
             let literal = literal.map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    Err(EngineError::Query("the literal leg's thread panicked".into()))
+                    Err(EngineError::Query(
+                        "the literal leg's thread panicked".into(),
+                    ))
                 })
             });
             (semantic, keyword, literal)
@@ -173,7 +182,8 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     }
     let mut statistics = None;
     if call.hybrid {
-        let (literal, literal_who, literal_machines) = literal.unwrap_or_else(|| Ok(Default::default()))?;
+        let (literal, literal_who, literal_machines) =
+            literal.unwrap_or_else(|| Ok(Default::default()))?;
         for (m, labels) in literal_who {
             who.entry(m).or_insert(labels);
         }
@@ -313,7 +323,14 @@ fn semantic_leg(
     depth: usize,
     call: &Call<'_>,
     units: i64,
-) -> Result<(Vec<meaning::FoundUnit>, meaning::Ran, Vec<meaning::ArchiveMessage>), ArchiveError> {
+) -> Result<
+    (
+        Vec<meaning::FoundUnit>,
+        meaning::Ran,
+        Vec<meaning::ArchiveMessage>,
+    ),
+    ArchiveError,
+> {
     let (found, ran) = meaning::nearest_units(
         pool,
         model,
