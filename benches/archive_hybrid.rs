@@ -15,7 +15,14 @@
 //! this one's), `BENCH_NO_VECTORS=1` (migrate from an empty folder: no model
 //! registered, the push sends rows without vectors; calls skipped).
 //!
-//! `BENCH_KEEP_ARCHIVE=1`: the calls only, on the archive a previous run pushed.
+//! `BENCH_KEEP_ARCHIVE=1`: the calls only, on the archive a previous run pushed (after
+//! `skills archive migrate` with this build, so a newer schema version's indexes are
+//! added to it).
+//!
+//! `BENCH_HNSW_AFTER=1`: the units' HNSW index is dropped before the push and built
+//! again after it with the same parameters (one bulk build instead of row-by-row
+//! upkeep, which holds the push to ~400 messages/s: 40 minutes at 1M). The push rate
+//! printed is then the rate without the index; the build's time is printed apart.
 //!
 //! Run: `cargo bench --bench archive_hybrid`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
@@ -114,6 +121,10 @@ fn main() -> Result<()> {
     // `BENCH_KEEP_ARCHIVE=1`: the calls only, on the archive a previous run pushed.
     if std::env::var("BENCH_KEEP_ARCHIVE").as_deref() != Ok("1") {
         push(&admin, &url, &dir)?;
+    } else {
+        let own = std::path::PathBuf::from(env!("CARGO_BIN_EXE_skills"));
+        let m = skills(&own, &dir, &url, &["--json", "archive", "migrate"])?;
+        eprintln!("migrated: {m}");
     }
     calls(&paths, &embedder, &url, runs)
 }
@@ -133,9 +144,34 @@ fn push(admin: &str, url: &str, dir: &Path) -> Result<()> {
     let empty = tempfile::tempdir()?;
     let migrate_from = if rows_only { empty.path() } else { dir };
     skills(&bin, migrate_from, url, &["--json", "archive", "migrate"])?;
+    let hnsw_after = std::env::var("BENCH_HNSW_AFTER").as_deref() == Ok("1") && !rows_only;
+    // The units' HNSW indexes as migrate made them, to drop now and build after.
+    let mut indexes: Vec<(String, String)> = Vec::new();
+    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+    if hnsw_after {
+        for r in client.query(
+            "SELECT indexname::text, indexdef FROM pg_indexes              WHERE schemaname = 'skills_archive' AND indexname ~ '^units_[0-9]+_hnsw$'",
+            &[],
+        )? {
+            let name: String = r.get(0);
+            client.batch_execute(&format!("DROP INDEX skills_archive.{name}"))?;
+            indexes.push((name, r.get(1)));
+        }
+    }
     eprintln!("pushing …");
     let report: Value =
         serde_json::from_str(&skills(&bin, dir, url, &["--json", "archive", "push"])?)?;
+    for (name, def) in &indexes {
+        let t = std::time::Instant::now();
+        client.batch_execute(&format!(
+            "SET maintenance_work_mem = '2GB'; SET max_parallel_maintenance_workers = 1; {def}"
+        ))?;
+        println!(
+            "HNSW index `{name}` built after the push (`BENCH_HNSW_AFTER`): {:.1} s\n",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    client.batch_execute("VACUUM ANALYZE")?;
     let secs = report["seconds"].as_f64().unwrap_or(0.0);
     let sent = report["messages_sent"].as_u64().unwrap_or(0);
     println!(

@@ -37,6 +37,7 @@ use bytes::{BufMut, BytesMut};
 use postgres::types::{IsNull, ToSql, Type};
 
 use super::schema::{RegisteredModel, SCHEMA};
+use super::search::GENERIC;
 use super::ArchiveError;
 use crate::stores::conversations::embeddings::{code_score, role, Filter, UnitMessage};
 use crate::stores::conversations::index::Hit;
@@ -431,39 +432,91 @@ pub struct ArchiveMessage {
     pub folded: String,
 }
 
-/// The messages `keys` (machine, source, conversation_id, message_id) name, in no order.
+/// A message's key in the archive: machine, source, conversation_id, message_id, and
+/// its `created` (µs since the epoch), which names its monthly partition.
+pub type MessageKey = (String, String, String, String, i64);
+
+/// The columns [`messages`] reads (`m`: `messages`, `k`: `machines`).
+const MESSAGE_COLUMNS: &str = "m.machine, coalesce(k.label, m.machine), m.user_name, m.created,
+    m.source, m.role, m.conversation_id, m.message_id, m.project,
+    left(m.content, 200), m.content_folded, m.content_raw";
+
+/// The messages `keys` name, in no order (a key naming no message gives none).
+///
+/// Read by key and `created`: one prepared statement with a generic plan ([`GENERIC`]),
+/// a nested loop whose index probe on `created` touches only the key's month (run-time
+/// partition pruning). A key whose `created` is not its message's (none should be: push
+/// writes both from the same column) is looked for again in every partition by its
+/// conversation.
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
 pub fn messages(
     pool: &super::search::Pool,
-    keys: &[(String, String, String, String)],
+    keys: &[MessageKey],
 ) -> Result<Vec<ArchiveMessage>, ArchiveError> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
     let err = archive_err(pool, "reading the units' messages");
-    let mut cols: [Vec<&str>; 4] = Default::default();
-    for k in keys {
-        cols[0].push(&k.0);
-        cols[1].push(&k.1);
-        cols[2].push(&k.2);
-        cols[3].push(&k.3);
+    let by_created = format!(
+        "SELECT {MESSAGE_COLUMNS}
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamp[])
+              AS s(machine, source, conversation_id, message_id, created)
+         JOIN {SCHEMA}.messages m ON m.created = s.created AND m.machine = s.machine
+              AND m.source = s.source AND m.conversation_id = s.conversation_id
+              AND m.message_id = s.message_id
+         LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine"
+    );
+    let by_conversation = format!(
+        "SELECT {MESSAGE_COLUMNS}
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+              AS s(machine, source, conversation_id, message_id)
+         JOIN {SCHEMA}.messages m ON m.machine = s.machine AND m.source = s.source
+              AND m.conversation_id = s.conversation_id AND m.message_id = s.message_id
+         LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine"
+    );
+    fn columns<'k>(keys: &[&'k MessageKey]) -> ([Vec<&'k str>; 4], Vec<chrono::NaiveDateTime>) {
+        let mut cols: [Vec<&str>; 4] = Default::default();
+        let mut created = Vec::with_capacity(keys.len());
+        for k in keys {
+            cols[0].push(k.0.as_str());
+            cols[1].push(k.1.as_str());
+            cols[2].push(k.2.as_str());
+            cols[3].push(k.3.as_str());
+            created.push(
+                chrono::DateTime::from_timestamp_micros(k.4)
+                    .map_or(chrono::NaiveDateTime::MIN, |t| t.naive_utc()),
+            );
+        }
+        (cols, created)
     }
-    pool.with(|c| {
-        let rows = c
-            .query(
-                &format!(
-                    "SELECT m.machine, coalesce(k.label, m.machine), m.user_name, m.created,
-                            m.source, m.role, m.conversation_id, m.message_id, m.project,
-                            left(m.content, 200), m.content_folded, m.content_raw
-                     FROM {SCHEMA}.messages m LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine
-                     WHERE (m.machine, m.source, m.conversation_id, m.message_id) IN
-                           (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]))"
-                ),
-                &[&cols[0], &cols[1], &cols[2], &cols[3]],
-            )
+    pool.with_prepared(|p| {
+        let all: Vec<&MessageKey> = keys.iter().collect();
+        let (cols, created) = columns(&all);
+        let st = p.statement(&by_created).map_err(&err)?;
+        let mut tx = p.client.transaction().map_err(&err)?;
+        tx.batch_execute(GENERIC).map_err(&err)?;
+        let mut rows = tx
+            .query(&st, &[&cols[0], &cols[1], &cols[2], &cols[3], &created])
             .map_err(&err)?;
+        if rows.len() < keys.len() {
+            type Found = (String, String, String, String);
+            let found: std::collections::HashSet<Found> = rows
+                .iter()
+                .map(|r| (r.get(0), r.get(4), r.get(6), r.get(7)))
+                .collect();
+            let missing: Vec<&MessageKey> = keys
+                .iter()
+                .filter(|k| !found.contains(&(k.0.clone(), k.1.clone(), k.2.clone(), k.3.clone())))
+                .collect();
+            let (cols, _) = columns(&missing);
+            let more = tx
+                .query(&by_conversation, &[&cols[0], &cols[1], &cols[2], &cols[3]])
+                .map_err(&err)?;
+            rows.extend(more);
+        }
+        tx.commit().map_err(&err)?;
         Ok(rows
             .iter()
             .map(|r| {

@@ -34,6 +34,7 @@
 //! all time without gaps or overlaps, so the rows and their order are those of the
 //! single statement; the window only prunes partitions.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,10 +52,61 @@ pub const DEADLINE: Duration = Duration::from_secs(10);
 /// handshake, milliseconds; a call then costs its query only).
 pub struct Pool {
     target: Target,
-    idle: Mutex<Vec<postgres::Client>>,
+    idle: Mutex<Vec<Conn>>,
     /// [`newest_month`]'s last answer and when it was read (kept [`NEWEST_TTL`]).
     newest: Mutex<Option<(std::time::Instant, (i32, u32))>>,
 }
+
+/// A pooled connection and the statements prepared on it (by SQL text).
+struct Conn {
+    client: postgres::Client,
+    prepared: HashMap<String, postgres::Statement>,
+}
+
+/// Most statements a pooled connection keeps prepared; past it the cache is emptied
+/// (the SQL of a call depends on its filters and number of query terms, so the set is
+/// small, but not fixed).
+const PREPARED_MAX: usize = 256;
+
+/// A pooled connection lent by [`Pool::with_prepared`]: its client, and statements
+/// prepared once per connection and kept with it ([`Prepared::statement`]).
+pub struct Prepared<'a> {
+    /// The connection.
+    pub client: &'a mut postgres::Client,
+    cache: &'a mut HashMap<String, postgres::Statement>,
+}
+
+impl Prepared<'_> {
+    /// `sql` prepared on this connection, once: a named server-side statement, parsed
+    /// and (for [`GENERIC`] transactions) planned once, then reused by every call the
+    /// connection serves.
+    ///
+    /// # Errors
+    /// PostgreSQL's (syntax, an unknown table: the schema is not this build's).
+    pub fn statement(&mut self, sql: &str) -> Result<postgres::Statement, postgres::Error> {
+        if let Some(st) = self.cache.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self.client.prepare(sql)?;
+        if self.cache.len() >= PREPARED_MAX {
+            self.cache.clear();
+        }
+        self.cache.insert(sql.to_owned(), st.clone());
+        Ok(st)
+    }
+}
+
+/// Settings of a read transaction whose prepared statements run with one generic plan
+/// (`plan_cache_mode = force_generic_plan`): planned once per connection, with
+/// `messages`' monthly partitions pruned when the statement runs (by the `created`
+/// it is given) rather than at each planning — planning over every partition cost
+/// 49 ms a statement at 100k messages (docs/performance.md, "Hybrid on the team
+/// archive, faster").
+pub const GENERIC: &str =
+    "SET TRANSACTION READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan";
+
+/// Idle connections a pool keeps (a call's legs run side by side, each on its own).
+const IDLE_MAX: usize = 4;
 
 /// How long a pool reuses [`newest_month`]'s answer: only a hint of where the windows
 /// start, so a stale one costs time, never rows.
@@ -105,23 +157,40 @@ impl Pool {
         &self,
         f: impl FnOnce(&mut postgres::Client) -> Result<T, ArchiveError>,
     ) -> Result<T, ArchiveError> {
+        self.with_prepared(|p| f(p.client))
+    }
+
+    /// As [`Pool::with`], lending the connection with its prepared statements.
+    ///
+    /// # Errors
+    /// The connection's error, or `f`'s.
+    pub fn with_prepared<T>(
+        &self,
+        f: impl FnOnce(&mut Prepared<'_>) -> Result<T, ArchiveError>,
+    ) -> Result<T, ArchiveError> {
         let taken = self
             .idle
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .pop();
-        let mut client = match taken {
-            Some(c) if !c.is_closed() => c,
-            _ => self.target.connect()?,
+        let mut conn = match taken {
+            Some(c) if !c.client.is_closed() => c,
+            _ => Conn {
+                client: self.target.connect()?,
+                prepared: HashMap::new(),
+            },
         };
-        let out = f(&mut client);
-        if !client.is_closed() {
+        let out = f(&mut Prepared {
+            client: &mut conn.client,
+            cache: &mut conn.prepared,
+        });
+        if !conn.client.is_closed() {
             let mut idle = self
                 .idle
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if idle.len() < 4 {
-                idle.push(client);
+            if idle.len() < IDLE_MAX {
+                idle.push(conn);
             }
         }
         out

@@ -87,35 +87,60 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     } else {
         call.limit
     };
-    let (units, ran) = meaning::nearest_units(
-        pool,
-        model,
-        &q,
-        depth,
-        &call.filter,
-        call.min_score,
-        Scan::Auto,
-        coverage.units,
-    )
-    .map_err(query_err)?;
+    // The legs run side by side, each on its own pooled connection: the keyword leg
+    // at hybrid's first depth and the literal leg on threads, the semantic leg here.
+    type KeywordResult = Result<(Vec<KeywordHit>, Vec<(String, Key)>, Statistics), ArchiveError>;
+    type LiteralResult = Result<
+        (
+            Vec<Hit>,
+            Vec<(String, (String, String))>,
+            Vec<(Key, String)>,
+        ),
+        EngineError,
+    >;
+    let stop = ctx.cancel();
+    let (semantic, first_keyword, literal): (_, Option<KeywordResult>, Option<LiteralResult>) =
+        std::thread::scope(|scope| {
+            let keyword = call.hybrid.then(|| {
+                scope.spawn(|| {
+                    keyword_leg(pool, call, tuning.keyword_candidates, tuning.context, stop)
+                })
+            });
+            let literal = call.hybrid.then(|| {
+                scope.spawn(|| {
+                    let (mut who, mut machine_of) = (HashMap::new(), HashMap::new());
+                    literal_leg(pool, call, tuning.candidates, &mut who, &mut machine_of).map(
+                        |hits| {
+                            (
+                                hits,
+                                who.into_iter().collect(),
+                                machine_of.into_iter().collect(),
+                            )
+                        },
+                    )
+                })
+            });
+            let semantic = semantic_leg(pool, model, &q, depth, call, coverage.units);
+            let joined = |h: std::thread::ScopedJoinHandle<'_, _>| {
+                h.join()
+                    .unwrap_or_else(|_| Err(ArchiveError::new("a leg's thread panicked")))
+            };
+            let keyword = keyword.map(joined);
+            let literal = literal.map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(EngineError::Query(
+                        "the literal leg's thread panicked".into(),
+                    ))
+                })
+            });
+            (semantic, keyword, literal)
+        });
+    let (units, ran, found_messages) = semantic.map_err(query_err)?;
     ctx.cancel().check().map_err(EngineError::Stopped)?;
-    let keys: Vec<(String, String, String, String)> = units
-        .iter()
-        .flat_map(|u| {
-            u.messages.iter().map(|m| {
-                (
-                    u.machine.clone(),
-                    u.source.clone(),
-                    u.conversation_id.clone(),
-                    m.message_id.clone(),
-                )
-            })
-        })
-        .collect();
     // Per machine: its messages as the local engine's texts, its label and user.
     let mut texts: HashMap<String, Texts> = HashMap::new();
     let mut who: HashMap<String, (String, String)> = HashMap::new();
-    for m in meaning::messages(pool, &keys).map_err(query_err)? {
+    for m in found_messages {
         who.insert(m.machine.clone(), (m.label.clone(), m.user.clone()));
         let hit = m.hit;
         let key = (
@@ -157,12 +182,25 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     }
     let mut statistics = None;
     if call.hybrid {
-        let literal = literal_leg(pool, call, tuning.candidates, &mut who, &mut machine_of)?;
+        let (literal, literal_who, literal_machines) =
+            literal.unwrap_or_else(|| Ok(Default::default()))?;
+        for (m, labels) in literal_who {
+            who.entry(m).or_insert(labels);
+        }
+        for (key, m) in literal_machines {
+            machine_of.entry(key).or_insert(m);
+        }
         let failed: RefCell<Option<ArchiveError>> = RefCell::new(None);
         let found: RefCell<Vec<(String, Key)>> = RefCell::new(Vec::new());
         let stats: RefCell<Option<Statistics>> = RefCell::new(None);
-        let keyword_at =
-            |depth: usize| match keyword_leg(pool, call, depth, tuning.context, ctx.cancel()) {
+        // The first depth's answer was read beside the other legs.
+        let first = RefCell::new(first_keyword);
+        let keyword_at = |depth: usize| {
+            let answer = match first.borrow_mut().take() {
+                Some(a) if depth == tuning.keyword_candidates => a,
+                _ => keyword_leg(pool, call, depth, tuning.context, ctx.cancel()),
+            };
+            match answer {
                 Ok((hits, machines, s)) => {
                     found.borrow_mut().extend(machines);
                     stats.borrow_mut().get_or_insert(s);
@@ -172,7 +210,8 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
                     failed.borrow_mut().get_or_insert(e);
                     Vec::new()
                 }
-            };
+            }
+        };
         let boost = if crate::engines::temporal::is_temporal_question(call.query) {
             tuning.temporal_boost
         } else {
@@ -273,6 +312,51 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
         });
     }
     Ok(result)
+}
+
+/// The semantic leg: the `depth` nearest units of `model` to `q` with the call's
+/// filters, how the search ran, and the units' messages.
+fn semantic_leg(
+    pool: &Pool,
+    model: &crate::archive::schema::RegisteredModel,
+    q: &[f32],
+    depth: usize,
+    call: &Call<'_>,
+    units: i64,
+) -> Result<
+    (
+        Vec<meaning::FoundUnit>,
+        meaning::Ran,
+        Vec<meaning::ArchiveMessage>,
+    ),
+    ArchiveError,
+> {
+    let (found, ran) = meaning::nearest_units(
+        pool,
+        model,
+        q,
+        depth,
+        &call.filter,
+        call.min_score,
+        Scan::Auto,
+        units,
+    )?;
+    let keys: Vec<meaning::MessageKey> = found
+        .iter()
+        .flat_map(|u| {
+            u.messages.iter().map(|m| {
+                (
+                    u.machine.clone(),
+                    u.source.clone(),
+                    u.conversation_id.clone(),
+                    m.message_id.clone(),
+                    m.created_us,
+                )
+            })
+        })
+        .collect();
+    let messages = meaning::messages(pool, &keys)?;
+    Ok((found, ran, messages))
 }
 
 /// A message's key across the legs: (`source`, `conversation_id`, `message_id`).
@@ -394,7 +478,7 @@ fn keyword_leg(
         stop,
     };
     let (found, stats) = keyword::search(pool, &q, context)?;
-    let keys: Vec<(String, String, String, String)> = found
+    let keys: Vec<meaning::MessageKey> = found
         .iter()
         .map(|f| {
             (
@@ -402,6 +486,7 @@ fn keyword_leg(
                 f.source.clone(),
                 f.conversation_id.clone(),
                 f.message_id.clone(),
+                f.created_us,
             )
         })
         .collect();
@@ -422,7 +507,8 @@ fn keyword_leg(
         .collect();
     let mut out = Vec::with_capacity(found.len());
     let mut machines = Vec::with_capacity(found.len());
-    for (f, key) in found.iter().zip(keys) {
+    for (f, (machine, source, conversation, message, _)) in found.iter().zip(keys) {
+        let key = (machine, source, conversation, message);
         if let Some(hit) = hits.remove(&key) {
             machines.push((key.0, (key.1, key.2, key.3)));
             out.push(KeywordHit {
