@@ -55,12 +55,15 @@ fn json_of(data: &Path, archive: Option<&str>, args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap()
 }
 
+/// A memory and the session (conversation) it is linked to.
+type Sessioned = (Memory, String);
+
 /// Memories from the LoCoMo dev half's first `max` conversations: each turn a memory
 /// (title: the speaker and session; tags: the speaker; type alternating fact and
 /// decision; a file on every fifth), linked to its session as a conversation, a turn
 /// every 30 s from a day per session; with the questions. `None` (not run) without
 /// the corpus.
-fn locomo(corpus: &Path, max: usize) -> Option<(Vec<(Memory, String)>, Vec<String>)> {
+fn locomo(corpus: &Path, max: usize) -> Option<(Vec<Sessioned>, Vec<String>)> {
     let file = corpus.join("locomo/locomo-dev.json");
     let data: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
     let (mut memories, mut questions) = (Vec::new(), Vec::new());
