@@ -297,6 +297,48 @@ fn memo_search_on_the_archive_equals_the_local_store() {
             }
         }
     }
-    println!("memo-search: {calls} calls, {compared} hits compared");
+    // `machine` and `user`: this machine's (by label or id) and this user's memories
+    // are every memory here; another's are none; on the local store both are refused.
+    let user = pushed["user"].as_str().unwrap().to_owned();
+    let id = pushed["machine"].as_str().unwrap().to_owned();
+    for mode in ["hybrid", "vec", "bm25", "exact", "fuzzy"] {
+        for q in &queries[..4] {
+            let query = format!("query={q}");
+            let mode_arg = format!("mode={mode}");
+            let base = [
+                "--json",
+                "run",
+                "memo-search",
+                "--arg",
+                &query,
+                "--arg",
+                &mode_arg,
+            ];
+            let with = |extra: &str| -> Value {
+                let mut args = base.to_vec();
+                args.extend(["--arg", extra]);
+                json_of(&data, Some(&db.url), &args)["data"].clone()
+            };
+            let all = scores(&json_of(&data, None, &base)["data"]);
+            for keep in [
+                "machine=laptop".to_owned(),
+                format!("machine={id}"),
+                format!("user={user}"),
+            ] {
+                assert_eq!(scores(&with(&keep)), all, "{mode} `{q}` {keep}");
+            }
+            for drop in ["machine=desktop", "user=nobody-else"] {
+                assert_eq!(with(drop)["count"], 0, "{mode} `{q}` {drop}");
+            }
+            let mut args = base.to_vec();
+            args.extend(["--arg", "machine=laptop"]);
+            let (ok, _, err) = run(&data, None, &args);
+            assert!(
+                !ok && err.contains("`machine`") && err.contains("--archive"),
+                "{err}"
+            );
+        }
+    }
+    println!("memo-search: {held} memories, {calls} calls, {compared} hits compared");
     assert!(compared > 1000, "{compared}");
 }

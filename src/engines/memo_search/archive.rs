@@ -65,6 +65,14 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         Mode::Vec => None,
     };
     let totals = memo::totals(pool).map_err(query_err)?;
+    if table.is_some() && totals.rows < totals.memories {
+        notes.push(format!(
+            "{} of the archive's {} memories have no terms (pushed before schema version 6): \
+             the keyword legs do not rank them until their machine pushes again",
+            totals.memories - totals.rows,
+            totals.memories
+        ));
+    }
     let mut vocab = Vec::new();
     let mut searched: Vec<String> = Vec::new();
     if let Some(table) = table {
@@ -195,6 +203,18 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         trace,
     };
     let q = model.as_ref().map(|(_, q)| q.as_slice());
+    let mut req = req.clone();
+    if req.machine.is_some() || req.user.is_some() {
+        let kept = rows
+            .rows
+            .iter()
+            .zip(index.rows())
+            .filter(|(r, _)| whose(&req, &r.row))
+            .map(|(_, m)| m.rowid)
+            .collect();
+        req.rows = Some(std::sync::Arc::new(kept));
+    }
+    let req = &req;
     let ranking = rank_over(&scratch.conn, &index, parsed, embedder, q, req, &map_err)?;
     let who: Vec<(String, String, String)> = rows
         .rows
@@ -259,6 +279,7 @@ fn nearest(
             .iter()
             .filter(|g| {
                 filter.keep(&meta(&g.0, 0))
+                    && whose(req, &g.0)
                     && (req.include_superseded || !superseded.contains(&g.0.id))
             })
             .map(|g| g.1.iter().map(|v| dot(v)).fold(f64::NEG_INFINITY, f64::max))
@@ -273,6 +294,14 @@ fn nearest(
     rows.add_vectors(read);
     rows.add_vectors(memo::long_ones(pool, model, table).map_err(query_err)?);
     Ok(())
+}
+
+/// Whether `r` passes `req`'s `machine` (host label or machine id) and `user` filters.
+fn whose(req: &Request, r: &MemoRow) -> bool {
+    req.machine
+        .as_ref()
+        .is_none_or(|m| *m == r.machine || *m == r.label)
+        && req.user.as_ref().is_none_or(|u| *u == r.user)
 }
 
 /// A row's filter metadata ([`RowMeta`]) as the local store's snapshot reads it.

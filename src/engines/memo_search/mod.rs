@@ -297,6 +297,9 @@ impl Engine for MemoSearch {
                 None,
             ));
         }
+        for name in ["machine", "user"] {
+            ctx.archive_only_argument(name, args.get(name).unwrap_or(&Value::Null))?;
+        }
         if let Some(pool) = ctx.archive() {
             return archive::call(ctx, pool, &req);
         }
