@@ -87,7 +87,10 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
                     .collect()
             }
             (_, Table::Stemmed) => stems_of(&content_tokens(&parsed.tokens)).map_err(map_err)?,
-            (_, Table::Plain) => parsed.tokens.clone(),
+            // Exact needs every word (stop words too); bm25 and hybrid's plain leg
+            // search the content words only.
+            (Mode::Exact, Table::Plain) => parsed.tokens.clone(),
+            (_, Table::Plain) => content_tokens(&parsed.tokens),
         };
         searched.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         searched.dedup();
