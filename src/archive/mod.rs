@@ -9,6 +9,7 @@
 //! - [`machine`]: this data folder's stable machine id, host label and user.
 //! - [`push`]: the incremental, idempotent, kill-safe push.
 //! - [`search`]: search-conversations answered from the archive with DuckDB's rows.
+//! - [`memo`]: memo-search's rows (memories, their terms and vectors) for one search.
 //! - [`meaning`]: the vectors' wire form and semantic-search answered from pgvector.
 //! - [`sql`]: the drop-in `sql` skills' PostgreSQL queries, in the database's sandbox.
 //! - [`status`]: what the archive holds and what this machine has not pushed yet.
@@ -17,6 +18,7 @@ pub mod connect;
 pub mod keyword;
 pub mod machine;
 pub mod meaning;
+pub mod memo;
 pub mod push;
 pub mod schema;
 pub mod search;

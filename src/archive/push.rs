@@ -45,6 +45,11 @@
 //!   the statement that deletes its terms), so the archive's statistics are always
 //!   those of the rows it holds; the push ends by folding the deltas
 //!   ([`super::schema::COMPACT_DELTAS`]). See [`super::keyword`].
+//! - **Memories' terms** (schema version 6): each memory sent goes with its row of
+//!   [`MEMORY_TERMS`] — its local position and sequence, and its terms under the
+//!   memories store's two FTS5 tokenizers, cut from the text sent
+//!   ([`crate::stores::memories::fts::row_terms`]) — in the same transaction, so
+//!   memo-search's BM25 on the archive is the local one ([`super::memo`]).
 //! - **Redacted** by default: message and memory text go through
 //!   [`crate::redact::Redactor`] before they leave the machine (counted).
 
@@ -57,7 +62,7 @@ use postgres::types::{ToSql, Type};
 use super::machine::Machine;
 use super::meaning::HalfVec;
 use super::schema::{
-    RegisteredModel, KEYWORD_DELTAS, KEYWORD_TOTALS, MEMORY_COLUMNS, MESSAGE_COLUMNS,
+    RegisteredModel, KEYWORD_DELTAS, KEYWORD_TOTALS, MEMORY_COLUMNS, MEMORY_TERMS, MESSAGE_COLUMNS,
     MESSAGE_TERMS, SCHEMA,
 };
 use super::{Archive, ArchiveError};
@@ -1305,6 +1310,10 @@ struct LocalMemory {
     updated: chrono::NaiveDateTime,
     supersedes: Vec<String>,
     conversations: Vec<String>,
+    /// Its local rowid (the order of memories created at the same second).
+    position: i64,
+    /// Its sequence ([`crate::stores::memories::SEQUENCE_SQL`]).
+    sequence: Option<String>,
     fingerprint: i64,
 }
 
@@ -1343,12 +1352,13 @@ fn push_memories(
     }
     let mut memories = Vec::new();
     {
+        let sequence = crate::stores::memories::sequence_sql(&conn).map_err(local_err)?;
         let mut stmt = conn
-            .prepare(
+            .prepare(&format!(
                 "SELECT id, title, type, tags, body, files_read, files_modified, content_hash,
-                        origin, created, updated, embedding, embedding_model
-                 FROM memories ORDER BY id",
-            )
+                        origin, created, updated, embedding, embedding_model, rowid, {sequence}
+                 FROM memories ORDER BY id"
+            ))
             .map_err(local_err)?;
         let mut rows = stmt.query([]).map_err(local_err)?;
         while let Some(r) = rows.next().map_err(local_err)? {
@@ -1362,13 +1372,22 @@ fn push_memories(
             let (supersedes, conversations) = links.remove(&fields[0]).unwrap_or_default();
             let embedding: Option<Vec<u8>> = r.get(11).map_err(local_err)?;
             let embedding_model: Option<String> = r.get(12).map_err(local_err)?;
+            // One vector per chunk of a long memory: all of them are sent (exact).
             let vector = match (embedding, embedding_model) {
                 (Some(bytes), Some(name)) => models
                     .iter()
-                    .position(|m| m.model.model == name && m.model.dim as usize * 4 == bytes.len())
+                    .position(|m| {
+                        let one = m.model.dim as usize * 4;
+                        m.model.model == name
+                            && one > 0
+                            && !bytes.is_empty()
+                            && bytes.len().is_multiple_of(one)
+                    })
                     .map(|i| (i, bytes)),
                 _ => None,
             };
+            let position: i64 = r.get(13).map_err(local_err)?;
+            let sequence: Option<String> = r.get(14).map_err(local_err)?;
             let mut m = LocalMemory {
                 vector,
                 fields,
@@ -1377,6 +1396,8 @@ fn push_memories(
                 updated: parse_time(&updated).naive_utc(),
                 supersedes,
                 conversations,
+                position,
+                sequence,
                 fingerprint: 0,
             };
             m.fingerprint = memory_print(&m, options.redact);
@@ -1388,10 +1409,16 @@ fn push_memories(
         let target = target.clone();
         move |e: postgres::Error| target.error(what, &e)
     };
+    // A memory without its terms (pushed before schema version 6) is sent again.
     let remote: HashMap<String, i64> = archive
         .client()
         .query(
-            &format!("SELECT id, fingerprint FROM {SCHEMA}.memories WHERE machine = $1"),
+            &format!(
+                "SELECT m.id, CASE WHEN t.id IS NULL THEN 0 ELSE m.fingerprint END
+                 FROM {SCHEMA}.memories m
+                 LEFT JOIN {MEMORY_TERMS} t ON t.machine = m.machine AND t.id = m.id
+                 WHERE m.machine = $1"
+            ),
             &[&machine.id],
         )
         .map_err(err("reading the memories' watermark"))?
@@ -1433,25 +1460,29 @@ fn push_memories(
         &[&machine.id, &ids],
     )
     .map_err(err("sending memories"))?;
-    for m in models {
+    for table in models
+        .iter()
+        .map(RegisteredModel::memories_table)
+        .chain([MEMORY_TERMS.to_owned()])
+    {
         tx.execute(
-            &format!(
-                "DELETE FROM {} WHERE machine = $1 AND (id = ANY($2) OR id = ANY($3))",
-                m.memories_table()
-            ),
+            &format!("DELETE FROM {table} WHERE machine = $1 AND (id = ANY($2) OR id = ANY($3))"),
             &[&machine.id, &ids, &gone],
         )
         .map_err(err("sending memories' vectors"))?;
     }
-    // Vectors per model: (id, exact bytes, halfvec).
+    // Vectors per model: (id, exact bytes, halfvec). A long memory's `exact` holds
+    // every chunk's vector; its `halfvec` is its first chunk's (memo-search reads such
+    // memories whole, [`super::memo`]).
     let mut vectors: Vec<Vec<(String, Vec<u8>, HalfVec)>> = vec![Vec::new(); models.len()];
     for m in &changed {
         if let Some((i, bytes)) = &m.vector {
             let v = crate::stores::memories::decode_vector(bytes);
+            let dim = models[*i].model.dim as usize;
             vectors[*i].push((
                 storable(&m.fields[0]).into_owned(),
                 bytes.clone(),
-                HalfVec::of(&v),
+                HalfVec::of(&v[..dim.min(v.len())]),
             ));
         }
     }
@@ -1465,9 +1496,10 @@ fn push_memories(
     let types: Vec<Type> = MEMORY_COLUMNS.iter().map(|c| type_of(c.sql)).collect();
     let mut w = BinaryCopyInWriter::new(sink, &types);
     let sent = changed.len();
-    for m in changed {
-        if options.redact {
-            if let Some(red) = redactor {
+    let mut changed = changed;
+    if options.redact {
+        if let Some(red) = redactor {
+            for m in &mut changed {
                 // title, tags, body
                 for i in [1, 3, 4] {
                     let out = red.redact(&m.fields[i]);
@@ -1479,6 +1511,10 @@ fn push_memories(
                 }
             }
         }
+    }
+    let terms = memory_terms(&changed)
+        .map_err(|e| ArchiveError::new(format!("cutting the memories' terms: {e}")))?;
+    for m in &changed {
         let f: Vec<String> = m.fields.iter().map(|t| storable(t).into_owned()).collect();
         let origin = m.origin.as_deref().map(|t| storable(t).into_owned());
         let values: [&(dyn ToSql + Sync); 16] = [
@@ -1502,6 +1538,8 @@ fn push_memories(
         w.write(&values).map_err(err("sending memories"))?;
     }
     w.finish().map_err(err("sending memories"))?;
+    send_memory_terms(&mut tx, machine, &changed, &terms)
+        .map_err(err("sending memories' terms"))?;
     if vectors.iter().any(|v| !v.is_empty()) {
         let halfvec =
             super::meaning::halfvec_type(&mut tx).map_err(err("reading the halfvec type"))?;
@@ -1532,6 +1570,92 @@ fn push_memories(
     Ok(())
 }
 
+/// Each of `memories`' terms under the store's two tokenizers ([`Table::ALL`] order),
+/// cut from the fields sent (redacted when they are).
+///
+/// [`Table::ALL`]: crate::stores::memories::fts::Table::ALL
+fn memory_terms(
+    memories: &[&mut LocalMemory],
+) -> Result<[Vec<crate::stores::memories::fts::RowTerms>; 2], rusqlite::Error> {
+    use crate::stores::memories::fts::{row_terms, Table};
+    // The tags as the store indexes them: joined by spaces.
+    let tags: Vec<String> = memories
+        .iter()
+        .map(|m| crate::stores::memories::json_list(&m.fields[3]).join(" "))
+        .collect();
+    let rows: Vec<[&str; 3]> = memories
+        .iter()
+        .zip(&tags)
+        .map(|(m, t)| [m.fields[1].as_str(), t.as_str(), m.fields[4].as_str()])
+        .collect();
+    Ok([
+        row_terms(Table::Plain, &rows)?,
+        row_terms(Table::Stemmed, &rows)?,
+    ])
+}
+
+/// Writes the [`MEMORY_TERMS`] rows of `memories` (`terms`: [`memory_terms`]).
+fn send_memory_terms(
+    tx: &mut postgres::Transaction<'_>,
+    machine: &Machine,
+    memories: &[&mut LocalMemory],
+    terms: &[Vec<crate::stores::memories::fts::RowTerms>; 2],
+) -> Result<(), postgres::Error> {
+    let sink = tx.copy_in(&format!(
+        "COPY {MEMORY_TERMS} (machine, id, position, sequence, plain_sizes, plain_terms, \
+         plain_counts, stem_sizes, stem_terms, stem_counts) FROM STDIN (FORMAT binary)"
+    ))?;
+    let types = [
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT8,
+        Type::TEXT,
+        Type::INT4_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::INT4_ARRAY,
+        Type::INT4_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::INT4_ARRAY,
+    ];
+    let mut w = BinaryCopyInWriter::new(sink, &types);
+    let int = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let columns = |r: &crate::stores::memories::fts::RowTerms| {
+        let sizes: Vec<i32> = r.sizes.iter().map(|&n| int(n)).collect();
+        let words: Vec<String> = r
+            .terms
+            .iter()
+            .map(|(t, _)| storable(t).into_owned())
+            .collect();
+        let counts: Vec<i32> = r
+            .terms
+            .iter()
+            .flat_map(|(_, c)| c.iter().map(|&n| int(n)))
+            .collect();
+        (sizes, words, counts)
+    };
+    for (i, m) in memories.iter().enumerate() {
+        let id = storable(&m.fields[0]).into_owned();
+        let sequence = m.sequence.as_deref().map(|s| storable(s).into_owned());
+        let (ps, pt, pc) = columns(&terms[0][i]);
+        let (ss, st, sc) = columns(&terms[1][i]);
+        let values: [&(dyn ToSql + Sync); 10] = [
+            &machine.id,
+            &id,
+            &m.position,
+            &sequence,
+            &ps,
+            &pt,
+            &pc,
+            &ss,
+            &st,
+            &sc,
+        ];
+        w.write(&values)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
 /// A memory's fingerprint: the first 8 bytes of SHA-256 over its fields, links and
 /// whether it was redacted (pushing raw after a redacted push sends it again).
 fn memory_print(m: &LocalMemory, redact: bool) -> i64 {
@@ -1554,6 +1678,9 @@ fn memory_print(m: &LocalMemory, redact: bool) -> i64 {
         h.update([1]);
         h.update(bytes);
     }
+    // Its place among the local memories (memo-search's neighbours and ties).
+    h.update(m.position.to_le_bytes());
+    h.update(m.sequence.as_deref().unwrap_or("\u{1}").as_bytes());
     h.update([u8::from(redact)]);
     let d = h.finalize();
     let mut b = [0u8; 8];

@@ -64,6 +64,15 @@
 //!   them, and a push ends by folding them ([`COMPACT_DELTAS`]). A conversation pushed
 //!   before version 5 has `keyword_terms` false: the next push sends it again with its
 //!   terms.
+//! - Version 6, memo-search's keyword legs ([`MEMORY_TERMS`]): per memory its local
+//!   position (rowid) and sequence (the neighbours' conversation or file,
+//!   [`crate::stores::memories::SEQUENCE_SQL`]), and for each of the memories store's
+//!   two FTS5 tokenizers (plain; Porter-stemmed) its tokens per column (title, tags,
+//!   body) and its terms with their counts per column (three per term), cut by push
+//!   with the store's own tokenizers. The collection statistics (rows, tokens, a
+//!   term's document frequency) are summed from it by each search, so they are always
+//!   those of the memories held. A memory pushed before version 6 has no row in it:
+//!   the next push sends it again.
 
 use postgres::Transaction;
 
@@ -73,7 +82,7 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 5;
+pub const VERSION: i32 = 6;
 
 /// `gin_pending_list_limit` of the trigram index, in kB: the pending list a push
 /// fills before the inserting backend merges it into the index, and that a search
@@ -131,6 +140,10 @@ INSERT INTO skills_archive.keyword_deltas (term, df)
 WITH gone AS (DELETE FROM skills_archive.keyword_totals RETURNING messages, words)
 INSERT INTO skills_archive.keyword_totals (messages, words)
     SELECT sum(messages), sum(words) FROM gone HAVING count(*) > 0";
+
+/// Per memory: its local position and sequence, and its terms under each of the
+/// memories store's tokenizers (version 6, see the module docs).
+pub const MEMORY_TERMS: &str = "skills_archive.memory_terms";
 
 /// HNSW `m` (links per node) of the vector indexes: pgvector's default.
 pub const HNSW_M: i32 = 16;
@@ -494,6 +507,10 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
         tx.batch_execute(&version_5())
             .map_err(err("creating the keyword leg's tables (version 5)"))?;
     }
+    if from < 6 {
+        tx.batch_execute(&version_6())
+            .map_err(err("creating memo-search's keyword tables (version 6)"))?;
+    }
     if vectors {
         for m in models {
             match register_model(&mut tx, m) {
@@ -759,6 +776,30 @@ ALTER TABLE {SCHEMA}.conversations
     )
 }
 
+/// Version 6: [`MEMORY_TERMS`] (see the module docs). Memories pushed before it have
+/// no row there, which the next push reads as a changed memory ([`super::push`]).
+fn version_6() -> String {
+    format!(
+        "CREATE TABLE {MEMORY_TERMS} (
+    machine text COLLATE \"C\" NOT NULL,
+    id text COLLATE \"C\" NOT NULL,
+    position bigint NOT NULL,
+    sequence text COLLATE \"C\",
+    plain_sizes integer[] NOT NULL,
+    plain_terms text[] COLLATE \"C\" NOT NULL,
+    plain_counts integer[] NOT NULL,
+    stem_sizes integer[] NOT NULL,
+    stem_terms text[] COLLATE \"C\" NOT NULL,
+    stem_counts integer[] NOT NULL,
+    PRIMARY KEY (machine, id)
+);
+CREATE INDEX memory_terms_plain ON {MEMORY_TERMS} USING gin (plain_terms);
+CREATE INDEX memory_terms_stem ON {MEMORY_TERMS} USING gin (stem_terms);
+CREATE INDEX memory_terms_sequence ON {MEMORY_TERMS} (sequence);
+"
+    )
+}
+
 /// Creates [`SQL_ROLE`] when the cluster has none, grants it the view, and makes the
 /// migrating role a member. Another database's migration may create the role at the
 /// same moment: a clash is retried in a savepoint.
@@ -929,7 +970,7 @@ GRANT USAGE ON SCHEMA {SCHEMA} TO {writer};
 GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
 GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
       {SCHEMA}.machines, {SCHEMA}.memories, {MESSAGE_TERMS}, {KEYWORD_DELTAS},
-      {KEYWORD_TOTALS} TO {writer};
+      {KEYWORD_TOTALS}, {MEMORY_TERMS} TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
 GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};
 GRANT {SQL_ROLE} TO {writer};

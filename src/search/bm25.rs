@@ -109,6 +109,9 @@ pub struct FtsIndexBuilder {
     doc: i64,
     row: Option<usize>,
     per_col: [u32; 3],
+    /// Only some terms' postings are added ([`FtsIndex::partial`]): the rows' sizes
+    /// are not checked against them.
+    partial: bool,
 }
 
 impl FtsIndexBuilder {
@@ -159,6 +162,26 @@ impl FtsIndexBuilder {
         Ok(())
     }
 
+    /// Adds one row's counts of term `t` in each column (`counts`: title, tags, body),
+    /// as that many [`FtsIndexBuilder::instance`]s would.
+    ///
+    /// # Errors
+    /// As [`FtsIndexBuilder::instance`].
+    pub fn posting(
+        &mut self,
+        t: &[u8],
+        d: i64,
+        row: Option<usize>,
+        counts: [u32; 3],
+    ) -> Result<(), Unavailable> {
+        for (col, &n) in counts.iter().enumerate() {
+            for _ in 0..n {
+                self.instance(t, d, row, col)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The index, once every instance was added.
     ///
     /// # Errors
@@ -169,11 +192,12 @@ impl FtsIndexBuilder {
             self.index.push_posting(self.row, self.per_col)?;
             self.index.end_term(&cur)?;
         }
-        if self
-            .seen
-            .iter()
-            .zip(&self.sizes)
-            .any(|(seen, size)| *seen != size.unwrap_or([0; 3]))
+        if !self.partial
+            && self
+                .seen
+                .iter()
+                .zip(&self.sizes)
+                .any(|(seen, size)| *seen != size.unwrap_or([0; 3]))
         {
             return Err("token counts differ from the table's row sizes");
         }
@@ -242,7 +266,19 @@ impl FtsIndex {
             doc: 0,
             row: None,
             per_col: [0; 3],
+            partial: false,
         }
+    }
+
+    /// As [`FtsIndex::builder`], for the postings of some terms only (a query's): every
+    /// row of the table that holds one of those terms is added (so their document
+    /// frequencies are the table's), the rows' `sizes` are their whole lengths and
+    /// `n_rows`, `n_tokens` the whole table's; the rows' sizes are then not checked
+    /// against the postings. Scores of those terms are the whole table's, bit for bit.
+    pub fn partial(sizes: Vec<Option<[u32; 3]>>, n_rows: i64, n_tokens: i64) -> FtsIndexBuilder {
+        let mut b = Self::builder(sizes, n_rows, n_tokens);
+        b.partial = true;
+        b
     }
 
     /// Adds the current term's posting in an FTS5 row (`row`: its metadata row, if

@@ -396,9 +396,11 @@ fn compare_store(name: &str, store: &MemoryStore, embedder: Option<&Embedder>) -
                         let mask = mem.filter.mask(mem.index);
                         let stop = Cancel::new();
                         let (fast, reference) = (Scorer::Fast, Scorer::Reference);
-                        let a = vec_leg_until(mem.index, e, q, mask, limit, fast, &mut tm, &stop);
+                        let v = e.embed_query(q);
+                        let (m, v) = (e.name(), Some(v.as_slice()));
+                        let a = vec_leg_until(mem.index, m, v, mask, limit, fast, &mut tm, &stop);
                         let b =
-                            vec_leg_until(sql.index, e, q, mask, limit, reference, &mut ts, &stop);
+                            vec_leg_until(sql.index, m, v, mask, limit, reference, &mut ts, &stop);
                         let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
                         assert_eq!(
                             bits(&a),

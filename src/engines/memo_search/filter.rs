@@ -18,6 +18,8 @@ pub(super) struct Filter {
     from: Option<String>,
     to: Option<String>,
     file: Option<memchr::memmem::Finder<'static>>,
+    /// Keep only these rowids ([`Request::rows`]).
+    rows: Option<std::sync::Arc<std::collections::HashSet<i64>>>,
     /// Leave out rows another memory supersedes.
     hide_superseded: bool,
     /// [`Filter::keep`] of every row, computed on the first [`Filter::mask`] call.
@@ -37,6 +39,7 @@ impl Filter {
                 .file
                 .as_ref()
                 .map(|f| memchr::memmem::Finder::new(f.as_bytes()).into_owned()),
+            rows: req.rows.clone(),
             hide_superseded: !req.include_superseded,
             mask: OnceCell::new(),
             stop: req.stop.clone(),
@@ -44,7 +47,11 @@ impl Filter {
     }
 
     fn is_empty(&self) -> bool {
-        self.kind.is_none() && self.from.is_none() && self.to.is_none() && self.file.is_none()
+        self.kind.is_none()
+            && self.from.is_none()
+            && self.to.is_none()
+            && self.file.is_none()
+            && self.rows.is_none()
     }
 
     pub(super) fn keep(&self, m: &RowMeta) -> bool {
@@ -55,6 +62,7 @@ impl Filter {
                 .file
                 .as_ref()
                 .is_none_or(|f| m.files.iter().any(|p| f.find(p.as_bytes()).is_some()))
+            && self.rows.as_ref().is_none_or(|r| r.contains(&m.rowid))
     }
 
     /// True when row `i` of `index` is left out because another memory supersedes it
@@ -118,6 +126,12 @@ impl Filter {
             }
             for (v, h) in votes.iter_mut().zip(has) {
                 *v += u8::from(h);
+            }
+        }
+        if let Some(rows) = &self.rows {
+            filters += 1;
+            for (v, m) in votes.iter_mut().zip(index.rows()) {
+                *v += u8::from(rows.contains(&m.rowid));
             }
         }
         votes.into_iter().map(|v| v == filters).collect()

@@ -51,7 +51,7 @@ fn scratch(table: Table, vocab: Vocab, texts: &[&str]) -> Result<Connection, rus
 
 /// Each of `words` (folded tokens) as [`Table::Stemmed`]'s tokenizer stems it, in
 /// order: one row per word, read back through an `instance` table.
-fn stems_of(words: &[String]) -> Result<Vec<String>, rusqlite::Error> {
+pub(super) fn stems_of(words: &[String]) -> Result<Vec<String>, rusqlite::Error> {
     let texts: Vec<&str> = words.iter().map(String::as_str).collect();
     let conn = scratch(Table::Stemmed, Vocab::Instance, &texts)?;
     let mut stems = words.to_vec();
@@ -80,7 +80,7 @@ pub(super) fn fold_tokens(text: &str) -> Result<Vec<String>, rusqlite::Error> {
 
 /// `tokens` without [`STOP_WORDS`]; all of them when every one is a stop word (so a
 /// query such as "The Who" is still searched).
-fn content_tokens(tokens: &[String]) -> Vec<String> {
+pub(super) fn content_tokens(tokens: &[String]) -> Vec<String> {
     let kept: Vec<String> = tokens
         .iter()
         .filter(|t| !is_stop_word(t))
@@ -157,6 +157,39 @@ impl TermQuery {
             .collect();
         groups.join(if every { " AND " } else { " OR " })
     }
+}
+
+/// The fuzzy leg's groups for `tokens`: per content word ([`content_tokens`]) the
+/// indexed terms of `vocab` within its edit distance, closest first, at most
+/// [`MAX_EXPANSIONS`] (the word itself when none); with each word's expansions for
+/// the trace. Stops early once `stop` has stopped.
+pub(super) fn fuzzy_groups(
+    vocab: &crate::search::vocabulary::Vocabulary,
+    tokens: &[String],
+    stop: &crate::cancel::Cancel,
+) -> (Vec<Vec<String>>, Map<String, Value>) {
+    let mut groups = Vec::new();
+    let mut expansions = Map::new();
+    for token in &content_tokens(tokens) {
+        if stop.is_stopped() {
+            break;
+        }
+        let max = if is_stop_word(token) {
+            0
+        } else {
+            fuzzy::max_distance(token)
+        };
+        let mut near = fuzzy::near(vocab, token, max);
+        near.sort_unstable();
+        near.truncate(MAX_EXPANSIONS);
+        let mut terms: Vec<String> = near.iter().map(|(_, t)| (*t).to_owned()).collect();
+        if terms.is_empty() {
+            terms.push(token.clone());
+        }
+        expansions.insert(token.clone(), json!(terms));
+        groups.push(terms);
+    }
+    (groups, expansions)
 }
 
 /// What the FTS5 legs of one search share: the locked connection, the store's index,
@@ -272,27 +305,7 @@ impl Leg<'_> {
         trace: &mut Vec<Value>,
     ) -> Result<Ranked, rusqlite::Error> {
         let vocab = self.index.vocab(self.conn)?;
-        let mut groups = Vec::new();
-        let mut expansions = Map::new();
-        for token in &content_tokens(tokens) {
-            if self.filter.stop.is_stopped() {
-                break;
-            }
-            let max = if is_stop_word(token) {
-                0
-            } else {
-                fuzzy::max_distance(token)
-            };
-            let mut near = fuzzy::near(vocab, token, max);
-            near.sort_unstable();
-            near.truncate(MAX_EXPANSIONS);
-            let mut terms: Vec<String> = near.iter().map(|(_, t)| (*t).to_owned()).collect();
-            if terms.is_empty() {
-                terms.push(token.clone());
-            }
-            expansions.insert(token.clone(), json!(terms));
-            groups.push(terms);
-        }
+        let (groups, expansions) = fuzzy_groups(vocab, tokens, &self.filter.stop);
         if self.filter.stop.is_stopped() {
             return Ok(Vec::new());
         }

@@ -59,6 +59,7 @@
 //! `filter` the filters, `fts` and `vec_leg` the legs, `top_n` their bounded cut,
 //! `fuse` the fusion, `hits` the output; `differential` tests the two scorers.
 
+mod archive;
 #[cfg(test)]
 mod differential;
 mod filter;
@@ -78,7 +79,7 @@ use crate::embed::Embedder;
 /// The stop words, shared with the conversations index's keyword postings.
 pub use crate::search::words::{is_stop_word, STOP_WORDS};
 use crate::stores::memories::fts::Table;
-use crate::stores::memories::{links_of, MemoryStore};
+use crate::stores::memories::{links_of, MemoryStore, SearchIndex};
 use filter::Filter;
 use fts::{fold_tokens, Leg};
 use fuse::{boost_times, fuse, Fused};
@@ -281,7 +282,6 @@ impl Engine for MemoSearch {
     /// [id], "supersedes"?: [id], "conversation_id"?: str, "explain"?: {..}}],
     /// "mode": str, "count": int, "note"?: str, "trace"?: [{"stage", ..}]}`.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
-        ctx.local_only("memo-search")?;
         if let Some(source) = args.get("source").and_then(Value::as_str) {
             if crate::settings::debug_log() {
                 eprintln!("debug: memo_search called by source `{source}`");
@@ -296,6 +296,12 @@ impl Engine for MemoSearch {
                 vec!["empty query: no hits".into()],
                 None,
             ));
+        }
+        for name in ["machine", "user"] {
+            ctx.archive_only_argument(name, args.get(name).unwrap_or(&Value::Null))?;
+        }
+        if let Some(pool) = ctx.archive() {
+            return archive::call(ctx, pool, &req);
         }
         let store = ctx.memories()?;
         let embedder = ctx.memory_embedder();
@@ -333,24 +339,39 @@ pub fn search(
     req: &Request,
 ) -> Result<Value, EngineError> {
     let conn = store.lock();
+    let ranking = rank(store, &conn, embedder, req)?;
+    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
+    render(&conn, ranking, req, &map_err, &|_, _| {})
+}
+
+/// The output of `ranking`: each fused hit's row read through `conn` (a store's
+/// connection, or the archive's rows in a private database: [`archive`]) by its rowid,
+/// with its links, cut body, score and explain; `extra(rowid, hit)` adds what the
+/// source knows beside the row (the archive: its machine).
+fn render(
+    conn: &Connection,
+    ranking: Ranking,
+    req: &Request,
+    map_err: &dyn Fn(rusqlite::Error) -> EngineError,
+    extra: &dyn Fn(i64, &mut serde_json::Map<String, Value>),
+) -> Result<Value, EngineError> {
     let Ranking {
         fused,
         tuning,
         notes,
         mut trace,
-    } = rank(store, &conn, embedder, req)?;
+    } = ranking;
     stopped(req)?;
     let Some(fused) = fused else {
         return Ok(finish(req, Vec::new(), notes, req.explain.then_some(trace)));
     };
-    let rows = load_rows(&conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>())
-        .map_err(|e| EngineError::Store(store.error(e)))?;
+    let rows =
+        load_rows(conn, &fused.iter().map(|f| f.rowid).collect::<Vec<_>>()).map_err(map_err)?;
     let ids: Vec<String> = rows
         .values()
         .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_owned))
         .collect();
-    let links = links_of(&conn, &ids).map_err(|e| EngineError::Store(store.error(e)))?;
-    drop(conn);
+    let links = links_of(conn, &ids).map_err(map_err)?;
     let mut hits = Vec::with_capacity(fused.len());
     for f in &fused {
         let Some(row) = rows.get(&f.rowid) else {
@@ -376,6 +397,7 @@ pub fn search(
             truncate_body(&mut hit, max);
         }
         hit.insert("score".into(), json!(round6(f.score)));
+        extra(f.rowid, &mut hit);
         if req.explain {
             hit.insert("explain".into(), hits::explain(f, req.mode, &tuning));
         }
@@ -393,10 +415,44 @@ fn rank(
     embedder: Result<&Embedder, String>,
     req: &Request,
 ) -> Result<Ranking, EngineError> {
+    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
+    let parsed = match parse(req, &embedder, &map_err)? {
+        Ok(parsed) => parsed,
+        Err(ranking) => return Ok(ranking),
+    };
+    let model = embedder.as_ref().ok().map(|e| (e.name(), e.dim()));
+    stopped(req)?;
+    let index = store.search_index(conn, model).map_err(map_err)?;
+    stopped(req)?;
+    let q = match (&embedder, req.mode) {
+        (Ok(e), Mode::Vec | Mode::Hybrid) if index.embedded() > 0 => {
+            Some(e.embed_query(&req.query))
+        }
+        _ => None,
+    };
+    rank_over(conn, &index, parsed, embedder, q.as_deref(), req, &map_err)
+}
+
+/// The query as the legs search it, before any row is read.
+struct Parsed {
+    /// Folded tokens, sorted, unique, at most [`MAX_TOKENS`].
+    tokens: Vec<String>,
+    tuning: Tuning,
+    notes: Vec<String>,
+    trace: Vec<Value>,
+}
+
+/// Folds the query's tokens and chooses the tuning: `Ok(Err(ranking))` when the query
+/// has no searchable words (the ranking says so), else what the legs search.
+fn parse(
+    req: &Request,
+    embedder: &Result<&Embedder, String>,
+    map_err: &dyn Fn(rusqlite::Error) -> EngineError,
+) -> Result<Result<Parsed, Ranking>, EngineError> {
     let mut notes = req.notes.clone();
     let mut trace: Vec<Value> = Vec::new();
     let tuning = tuning(embedder.as_ref().is_ok_and(|e| e.is_deep()));
-    let mut tokens = fold_tokens(&req.query).map_err(|e| store.error(e))?;
+    let mut tokens = fold_tokens(&req.query).map_err(map_err)?;
     if tokens.len() > MAX_TOKENS {
         notes.push(format!(
             "query has {} distinct words: only {MAX_TOKENS} were searched",
@@ -410,21 +466,43 @@ fn rank(
     }));
     if tokens.is_empty() {
         notes.push("query has no searchable words: no hits".into());
-        return Ok(Ranking {
+        return Ok(Err(Ranking {
             fused: None,
             tuning,
             notes,
             trace,
-        });
+        }));
     }
-    let map_err = |e: rusqlite::Error| EngineError::Store(store.error(e));
-    let model = embedder.as_ref().ok().map(|e| (e.name(), e.dim()));
-    stopped(req)?;
-    let index = store.search_index(conn, model).map_err(map_err)?;
-    stopped(req)?;
+    Ok(Ok(Parsed {
+        tokens,
+        tuning,
+        notes,
+        trace,
+    }))
+}
+
+/// Runs the mode's legs over `index` (a store's snapshot, or the archive's rows that
+/// can rank: [`archive`]) and `conn` (its rows by rowid) and fuses them. `q` is the
+/// query's embedding by `embedder` (`None`: `index` holds no vector of its model).
+#[allow(clippy::too_many_arguments)]
+fn rank_over(
+    conn: &Connection,
+    index: &SearchIndex,
+    parsed: Parsed,
+    embedder: Result<&Embedder, String>,
+    q: Option<&[f32]>,
+    req: &Request,
+    map_err: &dyn Fn(rusqlite::Error) -> EngineError,
+) -> Result<Ranking, EngineError> {
+    let Parsed {
+        tokens,
+        tuning,
+        mut notes,
+        mut trace,
+    } = parsed;
     let mut leg = Leg {
         conn,
-        index: index.as_ref(),
+        index,
         filter: Filter::new(req),
         scorer: req.scorer,
         table: Table::Plain,
@@ -449,7 +527,14 @@ fn rank(
             let mask = leg.filter.mask(leg.index);
             stopped(req)?;
             let ranked = vec_leg_until(
-                leg.index, embedder, &req.query, mask, req.limit, req.scorer, &mut trace, &req.stop,
+                leg.index,
+                embedder.name(),
+                q,
+                mask,
+                req.limit,
+                req.scorer,
+                &mut trace,
+                &req.stop,
             );
             if ranked.is_none() {
                 return Err(EngineError::Unavailable(format!(
@@ -466,7 +551,14 @@ fn rank(
             stopped(req)?;
             match embedder {
                 Ok(embedder) => match vec_leg_until(
-                    leg.index, embedder, &req.query, mask, n, req.scorer, &mut trace, &req.stop,
+                    leg.index,
+                    embedder.name(),
+                    q,
+                    mask,
+                    n,
+                    req.scorer,
+                    &mut trace,
+                    &req.stop,
                 ) {
                     Some(ranked) => legs.push(("vec", ranked)),
                     None => notes.push(format!(

@@ -43,6 +43,15 @@ pub struct Request {
     /// inside the legs, once per query term and per block of [`STOP_CHECK_ROWS`](super::STOP_CHECK_ROWS)
     /// rows; a stopped search fails with [`EngineError::Stopped`].
     pub stop: Cancel,
+    /// Team archive only: keep the memories pushed by this machine (its host label or
+    /// its id).
+    pub machine: Option<String>,
+    /// Team archive only: keep the memories pushed by this user.
+    pub user: Option<String>,
+    /// Rowids of the rows the filters keep beside the others (`None`: every row); set
+    /// by the team archive's source for `machine` and `user` (its rows' machines are
+    /// not in the row metadata).
+    pub rows: Option<std::sync::Arc<std::collections::HashSet<i64>>>,
 }
 
 impl Request {
@@ -148,6 +157,9 @@ impl Request {
             notes,
             scorer: Scorer::default(),
             stop: Cancel::new(),
+            machine: text("machine").map(str::to_owned),
+            user: text("user").map(str::to_owned),
+            rows: None,
         })
     }
 }

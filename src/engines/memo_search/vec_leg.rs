@@ -9,33 +9,32 @@ use serde_json::{json, Value};
 use super::top_n::TopN;
 use super::{Ranked, Scorer};
 use crate::cancel::Cancel;
-use crate::embed::Embedder;
 use crate::stores::memories::SearchIndex;
 
-/// Cosine ranking over stored embeddings from `embedder`'s model; `None` when the
-/// store holds none from it at all (filters aside). Once `stop` has stopped, no
-/// further vector passes and fewer candidates come back.
+/// Cosine ranking over stored embeddings from model `model` against `q`, the query's
+/// embedding by it; `None` when the index holds none from it at all (filters aside)
+/// or there is no `q`. Once `stop` has stopped, no further vector passes and fewer
+/// candidates come back.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn vec_leg_until(
     index: &SearchIndex,
-    embedder: &Embedder,
-    query: &str,
+    model: &str,
+    q: Option<&[f32]>,
     mask: Option<&[bool]>,
     n: usize,
     scorer: Scorer,
     trace: &mut Vec<Value>,
     stop: &Cancel,
 ) -> Option<Ranked> {
-    let model = embedder.name().to_owned();
+    let model = model.to_owned();
     let any = index.embedded();
-    if any == 0 {
+    let Some(q) = q.filter(|_| any > 0) else {
         trace.push(
             json!({"stage": "leg", "leg": "vec", "model": model, "embedded": 0, "candidates": 0}),
         );
         return None;
-    }
+    };
     // No timings in the trace: the skill is a pure function, `explain` included.
-    let q = embedder.embed_query(query);
     let meta = index.rows();
     // Cosine descending, newer `updated`, smaller id.
     let mut scored = TopN::new(n, |a: &(f64, usize), b: &(f64, usize)| {
@@ -59,10 +58,10 @@ pub(super) fn vec_leg_until(
     let scanned = match scorer {
         // Only chunks that can reach the top are scored (exactly); `scanned` still
         // counts every chunk vector of the rows the filters keep.
-        Scorer::Fast => index.for_each_top_dot(&q, n, keep, &mut chunk),
+        Scorer::Fast => index.for_each_top_dot(q, n, keep, &mut chunk),
         Scorer::Reference => {
             let mut scanned = 0;
-            index.for_each_dot(&q, keep, |i, dot| {
+            index.for_each_dot(q, keep, |i, dot| {
                 scanned += 1;
                 chunk(i, dot);
             });

@@ -466,3 +466,70 @@ mod tests {
         assert_eq!(terms.len(), again.len());
     }
 }
+
+/// One row's terms as a [`Table`]'s tokenizer cuts its title, tags and body
+/// ([`row_terms`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowTerms {
+    /// Tokens per column (title, tags, body): the row's `_docsize` record.
+    pub sizes: [u32; 3],
+    /// Each distinct term (bytewise increasing) with its count per column.
+    pub terms: Vec<(String, [u32; 3])>,
+}
+
+/// The terms of each of `rows` (`[title, tags, body]`, tags joined by spaces as the
+/// store writes them) exactly as `table`'s FTS5 tokenizer indexes them: the rows are
+/// written into a private in-memory FTS5 table of that tokenizer and read back
+/// through an `fts5vocab` `instance` table (never the store). What push sends the
+/// team archive, so the archive's BM25 is the local one.
+///
+/// # Errors
+/// A SQLite error of the private database.
+pub fn row_terms(table: Table, rows: &[[&str; 3]]) -> Result<Vec<RowTerms>, rusqlite::Error> {
+    let conn = Connection::open_in_memory()?;
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE q USING fts5(title, tags, body, tokenize = '{}');
+         CREATE VIRTUAL TABLE v USING fts5vocab(q, 'instance');",
+        table.tokenizer()
+    ))?;
+    {
+        let mut insert =
+            conn.prepare("INSERT INTO q(rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)")?;
+        for (i, r) in rows.iter().enumerate() {
+            let rowid = i64::try_from(i).unwrap_or(i64::MAX);
+            insert.execute(rusqlite::params![rowid, r[0], r[1], r[2]])?;
+        }
+    }
+    let mut out = vec![RowTerms::default(); rows.len()];
+    let mut stmt = conn.prepare("SELECT term, doc, col FROM v")?;
+    let mut q = stmt.query([])?;
+    while let Some(r) = q.next()? {
+        let term = r.get::<_, String>(0)?;
+        let Some(row) = usize::try_from(r.get::<_, i64>(1)?)
+            .ok()
+            .and_then(|d| out.get_mut(d))
+        else {
+            continue;
+        };
+        let col = match r.get_ref(2)?.as_bytes()? {
+            b"title" => 0,
+            b"tags" => 1,
+            _ => 2,
+        };
+        row.sizes[col] += 1;
+        match row.terms.last_mut() {
+            Some((t, counts)) if *t == term => counts[col] += 1,
+            _ => {
+                let mut counts = [0; 3];
+                counts[col] = 1;
+                row.terms.push((term, counts));
+            }
+        }
+    }
+    // Instances come term by term, so each row's terms are already in term order;
+    // sorted bytewise to be sure.
+    for r in &mut out {
+        r.terms.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    }
+    Ok(out)
+}

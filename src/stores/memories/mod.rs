@@ -68,7 +68,7 @@ pub use schema::{
     decode_vector, encode_vector, format_time, json_list, parse_time, CHANGE_LOG_KEEP,
     REL_CONVERSATION, REL_SUPERSEDES, TIME_FORMAT,
 };
-pub use snapshot::{Refresh, SearchIndex, MAX_REFRESH_ROWS};
+pub use snapshot::{sequence_sql, Parts, Refresh, SearchIndex, MAX_REFRESH_ROWS, SEQUENCE_SQL};
 pub use write::Upsert;
 
 /// A SQLite database file holding memories; see the module docs for the schema.

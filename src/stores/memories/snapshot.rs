@@ -123,7 +123,106 @@ pub enum Refresh {
     Reload,
 }
 
+/// The rows of a [`SearchIndex`] built outside a store ([`SearchIndex::from_parts`]):
+/// the team archive's memories that can rank for one search.
+#[derive(Debug, Default)]
+pub struct Parts {
+    /// Every row's metadata, in the order the rows are numbered (rowids increasing).
+    pub rows: Vec<RowMeta>,
+    /// Per row: its sequence key ([`SEQUENCE_SQL`]) and `created` (stored text).
+    pub sequence: Vec<(Option<Box<str>>, Box<str>)>,
+    /// Per row: another memory supersedes it.
+    pub superseded: Vec<bool>,
+    /// Chunk vectors `(row, values)` of the model, rows increasing.
+    pub vectors: Vec<(u32, Vec<f32>)>,
+    /// The model (name, dimension) of `vectors`.
+    pub model: Option<(String, usize)>,
+    /// The postings of each [`fts::Table`] (by position).
+    pub fts: [Option<FtsIndex>; 2],
+    /// The indexed terms of [`fts::Table::Plain`] (the fuzzy mode's vocabulary).
+    pub vocab: Vec<String>,
+}
+
+/// The SQL expression (over `memories`, with `memory_links` present) of a memory's
+/// sequence ([`Neighbours`]): its linked conversation (the first by target), else its
+/// origin file (a JSON Lines memory's `#L<n>` left out), else NULL. Push sends it to
+/// the team archive, so the archive's neighbours are the local ones.
+pub const SEQUENCE_SQL: &str = "coalesce(\
+    (SELECT 'conversation:' || l.target FROM memory_links l \
+     WHERE l.id = memories.id AND l.rel = 'conversation' ORDER BY l.target LIMIT 1), \
+    CASE WHEN instr(origin, '#L') > 0 THEN 'file:' || substr(origin, 1, instr(origin, '#L') - 1) \
+         WHEN instr(origin, '/') > 0 OR instr(origin, '\\') > 0 THEN 'file:' || origin END)";
+
+/// [`SEQUENCE_SQL`] for a store without `memory_links`.
+const SEQUENCE_NO_LINKS_SQL: &str = "CASE WHEN instr(origin, '#L') > 0 \
+    THEN 'file:' || substr(origin, 1, instr(origin, '#L') - 1) \
+    WHEN instr(origin, '/') > 0 OR instr(origin, '\\') > 0 THEN 'file:' || origin END";
+
+/// [`SEQUENCE_SQL`], or its form for a store without `memory_links`.
+///
+/// # Errors
+/// A SQLite error while reading the schema.
+pub fn sequence_sql(conn: &Connection) -> Result<&'static str, rusqlite::Error> {
+    Ok(if has_links_table(conn)? {
+        SEQUENCE_SQL
+    } else {
+        SEQUENCE_NO_LINKS_SQL
+    })
+}
+
 impl SearchIndex {
+    /// An index over `parts` alone, as a store's snapshot of those rows with those
+    /// postings would be: the memo-search legs rank it exactly as they rank a store's
+    /// ([`crate::engines`]' memo-search on the team archive). Its FTS5 postings and
+    /// vocabulary are `parts`' (a table without postings has an empty index), never
+    /// read from a connection.
+    #[must_use]
+    pub fn from_parts(parts: Parts) -> Self {
+        let Parts {
+            rows,
+            sequence,
+            superseded,
+            vectors,
+            model,
+            fts,
+            vocab,
+        } = parts;
+        let mut builder = VectorMatrixBuilder::default();
+        let mut embedded_rows = 0;
+        let mut last = None;
+        for (row, v) in &vectors {
+            builder.push(*row, v);
+            if last != Some(*row) {
+                embedded_rows += 1;
+                last = Some(*row);
+            }
+        }
+        let [plain, stem] = fts;
+        let n = rows.len();
+        let empty = || FtsIndex::builder(vec![None; n], 0, 0).finish();
+        let superseded_rows = superseded.iter().filter(|s| **s).count();
+        Self {
+            dim: model.as_ref().map_or(0, |m| m.1),
+            model: model.map(|m| m.0),
+            version: (0, 0),
+            rows,
+            vectors: builder.finish(),
+            embedded_rows,
+            superseded,
+            superseded_rows,
+            filter_columns: OnceLock::new(),
+            vocab: OnceLock::from(Vocabulary::new(vocab)),
+            fts: [
+                OnceLock::from(plain.map_or_else(empty, Ok)),
+                OnceLock::from(stem.map_or_else(empty, Ok)),
+            ],
+            tables: [true, true],
+            changes: None,
+            sequence,
+            neighbours: OnceLock::new(),
+        }
+    }
+
     fn load(
         conn: &Connection,
         model: Option<(&str, usize)>,
@@ -176,18 +275,11 @@ impl SearchIndex {
     ) -> Result<(), rusqlite::Error> {
         let dim = self.dim;
         // The sequence ([`Neighbours`]): the linked conversation, else the origin file.
-        let conversation = if has_links_table(conn)? {
-            "(SELECT 'conversation:' || l.target FROM memory_links l \
-              WHERE l.id = memories.id AND l.rel = 'conversation' LIMIT 1)"
-        } else {
-            "NULL"
-        };
+        let sequence = sequence_sql(conn)?;
         let mut stmt = conn.prepare(&format!(
             "SELECT rowid, id, type, updated, files_read, files_modified, \
              CASE WHEN embedding IS NOT NULL AND embedding_model = ?1 THEN embedding END, \
-             created, coalesce({conversation}, \
-               CASE WHEN instr(origin, '#L') > 0 THEN 'file:' || substr(origin, 1, instr(origin, '#L') - 1) \
-                    WHEN instr(origin, '/') > 0 OR instr(origin, '\\') > 0 THEN 'file:' || origin END) \
+             created, {sequence} \
              FROM memories {filter} ORDER BY rowid"
         ))?;
         let mut vector: Vec<f32> = Vec::new();

@@ -1,0 +1,399 @@
+//! memo-search's rows on the team archive: the memories push sent
+//! ([`super::schema`]'s `memories`), their terms under the memories store's two FTS5
+//! tokenizers ([`MEMORY_TERMS`], schema version 6) and their vectors
+//! (`memory_vectors_<slot>`), read for one search. The ranking is the local engine's
+//! (`engines::memo_search`, its archive source): this module only reads.
+//!
+//! ## Statistics
+//!
+//! FTS5's BM25 needs the table's row count, its token count and each query term's
+//! document frequency. Rows and tokens are summed over [`MEMORY_TERMS`] by each search
+//! ([`totals`]); a term's document frequency is the number of rows holding it, and
+//! every row holding a query term is read ([`with_terms`]), so it is counted exactly.
+//! With one machine's store pushed whole they are the local store's; with several
+//! machines they are the team's (as semantic-search's keyword leg).
+
+use super::meaning::HalfVec;
+use super::schema::{RegisteredModel, MEMORY_TERMS, SCHEMA};
+use super::search::Pool;
+use super::ArchiveError;
+use crate::stores::memories::fts::{RowTerms, Table};
+
+/// One memory of the archive as memo-search ranks and shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoRow {
+    /// The machine id that pushed it.
+    pub machine: String,
+    /// Its host label.
+    pub label: String,
+    /// The user recorded on it.
+    pub user: String,
+    /// The memory's id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Type.
+    pub kind: String,
+    /// Tags, as the local store keeps them (a JSON array).
+    pub tags: String,
+    /// `created`, `YYYY-MM-DDTHH:MM:SSZ` (as the local store keeps it).
+    pub created: String,
+    /// `updated`, the same form.
+    pub updated: String,
+    /// Body.
+    pub body: String,
+    /// Files read (a JSON array).
+    pub files_read: String,
+    /// Files modified (a JSON array).
+    pub files_modified: String,
+    /// Ids of the memories it supersedes.
+    pub supersedes: Vec<String>,
+    /// Conversations it was saved from.
+    pub conversations: Vec<String>,
+    /// Its local rowid on its machine (`i64::MAX` without a terms row).
+    pub position: i64,
+    /// Its sequence (neighbours) on its machine.
+    pub sequence: Option<String>,
+    /// Its terms under the tokenizer asked for (`None`: no terms row, pushed before
+    /// schema version 6).
+    pub terms: Option<RowTerms>,
+}
+
+/// The table's totals FTS5's BM25 reads: rows and tokens (all columns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Totals {
+    /// Memories with terms.
+    pub rows: i64,
+    /// Their tokens under the plain tokenizer.
+    pub plain_tokens: i64,
+    /// Their tokens under the stemming tokenizer.
+    pub stem_tokens: i64,
+    /// Memories in the archive (with terms or not).
+    pub memories: i64,
+}
+
+impl Totals {
+    /// Tokens under `table`'s tokenizer.
+    pub fn tokens(&self, table: Table) -> i64 {
+        match table {
+            Table::Plain => self.plain_tokens,
+            Table::Stemmed => self.stem_tokens,
+        }
+    }
+}
+
+fn err(pool: &Pool, what: &'static str) -> impl Fn(postgres::Error) -> ArchiveError {
+    let target = pool.target().clone();
+    move |e| target.error(what, &e)
+}
+
+/// [`Totals`] of the archive.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn totals(pool: &Pool) -> Result<Totals, ArchiveError> {
+    let err = err(pool, "reading the memories' statistics");
+    pool.with(|c| {
+        let r = c
+            .query_one(
+                &format!(
+                    "SELECT count(*),
+                        coalesce(sum(plain_sizes[1] + plain_sizes[2] + plain_sizes[3]), 0)::bigint,
+                        coalesce(sum(stem_sizes[1] + stem_sizes[2] + stem_sizes[3]), 0)::bigint,
+                        (SELECT count(*) FROM {SCHEMA}.memories)
+                     FROM {MEMORY_TERMS}"
+                ),
+                &[],
+            )
+            .map_err(&err)?;
+        Ok(Totals {
+            rows: r.get(0),
+            plain_tokens: r.get(1),
+            stem_tokens: r.get(2),
+            memories: r.get(3),
+        })
+    })
+}
+
+fn prefix(table: Table) -> &'static str {
+    match table {
+        Table::Plain => "plain",
+        Table::Stemmed => "stem",
+    }
+}
+
+/// The columns of a [`MemoRow`] (`m`: memories, `t`: its terms, `k`: machines).
+fn row_columns(table: Table) -> String {
+    let p = prefix(table);
+    format!(
+        "m.machine, coalesce(k.label, m.machine), m.user_name, m.id, m.title, m.type, m.tags,
+         m.created, m.updated, m.body, m.files_read, m.files_modified, m.supersedes,
+         m.conversations, coalesce(t.position, {}), t.sequence, t.{p}_sizes, t.{p}_terms,
+         t.{p}_counts",
+        i64::MAX
+    )
+}
+
+const FROM: &str = "FROM skills_archive.memories m
+     LEFT JOIN skills_archive.memory_terms t ON t.machine = m.machine AND t.id = m.id
+     LEFT JOIN skills_archive.machines k ON k.machine = m.machine";
+
+fn time(t: chrono::NaiveDateTime) -> String {
+    crate::stores::memories::format_time(&t.and_utc())
+}
+
+fn row_of(r: &postgres::Row) -> MemoRow {
+    let sizes: Option<Vec<i32>> = r.get(16);
+    let terms: Option<Vec<String>> = r.get(17);
+    let counts: Option<Vec<i32>> = r.get(18);
+    let n = |v: i32| u32::try_from(v).unwrap_or(0);
+    let terms = match (sizes, terms, counts) {
+        (Some(s), Some(t), Some(c)) if s.len() == 3 && c.len() == 3 * t.len() => Some(RowTerms {
+            sizes: [n(s[0]), n(s[1]), n(s[2])],
+            terms: t
+                .into_iter()
+                .zip(c.chunks_exact(3))
+                .map(|(t, c)| (t, [n(c[0]), n(c[1]), n(c[2])]))
+                .collect(),
+        }),
+        _ => None,
+    };
+    MemoRow {
+        machine: r.get(0),
+        label: r.get(1),
+        user: r.get(2),
+        id: r.get(3),
+        title: r.get(4),
+        kind: r.get(5),
+        tags: r.get(6),
+        created: time(r.get(7)),
+        updated: time(r.get(8)),
+        body: r.get(9),
+        files_read: r.get(10),
+        files_modified: r.get(11),
+        supersedes: r.get(12),
+        conversations: r.get(13),
+        position: r.get(14),
+        sequence: r.get(15),
+        terms,
+    }
+}
+
+/// Every memory holding any of `terms` under `table`'s tokenizer, with its terms.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn with_terms(
+    pool: &Pool,
+    table: Table,
+    terms: &[String],
+) -> Result<Vec<MemoRow>, ArchiveError> {
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = err(pool, "memo-search's keyword leg");
+    let p = prefix(table);
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT {} {FROM} WHERE t.{p}_terms && $1::text[]",
+                row_columns(table)
+            ),
+            &[&terms],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(row_of)
+        .collect())
+    })
+}
+
+/// Every memory of the sequences `sequences` (machine, sequence), with its terms
+/// under `table`'s tokenizer.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn in_sequences(
+    pool: &Pool,
+    table: Table,
+    sequences: &[(String, String)],
+) -> Result<Vec<MemoRow>, ArchiveError> {
+    if sequences.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = err(pool, "memo-search's neighbours");
+    let (machines, seqs): (Vec<&str>, Vec<&str>) = sequences
+        .iter()
+        .map(|(m, s)| (m.as_str(), s.as_str()))
+        .unzip();
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT {} {FROM} WHERE (t.machine, t.sequence) IN
+                   (SELECT * FROM unnest($1::text[], $2::text[]))",
+                row_columns(table)
+            ),
+            &[&machines, &seqs],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(row_of)
+        .collect())
+    })
+}
+
+/// The plain tokenizer's terms of every memory (fuzzy mode's vocabulary), sorted.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn vocabulary(pool: &Pool) -> Result<Vec<String>, ArchiveError> {
+    let err = err(pool, "reading the memories' vocabulary");
+    pool.with(|c| {
+        Ok(c.query(
+            &format!("SELECT DISTINCT w FROM {MEMORY_TERMS}, unnest(plain_terms) w ORDER BY w"),
+            &[],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+    })
+}
+
+/// `(id, target)` for every memory `id` of the archive superseding one of `ids`.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn superseding(pool: &Pool, ids: &[String]) -> Result<Vec<(String, String)>, ArchiveError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = err(pool, "reading the supersede links");
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT DISTINCT m.id, s FROM {SCHEMA}.memories m, unnest(m.supersedes) s
+                 WHERE m.supersedes && $1::text[] AND s = ANY($1::text[])"
+            ),
+            &[&ids],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
+    })
+}
+
+/// How many memories hold a vector of `model`, of how many.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn vector_coverage(pool: &Pool, model: &RegisteredModel) -> Result<(i64, i64), ArchiveError> {
+    let err = err(pool, "reading the memories' vectors");
+    pool.with(|c| {
+        let r = c
+            .query_one(
+                &format!(
+                    "SELECT (SELECT count(*) FROM {}), (SELECT count(*) FROM {SCHEMA}.memories)",
+                    model.memories_table()
+                ),
+                &[],
+            )
+            .map_err(&err)?;
+        Ok((r.get(0), r.get(1)))
+    })
+}
+
+/// A memory with its vectors of a model: the row, its chunk vectors (one for most
+/// memories) and, for a one-vector memory read by [`nearest`], its `halfvec` inner
+/// product with the query (`None`: read whole by [`long_ones`]).
+pub type WithVectors = (MemoRow, Vec<Vec<f32>>, Option<f64>);
+
+fn with_vectors(r: &postgres::Row, dim: usize) -> WithVectors {
+    let bytes: Vec<u8> = r.get(19);
+    let values = crate::stores::memories::decode_vector(&bytes);
+    let chunks = if dim > 0 && !values.is_empty() && values.len().is_multiple_of(dim) {
+        values.chunks_exact(dim).map(<[f32]>::to_vec).collect()
+    } else {
+        vec![values]
+    };
+    (row_of(r), chunks, r.get(20))
+}
+
+/// The `k` one-vector memories of `model` nearest the query `half` by `halfvec` inner
+/// product (a sequential scan: exact in that order), best first, with their exact
+/// vectors and terms under `table`'s tokenizer.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn nearest(
+    pool: &Pool,
+    model: &RegisteredModel,
+    table: Table,
+    half: &HalfVec,
+    k: usize,
+) -> Result<Vec<WithVectors>, ArchiveError> {
+    let err = err(pool, "memo-search's vec leg");
+    let dim = model.model.dim as usize;
+    let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
+    let k = i64::try_from(k).unwrap_or(i64::MAX);
+    pool.with(|c| {
+        let mut tx = c.transaction().map_err(&err)?;
+        tx.batch_execute(&format!(
+            "SET TRANSACTION READ ONLY; SET LOCAL statement_timeout = {};
+             SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off",
+            super::search::DEADLINE.as_millis()
+        ))
+        .map_err(&err)?;
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT {}, v.exact, -(v.embedding <#> $1)::float8
+                     FROM {} v JOIN skills_archive.memories m ON m.machine = v.machine AND m.id = v.id
+                     LEFT JOIN skills_archive.memory_terms t ON t.machine = m.machine AND t.id = m.id
+                     LEFT JOIN skills_archive.machines k ON k.machine = m.machine
+                     WHERE octet_length(v.exact) = $2
+                     ORDER BY v.embedding <#> $1 LIMIT $3",
+                    row_columns(table),
+                    model.memories_table()
+                ),
+                &[half, &one, &k],
+            )
+            .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        Ok(rows.iter().map(|r| with_vectors(r, dim)).collect())
+    })
+}
+
+/// Every memory of `model` with more than one vector (a long memory embedded in
+/// chunks), with its vectors and terms under `table`'s tokenizer.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn long_ones(
+    pool: &Pool,
+    model: &RegisteredModel,
+    table: Table,
+) -> Result<Vec<WithVectors>, ArchiveError> {
+    let err = err(pool, "memo-search's vec leg");
+    let dim = model.model.dim as usize;
+    let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT {}, v.exact, NULL::float8
+                 FROM {} v JOIN skills_archive.memories m ON m.machine = v.machine AND m.id = v.id
+                 LEFT JOIN skills_archive.memory_terms t ON t.machine = m.machine AND t.id = m.id
+                 LEFT JOIN skills_archive.machines k ON k.machine = m.machine
+                 WHERE octet_length(v.exact) <> $1",
+                row_columns(table),
+                model.memories_table()
+            ),
+            &[&one],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(|r| with_vectors(r, dim))
+        .collect())
+    })
+}

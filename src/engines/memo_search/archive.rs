@@ -1,0 +1,521 @@
+//! memo-search answered from the team archive (`--archive`): the memories that can
+//! rank for the call are read from the archive ([`crate::archive::memo`]) into an
+//! index of just those rows ([`SearchIndex::from_parts`]) and a private in-memory
+//! database of their rows and links, and the local engine ranks them
+//! ([`super::rank_over`], [`super::render`]): the same legs, filters, `when`,
+//! supersedes, fusion, temporal routing, ties and output as on a store.
+//!
+//! Which rows can rank, so that the ranking is the one of the whole archive:
+//! - the FTS5 legs (`bm25`, `exact`, `fuzzy`; hybrid's stemmed keyword leg): every
+//!   memory holding a searched term under the leg's tokenizer (so each term's
+//!   document frequency is the archive's), with the archive's row and token totals;
+//!   for hybrid's context-aware leg, every memory of those memories' sequences (their
+//!   neighbours);
+//! - the vec leg (`vec`, hybrid): the nearest memories of the model the query is
+//!   embedded with, read by `halfvec` inner product in rounds until the `n`-th best
+//!   exact score among those the filters keep is above what any memory not read can
+//!   score (`halfvec` is within [`HALF_SLACK`] of the exact score), plus every long
+//!   memory (several chunk vectors, read whole). The scores are then computed from the
+//!   exact `f32` vectors by the local leg.
+//!
+//! Memories are told apart by (machine, id); each hit says its machine. Sequences
+//! (neighbours) are per machine.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+use super::fts::{content_tokens, fuzzy_groups, stems_of};
+use super::{parse, rank_over, render, stopped, Filter, Mode, Parsed, Request};
+use crate::archive::meaning::{self, HalfVec, HALF_SLACK};
+use crate::archive::memo::{self, MemoRow, Totals};
+use crate::archive::schema::RegisteredModel;
+use crate::archive::search::Pool;
+use crate::archive::ArchiveError;
+use crate::engines::{Context, EngineError};
+use crate::search::bm25::FtsIndex;
+use crate::search::filter_columns::RowMeta;
+use crate::search::vocabulary::Vocabulary;
+use crate::stores::memories::fts::Table;
+use crate::stores::memories::{json_list, Parts, SearchIndex};
+
+fn query_err(e: ArchiveError) -> EngineError {
+    EngineError::Query(e.to_string())
+}
+
+/// Answers `req` from `pool` (see the module docs).
+pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, EngineError> {
+    ctx.may_read(crate::stores::Store::Memories)?;
+    let map_err = |e: rusqlite::Error| EngineError::Query(format!("memo-search: {e}"));
+    let loaded = ctx.memory_embedder();
+    let embedder = loaded.as_deref().map_err(ToString::to_string);
+    let scratch = Scratch::open().map_err(map_err)?;
+    let parsed = match parse(req, &embedder, &map_err)? {
+        Ok(parsed) => parsed,
+        Err(ranking) => return render(&scratch.conn, ranking, req, &map_err, &|_, _| {}),
+    };
+    stopped(req)?;
+    let mut notes: Vec<String> = Vec::new();
+    let mut rows: Rows = Rows::default();
+    // The keyword leg's tokenizer and the terms it searches.
+    let table = match req.mode {
+        Mode::Hybrid if parsed.tuning.stemmed => Some(Table::Stemmed),
+        Mode::Hybrid | Mode::Bm25 | Mode::Exact | Mode::Fuzzy => Some(Table::Plain),
+        Mode::Vec => None,
+    };
+    let totals = memo::totals(pool).map_err(query_err)?;
+    if table.is_some() && totals.rows < totals.memories {
+        notes.push(format!(
+            "{} of the archive's {} memories have no terms (pushed before schema version 6): \
+             the keyword legs do not rank them until their machine pushes again",
+            totals.memories - totals.rows,
+            totals.memories
+        ));
+    }
+    let mut vocab = Vec::new();
+    let mut searched: Vec<String> = Vec::new();
+    if let Some(table) = table {
+        searched = match (req.mode, table) {
+            (Mode::Fuzzy, _) => {
+                vocab = memo::vocabulary(pool).map_err(query_err)?;
+                let v = Vocabulary::new(vocab.clone());
+                fuzzy_groups(&v, &parsed.tokens, &req.stop)
+                    .0
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            }
+            (_, Table::Stemmed) => stems_of(&content_tokens(&parsed.tokens)).map_err(map_err)?,
+            // Exact needs every word (stop words too); bm25 and hybrid's plain leg
+            // search the content words only.
+            (Mode::Exact, Table::Plain) => parsed.tokens.clone(),
+            (_, Table::Plain) => content_tokens(&parsed.tokens),
+        };
+        searched.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        searched.dedup();
+        let found = memo::with_terms(pool, table, &searched).map_err(query_err)?;
+        let sequences: Vec<(String, String)> =
+            if req.mode == Mode::Hybrid && parsed.tuning.context.is_some() {
+                let set: HashSet<(String, String)> = found
+                    .iter()
+                    .filter_map(|r| r.sequence.clone().map(|s| (r.machine.clone(), s)))
+                    .collect();
+                set.into_iter().collect()
+            } else {
+                Vec::new()
+            };
+        rows.add(found);
+        stopped(req)?;
+        rows.add(memo::in_sequences(pool, table, &sequences).map_err(query_err)?);
+    }
+    stopped(req)?;
+    // The vec leg: the model the query is embedded with, when the archive holds it.
+    let mut model: Option<(RegisteredModel, Vec<f32>)> = None;
+    if matches!(req.mode, Mode::Vec | Mode::Hybrid) {
+        match &embedder {
+            Ok(e) => {
+                let models = meaning::models(pool).map_err(query_err)?;
+                let held = models
+                    .iter()
+                    .find(|m| m.model.model == e.name() && m.model.dim as usize == e.dim());
+                match held {
+                    Some(m) => {
+                        let (with, all) = memo::vector_coverage(pool, m).map_err(query_err)?;
+                        notes.push(format!(
+                            "the query was embedded with `{}`; {} of the archive's {all} \
+                             memories have no vector of it{}",
+                            e.name(),
+                            all - with,
+                            if all > with {
+                                " (not ranked by the vec leg)"
+                            } else {
+                                ""
+                            }
+                        ));
+                        model = Some((m.clone(), e.embed_query(&req.query)));
+                    }
+                    None => {
+                        let names: Vec<String> = models
+                            .iter()
+                            .map(|m| format!("`{}` ({})", m.model.model, m.model.dim))
+                            .collect();
+                        let why = format!(
+                            "the archive holds no memory vectors of `{}`, the model this \
+                             machine embeds the query with ({})",
+                            e.name(),
+                            if names.is_empty() {
+                                "it holds none".to_owned()
+                            } else {
+                                format!("it holds {}", names.join(", "))
+                            }
+                        );
+                        if req.mode == Mode::Vec {
+                            return Err(EngineError::Unavailable(format!(
+                                "embedding unavailable: {why}"
+                            )));
+                        }
+                        notes.push(format!("{why}: hybrid used its bm25 leg only"));
+                    }
+                }
+            }
+            Err(why) if req.mode == Mode::Vec => {
+                return Err(EngineError::Unavailable(format!(
+                    "embedding unavailable: {why}"
+                )));
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some((m, q)) = &model {
+        let n = if req.mode == Mode::Hybrid {
+            parsed.tuning.candidates.max(req.limit)
+        } else {
+            req.limit
+        };
+        let t = table.unwrap_or(Table::Plain);
+        nearest(pool, m, t, q, n, req, &mut rows)?;
+    }
+    stopped(req)?;
+    let links = memo::superseding(pool, &rows.ids()).map_err(query_err)?;
+    let index = rows.index(
+        table,
+        &searched,
+        &totals,
+        vocab,
+        &links,
+        model.as_ref().map(|(m, _)| m),
+    );
+    scratch.fill(&rows.rows, &links).map_err(map_err)?;
+    let Parsed {
+        tokens,
+        tuning: tune,
+        notes: mut parse_notes,
+        mut trace,
+    } = parsed;
+    parse_notes.extend(notes);
+    trace.push(json!({
+        "stage": "archive", "memories": totals.memories, "with_terms": totals.rows,
+        "read": rows.rows.len(), "searched_terms": searched,
+        "model": model.as_ref().map(|(m, _)| m.model.model.clone()),
+    }));
+    let parsed = Parsed {
+        tokens,
+        tuning: tune,
+        notes: parse_notes,
+        trace,
+    };
+    let q = model.as_ref().map(|(_, q)| q.as_slice());
+    let mut req = req.clone();
+    if req.machine.is_some() || req.user.is_some() {
+        let kept = rows
+            .rows
+            .iter()
+            .zip(index.rows())
+            .filter(|(r, _)| whose(&req, &r.row))
+            .map(|(_, m)| m.rowid)
+            .collect();
+        req.rows = Some(std::sync::Arc::new(kept));
+    }
+    let req = &req;
+    let ranking = rank_over(&scratch.conn, &index, parsed, embedder, q, req, &map_err)?;
+    let who: Vec<(String, String, String)> = rows
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.row.machine.clone(),
+                r.row.label.clone(),
+                r.row.user.clone(),
+            )
+        })
+        .collect();
+    render(&scratch.conn, ranking, req, &map_err, &|rowid, hit| {
+        let at = usize::try_from(rowid - 1).ok();
+        if let Some((machine, label, user)) = at.and_then(|i| who.get(i)) {
+            hit.insert("machine".into(), json!(label));
+            hit.insert("machine_id".into(), json!(machine));
+            hit.insert("user".into(), json!(user));
+        }
+    })
+}
+
+/// Reads the vec leg's candidates into `rows` (see the module docs): rounds of the
+/// nearest one-vector memories until the `n` best that `req`'s filters keep are
+/// proven, and every long memory.
+fn nearest(
+    pool: &Pool,
+    model: &RegisteredModel,
+    table: Table,
+    q: &[f32],
+    n: usize,
+    req: &Request,
+    rows: &mut Rows,
+) -> Result<(), EngineError> {
+    let half = HalfVec::of(q);
+    let filter = Filter::new(req);
+    let norm = q
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt()
+        .max(1.0);
+    let dot = |v: &[f32]| -> f64 {
+        v.iter()
+            .zip(q)
+            .map(|(&a, &b)| f64::from(a) * f64::from(b))
+            .sum()
+    };
+    let mut k = n.saturating_mul(2).saturating_add(32);
+    let read = loop {
+        stopped(req)?;
+        let got = memo::nearest(pool, model, table, &half, k).map_err(query_err)?;
+        let complete = got.len() < k;
+        let last_half = got.last().and_then(|g| g.2).unwrap_or(f64::NEG_INFINITY);
+        let ids: Vec<String> = got.iter().map(|g| g.0.id.clone()).collect();
+        let superseded: HashSet<String> = memo::superseding(pool, &ids)
+            .map_err(query_err)?
+            .into_iter()
+            .map(|(_, target)| target)
+            .collect();
+        let mut kept: Vec<f64> = got
+            .iter()
+            .filter(|g| {
+                filter.keep(&meta(&g.0, 0))
+                    && whose(req, &g.0)
+                    && (req.include_superseded || !superseded.contains(&g.0.id))
+            })
+            .map(|g| g.1.iter().map(|v| dot(v)).fold(f64::NEG_INFINITY, f64::max))
+            .collect();
+        kept.sort_by(|a, b| b.total_cmp(a));
+        let bound = last_half + HALF_SLACK * norm;
+        if complete || (kept.len() >= n && kept[n - 1] > bound) {
+            break got;
+        }
+        k = k.saturating_mul(4);
+    };
+    rows.add_vectors(read);
+    rows.add_vectors(memo::long_ones(pool, model, table).map_err(query_err)?);
+    Ok(())
+}
+
+/// Whether `r` passes `req`'s `machine` (host label or machine id) and `user` filters.
+fn whose(req: &Request, r: &MemoRow) -> bool {
+    req.machine
+        .as_ref()
+        .is_none_or(|m| *m == r.machine || *m == r.label)
+        && req.user.as_ref().is_none_or(|u| *u == r.user)
+}
+
+/// A row's filter metadata ([`RowMeta`]) as the local store's snapshot reads it.
+fn meta(r: &MemoRow, rowid: i64) -> RowMeta {
+    let mut files = json_list(&r.files_read);
+    files.extend(json_list(&r.files_modified));
+    for f in &mut files {
+        f.make_ascii_lowercase();
+    }
+    RowMeta {
+        rowid,
+        id: r.id.clone(),
+        kind: r.kind.clone(),
+        updated: r.updated.clone(),
+        files,
+    }
+}
+
+/// One memory read, with its vectors when the vec leg read them.
+struct Read {
+    row: MemoRow,
+    vectors: Option<Vec<Vec<f32>>>,
+}
+
+/// The memories read for one search, once each by (machine, id).
+#[derive(Default)]
+struct Rows {
+    rows: Vec<Read>,
+    at: HashMap<(String, String), usize>,
+}
+
+impl Rows {
+    fn add(&mut self, found: Vec<MemoRow>) {
+        for row in found {
+            self.put(row, None);
+        }
+    }
+
+    fn add_vectors(&mut self, found: Vec<memo::WithVectors>) {
+        for (row, vectors, _) in found {
+            self.put(row, Some(vectors));
+        }
+    }
+
+    fn put(&mut self, row: MemoRow, vectors: Option<Vec<Vec<f32>>>) {
+        let key = (row.machine.clone(), row.id.clone());
+        match self.at.get(&key) {
+            Some(&i) => {
+                if vectors.is_some() {
+                    self.rows[i].vectors = vectors;
+                }
+            }
+            None => {
+                self.at.insert(key, self.rows.len());
+                self.rows.push(Read { row, vectors });
+            }
+        }
+    }
+
+    fn ids(&self) -> Vec<String> {
+        let set: HashSet<&str> = self.rows.iter().map(|r| r.row.id.as_str()).collect();
+        set.into_iter().map(str::to_owned).collect()
+    }
+
+    /// Orders the rows as a store numbers them (machine, then local position) and
+    /// builds their index: rowid `i + 1` is row `i`.
+    fn index(
+        &mut self,
+        table: Option<Table>,
+        searched: &[String],
+        totals: &Totals,
+        vocab: Vec<String>,
+        links: &[(String, String)],
+        model: Option<&RegisteredModel>,
+    ) -> SearchIndex {
+        self.rows.sort_by(|a, b| {
+            (
+                a.row.machine.as_bytes(),
+                a.row.position,
+                a.row.id.as_bytes(),
+            )
+                .cmp(&(
+                    b.row.machine.as_bytes(),
+                    b.row.position,
+                    b.row.id.as_bytes(),
+                ))
+        });
+        self.at = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.row.machine.clone(), r.row.id.clone()), i))
+            .collect();
+        let superseded: HashSet<&str> = links.iter().map(|(_, t)| t.as_str()).collect();
+        let mut parts = Parts {
+            model: model.map(|m| (m.model.model.clone(), m.model.dim as usize)),
+            vocab,
+            ..Parts::default()
+        };
+        for (i, r) in self.rows.iter().enumerate() {
+            let rowid = i64::try_from(i).unwrap_or(i64::MAX - 1) + 1;
+            parts.rows.push(meta(&r.row, rowid));
+            // Sequences are per machine.
+            let seq = r
+                .row
+                .sequence
+                .as_ref()
+                .map(|s| format!("{}\u{0}{s}", r.row.machine).into_boxed_str());
+            parts
+                .sequence
+                .push((seq, r.row.created.clone().into_boxed_str()));
+            parts
+                .superseded
+                .push(superseded.contains(r.row.id.as_str()));
+            if let Some(vectors) = &r.vectors {
+                let row = u32::try_from(i).unwrap_or(u32::MAX);
+                for v in vectors {
+                    parts.vectors.push((row, v.clone()));
+                }
+            }
+        }
+        if let Some(table) = table {
+            parts.fts[table as usize] = postings(&self.rows, table, searched, totals);
+        }
+        SearchIndex::from_parts(parts)
+    }
+}
+
+/// The postings of `searched` in `rows` under `table`'s tokenizer, with the archive's
+/// totals; `None` when they cannot be indexed (an empty index then answers).
+fn postings(rows: &[Read], table: Table, searched: &[String], totals: &Totals) -> Option<FtsIndex> {
+    let sizes: Vec<Option<[u32; 3]>> = rows
+        .iter()
+        .map(|r| r.row.terms.as_ref().map(|t| t.sizes))
+        .collect();
+    let mut b = FtsIndex::partial(sizes, totals.rows, totals.tokens(table));
+    // `searched` is sorted bytewise; each row's terms too.
+    let mut by_term: Vec<Vec<(usize, [u32; 3])>> = vec![Vec::new(); searched.len()];
+    for (i, r) in rows.iter().enumerate() {
+        let Some(terms) = &r.row.terms else {
+            continue;
+        };
+        for (t, counts) in &terms.terms {
+            if let Ok(k) = searched.binary_search_by(|s| s.as_bytes().cmp(t.as_bytes())) {
+                by_term[k].push((i, *counts));
+            }
+        }
+    }
+    for (term, list) in searched.iter().zip(by_term) {
+        for (i, counts) in list {
+            let d = i64::try_from(i).unwrap_or(i64::MAX);
+            b.posting(term.as_bytes(), d, Some(i), counts).ok()?;
+        }
+    }
+    b.finish().ok()
+}
+
+/// The private in-memory database of the rows read: `memories` and `memory_links` as
+/// the store has them (the columns the output and the temporal routing read), so the
+/// local output code reads them by rowid.
+struct Scratch {
+    conn: Connection,
+}
+
+impl Scratch {
+    fn open() -> Result<Self, rusqlite::Error> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch(
+            "CREATE TABLE memories (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, title TEXT,
+                type TEXT, tags TEXT, created TEXT, updated TEXT, body TEXT, files_read TEXT,
+                files_modified TEXT);
+             CREATE TABLE memory_links (id TEXT NOT NULL, rel TEXT NOT NULL,
+                target TEXT NOT NULL, PRIMARY KEY (id, rel, target)) WITHOUT ROWID;",
+        )?;
+        Ok(Self { conn })
+    }
+
+    /// Writes `rows` (rowid `i + 1`: row `i`) and their links (`superseding`: every
+    /// (memory, target) superseding one of them).
+    fn fill(&self, rows: &[Read], superseding: &[(String, String)]) -> Result<(), rusqlite::Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut put = tx
+                .prepare("INSERT INTO memories VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")?;
+            let mut link = tx.prepare("INSERT OR IGNORE INTO memory_links VALUES (?1, ?2, ?3)")?;
+            for (i, r) in rows.iter().enumerate() {
+                let m = &r.row;
+                let rowid = i64::try_from(i).unwrap_or(i64::MAX - 1) + 1;
+                put.execute(rusqlite::params![
+                    rowid,
+                    m.id,
+                    m.title,
+                    m.kind,
+                    m.tags,
+                    m.created,
+                    m.updated,
+                    m.body,
+                    m.files_read,
+                    m.files_modified
+                ])?;
+                for t in &m.supersedes {
+                    link.execute(rusqlite::params![m.id, "supersedes", t])?;
+                }
+                for c in &m.conversations {
+                    link.execute(rusqlite::params![m.id, "conversation", c])?;
+                }
+            }
+            for (id, target) in superseding {
+                link.execute(rusqlite::params![id, "supersedes", target])?;
+            }
+        }
+        tx.commit()
+    }
+}
