@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use chrono::TimeZone;
-use serde_json::Value;
+use serde_json::{json, Value};
 use skills::archive::keyword;
 use skills::cancel::Cancel;
 use skills::embed::Embedder;
@@ -415,6 +415,58 @@ fn hybrid_on_the_archive_equals_the_local_store() {
         queries.len()
     );
     assert!(compared > 300, "{compared}");
+}
+
+/// recall's output without what only the archive has: its items are fused from its
+/// sources' rows, so they must not differ but for the machine a conversation's
+/// citation names on the archive; the notes may (the archive's sources say which model
+/// embedded the query).
+fn recall_items(v: &Value, archive: bool) -> Value {
+    let mut items = v["items"].clone();
+    for item in items.as_array_mut().unwrap() {
+        let cites = item["cites"].as_object_mut().unwrap();
+        if cites["kind"] == "conversation" {
+            assert_eq!(cites.remove("machine_id").is_some(), archive, "{v}");
+        }
+    }
+    json!({"items": items, "pack": v["pack"], "count": v["count"], "dropped": v["dropped"]})
+}
+
+#[test]
+fn recall_on_the_archive_equals_the_local_store() {
+    let Some((embedder, db, messages, questions)) = setup(1) else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("laptop");
+    embedded_store(&data, &messages, &embedder);
+    // Memories too: recall fuses memo-search's hits with the conversations' rows.
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample/memories");
+    let (ok, _, err) = run(&data, None, &["memo", "import", sample.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
+    push(&data, &db);
+    let mut queries: Vec<String> = questions.into_iter().step_by(13).take(8).collect();
+    queries.push("decision about the database".into());
+    queries.push("zyxxyzzy pottery".into());
+    let mut compared = 0;
+    for q in &queries {
+        let question = format!("question={q}");
+        let args = ["--json", "run", "recall", "--arg", &question];
+        let local = json_of(&data, None, &args)["data"].clone();
+        let remote = json_of(&data, Some(&db.url), &args)["data"].clone();
+        assert_eq!(
+            recall_items(&remote, true),
+            recall_items(&local, false),
+            "{q}"
+        );
+        compared += local["items"].as_array().unwrap().len();
+    }
+    println!(
+        "recall: {} queries, {compared} items compared",
+        queries.len()
+    );
+    assert!(compared > 40, "{compared}");
 }
 
 #[test]

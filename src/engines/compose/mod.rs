@@ -164,7 +164,9 @@ impl Engine for Composed {
         ctx: &Context,
         skills: &dyn Skills,
     ) -> Result<Value, EngineError> {
-        ctx.local_only(ctx.access().skill().unwrap_or("this composed skill"))?;
+        // On the team archive too: each source is called through the host with the
+        // same context, so it answers from the archive or is skipped with its reason
+        // (never a local answer in its place).
         let mut vars = args.as_object().cloned().unwrap_or_default();
         vars.insert("args".into(), args.clone());
         let budget = args
