@@ -650,8 +650,11 @@ fn skill_document_parses_and_template_renders() {
     assert_eq!(fm["name"], "memo-search");
     assert_eq!(fm["engine"], "memo_search");
     let props = fm["input-schema"]["properties"].as_object().unwrap();
-    assert_eq!(props.len(), 12);
+    assert_eq!(props.len(), 14);
     assert_eq!(props["include_superseded"]["default"], false);
+    // The archive-only filters (an argument error on the local stores).
+    assert_eq!(props["machine"]["type"], json!(["string", "null"]));
+    assert_eq!(props["user"]["type"], json!(["string", "null"]));
     assert_eq!(props["limit"]["default"], 10);
     assert_eq!(props["body_chars"]["default"], 280);
     assert_eq!(props["mode"]["default"], "hybrid");
