@@ -104,22 +104,8 @@ fn script() -> std::path::PathBuf {
 /// `skills --data-dir DATA --archive URL ARGS…` (embedder off, a fixed machine
 /// label); its stdout, or an error with its stderr.
 fn skills(data: &Path, url: &str, args: &[&str]) -> Result<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--archive", url])
-        .args(args)
-        .env("SKILLS_EMBEDDER", "none")
-        .env("SKILLS_MACHINE_NAME", "bench")
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "skills {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let bin = Path::new(env!("CARGO_BIN_EXE_skills"));
+    common::skills_on_archive(bin, data, url, args, &[("SKILLS_EMBEDDER", "none")])
 }
 
 /// Rows of the archive's `messages` (0 without a schema).

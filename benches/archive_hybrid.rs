@@ -30,11 +30,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use common::{fmt_dur, measure};
 use serde_json::{json, Value};
 use skills::bench::gen::{self, Spec};
@@ -59,21 +58,7 @@ const DATABASE: &str = "bench_archive_hybrid";
 
 /// `skills --data-dir DATA --archive URL ARGS…` with `bin`; its stdout.
 fn skills(bin: &Path, data: &Path, url: &str, args: &[&str]) -> Result<String> {
-    let out = Command::new(bin)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--archive", url])
-        .args(args)
-        .env("SKILLS_MACHINE_NAME", "bench")
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "skills {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    common::skills_on_archive(bin, data, url, args, &[])
 }
 
 fn main() -> Result<()> {

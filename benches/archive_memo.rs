@@ -17,11 +17,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use common::{fmt_dur, measure};
 use serde_json::{json, Value};
 use skills::embed::Embedder;
@@ -42,21 +41,8 @@ const DATABASE: &str = "bench_archive_memo";
 
 /// `skills --data-dir DATA --archive URL ARGS…`; its stdout.
 fn skills(data: &Path, url: &str, args: &[&str]) -> Result<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_skills"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--archive", url])
-        .args(args)
-        .env("SKILLS_MACHINE_NAME", "bench")
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "skills {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let bin = Path::new(env!("CARGO_BIN_EXE_skills"));
+    common::skills_on_archive(bin, data, url, args, &[])
 }
 
 fn main() -> Result<()> {

@@ -26,37 +26,7 @@ use skills::stores::conversations::index::{Index, KeywordQuery};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
-use common::archive::{server, Db};
-
-/// Runs `skills` from data folder `data` (its name is the machine's label) with the
-/// archive `archive` (none: the local stores) and the static model; (ok, stdout, stderr).
-fn run(data: &Path, archive: Option<&str>, args: &[&str]) -> (bool, String, String) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_skills"));
-    c.env_remove("SKILLS_ARCHIVE_URL")
-        .env("SKILLS_EMBEDDER", "static")
-        .env("NO_COLOR", "1")
-        .arg("--data-dir")
-        .arg(data);
-    if let Some(url) = archive {
-        c.args(["--archive", url]);
-    }
-    let out = c
-        .args(args)
-        .env("SKILLS_MACHINE_NAME", data.file_name().unwrap())
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn json_of(data: &Path, archive: Option<&str>, args: &[&str]) -> Value {
-    let (ok, out, err) = run(data, archive, args);
-    assert!(ok, "{args:?} failed: {out}\n{err}");
-    serde_json::from_str(&out).unwrap()
-}
+use common::archive::{json_of, run, server, Db};
 
 fn push(data: &Path, db: &Db) -> Value {
     json_of(

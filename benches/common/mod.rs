@@ -341,3 +341,30 @@ pub fn leave_one_out(groups: &[usize], variants: &[Scored<'_>]) -> Option<HeldOu
         fold_mean: fold_sum.iter().map(|s| s / folds as f64).collect(),
     })
 }
+
+/// `BIN --data-dir DATA --archive URL ARGS…` with the machine label `bench` and the
+/// environment `env`; its stdout, or an error with its stderr.
+pub fn skills_on_archive(
+    bin: &std::path::Path,
+    data: &std::path::Path,
+    url: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> anyhow::Result<String> {
+    let out = std::process::Command::new(bin)
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--archive", url])
+        .args(args)
+        .envs(env.iter().copied())
+        .env("SKILLS_MACHINE_NAME", "bench")
+        .output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "skills {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

@@ -1,6 +1,7 @@
 //! The test PostgreSQL (`scripts/postgres`, started by `./scripts/test`, which exports
 //! `SKILLS_TEST_ARCHIVE_URL`) and a fresh database on it per test.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::not_run;
@@ -164,4 +165,35 @@ pub fn kill_pushes(push: impl Fn() -> Command, waits_ms: &[u64]) -> usize {
     }
     println!("pushes killed mid-way: {kills}");
     kills
+}
+
+/// Runs `skills` from data folder `data` (its name is the machine's label) with the
+/// archive `archive` (none: the local stores) and the static model; (ok, stdout, stderr).
+pub fn run(data: &Path, archive: Option<&str>, args: &[&str]) -> (bool, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_skills"));
+    c.env_remove("SKILLS_ARCHIVE_URL")
+        .env("SKILLS_EMBEDDER", "static")
+        .env("NO_COLOR", "1")
+        .arg("--data-dir")
+        .arg(data);
+    if let Some(url) = archive {
+        c.args(["--archive", url]);
+    }
+    let out = c
+        .args(args)
+        .env("SKILLS_MACHINE_NAME", data.file_name().unwrap())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// [`run`]'s stdout as JSON, asserting the run succeeded.
+pub fn json_of(data: &Path, archive: Option<&str>, args: &[&str]) -> serde_json::Value {
+    let (ok, out, err) = run(data, archive, args);
+    assert!(ok, "{args:?} failed: {out}\n{err}");
+    serde_json::from_str(&out).unwrap()
 }
