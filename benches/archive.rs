@@ -25,11 +25,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
+use common::postgres::Server;
 use common::search_cases::{duckdb_keys, engine_keys, CASES, LIMIT};
 use common::{fmt_bytes, fmt_dur, measure, Stats};
 use serde_json::json;
@@ -40,66 +40,6 @@ use skills::bench::gen::Spec;
 use skills::engines::Context;
 use skills::host::Host;
 use skills::stores::StorePaths;
-
-/// A PostgreSQL for the bench: `BENCH_ARCHIVE_URL`'s, or a throwaway one started by
-/// `scripts/postgres` and stopped when this is dropped.
-struct Server {
-    /// `scripts/postgres`'s folder of a server this bench started.
-    dir: Option<String>,
-    /// The archive's URL.
-    url: String,
-}
-
-impl Server {
-    fn start() -> Result<Self> {
-        if let Some(url) = std::env::var("BENCH_ARCHIVE_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-        {
-            return Ok(Self { dir: None, url });
-        }
-        let out = Command::new(script())
-            .arg("start")
-            .output()
-            .context("running scripts/postgres")?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let var = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-                .map(|v| v.trim_matches('\'').to_owned())
-        };
-        let (Some(dir), Some(admin)) = (
-            var("SKILLS_TEST_POSTGRES_DIR"),
-            var("SKILLS_TEST_ARCHIVE_URL"),
-        ) else {
-            bail!(
-                "scripts/postgres start did not start PostgreSQL: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let (base, _) = admin.rsplit_once('/').unwrap_or((&admin, ""));
-        // Stopped when dropped, also when the database cannot be made.
-        let server = Self {
-            dir: Some(dir),
-            url: format!("{base}/skills_bench?sslmode=disable"),
-        };
-        let mut c = postgres::Client::connect(&admin, postgres::NoTls)?;
-        c.batch_execute("CREATE DATABASE skills_bench")?;
-        Ok(server)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir {
-            let _ = Command::new(script()).args(["stop", dir]).status();
-        }
-    }
-}
-
-fn script() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres")
-}
 
 /// `skills --data-dir DATA --archive URL ARGS…` (embedder off, a fixed machine
 /// label); its stdout, or an error with its stderr.
@@ -308,7 +248,11 @@ fn main() -> Result<()> {
     );
 
     let server = Server::start()?;
-    let url = server.url.clone();
+    // `BENCH_ARCHIVE_URL` is the archive itself; a started server gets a database.
+    let url = match std::env::var("BENCH_ARCHIVE_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => server.database("skills_bench")?,
+    };
     let mut pg = postgres::Client::connect(&url, postgres::NoTls)?;
     let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
     let local = Host::load(&skills_dir, Context::new(StorePaths::in_dir(&dir)));

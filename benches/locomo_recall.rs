@@ -44,8 +44,20 @@
 //! questions together) are printed beside the whole-half figures of `default` and of
 //! each source. A variant is worth adopting only when its held-out figure wins.
 //!
+//! **Through the team archive** (`RECALL_ARCHIVE=1`, issue 39): each conversation's
+//! data folder (transcripts and turn memories, with their vectors) is pushed by the
+//! real `skills archive migrate` / `push --no-redact` into a database of its own on a
+//! PostgreSQL (`BENCH_ARCHIVE_URL`, a superuser URL, else a throwaway one from
+//! `scripts/postgres`, stopped at the end), and the `transcripts + turn memories`
+//! configuration asks every source and recall's default the same questions with
+//! `--archive` too. Printed beside the local figures: the archive's R@5, and every
+//! question whose five rows (ids and scores, in order) differ from the local ones.
+//!
 //! Run: `cargo bench --bench locomo_recall` (skipped, saying so, without the corpus or
 //! the model). `RECALL_CONFIGS` (`transcripts,memories`) chooses the configurations.
+//! The archive comparison alone, as docs/performance.md reports it:
+//! `RECALL_ARCHIVE=1 RECALL_CONFIGS=memories RECALL_VARIANTS=default cargo bench --bench
+//! locomo_recall`.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::cast_precision_loss)]
 
 mod common;
@@ -137,6 +149,12 @@ fn main() -> Result<()> {
     let convs = locomo::load(&file)?;
     let variants = common::env_list("RECALL_VARIANTS", VARIANTS);
     let configs = common::env_list("RECALL_CONFIGS", "transcripts,memories");
+    let archive_on = std::env::var("RECALL_ARCHIVE").as_deref() == Ok("1");
+    let server = if archive_on && configs.iter().any(|c| c == "memories") {
+        Some(common::postgres::Server::start()?)
+    } else {
+        None
+    };
     let tmp = tempfile::tempdir()?;
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("skills");
     // One skills folder per variant: the bundled skills with recall's numbers changed.
@@ -179,6 +197,8 @@ fn main() -> Result<()> {
     // memories; a configuration points the host's memories path at the memories or at
     // a file that does not exist.
     let mut stores = Vec::new();
+    // Per conversation, the URL of the archive its data folder was pushed into.
+    let mut archives: Vec<Option<String>> = Vec::new();
     for c in &convs {
         let dir = tmp.path().join(&c.id);
         std::fs::create_dir_all(&dir)?;
@@ -208,6 +228,9 @@ fn main() -> Result<()> {
             let summary = import_paths_with(&memories, &[turns], Some(&embedder))?;
             ensure!(summary.faults.is_empty(), "import faults: {summary}");
         }
+        if let Some(server) = &server {
+            archives.push(Some(push_to_archive(server, &dir, archives.len())?));
+        }
         stores.push(paths);
     }
     for config in &configs {
@@ -222,6 +245,7 @@ fn main() -> Result<()> {
             sources.insert(0, "memo-search");
         }
         let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+        let mut differences: Vec<String> = Vec::new();
         for (ci, c) in convs.iter().enumerate() {
             let mut paths = stores[ci].clone();
             if !with_memories {
@@ -238,6 +262,22 @@ fn main() -> Result<()> {
                 Ok(host)
             };
             let hosts: Vec<Host> = skill_dirs.iter().map(|d| host(d)).collect::<Result<_>>()?;
+            // The same skills answering from this conversation's archive (the
+            // configuration with memories only: the archive holds both).
+            let archive = match archives.get(ci) {
+                Some(Some(url)) if with_memories => {
+                    let pool = skills::archive::search::Pool::new(
+                        skills::archive::Target::parse(url).map_err(|e| anyhow::anyhow!("{e}"))?,
+                    );
+                    Some(Host::load(
+                        &shipped,
+                        Context::new(paths.clone())
+                            .with_embedder(Some(embedder.clone()))
+                            .with_archive(Some(Arc::new(pool))),
+                    ))
+                }
+                _ => None,
+            };
             for q in &c.questions {
                 for source in &sources {
                     let (args, rows) = match *source {
@@ -249,14 +289,30 @@ fn main() -> Result<()> {
                     };
                     let t = std::time::Instant::now();
                     let out = hosts[0]
-                        .call(source, args)
+                        .call(source, args.clone())
                         .with_context(|| format!("{source}: `{}`", q.question))?;
                     let took = t.elapsed();
-                    let rows = out.data.pointer(rows).and_then(Value::as_array);
-                    let outcome = outcome(q, rows.map_or(&[][..], Vec::as_slice), source);
+                    let local_rows = out.data.pointer(rows).and_then(Value::as_array);
+                    let local_rows = local_rows.map_or(&[][..], Vec::as_slice);
+                    let got_here = outcome(q, local_rows, source);
                     let tally = tallies.entry((*source).to_owned()).or_default();
-                    tally.outcomes.push(outcome);
+                    tally.outcomes.push(got_here);
                     tally.times.push(took);
+                    if let Some(archive) = &archive {
+                        let t = std::time::Instant::now();
+                        let out = archive.call(source, args).with_context(|| {
+                            format!("{source} on the archive: `{}`", q.question)
+                        })?;
+                        let took = t.elapsed();
+                        let got = out.data.pointer(rows).and_then(Value::as_array);
+                        let got = got.map_or(&[][..], Vec::as_slice);
+                        let tally = tallies.entry(format!("archive {source}")).or_default();
+                        tally.outcomes.push(outcome(q, got, source));
+                        tally.times.push(took);
+                        if let Some(d) = difference(source, &q.question, local_rows, got) {
+                            differences.push(d);
+                        }
+                    }
                 }
                 for (v, host) in variants.iter().zip(&hosts) {
                     let t = std::time::Instant::now();
@@ -269,12 +325,138 @@ fn main() -> Result<()> {
                     let tally = tallies.entry(format!("recall {v}")).or_default();
                     tally.outcomes.push(outcome(q, items, "recall"));
                     tally.times.push(took);
+                    let Some(archive) = archive.as_ref().filter(|_| v == "default") else {
+                        continue;
+                    };
+                    let t = std::time::Instant::now();
+                    let out = archive
+                        .call("recall", json!({"question": q.question}))
+                        .with_context(|| format!("recall on the archive: `{}`", q.question))?;
+                    let took = t.elapsed();
+                    let got = out.data["items"].as_array().map_or(&[][..], Vec::as_slice);
+                    let got = &got[..got.len().min(CLIENT_ROWS)];
+                    let tally = tallies.entry("archive recall default".into()).or_default();
+                    tally.outcomes.push(outcome(q, got, "recall"));
+                    tally.times.push(took);
+                    if let Some(d) = difference("recall", &q.question, items, got) {
+                        differences.push(d);
+                    }
                 }
             }
         }
         report(title, &tallies, &sources, &variants, &asked);
+        if archives.iter().any(Option::is_some) && with_memories {
+            report_archive(&tallies, &sources, &differences);
+        }
     }
     Ok(())
+}
+
+/// Makes database `bench_locomo_<i>` on `server`, migrates it and pushes the data
+/// folder `dir` into it with the real `skills` binary; its URL.
+fn push_to_archive(server: &common::postgres::Server, dir: &Path, i: usize) -> Result<String> {
+    let url = server.database(&format!("bench_locomo_{i}"))?;
+    let bin = Path::new(env!("CARGO_BIN_EXE_skills"));
+    common::skills_on_archive(bin, dir, &url, &["--json", "archive", "migrate"], &[])?;
+    let pushed = common::skills_on_archive(
+        bin,
+        dir,
+        &url,
+        &["--json", "archive", "push", "--no-redact"],
+        &[],
+    )?;
+    let pushed: Value = serde_json::from_str(&pushed)?;
+    eprintln!(
+        "archive {i}: {} messages, {} memories, {} window vectors, {} memory vectors",
+        pushed["messages_sent"],
+        pushed["memories_sent"],
+        pushed["units_sent"],
+        pushed["memory_vectors_sent"]
+    );
+    Ok(url)
+}
+
+/// A line naming the question when the five rows `got` on the archive are not
+/// `local`'s (each row's id and score, in order; the archive-only `machine`, `machine_id`
+/// and `user` are not compared); `None` when they are.
+fn difference(skill: &str, question: &str, local: &[Value], got: &[Value]) -> Option<String> {
+    let keys = |rows: &[Value]| -> Vec<String> {
+        rows.iter()
+            .take(CLIENT_ROWS)
+            .map(|r| {
+                let id = r["id"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("{}/{}", r["conversation_id"], r["message_id"]));
+                format!("{id} {}", r["score"])
+            })
+            .collect()
+    };
+    let (l, a) = (keys(local), keys(got));
+    (l != a).then(|| format!("- {skill}, `{question}`: local {l:?}, archive {a:?}"))
+}
+
+/// R@5 through the archive beside the local figures of the same run, and every
+/// question whose rows differ.
+fn report_archive(tallies: &BTreeMap<String, Tally>, sources: &[&str], differences: &[String]) {
+    let all = |_: usize| true;
+    let mut rows = Vec::new();
+    for name in sources
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(["recall default".to_owned()])
+    {
+        let (Some(l), Some(a)) = (tallies.get(&name), tallies.get(&format!("archive {name}")))
+        else {
+            continue;
+        };
+        let same = l
+            .outcomes
+            .iter()
+            .zip(&a.outcomes)
+            .filter(|(x, y)| x.turn == y.turn && x.session == y.session)
+            .count();
+        let ms = |t: &Tally| {
+            let s = common::Stats::of(t.times.clone());
+            format!("{:.1}", s.median.as_secs_f64() * 1e3)
+        };
+        rows.push(vec![
+            format!("`{name}`"),
+            format!(
+                "{:.3} / {:.3}",
+                l.rate(&all, |o| o.turn),
+                l.rate(&all, |o| o.session)
+            ),
+            format!(
+                "{:.3} / {:.3}",
+                a.rate(&all, |o| o.turn),
+                a.rate(&all, |o| o.session)
+            ),
+            format!("{same} / {}", l.outcomes.len()),
+            format!("{} / {}", ms(l), ms(a)),
+        ]);
+    }
+    println!("### Through the team archive (transcripts + turn memories)\n");
+    common::table(
+        &[
+            "ranking",
+            "local turn / session R@5",
+            "archive turn / session R@5",
+            "questions with the same hits",
+            "ms per call p50 local / archive",
+        ],
+        &rows,
+    );
+    println!(
+        "Questions whose five rows (ids and scores, in order) differ on the archive: {}\n",
+        differences.len()
+    );
+    for d in differences.iter().take(30) {
+        println!("{d}");
+    }
+    if !differences.is_empty() {
+        println!();
+    }
 }
 
 /// The outcome of the rows a call returned (at most [`CLIENT_ROWS`] read): a row is

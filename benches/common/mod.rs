@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::print_stdout)]
 
 pub mod plain_bm25;
+pub mod postgres;
 pub mod search_cases;
 pub mod session;
 pub mod stores;
