@@ -113,6 +113,28 @@ fn cases() -> Vec<(&'static str, Value)> {
             "message-activity",
             json!({"by": "month", "source": "claude-code"}),
         ),
+        // A project by month over whole months reads `project_monthly_counts`; a
+        // range cutting a month, the day rows.
+        (
+            "message-activity",
+            json!({"by": "month", "project": "/p/a"}),
+        ),
+        (
+            "message-activity",
+            json!({"by": "month", "project": "/p/b", "since": "2025-03-01", "source": "claude-code"}),
+        ),
+        (
+            "message-activity",
+            json!({"by": "month", "project": "/p/b", "since": "2025-03-11"}),
+        ),
+        (
+            "message-activity",
+            json!({"by": "month", "project": "/p/a", "since": "2025-03-01", "until": "2025-04-30"}),
+        ),
+        (
+            "message-activity",
+            json!({"by": "month", "project": "/p/none"}),
+        ),
     ]
 }
 
@@ -329,17 +351,32 @@ fn summaries_follow_every_write_and_skills_match_the_old_queries() {
 
 #[test]
 fn a_store_from_before_the_summaries_gets_them() {
+    an_older_store_answers_and_is_upgraded(
+        "DROP TABLE conversation_summary; DROP TABLE conversation_days;",
+    );
+}
+
+/// A store as the version before `project_monthly_counts` left it: that table missing
+/// and `conversation_projects` without the preview column.
+#[test]
+fn a_store_from_before_the_project_months_gets_them() {
+    an_older_store_answers_and_is_upgraded(
+        "DROP TABLE project_monthly_counts;
+         ALTER TABLE conversation_projects DROP COLUMN preview;",
+    );
+}
+
+/// A store written, then changed by `older` (statements that make it look like an
+/// older version's): read-only, the skills answer as the reference queries; the next
+/// writable open makes the summaries exact again.
+fn an_older_store_answers_and_is_upgraded(older: &str) {
     let skills = skills_with_references();
     let data = tempfile::tempdir().unwrap();
     let path = StorePaths::in_dir(data.path()).conversations;
     {
         let store = ConversationStore::open_rw(&path).unwrap();
         store.insert(&batch(0, 10)).unwrap();
-        store
-            .connection()
-            .unwrap()
-            .execute_batch("DROP TABLE conversation_summary; DROP TABLE conversation_days;")
-            .unwrap();
+        store.connection().unwrap().execute_batch(older).unwrap();
     }
     // Read-only (serve), the skills answer from views of the same aggregates.
     let host = skills::host::Host::load(

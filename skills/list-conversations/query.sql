@@ -55,8 +55,8 @@ JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.con
     AND s.last_at >= (SELECT min(last_at) FROM page)
 ORDER BY p.last_at DESC, p.source, p.conversation_id
 {% else %}-- One top-N over one summary table — with a project, `conversation_projects` (a
--- row per conversation and project), else `conversation_summary` (a row per
--- conversation) — MATERIALIZED: DuckDB then reads the text of the page's rows only;
+-- row per conversation and project, with the conversation's preview), else
+-- `conversation_summary` (a row per conversation) — MATERIALIZED: DuckDB then reads the text of the page's rows only;
 -- the total counted apart, without the text columns (beside the top-N in one select,
 -- the count made it 3x slower at 1M messages). The page's oldest time is found first,
 -- over the times alone, as the smallest of the newest `limit + offset` (`max(x, n)`
@@ -103,7 +103,7 @@ SELECT
     p.project,
     p.title,
     p.model,
-    substr({% if project %}s{% else %}p{% endif %}.preview, 1, $preview_chars) AS preview,
+    substr(p.preview, 1, $preview_chars) AS preview,
     p.messages,
     strftime(p.first_at, '%Y-%m-%dT%H:%M:%SZ') AS first_message,
     strftime(p.last_at, '%Y-%m-%dT%H:%M:%SZ') AS last_message,
@@ -116,9 +116,5 @@ SELECT
 {% endif %}    )::INTEGER AS total,
 {% endif %}    {'kind': 'conversation', 'source': p.source, 'conversation_id': p.conversation_id} AS cites
 FROM page p
-{% if project %}-- The preview is the conversation's: only summary rows from the page's oldest time
--- on can be the page's (as above), so DuckDB skips the others.
-JOIN conversation_summary s ON s.source = p.source AND s.conversation_id = p.conversation_id
-    AND s.last_at >= (SELECT min(last_at) FROM page)
-{% endif %}ORDER BY p.last_at DESC, p.source, p.conversation_id
+ORDER BY p.last_at DESC, p.source, p.conversation_id
 {% endif %}

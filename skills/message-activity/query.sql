@@ -5,7 +5,10 @@
 -- and count(DISTINCT (source, conversation_id)) per period over the messages.
 -- Without a project: the per day (month) and source counts; a month's row only when
 -- the date range holds whole months (since the 1st, no until), else from the day rows.
--- With a project, or a range cutting a month: from the per-conversation, day and
+-- By month with a project over whole months: the per month, project and source counts
+-- (a project page's chart; grouping the project's day rows per conversation took ~4 ms
+-- of CPU a call at 1M messages, these rows ~1.7 ms).
+-- Else with a project, or a range cutting a month: from the per-conversation, day and
 -- project rows, counted per conversation and period first, then per period (the date
 -- filters fall on UTC day boundaries, so `day` answers them exactly).
 {% if not project and (by != "month" or ((not since or since[8:] == "01") and not until)) %}SELECT
@@ -18,6 +21,17 @@ FROM {% if by == "month" %}monthly_counts{% else %}daily_counts{% endif %}
 WHERE true
 {% if since %}  AND period >= CAST($since AS DATE)
 {% endif %}{% if until %}  AND period <= CAST($until AS DATE)
+{% endif %}{% if source %}  AND source = $source
+{% endif %}GROUP BY ALL
+ORDER BY ALL
+{% elif by == "month" and (not since or since[8:] == "01") and not until %}SELECT
+    strftime(period, '%Y-%m') AS key,
+    source,
+    sum(messages)::INTEGER AS messages,
+    sum(conversations)::INTEGER AS conversations
+FROM project_monthly_counts
+WHERE project = $project
+{% if since %}  AND period >= CAST($since AS DATE)
 {% endif %}{% if source %}  AND source = $source
 {% endif %}GROUP BY ALL
 ORDER BY ALL

@@ -1,9 +1,10 @@
 //! Summary tables kept beside `all_conversations` for the browse pages (issue 41):
 //! `conversation_summary`, one row per conversation; `conversation_days`, one row per
 //! conversation, UTC day and project; `conversation_projects`, one per conversation and
-//! project (a project's list as a top-N); `daily_counts` and `monthly_counts`, messages and
-//! conversations per UTC day (month) and source; `project_counts`, per project and
-//! source. The list, project and activity skills read
+//! project, with the conversation's preview (a project's list as a top-N);
+//! `daily_counts` and `monthly_counts`, messages and conversations per UTC day (month)
+//! and source; `project_monthly_counts`, the same per UTC month, project and source (a
+//! project page's chart); `project_counts`, per project and source. The list, project and activity skills read
 //! them instead of grouping every message: at 1M messages grouping all rows took
 //! 17–133 ms a query, the summaries a few ms (docs/performance.md "Browse pages at 1M
 //! messages").
@@ -62,17 +63,23 @@ fn days_query(from: &str) -> String {
     )
 }
 
-/// The per-conversation and project aggregate, over the day rows of `from`.
+/// The per-conversation and project aggregate, over the day rows of `from`, with the
+/// conversation's preview from `conversation_summary` (made first): a project's list
+/// then reads one table (the join at every call was ~1.3 ms of a project page's CPU at
+/// 1M messages).
 fn projects_of_conversations_query(from: &str) -> String {
     format!(
-        "SELECT source, conversation_id, project,
-            sum(messages)::INTEGER AS messages,
-            min(first_at) AS first_at,
-            max(last_at) AS last_at,
-            max(title) AS title,
-            max(model) AS model
-         FROM {from}
-         GROUP BY source, conversation_id, project"
+        "SELECT p.*, s.preview
+         FROM (SELECT source, conversation_id, project,
+                  sum(messages)::INTEGER AS messages,
+                  min(first_at) AS first_at,
+                  max(last_at) AS last_at,
+                  max(title) AS title,
+                  max(model) AS model
+               FROM {from}
+               GROUP BY source, conversation_id, project) p
+         LEFT JOIN conversation_summary s
+           ON s.source = p.source AND s.conversation_id = p.conversation_id"
     )
 }
 
@@ -84,6 +91,21 @@ fn counts_query(period: &str, from: &str) -> String {
             sum(messages)::INTEGER AS messages,
             count(DISTINCT conversation_id)::INTEGER AS conversations
          FROM {from}
+         GROUP BY ALL"
+    )
+}
+
+/// Messages and conversations per UTC month, project and source, over the day rows of
+/// `from` (a message without a project has no row: no `project = $project` matches it):
+/// a project's chart per month reads its few rows (grouping its day rows per
+/// conversation and month took ~4 ms of CPU a call at 1M messages, this ~1.7 ms).
+fn project_months_query(from: &str) -> String {
+    format!(
+        "SELECT {MONTH} AS period, project, source,
+            sum(messages)::INTEGER AS messages,
+            count(DISTINCT conversation_id)::INTEGER AS conversations
+         FROM (SELECT * FROM {from}) d
+         WHERE project IS NOT NULL
          GROUP BY ALL"
     )
 }
@@ -109,7 +131,7 @@ const MONTH: &str = "date_trunc('month', day)::DATE";
 /// Every summary table with the query that computes it from the messages (for
 /// `conversation_summary` and `conversation_days`) or from `conversation_days`; in the
 /// order they are made.
-fn definitions(injected: &str) -> [(&'static str, String); 6] {
+fn definitions(injected: &str) -> [(&'static str, String); 7] {
     [
         (
             "conversation_summary",
@@ -122,6 +144,10 @@ fn definitions(injected: &str) -> [(&'static str, String); 6] {
         ),
         ("daily_counts", counts_query("day", "conversation_days")),
         ("monthly_counts", counts_query(MONTH, "conversation_days")),
+        (
+            "project_monthly_counts",
+            project_months_query("conversation_days"),
+        ),
         ("project_counts", projects_query("conversation_days")),
     ]
 }
@@ -175,13 +201,14 @@ pub(super) fn present(conn: &Connection) -> duckdb::Result<bool> {
          WHERE database_name = current_database() AND schema_name = 'main'
            AND table_name IN ('conversation_summary', 'conversation_days',
                               'conversation_projects', 'daily_counts', 'monthly_counts',
-                              'project_counts')",
+                              'project_monthly_counts', 'project_counts')",
         [],
         |r| r.get(0),
     )?;
-    // A store from before one of them (`conversation_projects` came last) gets them all
-    // made again on its next writable open.
-    Ok(n == 6)
+    // A store from before one of them gets them all made again on its next writable
+    // open (`project_monthly_counts` came last, with `conversation_projects.preview`,
+    // so a store without it has the older `conversation_projects` too).
+    Ok(n == 7)
 }
 
 /// For a store opened read-only that has no summary tables yet (written by an older
@@ -275,6 +302,10 @@ impl ConversationStore {
                USING (SELECT DISTINCT {MONTH} AS month, source FROM periods_touched) p
                WHERE c.period = p.month AND c.source = p.source;
              INSERT INTO monthly_counts {};
+             DELETE FROM project_monthly_counts c
+               USING (SELECT DISTINCT {MONTH} AS month, project, source FROM periods_touched) p
+               WHERE c.period = p.month AND c.project = p.project AND c.source = p.source;
+             INSERT INTO project_monthly_counts {};
              DELETE FROM project_counts c
                USING (SELECT DISTINCT project, source FROM periods_touched) p
                WHERE c.project = p.project AND c.source = p.source;
@@ -299,6 +330,10 @@ impl ConversationStore {
                        (SELECT {MONTH}, source FROM periods_touched)"
                 )
             ),
+            project_months_query(&format!(
+                "conversation_days WHERE ({MONTH}, project, source) IN
+                   (SELECT {MONTH}, project, source FROM periods_touched)"
+            )),
             projects_query(
                 "conversation_days WHERE (project, source) IN
                    (SELECT project, source FROM periods_touched)"
