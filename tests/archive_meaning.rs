@@ -390,7 +390,20 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
     };
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
-    embedded_store(&data, &corpus("d", 40, 6), &embedder);
+    // Projects for the `project` filter: a third of the conversations in `Ferris`,
+    // a third in a notes folder, a third with only their first half in `Ferris` (partly
+    // in scope: a unit is kept by one of its messages).
+    let mut messages = corpus("d", 40, 6);
+    for (k, m) in messages.iter_mut().enumerate() {
+        let (c, i) = (k / 6, k % 6);
+        m.project = match c % 3 {
+            0 => Some("/home/dev/Ferris-app".into()),
+            1 => Some("/srv/notes".into()),
+            _ if i < 3 => Some("/home/dev/FERRIS".into()),
+            _ => None,
+        };
+    }
+    embedded_store(&data, &messages, &embedder);
     migrate(&data, &db);
     push(&data, &db, &["--no-redact"]);
     let queries = [
@@ -410,6 +423,9 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
             vec!["limit=40", "role=user"],
             vec!["limit=5", "since=2025-02-20T00:00:00Z", "until=2025-02-21"],
             vec!["limit=10", "min_score=0.3"],
+            vec!["limit=15", "project=ferris"],
+            vec!["limit=8", "project= /srv/NOTES ", "role=assistant"],
+            vec!["limit=5", "project=no_such%"],
         ] {
             let mut args = vec!["--json", "run", "semantic-search", "--arg"];
             let query = format!("query={q}");
@@ -421,6 +437,14 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
             let local = json_of(&data, None, &args)["data"].clone();
             let remote = json_of(&data, Some(&db.url), &args)["data"].clone();
             assert_eq!(local_shape(&remote), local, "{q} {extra:?}");
+            if extra.contains(&"project=ferris") {
+                let rows = remote["rows"].as_array().unwrap();
+                assert!(!rows.is_empty(), "{q}: {remote}");
+                for row in rows {
+                    let project = row["project"].as_str().unwrap_or("").to_lowercase();
+                    assert!(project.contains("ferris"), "{row}");
+                }
+            }
             compared += local["rows"].as_array().unwrap().len();
             for row in remote["rows"].as_array().unwrap() {
                 assert_eq!(row["machine"], "laptop");
@@ -442,6 +466,7 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
         &q,
         20,
         &filter,
+        &skills::archive::meaning::Whose::default(),
         f32::NEG_INFINITY,
         skills::archive::meaning::Scan::Exact,
         240,
@@ -453,6 +478,7 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
         &q,
         20,
         &filter,
+        &skills::archive::meaning::Whose::default(),
         f32::NEG_INFINITY,
         skills::archive::meaning::Scan::Hnsw { ef_search: 400 },
         240,
@@ -617,6 +643,7 @@ fn hnsw_recall_at_15_against_the_exact_scan() {
             q,
             15,
             &filter,
+            &skills::archive::meaning::Whose::default(),
             f32::NEG_INFINITY,
             scan,
             units,
