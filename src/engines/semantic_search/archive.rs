@@ -406,7 +406,6 @@ fn literal_leg(
         machine: call.whose.machine,
         user: call.whose.user,
         limit: i64::try_from(fetch).unwrap_or(2000),
-        ..crate::archive::search::Query::default()
     };
     let rows =
         crate::archive::search::search(pool, &q).map_err(|e| EngineError::Query(e.to_string()))?;
