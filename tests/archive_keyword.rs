@@ -344,9 +344,10 @@ fn local_shape(v: &Value) -> Value {
 
 #[test]
 fn hybrid_on_the_archive_equals_the_local_store() {
-    let Some((embedder, db, messages, questions)) = setup(1) else {
+    let Some((embedder, db, mut messages, questions)) = setup(1) else {
         return;
     };
+    with_projects(&mut messages);
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
     embedded_store(&data, &messages, &embedder);
@@ -363,6 +364,14 @@ fn hybrid_on_the_archive_equals_the_local_store() {
             vec!["limit=60", "role=user", "explain=true"],
             vec!["limit=10", "conversation_id=locomo0-s2"],
             vec!["limit=5", "since=2023-03-31", "until=2023-04-10"],
+            vec!["limit=15", "project=ferris"],
+            vec![
+                "limit=10",
+                "project=/SRV/notes",
+                "role=user",
+                "explain=true",
+            ],
+            vec!["limit=5", "project=50%_off"],
         ] {
             let mut args = vec!["--json", "run", "semantic-search", "--arg"];
             let query = format!("query={q}");
@@ -374,6 +383,14 @@ fn hybrid_on_the_archive_equals_the_local_store() {
             let remote = json_of(&data, Some(&db.url), &args)["data"].clone();
             assert_eq!(remote["mode"], "hybrid");
             assert_eq!(local_shape(&remote), local, "{q} {extra:?}");
+            if extra.contains(&"project=ferris") {
+                let rows = remote["rows"].as_array().unwrap();
+                assert!(!rows.is_empty(), "{q}: {remote}");
+                for row in rows {
+                    let project = row["project"].as_str().unwrap_or("").to_lowercase();
+                    assert!(project.contains("ferris"), "{row}");
+                }
+            }
             compared += local["rows"].as_array().unwrap().len();
             for row in remote["rows"].as_array().unwrap() {
                 assert_eq!(row["machine"], "laptop");
@@ -385,6 +402,31 @@ fn hybrid_on_the_archive_equals_the_local_store() {
         queries.len()
     );
     assert!(compared > 300, "{compared}");
+}
+
+/// Gives the messages projects for the `project` filter: odd sessions `Ferris`'s,
+/// even ones a notes folder's, and in session 2 only its first ten turns one (the rest
+/// none: a conversation partly in scope).
+fn with_projects(messages: &mut [Message]) {
+    for m in messages {
+        let session: u32 = m
+            .conversation_id
+            .rsplit("-s")
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let turn: usize = m
+            .message_id
+            .rsplit(':')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        m.project = match session {
+            2 if turn > 10 => None,
+            n if n % 2 == 1 => Some("/home/dev/Ferris-app".into()),
+            _ => Some("/srv/notes".into()),
+        };
+    }
 }
 
 /// recall's output without what only the archive has: its items are fused from its

@@ -390,7 +390,20 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
     };
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("laptop");
-    embedded_store(&data, &corpus("d", 40, 6), &embedder);
+    // Projects for the `project` filter: a third of the conversations in `Ferris`,
+    // a third in a notes folder, a third with only their first half in `Ferris` (partly
+    // in scope: a unit is kept by one of its messages).
+    let mut messages = corpus("d", 40, 6);
+    for (k, m) in messages.iter_mut().enumerate() {
+        let (c, i) = (k / 6, k % 6);
+        m.project = match c % 3 {
+            0 => Some("/home/dev/Ferris-app".into()),
+            1 => Some("/srv/notes".into()),
+            _ if i < 3 => Some("/home/dev/FERRIS".into()),
+            _ => None,
+        };
+    }
+    embedded_store(&data, &messages, &embedder);
     migrate(&data, &db);
     push(&data, &db, &["--no-redact"]);
     let queries = [
@@ -410,6 +423,9 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
             vec!["limit=40", "role=user"],
             vec!["limit=5", "since=2025-02-20T00:00:00Z", "until=2025-02-21"],
             vec!["limit=10", "min_score=0.3"],
+            vec!["limit=15", "project=ferris"],
+            vec!["limit=8", "project= /srv/NOTES ", "role=assistant"],
+            vec!["limit=5", "project=no_such%"],
         ] {
             let mut args = vec!["--json", "run", "semantic-search", "--arg"];
             let query = format!("query={q}");
@@ -421,6 +437,14 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
             let local = json_of(&data, None, &args)["data"].clone();
             let remote = json_of(&data, Some(&db.url), &args)["data"].clone();
             assert_eq!(local_shape(&remote), local, "{q} {extra:?}");
+            if extra.contains(&"project=ferris") {
+                let rows = remote["rows"].as_array().unwrap();
+                assert!(!rows.is_empty(), "{q}: {remote}");
+                for row in rows {
+                    let project = row["project"].as_str().unwrap_or("").to_lowercase();
+                    assert!(project.contains("ferris"), "{row}");
+                }
+            }
             compared += local["rows"].as_array().unwrap().len();
             for row in remote["rows"].as_array().unwrap() {
                 assert_eq!(row["machine"], "laptop");
@@ -442,6 +466,7 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
         &q,
         20,
         &filter,
+        &skills::archive::meaning::Whose::default(),
         f32::NEG_INFINITY,
         skills::archive::meaning::Scan::Exact,
         240,
@@ -453,6 +478,7 @@ fn semantic_mode_on_the_archive_equals_the_local_store() {
         &q,
         20,
         &filter,
+        &skills::archive::meaning::Whose::default(),
         f32::NEG_INFINITY,
         skills::archive::meaning::Scan::Hnsw { ef_search: 400 },
         240,
@@ -617,6 +643,7 @@ fn hnsw_recall_at_15_against_the_exact_scan() {
             q,
             15,
             &filter,
+            &skills::archive::meaning::Whose::default(),
             f32::NEG_INFINITY,
             scan,
             units,
@@ -654,4 +681,149 @@ fn hnsw_recall_at_15_against_the_exact_scan() {
             p50(&mut ms)
         );
     }
+}
+
+/// semantic-search's rows of one call: (machine label, machine id) of each.
+fn machines_of(v: &Value) -> Vec<(String, String)> {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["machine"].as_str().unwrap().to_owned(),
+                r["machine_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn machine_and_user_filters_keep_one_machines_rows_in_semantic_search_and_recall() {
+    let Some((embedder, db)) = setup() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("laptop"), root.path().join("desktop"));
+    embedded_store(&a, &corpus("a", 10, 4), &embedder);
+    embedded_store(&b, &corpus("b", 10, 4), &embedder);
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample/memories");
+    for data in [&a, &b] {
+        let (ok, _, err) = run(data, None, &["memo", "import", sample.to_str().unwrap()]);
+        assert!(ok, "{err}");
+    }
+    migrate(&a, &db);
+    push(&a, &db, &[]);
+    push(&b, &db, &[]);
+    let semantic = |data: &Path, archive: bool, extra: &[&str]| -> Value {
+        let mut args = vec!["--json", "run", "semantic-search"];
+        for e in extra {
+            args.extend(["--arg", e]);
+        }
+        json_of(data, archive.then_some(db.url.as_str()), &args)["data"].clone()
+    };
+    let mut laptop_id = String::new();
+    for mode in ["mode=hybrid", "mode=semantic"] {
+        for q in ["query=deploy pipeline upgrade", "query=cinnamon pie"] {
+            let all = semantic(&a, true, &[q, mode, "limit=60"]);
+            let labels: std::collections::BTreeSet<String> =
+                machines_of(&all).into_iter().map(|(l, _)| l).collect();
+            assert_eq!(
+                labels.into_iter().collect::<Vec<_>>(),
+                ["desktop", "laptop"],
+                "{q} {mode}: {all}"
+            );
+            let user = all["rows"][0]["user"].as_str().unwrap().to_owned();
+            // A filter that keeps every row: the unfiltered answer.
+            let by_user = format!("user={user}");
+            assert_eq!(
+                semantic(&a, true, &[q, mode, "limit=60", &by_user]),
+                all,
+                "{q} {mode}"
+            );
+            assert_eq!(
+                semantic(&a, true, &[q, mode, "limit=60", "user=nobody-else"])["count"],
+                0
+            );
+            for (label, other) in [("laptop", "desktop"), ("desktop", "laptop")] {
+                let by_label = format!("machine={label}");
+                let one = semantic(&a, true, &[q, mode, "limit=60", &by_label]);
+                let found = machines_of(&one);
+                assert!(!found.is_empty(), "{q} {mode} {label}");
+                assert!(found.iter().all(|(l, _)| l == label), "{q} {mode}: {one}");
+                assert!(found.iter().all(|(l, _)| l != other));
+                let mid = found[0].1.clone();
+                if label == "laptop" {
+                    laptop_id.clone_from(&mid);
+                }
+                // By the machine's id: the same rows.
+                let by_id = format!("machine={mid}");
+                assert_eq!(semantic(&a, true, &[q, mode, "limit=60", &by_id]), one);
+                if mode == "mode=semantic" {
+                    // Meaning alone: one machine's rows are its local store's.
+                    let data = if label == "laptop" { &a } else { &b };
+                    assert_eq!(
+                        local_shape(&one),
+                        semantic(data, false, &[q, mode, "limit=60"]),
+                        "{q} {label}"
+                    );
+                }
+            }
+        }
+    }
+    // Locally the filters are an argument error naming them and `--archive`.
+    for (skill, arg, extra) in [
+        ("semantic-search", "query=deploy", "machine=laptop"),
+        ("semantic-search", "query=deploy", "user=alice"),
+        ("recall", "question=deploy", "machine=laptop"),
+        ("recall", "question=deploy", "user=alice"),
+    ] {
+        let (ok, out, err) = run(
+            &a,
+            None,
+            &["--json", "run", skill, "--arg", arg, "--arg", extra],
+        );
+        assert!(!ok, "{skill} {extra}: {out}");
+        let name = extra.split('=').next().unwrap();
+        let said = format!("{out}{err}");
+        assert!(
+            said.contains(&format!("`{name}`")) && said.contains("--archive"),
+            "{said}"
+        );
+    }
+    // recall passes them to every source.
+    let recall = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "--json",
+            "run",
+            "recall",
+            "--arg",
+            "question=deploy pipeline upgrade",
+        ];
+        for e in extra {
+            args.extend(["--arg", e]);
+        }
+        json_of(&a, Some(&db.url), &args)["data"].clone()
+    };
+    let conversation_machines = |v: &Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["cites"]["kind"] == "conversation")
+            .map(|i| i["cites"]["machine_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = recall(&["max_tokens=32000", "per_source=40"]);
+    let everyone: std::collections::BTreeSet<String> =
+        conversation_machines(&all).into_iter().collect();
+    assert_eq!(everyone.len(), 2, "{all}");
+    let one = recall(&["max_tokens=32000", "per_source=40", "machine=laptop"]);
+    let kept = conversation_machines(&one);
+    assert!(!kept.is_empty(), "{one}");
+    assert!(kept.iter().all(|m| *m == laptop_id), "{one}");
+    assert_eq!(
+        recall(&["max_tokens=32000", "per_source=40", "user=nobody-else"])["count"],
+        0
+    );
 }

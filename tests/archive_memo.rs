@@ -311,3 +311,161 @@ fn memo_search_on_the_archive_equals_the_local_store() {
     println!("memo-search: {held} memories, {calls} calls, {compared} hits compared");
     assert!(compared > 1000, "{compared}");
 }
+
+/// memo-save's output of `args` (JSON) from `data`, on the archive `archive` when given.
+fn memo_save(data: &Path, archive: Option<&str>, args: &Value) -> Value {
+    json_of(
+        data,
+        archive,
+        &[
+            "--json",
+            "run",
+            "memo-save",
+            "--args-json",
+            &args.to_string(),
+        ],
+    )["data"]
+        .clone()
+}
+
+/// memo-search's hits for `query` (`include_superseded`) from `data`.
+fn memo_hits(data: &Path, archive: Option<&str>, query: &str, superseded: bool) -> Vec<Value> {
+    let args = serde_json::json!({"query": query, "limit": 20, "include_superseded": superseded});
+    json_of(
+        data,
+        archive,
+        &[
+            "--json",
+            "run",
+            "memo-search",
+            "--args-json",
+            &args.to_string(),
+        ],
+    )["data"]["hits"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn memo_save_writes_into_the_archive_with_the_same_id_and_links() {
+    let Some(admin) = server() else {
+        return;
+    };
+    if common::embedder().is_none() {
+        return;
+    }
+    let db = Db::new(&admin);
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("laptop");
+    // A first memory locally (its model registered by migrate), then the archive.
+    let seed = memo_save(
+        &data,
+        None,
+        &serde_json::json!({"title": "cache note", "body": "the cache layer needs a retry"}),
+    );
+    assert_eq!(seed["status"], "created", "{seed}");
+    json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
+
+    // Saved into the archive: this machine's changed memories go (the seed too).
+    let first = memo_save(
+        &data,
+        Some(&db.url),
+        &serde_json::json!({"title": "deploy fix", "body": "we pinned the zeppelin deploy tool to 2.4"}),
+    );
+    assert_eq!(first["status"], "created", "{first}");
+    assert_eq!(first["archive"]["pushed"], true, "{first}");
+    assert_eq!(first["archive"]["machine"], "laptop", "{first}");
+    assert_eq!(first["archive"]["memories_sent"], 2, "{first}");
+    let id1 = first["id"].as_str().unwrap().to_owned();
+    let remote = memo_hits(&data, Some(&db.url), "zeppelin deploy", false);
+    let local = memo_hits(&data, None, "zeppelin deploy", false);
+    assert_eq!(remote[0]["id"], id1, "{remote:?}");
+    assert_eq!(local[0]["id"], id1, "{local:?}");
+    assert_eq!(remote[0]["machine"], "laptop");
+    assert_eq!(remote[0]["machine_id"], first["archive"]["machine_id"]);
+
+    // A superseding save links both on the archive, as locally.
+    let second = memo_save(
+        &data,
+        Some(&db.url),
+        &serde_json::json!({
+            "title": "deploy fix", "body": "we bundle the zeppelin deploy tool now",
+            "supersedes": [id1],
+        }),
+    );
+    assert_eq!(second["superseded"], serde_json::json!([id1]), "{second}");
+    // The link is the new memory's (the older one's row is unchanged).
+    assert_eq!(second["archive"]["memories_sent"], 1, "{second}");
+    let id2 = second["id"].as_str().unwrap().to_owned();
+    for archive in [Some(db.url.as_str()), None] {
+        let hits = memo_hits(&data, archive, "zeppelin deploy", true);
+        let of = |id: &str| hits.iter().find(|h| h["id"] == id).cloned().unwrap();
+        assert_eq!(
+            of(&id1)["superseded_by"],
+            serde_json::json!([id2]),
+            "{hits:?}"
+        );
+        assert_eq!(of(&id2)["supersedes"], serde_json::json!([id1]), "{hits:?}");
+        // The default ranking leaves the superseded memory out.
+        let ids: Vec<Value> = memo_hits(&data, archive, "zeppelin deploy", false)
+            .iter()
+            .map(|h| h["id"].clone())
+            .collect();
+        assert!(
+            ids.contains(&Value::from(id2.clone())) && !ids.contains(&Value::from(id1.clone()))
+        );
+    }
+    assert_eq!(db.count("SELECT count(*) FROM skills_archive.memories"), 3);
+    // Saving the same memory again sends nothing.
+    let again = memo_save(
+        &data,
+        Some(&db.url),
+        &serde_json::json!({"title": "deploy fix", "body": "we bundle the zeppelin deploy tool now"}),
+    );
+    assert_eq!(again["status"], "already stored", "{again}");
+    assert_eq!(again["archive"]["memories_sent"], 0, "{again}");
+
+    // A reader role is refused, and nothing is saved.
+    let role = format!("r_{}", db.name);
+    let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+    c.batch_execute(&format!(
+        "CREATE ROLE {role} LOGIN PASSWORD 'reader-pw';
+         GRANT CONNECT ON DATABASE {} TO {role};",
+        db.name
+    ))
+    .unwrap();
+    db.client()
+        .batch_execute(&format!(
+            "GRANT USAGE ON SCHEMA skills_archive TO {role};
+             GRANT SELECT ON ALL TABLES IN SCHEMA skills_archive TO {role};"
+        ))
+        .unwrap();
+    let (_, rest) = db.url.split_once("://").unwrap();
+    let (_, host) = rest.split_once('@').unwrap();
+    let reader = format!("postgres://{role}:reader-pw@{host}");
+    let args = serde_json::json!({"title": "never", "body": "a reader cannot write this"});
+    let (ok, out, err) = run(
+        &data,
+        Some(&reader),
+        &[
+            "--json",
+            "run",
+            "memo-save",
+            "--args-json",
+            &args.to_string(),
+        ],
+    );
+    let said = format!("{out}{err}");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("may not write") && said.contains("--writer") && said.contains("not saved"),
+        "{said}"
+    );
+    let hits = memo_hits(&data, None, "reader cannot write", false);
+    assert!(hits.iter().all(|h| h["title"] != "never"), "{hits:?}");
+    db.client()
+        .batch_execute(&format!("DROP OWNED BY {role}"))
+        .unwrap();
+    c.batch_execute(&format!("DROP ROLE {role}")).unwrap();
+}

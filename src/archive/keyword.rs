@@ -278,6 +278,29 @@ pub fn search(
     q: &KeywordQuery<'_>,
     around: Option<Neighbourhood>,
 ) -> Result<(Vec<Found>, Statistics), ArchiveError> {
+    search_kept(pool, q, around, None)
+}
+
+/// Which of the given messages a filter keeps, by (machine, source,
+/// conversation_id, message_id) — [`super::meaning::kept`] for the archive-side
+/// filters (project, machine, user).
+pub type Keep<'a> = &'a (dyn Fn(
+    &[super::meaning::MessageKey],
+) -> Result<std::collections::HashSet<(String, String, String, String)>, ArchiveError>
+         + Sync);
+
+/// [`search`] with one more filter on the rows returned, `keep` (applied where the
+/// other filters are: to the ranked rows, not to their neighbours nor the seeds or
+/// statistics), asked in growing batches of the ranked rows until `q.limit` are kept.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read, or `keep`'s error.
+pub fn search_kept(
+    pool: &Pool,
+    q: &KeywordQuery<'_>,
+    around: Option<Neighbourhood>,
+    keep: Option<Keep<'_>>,
+) -> Result<(Vec<Found>, Statistics), ArchiveError> {
     let stats = statistics(pool, q.terms)?;
     if q.limit == 0 || q.terms.is_empty() {
         return Ok((Vec::new(), stats));
@@ -331,8 +354,7 @@ pub fn search(
             .filter(|(s, m)| *s > 0.0 && accept(m))
             .collect();
         found.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp_key(&b.1)));
-        found.truncate(q.limit);
-        let out = found
+        let out = cut(found, q.limit, |(_, m)| m, keep)?
             .into_iter()
             .map(|(score, m)| found_of(score, score, m))
             .collect();
@@ -461,12 +483,52 @@ pub fn search(
         }
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.2.cmp_key(&b.2)));
-    scored.truncate(q.limit);
-    let out = scored
+    let out = cut(scored, q.limit, |(_, _, m)| m, keep)?
         .into_iter()
         .map(|(score, own, m)| found_of(score, own, m))
         .collect();
     Ok((out, stats))
+}
+
+/// The first `limit` of `ranked` (best first) that `keep` keeps, asked in batches
+/// (twice `limit`, at least 64, doubling); the first `limit` without `keep`.
+fn cut<T>(
+    mut ranked: Vec<T>,
+    limit: usize,
+    msg: impl Fn(&T) -> &Msg,
+    keep: Option<Keep<'_>>,
+) -> Result<Vec<T>, ArchiveError> {
+    let Some(keep) = keep else {
+        ranked.truncate(limit);
+        return Ok(ranked);
+    };
+    let mut out = Vec::with_capacity(limit.min(ranked.len()));
+    let mut batch = limit.saturating_mul(2).max(64);
+    let mut rest = ranked.into_iter().peekable();
+    while out.len() < limit && rest.peek().is_some() {
+        let chunk: Vec<T> = rest.by_ref().take(batch).collect();
+        let keys: Vec<super::meaning::MessageKey> = chunk
+            .iter()
+            .map(|t| {
+                let m = msg(t);
+                (
+                    m.machine.clone(),
+                    m.source.clone(),
+                    m.conversation_id.clone(),
+                    m.message_id.clone(),
+                    m.created_us,
+                )
+            })
+            .collect();
+        let kept = keep(&keys)?;
+        for (t, k) in chunk.into_iter().zip(keys) {
+            if out.len() < limit && kept.contains(&(k.0, k.1, k.2, k.3)) {
+                out.push(t);
+            }
+        }
+        batch = batch.saturating_mul(2);
+    }
+    Ok(out)
 }
 
 fn found_of(score: f64, own: f64, m: Msg) -> Found {

@@ -220,6 +220,67 @@ pub fn coverage(
     })
 }
 
+/// The archive-side filters of a conversation search: the `project` filter (the
+/// units hold no project: a unit is kept when one of its messages matches, as the
+/// local row mask) and the archive-only `machine` and `user` filters. Each also keeps
+/// only matching messages for the row shown ([`Whose::keeps`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Whose<'a> {
+    /// A case-insensitive literal part of the message's project path.
+    pub project: Option<&'a str>,
+    /// The machine that pushed it: its id or its host label.
+    pub machine: Option<&'a str>,
+    /// The user recorded on the message.
+    pub user: Option<&'a str>,
+}
+
+impl Whose<'_> {
+    /// True when no filter is set.
+    pub fn is_empty(&self) -> bool {
+        self.project.is_none() && self.machine.is_none() && self.user.is_none()
+    }
+
+    /// Whether `m` passes every filter (the project as
+    /// [`crate::stores::conversations::project::Project::matches`]).
+    pub fn keeps(&self, m: &ArchiveMessage) -> bool {
+        self.project.is_none_or(|p| {
+            crate::stores::conversations::project::Project::from_arg(Some(p))
+                .is_none_or(|p| p.matches(m.hit.project.as_deref()))
+        }) && self.machine.is_none_or(|x| x == m.machine || x == m.label)
+            && self.user.is_none_or(|u| u == m.user)
+    }
+}
+
+/// The keys of `keys` whose messages pass `whose` ([`Whose::keeps`]), as (machine,
+/// source, conversation_id, message_id); every key when `whose` is empty.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn kept(
+    pool: &super::search::Pool,
+    keys: &[MessageKey],
+    whose: &Whose<'_>,
+) -> Result<std::collections::HashSet<(String, String, String, String)>, ArchiveError> {
+    if whose.is_empty() {
+        return Ok(keys
+            .iter()
+            .map(|k| (k.0.clone(), k.1.clone(), k.2.clone(), k.3.clone()))
+            .collect());
+    }
+    Ok(messages(pool, keys)?
+        .into_iter()
+        .filter(|m| whose.keeps(m))
+        .map(|m| {
+            (
+                m.machine,
+                m.hit.source,
+                m.hit.conversation_id,
+                m.hit.message_id,
+            )
+        })
+        .collect())
+}
+
 /// A candidate as read: its `halfvec` score, then the unit.
 type Candidate = (f64, FoundUnit);
 
@@ -230,7 +291,8 @@ type Candidate = (f64, FoundUnit);
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read, `q` is not of the model's
-/// dimension, or `filter` has a `project` (the archive's units do not hold one).
+/// dimension, or `filter` has a `project` scope (the local form: give the project in
+/// `whose`, whose filters keep a unit when one of its messages passes them).
 #[allow(clippy::too_many_arguments)]
 pub fn nearest_units(
     pool: &super::search::Pool,
@@ -238,6 +300,7 @@ pub fn nearest_units(
     q: &[f32],
     n: usize,
     filter: &Filter<'_>,
+    whose: &Whose<'_>,
     min_score: f32,
     scan: Scan,
     units: i64,
@@ -252,7 +315,7 @@ pub fn nearest_units(
     }
     if filter.project.is_some() {
         return Err(ArchiveError::new(
-            "the archive's units hold no project: a unit search cannot filter by one",
+            "the archive's units hold no project: give it as `Whose::project`",
         ));
     }
     if n == 0 {
@@ -292,11 +355,36 @@ pub fn nearest_units(
     if let Some(u) = filter.until_us {
         param(Box::new(u), "first_us < ?");
     }
+    if let Some(m) = whose.machine {
+        param(
+            Box::new(m.to_owned()),
+            &format!("(u.machine = ? OR u.machine IN (SELECT machine FROM {SCHEMA}.machines WHERE label = ?))"),
+        );
+    }
+    if whose.project.is_some() || whose.user.is_some() {
+        // A unit is kept when one of its messages passes (the local row mask).
+        let mut cond = format!(
+            "EXISTS (SELECT 1 FROM {SCHEMA}.messages x WHERE x.machine = u.machine \
+             AND x.source = u.source AND x.conversation_id = u.conversation_id \
+             AND x.message_id = ANY(u.message_ids)"
+        );
+        if let Some(p) = whose.project {
+            params.push(Box::new(super::search::project_pattern(p)));
+            cond.push_str(&format!(" AND x.project_folded LIKE ${}", params.len()));
+        }
+        if let Some(user) = whose.user {
+            params.push(Box::new(user.to_owned()));
+            cond.push_str(&format!(" AND x.user_name = ${}", params.len()));
+        }
+        cond.push(')');
+        where_sql.push_str(" AND ");
+        where_sql.push_str(&cond);
+    }
     let sql = |k: usize| {
         format!(
             "SELECT machine, source, conversation_id, unit, message_ids, message_created,
                     message_roles, scale, codes, -(embedding <#> $1)
-             FROM {} WHERE true{where_sql}
+             FROM {} u WHERE true{where_sql}
              ORDER BY embedding <#> $1 LIMIT {k}",
             model.units_table()
         )

@@ -238,6 +238,75 @@ pub fn push(
     Ok(report)
 }
 
+/// Whether the archive's role may write this machine's memories (`INSERT` and
+/// `DELETE` on `memories`, `memory_terms`): the `--writer` role may, the reader role
+/// may not. Checks the schema version first.
+///
+/// # Errors
+/// [`ArchiveError`] when the schema is missing or of another version, or the archive
+/// cannot be read.
+pub fn may_push_memories(archive: &mut Archive) -> Result<bool, ArchiveError> {
+    super::schema::check(archive)?;
+    let target = archive.target().clone();
+    let r = archive
+        .client()
+        .query_one(
+            &format!(
+                "SELECT has_table_privilege('{SCHEMA}.memories', 'INSERT')
+                    AND has_table_privilege('{SCHEMA}.memories', 'DELETE')
+                    AND has_table_privilege('{MEMORY_TERMS}', 'INSERT')
+                    AND has_table_privilege('{SCHEMA}.machines', 'INSERT')"
+            ),
+            &[],
+        )
+        .map_err(|e| target.error("reading this role's privileges", &e))?;
+    Ok(r.get(0))
+}
+
+/// Pushes the memories store at `paths` as `machine`, and nothing else: the memories
+/// path of [`push`] (this machine's new and changed memories with their links, terms
+/// and vectors, in one transaction; `options.prune` deletes its memories gone
+/// locally), as memo-save does after writing one into the archive. The report's
+/// conversation counts stay 0; the machine's `last_push` is not moved (its
+/// conversations were not pushed).
+///
+/// # Errors
+/// [`ArchiveError`] as [`push`].
+pub fn push_memories_only(
+    archive: &mut Archive,
+    paths: &StorePaths,
+    machine: &Machine,
+    options: &PushOptions,
+) -> Result<PushReport, ArchiveError> {
+    let started = std::time::Instant::now();
+    super::schema::check(archive)?;
+    let identity = archive.identity()?;
+    let mut report = PushReport {
+        archive: archive.target().shown().to_owned(),
+        identity: identity.key(),
+        machine: machine.id.clone(),
+        label: machine.label.clone(),
+        user: machine.user.clone(),
+        redacted: options.redact,
+        ..PushReport::default()
+    };
+    register_machine(archive, machine)?;
+    let models = super::schema::registered_models(archive.client())
+        .map_err(|e| archive.error("reading the vector models", &e))?;
+    if paths.memories.exists() {
+        push_memories(
+            archive,
+            &paths.memories,
+            machine,
+            options,
+            &models,
+            &mut report,
+        )?;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
 fn register_machine(archive: &mut Archive, m: &Machine) -> Result<(), ArchiveError> {
     let target = archive.target().clone();
     archive

@@ -214,6 +214,17 @@ pub struct Query<'a> {
     pub limit: i64,
 }
 
+/// The `LIKE` pattern (default escape `\`) on `messages.project_folded` of a
+/// `project` filter: the fragment folded as push folds the project, stored as push
+/// stores it, its `\`, `%` and `_` escaped, between `%`s: a case-insensitive literal
+/// part of the project path, as the local [`crate::stores::conversations::project::Project`].
+pub fn project_pattern(project: &str) -> String {
+    let mut f = Vec::new();
+    fold(project, &mut f);
+    let folded = String::from_utf8(f).unwrap_or_default();
+    format!("%{}%", like_literal(&super::push::storable(&folded)))
+}
+
 /// `\`, `%` and `_` escaped with `\` (PostgreSQL's default `LIKE` escape).
 fn like_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -418,13 +429,7 @@ pub fn statement(q: &Query<'_>) -> Statement {
         }
     }
     if let Some(project) = q.project {
-        let mut f = Vec::new();
-        fold(project, &mut f);
-        let folded = String::from_utf8(f).unwrap_or_default();
-        let p = param(Box::new(format!(
-            "%{}%",
-            like_literal(&super::push::storable(&folded))
-        )));
+        let p = param(Box::new(project_pattern(project)));
         sql.push_str(&format!(" AND m.project_folded LIKE {p}"));
     }
     if let Some(machine) = q.machine {

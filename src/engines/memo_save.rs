@@ -66,7 +66,12 @@ impl Engine for MemoSave {
     /// "updated" | "already stored", "superseded": [id], "embedded": bool,
     /// "stored_created": "YYYY-MM-DDTHH:MM:SSZ", "note"?: str}`.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
-        ctx.local_only("memo-save")?;
+        // On the team archive: a role that may not write it is refused before anything
+        // is saved (see [`into_archive`]).
+        let mut archive = match ctx.archive() {
+            Some(pool) => Some(writable_archive(ctx, pool)?),
+            None => None,
+        };
         let body = text(args, "body");
         if body.chars().count() > MAX_BODY_CHARS {
             return Err(EngineError::Argument {
@@ -135,8 +140,67 @@ impl Engine for MemoSave {
         if let Some(note) = note {
             out["note"] = json!(note);
         }
+        if let Some(archive) = archive.as_mut() {
+            out["archive"] = into_archive(ctx, archive, &outcome.id)?;
+        }
         Ok(out)
     }
+}
+
+/// A write connection to the archive `pool` reads, with this machine: refused
+/// ([`EngineError::Unavailable`]) when the schema is not this build's or the role may
+/// not write memories (a reader role: the `--writer` role of `skills archive
+/// migrate` may).
+fn writable_archive(
+    ctx: &Context,
+    pool: &crate::archive::search::Pool,
+) -> Result<(crate::archive::Archive, crate::archive::machine::Machine), EngineError> {
+    let unavailable = |e: crate::archive::ArchiveError| {
+        EngineError::Unavailable(format!("memo-save: {e}; the memory was not saved"))
+    };
+    let target = pool.target();
+    let mut archive = crate::archive::Archive::open(target).map_err(unavailable)?;
+    if !crate::archive::push::may_push_memories(&mut archive).map_err(unavailable)? {
+        return Err(EngineError::Unavailable(format!(
+            "memo-save: role `{}` may not write the archive {} (a reader role); save with \
+             the pushing role (`skills archive migrate --writer NAME` prints its GRANTs), \
+             or without `--archive` / {} to save on this machine only; the memory was not \
+             saved",
+            target.user(),
+            target.shown(),
+            crate::settings::ARCHIVE_URL.name
+        )));
+    }
+    let machine = crate::archive::machine::Machine::of_paths(ctx.paths()).map_err(unavailable)?;
+    Ok((archive, machine))
+}
+
+/// Pushes this machine's changed memories (the one just saved among them, with its
+/// links, terms and vector) into the archive: the `archive` member of the output,
+/// `{"pushed": true, "archive", "machine", "machine_id", "user", "memories_sent"}`.
+/// The memory is saved locally first, so a failed push leaves it there for the next
+/// `skills archive push` (the error says so).
+fn into_archive(
+    ctx: &Context,
+    (archive, machine): &mut (crate::archive::Archive, crate::archive::machine::Machine),
+    id: &str,
+) -> Result<Value, EngineError> {
+    let options = crate::archive::push::PushOptions::default();
+    let report = crate::archive::push::push_memories_only(archive, ctx.paths(), machine, &options)
+        .map_err(|e| {
+            EngineError::Unavailable(format!(
+                "memo-save: memory `{id}` was saved on this machine but not pushed to the \
+                 archive: {e}; `skills archive push` sends it"
+            ))
+        })?;
+    Ok(json!({
+        "pushed": true,
+        "archive": report.archive,
+        "machine": report.label,
+        "machine_id": report.machine,
+        "user": report.user,
+        "memories_sent": report.memories_sent,
+    }))
 }
 
 #[cfg(test)]

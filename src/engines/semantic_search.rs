@@ -310,6 +310,9 @@ impl super::Engine for SemanticSearch {
         let since = time_arg(args, "since")?;
         let until = time_arg(args, "until")?;
         let project = Project::from_arg(args.get("project").and_then(Value::as_str));
+        for name in ["machine", "user"] {
+            ctx.archive_only_argument(name, args.get(name).unwrap_or(&Value::Null))?;
+        }
         if let Some(pool) = ctx.archive() {
             let call = archive::Call {
                 query,
@@ -325,7 +328,11 @@ impl super::Engine for SemanticSearch {
                     until_us: until,
                     project: None,
                 },
-                project: project.is_some(),
+                whose: crate::archive::meaning::Whose {
+                    project: project.as_ref().map(Project::fragment),
+                    machine: args.get("machine").and_then(Value::as_str),
+                    user: args.get("user").and_then(Value::as_str),
+                },
                 explain: args
                     .get("explain")
                     .and_then(Value::as_bool)

@@ -167,6 +167,11 @@ impl Engine for Composed {
         // On the team archive too: each source is called through the host with the
         // same context, so it answers from the archive or is skipped with its reason
         // (never a local answer in its place).
+        // The team archive's `machine` and `user` filters (passed to the sources) are
+        // refused on the local stores, naming the filter, never ignored.
+        for name in ["machine", "user"] {
+            ctx.archive_only_argument(name, args.get(name).unwrap_or(&Value::Null))?;
+        }
         let mut vars = args.as_object().cloned().unwrap_or_default();
         vars.insert("args".into(), args.clone());
         let budget = args

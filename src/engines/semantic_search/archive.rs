@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::{best_message, explain_json, row_json, unit_json, Row, Texts};
 use crate::archive::keyword::{self, Statistics};
-use crate::archive::meaning::{self, Scan};
+use crate::archive::meaning::{self, Scan, Whose};
 use crate::archive::search::Pool;
 use crate::archive::ArchiveError;
 use crate::engines::{Context, EngineError};
@@ -33,25 +33,15 @@ pub(super) struct Call<'a> {
     pub role: Option<&'a str>,
     pub min_score: f32,
     pub filter: Filter<'a>,
-    pub project: bool,
+    /// The `project` filter (its trimmed fragment) and the archive-only `machine` and
+    /// `user` filters, applied in every leg.
+    pub whose: Whose<'a>,
     pub explain: bool,
-}
-
-fn unavailable(pool: &Pool, what: &str) -> EngineError {
-    EngineError::Unavailable(format!(
-        "semantic-search: {what} is not available on the archive yet ({}); run it without \
-         `--archive` / {} to answer from this machine's stores",
-        pool.target().shown(),
-        crate::settings::ARCHIVE_URL.name
-    ))
 }
 
 /// Answers `call` from `pool`.
 pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value, EngineError> {
     ctx.may_read(crate::stores::Store::Conversations)?;
-    if call.project {
-        return Err(unavailable(pool, "the `project` filter"));
-    }
     let query_err = |e: crate::archive::ArchiveError| EngineError::Query(e.to_string());
     let embedder = ctx
         .embedder()
@@ -142,6 +132,10 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
     let mut who: HashMap<String, (String, String)> = HashMap::new();
     for m in found_messages {
         who.insert(m.machine.clone(), (m.label.clone(), m.user.clone()));
+        // A unit's row shows one of its messages the filters keep.
+        if !call.whose.keeps(&m) {
+            continue;
+        }
         let hit = m.hit;
         let key = (
             hit.source.clone(),
@@ -290,7 +284,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
         "model": model.model.model,
         "unit": unit,
         "rows": out,
-        "project": Value::Null,
+        "project": call.whose.project,
     });
     if coverage.conversations_without > 0 {
         result["note"] = json!(format!(
@@ -337,6 +331,7 @@ fn semantic_leg(
         q,
         depth,
         &call.filter,
+        &call.whose,
         call.min_score,
         Scan::Auto,
         units,
@@ -407,8 +402,10 @@ fn literal_leg(
     let q = crate::archive::search::Query {
         term: Some(call.query),
         role: call.role,
+        project: call.whose.project,
+        machine: call.whose.machine,
+        user: call.whose.user,
         limit: i64::try_from(fetch).unwrap_or(2000),
-        ..crate::archive::search::Query::default()
     };
     let rows =
         crate::archive::search::search(pool, &q).map_err(|e| EngineError::Query(e.to_string()))?;
@@ -477,7 +474,14 @@ fn keyword_leg(
         limit: depth,
         stop,
     };
-    let (found, stats) = keyword::search(pool, &q, context)?;
+    let whose = call.whose;
+    let keep = move |keys: &[meaning::MessageKey]| meaning::kept(pool, keys, &whose);
+    let (found, stats) = keyword::search_kept(
+        pool,
+        &q,
+        context,
+        (!whose.is_empty()).then_some(&keep as keyword::Keep<'_>),
+    )?;
     let keys: Vec<meaning::MessageKey> = found
         .iter()
         .map(|f| {
