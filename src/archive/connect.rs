@@ -43,6 +43,17 @@ pub enum Ssl {
 }
 
 impl Ssl {
+    /// The `sslmode` value that asks for this mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Prefer => "prefer",
+            Self::Require => "require",
+            Self::VerifyCa => "verify-ca",
+            Self::VerifyFull => "verify-full",
+        }
+    }
+
     fn parse(text: &str) -> Result<Self, String> {
         Ok(match text {
             "disable" => Self::Disable,
@@ -257,6 +268,34 @@ impl Target {
     /// The TLS mode in force.
     pub fn ssl(&self) -> Ssl {
         self.ssl
+    }
+
+    /// The same server, user, password and TLS settings, naming database `name`
+    /// (`skills verify --archive` makes one database per fixture corpus).
+    #[must_use]
+    pub fn with_database(&self, name: &str) -> Self {
+        let mut out = self.clone();
+        out.config.dbname(name);
+        out.shown = display_of(&out.config);
+        out
+    }
+
+    /// Gives a child `skills` process this archive through its environment rather than
+    /// its command line: `SKILLS_ARCHIVE_URL` (the address without the password, with
+    /// `sslmode` and `sslrootcert`) and, when there is one, `PGPASSWORD`.
+    pub fn pass_to(&self, command: &mut std::process::Command) {
+        let mut url = format!("{}?sslmode={}", self.shown, self.ssl.as_str());
+        if let Some(root) = &self.root_cert {
+            url.push_str("&sslrootcert=");
+            url.extend(form_urlencoded::byte_serialize(
+                root.to_string_lossy().as_bytes(),
+            ));
+        }
+        command.env(crate::settings::ARCHIVE_URL.name, url);
+        match &self.secret {
+            Some(p) => command.env("PGPASSWORD", p),
+            None => command.env_remove("PGPASSWORD"),
+        };
     }
 
     /// `text` with the password replaced by `***` wherever it appears (also
