@@ -379,11 +379,14 @@ pub struct Verifier {
     embedder: std::sync::OnceLock<Result<Arc<Embedder>, String>>,
     engines: Vec<Arc<dyn crate::engines::Engine>>,
     /// Each corpus's archive (key `None`: the empty one), made once.
-    archives: Mutex<BTreeMap<Option<String>, Arc<Result<crate::archive::Target, String>>>>,
+    archives: Mutex<BTreeMap<Option<String>, ArchiveSlot>>,
     /// Declared after `hosts` so their connections close before its databases drop.
     archive: Option<archive::ArchiveServer>,
     tmp: tempfile::TempDir,
 }
+
+/// A corpus's archive once made, or why it could not be.
+type ArchiveSlot = Arc<Result<crate::archive::Target, String>>;
 
 /// What a host is built for: corpus, clock (RFC 3339), embedding model and target.
 type HostKey = (Option<String>, Option<String>, EmbedderChoice, RunTarget);
@@ -961,7 +964,7 @@ impl Verifier {
 
     /// The archive of `corpus` (its stores built first), or the empty archive for no
     /// corpus; made on first use.
-    fn archive_of(&self, corpus: &Option<String>) -> Arc<Result<crate::archive::Target, String>> {
+    fn archive_of(&self, corpus: &Option<String>) -> ArchiveSlot {
         let mut archives = self
             .archives
             .lock()
