@@ -766,6 +766,40 @@ mod tests {
         assert_eq!(t.scrub("x s3cr@t-pw y s3cr%40t-pw"), "x *** y ***");
     }
 
+    /// Another database on the same server keeps user, password and TLS; a child
+    /// process gets the address without the password, and the password apart.
+    #[test]
+    fn another_database_and_a_child_process() {
+        let t = Target::parse_with(
+            "postgres://alice:s3cr%40t-pw@db.example:6543/team?sslmode=disable",
+            &env_of(&[]),
+        )
+        .unwrap()
+        .with_database("scratch_1");
+        assert_eq!(t.shown(), "postgres://alice@db.example:6543/scratch_1");
+        assert_eq!(t.database(), "scratch_1");
+        assert_eq!(t.ssl(), Ssl::Disable);
+        let mut c = std::process::Command::new("true");
+        t.pass_to(&mut c);
+        let env: std::collections::BTreeMap<_, _> = c
+            .get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        let url = env["SKILLS_ARCHIVE_URL"].clone().unwrap();
+        assert_eq!(
+            url,
+            "postgres://alice@db.example:6543/scratch_1?sslmode=disable"
+        );
+        assert_eq!(env["PGPASSWORD"].as_deref(), Some("s3cr@t-pw"));
+        let again = Target::parse_with(&url, &env_of(&[("PGPASSWORD", "s3cr@t-pw")])).unwrap();
+        assert_eq!((again.shown(), again.ssl()), (t.shown(), Ssl::Disable));
+    }
+
     #[test]
     fn libpq_variables_fill_what_the_url_leaves_out() {
         let t = Target::parse_with(

@@ -1140,6 +1140,74 @@ mod tests {
     }
 
     #[test]
+    fn binding_schema_takes_archive_exclusions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(BINDING_FILE);
+        fs_err::write(
+            &path,
+            "skill: x\narchive: {excluded: all}\nitems:\n  - item: a\n    archive: {excluded: one}\n    checks: [{check: row_count}]\n    cases: [{args: {}}]\n",
+        )
+        .unwrap();
+        let b = parse_binding(&path).unwrap();
+        assert_eq!(b.archive.unwrap().excluded, "all");
+        assert_eq!(b.items[0].archive.as_ref().unwrap().excluded, "one");
+        for bad in [
+            "archive: {}",
+            "archive: {excluded: ''}",
+            "archive: {why: x}",
+        ] {
+            fs_err::write(
+                &path,
+                format!("skill: x\nitems:\n  - item: a\n    {bad}\n    checks: [{{check: row_count}}]\n    cases: [{{args: {{}}}}]\n"),
+            )
+            .unwrap();
+            let err = parse_binding(&path).unwrap_err();
+            assert!(err.contains("`/items/0/archive"), "{bad}: {err}");
+        }
+    }
+
+    /// On the archive, a skill excluded there is excluded item by item (its read-only
+    /// check too), with the binding's reason; without a server, the others fail, saying
+    /// so, and never pass.
+    #[test]
+    fn archive_entries_are_excluded_or_need_a_server() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let v = Verifier::new(Options {
+            skills_dir: repo.join("skills"),
+            fixtures_dir: repo.join("tests/conformance/fixtures"),
+            binary: None,
+        })
+        .unwrap();
+        assert_eq!(v.target(), RunTarget::Local);
+        let rerank = v
+            .entries_on(&["rerank".to_owned()], RunTarget::Archive)
+            .unwrap();
+        assert!(rerank.iter().any(|e| e.item == READ_ONLY_ITEM));
+        for e in &rerank {
+            let why = v.exclusion(e).unwrap();
+            assert!(
+                why.starts_with("on the archive: rerank answers only"),
+                "{why}"
+            );
+            let r = v.run(e);
+            assert_eq!((r.status, r.target), (Status::Excluded, RunTarget::Archive));
+        }
+        let local = v
+            .entries_on(&["rerank".to_owned()], RunTarget::Local)
+            .unwrap();
+        assert!(local.iter().all(|e| v.exclusion(e).is_none()));
+        let stats = v
+            .entries_on(&["brain-stats".to_owned()], RunTarget::Archive)
+            .unwrap();
+        let r = v.run(&stats[0]);
+        assert_eq!(r.status, Status::Fail);
+        assert!(
+            r.reason.as_deref().unwrap().contains("no archive server"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
     fn binding_schema_rejects_checks_with_exclusion() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(BINDING_FILE);
