@@ -435,6 +435,7 @@ fn verify_reference_sql_cannot_write_files() {
         binary: None,
         now: None,
         embedder: Default::default(),
+        archive: None,
     };
     let before = sandbox.files();
     for (store, sql) in [

@@ -43,6 +43,17 @@ pub enum Ssl {
 }
 
 impl Ssl {
+    /// The `sslmode` value that asks for this mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Prefer => "prefer",
+            Self::Require => "require",
+            Self::VerifyCa => "verify-ca",
+            Self::VerifyFull => "verify-full",
+        }
+    }
+
     fn parse(text: &str) -> Result<Self, String> {
         Ok(match text {
             "disable" => Self::Disable,
@@ -257,6 +268,34 @@ impl Target {
     /// The TLS mode in force.
     pub fn ssl(&self) -> Ssl {
         self.ssl
+    }
+
+    /// The same server, user, password and TLS settings, naming database `name`
+    /// (`skills verify --archive` makes one database per fixture corpus).
+    #[must_use]
+    pub fn with_database(&self, name: &str) -> Self {
+        let mut out = self.clone();
+        out.config.dbname(name);
+        out.shown = display_of(&out.config);
+        out
+    }
+
+    /// Gives a child `skills` process this archive through its environment rather than
+    /// its command line: `SKILLS_ARCHIVE_URL` (the address without the password, with
+    /// `sslmode` and `sslrootcert`) and, when there is one, `PGPASSWORD`.
+    pub fn pass_to(&self, command: &mut std::process::Command) {
+        let mut url = format!("{}?sslmode={}", self.shown, self.ssl.as_str());
+        if let Some(root) = &self.root_cert {
+            url.push_str("&sslrootcert=");
+            url.extend(form_urlencoded::byte_serialize(
+                root.to_string_lossy().as_bytes(),
+            ));
+        }
+        command.env(crate::settings::ARCHIVE_URL.name, url);
+        match &self.secret {
+            Some(p) => command.env("PGPASSWORD", p),
+            None => command.env_remove("PGPASSWORD"),
+        };
     }
 
     /// `text` with the password replaced by `***` wherever it appears (also
@@ -725,6 +764,40 @@ mod tests {
         assert_eq!(format!("{t}"), "postgres://alice@db.example:6543/team");
         assert_eq!(format!("{t:?}"), "postgres://alice@db.example:6543/team");
         assert_eq!(t.scrub("x s3cr@t-pw y s3cr%40t-pw"), "x *** y ***");
+    }
+
+    /// Another database on the same server keeps user, password and TLS; a child
+    /// process gets the address without the password, and the password apart.
+    #[test]
+    fn another_database_and_a_child_process() {
+        let t = Target::parse_with(
+            "postgres://alice:s3cr%40t-pw@db.example:6543/team?sslmode=disable",
+            &env_of(&[]),
+        )
+        .unwrap()
+        .with_database("scratch_1");
+        assert_eq!(t.shown(), "postgres://alice@db.example:6543/scratch_1");
+        assert_eq!(t.database(), "scratch_1");
+        assert_eq!(t.ssl(), Ssl::Disable);
+        let mut c = std::process::Command::new("true");
+        t.pass_to(&mut c);
+        let env: std::collections::BTreeMap<_, _> = c
+            .get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        let url = env["SKILLS_ARCHIVE_URL"].clone().unwrap();
+        assert_eq!(
+            url,
+            "postgres://alice@db.example:6543/scratch_1?sslmode=disable"
+        );
+        assert_eq!(env["PGPASSWORD"].as_deref(), Some("s3cr@t-pw"));
+        let again = Target::parse_with(&url, &env_of(&[("PGPASSWORD", "s3cr@t-pw")])).unwrap();
+        assert_eq!((again.shown(), again.ssl()), (t.shown(), Ssl::Disable));
     }
 
     #[test]

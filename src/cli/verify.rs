@@ -22,7 +22,8 @@ pub struct Args {
     list_checks: bool,
 }
 
-/// Prints the report (PASS / FAIL / EXCLUDED per item, or `--json`), or with
+/// Prints the report (the target, then PASS / FAIL / EXCLUDED per item, or `--json`),
+/// on the local stores or, with `--archive`, on the team archive; or with
 /// `--list-checks` the check vocabulary as JSON. [`Outcome::Failed`] when an item fails.
 ///
 /// # Errors
@@ -33,7 +34,11 @@ pub fn execute(session: &mut Session, args: &Args) -> Result<Outcome> {
         session.printer.print_json(&checks::describe())?;
         return Ok(Outcome::Success);
     }
-    let verifier = verifier(session, args.fixtures_dir.as_deref())?;
+    let mut verifier = verifier(session, args.fixtures_dir.as_deref())?;
+    // `--archive` / SKILLS_ARCHIVE_URL names the server the scratch archives are made on.
+    if let Some(server) = session.archive_target()? {
+        verifier = verifier.with_archive(server);
+    }
     session.warn_diagnostics(verifier.host());
     let report = verifier.run_all(&args.names)?;
     let printer = &mut session.printer;

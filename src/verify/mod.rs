@@ -8,8 +8,17 @@
 //! <corpus>/` through the importers ([`corpus::build_stores`]); every call goes through
 //! [`Host::call`]. This module knows no particular skill or engine.
 //!
+//! **Two targets** ([`RunTarget`]). Locally, the cases' calls read those stores. On the
+//! team archive ([`Verifier::with_archive`]), each corpus's stores are also pushed,
+//! once, into a PostgreSQL database of their own ([`archive::ArchiveServer`]) and the
+//! calls answer from it (the context carries the archive, as `skills run --archive`),
+//! while checks that read a store still read the local one that was pushed. A binding
+//! excludes what cannot hold on the archive with `archive: {excluded: why}`, per item
+//! or for the whole skill.
+//!
 //! Loading bindings and running them stay in one file: they share the case/corpus model.
 
+pub mod archive;
 pub mod checks;
 pub mod corpus;
 
@@ -43,8 +52,31 @@ pub struct Binding {
     /// Default clock of every case (RFC 3339, e.g. `2026-07-03T12:00:00Z`): what
     /// engines see as "now" ([`Context::with_now`]); `None`: the system clock.
     pub now: Option<String>,
+    /// On the team archive: every item of the skill excluded, with the reason.
+    pub archive: Option<OnArchive>,
     /// One entry per checklist item.
     pub items: Vec<ItemBinding>,
+}
+
+/// How a skill or item fares on the team archive ([`RunTarget::Archive`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnArchive {
+    /// Why it is not verified on the archive (it still is locally).
+    pub excluded: String,
+}
+
+/// Where the calls of a verification answer from.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RunTarget {
+    /// The local stores built from the fixture corpus.
+    #[default]
+    Local,
+    /// The team archive those stores were pushed into (one database per corpus).
+    Archive,
 }
 
 /// The binding of one checklist item.
@@ -61,6 +93,8 @@ pub struct ItemBinding {
     pub checks: Vec<CheckUse>,
     /// Why the item is not executable.
     pub excluded: Option<String>,
+    /// On the team archive: excluded, with the reason.
+    pub archive: Option<OnArchive>,
 }
 
 /// One use of a check.
@@ -177,6 +211,8 @@ pub struct Entry {
     pub item: String,
     /// 1-based line of the item in `SKILL.md`, when it is a checklist item.
     pub line: Option<usize>,
+    /// Where its calls answer from.
+    pub target: RunTarget,
     subject: Subject,
 }
 
@@ -217,6 +253,8 @@ pub struct ItemReport {
     pub item: String,
     /// 1-based line in `SKILL.md`.
     pub line: Option<usize>,
+    /// Where its calls answered from.
+    pub target: RunTarget,
     /// Pass, fail or excluded.
     pub status: Status,
     /// Why it failed before any check ran, or why it is excluded.
@@ -255,6 +293,9 @@ impl ItemReport {
 /// Every item's result and the totals.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
+    /// What the calls answered from: `local stores`, or `archive <server>` (no
+    /// password); empty when not said.
+    pub target: String,
     /// Results in plan order (skills by folder name, items in document order, then
     /// binding problems).
     pub items: Vec<ItemReport>,
@@ -282,6 +323,9 @@ impl Report {
     /// `N passed, N failed, N excluded`.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
+        if !self.target.is_empty() {
+            out.push_str(&format!("target: {}\n", self.target));
+        }
         let mut skill = None;
         for r in &self.items {
             if skill != Some(&r.skill) {
@@ -315,10 +359,13 @@ impl Report {
     }
 }
 
-/// A store built from one corpus and a host reading it.
+/// A store built from one corpus and a host reading it (or reading the archive it
+/// was pushed into).
 struct CorpusHost {
     host: Host,
     data_dir: PathBuf,
+    /// The corpus's archive, when the host reads it.
+    archive: Option<crate::archive::Target>,
 }
 
 /// Plans and runs conformance entries. Shareable across threads; corpora are built
@@ -331,11 +378,18 @@ pub struct Verifier {
     hosts: Mutex<BTreeMap<HostKey, Arc<Result<CorpusHost, String>>>>,
     embedder: std::sync::OnceLock<Result<Arc<Embedder>, String>>,
     engines: Vec<Arc<dyn crate::engines::Engine>>,
+    /// Each corpus's archive (key `None`: the empty one), made once.
+    archives: Mutex<BTreeMap<Option<String>, ArchiveSlot>>,
+    /// Declared after `hosts` so their connections close before its databases drop.
+    archive: Option<archive::ArchiveServer>,
     tmp: tempfile::TempDir,
 }
 
-/// What a host is built for: corpus, clock (RFC 3339) and embedding model.
-type HostKey = (Option<String>, Option<String>, EmbedderChoice);
+/// A corpus's archive once made, or why it could not be.
+type ArchiveSlot = Arc<Result<crate::archive::Target, String>>;
+
+/// What a host is built for: corpus, clock (RFC 3339), embedding model and target.
+type HostKey = (Option<String>, Option<String>, EmbedderChoice, RunTarget);
 
 impl Verifier {
     /// Loads the skills of `options.skills_dir` and their bindings. Nothing runs yet.
@@ -381,8 +435,42 @@ impl Verifier {
             hosts: Mutex::new(BTreeMap::new()),
             embedder: std::sync::OnceLock::new(),
             engines,
+            archives: Mutex::new(BTreeMap::new()),
+            archive: None,
             tmp,
         })
+    }
+
+    /// The same verifier able to run on the team archive: every corpus is pushed into
+    /// a database of its own made on `server` ([`archive::ArchiveServer`]; the role
+    /// needs `CREATEDB`), and [`Verifier::entries`] plans the archive's entries.
+    #[must_use]
+    pub fn with_archive(mut self, server: crate::archive::Target) -> Self {
+        self.archive = Some(archive::ArchiveServer::new(server));
+        self
+    }
+
+    /// The target [`Verifier::entries`] and [`Verifier::run_all`] use: the archive
+    /// after [`Verifier::with_archive`], else the local stores.
+    pub fn target(&self) -> RunTarget {
+        if self.archive.is_some() {
+            RunTarget::Archive
+        } else {
+            RunTarget::Local
+        }
+    }
+
+    /// The target as the report says it: `local stores`, or `archive <server>
+    /// (one database per corpus)`.
+    pub fn target_text(&self, target: RunTarget) -> String {
+        match (target, &self.archive) {
+            (RunTarget::Local, _) => "local stores".into(),
+            (RunTarget::Archive, Some(a)) => format!(
+                "archive on {} (one database per corpus, dropped afterwards)",
+                a.shown()
+            ),
+            (RunTarget::Archive, None) => "archive (no server given)".into(),
+        }
     }
 
     /// The host the plan was made from (its diagnostics list invalid documents).
@@ -390,11 +478,26 @@ impl Verifier {
         &self.plan
     }
 
-    /// Plans the entries of the named skills (all skills when `names` is empty).
+    /// Plans the entries of the named skills (all skills when `names` is empty) on
+    /// [`Verifier::target`].
     ///
     /// # Errors
     /// [`VerifyError::UnknownSkill`] for a name that is no loaded skill.
     pub fn entries(&self, names: &[String]) -> Result<Vec<Entry>, VerifyError> {
+        self.entries_on(names, self.target())
+    }
+
+    /// Plans the entries of the named skills (all skills when `names` is empty) on
+    /// `target` (entries on the archive fail, saying so, without
+    /// [`Verifier::with_archive`]).
+    ///
+    /// # Errors
+    /// [`VerifyError::UnknownSkill`] for a name that is no loaded skill.
+    pub fn entries_on(
+        &self,
+        names: &[String],
+        target: RunTarget,
+    ) -> Result<Vec<Entry>, VerifyError> {
         for name in names {
             if self.plan.get(name).is_none() {
                 return Err(VerifyError::UnknownSkill {
@@ -436,6 +539,7 @@ impl Verifier {
                 skill: name.clone(),
                 item,
                 line,
+                target,
                 subject,
             };
             match self.bindings.get(&name).and_then(Option::as_ref) {
@@ -501,15 +605,37 @@ impl Verifier {
         Ok(out)
     }
 
-    /// The exclusion reason of an entry whose binding excludes it.
-    pub fn exclusion(&self, entry: &Entry) -> Option<&str> {
+    /// The exclusion reason of an entry whose binding excludes it (on the archive:
+    /// also `archive: {excluded}` of the item or the whole binding).
+    pub fn exclusion(&self, entry: &Entry) -> Option<String> {
+        if let Some(why) = self.archive_exclusion(entry) {
+            return Some(why);
+        }
         let Subject::Bound(i) = entry.subject else {
             return None;
         };
         match self.bindings.get(&entry.skill) {
-            Some(Some(Ok(b))) => b.items.get(i).and_then(|item| item.excluded.as_deref()),
+            Some(Some(Ok(b))) => b.items.get(i).and_then(|item| item.excluded.clone()),
             _ => None,
         }
+    }
+
+    /// For an entry on the archive, the reason its binding excludes it there: the
+    /// binding's `archive.excluded` (every item, the host's read-only check included),
+    /// else the item's.
+    fn archive_exclusion(&self, entry: &Entry) -> Option<String> {
+        if entry.target != RunTarget::Archive {
+            return None;
+        }
+        let Some(Some(Ok(b))) = self.bindings.get(&entry.skill) else {
+            return None;
+        };
+        let why = match (&b.archive, &entry.subject) {
+            (Some(a), Subject::Bound(_) | Subject::ReadOnly) => &a.excluded,
+            (None, Subject::Bound(i)) => &b.items.get(*i)?.archive.as_ref()?.excluded,
+            _ => return None,
+        };
+        Some(format!("on the archive: {why}"))
     }
 
     /// Runs one entry.
@@ -518,10 +644,20 @@ impl Verifier {
             skill: entry.skill.clone(),
             item: entry.item.clone(),
             line: entry.line,
+            target: entry.target,
             status: Status::Fail,
             reason: None,
             checks: Vec::new(),
         };
+        if let Some(why) = self.archive_exclusion(entry) {
+            report.status = Status::Excluded;
+            report.reason = Some(why);
+            return report;
+        }
+        if entry.target == RunTarget::Archive && self.archive.is_none() {
+            report.reason = Some("no archive server to run on (give `--archive URL`)".into());
+            return report;
+        }
         let binding = match (
             &entry.subject,
             self.bindings.get(&entry.skill).and_then(Option::as_ref),
@@ -538,7 +674,7 @@ impl Verifier {
                 return report;
             }
             (Subject::ReadOnly, Some(Ok(b))) => {
-                let outcome = self.run_read_only(&entry.skill, b);
+                let outcome = self.run_read_only(&entry.skill, b, entry.target);
                 report.status = if outcome.failure.is_none() {
                     Status::Pass
                 } else {
@@ -598,6 +734,7 @@ impl Verifier {
                     corpus.clone(),
                     case.now.clone().or_else(|| file.now.clone()),
                     case.embedder,
+                    entry.target,
                 );
                 let failure = self
                     .run_case(&entry.skill, ready.as_ref(), case, &key)
@@ -624,7 +761,10 @@ impl Verifier {
     /// # Errors
     /// See [`Verifier::entries`].
     pub fn run_all(&self, names: &[String]) -> Result<Report, VerifyError> {
-        let mut report = Report::default();
+        let mut report = Report {
+            target: self.target_text(self.target()),
+            ..Report::default()
+        };
         for entry in self.entries(names)? {
             report.push(self.run(&entry));
         }
@@ -636,15 +776,21 @@ impl Verifier {
     /// included, before and after: a read-only skill must leave them byte-identical.
     /// Calls that fail (argument-error cases) still count: a refused call must not
     /// write either.
-    fn run_read_only(&self, skill: &str, binding: &Binding) -> CheckOutcome {
+    fn run_read_only(&self, skill: &str, binding: &Binding, target: RunTarget) -> CheckOutcome {
         let mut runs: Vec<(HostKey, Value)> = Vec::new();
-        for item in binding.items.iter().filter(|i| i.excluded.is_none()) {
+        let on_archive = target == RunTarget::Archive;
+        for item in binding
+            .items
+            .iter()
+            .filter(|i| i.excluded.is_none() && !(on_archive && i.archive.is_some()))
+        {
             for use_ in &item.checks {
                 for case in use_.cases.as_ref().unwrap_or(&item.cases) {
                     let key = (
                         case.corpus.clone().or_else(|| binding.corpus.clone()),
                         case.now.clone().or_else(|| binding.now.clone()),
                         case.embedder,
+                        target,
                     );
                     if !runs.iter().any(|(k, a)| k == &key && a == &case.args) {
                         runs.push((key, case.args.clone()));
@@ -706,9 +852,17 @@ impl Verifier {
             binary: self.options.binary.as_deref(),
             now: key.1.as_deref(),
             embedder: key.2,
+            archive: built.archive.as_ref(),
         };
         if skill.is_read_only() {
             return check.run(&probe);
+        }
+        if probe.archive.is_some() {
+            return Err(format!(
+                "`{}` writes: its cases run on a private copy of the local stores, never on \
+                 the archive (exclude it there with `archive: {{excluded: why}}`)",
+                probe.skill.name()
+            ));
         }
         // A skill that writes runs on a private copy of the corpus's stores, so its
         // cases never change what other skills' cases read.
@@ -741,7 +895,7 @@ impl Verifier {
         built
     }
 
-    fn build_host(&self, (corpus, now, embedder): &HostKey) -> Result<CorpusHost, String> {
+    fn build_host(&self, (corpus, now, embedder, target): &HostKey) -> Result<CorpusHost, String> {
         let data_dir = self.tmp.path().join(
             corpus
                 .as_deref()
@@ -790,8 +944,46 @@ impl Verifier {
                 ctx = ctx.with_embedder(Some(model));
             }
         }
+        let archive = match target {
+            RunTarget::Local => None,
+            RunTarget::Archive => {
+                let found = self.archive_of(corpus);
+                let t = found.as_ref().clone()?;
+                ctx =
+                    ctx.with_archive(Some(Arc::new(crate::archive::search::Pool::new(t.clone()))));
+                Some(t)
+            }
+        };
         let host = Host::load_with(&self.options.skills_dir, ctx, &self.engines);
-        Ok(CorpusHost { host, data_dir })
+        Ok(CorpusHost {
+            host,
+            data_dir,
+            archive,
+        })
+    }
+
+    /// The archive of `corpus` (its stores built first), or the empty archive for no
+    /// corpus; made on first use.
+    fn archive_of(&self, corpus: &Option<String>) -> ArchiveSlot {
+        let mut archives = self
+            .archives
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = archives.get(corpus) {
+            return found.clone();
+        }
+        let made = Arc::new(match &self.archive {
+            None => Err("no archive server to run on (give `--archive URL`)".to_owned()),
+            // A corpus's archive is made with its stores ([`Verifier::corpus`]); one
+            // missing here failed to build (the host's build has said why).
+            Some(_) if corpus.is_some() => Err(format!(
+                "corpus `{}` has no archive",
+                corpus.as_deref().unwrap_or_default()
+            )),
+            Some(server) => server.archive_for(None, None),
+        });
+        archives.insert(corpus.clone(), made.clone());
+        made
     }
 
     /// The stores of corpus `name`, imported into `data_dir` on first use.
@@ -811,6 +1003,15 @@ impl Verifier {
                 })
                 .map_err(|e| format!("corpus `{name}`: {e}")),
         );
+        // The push writes beside the stores (machine id, fingerprints): done here,
+        // before any host reads them, so no read-only check sees those files appear.
+        if let (Some(server), Ok(paths)) = (&self.archive, built.as_ref()) {
+            let made = server.archive_for(Some(name), Some(paths));
+            self.archives
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(Some(name.to_owned()), Arc::new(made));
+        }
         corpora.insert(name.to_owned(), built.clone());
         built
     }
@@ -936,6 +1137,74 @@ mod tests {
             Some(("Rows are ordered by created DESC (newest first)", Some(4)))
         );
         assert_eq!(closest("zzz", &items), None);
+    }
+
+    #[test]
+    fn binding_schema_takes_archive_exclusions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(BINDING_FILE);
+        fs_err::write(
+            &path,
+            "skill: x\narchive: {excluded: all}\nitems:\n  - item: a\n    archive: {excluded: one}\n    checks: [{check: row_count}]\n    cases: [{args: {}}]\n",
+        )
+        .unwrap();
+        let b = parse_binding(&path).unwrap();
+        assert_eq!(b.archive.unwrap().excluded, "all");
+        assert_eq!(b.items[0].archive.as_ref().unwrap().excluded, "one");
+        for bad in [
+            "archive: {}",
+            "archive: {excluded: ''}",
+            "archive: {why: x}",
+        ] {
+            fs_err::write(
+                &path,
+                format!("skill: x\nitems:\n  - item: a\n    {bad}\n    checks: [{{check: row_count}}]\n    cases: [{{args: {{}}}}]\n"),
+            )
+            .unwrap();
+            let err = parse_binding(&path).unwrap_err();
+            assert!(err.contains("`/items/0/archive"), "{bad}: {err}");
+        }
+    }
+
+    /// On the archive, a skill excluded there is excluded item by item (its read-only
+    /// check too), with the binding's reason; without a server, the others fail, saying
+    /// so, and never pass.
+    #[test]
+    fn archive_entries_are_excluded_or_need_a_server() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let v = Verifier::new(Options {
+            skills_dir: repo.join("skills"),
+            fixtures_dir: repo.join("tests/conformance/fixtures"),
+            binary: None,
+        })
+        .unwrap();
+        assert_eq!(v.target(), RunTarget::Local);
+        let rerank = v
+            .entries_on(&["rerank".to_owned()], RunTarget::Archive)
+            .unwrap();
+        assert!(rerank.iter().any(|e| e.item == READ_ONLY_ITEM));
+        for e in &rerank {
+            let why = v.exclusion(e).unwrap();
+            assert!(
+                why.starts_with("on the archive: rerank answers only"),
+                "{why}"
+            );
+            let r = v.run(e);
+            assert_eq!((r.status, r.target), (Status::Excluded, RunTarget::Archive));
+        }
+        let local = v
+            .entries_on(&["rerank".to_owned()], RunTarget::Local)
+            .unwrap();
+        assert!(local.iter().all(|e| v.exclusion(e).is_none()));
+        let stats = v
+            .entries_on(&["brain-stats".to_owned()], RunTarget::Archive)
+            .unwrap();
+        let r = v.run(&stats[0]);
+        assert_eq!(r.status, Status::Fail);
+        assert!(
+            r.reason.as_deref().unwrap().contains("no archive server"),
+            "{r:?}"
+        );
     }
 
     #[test]

@@ -8,17 +8,24 @@ use super::not_run;
 
 /// The server's superuser URL, or `None` after saying why the test does not run.
 pub fn server() -> Option<String> {
+    let found = server_or_why();
+    if let Err(why) = &found {
+        not_run(why);
+    }
+    found.ok()
+}
+
+/// The server's superuser URL, or why there is none (the text [`server`] records).
+pub fn server_or_why() -> Result<String, String> {
     match std::env::var("SKILLS_TEST_ARCHIVE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            let why = std::env::var("SKILLS_TEST_POSTGRES_UNAVAILABLE").unwrap_or_else(|_| {
+        Ok(url) if !url.is_empty() => Ok(url),
+        _ => Err(
+            std::env::var("SKILLS_TEST_POSTGRES_UNAVAILABLE").unwrap_or_else(|_| {
                 "no PostgreSQL: SKILLS_TEST_ARCHIVE_URL is unset (./scripts/test starts one; \
                  or eval \"$(scripts/postgres start)\")"
                     .into()
-            });
-            not_run(&why);
-            None
-        }
+            }),
+        ),
     }
 }
 

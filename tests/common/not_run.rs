@@ -47,7 +47,27 @@ pub fn not_run(reason: &str) {
         Some(name) if name != "main" && !name.starts_with("tokio-runtime") => name,
         other => panic!("not_run({reason:?}) called outside the test's thread ({other:?})"),
     };
-    let test = format!("{}::{test}", env!("CARGO_CRATE_NAME"));
+    not_run_named(test, reason);
+}
+
+/// [`not_run`] for the test named `test` — for harnesses whose worker threads do not
+/// carry the test's name (`harness = false` binaries built on libtest-mimic). A `/`
+/// in the name becomes `∕` in the record's file name, and a name over 200 bytes is cut
+/// there (with `…`).
+///
+/// # Panics
+/// As [`not_run`], when the record cannot be written.
+pub fn not_run_named(test: &str, reason: &str) {
+    let mut test = format!("{}::{test}", env!("CARGO_CRATE_NAME")).replace('/', "∕");
+    // A file name holds at most 255 bytes: a long name is cut on a character boundary.
+    if test.len() > 200 {
+        let cut = (0..=200)
+            .rev()
+            .find(|&i| test.is_char_boundary(i))
+            .unwrap_or(0);
+        test.truncate(cut);
+        test.push('…');
+    }
     let reason = reason.replace('\n', " ");
     let _ = writeln!(std::io::stderr(), "not run: {test} — {reason}");
     if let Some(dir) = std::env::var_os(REPORT_DIR) {

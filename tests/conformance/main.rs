@@ -3,6 +3,11 @@
 //! trials that break a copy of a skill or binding on purpose and assert the exact
 //! failure (missing binding, drifted text, unknown check, bad parameters, failing
 //! check) and the `skills verify` exit code and summary line.
+//!
+//! Each (skill, item) runs twice: on the local stores, and as `archive::<skill>::…` on
+//! the team archive the same stores were pushed into (one database per fixture corpus
+//! on the test PostgreSQL, `SKILLS_TEST_ARCHIVE_URL`; without one those trials report
+//! themselves as not run).
 
 // A test binary (`harness = false`): clippy's `allow-unwrap-in-tests` does not see it.
 #![allow(clippy::unwrap_used)]
@@ -14,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use skills::verify::{Options, Report, Status, Verifier};
+use skills::verify::{Options, Report, RunTarget, Status, Verifier};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,41 +35,69 @@ fn options(skills_dir: PathBuf) -> Options {
 
 fn main() {
     let args = Arguments::from_args();
-    let verifier =
-        Arc::new(Verifier::new(options(repo().join("skills"))).expect("temporary data folder"));
-    let mut trials = Vec::new();
-    for (n, entry) in verifier
-        .entries(&[])
-        .expect("all skills")
-        .into_iter()
-        .enumerate()
-    {
-        let v = verifier.clone();
-        let mut name = format!("{}::{:02} {}", entry.skill, n + 1, entry.item);
-        // An excluded item is reported as ignored, with its reason in the name, never
-        // silently passed (`--include-ignored` runs it and fails with the reason).
-        let excluded = verifier.exclusion(&entry).map(str::to_owned);
-        if let Some(reason) = &excluded {
-            name.push_str(&format!(" [excluded: {reason}]"));
-        }
-        trials.push(
-            Trial::test(name, move || {
-                let report = v.run(&entry);
-                match report.status {
-                    Status::Pass => Ok(()),
-                    Status::Excluded => Err(Failed::from(format!(
-                        "excluded: {}",
-                        report.reason.unwrap_or_default()
-                    ))),
-                    Status::Fail => Err(Failed::from(report.failures().join("\n"))),
-                }
-            })
-            .with_kind("checklist")
-            .with_ignored_flag(excluded.is_some()),
+    // The archive variant of every item runs on the test PostgreSQL (./scripts/test
+    // starts one): each corpus is pushed once, into a database of its own.
+    let server = common::archive::server_or_why();
+    let mut verifier =
+        Verifier::new(options(repo().join("skills"))).expect("temporary data folder");
+    if let Ok(url) = &server {
+        verifier = verifier.with_archive(
+            skills::archive::Target::parse(url)
+                .expect("SKILLS_TEST_ARCHIVE_URL is a postgres:// URL"),
         );
     }
+    let verifier = Arc::new(verifier);
+    let mut trials = Vec::new();
+    for target in [RunTarget::Local, RunTarget::Archive] {
+        for (n, entry) in verifier
+            .entries_on(&[], target)
+            .expect("all skills")
+            .into_iter()
+            .enumerate()
+        {
+            let v = verifier.clone();
+            let prefix = match target {
+                RunTarget::Local => "",
+                RunTarget::Archive => "archive::",
+            };
+            let mut name = format!("{prefix}{}::{:02} {}", entry.skill, n + 1, entry.item);
+            // An excluded item is reported as ignored, with its reason in the name,
+            // never silently passed (`--include-ignored` runs it and fails with the
+            // reason).
+            let excluded = verifier.exclusion(&entry);
+            if let Some(reason) = &excluded {
+                name.push_str(&format!(" [excluded: {reason}]"));
+            }
+            let not_run = match (target, &server) {
+                (RunTarget::Archive, Err(why)) => Some((name.clone(), why.clone())),
+                _ => None,
+            };
+            trials.push(
+                Trial::test(name, move || {
+                    if let Some((name, why)) = not_run {
+                        common::not_run::not_run_named(&name, &why);
+                        return Ok(());
+                    }
+                    let report = v.run(&entry);
+                    match report.status {
+                        Status::Pass => Ok(()),
+                        Status::Excluded => Err(Failed::from(format!(
+                            "excluded: {}",
+                            report.reason.unwrap_or_default()
+                        ))),
+                        Status::Fail => Err(Failed::from(report.failures().join("\n"))),
+                    }
+                })
+                .with_kind("checklist")
+                .with_ignored_flag(excluded.is_some()),
+            );
+        }
+    }
     trials.extend(breakage::trials());
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Dropped before exiting: its temporary folder and scratch databases go with it.
+    drop(verifier);
+    conclusion.exit();
 }
 
 /// Runs the items of `search-conversations` whose text contains one of `items`.

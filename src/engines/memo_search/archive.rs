@@ -191,14 +191,16 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         tokens,
         tuning: tune,
         notes: mut parse_notes,
-        mut trace,
+        trace,
     } = parsed;
     parse_notes.extend(notes);
-    trace.push(json!({
+    // Appended last (after `output`), so every other stage sits where it does locally
+    // and a binding's `/trace/N` means the same stage on both.
+    let archive_stage = json!({
         "stage": "archive", "memories": totals.memories, "with_terms": totals.rows,
         "read": rows.rows.len(), "searched_terms": searched,
         "model": model.as_ref().map(|(m, _)| m.model.model.clone()),
-    }));
+    });
     let parsed = Parsed {
         tokens,
         tuning: tune,
@@ -230,14 +232,18 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             )
         })
         .collect();
-    render(&scratch.conn, ranking, req, &map_err, &|rowid, hit| {
+    let mut out = render(&scratch.conn, ranking, req, &map_err, &|rowid, hit| {
         let at = usize::try_from(rowid - 1).ok();
         if let Some((machine, label, user)) = at.and_then(|i| who.get(i)) {
             hit.insert("machine".into(), json!(label));
             hit.insert("machine_id".into(), json!(machine));
             hit.insert("user".into(), json!(user));
         }
-    })
+    })?;
+    if let Some(trace) = out.get_mut("trace").and_then(Value::as_array_mut) {
+        trace.push(archive_stage);
+    }
+    Ok(out)
 }
 
 /// Reads the vec leg's candidates into `rows` (see the module docs): rounds of the

@@ -57,6 +57,9 @@ pub struct Probe<'a> {
     /// The case's embedding model choice (`none` reaches fresh processes as
     /// `SKILLS_EMBEDDER=none`).
     pub embedder: EmbedderChoice,
+    /// The team archive the host answers from (the corpus's own database), passed to
+    /// fresh processes; `None`: the local stores.
+    pub archive: Option<&'a crate::archive::Target>,
 }
 
 impl Probe<'_> {

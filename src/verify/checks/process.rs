@@ -100,6 +100,13 @@ fn fresh_run(probe: &Probe<'_>) -> Result<Value, String> {
         Some(now) => command.env(settings::NOW.name, now),
         None => command.env_remove(settings::NOW.name),
     };
+    // The same archive (its password in the environment, not on the command line).
+    match probe.archive {
+        Some(target) => target.pass_to(&mut command),
+        None => {
+            command.env_remove(settings::ARCHIVE_URL.name);
+        }
+    }
     match probe.embedder {
         EmbedderChoice::None => command.env(settings::EMBEDDER.name, "none"),
         // The static table for memories too, as the in-process cases (conformance/mod.rs).

@@ -100,6 +100,13 @@ impl TypedCheck for Scenario {
     type Params = ScenarioParams;
 
     fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
+        if probe.archive.is_some() {
+            return Err(
+                "a scenario runs on a private copy of the local stores, never on the \
+                        archive (exclude the item there with `archive: {excluded: why}`)"
+                    .into(),
+            );
+        }
         let (_tmp, host) = isolated(probe)?;
         let mut vars = Map::new();
         vars.insert("args".into(), probe.args.clone());
