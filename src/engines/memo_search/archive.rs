@@ -58,6 +58,11 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     stopped(req)?;
     let mut notes: Vec<String> = Vec::new();
     let mut rows: Rows = Rows::default();
+    // Bodies are read for the hits only, unless a temporal question's routing reads
+    // every fused candidate's.
+    let bodies = req.mode == Mode::Hybrid
+        && parsed.tuning.temporal_boost > 0.0
+        && super::temporal::is_temporal_question(&req.query);
     // The keyword leg's tokenizer and the terms it searches.
     let table = match req.mode {
         Mode::Hybrid if parsed.tuning.stemmed => Some(Table::Stemmed),
@@ -65,6 +70,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         Mode::Vec => None,
     };
     let totals = memo::totals(pool).map_err(query_err)?;
+    let all_links = memo::supersede_links(pool).map_err(query_err)?;
     if table.is_some() && totals.rows < totals.memories {
         notes.push(format!(
             "{} of the archive's {} memories have no terms (pushed before schema version 6): \
@@ -75,6 +81,8 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     }
     let mut vocab = Vec::new();
     let mut searched: Vec<String> = Vec::new();
+    // Exact mode: each searched term's document frequency in the archive.
+    let mut freqs: Option<Vec<i64>> = None;
     if let Some(table) = table {
         searched = match (req.mode, table) {
             (Mode::Fuzzy, _) => {
@@ -94,7 +102,15 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         };
         searched.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         searched.dedup();
-        let found = memo::with_terms(pool, table, &searched).map_err(query_err)?;
+        // `exact` ranks the memories holding every word only; the others count in the
+        // words' document frequencies, read as counts.
+        let found = if req.mode == Mode::Exact {
+            let dfs = memo::doc_freqs(pool, table, &searched).map_err(query_err)?;
+            freqs = Some(dfs);
+            memo::with_all_terms(pool, table, &searched, bodies).map_err(query_err)?
+        } else {
+            memo::with_terms(pool, table, &searched, bodies).map_err(query_err)?
+        };
         let sequences: Vec<(String, String)> =
             if req.mode == Mode::Hybrid && parsed.tuning.context.is_some() {
                 let set: HashSet<(String, String)> = found
@@ -107,7 +123,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             };
         rows.add(found);
         stopped(req)?;
-        rows.add(memo::in_sequences(pool, table, &sequences).map_err(query_err)?);
+        rows.add(memo::in_sequences(pool, table, &sequences, bodies).map_err(query_err)?);
     }
     stopped(req)?;
     // The vec leg: the model the query is embedded with, when the archive holds it.
@@ -174,13 +190,19 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             req.limit
         };
         let t = table.unwrap_or(Table::Plain);
-        nearest(pool, m, t, q, n, req, &mut rows)?;
+        let superseded: HashSet<&str> = all_links.iter().map(|(_, t)| t.as_str()).collect();
+        nearest(pool, m, t, q, n, req, &superseded, bodies, &mut rows)?;
     }
     stopped(req)?;
-    let links = memo::superseding(pool, &rows.ids()).map_err(query_err)?;
+    let ids = rows.ids();
+    let links: Vec<(String, String)> = all_links
+        .into_iter()
+        .filter(|(_, target)| ids.contains(target.as_str()))
+        .collect();
     let index = rows.index(
         table,
         &searched,
+        freqs.as_deref(),
         &totals,
         vocab,
         &links,
@@ -219,6 +241,37 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     }
     let req = &req;
     let ranking = rank_over(&scratch.conn, &index, parsed, embedder, q, req, &map_err)?;
+    if !bodies {
+        let at: Vec<usize> = ranking
+            .fused
+            .iter()
+            .flatten()
+            .filter_map(|f| usize::try_from(f.rowid - 1).ok())
+            .filter(|&i| i < rows.rows.len())
+            .collect();
+        let keys: Vec<(String, String)> = at
+            .iter()
+            .map(|&i| (rows.rows[i].row.machine.clone(), rows.rows[i].row.id.clone()))
+            .collect();
+        let read = memo::bodies(pool, &keys).map_err(query_err)?;
+        let rowid: HashMap<(&str, &str), i64> = at
+            .iter()
+            .map(|&i| {
+                let r = &rows.rows[i].row;
+                let n = i64::try_from(i).unwrap_or(i64::MAX - 1) + 1;
+                ((r.machine.as_str(), r.id.as_str()), n)
+            })
+            .collect();
+        let put: Vec<(i64, String)> = read
+            .into_iter()
+            .filter_map(|(m, id, body)| {
+                rowid
+                    .get(&(m.as_str(), id.as_str()))
+                    .map(|&n| (n, body))
+            })
+            .collect();
+        scratch.set_bodies(&put).map_err(map_err)?;
+    }
     let who: Vec<(String, String, String)> = rows
         .rows
         .iter()
@@ -241,8 +294,10 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
 }
 
 /// Reads the vec leg's candidates into `rows` (see the module docs): rounds of the
-/// nearest one-vector memories until the `n` best that `req`'s filters keep are
-/// proven, and every long memory.
+/// nearest one-vector memories (keys and vectors only) until the `n` best that `req`'s
+/// filters keep are proven, then their rows, and every long memory. `superseded`: every
+/// memory some memory of the archive supersedes.
+#[allow(clippy::too_many_arguments)]
 fn nearest(
     pool: &Pool,
     model: &RegisteredModel,
@@ -250,10 +305,15 @@ fn nearest(
     q: &[f32],
     n: usize,
     req: &Request,
+    superseded: &HashSet<&str>,
+    bodies: bool,
     rows: &mut Rows,
 ) -> Result<(), EngineError> {
     let half = HalfVec::of(q);
     let filter = Filter::new(req);
+    // Rows are read in the rounds only when a filter needs their columns.
+    let filtered = !filter.is_empty() || req.machine.is_some() || req.user.is_some();
+    let mut read: HashMap<(String, String), MemoRow> = HashMap::new();
     let norm = q
         .iter()
         .map(|&x| f64::from(x) * f64::from(x))
@@ -267,25 +327,31 @@ fn nearest(
             .sum()
     };
     let mut k = n.saturating_mul(2).saturating_add(32);
-    let read = loop {
+    let got = loop {
         stopped(req)?;
-        let got = memo::nearest(pool, model, table, &half, k).map_err(query_err)?;
+        let got = memo::nearest(pool, model, &half, k).map_err(query_err)?;
         let complete = got.len() < k;
-        let last_half = got.last().and_then(|g| g.2).unwrap_or(f64::NEG_INFINITY);
-        let ids: Vec<String> = got.iter().map(|g| g.0.id.clone()).collect();
-        let superseded: HashSet<String> = memo::superseding(pool, &ids)
-            .map_err(query_err)?
-            .into_iter()
-            .map(|(_, target)| target)
-            .collect();
+        let last_half = got.last().map_or(f64::NEG_INFINITY, |g| g.3);
+        if filtered {
+            let missing: Vec<(String, String)> = got
+                .iter()
+                .map(|g| (g.0.clone(), g.1.clone()))
+                .filter(|key| !read.contains_key(key))
+                .collect();
+            for r in memo::rows_of(pool, table, &missing, bodies).map_err(query_err)? {
+                read.insert((r.machine.clone(), r.id.clone()), r);
+            }
+        }
         let mut kept: Vec<f64> = got
             .iter()
             .filter(|g| {
-                filter.keep(&meta(&g.0, 0))
-                    && whose(req, &g.0)
-                    && (req.include_superseded || !superseded.contains(&g.0.id))
+                (req.include_superseded || !superseded.contains(g.1.as_str()))
+                    && (!filtered
+                        || read
+                            .get(&(g.0.clone(), g.1.clone()))
+                            .is_some_and(|r| filter.keep(&meta(r, 0)) && whose(req, r)))
             })
-            .map(|g| g.1.iter().map(|v| dot(v)).fold(f64::NEG_INFINITY, f64::max))
+            .map(|g| dot(&g.2))
             .collect();
         kept.sort_by(|a, b| b.total_cmp(a));
         let bound = last_half + HALF_SLACK * norm;
@@ -294,8 +360,20 @@ fn nearest(
         }
         k = k.saturating_mul(4);
     };
-    rows.add_vectors(read);
-    rows.add_vectors(memo::long_ones(pool, model, table).map_err(query_err)?);
+    let missing: Vec<(String, String)> = got
+        .iter()
+        .map(|g| (g.0.clone(), g.1.clone()))
+        .filter(|key| !read.contains_key(key))
+        .collect();
+    for r in memo::rows_of(pool, table, &missing, bodies).map_err(query_err)? {
+        read.insert((r.machine.clone(), r.id.clone()), r);
+    }
+    for (machine, id, vector, _) in got {
+        if let Some(row) = read.remove(&(machine, id)) {
+            rows.put(row, Some(vec![vector]));
+        }
+    }
+    rows.add_vectors(memo::long_ones(pool, model, table, bodies).map_err(query_err)?);
     Ok(())
 }
 
@@ -364,9 +442,8 @@ impl Rows {
         }
     }
 
-    fn ids(&self) -> Vec<String> {
-        let set: HashSet<&str> = self.rows.iter().map(|r| r.row.id.as_str()).collect();
-        set.into_iter().map(str::to_owned).collect()
+    fn ids(&self) -> HashSet<&str> {
+        self.rows.iter().map(|r| r.row.id.as_str()).collect()
     }
 
     /// Orders the rows as a store numbers them (machine, then local position) and
@@ -375,6 +452,7 @@ impl Rows {
         &mut self,
         table: Option<Table>,
         searched: &[String],
+        freqs: Option<&[i64]>,
         totals: &Totals,
         vocab: Vec<String>,
         links: &[(String, String)],
@@ -427,15 +505,23 @@ impl Rows {
             }
         }
         if let Some(table) = table {
-            parts.fts[table as usize] = postings(&self.rows, table, searched, totals);
+            parts.fts[table as usize] = postings(&self.rows, table, searched, freqs, totals);
         }
         SearchIndex::from_parts(parts)
     }
 }
 
 /// The postings of `searched` in `rows` under `table`'s tokenizer, with the archive's
-/// totals; `None` when they cannot be indexed (an empty index then answers).
-fn postings(rows: &[Read], table: Table, searched: &[String], totals: &Totals) -> Option<FtsIndex> {
+/// totals; `None` when they cannot be indexed (an empty index then answers). `freqs`:
+/// each searched term's document frequency when `rows` are not every memory holding
+/// it (the others are counted as postings of no row).
+fn postings(
+    rows: &[Read],
+    table: Table,
+    searched: &[String],
+    freqs: Option<&[i64]>,
+    totals: &Totals,
+) -> Option<FtsIndex> {
     let sizes: Vec<Option<[u32; 3]>> = rows
         .iter()
         .map(|r| r.row.terms.as_ref().map(|t| t.sizes))
@@ -453,10 +539,16 @@ fn postings(rows: &[Read], table: Table, searched: &[String], totals: &Totals) -
             }
         }
     }
-    for (term, list) in searched.iter().zip(by_term) {
+    let past = i64::try_from(rows.len()).unwrap_or(i64::MAX / 2);
+    for (k, (term, list)) in searched.iter().zip(by_term).enumerate() {
+        let held = i64::try_from(list.len()).unwrap_or(i64::MAX);
         for (i, counts) in list {
             let d = i64::try_from(i).unwrap_or(i64::MAX);
             b.posting(term.as_bytes(), d, Some(i), counts).ok()?;
+        }
+        let others = freqs.and_then(|f| f.get(k)).map_or(0, |&df| df - held);
+        for j in 0..others.max(0) {
+            b.posting(term.as_bytes(), past + j, None, [1, 0, 0]).ok()?;
         }
     }
     b.finish().ok()
@@ -480,6 +572,17 @@ impl Scratch {
                 target TEXT NOT NULL, PRIMARY KEY (id, rel, target)) WITHOUT ROWID;",
         )?;
         Ok(Self { conn })
+    }
+
+    /// Sets the bodies of rows read without them: (rowid, body).
+    fn set_bodies(&self, bodies: &[(i64, String)]) -> Result<(), rusqlite::Error> {
+        let mut put = self
+            .conn
+            .prepare("UPDATE memories SET body = ?2 WHERE rowid = ?1")?;
+        for (rowid, body) in bodies {
+            put.execute(rusqlite::params![rowid, body])?;
+        }
+        Ok(())
     }
 
     /// Writes `rows` (rowid `i + 1`: row `i`) and their links (`superseding`: every
