@@ -9,7 +9,9 @@
 //! FTS5's BM25 needs the table's row count, its token count and each query term's
 //! document frequency. Rows and tokens are summed over [`MEMORY_TERMS`] by each search
 //! ([`totals`]); a term's document frequency is the number of rows holding it, and
-//! every row holding a query term is read ([`with_terms`]), so it is counted exactly.
+//! every row holding a query term is read ([`with_terms`]), so it is counted exactly
+//! (`exact` mode reads the rows holding every term, [`with_all_terms`], and counts each
+//! term's rows, [`doc_freqs`]).
 //! With one machine's store pushed whole they are the local store's; with several
 //! machines they are the team's (as semantic-search's keyword leg).
 
@@ -364,22 +366,6 @@ pub fn vector_coverage(pool: &Pool, model: &RegisteredModel) -> Result<(i64, i64
     })
 }
 
-/// A memory with its vectors of a model: the row, its chunk vectors (one for most
-/// memories) and, for a one-vector memory read by [`nearest`], its `halfvec` inner
-/// product with the query (`None`: read whole by [`long_ones`]).
-pub type WithVectors = (MemoRow, Vec<Vec<f32>>, Option<f64>);
-
-fn with_vectors(r: &postgres::Row, dim: usize) -> WithVectors {
-    let bytes: Vec<u8> = r.get(19);
-    let values = crate::stores::memories::decode_vector(&bytes);
-    let chunks = if dim > 0 && !values.is_empty() && values.len().is_multiple_of(dim) {
-        values.chunks_exact(dim).map(<[f32]>::to_vec).collect()
-    } else {
-        vec![values]
-    };
-    (row_of(r), chunks, r.get(20))
-}
-
 /// A one-vector memory read by [`nearest`]: its key (machine, id), its exact vector
 /// and its `halfvec` inner product with the query.
 pub type Near = (String, String, Vec<f32>, f64);
@@ -469,35 +455,38 @@ pub fn rows_of(
 }
 
 /// Every memory of `model` with more than one vector (a long memory embedded in
-/// chunks), with its vectors and terms under `table`'s tokenizer.
+/// chunks): its key (machine, id) and its chunk vectors, without its row
+/// ([`rows_of`] reads those that can rank).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
-pub fn long_ones(
+pub fn long_vectors(
     pool: &Pool,
     model: &RegisteredModel,
-    table: Table,
-    bodies: bool,
-) -> Result<Vec<WithVectors>, ArchiveError> {
+) -> Result<Vec<(String, String, Vec<Vec<f32>>)>, ArchiveError> {
     let err = err(pool, "memo-search's vec leg");
     let dim = model.model.dim as usize;
     let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT {}, v.exact, NULL::float8
-                 FROM {} v JOIN skills_archive.memories m ON m.machine = v.machine AND m.id = v.id
-                 LEFT JOIN skills_archive.memory_terms t ON t.machine = m.machine AND t.id = m.id
-                 LEFT JOIN skills_archive.machines k ON k.machine = m.machine
-                 WHERE octet_length(v.exact) <> $1",
-                row_columns(table, bodies),
+                "SELECT v.machine, v.id, v.exact FROM {} v WHERE octet_length(v.exact) <> $1",
                 model.memories_table()
             ),
             &[&one],
         )
         .map_err(&err)?
         .iter()
-        .map(|r| with_vectors(r, dim))
+        .map(|r| {
+            let bytes: Vec<u8> = r.get(2);
+            let values = crate::stores::memories::decode_vector(&bytes);
+            let chunks = if dim > 0 && !values.is_empty() && values.len().is_multiple_of(dim) {
+                values.chunks_exact(dim).map(<[f32]>::to_vec).collect()
+            } else {
+                vec![values]
+            };
+            (r.get(0), r.get(1), chunks)
+        })
         .collect())
     })
 }

@@ -6,17 +6,23 @@
 //! supersedes, fusion, temporal routing, ties and output as on a store.
 //!
 //! Which rows can rank, so that the ranking is the one of the whole archive:
-//! - the FTS5 legs (`bm25`, `exact`, `fuzzy`; hybrid's stemmed keyword leg): every
-//!   memory holding a searched term under the leg's tokenizer (so each term's
-//!   document frequency is the archive's), with the archive's row and token totals;
-//!   for hybrid's context-aware leg, every memory of those memories' sequences (their
-//!   neighbours);
-//! - the vec leg (`vec`, hybrid): the nearest memories of the model the query is
-//!   embedded with, read by `halfvec` inner product in rounds until the `n`-th best
-//!   exact score among those the filters keep is above what any memory not read can
-//!   score (`halfvec` is within [`HALF_SLACK`] of the exact score), plus every long
-//!   memory (several chunk vectors, read whole). The scores are then computed from the
-//!   exact `f32` vectors by the local leg.
+//! - the FTS5 legs (`bm25`, `fuzzy`; hybrid's stemmed keyword leg): every memory
+//!   holding a searched term under the leg's tokenizer (so each term's document
+//!   frequency is the archive's), with the archive's row and token totals; for
+//!   hybrid's context-aware leg, every memory of those memories' sequences (their
+//!   neighbours); `exact` (the AND of every word): the memories holding every word,
+//!   each word's document frequency counted by the archive ([`memo::doc_freqs`]);
+//! - the vec leg (`vec`, hybrid): the nearest one-vector memories of the model the
+//!   query is embedded with, their keys and exact vectors read by `halfvec` inner
+//!   product in rounds until the `n`-th best exact score among those the filters keep
+//!   is above what any memory not read can score (`halfvec` is within [`HALF_SLACK`]
+//!   of the exact score), plus every long memory's vectors (several chunk vectors);
+//!   rows are read only for the memories scoring within [`RANK_SLACK`] of that `n`-th
+//!   best or above. The scores are then computed from the exact `f32` vectors by the
+//!   local leg.
+//!
+//! Rows are read without their bodies ([`memo::bodies`] reads the hits'), unless a
+//! temporal question in hybrid mode routes on every fused candidate's body.
 //!
 //! Memories are told apart by (machine, id); each hit says its machine. Sequences
 //! (neighbours) are per machine.
@@ -39,6 +45,11 @@ use crate::search::filter_columns::RowMeta;
 use crate::search::vocabulary::Vocabulary;
 use crate::stores::memories::fts::Table;
 use crate::stores::memories::{json_list, Parts, SearchIndex};
+
+/// How far under the `n`-th best exact score (times the query's norm, at least 1) a
+/// memory's score may be and still be read by the vec leg: far above the rounding
+/// between the sums here and the local leg's `f32` scores.
+const RANK_SLACK: f64 = 1e-3;
 
 fn query_err(e: ArchiveError) -> EngineError {
     EngineError::Query(e.to_string())
@@ -327,7 +338,7 @@ fn nearest(
             .sum()
     };
     let mut k = n.saturating_mul(2).saturating_add(32);
-    let got = loop {
+    let (got, nth) = loop {
         stopped(req)?;
         let got = memo::nearest(pool, model, &half, k).map_err(query_err)?;
         let complete = got.len() < k;
@@ -356,24 +367,39 @@ fn nearest(
         kept.sort_by(|a, b| b.total_cmp(a));
         let bound = last_half + HALF_SLACK * norm;
         if complete || (kept.len() >= n && kept[n - 1] > bound) {
-            break got;
+            break (got, kept.get(n.wrapping_sub(1)).copied());
         }
         k = k.saturating_mul(4);
     };
-    let missing: Vec<(String, String)> = got
-        .iter()
-        .map(|g| (g.0.clone(), g.1.clone()))
-        .filter(|key| !read.contains_key(key))
+    // `n` memories the filters keep score `nth` or more: one scoring less (by more than
+    // the rounding between this sum and the local leg's) is not among the leg's `n`
+    // best, so its row is not read. Long memories are scored from their chunks.
+    let floor = nth.map_or(f64::NEG_INFINITY, |s| s - RANK_SLACK * norm);
+    let long = memo::long_vectors(pool, model).map_err(query_err)?;
+    let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+    for (machine, id, v, _) in got {
+        if dot(&v) >= floor {
+            vectors.insert((machine, id), vec![v]);
+        }
+    }
+    for (machine, id, chunks) in long {
+        if chunks.iter().map(|v| dot(v)).fold(f64::NEG_INFINITY, f64::max) >= floor {
+            vectors.insert((machine, id), chunks);
+        }
+    }
+    let missing: Vec<(String, String)> = vectors
+        .keys()
+        .filter(|key| !read.contains_key(*key))
+        .cloned()
         .collect();
     for r in memo::rows_of(pool, table, &missing, bodies).map_err(query_err)? {
         read.insert((r.machine.clone(), r.id.clone()), r);
     }
-    for (machine, id, vector, _) in got {
-        if let Some(row) = read.remove(&(machine, id)) {
-            rows.put(row, Some(vec![vector]));
+    for (key, chunks) in vectors {
+        if let Some(row) = read.remove(&key) {
+            rows.put(row, Some(chunks));
         }
     }
-    rows.add_vectors(memo::long_ones(pool, model, table, bodies).map_err(query_err)?);
     Ok(())
 }
 
@@ -418,12 +444,6 @@ impl Rows {
     fn add(&mut self, found: Vec<MemoRow>) {
         for row in found {
             self.put(row, None);
-        }
-    }
-
-    fn add_vectors(&mut self, found: Vec<memo::WithVectors>) {
-        for (row, vectors, _) in found {
-            self.put(row, Some(vectors));
         }
     }
 
