@@ -454,16 +454,16 @@ pub fn rows_of(
     })
 }
 
+/// A long memory read by [`long_vectors`]: its key (machine, id) and its chunk vectors.
+pub type Long = (String, String, Vec<Vec<f32>>);
+
 /// Every memory of `model` with more than one vector (a long memory embedded in
 /// chunks): its key (machine, id) and its chunk vectors, without its row
 /// ([`rows_of`] reads those that can rank).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
-pub fn long_vectors(
-    pool: &Pool,
-    model: &RegisteredModel,
-) -> Result<Vec<(String, String, Vec<Vec<f32>>)>, ArchiveError> {
+pub fn long_vectors(pool: &Pool, model: &RegisteredModel) -> Result<Vec<Long>, ArchiveError> {
     let err = err(pool, "memo-search's vec leg");
     let dim = model.model.dim as usize;
     let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);

@@ -262,7 +262,12 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             .collect();
         let keys: Vec<(String, String)> = at
             .iter()
-            .map(|&i| (rows.rows[i].row.machine.clone(), rows.rows[i].row.id.clone()))
+            .map(|&i| {
+                (
+                    rows.rows[i].row.machine.clone(),
+                    rows.rows[i].row.id.clone(),
+                )
+            })
             .collect();
         let read = memo::bodies(pool, &keys).map_err(query_err)?;
         let rowid: HashMap<(&str, &str), i64> = at
@@ -275,11 +280,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             .collect();
         let put: Vec<(i64, String)> = read
             .into_iter()
-            .filter_map(|(m, id, body)| {
-                rowid
-                    .get(&(m.as_str(), id.as_str()))
-                    .map(|&n| (n, body))
-            })
+            .filter_map(|(m, id, body)| rowid.get(&(m.as_str(), id.as_str())).map(|&n| (n, body)))
             .collect();
         scratch.set_bodies(&put).map_err(map_err)?;
     }
@@ -383,7 +384,12 @@ fn nearest(
         }
     }
     for (machine, id, chunks) in long {
-        if chunks.iter().map(|v| dot(v)).fold(f64::NEG_INFINITY, f64::max) >= floor {
+        if chunks
+            .iter()
+            .map(|v| dot(v))
+            .fold(f64::NEG_INFINITY, f64::max)
+            >= floor
+        {
             vectors.insert((machine, id), chunks);
         }
     }
@@ -468,6 +474,7 @@ impl Rows {
 
     /// Orders the rows as a store numbers them (machine, then local position) and
     /// builds their index: rowid `i + 1` is row `i`.
+    #[allow(clippy::too_many_arguments)]
     fn index(
         &mut self,
         table: Option<Table>,
