@@ -9,7 +9,9 @@
 //! FTS5's BM25 needs the table's row count, its token count and each query term's
 //! document frequency. Rows and tokens are summed over [`MEMORY_TERMS`] by each search
 //! ([`totals`]); a term's document frequency is the number of rows holding it, and
-//! every row holding a query term is read ([`with_terms`]), so it is counted exactly.
+//! every row holding a query term is read ([`with_terms`]), so it is counted exactly
+//! (`exact` mode reads the rows holding every term, [`with_all_terms`], and counts each
+//! term's rows, [`doc_freqs`]).
 //! With one machine's store pushed whole they are the local store's; with several
 //! machines they are the team's (as semantic-search's keyword leg).
 
@@ -122,12 +124,14 @@ fn prefix(table: Table) -> &'static str {
     }
 }
 
-/// The columns of a [`MemoRow`] (`m`: memories, `t`: its terms, `k`: machines).
-fn row_columns(table: Table) -> String {
+/// The columns of a [`MemoRow`] (`m`: memories, `t`: its terms, `k`: machines); the
+/// body is read when `bodies` (else empty: [`bodies`] reads it for the hits).
+fn row_columns(table: Table, bodies: bool) -> String {
     let p = prefix(table);
+    let body = if bodies { "m.body" } else { "''::text" };
     format!(
         "m.machine, coalesce(k.label, m.machine), m.user_name, m.id, m.title, m.type, m.tags,
-         m.created, m.updated, m.body, m.files_read, m.files_modified, m.supersedes,
+         m.created, m.updated, {body}, m.files_read, m.files_modified, m.supersedes,
          m.conversations, coalesce(t.position, {}), t.sequence, t.{p}_sizes, t.{p}_terms,
          t.{p}_counts",
         i64::MAX
@@ -179,7 +183,8 @@ fn row_of(r: &postgres::Row) -> MemoRow {
     }
 }
 
-/// Every memory holding any of `terms` under `table`'s tokenizer, with its terms.
+/// Every memory holding any of `terms` under `table`'s tokenizer, with its terms (and
+/// its body when `bodies`).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
@@ -187,6 +192,7 @@ pub fn with_terms(
     pool: &Pool,
     table: Table,
     terms: &[String],
+    bodies: bool,
 ) -> Result<Vec<MemoRow>, ArchiveError> {
     if terms.is_empty() {
         return Ok(Vec::new());
@@ -197,13 +203,70 @@ pub fn with_terms(
         Ok(c.query(
             &format!(
                 "SELECT {} {FROM} WHERE t.{p}_terms && $1::text[]",
-                row_columns(table)
+                row_columns(table, bodies)
             ),
             &[&terms],
         )
         .map_err(&err)?
         .iter()
         .map(row_of)
+        .collect())
+    })
+}
+
+/// Every memory holding all of `terms` under `table`'s tokenizer, with its terms (and
+/// its body when `bodies`): `exact` mode's rows.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn with_all_terms(
+    pool: &Pool,
+    table: Table,
+    terms: &[String],
+    bodies: bool,
+) -> Result<Vec<MemoRow>, ArchiveError> {
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = err(pool, "memo-search's keyword leg");
+    let p = prefix(table);
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT {} {FROM} WHERE t.{p}_terms @> $1::text[]",
+                row_columns(table, bodies)
+            ),
+            &[&terms],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(row_of)
+        .collect())
+    })
+}
+
+/// Each of `terms`' document frequency under `table`'s tokenizer: the memories with
+/// terms holding it, in `terms`' order.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn doc_freqs(pool: &Pool, table: Table, terms: &[String]) -> Result<Vec<i64>, ArchiveError> {
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = err(pool, "reading the terms' document frequencies");
+    let p = prefix(table);
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT (SELECT count(*) FROM {MEMORY_TERMS} t WHERE t.{p}_terms @> ARRAY[w])
+                 FROM unnest($1::text[]) WITH ORDINALITY u(w, i) ORDER BY i"
+            ),
+            &[&terms],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(|r| r.get(0))
         .collect())
     })
 }
@@ -217,6 +280,7 @@ pub fn in_sequences(
     pool: &Pool,
     table: Table,
     sequences: &[(String, String)],
+    bodies: bool,
 ) -> Result<Vec<MemoRow>, ArchiveError> {
     if sequences.is_empty() {
         return Ok(Vec::new());
@@ -231,7 +295,7 @@ pub fn in_sequences(
             &format!(
                 "SELECT {} {FROM} WHERE (t.machine, t.sequence) IN
                    (SELECT * FROM unnest($1::text[], $2::text[]))",
-                row_columns(table)
+                row_columns(table, bodies)
             ),
             &[&machines, &seqs],
         )
@@ -260,22 +324,20 @@ pub fn vocabulary(pool: &Pool) -> Result<Vec<String>, ArchiveError> {
     })
 }
 
-/// `(id, target)` for every memory `id` of the archive superseding one of `ids`.
+/// `(id, target)` for every memory `id` of the archive superseding a memory `target`
+/// (every supersede link, read once per search: one scan of the memories).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
-pub fn superseding(pool: &Pool, ids: &[String]) -> Result<Vec<(String, String)>, ArchiveError> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
+pub fn supersede_links(pool: &Pool) -> Result<Vec<(String, String)>, ArchiveError> {
     let err = err(pool, "reading the supersede links");
     pool.with(|c| {
         Ok(c.query(
             &format!(
                 "SELECT DISTINCT m.id, s FROM {SCHEMA}.memories m, unnest(m.supersedes) s
-                 WHERE m.supersedes && $1::text[] AND s = ANY($1::text[])"
+                 WHERE cardinality(m.supersedes) > 0"
             ),
-            &[&ids],
+            &[],
         )
         .map_err(&err)?
         .iter()
@@ -304,35 +366,22 @@ pub fn vector_coverage(pool: &Pool, model: &RegisteredModel) -> Result<(i64, i64
     })
 }
 
-/// A memory with its vectors of a model: the row, its chunk vectors (one for most
-/// memories) and, for a one-vector memory read by [`nearest`], its `halfvec` inner
-/// product with the query (`None`: read whole by [`long_ones`]).
-pub type WithVectors = (MemoRow, Vec<Vec<f32>>, Option<f64>);
-
-fn with_vectors(r: &postgres::Row, dim: usize) -> WithVectors {
-    let bytes: Vec<u8> = r.get(19);
-    let values = crate::stores::memories::decode_vector(&bytes);
-    let chunks = if dim > 0 && !values.is_empty() && values.len().is_multiple_of(dim) {
-        values.chunks_exact(dim).map(<[f32]>::to_vec).collect()
-    } else {
-        vec![values]
-    };
-    (row_of(r), chunks, r.get(20))
-}
+/// A one-vector memory read by [`nearest`]: its key (machine, id), its exact vector
+/// and its `halfvec` inner product with the query.
+pub type Near = (String, String, Vec<f32>, f64);
 
 /// The `k` one-vector memories of `model` nearest the query `half` by `halfvec` inner
-/// product (a sequential scan: exact in that order), best first, with their exact
-/// vectors and terms under `table`'s tokenizer.
+/// product (a sequential scan of the vectors only: exact in that order), best first,
+/// with their exact vectors; [`rows_of`] reads their rows.
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
 pub fn nearest(
     pool: &Pool,
     model: &RegisteredModel,
-    table: Table,
     half: &HalfVec,
     k: usize,
-) -> Result<Vec<WithVectors>, ArchiveError> {
+) -> Result<Vec<Near>, ArchiveError> {
     let err = err(pool, "memo-search's vec leg");
     let dim = model.model.dim as usize;
     let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
@@ -348,52 +397,126 @@ pub fn nearest(
         let rows = tx
             .query(
                 &format!(
-                    "SELECT {}, v.exact, -(v.embedding <#> $1)::float8
-                     FROM {} v JOIN skills_archive.memories m ON m.machine = v.machine AND m.id = v.id
-                     LEFT JOIN skills_archive.memory_terms t ON t.machine = m.machine AND t.id = m.id
-                     LEFT JOIN skills_archive.machines k ON k.machine = m.machine
+                    "SELECT v.machine, v.id, v.exact, -(v.embedding <#> $1)::float8 FROM {} v
                      WHERE octet_length(v.exact) = $2
                      ORDER BY v.embedding <#> $1 LIMIT $3",
-                    row_columns(table),
                     model.memories_table()
                 ),
                 &[half, &one, &k],
             )
             .map_err(&err)?;
         tx.commit().map_err(&err)?;
-        Ok(rows.iter().map(|r| with_vectors(r, dim)).collect())
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let bytes: Vec<u8> = r.get(2);
+                (
+                    r.get(0),
+                    r.get(1),
+                    crate::stores::memories::decode_vector(&bytes),
+                    r.get(3),
+                )
+            })
+            .collect())
     })
 }
 
-/// Every memory of `model` with more than one vector (a long memory embedded in
-/// chunks), with its vectors and terms under `table`'s tokenizer.
+/// The memories `keys` (machine, id), with their terms under `table`'s tokenizer, in no
+/// particular order (a key the archive no longer holds is left out).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
-pub fn long_ones(
+pub fn rows_of(
     pool: &Pool,
-    model: &RegisteredModel,
     table: Table,
-) -> Result<Vec<WithVectors>, ArchiveError> {
+    keys: &[(String, String)],
+    bodies: bool,
+) -> Result<Vec<MemoRow>, ArchiveError> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = err(pool, "memo-search's vec leg");
+    let (machines, ids): (Vec<&str>, Vec<&str>) =
+        keys.iter().map(|(m, i)| (m.as_str(), i.as_str())).unzip();
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT {} {FROM} WHERE (m.machine, m.id) IN
+                   (SELECT * FROM unnest($1::text[], $2::text[]))",
+                row_columns(table, bodies)
+            ),
+            &[&machines, &ids],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(row_of)
+        .collect())
+    })
+}
+
+/// A long memory read by [`long_vectors`]: its key (machine, id) and its chunk vectors.
+pub type Long = (String, String, Vec<Vec<f32>>);
+
+/// Every memory of `model` with more than one vector (a long memory embedded in
+/// chunks): its key (machine, id) and its chunk vectors, without its row
+/// ([`rows_of`] reads those that can rank).
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn long_vectors(pool: &Pool, model: &RegisteredModel) -> Result<Vec<Long>, ArchiveError> {
     let err = err(pool, "memo-search's vec leg");
     let dim = model.model.dim as usize;
     let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT {}, v.exact, NULL::float8
-                 FROM {} v JOIN skills_archive.memories m ON m.machine = v.machine AND m.id = v.id
-                 LEFT JOIN skills_archive.memory_terms t ON t.machine = m.machine AND t.id = m.id
-                 LEFT JOIN skills_archive.machines k ON k.machine = m.machine
-                 WHERE octet_length(v.exact) <> $1",
-                row_columns(table),
+                "SELECT v.machine, v.id, v.exact FROM {} v WHERE octet_length(v.exact) <> $1",
                 model.memories_table()
             ),
             &[&one],
         )
         .map_err(&err)?
         .iter()
-        .map(|r| with_vectors(r, dim))
+        .map(|r| {
+            let bytes: Vec<u8> = r.get(2);
+            let values = crate::stores::memories::decode_vector(&bytes);
+            let chunks = if dim > 0 && !values.is_empty() && values.len().is_multiple_of(dim) {
+                values.chunks_exact(dim).map(<[f32]>::to_vec).collect()
+            } else {
+                vec![values]
+            };
+            (r.get(0), r.get(1), chunks)
+        })
+        .collect())
+    })
+}
+
+/// The bodies of the memories `keys` (machine, id): (machine, id, body), in no
+/// particular order.
+///
+/// # Errors
+/// [`ArchiveError`] when the archive cannot be read.
+pub fn bodies(
+    pool: &Pool,
+    keys: &[(String, String)],
+) -> Result<Vec<(String, String, String)>, ArchiveError> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = err(pool, "reading the hits' bodies");
+    let (machines, ids): (Vec<&str>, Vec<&str>) =
+        keys.iter().map(|(m, i)| (m.as_str(), i.as_str())).unzip();
+    pool.with(|c| {
+        Ok(c.query(
+            &format!(
+                "SELECT m.machine, m.id, m.body FROM {SCHEMA}.memories m WHERE (m.machine, m.id) IN
+                   (SELECT * FROM unnest($1::text[], $2::text[]))"
+            ),
+            &[&machines, &ids],
+        )
+        .map_err(&err)?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect())
     })
 }

@@ -6,17 +6,23 @@
 //! supersedes, fusion, temporal routing, ties and output as on a store.
 //!
 //! Which rows can rank, so that the ranking is the one of the whole archive:
-//! - the FTS5 legs (`bm25`, `exact`, `fuzzy`; hybrid's stemmed keyword leg): every
-//!   memory holding a searched term under the leg's tokenizer (so each term's
-//!   document frequency is the archive's), with the archive's row and token totals;
-//!   for hybrid's context-aware leg, every memory of those memories' sequences (their
-//!   neighbours);
-//! - the vec leg (`vec`, hybrid): the nearest memories of the model the query is
-//!   embedded with, read by `halfvec` inner product in rounds until the `n`-th best
-//!   exact score among those the filters keep is above what any memory not read can
-//!   score (`halfvec` is within [`HALF_SLACK`] of the exact score), plus every long
-//!   memory (several chunk vectors, read whole). The scores are then computed from the
-//!   exact `f32` vectors by the local leg.
+//! - the FTS5 legs (`bm25`, `fuzzy`; hybrid's stemmed keyword leg): every memory
+//!   holding a searched term under the leg's tokenizer (so each term's document
+//!   frequency is the archive's), with the archive's row and token totals; for
+//!   hybrid's context-aware leg, every memory of those memories' sequences (their
+//!   neighbours); `exact` (the AND of every word): the memories holding every word,
+//!   each word's document frequency counted by the archive ([`memo::doc_freqs`]);
+//! - the vec leg (`vec`, hybrid): the nearest one-vector memories of the model the
+//!   query is embedded with, their keys and exact vectors read by `halfvec` inner
+//!   product in rounds until the `n`-th best exact score among those the filters keep
+//!   is above what any memory not read can score (`halfvec` is within [`HALF_SLACK`]
+//!   of the exact score), plus every long memory's vectors (several chunk vectors);
+//!   rows are read only for the memories scoring within [`RANK_SLACK`] of that `n`-th
+//!   best or above. The scores are then computed from the exact `f32` vectors by the
+//!   local leg.
+//!
+//! Rows are read without their bodies ([`memo::bodies`] reads the hits'), unless a
+//! temporal question in hybrid mode routes on every fused candidate's body.
 //!
 //! Memories are told apart by (machine, id); each hit says its machine. Sequences
 //! (neighbours) are per machine.
@@ -40,6 +46,11 @@ use crate::search::vocabulary::Vocabulary;
 use crate::stores::memories::fts::Table;
 use crate::stores::memories::{json_list, Parts, SearchIndex};
 
+/// How far under the `n`-th best exact score (times the query's norm, at least 1) a
+/// memory's score may be and still be read by the vec leg: far above the rounding
+/// between the sums here and the local leg's `f32` scores.
+const RANK_SLACK: f64 = 1e-3;
+
 fn query_err(e: ArchiveError) -> EngineError {
     EngineError::Query(e.to_string())
 }
@@ -58,6 +69,11 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     stopped(req)?;
     let mut notes: Vec<String> = Vec::new();
     let mut rows: Rows = Rows::default();
+    // Bodies are read for the hits only, unless a temporal question's routing reads
+    // every fused candidate's.
+    let bodies = req.mode == Mode::Hybrid
+        && parsed.tuning.temporal_boost > 0.0
+        && super::temporal::is_temporal_question(&req.query);
     // The keyword leg's tokenizer and the terms it searches.
     let table = match req.mode {
         Mode::Hybrid if parsed.tuning.stemmed => Some(Table::Stemmed),
@@ -65,6 +81,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         Mode::Vec => None,
     };
     let totals = memo::totals(pool).map_err(query_err)?;
+    let all_links = memo::supersede_links(pool).map_err(query_err)?;
     if table.is_some() && totals.rows < totals.memories {
         notes.push(format!(
             "{} of the archive's {} memories have no terms (pushed before schema version 6): \
@@ -75,6 +92,8 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     }
     let mut vocab = Vec::new();
     let mut searched: Vec<String> = Vec::new();
+    // Exact mode: each searched term's document frequency in the archive.
+    let mut freqs: Option<Vec<i64>> = None;
     if let Some(table) = table {
         searched = match (req.mode, table) {
             (Mode::Fuzzy, _) => {
@@ -94,7 +113,15 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         };
         searched.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         searched.dedup();
-        let found = memo::with_terms(pool, table, &searched).map_err(query_err)?;
+        // `exact` ranks the memories holding every word only; the others count in the
+        // words' document frequencies, read as counts.
+        let found = if req.mode == Mode::Exact {
+            let dfs = memo::doc_freqs(pool, table, &searched).map_err(query_err)?;
+            freqs = Some(dfs);
+            memo::with_all_terms(pool, table, &searched, bodies).map_err(query_err)?
+        } else {
+            memo::with_terms(pool, table, &searched, bodies).map_err(query_err)?
+        };
         let sequences: Vec<(String, String)> =
             if req.mode == Mode::Hybrid && parsed.tuning.context.is_some() {
                 let set: HashSet<(String, String)> = found
@@ -107,7 +134,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             };
         rows.add(found);
         stopped(req)?;
-        rows.add(memo::in_sequences(pool, table, &sequences).map_err(query_err)?);
+        rows.add(memo::in_sequences(pool, table, &sequences, bodies).map_err(query_err)?);
     }
     stopped(req)?;
     // The vec leg: the model the query is embedded with, when the archive holds it.
@@ -174,13 +201,19 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             req.limit
         };
         let t = table.unwrap_or(Table::Plain);
-        nearest(pool, m, t, q, n, req, &mut rows)?;
+        let superseded: HashSet<&str> = all_links.iter().map(|(_, t)| t.as_str()).collect();
+        nearest(pool, m, t, q, n, req, &superseded, bodies, &mut rows)?;
     }
     stopped(req)?;
-    let links = memo::superseding(pool, &rows.ids()).map_err(query_err)?;
+    let ids = rows.ids();
+    let links: Vec<(String, String)> = all_links
+        .into_iter()
+        .filter(|(_, target)| ids.contains(target.as_str()))
+        .collect();
     let index = rows.index(
         table,
         &searched,
+        freqs.as_deref(),
         &totals,
         vocab,
         &links,
@@ -221,6 +254,38 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     }
     let req = &req;
     let ranking = rank_over(&scratch.conn, &index, parsed, embedder, q, req, &map_err)?;
+    if !bodies {
+        let at: Vec<usize> = ranking
+            .fused
+            .iter()
+            .flatten()
+            .filter_map(|f| usize::try_from(f.rowid - 1).ok())
+            .filter(|&i| i < rows.rows.len())
+            .collect();
+        let keys: Vec<(String, String)> = at
+            .iter()
+            .map(|&i| {
+                (
+                    rows.rows[i].row.machine.clone(),
+                    rows.rows[i].row.id.clone(),
+                )
+            })
+            .collect();
+        let read = memo::bodies(pool, &keys).map_err(query_err)?;
+        let rowid: HashMap<(&str, &str), i64> = at
+            .iter()
+            .map(|&i| {
+                let r = &rows.rows[i].row;
+                let n = i64::try_from(i).unwrap_or(i64::MAX - 1) + 1;
+                ((r.machine.as_str(), r.id.as_str()), n)
+            })
+            .collect();
+        let put: Vec<(i64, String)> = read
+            .into_iter()
+            .filter_map(|(m, id, body)| rowid.get(&(m.as_str(), id.as_str())).map(|&n| (n, body)))
+            .collect();
+        scratch.set_bodies(&put).map_err(map_err)?;
+    }
     let who: Vec<(String, String, String)> = rows
         .rows
         .iter()
@@ -247,8 +312,10 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
 }
 
 /// Reads the vec leg's candidates into `rows` (see the module docs): rounds of the
-/// nearest one-vector memories until the `n` best that `req`'s filters keep are
-/// proven, and every long memory.
+/// nearest one-vector memories (keys and vectors only) until the `n` best that `req`'s
+/// filters keep are proven, then their rows, and every long memory. `superseded`: every
+/// memory some memory of the archive supersedes.
+#[allow(clippy::too_many_arguments)]
 fn nearest(
     pool: &Pool,
     model: &RegisteredModel,
@@ -256,10 +323,15 @@ fn nearest(
     q: &[f32],
     n: usize,
     req: &Request,
+    superseded: &HashSet<&str>,
+    bodies: bool,
     rows: &mut Rows,
 ) -> Result<(), EngineError> {
     let half = HalfVec::of(q);
     let filter = Filter::new(req);
+    // Rows are read in the rounds only when a filter needs their columns.
+    let filtered = !filter.is_empty() || req.machine.is_some() || req.user.is_some();
+    let mut read: HashMap<(String, String), MemoRow> = HashMap::new();
     let norm = q
         .iter()
         .map(|&x| f64::from(x) * f64::from(x))
@@ -273,35 +345,73 @@ fn nearest(
             .sum()
     };
     let mut k = n.saturating_mul(2).saturating_add(32);
-    let read = loop {
+    let (got, nth) = loop {
         stopped(req)?;
-        let got = memo::nearest(pool, model, table, &half, k).map_err(query_err)?;
+        let got = memo::nearest(pool, model, &half, k).map_err(query_err)?;
         let complete = got.len() < k;
-        let last_half = got.last().and_then(|g| g.2).unwrap_or(f64::NEG_INFINITY);
-        let ids: Vec<String> = got.iter().map(|g| g.0.id.clone()).collect();
-        let superseded: HashSet<String> = memo::superseding(pool, &ids)
-            .map_err(query_err)?
-            .into_iter()
-            .map(|(_, target)| target)
-            .collect();
+        let last_half = got.last().map_or(f64::NEG_INFINITY, |g| g.3);
+        if filtered {
+            let missing: Vec<(String, String)> = got
+                .iter()
+                .map(|g| (g.0.clone(), g.1.clone()))
+                .filter(|key| !read.contains_key(key))
+                .collect();
+            for r in memo::rows_of(pool, table, &missing, bodies).map_err(query_err)? {
+                read.insert((r.machine.clone(), r.id.clone()), r);
+            }
+        }
         let mut kept: Vec<f64> = got
             .iter()
             .filter(|g| {
-                filter.keep(&meta(&g.0, 0))
-                    && whose(req, &g.0)
-                    && (req.include_superseded || !superseded.contains(&g.0.id))
+                (req.include_superseded || !superseded.contains(g.1.as_str()))
+                    && (!filtered
+                        || read
+                            .get(&(g.0.clone(), g.1.clone()))
+                            .is_some_and(|r| filter.keep(&meta(r, 0)) && whose(req, r)))
             })
-            .map(|g| g.1.iter().map(|v| dot(v)).fold(f64::NEG_INFINITY, f64::max))
+            .map(|g| dot(&g.2))
             .collect();
         kept.sort_by(|a, b| b.total_cmp(a));
         let bound = last_half + HALF_SLACK * norm;
         if complete || (kept.len() >= n && kept[n - 1] > bound) {
-            break got;
+            break (got, kept.get(n.wrapping_sub(1)).copied());
         }
         k = k.saturating_mul(4);
     };
-    rows.add_vectors(read);
-    rows.add_vectors(memo::long_ones(pool, model, table).map_err(query_err)?);
+    // `n` memories the filters keep score `nth` or more: one scoring less (by more than
+    // the rounding between this sum and the local leg's) is not among the leg's `n`
+    // best, so its row is not read. Long memories are scored from their chunks.
+    let floor = nth.map_or(f64::NEG_INFINITY, |s| s - RANK_SLACK * norm);
+    let long = memo::long_vectors(pool, model).map_err(query_err)?;
+    let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+    for (machine, id, v, _) in got {
+        if dot(&v) >= floor {
+            vectors.insert((machine, id), vec![v]);
+        }
+    }
+    for (machine, id, chunks) in long {
+        if chunks
+            .iter()
+            .map(|v| dot(v))
+            .fold(f64::NEG_INFINITY, f64::max)
+            >= floor
+        {
+            vectors.insert((machine, id), chunks);
+        }
+    }
+    let missing: Vec<(String, String)> = vectors
+        .keys()
+        .filter(|key| !read.contains_key(*key))
+        .cloned()
+        .collect();
+    for r in memo::rows_of(pool, table, &missing, bodies).map_err(query_err)? {
+        read.insert((r.machine.clone(), r.id.clone()), r);
+    }
+    for (key, chunks) in vectors {
+        if let Some(row) = read.remove(&key) {
+            rows.put(row, Some(chunks));
+        }
+    }
     Ok(())
 }
 
@@ -349,12 +459,6 @@ impl Rows {
         }
     }
 
-    fn add_vectors(&mut self, found: Vec<memo::WithVectors>) {
-        for (row, vectors, _) in found {
-            self.put(row, Some(vectors));
-        }
-    }
-
     fn put(&mut self, row: MemoRow, vectors: Option<Vec<Vec<f32>>>) {
         let key = (row.machine.clone(), row.id.clone());
         match self.at.get(&key) {
@@ -370,17 +474,18 @@ impl Rows {
         }
     }
 
-    fn ids(&self) -> Vec<String> {
-        let set: HashSet<&str> = self.rows.iter().map(|r| r.row.id.as_str()).collect();
-        set.into_iter().map(str::to_owned).collect()
+    fn ids(&self) -> HashSet<&str> {
+        self.rows.iter().map(|r| r.row.id.as_str()).collect()
     }
 
     /// Orders the rows as a store numbers them (machine, then local position) and
     /// builds their index: rowid `i + 1` is row `i`.
+    #[allow(clippy::too_many_arguments)]
     fn index(
         &mut self,
         table: Option<Table>,
         searched: &[String],
+        freqs: Option<&[i64]>,
         totals: &Totals,
         vocab: Vec<String>,
         links: &[(String, String)],
@@ -433,15 +538,23 @@ impl Rows {
             }
         }
         if let Some(table) = table {
-            parts.fts[table as usize] = postings(&self.rows, table, searched, totals);
+            parts.fts[table as usize] = postings(&self.rows, table, searched, freqs, totals);
         }
         SearchIndex::from_parts(parts)
     }
 }
 
 /// The postings of `searched` in `rows` under `table`'s tokenizer, with the archive's
-/// totals; `None` when they cannot be indexed (an empty index then answers).
-fn postings(rows: &[Read], table: Table, searched: &[String], totals: &Totals) -> Option<FtsIndex> {
+/// totals; `None` when they cannot be indexed (an empty index then answers). `freqs`:
+/// each searched term's document frequency when `rows` are not every memory holding
+/// it (the others are counted as postings of no row).
+fn postings(
+    rows: &[Read],
+    table: Table,
+    searched: &[String],
+    freqs: Option<&[i64]>,
+    totals: &Totals,
+) -> Option<FtsIndex> {
     let sizes: Vec<Option<[u32; 3]>> = rows
         .iter()
         .map(|r| r.row.terms.as_ref().map(|t| t.sizes))
@@ -459,10 +572,16 @@ fn postings(rows: &[Read], table: Table, searched: &[String], totals: &Totals) -
             }
         }
     }
-    for (term, list) in searched.iter().zip(by_term) {
+    let past = i64::try_from(rows.len()).unwrap_or(i64::MAX / 2);
+    for (k, (term, list)) in searched.iter().zip(by_term).enumerate() {
+        let held = i64::try_from(list.len()).unwrap_or(i64::MAX);
         for (i, counts) in list {
             let d = i64::try_from(i).unwrap_or(i64::MAX);
             b.posting(term.as_bytes(), d, Some(i), counts).ok()?;
+        }
+        let others = freqs.and_then(|f| f.get(k)).map_or(0, |&df| df - held);
+        for j in 0..others.max(0) {
+            b.posting(term.as_bytes(), past + j, None, [1, 0, 0]).ok()?;
         }
     }
     b.finish().ok()
@@ -486,6 +605,17 @@ impl Scratch {
                 target TEXT NOT NULL, PRIMARY KEY (id, rel, target)) WITHOUT ROWID;",
         )?;
         Ok(Self { conn })
+    }
+
+    /// Sets the bodies of rows read without them: (rowid, body).
+    fn set_bodies(&self, bodies: &[(i64, String)]) -> Result<(), rusqlite::Error> {
+        let mut put = self
+            .conn
+            .prepare("UPDATE memories SET body = ?2 WHERE rowid = ?1")?;
+        for (rowid, body) in bodies {
+            put.execute(rusqlite::params![rowid, body])?;
+        }
+        Ok(())
     }
 
     /// Writes `rows` (rowid `i + 1`: row `i`) and their links (`superseding`: every

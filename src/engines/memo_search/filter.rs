@@ -46,7 +46,8 @@ impl Filter {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    /// True when the filter keeps every row ([`Filter::keep`] is always true).
+    pub(super) fn is_empty(&self) -> bool {
         self.kind.is_none()
             && self.from.is_none()
             && self.to.is_none()
