@@ -153,6 +153,12 @@ fn main() -> Result<()> {
     let server = if archive_on && configs.iter().any(|c| c == "memories") {
         Some(common::postgres::Server::start()?)
     } else {
+        if archive_on {
+            println!(
+                "RECALL_ARCHIVE=1: skipped, it measures the `memories` configuration \
+                 (transcripts + turn memories), which RECALL_CONFIGS leaves out\n"
+            );
+        }
         None
     };
     let tmp = tempfile::tempdir()?;
