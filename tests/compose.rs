@@ -1,6 +1,7 @@
 //! Engine `compose`: what the host refuses when it loads a composed skill (unknown
 //! source, a call to itself, a cycle, undeclared reads, a read-only composition of a
-//! writer), and a composed call through the host's one call path.
+//! writer, an `archive-only` argument missing from the input schema), a composed call
+//! through the host's one call path, and `archive-only` arguments refused locally.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -209,5 +210,45 @@ fn a_source_refusing_the_passed_on_arguments_is_skipped_not_fatal() {
     assert!(
         notes.contains("`search-conversations` skipped") && notes.contains("`term`"),
         "{notes}"
+    );
+}
+
+#[test]
+fn archive_only_arguments_come_from_the_document_and_are_refused_locally() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    copy_skill(&skills, "memo-search");
+    composed(&skills, "team", "[memories]", &["memo-search"]);
+    composed(&skills, "typo", "[memories]", &["memo-search"]);
+    let add_option = |name: &str, option: &str, property: &str| {
+        let file = skills.join(name).join("SKILL.md");
+        let doc = std::fs::read_to_string(&file).unwrap();
+        let doc = doc
+            .replace("input-schema:", &format!("  {option}\ninput-schema:"))
+            .replace(
+                "    max_tokens:",
+                &format!("    {property}: {{type: string}}\n    max_tokens:"),
+            );
+        std::fs::write(&file, doc).unwrap();
+    };
+    add_option("team", "archive-only: [machine]", "machine");
+    add_option("typo", "archive-only: [machin]", "machine");
+    let host = load(&skills, &tmp.path().join("data"));
+    let diags = diagnostics(&host);
+    assert!(
+        diags.contains("`archive-only`: `machin` is not an argument of the input schema"),
+        "{diags}"
+    );
+    assert!(host.get("typo").is_none());
+
+    // Without the argument the local call answers; with it, an argument error naming it.
+    host.call("team", json!({"question": "serde"})).unwrap();
+    let err = host
+        .call("team", json!({"question": "serde", "machine": "laptop"}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("machine") && err.contains("--archive"),
+        "{err}"
     );
 }

@@ -21,6 +21,10 @@ struct Options {
     #[serde(default)]
     budget: BudgetOptions,
     near_duplicates: Option<NearDuplicateOptions>,
+    /// Arguments only the team archive answers (as engine `sql`'s `archive-only`):
+    /// refused on the local stores, naming them, never ignored.
+    #[serde(default, rename = "archive-only")]
+    archive_only: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -151,6 +155,16 @@ impl Engine for Compose {
                 options.budget.arg
             ));
         }
+        if let Some(unknown) = options
+            .archive_only
+            .iter()
+            .find(|n| props.is_none_or(|p| !p.contains_key(n.as_str())))
+        {
+            return Err(format!(
+                "engine `compose`: `archive-only`: `{unknown}` is not an argument of the input \
+                 schema"
+            ));
+        }
         let mut sources = Vec::new();
         for (i, s) in options.sources.iter().enumerate() {
             let at = format!("/engine-options/sources/{i}");
@@ -214,6 +228,7 @@ impl Engine for Compose {
             near_duplicates,
             budget_arg: options.budget.arg,
             budget_default: options.budget.default,
+            archive_only: options.archive_only,
         })))
     }
 

@@ -23,6 +23,8 @@
 //!         key: "memory:{{ row.id }}"
 //!   fuse: {method: rrf, k: 60}        # reciprocal-rank fusion (the only method)
 //!   budget: {arg: max_tokens, default: 2000}
+//!   archive-only: [machine, user]   # arguments only the team archive answers: refused
+//!                                     # on the local stores (as engine `sql`'s)
 //! ```
 //!
 //! **Templates.** Every string in a source's `args` and `item` is a minijinja template
@@ -137,6 +139,8 @@ struct Composed {
     near_duplicates: Option<items::NearDuplicates>,
     budget_arg: String,
     budget_default: usize,
+    /// Arguments refused on the local stores (`archive-only`).
+    archive_only: Vec<String>,
 }
 
 impl Engine for Composed {
@@ -167,9 +171,10 @@ impl Engine for Composed {
         // On the team archive too: each source is called through the host with the
         // same context, so it answers from the archive or is skipped with its reason
         // (never a local answer in its place).
-        // The team archive's `machine` and `user` filters (passed to the sources) are
-        // refused on the local stores, naming the filter, never ignored.
-        for name in ["machine", "user"] {
+        // The document's `archive-only` arguments (recall's `machine` and `user`,
+        // passed to its sources) are refused on the local stores, naming the filter,
+        // never ignored.
+        for name in &self.archive_only {
             ctx.archive_only_argument(name, args.get(name).unwrap_or(&Value::Null))?;
         }
         let mut vars = args.as_object().cloned().unwrap_or_default();
