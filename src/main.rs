@@ -32,11 +32,13 @@ enum Command {
     Run(cli::run::Args),
     /// Run every skill's verification checklist as conformance tests (or only NAME…).
     #[command(
-        after_help = "With `--archive URL` (or SKILLS_ARCHIVE_URL) the calls answer from the team \
-                      archive instead: each fixture corpus is pushed into a scratch database of \
-                      its own on that server (the role needs CREATEDB; the databases are dropped \
-                      afterwards), and what a binding excludes there (`archive: {excluded: why}`) \
-                      is reported as excluded."
+        after_help = format!(
+            "With `--archive URL` (or {}) the calls answer from the team archive instead: each \
+             fixture corpus is pushed into a scratch database of its own on that server (the \
+             role needs CREATEDB; the databases are dropped afterwards), and what a binding \
+             excludes there (`archive: {{excluded: why}}`) is reported as excluded.",
+            skills::settings::ARCHIVE_URL.name
+        )
     )]
     Verify(cli::verify::Args),
     /// Serve every skill as an MCP tool (and its SKILL.md as a resource) over stdio,

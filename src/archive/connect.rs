@@ -790,7 +790,7 @@ mod tests {
                 )
             })
             .collect();
-        let url = env["SKILLS_ARCHIVE_URL"].clone().unwrap();
+        let url = env[crate::settings::ARCHIVE_URL.name].clone().unwrap();
         assert_eq!(
             url,
             "postgres://alice@db.example:6543/scratch_1?sslmode=disable"
