@@ -74,7 +74,7 @@ fn store(data: &Path, memories: &[Memory], links: &[(&str, &str, &str)]) {
 }
 
 /// The laptop's memories: 30 of three types, some tagged, a run of five updated in the
-/// same second (ordered by id), two shared with the desktop; links: m-lap-03 superseded
+/// same second (ordered by id: the list's 15th to 19th), two shared with the desktop; links: m-lap-03 superseded
 /// by two, one superseded by a shared memory, one memory saved from two conversations.
 fn laptop(data: &Path) {
     let kinds = ["fact", "decision", "bug"];
@@ -250,8 +250,8 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
         list(&["tag=ü-tag"]),
         list(&["tag=k8s", "type=bug"]),
         list(&["limit=5", "offset=3"]),
-        list(&["limit=3", "offset=9"]),
-        list(&["limit=2", "offset=12"]),
+        list(&["limit=3", "offset=13"]),
+        list(&["limit=2", "offset=15"]),
         list(&["limit=50", "offset=100"]),
         list(&["preview_chars=4"]),
         list(&["limit=200", "preview_chars=2000"]),
@@ -303,7 +303,7 @@ fn memories_sql_skills_answer_from_the_archive_as_from_sqlite() {
     );
     let (_, one, _) = run_skill(&lap, None, "get-memory", &args(&["id=m-lap-01"]));
     assert_eq!(one["rows"][0]["conversation_id"], "conv-a");
-    let (_, tied, _) = run_skill(&lap, None, "list-memories", &args(&["limit=3", "offset=9"]));
+    let (_, tied, _) = run_skill(&lap, None, "list-memories", &args(&["limit=2", "offset=15"]));
     let times: Vec<&str> = tied["rows"]
         .as_array()
         .unwrap()
@@ -491,7 +491,8 @@ fn each_stores_sql_role_reads_its_own_view_only() {
         match refused {
             None => {
                 assert!(out.status.success(), "{name}: {said}");
-                assert_eq!(said.trim(), "32", "{name}: {said}");
+                let printed = String::from_utf8_lossy(&out.stdout);
+                assert_eq!(printed.trim(), "32", "{name}: {said}");
             }
             Some(expected) => {
                 assert!(!out.status.success(), "{name} read it: {said}");
