@@ -1102,8 +1102,8 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
         .collect();
     assert_eq!(others, ["get-memory", "list-memories"]);
     for skill in &others {
-        let doc = fs_err::read_to_string(common::repo_skills().join(skill).join("SKILL.md"))
-            .unwrap();
+        let doc =
+            fs_err::read_to_string(common::repo_skills().join(skill).join("SKILL.md")).unwrap();
         assert!(
             doc.contains("archive-query: archive.sql") && doc.contains("store: memories"),
             "{skill}"
@@ -1152,13 +1152,19 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(!out.status.success(), "{name} answered on the archive: {said}");
+        assert!(
+            !out.status.success(),
+            "{name} answered on the archive: {said}"
+        );
         assert!(
             said.contains("not available on the archive yet")
                 && said.contains(&format!("written for {dialect}")),
             "{name}: {said}"
         );
-        assert!(said.contains(name) && said.contains(&shown), "{name}: {said}");
+        assert!(
+            said.contains(name) && said.contains(&shown),
+            "{name}: {said}"
+        );
     }
     // semantic-search answers from the archive: tests/archive_meaning.rs,
     // tests/archive_keyword.rs; memo-search and memo-save: tests/archive_memo.rs;

@@ -54,7 +54,9 @@ fn memory(id: &str, kind: &str, tags: &[&str], updated: i64, chars: usize) -> Me
         } else {
             Vec::new()
         },
-        origin: id.ends_with(['2', '4']).then(|| format!("notes/{id}.md#top")),
+        origin: id
+            .ends_with(['2', '4'])
+            .then(|| format!("notes/{id}.md#top")),
     }
 }
 
@@ -155,7 +157,14 @@ fn push_as(data: &Path, db: &Db, user: &str) {
         skills()
             .arg("--data-dir")
             .arg(data)
-            .args(["--archive", &db.url, "--json", "archive", "push", "--no-redact"])
+            .args([
+                "--archive",
+                &db.url,
+                "--json",
+                "archive",
+                "push",
+                "--no-redact",
+            ])
             .env("SKILLS_MACHINE_NAME", data.file_name().unwrap())
             .env("USER", user)
             .env("LOGNAME", user),
@@ -303,7 +312,12 @@ fn memories_sql_skills_answer_from_the_archive_as_from_sqlite() {
     );
     let (_, one, _) = run_skill(&lap, None, "get-memory", &args(&["id=m-lap-01"]));
     assert_eq!(one["rows"][0]["conversation_id"], "conv-a");
-    let (_, tied, _) = run_skill(&lap, None, "list-memories", &args(&["limit=2", "offset=15"]));
+    let (_, tied, _) = run_skill(
+        &lap,
+        None,
+        "list-memories",
+        &args(&["limit=2", "offset=15"]),
+    );
     let times: Vec<&str> = tied["rows"]
         .as_array()
         .unwrap()
@@ -437,7 +451,12 @@ fn each_stores_sql_role_reads_its_own_view_only() {
     push_as(&data, &db, "alice");
     let skills_dir = root.path().join("skills");
     let cases = [
-        ("memories-own", "memories", "SELECT count(*) AS n FROM all_memories", None),
+        (
+            "memories-own",
+            "memories",
+            "SELECT count(*) AS n FROM all_memories",
+            None,
+        ),
         (
             "memories-reads-conversations",
             "memories",
@@ -496,7 +515,10 @@ fn each_stores_sql_role_reads_its_own_view_only() {
             }
             Some(expected) => {
                 assert!(!out.status.success(), "{name} read it: {said}");
-                assert!(said.contains(expected) && said.contains(name), "{name}: {said}");
+                assert!(
+                    said.contains(expected) && said.contains(name),
+                    "{name}: {said}"
+                );
             }
         }
     }

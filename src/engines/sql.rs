@@ -254,10 +254,14 @@ impl SqlQuery {
         let shown = pool.target().shown();
         let Some(twin) = &self.archive_query else {
             let why = match self.store {
-                StoreKind::Memories => "its query is written for SQLite and the skill has no \
-                                        PostgreSQL twin (`archive-query`)",
-                StoreKind::Conversations => "its query is written for DuckDB and the skill \
-                                             has no PostgreSQL twin (`archive-query`)",
+                StoreKind::Memories => {
+                    "its query is written for SQLite and the skill has no \
+                                        PostgreSQL twin (`archive-query`)"
+                }
+                StoreKind::Conversations => {
+                    "its query is written for DuckDB and the skill \
+                                             has no PostgreSQL twin (`archive-query`)"
+                }
             };
             return Err(EngineError::Unavailable(format!(
                 "{skill} is not available on the archive yet ({shown}: {why}); run it without \
