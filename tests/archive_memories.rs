@@ -6,7 +6,8 @@
 //! the end; with two machines pushed, `machine` (label or id) and `user` give each
 //! machine's own local answer, a memory both pushed is listed once per machine and
 //! get-memory answers its newest copy; the memories' view is readable by the memories'
-//! sandbox role only, and the conversations' view by theirs only.
+//! sandbox role only, and the conversations' view by theirs only; the memories pages
+//! served with `--archive` answer from it.
 //!
 //! Without a PostgreSQL the tests are reported as not run ([`common::not_run`]).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -522,4 +523,92 @@ fn each_stores_sql_role_reads_its_own_view_only() {
             }
         }
     }
+}
+
+/// `GET path` over HTTP/1.0 from the server at `base`: (status, body).
+fn get(base: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let authority = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: text/html\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+/// `skills serve --http --archive` from a data folder holding nothing: the memories
+/// list and a memory's page answer from the archive (both machines' memories), and
+/// each part of their JSON twins is `skills run --archive` of the same skill and
+/// arguments.
+#[test]
+fn the_memories_pages_answer_from_the_archive() {
+    let Some(server) = server() else { return };
+    let db = Db::new(&server);
+    let root = tempfile::tempdir().unwrap();
+    let (lap, desk, empty) = (
+        root.path().join("laptop"),
+        root.path().join("desktop"),
+        root.path().join("server"),
+    );
+    laptop(&lap);
+    desktop(&desk);
+    json_of(&lap, Some(&db.url), &["--json", "archive", "migrate"]);
+    push_as(&lap, &db, "alice");
+    push_as(&desk, &db, "bob");
+    fs_err::create_dir_all(&empty).unwrap();
+    let mut cmd =
+        common::serve::HttpServer::command(&common::repo_skills(), &empty, &["--archive", &db.url]);
+    cmd.env_remove("SKILLS_ARCHIVE_URL")
+        .env("SKILLS_EMBEDDER", "none");
+    let served = common::serve::HttpServer::start(cmd);
+    let (status, list) = get(&served.base, "/memories");
+    assert_eq!(status, 200, "{list}");
+    for id in ["m-desk-03", "m-lap-29", "shared-2"] {
+        assert!(list.contains(id), "/memories lacks {id}");
+    }
+    let (status, one) = get(&served.base, "/memories/shared-1");
+    assert_eq!(status, 200, "{one}");
+    assert!(one.contains("desktop: shared-1"), "the newest copy: {one}");
+    let mut parts = 0;
+    for page in [
+        "/memories?format=json",
+        "/memories?tag=k8s&format=json",
+        "/memories/m-lap-03?format=json",
+    ] {
+        let (status, twin) = get(&served.base, page);
+        assert_eq!(status, 200, "{page}: {twin}");
+        let twin: Value = serde_json::from_str(&twin).unwrap();
+        for (part, call) in twin.as_object().unwrap() {
+            let Some(skill) = call["skill"].as_str() else {
+                continue;
+            };
+            let out = skills()
+                .arg("--data-dir")
+                .arg(&empty)
+                .args(["--archive", &db.url, "--json", "run", skill, "--args-json"])
+                .arg(call["args"].to_string())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{page} {part}");
+            let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(call["data"], cli["data"], "{page} {part}");
+            assert!(call["data"]["count"].as_u64().unwrap() > 0, "{page} {part}");
+            parts += 1;
+        }
+    }
+    assert!(parts >= 3, "{parts}");
 }
