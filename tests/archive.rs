@@ -238,7 +238,8 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     let before = db.dump();
 
     // The archive as version 2 made it: fastupdate off, no flush function (and no
-    // vectors' registry, version 4, nor keyword terms, version 5).
+    // vectors' registry, version 4, nor keyword terms, version 5, nor the memories'
+    // view, version 7).
     db.client()
         .batch_execute(
             "DO $$ DECLARE r record; BEGIN
