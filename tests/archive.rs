@@ -238,7 +238,8 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     let before = db.dump();
 
     // The archive as version 2 made it: fastupdate off, no flush function (and no
-    // vectors' registry, version 4, nor keyword terms, version 5).
+    // vectors' registry, version 4, nor keyword terms, version 5, nor the memories'
+    // view, version 7).
     db.client()
         .batch_execute(
             "DO $$ DECLARE r record; BEGIN
@@ -254,6 +255,7 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
              DROP COLUMN units, DROP COLUMN vector_unit, DROP COLUMN keyword_terms;
          DROP TABLE skills_archive.message_terms, skills_archive.keyword_deltas,
              skills_archive.keyword_totals, skills_archive.memory_terms;
+         DROP VIEW skills_sql.all_memories;
          UPDATE skills_archive.meta SET value = '2' WHERE key = 'schema_version';",
         )
         .unwrap();
@@ -939,10 +941,11 @@ fn without_machine(data: &Value) -> Value {
     data
 }
 
-/// Every bundled `sql` skill over the same pushed messages: the ones with a
-/// PostgreSQL twin give the same output on the archive as on DuckDB for every case;
-/// the others say they are not available on the archive yet, naming the skill and the
-/// archive — never a local answer.
+/// Every bundled `sql` skill over the conversations, over the same pushed messages:
+/// each gives the same output on the archive (its PostgreSQL twin) as on DuckDB for
+/// every case; the memories' ones have twins too (tests/archive_memories.rs); a
+/// drop-in skill without a twin says it is not available on the archive yet, naming
+/// the skill and the archive — never a local answer.
 #[test]
 fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
     let Some(db) = migrated_db() else { return };
@@ -1092,28 +1095,76 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
     // The at= case really paged: the conversation's third message's page.
     let (_, paged, _) = run_skill(&data, Some(&db.url), "get-conversation", &cases[12].1);
     assert_eq!(paged["rows"][0]["position"], 3, "{paged}");
-    // Every other bundled sql skill refuses on the archive, naming itself and it.
+    // Every other bundled sql skill reads the memories and has its twin too, compared
+    // over pushed memories in tests/archive_memories.rs.
+    let others: Vec<String> = bundled_sql_skills()
+        .into_iter()
+        .filter(|s| !twins.contains(s.as_str()))
+        .collect();
+    assert_eq!(others, ["get-memory", "list-memories"]);
+    for skill in &others {
+        let doc =
+            fs_err::read_to_string(common::repo_skills().join(skill).join("SKILL.md")).unwrap();
+        assert!(
+            doc.contains("archive-query: archive.sql") && doc.contains("store: memories"),
+            "{skill}"
+        );
+    }
+    // A drop-in sql skill without a twin, over either store, refuses on the archive,
+    // naming itself and it — never a local answer.
     let shown = skills::archive::Target::parse(&db.url)
         .unwrap()
         .shown()
         .to_owned();
-    for skill in bundled_sql_skills() {
-        if twins.contains(skill.as_str()) {
-            continue;
-        }
-        let args: Vec<String> = match skill.as_str() {
-            "get-memory" => vec!["id=m-1".into()],
-            _ => Vec::new(),
-        };
-        let (ok, _, said) = run_skill(&data, Some(&db.url), &skill, &args);
-        assert!(!ok, "{skill} answered on the archive: {said}");
-        assert!(
-            said.contains("not available on the archive yet"),
-            "{skill}: {said}"
+    let skills_dir = root.path().join("skills");
+    for (name, store, query, dialect) in [
+        (
+            "no-twin-conversations",
+            "conversations",
+            "SELECT count(*) AS n FROM all_conversations",
+            "DuckDB",
+        ),
+        (
+            "no-twin-memories",
+            "memories",
+            "SELECT count(*) AS n FROM memories",
+            "SQLite",
+        ),
+    ] {
+        common::sql_skill(
+            &skills_dir,
+            name,
+            &format!(
+                "reads: [{store}]\nengine-options:\n  store: {store}\ninput-schema:\n  type: object\n  properties: {{}}\n"
+            ),
+            query,
+            "ok",
+        );
+        let out = skills()
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--skills-dir")
+            .arg(&skills_dir)
+            .args(["--archive", &db.url, "run", name])
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            said.contains(&skill) && said.contains(&shown),
-            "{skill}: {said}"
+            !out.status.success(),
+            "{name} answered on the archive: {said}"
+        );
+        assert!(
+            said.contains("not available on the archive yet")
+                && said.contains(&format!("written for {dialect}")),
+            "{name}: {said}"
+        );
+        assert!(
+            said.contains(name) && said.contains(&shown),
+            "{name}: {said}"
         );
     }
     // semantic-search answers from the archive: tests/archive_meaning.rs,

@@ -73,6 +73,15 @@
 //!   term's document frequency) are summed from it by each search, so they are always
 //!   those of the memories held. A memory pushed before version 6 has no row in it:
 //!   the next push sends it again.
+//! - Version 7, the memories' view of the drop-in `sql` skills ([`super::sql`]):
+//!   [`SQL_SCHEMA`]`.all_memories` (every machine's pushed memories: the local
+//!   `memories` columns a query reads — `id`, `title`, `type`, `tags`, `created`,
+//!   `updated`, `body`, `files_read`, `files_modified`, `origin`, `content_hash` —, the
+//!   links as lists, `supersedes` and `conversations`, plus `machine` — the host
+//!   label —, `machine_id` and `user`), readable by the role [`SQL_MEMORIES_ROLE`]
+//!   only: a skill whose `reads` names the memories runs as that role, one that names
+//!   the conversations as [`SQL_ROLE`], so neither reads the other's store on the
+//!   archive, as locally.
 
 use postgres::Transaction;
 
@@ -82,7 +91,7 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 6;
+pub const VERSION: i32 = 7;
 
 /// `gin_pending_list_limit` of the trigram index, in kB: the pending list a push
 /// fills before the inserting backend merges it into the index, and that a search
@@ -106,10 +115,23 @@ const TRIGRAM_RELOPTIONS: [&str; 2] = ["fastupdate=on", "gin_pending_list_limit=
 /// The schema of the views the `sql` skills read on the archive.
 pub const SQL_SCHEMA: &str = "skills_sql";
 
-/// The role (no login) a `sql` skill's query runs as: it may `SELECT` the views of
-/// [`SQL_SCHEMA`] only. Roles are per cluster; every archive database of a cluster
-/// grants it its own view.
+/// The role (no login) a `sql` skill over the conversations runs its query as: it may
+/// `SELECT` the view [`SQL_SCHEMA`]`.all_conversations` only. Roles are per cluster;
+/// every archive database of a cluster grants it its own view.
 pub const SQL_ROLE: &str = "skills_sql_conversations";
+
+/// The role (no login, version 7) a `sql` skill over the memories runs its query as:
+/// it may `SELECT` the view [`SQL_SCHEMA`]`.all_memories` only.
+pub const SQL_MEMORIES_ROLE: &str = "skills_sql_memories";
+
+/// The sandbox role of the `sql` skills reading `store`: [`SQL_ROLE`] for the
+/// conversations, [`SQL_MEMORIES_ROLE`] for the memories.
+pub fn sql_role(store: crate::stores::Store) -> &'static str {
+    match store {
+        crate::stores::Store::Conversations => SQL_ROLE,
+        crate::stores::Store::Memories => SQL_MEMORIES_ROLE,
+    }
+}
 
 /// `set_config`'s signature, revoked from `PUBLIC` by [`migrate`].
 pub const SET_CONFIG: &str = "pg_catalog.set_config(text, text, boolean)";
@@ -511,6 +533,10 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
         tx.batch_execute(&version_6())
             .map_err(err("creating memo-search's keyword tables (version 6)"))?;
     }
+    if from < 7 {
+        tx.batch_execute(&version_7())
+            .map_err(err("creating the sql skills' memories view (version 7)"))?;
+    }
     if vectors {
         for m in models {
             match register_model(&mut tx, m) {
@@ -531,16 +557,16 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
     }
     if let Err(e) = sandbox_role(&mut tx) {
         out.notes.push(format!(
-            "cannot create or grant the role {SQL_ROLE} ({}): the drop-in sql skills refuse \
-             to run on this archive until a role that may create roles runs `skills archive \
-             migrate`",
+            "cannot create or grant the roles {SQL_ROLE} and {SQL_MEMORIES_ROLE} ({}): the \
+             drop-in sql skills refuse to run on this archive until a role that may create \
+             roles runs `skills archive migrate`",
             super::connect::describe(&e)
         ));
     }
     if let Err(reason) = revoke_set_config(&mut tx) {
         out.notes.push(format!(
             "cannot revoke set_config() from PUBLIC ({reason}): the drop-in sql skills \
-             (get-conversation, conversations-by-date, brain-stats) refuse to run on this \
+             (get-conversation, get-memory, list-memories, brain-stats…) refuse to run on this \
              archive until a superuser runs `skills archive migrate`"
         ));
     }
@@ -800,19 +826,41 @@ CREATE INDEX memory_terms_sequence ON {MEMORY_TERMS} (sequence);
     )
 }
 
-/// Creates [`SQL_ROLE`] when the cluster has none, grants it the view, and makes the
-/// migrating role a member. Another database's migration may create the role at the
-/// same moment: a clash is retried in a savepoint.
+/// Version 7: the view of the memories the `sql` skills read (see the module docs).
+/// A memory's links are its lists (`supersedes`: the ids it replaces; `conversations`:
+/// the conversations it was saved from), as the push sent them; times are `timestamp`
+/// (UTC), the lists of `tags` and files their stored JSON text.
+fn version_7() -> String {
+    format!(
+        "CREATE VIEW {SQL_SCHEMA}.all_memories AS
+    SELECT m.id, m.title, m.type, m.tags, m.created, m.updated, m.body, m.files_read,
+           m.files_modified, m.origin, m.content_hash, m.supersedes, m.conversations,
+           coalesce(k.label, m.machine) AS machine, m.machine AS machine_id,
+           m.user_name AS \"user\"
+    FROM {SCHEMA}.memories m LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine;
+"
+    )
+}
+
+/// Creates [`SQL_ROLE`] and [`SQL_MEMORIES_ROLE`] when the cluster has none, grants
+/// each its one view, and makes the migrating role a member of both. Another
+/// database's migration may create the roles at the same moment: a clash is retried
+/// in a savepoint.
 fn sandbox_role(tx: &mut Transaction<'_>) -> Result<(), postgres::Error> {
     let statements = format!(
         "DO $do$ BEGIN
            IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '{SQL_ROLE}') THEN
              CREATE ROLE {SQL_ROLE} NOLOGIN;
            END IF;
+           IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = '{SQL_MEMORIES_ROLE}') THEN
+             CREATE ROLE {SQL_MEMORIES_ROLE} NOLOGIN;
+           END IF;
          END $do$;
-         GRANT USAGE ON SCHEMA {SQL_SCHEMA} TO {SQL_ROLE};
-         GRANT SELECT ON ALL TABLES IN SCHEMA {SQL_SCHEMA} TO {SQL_ROLE};
-         GRANT {SQL_ROLE} TO CURRENT_USER;"
+         GRANT USAGE ON SCHEMA {SQL_SCHEMA} TO {SQL_ROLE}, {SQL_MEMORIES_ROLE};
+         REVOKE ALL ON ALL TABLES IN SCHEMA {SQL_SCHEMA} FROM {SQL_ROLE}, {SQL_MEMORIES_ROLE};
+         GRANT SELECT ON {SQL_SCHEMA}.all_conversations TO {SQL_ROLE};
+         GRANT SELECT ON {SQL_SCHEMA}.all_memories TO {SQL_MEMORIES_ROLE};
+         GRANT {SQL_ROLE}, {SQL_MEMORIES_ROLE} TO CURRENT_USER;"
     );
     let mut tries = 0;
     loop {
@@ -961,8 +1009,9 @@ GRANT USAGE ON SCHEMA {SCHEMA} TO {reader};
 GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {reader};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {reader};
 -- the drop-in sql skills run their queries as {SQL_ROLE} (it may read the view
--- {SQL_SCHEMA}.all_conversations only); the roles that run skills must be members:
-GRANT {SQL_ROLE} TO {reader};
+-- {SQL_SCHEMA}.all_conversations only) or {SQL_MEMORIES_ROLE} (the view
+-- {SQL_SCHEMA}.all_memories only); the roles that run skills must be members:
+GRANT {SQL_ROLE}, {SQL_MEMORIES_ROLE} TO {reader};
 -- role for machines that push (no DDL: `skills archive migrate` runs as the owner):
 CREATE ROLE {writer} LOGIN;  -- then: ALTER ROLE {writer} PASSWORD '…';
 GRANT CONNECT ON DATABASE {db} TO {writer};
@@ -973,7 +1022,7 @@ GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
       {KEYWORD_TOTALS}, {MEMORY_TERMS} TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
 GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};
-GRANT {SQL_ROLE} TO {writer};
+GRANT {SQL_ROLE}, {SQL_MEMORIES_ROLE} TO {writer};
 {vectors}"
     )
 }

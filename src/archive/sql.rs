@@ -1,11 +1,13 @@
 //! Drop-in `sql` skills answered from the archive: a skill's PostgreSQL query
-//! (`engine-options.archive-query`, the twin of its DuckDB `query.sql`) run in the
-//! database's own sandbox.
+//! (`engine-options.archive-query`, the twin of its DuckDB or SQLite `query.sql`) run
+//! in the database's own sandbox.
 //!
 //! Each call is one `READ ONLY` transaction that first sets
-//! - `ROLE` [`SQL_ROLE`], which may `SELECT` the view [`SQL_SCHEMA`]`.all_conversations`
+//! - `ROLE` [`SQL_ROLE`](super::schema::SQL_ROLE), which may `SELECT` the view [`SQL_SCHEMA`]`.all_conversations`
 //!   and nothing else of the archive (no other schema, no file or program function:
-//!   `pg_read_file`, `lo_import` and `COPY … PROGRAM` need privileges it lacks);
+//!   `pg_read_file`, `lo_import` and `COPY … PROGRAM` need privileges it lacks) — or,
+//!   for a skill over the memories, [`SQL_MEMORIES_ROLE`](super::schema::SQL_MEMORIES_ROLE), which may `SELECT` the view
+//!   [`SQL_SCHEMA`]`.all_memories` and nothing else ([`Call::store`]);
 //! - `statement_timeout` from the skill's `timeout-ms`;
 //! - `search_path` pinned to `pg_catalog, skills_sql, pg_temp`;
 //!
@@ -20,7 +22,7 @@ use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
 use serde_json::Value;
 
-use super::schema::{SET_CONFIG, SQL_ROLE, SQL_SCHEMA};
+use super::schema::{sql_role, SET_CONFIG, SQL_SCHEMA};
 use super::search::Pool;
 
 /// One query to run.
@@ -35,6 +37,10 @@ pub struct Call<'a> {
     pub max_rows: u64,
     /// `statement_timeout`.
     pub timeout: std::time::Duration,
+    /// The store the skill reads (its `engine-options.store`): the query runs as that
+    /// store's role ([`super::schema::sql_role`]), which may read its view only
+    /// (`all_conversations` or `all_memories`).
+    pub store: crate::stores::Store,
 }
 
 /// Why a query did not answer.
@@ -79,6 +85,7 @@ fn run_on(
     target: &super::Target,
 ) -> Result<Rows, SqlError> {
     let failed = |e: &postgres::Error| classify(e, target);
+    let role = sql_role(call.store);
     let mut tx = client
         .build_transaction()
         .read_only(true)
@@ -88,21 +95,21 @@ fn run_on(
         .query_one(
             "SELECT CASE WHEN to_regrole($1) IS NULL OR to_regnamespace($2) IS NULL THEN NULL
                     ELSE has_function_privilege($1, $3, 'EXECUTE') END",
-            &[&SQL_ROLE, &SQL_SCHEMA, &SET_CONFIG],
+            &[&role, &SQL_SCHEMA, &SET_CONFIG],
         )
         .map_err(|e| failed(&e))?
         .get(0);
     match ready {
         None => {
             return Err(SqlError::NoSandbox(format!(
-                "archive {}: no sandbox for the sql skills (role {SQL_ROLE} or schema \
+                "archive {}: no sandbox for the sql skills (role {role} or schema \
                  {SQL_SCHEMA} missing); run `skills archive migrate`",
                 target.shown()
             )))
         }
         Some(true) => {
             return Err(SqlError::NoSandbox(format!(
-                "archive {}: the sql skills' sandbox is incomplete: {SQL_ROLE} may execute \
+                "archive {}: the sql skills' sandbox is incomplete: {role} may execute \
                  set_config(), which would let a query change its own limits; a superuser \
                  should run `skills archive migrate` (it revokes set_config from PUBLIC)",
                 target.shown()
@@ -112,15 +119,16 @@ fn run_on(
     }
     tx.batch_execute(&format!(
         "SET LOCAL statement_timeout = {}; SET LOCAL search_path = pg_catalog, {SQL_SCHEMA}, \
-         pg_temp; SET LOCAL ROLE {SQL_ROLE}",
+         pg_temp; SET LOCAL ROLE {role}",
         call.timeout.as_millis().max(1)
     ))
     .map_err(|e| match e.code() {
         Some(&SqlState::INSUFFICIENT_PRIVILEGE) => SqlError::NoSandbox(format!(
-            "archive {}: the role {} is not a member of {SQL_ROLE}, which the sql skills' \
-             queries run as; the archive's owner can run `GRANT {SQL_ROLE} TO {};`",
+            "archive {}: the role {} is not a member of {role}, which the sql skills' \
+             queries over the {} run as; the archive's owner can run `GRANT {role} TO {};`",
             target.shown(),
             target.user(),
+            call.store,
             super::schema::quote_ident(target.user())
         )),
         _ => failed(&e),

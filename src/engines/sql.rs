@@ -18,18 +18,20 @@
 //!
 //! Frontmatter (`engine-options`): `store` (`conversations` → DuckDB table
 //! `all_conversations`, `memories` → SQLite), `query` (file name, default `query.sql`),
-//! `max-rows` (default 1000), `timeout-ms` (default 5000), `json-columns` (SQLite:
-//! columns whose text is JSON — what `json_object`/`json_group_array` return — given
-//! back as JSON values, not strings; DuckDB returns its structs and lists as JSON
-//! already).
+//! `max-rows` (default 1000), `timeout-ms` (default 5000), `json-columns` (SQLite and
+//! the archive: columns whose text is JSON — what `json_object`/`json_group_array`
+//! return, a stored list — given back as JSON values, not strings; DuckDB returns its
+//! structs and lists as JSON already), `archive-query` and `archive-only` (below).
 //!
-//! On the team archive (`--archive`, [`Context::archive`]) a `conversations` query
-//! runs on PostgreSQL: `archive-query` names its PostgreSQL twin (a file written like
-//! the query, same rules, giving the same rows), run in the database's own sandbox
+//! On the team archive (`--archive`, [`Context::archive`]) the query runs on
+//! PostgreSQL: `archive-query` names its PostgreSQL twin (a file written like the
+//! query, same rules, giving the same rows), run in the database's own sandbox
 //! ([`crate::archive::sql`]: a `READ ONLY` transaction as a role that may read only the
-//! view `all_conversations`, `statement_timeout` from `timeout-ms`, a pinned
-//! `search_path`). A skill without one — its query is DuckDB's, and DuckDB's dialect
-//! is not PostgreSQL's — says it is not available on the archive yet, and a twin
+//! store's view — `all_conversations` for `conversations`, `all_memories` for
+//! `memories` —, `statement_timeout` from `timeout-ms`, a pinned `search_path`);
+//! `json-columns` are read from the twin's rows as from SQLite's. A skill without one —
+//! its query is DuckDB's or SQLite's, and neither dialect is PostgreSQL's — says it is
+//! not available on the archive yet, and a twin
 //! PostgreSQL cannot run fails naming the skill and the archive: never a local answer
 //! or a silently different one. `archive-only` lists arguments that filter what only
 //! the archive records (`[machine, user]`): the twin uses them; on the local stores a
@@ -65,6 +67,16 @@ pub enum StoreKind {
     Conversations,
     /// SQLite memories store.
     Memories,
+}
+
+impl StoreKind {
+    /// The store this kind of query reads.
+    pub fn store(self) -> crate::stores::Store {
+        match self {
+            Self::Conversations => crate::stores::Store::Conversations,
+            Self::Memories => crate::stores::Store::Memories,
+        }
+    }
 }
 
 /// A skill's query, bound and checked.
@@ -135,12 +147,6 @@ impl SqlQuery {
         let archive_query = match opts.get("archive-query") {
             None => None,
             Some(Value::String(twin)) => {
-                if store != StoreKind::Conversations {
-                    return Err(
-                        "`archive-query`: only a `conversations` query can run on the archive"
-                            .into(),
-                    );
-                }
                 read_query(binding, "archive", twin, &arg_names, &mut env)?;
                 Some(twin.clone())
             }
@@ -248,12 +254,14 @@ impl SqlQuery {
         let shown = pool.target().shown();
         let Some(twin) = &self.archive_query else {
             let why = match self.store {
-                StoreKind::Memories => "it reads the memories, which the archive's sql \
-                                        skills do not reach yet"
-                    .to_owned(),
-                StoreKind::Conversations => "its query is written for DuckDB and the skill \
+                StoreKind::Memories => {
+                    "its query is written for SQLite and the skill has no \
+                                        PostgreSQL twin (`archive-query`)"
+                }
+                StoreKind::Conversations => {
+                    "its query is written for DuckDB and the skill \
                                              has no PostgreSQL twin (`archive-query`)"
-                    .to_owned(),
+                }
             };
             return Err(EngineError::Unavailable(format!(
                 "{skill} is not available on the archive yet ({shown}: {why}); run it without \
@@ -261,7 +269,8 @@ impl SqlQuery {
                 crate::settings::ARCHIVE_URL.name
             )));
         };
-        ctx.may_read(crate::stores::Store::Conversations)?;
+        let store = self.store.store();
+        ctx.may_read(store)?;
         let (sql, names) = numbered(&self.render("archive", args)?);
         let sql = sql.trim().trim_end_matches(';').trim_end();
         sandbox::require_select(sql)
@@ -276,8 +285,9 @@ impl SqlQuery {
             values: &values,
             max_rows: self.max_rows,
             timeout: self.timeout,
+            store,
         };
-        let (columns, rows) = crate::archive::sql::run(pool, &call).map_err(|e| match e {
+        let (columns, mut rows) = crate::archive::sql::run(pool, &call).map_err(|e| match e {
             SqlError::Argument { name, reason } => EngineError::Argument { name, reason },
             SqlError::Timeout => EngineError::Query(format!(
                 "{skill} on the archive {shown}: query interrupted after {} ms (`timeout-ms`)",
@@ -291,8 +301,27 @@ impl SqlQuery {
                 "{skill} on the archive {shown}: PostgreSQL cannot run its `{twin}`: {why}"
             )),
         })?;
+        for row in &mut rows {
+            if let Some(row) = row.as_object_mut() {
+                for (column, value) in row.iter_mut() {
+                    if self.json_columns.contains(column) {
+                        json_column(value);
+                    }
+                }
+            }
+        }
         let (columns, rows, truncated) = self.cap(columns, rows);
         Ok(json!({"columns": columns, "count": rows.len(), "truncated": truncated, "rows": rows}))
+    }
+}
+
+/// A `json-columns` value: text that parses as JSON (what SQLite's JSON functions
+/// made, a stored list) becomes that JSON; other values and other text stay as they are.
+fn json_column(value: &mut Value) {
+    if let Value::String(text) = value {
+        if let Ok(parsed) = serde_json::from_str(text) {
+            *value = parsed;
+        }
     }
 }
 
@@ -337,10 +366,7 @@ impl Engine for SqlQuery {
 
     /// Reads the store named by `engine-options.store`, writes nothing.
     fn effects(&self) -> super::Effects {
-        super::Effects::reads(&[match self.store {
-            StoreKind::Conversations => crate::stores::Store::Conversations,
-            StoreKind::Memories => crate::stores::Store::Memories,
-        }])
+        super::Effects::reads(&[self.store.store()])
     }
 
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
@@ -443,12 +469,7 @@ impl SqlQuery {
                 for (i, c) in columns.iter().enumerate() {
                     let mut value = sql_value::from_sqlite(row.get_ref(i)?);
                     if self.json_columns.contains(c) {
-                        if let Value::String(text) = &value {
-                            // Text SQLite's JSON functions made; other text stays text.
-                            if let Ok(parsed) = serde_json::from_str(text) {
-                                value = parsed;
-                            }
-                        }
+                        json_column(&mut value);
                     }
                     obj.insert(c.clone(), value);
                 }
