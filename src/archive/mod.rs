@@ -9,6 +9,8 @@
 //! - [`machine`]: this data folder's stable machine id, host label and user.
 //! - [`push`]: the incremental, idempotent, kill-safe push.
 //! - [`search`]: search-conversations answered from the archive with DuckDB's rows.
+//! - [`lookup`]: memories and messages read by their local keys (rerank's items), one
+//!   copy of each (the most recently updated, then the smallest machine id).
 //! - [`memo`]: memo-search's rows (memories, their terms and vectors) for one search.
 //! - [`meaning`]: the vectors' wire form and semantic-search answered from pgvector.
 //! - [`sql`]: the drop-in `sql` skills' PostgreSQL queries, in the database's sandbox.
@@ -16,6 +18,7 @@
 
 pub mod connect;
 pub mod keyword;
+pub mod lookup;
 pub mod machine;
 pub mod meaning;
 pub mod memo;

@@ -4,7 +4,10 @@
 //! A call gives a query and up to [`MAX_ITEMS`] candidate items, each a text (with an
 //! optional caller id) or a reference to a stored unit — a memory by id, a message by
 //! `source`, `conversation_id` and `message_id` — read from the stores the skill
-//! declares. Every item is scored against the query by the chosen scorer and the items
+//! declares, or with `--archive` from the team archive (every machine's pushed rows,
+//! [`crate::archive::lookup`]: a unit several machines pushed is read from its most
+//! recently updated copy, then the smallest machine id, and its row names that copy's
+//! `machine`, `machine_id` and `user`). Every item is scored against the query by the chosen scorer and the items
 //! come back best first, each with its score, its new rank, its position in the input
 //! and (with `explain`) the parts of its score:
 //!
@@ -27,6 +30,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::{Context, EngineError, Norm};
+use crate::archive::lookup::Copy;
 use crate::search::{postings, words};
 use crate::stores::{Store, StoreError};
 
@@ -156,21 +160,69 @@ fn parse_item(i: usize, v: &Value) -> Result<Item, EngineError> {
     }
 }
 
-/// The items' texts, in input order: texts as given, memories as `title` + body,
-/// messages as their content, read from the stores (each store opened once, and only
-/// when an item names it).
+/// The items' texts, in input order, and for an item read from the team archive the
+/// copy it was read from: texts as given, memories as `title` + body, messages as their
+/// content, read from the local stores (each store opened once, and only when an item
+/// names it) or, with `--archive`, from the archive ([`resolve_archive`]).
 ///
 /// # Errors
 /// An error naming the first item whose memory or message does not exist, or the
-/// store error when its store cannot be opened.
-fn resolve(ctx: &Context, items: &[Item]) -> Result<Vec<String>, EngineError> {
-    let mut texts: Vec<Option<String>> = items
+/// store's (or archive's) error when it cannot be read.
+fn resolve(ctx: &Context, items: &[Item]) -> Result<Resolved, EngineError> {
+    let texts: Vec<Option<String>> = items
         .iter()
         .map(|it| match it {
             Item::Text { text, .. } => Some(text.clone()),
             _ => None,
         })
         .collect();
+    if let Some(pool) = ctx.archive() {
+        return resolve_archive(ctx, pool, items, texts);
+    }
+    resolve_local(ctx, items, texts)
+}
+
+/// The texts of [`resolve`], and per item the archive copy it was read from (`None`
+/// for a text, and for every item read from the local stores).
+type Resolved = (Vec<String>, Vec<Option<Copy>>);
+
+/// The error of item `i` naming a memory the stores do not hold.
+fn no_memory(i: usize, id: &str) -> EngineError {
+    item_error(i, format!("no memory `{id}`"))
+}
+
+/// The error of item `i` naming a message the stores do not hold.
+fn no_message(i: usize, [source, conversation_id, message_id]: [&str; 3]) -> EngineError {
+    item_error(
+        i,
+        format!(
+            "no message `{message_id}` in conversation `{conversation_id}` of source `{source}`"
+        ),
+    )
+}
+
+/// The message keys of `items`, with their positions.
+fn message_keys(items: &[Item]) -> Vec<(usize, [&str; 3])> {
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, it)| match it {
+            Item::Message {
+                source,
+                conversation_id,
+                message_id,
+            } => Some((i, [source.as_str(), conversation_id, message_id])),
+            _ => None,
+        })
+        .collect()
+}
+
+/// [`resolve`] on the local stores.
+fn resolve_local(
+    ctx: &Context,
+    items: &[Item],
+    mut texts: Vec<Option<String>>,
+) -> Result<Resolved, EngineError> {
     let store_error = |i: usize, store: Store, e: StoreError| match e {
         StoreError::Missing { .. } => item_error(
             i,
@@ -191,32 +243,16 @@ fn resolve(ctx: &Context, items: &[Item]) -> Result<Vec<String>, EngineError> {
         for (i, it) in items.iter().enumerate() {
             if let Item::Memory { id } = it {
                 ctx.cancel().check().map_err(EngineError::Stopped)?;
-                let m = store
-                    .get(id)?
-                    .ok_or_else(|| item_error(i, format!("no memory `{id}`")))?;
+                let m = store.get(id)?.ok_or_else(|| no_memory(i, id))?;
                 texts[i] = Some(format!("{}\n{}", m.title, m.body));
             }
         }
     }
-    if let Some(first) = items
-        .iter()
-        .position(|it| matches!(it, Item::Message { .. }))
-    {
+    let keys = message_keys(items);
+    if let Some((first, _)) = keys.first() {
         let store = ctx
             .conversations()
-            .map_err(|e| store_error(first, Store::Conversations, e))?;
-        let keys: Vec<(usize, [&str; 3])> = items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, it)| match it {
-                Item::Message {
-                    source,
-                    conversation_id,
-                    message_id,
-                } => Some((i, [source.as_str(), conversation_id, message_id])),
-                _ => None,
-            })
-            .collect();
+            .map_err(|e| store_error(*first, Store::Conversations, e))?;
         let values = vec!["(?, ?, ?)"; keys.len()].join(", ");
         let sql = format!(
             "SELECT source, conversation_id, message_id, content FROM all_conversations \
@@ -242,19 +278,68 @@ fn resolve(ctx: &Context, items: &[Item]) -> Result<Vec<String>, EngineError> {
             found.insert(key, content.unwrap_or_default());
         }
         for (i, k) in &keys {
-            let text = found.get(&k.map(str::to_owned)).ok_or_else(|| {
-                item_error(
-                    *i,
-                    format!(
-                        "no message `{}` in conversation `{}` of source `{}`",
-                        k[2], k[1], k[0]
-                    ),
-                )
-            })?;
+            let text = found
+                .get(&k.map(str::to_owned))
+                .ok_or_else(|| no_message(*i, *k))?;
             texts[*i] = Some(text.clone());
         }
     }
-    Ok(texts.into_iter().map(Option::unwrap_or_default).collect())
+    let copies = vec![None; items.len()];
+    Ok((
+        texts.into_iter().map(Option::unwrap_or_default).collect(),
+        copies,
+    ))
+}
+
+/// [`resolve`] on the team archive: every machine's pushed memories and messages, read
+/// by their local keys ([`crate::archive::lookup`]); a key several machines pushed is
+/// read from its most recently updated copy, then the smallest machine id. The same
+/// errors as locally for an item naming what the archive does not hold.
+fn resolve_archive(
+    ctx: &Context,
+    pool: &crate::archive::search::Pool,
+    items: &[Item],
+    mut texts: Vec<Option<String>>,
+) -> Result<Resolved, EngineError> {
+    let archive_err = |e: crate::archive::ArchiveError| EngineError::Query(e.to_string());
+    let mut copies = vec![None; items.len()];
+    let ids: Vec<(usize, &str)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, it)| match it {
+            Item::Memory { id } => Some((i, id.as_str())),
+            _ => None,
+        })
+        .collect();
+    if !ids.is_empty() {
+        ctx.may_read(Store::Memories)?;
+        ctx.cancel().check().map_err(EngineError::Stopped)?;
+        let wanted: Vec<&str> = ids.iter().map(|(_, id)| *id).collect();
+        let found = crate::archive::lookup::memories(pool, &wanted).map_err(archive_err)?;
+        for (i, id) in ids {
+            let m = found.get(id).ok_or_else(|| no_memory(i, id))?;
+            texts[i] = Some(format!("{}\n{}", m.title, m.body));
+            copies[i] = Some(m.copy.clone());
+        }
+    }
+    let keys = message_keys(items);
+    if !keys.is_empty() {
+        ctx.may_read(Store::Conversations)?;
+        ctx.cancel().check().map_err(EngineError::Stopped)?;
+        let wanted: Vec<[&str; 3]> = keys.iter().map(|(_, k)| *k).collect();
+        let found = crate::archive::lookup::messages(pool, &wanted).map_err(archive_err)?;
+        for (i, k) in keys {
+            let m = found
+                .get(&k.map(str::to_owned))
+                .ok_or_else(|| no_message(i, k))?;
+            texts[i] = Some(m.content.clone());
+            copies[i] = Some(m.copy.clone());
+        }
+    }
+    Ok((
+        texts.into_iter().map(Option::unwrap_or_default).collect(),
+        copies,
+    ))
 }
 
 /// `text`, `memory` or `message`.
@@ -398,7 +483,6 @@ impl super::Engine for Rerank {
     /// "score", "cites"?, "explain"?: {"parts": {..}}}], "note"?, "explain"?}`, best
     /// first.
     fn call(&self, args: &Value, ctx: &Context) -> Result<Value, EngineError> {
-        ctx.local_only("rerank")?;
         let query = args.get("query").and_then(Value::as_str).unwrap_or("");
         if query.trim().is_empty() {
             return Err(EngineError::Argument {
@@ -448,7 +532,7 @@ impl super::Engine for Rerank {
                 reason: format!("expected one of {}, got `{requested}`", SCORERS.join(", ")),
             });
         }
-        let texts = resolve(ctx, &items)?;
+        let (texts, copies) = resolve(ctx, &items)?;
         let t = tuning();
 
         let mut note = None;
@@ -555,6 +639,12 @@ impl super::Engine for Rerank {
                         row["message_id"] = json!(message_id);
                         row["cites"] = super::cites_message(source, conversation_id, message_id);
                     }
+                }
+                if let Some(copy) = &copies[i] {
+                    row["machine"] = json!(copy.label);
+                    row["machine_id"] = json!(copy.machine);
+                    row["user"] = json!(copy.user);
+                    row["cites"]["machine_id"] = json!(copy.machine);
                 }
                 if explain {
                     row["explain"] = json!({"parts": parts});
