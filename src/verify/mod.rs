@@ -1166,9 +1166,9 @@ mod tests {
         }
     }
 
-    /// On the archive, a skill excluded there is excluded item by item (its read-only
-    /// check too), with the binding's reason; without a server, the others fail, saying
-    /// so, and never pass.
+    /// On the archive, a skill excluded there is excluded item by item, with the
+    /// binding's reason; a skill without exclusions runs every item there, its
+    /// read-only check too; without a server, those fail, saying so, and never pass.
     #[test]
     fn archive_entries_are_excluded_or_need_a_server() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -1179,32 +1179,36 @@ mod tests {
         })
         .unwrap();
         assert_eq!(v.target(), RunTarget::Local);
-        let rerank = v
-            .entries_on(&["rerank".to_owned()], RunTarget::Archive)
+        let save = v
+            .entries_on(&["memo-save".to_owned()], RunTarget::Archive)
             .unwrap();
-        assert!(rerank.iter().any(|e| e.item == READ_ONLY_ITEM));
-        for e in &rerank {
+        assert!(!save.is_empty());
+        for e in &save {
             let why = v.exclusion(e).unwrap();
-            assert!(
-                why.starts_with("on the archive: rerank answers only"),
-                "{why}"
-            );
+            assert!(why.starts_with("on the archive: memo-save writes"), "{why}");
             let r = v.run(e);
             assert_eq!((r.status, r.target), (Status::Excluded, RunTarget::Archive));
         }
         let local = v
-            .entries_on(&["rerank".to_owned()], RunTarget::Local)
+            .entries_on(&["memo-save".to_owned()], RunTarget::Local)
             .unwrap();
         assert!(local.iter().all(|e| v.exclusion(e).is_none()));
+        let rerank = v
+            .entries_on(&["rerank".to_owned()], RunTarget::Archive)
+            .unwrap();
+        assert!(rerank.iter().any(|e| e.item == READ_ONLY_ITEM));
         let stats = v
             .entries_on(&["brain-stats".to_owned()], RunTarget::Archive)
             .unwrap();
-        let r = v.run(&stats[0]);
-        assert_eq!(r.status, Status::Fail);
-        assert!(
-            r.reason.as_deref().unwrap().contains("no archive server"),
-            "{r:?}"
-        );
+        for e in [&rerank[0], rerank.last().unwrap(), &stats[0]] {
+            assert!(v.exclusion(e).is_none(), "{}", e.item);
+            let r = v.run(e);
+            assert_eq!(r.status, Status::Fail);
+            assert!(
+                r.reason.as_deref().unwrap().contains("no archive server"),
+                "{r:?}"
+            );
+        }
     }
 
     #[test]
