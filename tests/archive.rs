@@ -1169,7 +1169,7 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
     }
     // semantic-search answers from the archive: tests/archive_meaning.rs,
     // tests/archive_keyword.rs; memo-search and memo-save: tests/archive_memo.rs;
-    // recall: tests/archive_keyword.rs.
+    // recall: tests/archive_keyword.rs; rerank: tests/archive_rerank.rs.
 }
 
 /// The PostgreSQL twin of the hostile-skill tests: a skill's archive query reads the
