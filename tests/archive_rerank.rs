@@ -89,12 +89,7 @@ fn laptop(data: &Path) {
             "The cluster's ingress needs the TLS secret in the same namespace — naïve café 🦀.",
             200,
         ),
-        memory(
-            "m-lunch",
-            "Lunch",
-            "We had pasta for lunch on Friday.",
-            300,
-        ),
+        memory("m-lunch", "Lunch", "We had pasta for lunch on Friday.", 300),
         memory(
             "shared-1",
             "Shared note",
@@ -158,11 +153,21 @@ fn desktop(data: &Path) {
             "desktop: LD_LIBRARY_PATH instead of an rpath",
             5_000,
         ),
-        memory("d-only", "Desk only", "The desktop's own linker memory.", 700),
+        memory(
+            "d-only",
+            "Desk only",
+            "The desktop's own linker memory.",
+            700,
+        ),
     ];
     let messages = vec![
         message("conv-shared", 0, 60, "desktop: what is the linker path?"),
-        message("conv-shared", 1, 70, "desktop: set the rpath in .cargo/config.toml"),
+        message(
+            "conv-shared",
+            1,
+            70,
+            "desktop: set the rpath in .cargo/config.toml",
+        ),
         message("conv-shared", 2, 500, "desktop: a later follow-up"),
         message("conv-tie", 0, 80, "desktop: tie about the linker"),
         message("conv-tie", 1, 90, "desktop: tie answer, no flags"),
@@ -237,10 +242,22 @@ fn cases() -> (Vec<Value>, Vec<Value>) {
         {"text": "The linker path is set by -Wl,-rpath.", "id": "linker"},
         {"text": "The weather is sunny and warm today.", "id": "again"}
     ]);
-    let memories = json!([mem("m-lunch"), mem("m-linker"), mem("m-k8s"), mem("shared-1"), mem("tie-1")]);
+    let memories = json!([
+        mem("m-lunch"),
+        mem("m-linker"),
+        mem("m-k8s"),
+        mem("shared-1"),
+        mem("tie-1")
+    ]);
     let messages = json!([
-        msg("conv-lunch", 0), msg("conv-rpath", 1), msg("conv-rpath", 0), msg("conv-rpath", 2),
-        msg("conv-odd", 0), msg("conv-odd", 1), msg("conv-shared", 1), msg("conv-tie", 1)
+        msg("conv-lunch", 0),
+        msg("conv-rpath", 1),
+        msg("conv-rpath", 0),
+        msg("conv-rpath", 2),
+        msg("conv-odd", 0),
+        msg("conv-odd", 1),
+        msg("conv-shared", 1),
+        msg("conv-tie", 1)
     ]);
     let mixed = json!([
         mem("m-linker"), msg("conv-rpath", 1), {"text": "An unrelated note about lunch."},
@@ -283,7 +300,14 @@ fn ranking(data: &Value) -> Vec<Value> {
         .unwrap()
         .iter()
         .map(|r| {
-            json!([r["rank"], r["position"], r["score"], r["text"], r["text_truncated"], r["explain"]])
+            json!([
+                r["rank"],
+                r["position"],
+                r["score"],
+                r["text"],
+                r["text_truncated"],
+                r["explain"]
+            ])
         })
         .collect()
 }
