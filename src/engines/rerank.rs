@@ -7,9 +7,9 @@
 //! declares, or with `--archive` from the team archive (every machine's pushed rows,
 //! [`crate::archive::lookup`]: a unit several machines pushed is read from its most
 //! recently updated copy, then the smallest machine id, and its row names that copy's
-//! `machine`, `machine_id` and `user`). Every item is scored against the query by the chosen scorer and the items
-//! come back best first, each with its score, its new rank, its position in the input
-//! and (with `explain`) the parts of its score:
+//! `machine`, `machine_id` and `user`). Every item is scored against the query by the
+//! chosen scorer and the items come back best first, each with its score, its new
+//! rank, its position in the input and (with `explain`) the parts of its score:
 //!
 //! - `semantic`: the cosine of the query's embedding with the item's best chunk (the
 //!   local model, chunks of at most 96 words as memories are embedded:
