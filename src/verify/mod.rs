@@ -12,9 +12,10 @@
 //! team archive ([`Verifier::with_archive`]), each corpus's stores are also pushed,
 //! once, into a PostgreSQL database of their own ([`archive::ArchiveServer`]) and the
 //! calls answer from it (the context carries the archive, as `skills run --archive`),
-//! while checks that read a store still read the local one that was pushed. A binding
-//! excludes what cannot hold on the archive with `archive: {excluded: why}`, per item
-//! or for the whole skill.
+//! while checks that read a store still read the local one that was pushed. A case
+//! that writes runs on a private copy of both the stores and the archive
+//! ([`archive::ArchiveServer::private_copy`]). A binding excludes what cannot hold on
+//! the archive with `archive: {excluded: why}`, per item or for the whole skill.
 //!
 //! Loading bindings and running them stay in one file: they share the case/corpus model.
 
@@ -853,30 +854,26 @@ impl Verifier {
             now: key.1.as_deref(),
             embedder: key.2,
             archive: built.archive.as_ref(),
+            archive_server: built.archive.as_ref().and(self.archive.as_ref()),
         };
         if skill.is_read_only() {
             return check.run(&probe);
         }
-        if probe.archive.is_some() {
-            return Err(format!(
-                "`{}` writes: its cases run on a private copy of the local stores, never on \
-                 the archive (exclude it there with `archive: {{excluded: why}}`)",
-                probe.skill.name()
-            ));
-        }
-        // A skill that writes runs on a private copy of the corpus's stores, so its
-        // cases never change what other skills' cases read.
-        let (tmp, host) = checks::scenario::isolated(&probe)?;
-        let Some(skill) = host.get(&probe.skill.meta.name) else {
+        // A skill that writes runs on a private copy of the corpus's stores (and of
+        // their archive, on the archive), so its cases never change what other skills'
+        // cases read.
+        let private = checks::scenario::isolated(&probe)?;
+        let Some(skill) = private.host.get(&probe.skill.meta.name) else {
             return Err(format!(
                 "skill `{}` did not load over the private stores",
                 probe.skill.name()
             ));
         };
         check.run(&Probe {
-            host: &host,
+            host: &private.host,
             skill,
-            data_dir: tmp.path(),
+            data_dir: private.dir.path(),
+            archive: private.archive.as_ref().map(|a| &a.target),
             ..probe
         })
     }
