@@ -120,13 +120,13 @@ impl TypedCheck for Scenario {
                 None => probe.args.clone(),
             };
             let before = if step.store_unchanged {
-                Some(super::super::snapshot(&[host_dir(&host)])?)
+                Some(super::super::snapshot(&[host_dir(host)])?)
             } else {
                 None
             };
             let result = host.call(skill, args.clone());
             if let Some(before) = before {
-                let after = super::super::snapshot(&[host_dir(&host)])?;
+                let after = super::super::snapshot(&[host_dir(host)])?;
                 if before != after {
                     return Err(format!(
                         "{label} (`{skill}` with {}): a store file changed",
