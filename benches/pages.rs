@@ -34,7 +34,9 @@
 //! also prints the time of the markdown step and of pulldown-cmark and ammonia alone
 //! (on stderr), and the browse pages' skill calls timed alone (`Host::call`, no
 //! template: the page's render is the rest); `BENCH_PAGES_MESSAGES=0` skips the
-//! browse pages.
+//! browse pages; `BENCH_PAGES_ONLY=TEXT` times only the browse pages whose name holds
+//! `TEXT` (`projects/<project>` for a project page: old and new binaries interleaved,
+//! or under `perf record`).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
 mod common;
@@ -313,7 +315,11 @@ fn browse() -> Result<()> {
     let none = pairs(&[]);
     let load_before = common::loadavg();
     let mut rows = Vec::new();
+    let only = std::env::var("BENCH_PAGES_ONLY").unwrap_or_default();
     let mut time = |name: &str, page: &dyn Fn() -> skills::web::Response| -> Result<()> {
+        if !name.contains(only.as_str()) {
+            return Ok(());
+        }
         let first = page();
         ensure!(first.status() == 200, "{name}: status {}", first.status());
         let bytes = body_len(first)?;

@@ -436,6 +436,7 @@ fn verify_reference_sql_cannot_write_files() {
         now: None,
         embedder: Default::default(),
         archive: None,
+        archive_server: None,
     };
     let before = sandbox.files();
     for (store, sql) in [

@@ -366,6 +366,102 @@ fn a_store_from_before_the_project_months_gets_them() {
     );
 }
 
+/// The previews are kept uncompressed (a list reads its page's rows without
+/// decompressing every preview of the blocks it scans): a new store's are, and a
+/// store whose summary tables were made before (FSST-compressed previews, no
+/// marker) answers the same read-only and gets them remade on its next writable open.
+#[test]
+fn previews_are_stored_uncompressed_and_an_older_store_is_remade() {
+    /// The comment on each table's `preview` and the compressions of its segments,
+    /// after a checkpoint.
+    fn previews(store: &ConversationStore) -> Vec<(String, Option<String>, Vec<String>)> {
+        let conn = store.connection().unwrap();
+        conn.execute_batch("CHECKPOINT").unwrap();
+        ["conversation_summary", "conversation_projects"]
+            .iter()
+            .map(|table| {
+                let comment: Option<String> = conn
+                    .query_row(
+                        "SELECT comment FROM duckdb_columns()
+                         WHERE table_name = ? AND column_name = 'preview'",
+                        [table],
+                        |r| r.get(0),
+                    )
+                    .unwrap();
+                let mut stmt = conn
+                    .prepare(&format!(
+                        "SELECT DISTINCT compression FROM pragma_storage_info('{table}')
+                         WHERE column_name = 'preview' AND segment_type = 'VARCHAR'
+                         ORDER BY 1"
+                    ))
+                    .unwrap();
+                let kinds = stmt
+                    .query_map([], |r| r.get::<_, String>(0))
+                    .unwrap()
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap();
+                ((*table).to_owned(), comment, kinds)
+            })
+            .collect()
+    }
+    let uncompressed = |found: &[(String, Option<String>, Vec<String>)]| {
+        found.iter().all(|(_, comment, kinds)| {
+            comment.as_deref() == Some(summary::PREVIEW_COMMENT) && kinds == &["Uncompressed"]
+        })
+    };
+    let skills = skills_with_references();
+    let data = tempfile::tempdir().unwrap();
+    let path = StorePaths::in_dir(data.path()).conversations;
+    {
+        let store = ConversationStore::open_rw(&path).unwrap();
+        // Long, repetitive previews: DuckDB would compress them (FSST) if it chose.
+        let mut messages = batch(0, 10);
+        for m in &mut messages {
+            m.content = format!("{} {}", m.content, "the same words again ".repeat(90));
+        }
+        store.insert(&messages).unwrap();
+        let found = previews(&store);
+        assert!(uncompressed(&found), "a new store's previews: {found:?}");
+        // As the version before left them: the same rows, made by `CREATE TABLE … AS`.
+        store
+            .connection()
+            .unwrap()
+            .execute_batch(
+                "CREATE OR REPLACE TABLE conversation_summary AS SELECT * FROM conversation_summary;
+                 CREATE OR REPLACE TABLE conversation_projects AS SELECT * FROM conversation_projects;",
+            )
+            .unwrap();
+        let found = previews(&store);
+        assert!(
+            found.iter().all(|(_, comment, _)| comment.is_none()),
+            "{found:?}"
+        );
+    }
+    // Read-only (serve), the older tables answer as the reference queries.
+    let host = skills::host::Host::load(
+        skills.path(),
+        skills::engines::Context::new(StorePaths::in_dir(data.path())),
+    );
+    for (name, args) in cases() {
+        let new = host.call(name, args.clone()).unwrap().data["rows"].clone();
+        let old = host
+            .call(&format!("old-{name}"), args.clone())
+            .unwrap()
+            .data["rows"]
+            .clone();
+        assert_eq!(
+            new, old,
+            "{name} {args} on a store with compressed previews"
+        );
+    }
+    drop(host);
+    // The next writable open makes them again, uncompressed, and exact.
+    assert!(check(data.path(), skills.path()) >= 19);
+    let store = ConversationStore::open_rw(&path).unwrap();
+    let found = previews(&store);
+    assert!(uncompressed(&found), "after the writable open: {found:?}");
+}
+
 /// A store written, then changed by `older` (statements that make it look like an
 /// older version's): read-only, the skills answer as the reference queries; the next
 /// writable open makes the summaries exact again.

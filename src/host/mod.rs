@@ -415,7 +415,18 @@ impl Host {
     /// The same skills folder and engines loaded again over the stores at `paths`,
     /// with this host's clock and model ([`Context::relocated`]).
     pub fn relocated(&self, paths: crate::stores::StorePaths) -> Self {
-        let mut host = Self::load_with(&self.dir, self.ctx.relocated(paths), &self.engines);
+        self.relocated_with_archive(paths, None)
+    }
+
+    /// [`Host::relocated`], the calls answering from the team archive behind `archive`
+    /// when given ([`Context::with_archive`]).
+    pub fn relocated_with_archive(
+        &self,
+        paths: crate::stores::StorePaths,
+        archive: Option<Arc<crate::archive::search::Pool>>,
+    ) -> Self {
+        let ctx = self.ctx.relocated(paths).with_archive(archive);
+        let mut host = Self::load_with(&self.dir, ctx, &self.engines);
         host.timeout = self.timeout;
         host
     }

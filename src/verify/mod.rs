@@ -12,9 +12,10 @@
 //! team archive ([`Verifier::with_archive`]), each corpus's stores are also pushed,
 //! once, into a PostgreSQL database of their own ([`archive::ArchiveServer`]) and the
 //! calls answer from it (the context carries the archive, as `skills run --archive`),
-//! while checks that read a store still read the local one that was pushed. A binding
-//! excludes what cannot hold on the archive with `archive: {excluded: why}`, per item
-//! or for the whole skill.
+//! while checks that read a store still read the local one that was pushed. A case
+//! that writes runs on a private copy of both the stores and the archive
+//! ([`archive::ArchiveServer::private_copy`]). A binding excludes what cannot hold on
+//! the archive with `archive: {excluded: why}`, per item or for the whole skill.
 //!
 //! Loading bindings and running them stay in one file: they share the case/corpus model.
 
@@ -853,30 +854,26 @@ impl Verifier {
             now: key.1.as_deref(),
             embedder: key.2,
             archive: built.archive.as_ref(),
+            archive_server: built.archive.as_ref().and(self.archive.as_ref()),
         };
         if skill.is_read_only() {
             return check.run(&probe);
         }
-        if probe.archive.is_some() {
-            return Err(format!(
-                "`{}` writes: its cases run on a private copy of the local stores, never on \
-                 the archive (exclude it there with `archive: {{excluded: why}}`)",
-                probe.skill.name()
-            ));
-        }
-        // A skill that writes runs on a private copy of the corpus's stores, so its
-        // cases never change what other skills' cases read.
-        let (tmp, host) = checks::scenario::isolated(&probe)?;
-        let Some(skill) = host.get(&probe.skill.meta.name) else {
+        // A skill that writes runs on a private copy of the corpus's stores (and of
+        // their archive, on the archive), so its cases never change what other skills'
+        // cases read.
+        let private = checks::scenario::isolated(&probe)?;
+        let Some(skill) = private.host.get(&probe.skill.meta.name) else {
             return Err(format!(
                 "skill `{}` did not load over the private stores",
                 probe.skill.name()
             ));
         };
         check.run(&Probe {
-            host: &host,
+            host: &private.host,
             skill,
-            data_dir: tmp.path(),
+            data_dir: private.dir.path(),
+            archive: private.archive.as_ref().map(|a| &a.target),
             ..probe
         })
     }
@@ -1166,33 +1163,60 @@ mod tests {
         }
     }
 
-    /// On the archive, a skill excluded there is excluded item by item, with the
-    /// binding's reason; a skill without exclusions runs every item there, its
-    /// read-only check too; without a server, those fail, saying so, and never pass.
+    /// On the archive, a skill excluded there is excluded item by item (its read-only
+    /// check too), with the binding's reason; a skill without exclusions runs every item
+    /// there, its read-only check too; without a server, those fail, saying so, and
+    /// never pass.
     #[test]
     fn archive_entries_are_excluded_or_need_a_server() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let fixtures = repo.join("tests/conformance/fixtures");
+        // rerank, excluded whole on the archive by a copy of its binding.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rerank");
+        fs_err::create_dir_all(&dir).unwrap();
+        for file in ["SKILL.md", "template.md.j2"] {
+            fs_err::copy(repo.join("skills/rerank").join(file), dir.join(file)).unwrap();
+        }
+        let binding = fs_err::read_to_string(repo.join("skills/rerank").join(BINDING_FILE))
+            .unwrap()
+            .replacen(
+                "skill: rerank\n",
+                "skill: rerank\narchive:\n  excluded: answers from this machine only\n",
+                1,
+            );
+        fs_err::write(dir.join(BINDING_FILE), binding).unwrap();
         let v = Verifier::new(Options {
-            skills_dir: repo.join("skills"),
-            fixtures_dir: repo.join("tests/conformance/fixtures"),
+            skills_dir: tmp.path().to_owned(),
+            fixtures_dir: fixtures.clone(),
             binary: None,
         })
         .unwrap();
-        assert_eq!(v.target(), RunTarget::Local);
-        let save = v
-            .entries_on(&["memo-save".to_owned()], RunTarget::Archive)
+        let excluded = v
+            .entries_on(&["rerank".to_owned()], RunTarget::Archive)
             .unwrap();
-        assert!(!save.is_empty());
-        for e in &save {
+        assert!(excluded.iter().any(|e| e.item == READ_ONLY_ITEM));
+        for e in &excluded {
             let why = v.exclusion(e).unwrap();
-            assert!(why.starts_with("on the archive: memo-save writes"), "{why}");
+            assert!(
+                why.starts_with("on the archive: answers from this machine only"),
+                "{why}"
+            );
             let r = v.run(e);
             assert_eq!((r.status, r.target), (Status::Excluded, RunTarget::Archive));
         }
         let local = v
-            .entries_on(&["memo-save".to_owned()], RunTarget::Local)
+            .entries_on(&["rerank".to_owned()], RunTarget::Local)
             .unwrap();
         assert!(local.iter().all(|e| v.exclusion(e).is_none()));
+        // The bundled skills: rerank and brain-stats run on the archive, and need one.
+        let v = Verifier::new(Options {
+            skills_dir: repo.join("skills"),
+            fixtures_dir: fixtures,
+            binary: None,
+        })
+        .unwrap();
+        assert_eq!(v.target(), RunTarget::Local);
         let rerank = v
             .entries_on(&["rerank".to_owned()], RunTarget::Archive)
             .unwrap();

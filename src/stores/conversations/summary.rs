@@ -152,13 +152,14 @@ fn definitions(injected: &str) -> [(&'static str, String); 7] {
     ]
 }
 
-/// Creates the summary tables when missing and, when they were missing, fills them
-/// from the stored messages (a store from before them, on its first writable open).
+/// Creates the summary tables when missing or older than this version ([`current`])
+/// and then fills them from the stored messages (a store from before them, on its
+/// first writable open).
 ///
 /// # Errors
 /// DuckDB's.
 pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
-    if !present(conn)? {
+    if !current(conn)? {
         make(conn)?;
     }
     // One conversation's row by id (a conversation page's header): an ART over the one
@@ -170,6 +171,33 @@ pub(super) fn init(conn: &Connection) -> duckdb::Result<()> {
     )
 }
 
+/// The columns of the two summary tables that keep a conversation's preview, as
+/// created by [`make`]: the preview is stored uncompressed ([`PREVIEW_COMMENT`]).
+/// The other tables take the columns their query gives (`CREATE TABLE … AS`).
+fn columns_of(table: &str) -> Option<&'static str> {
+    match table {
+        "conversation_summary" => Some(
+            "source VARCHAR, conversation_id VARCHAR, project VARCHAR, title VARCHAR,
+             model VARCHAR, preview VARCHAR USING COMPRESSION uncompressed,
+             messages INTEGER, first_at TIMESTAMP, last_at TIMESTAMP",
+        ),
+        "conversation_projects" => Some(
+            "source VARCHAR, conversation_id VARCHAR, project VARCHAR, messages INTEGER,
+             first_at TIMESTAMP, last_at TIMESTAMP, title VARCHAR, model VARCHAR,
+             preview VARCHAR USING COMPRESSION uncompressed",
+        ),
+        _ => None,
+    }
+}
+
+/// The comment on the `preview` column of `conversation_summary` and
+/// `conversation_projects`, saying it is stored uncompressed: a store whose previews
+/// lack it (FSST-compressed, from before) gets its summaries made again on its next
+/// writable open. A list's scan decompressed every row's preview of each block it
+/// read, though only its page's rows are shown: at 1M messages 3.2 of a project
+/// list's 8 ms of CPU (docs/performance.md "A project page under 10 ms").
+pub const PREVIEW_COMMENT: &str = "stored uncompressed: a list reads it without decompressing";
+
 /// Makes every summary table again from the stored messages, in one transaction.
 fn make(conn: &Connection) -> duckdb::Result<()> {
     // One transaction: a store never has one table without its rows.
@@ -177,18 +205,45 @@ fn make(conn: &Connection) -> duckdb::Result<()> {
     // scan for them skips most of the table.
     let mut sql = String::from("BEGIN TRANSACTION;");
     for (table, query) in definitions("is_injected") {
-        sql.push_str(&format!(
-            "DROP TABLE IF EXISTS {table};
-             CREATE TABLE {table} AS SELECT * FROM ({query}) ORDER BY {};",
-            if !table.ends_with("ly_counts") {
-                "last_at"
-            } else {
-                "period"
-            }
-        ));
+        let order = if !table.ends_with("ly_counts") {
+            "last_at"
+        } else {
+            "period"
+        };
+        sql.push_str(&format!("DROP TABLE IF EXISTS {table};"));
+        match columns_of(table) {
+            Some(columns) => sql.push_str(&format!(
+                "CREATE TABLE {table} ({columns});
+                 COMMENT ON COLUMN {table}.preview IS '{PREVIEW_COMMENT}';
+                 INSERT INTO {table} SELECT * FROM ({query}) ORDER BY {order};"
+            )),
+            None => sql.push_str(&format!(
+                "CREATE TABLE {table} AS SELECT * FROM ({query}) ORDER BY {order};"
+            )),
+        }
     }
     sql.push_str("COMMIT;");
     conn.execute_batch(&sql)
+}
+
+/// True when the summary tables are as this version makes them: all present, and the
+/// previews stored uncompressed ([`PREVIEW_COMMENT`]).
+///
+/// # Errors
+/// DuckDB's.
+fn current(conn: &Connection) -> duckdb::Result<bool> {
+    if !present(conn)? {
+        return Ok(false);
+    }
+    let n: i64 = conn.query_row(
+        "SELECT count(*) FROM duckdb_columns()
+         WHERE database_name = current_database() AND schema_name = 'main'
+           AND table_name IN ('conversation_summary', 'conversation_projects')
+           AND column_name = 'preview' AND comment = ?",
+        [PREVIEW_COMMENT],
+        |r| r.get(0),
+    )?;
+    Ok(n == 2)
 }
 
 /// True when the connection's default database holds every summary table.

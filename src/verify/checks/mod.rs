@@ -60,6 +60,9 @@ pub struct Probe<'a> {
     /// The team archive the host answers from (the corpus's own database), passed to
     /// fresh processes; `None`: the local stores.
     pub archive: Option<&'a crate::archive::Target>,
+    /// The server that archive is on, to copy it for a case that writes
+    /// ([`scenario::isolated`]); `None` on the local stores.
+    pub archive_server: Option<&'a crate::verify::archive::ArchiveServer>,
 }
 
 impl Probe<'_> {

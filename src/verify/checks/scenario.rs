@@ -1,6 +1,7 @@
 //! `scenario`: a sequence of calls on a private copy of the case's stores — for
 //! promises that span calls (save, then search; save twice; supersede, then search)
-//! and for skills that write.
+//! and for skills that write. On the team archive the copy is of the local stores and
+//! of the archive they were pushed into ([`isolated`]).
 //!
 //! The case's call runs first and its output is named `case`; then each step calls a
 //! skill (default: the one under test) with arguments whose strings are templates over
@@ -100,14 +101,8 @@ impl TypedCheck for Scenario {
     type Params = ScenarioParams;
 
     fn run(probe: &Probe<'_>, p: &Self::Params) -> Result<(), String> {
-        if probe.archive.is_some() {
-            return Err(
-                "a scenario runs on a private copy of the local stores, never on the \
-                        archive (exclude the item there with `archive: {excluded: why}`)"
-                    .into(),
-            );
-        }
-        let (_tmp, host) = isolated(probe)?;
+        let private = isolated(probe)?;
+        let host = &private.host;
         let mut vars = Map::new();
         vars.insert("args".into(), probe.args.clone());
         let case = host
@@ -125,13 +120,13 @@ impl TypedCheck for Scenario {
                 None => probe.args.clone(),
             };
             let before = if step.store_unchanged {
-                Some(super::super::snapshot(&[host_dir(&host)])?)
+                Some(super::super::snapshot(&[host_dir(host)])?)
             } else {
                 None
             };
             let result = host.call(skill, args.clone());
             if let Some(before) = before {
-                let after = super::super::snapshot(&[host_dir(&host)])?;
+                let after = super::super::snapshot(&[host_dir(host)])?;
                 if before != after {
                     return Err(format!(
                         "{label} (`{skill}` with {}): a store file changed",
@@ -186,16 +181,30 @@ fn host_dir(host: &Host) -> std::path::PathBuf {
         .unwrap_or_default()
 }
 
+/// A host over private stores ([`isolated`]); drops the host, then the private
+/// archive, then the private folder.
+pub struct Isolated {
+    /// The host over the private stores (and the private archive, if any).
+    pub host: Host,
+    /// The private copy of the case's archive, when the case runs on one.
+    pub archive: Option<crate::verify::archive::PrivateArchive>,
+    /// The private data folder, removed on drop.
+    pub dir: tempfile::TempDir,
+}
+
 /// A host over a private copy of the probe's data folder (removed when the returned
-/// folder drops). The memories store is copied; the conversations store's files
+/// value drops). The memories store is copied; the conversations store's files
 /// (database, search index, embeddings) are hard-linked when no loaded skill may write
 /// them — a read-only DuckDB open changes nothing, and a link keeps the file's inode,
 /// size and time, so the index and the embeddings still match their stamp — and
-/// copied otherwise (or when linking fails).
+/// copied otherwise (or when linking fails). On the team archive
+/// ([`Probe::archive`]) the host answers from a private copy of that archive
+/// ([`crate::verify::archive::ArchiveServer::private_copy`]), so a write there (memo-save
+/// pushes what it saves) never reaches another case either.
 ///
 /// # Errors
 /// A copy failure, as text.
-pub fn isolated(probe: &Probe<'_>) -> Result<(tempfile::TempDir, Host), String> {
+pub fn isolated(probe: &Probe<'_>) -> Result<Isolated, String> {
     let tmp = tempfile::Builder::new()
         .prefix("skills-verify-private-")
         .tempdir()
@@ -215,8 +224,28 @@ pub fn isolated(probe: &Probe<'_>) -> Result<(tempfile::TempDir, Host), String> 
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(&memories_name))
     })?;
-    let host = probe.host.relocated(StorePaths::in_dir(tmp.path()));
-    Ok((tmp, host))
+    let archive = match (probe.archive, probe.archive_server) {
+        (None, _) => None,
+        (Some(of), Some(server)) => Some(server.private_copy(of)?),
+        (Some(of), None) => {
+            return Err(format!(
+                "a case that writes needs a private copy of the archive {}, and this run \
+                 cannot make one (no archive server)",
+                of.shown()
+            ))
+        }
+    };
+    let pool = archive
+        .as_ref()
+        .map(|a| std::sync::Arc::new(crate::archive::search::Pool::new(a.target.clone())));
+    let host = probe
+        .host
+        .relocated_with_archive(StorePaths::in_dir(tmp.path()), pool);
+    Ok(Isolated {
+        host,
+        archive,
+        dir: tmp,
+    })
 }
 
 /// Copies `from` into `to` recursively; files for which `link` is true are
