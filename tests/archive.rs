@@ -1310,14 +1310,6 @@ fn desktop_corpus() -> Vec<Message> {
     out
 }
 
-/// The machine id of data folder `dir` (made by its first push).
-fn id_of(dir: &Path) -> String {
-    fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
-        .unwrap()
-        .trim()
-        .to_owned()
-}
-
 /// get-conversation and conversations-by-date on an archive two machines pushed into:
 /// `machine` (label or id) and `user` keep that machine's rows only — exactly the
 /// answer its own local stores give — and every row says whose it is; without a
@@ -1371,8 +1363,18 @@ fn machine_and_user_filters_give_each_machines_own_answer() {
         ),
     ];
     let machines = [
-        (&laptop, "laptop", "alice", id_of(&laptop)),
-        (&desktop, "desktop", "bob", id_of(&desktop)),
+        (
+            &laptop,
+            "laptop",
+            "alice",
+            common::archive::machine_id_of(&laptop),
+        ),
+        (
+            &desktop,
+            "desktop",
+            "bob",
+            common::archive::machine_id_of(&desktop),
+        ),
     ];
     let (mut compared, mut with_rows, mut mixed) = (0, 0, 0);
     for (skill, args) in &cases {
@@ -1445,32 +1447,6 @@ fn machine_and_user_filters_give_each_machines_own_answer() {
     }
 }
 
-/// `GET path` over HTTP/1.0 from the server at `base` (`http://127.0.0.1:port`):
-/// (status, body).
-fn get(base: &str, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let authority = base.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(authority).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: text/html\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, body.to_owned())
-}
-
 /// `skills serve --http --archive` the archive of `db` from data folder `server_data`
 /// (made here, holding nothing), with `SKILLS_NOW` `now`.
 fn serve_archive(server_data: &Path, db: &Db, now: &str) -> common::serve::HttpServer {
@@ -1515,7 +1491,10 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
 
     let mut fetched = 0;
     let mut twins_checked = 0;
-    let desktop_only = format!("/conversations?machine={}", id_of(&desktop));
+    let desktop_only = format!(
+        "/conversations?machine={}",
+        common::archive::machine_id_of(&desktop)
+    );
     let pages = [
         "/",
         "/conversations",
@@ -1530,7 +1509,7 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
     ];
     let mut html = std::collections::BTreeMap::new();
     for page in pages {
-        let (status, body) = get(&server.base, page);
+        let (status, body) = common::serve::get(&server.base, page);
         assert_eq!(status, 200, "{page}: {body}");
         assert!(!body.contains(secret), "{page} shows the secret");
         assert!(!body.contains(&password), "{page} shows the password");
@@ -1546,7 +1525,7 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
         } else {
             format!("{page}?format=json")
         };
-        let (status, twin) = get(&server.base, &json_path);
+        let (status, twin) = common::serve::get(&server.base, &json_path);
         assert_eq!(status, 200, "{json_path}: {twin}");
         assert!(!twin.contains(secret), "{json_path} shows the secret");
         let twin: Value = serde_json::from_str(&twin).unwrap();
@@ -1590,11 +1569,11 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
         "Machine".to_owned(),
         format!(
             "/conversations/claude-code/sql-c05?machine={}",
-            id_of(&desktop)
+            common::archive::machine_id_of(&desktop)
         ),
         format!(
             "/conversations/claude-code/sql-c05?machine={}",
-            id_of(&laptop)
+            common::archive::machine_id_of(&laptop)
         ),
     ] {
         assert!(list.contains(&needle), "/conversations lacks {needle}");
@@ -1611,7 +1590,10 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
         "{desk_list}"
     );
     assert!(
-        desk_list.contains(&format!("name=\"machine\" value=\"{}\"", id_of(&desktop))),
+        desk_list.contains(&format!(
+            "name=\"machine\" value=\"{}\"",
+            common::archive::machine_id_of(&desktop)
+        )),
         "{desk_list}"
     );
     // Each machine's copy of a shared conversation shows that machine's messages only.
@@ -1628,7 +1610,7 @@ fn serve_http_with_an_archive_serves_the_team_pages() {
         "{either}"
     );
     // The activity on the index counts both machines' messages.
-    let (_, index) = get(&server.base, "/?format=json");
+    let (_, index) = common::serve::get(&server.base, "/?format=json");
     let index: Value = serde_json::from_str(&index).unwrap();
     let counted: u64 = index["activity_by_day"]["data"]["rows"]
         .as_array()
@@ -1651,7 +1633,10 @@ fn twins() -> Option<(Db, tempfile::TempDir, String, String)> {
     common::store_messages(&two, &desktop_corpus());
     push_with(&one, &db, "alice", &[]);
     push_with(&two, &db, "bob", &[]);
-    let (id_one, id_two) = (id_of(&one), id_of(&two));
+    let (id_one, id_two) = (
+        common::archive::machine_id_of(&one),
+        common::archive::machine_id_of(&two),
+    );
     assert_ne!(id_one, id_two);
     Some((db, root, id_one, id_two))
 }
@@ -1666,7 +1651,7 @@ fn machines_sharing_a_label_keep_their_copies_apart_on_the_pages() {
         return;
     };
     let server = serve_archive(&root.path().join("server"), &db, "2025-03-01T00:00:00Z");
-    let (status, list) = get(&server.base, "/conversations");
+    let (status, list) = common::serve::get(&server.base, "/conversations");
     assert_eq!(status, 200, "{list}");
     for id in [&id_one, &id_two] {
         let link = format!("/conversations/claude-code/sql-c05?machine={id}");
@@ -1675,7 +1660,7 @@ fn machines_sharing_a_label_keep_their_copies_apart_on_the_pages() {
     assert!(!list.contains("?machine=twin"), "a link by label: {list}");
     for (id, desktop_copy) in [(&id_one, false), (&id_two, true)] {
         let page = format!("/conversations/claude-code/sql-c05?machine={id}");
-        let (status, body) = get(&server.base, &page);
+        let (status, body) = common::serve::get(&server.base, &page);
         assert_eq!(status, 200, "{page}: {body}");
         assert_eq!(body.contains("desktop: "), desktop_copy, "{page}: {body}");
         assert!(body.contains("machine <code>twin</code>"), "{page}: {body}");
@@ -1683,7 +1668,7 @@ fn machines_sharing_a_label_keep_their_copies_apart_on_the_pages() {
             body.contains(&format!("machine={id}")),
             "{page}: no link by id"
         );
-        let (_, twin) = get(&server.base, &format!("{page}&format=json"));
+        let (_, twin) = common::serve::get(&server.base, &format!("{page}&format=json"));
         let twin: Value = serde_json::from_str(&twin).unwrap();
         let rows = twin["messages"]["data"]["rows"].as_array().unwrap();
         assert!(!rows.is_empty(), "{twin}");
@@ -1693,7 +1678,7 @@ fn machines_sharing_a_label_keep_their_copies_apart_on_the_pages() {
         }
     }
     // By label, one machine's copy: all its messages from the same machine.
-    let (status, body) = get(
+    let (status, body) = common::serve::get(
         &server.base,
         "/conversations/claude-code/sql-c05?machine=twin&format=json",
     );
@@ -1734,7 +1719,7 @@ fn search_results_on_the_archive_cite_their_machine() {
     }
     assert_eq!(seen.len(), 2, "{found}");
     let server = serve_archive(&root.path().join("server"), &db, "2025-03-01T00:00:00Z");
-    let (status, page) = get(
+    let (status, page) = common::serve::get(
         &server.base,
         "/skills/search-conversations?term=desktop%3A&limit=5",
     );

@@ -221,14 +221,6 @@ fn without_machine(data: &Value) -> Value {
     data
 }
 
-/// The machine id of data folder `dir` (made by its first push).
-fn id_of(dir: &Path) -> String {
-    fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
-        .unwrap()
-        .trim()
-        .to_owned()
-}
-
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|a| (*a).to_owned()).collect()
 }
@@ -330,8 +322,18 @@ fn memories_sql_skills_answer_from_the_archive_as_from_sqlite() {
     // Two machines pushed.
     push_as(&desk, &db, "bob");
     let machines = [
-        (&lap, "laptop", "alice", id_of(&lap)),
-        (&desk, "desktop", "bob", id_of(&desk)),
+        (
+            &lap,
+            "laptop",
+            "alice",
+            common::archive::machine_id_of(&lap),
+        ),
+        (
+            &desk,
+            "desktop",
+            "bob",
+            common::archive::machine_id_of(&desk),
+        ),
     ];
     let mut filtered = 0;
     for (skill, args) in cases() {
@@ -525,31 +527,6 @@ fn each_stores_sql_role_reads_its_own_view_only() {
     }
 }
 
-/// `GET path` over HTTP/1.0 from the server at `base`: (status, body).
-fn get(base: &str, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let authority = base.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(authority).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: text/html\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, body.to_owned())
-}
-
 /// `skills serve --http --archive` from a data folder holding nothing: the memories
 /// list and a memory's page answer from the archive (both machines' memories), and
 /// each part of their JSON twins is `skills run --archive` of the same skill and
@@ -575,12 +552,12 @@ fn the_memories_pages_answer_from_the_archive() {
     cmd.env_remove("SKILLS_ARCHIVE_URL")
         .env("SKILLS_EMBEDDER", "none");
     let served = common::serve::HttpServer::start(cmd);
-    let (status, list) = get(&served.base, "/memories");
+    let (status, list) = common::serve::get(&served.base, "/memories");
     assert_eq!(status, 200, "{list}");
     for id in ["m-desk-03", "m-lap-29", "shared-2"] {
         assert!(list.contains(id), "/memories lacks {id}");
     }
-    let (status, one) = get(&served.base, "/memories/shared-1");
+    let (status, one) = common::serve::get(&served.base, "/memories/shared-1");
     assert_eq!(status, 200, "{one}");
     assert!(one.contains("desktop: shared-1"), "the newest copy: {one}");
     let mut parts = 0;
@@ -589,7 +566,7 @@ fn the_memories_pages_answer_from_the_archive() {
         "/memories?tag=k8s&format=json",
         "/memories/m-lap-03?format=json",
     ] {
-        let (status, twin) = get(&served.base, page);
+        let (status, twin) = common::serve::get(&served.base, page);
         assert_eq!(status, 200, "{page}: {twin}");
         let twin: Value = serde_json::from_str(&twin).unwrap();
         for (part, call) in twin.as_object().unwrap() {

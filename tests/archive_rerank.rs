@@ -224,14 +224,6 @@ fn without_machine(data: &Value) -> Value {
     data
 }
 
-/// The machine id of data folder `dir` (made by its first push).
-fn id_of(dir: &Path) -> String {
-    fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
-        .unwrap()
-        .trim()
-        .to_owned()
-}
-
 /// The argument sets compared on one machine: text items only, memory ids, message
 /// ids, mixed, every scorer, explain, cut texts, duplicates; then the missing ids.
 fn cases() -> (Vec<Value>, Vec<Value>) {
@@ -334,7 +326,7 @@ fn rerank_answers_from_the_archive_as_from_the_local_stores() {
 
     // One machine pushed: the archive's answer is the local one.
     push(&lap);
-    let lap_id = id_of(&lap);
+    let lap_id = common::archive::machine_id_of(&lap);
     let (ok_cases, missing) = cases();
     let mut references = 0;
     for args in &ok_cases {
@@ -387,7 +379,7 @@ fn rerank_answers_from_the_archive_as_from_the_local_stores() {
 
     // Two machines pushed: each reference reads its newest copy, ties by machine id.
     push(&desk);
-    let desk_id = id_of(&desk);
+    let desk_id = common::archive::machine_id_of(&desk);
     let (tie_dir, tie_label, tie_id) = if desk_id < lap_id {
         (&desk, "desktop", &desk_id)
     } else {

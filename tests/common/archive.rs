@@ -198,6 +198,14 @@ pub fn run(data: &Path, archive: Option<&str>, args: &[&str]) -> (bool, String, 
     )
 }
 
+/// The machine id of data folder `dir` (made by its first push).
+pub fn machine_id_of(dir: &Path) -> String {
+    fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
 /// [`run`]'s stdout as JSON, asserting the run succeeded.
 pub fn json_of(data: &Path, archive: Option<&str>, args: &[&str]) -> serde_json::Value {
     let (ok, out, err) = run(data, archive, args);

@@ -211,6 +211,32 @@ impl StdioSession {
     }
 }
 
+/// `GET path` over HTTP/1.0 from the server at `base` (`http://127.0.0.1:port`), asking
+/// for HTML: (status, body).
+pub fn get(base: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let authority = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: text/html\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
 /// A server process and where it listens.
 pub struct HttpServer {
     /// The process (its stdout discarded, its stderr drained by a thread).
