@@ -1140,23 +1140,13 @@ fn every_bundled_sql_skill_answers_the_same_on_the_archive_or_says_it_cannot() {
             query,
             "ok",
         );
-        let out = skills()
-            .arg("--data-dir")
-            .arg(&data)
-            .arg("--skills-dir")
-            .arg(&skills_dir)
-            .args(["--archive", &db.url, "run", name])
-            .output()
-            .unwrap();
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (ok, stdout, stderr) = common::archive::run(
+            &data,
+            Some(&db.url),
+            &["--skills-dir", skills_dir.to_str().unwrap(), "run", name],
         );
-        assert!(
-            !out.status.success(),
-            "{name} answered on the archive: {said}"
-        );
+        let said = format!("{stdout}{stderr}");
+        assert!(!ok, "{name} answered on the archive: {said}");
         assert!(
             said.contains("not available on the archive yet")
                 && said.contains(&format!("written for {dialect}")),
@@ -1220,20 +1210,13 @@ fn hostile_archive_queries_are_refused_by_the_database() {
     }
     for (name, _, expected) in &hostile {
         let started = std::time::Instant::now();
-        let out = skills()
-            .arg("--data-dir")
-            .arg(&data)
-            .arg("--skills-dir")
-            .arg(&skills_dir)
-            .args(["--archive", &db.url, "run", name])
-            .output()
-            .unwrap();
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (ok, stdout, stderr) = common::archive::run(
+            &data,
+            Some(&db.url),
+            &["--skills-dir", skills_dir.to_str().unwrap(), "run", name],
         );
-        assert!(!out.status.success(), "{name} ran on the archive: {said}");
+        let said = format!("{stdout}{stderr}");
+        assert!(!ok, "{name} ran on the archive: {said}");
         println!("{name}: {}", said.lines().last().unwrap_or(""));
         assert!(
             said.contains(expected),

@@ -497,27 +497,19 @@ fn each_stores_sql_role_reads_its_own_view_only() {
         fs_err::write(dir.join("archive.sql"), twin).unwrap();
     }
     for (name, _, _, refused) in &cases {
-        let out = skills()
-            .arg("--data-dir")
-            .arg(&data)
-            .arg("--skills-dir")
-            .arg(&skills_dir)
-            .args(["--archive", &db.url, "run", name])
-            .output()
-            .unwrap();
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (ok, stdout, stderr) = common::archive::run(
+            &data,
+            Some(&db.url),
+            &["--skills-dir", skills_dir.to_str().unwrap(), "run", name],
         );
+        let said = format!("{stdout}{stderr}");
         match refused {
             None => {
-                assert!(out.status.success(), "{name}: {said}");
-                let printed = String::from_utf8_lossy(&out.stdout);
-                assert_eq!(printed.trim(), "32", "{name}: {said}");
+                assert!(ok, "{name}: {said}");
+                assert_eq!(stdout.trim(), "32", "{name}: {said}");
             }
             Some(expected) => {
-                assert!(!out.status.success(), "{name} read it: {said}");
+                assert!(!ok, "{name} read it: {said}");
                 assert!(
                     said.contains(expected) && said.contains(name),
                     "{name}: {said}"
