@@ -520,9 +520,10 @@ fn each_stores_sql_role_reads_its_own_view_only() {
 }
 
 /// `skills serve --http --archive` from a data folder holding nothing: the memories
-/// list and a memory's page answer from the archive (both machines' memories), and
-/// each part of their JSON twins is `skills run --archive` of the same skill and
-/// arguments.
+/// list and a memory's page answer from the archive (both machines' memories), name
+/// each row's or copy's machine and link to that machine's copies, `?machine=` (an id
+/// or a label) keeps one machine's memories or picks its copy, and each part of their
+/// JSON twins is `skills run --archive` of the same skill and arguments.
 #[test]
 fn the_memories_pages_answer_from_the_archive() {
     let Some(server) = server() else { return };
@@ -552,13 +553,63 @@ fn the_memories_pages_answer_from_the_archive() {
     let (status, one) = common::serve::get(&served.base, "/memories/shared-1");
     assert_eq!(status, 200, "{one}");
     assert!(one.contains("desktop: shared-1"), "the newest copy: {one}");
+    let (lap_id, desk_id) = (
+        common::archive::machine_id_of(&lap),
+        common::archive::machine_id_of(&desk),
+    );
+    // The copy's machine is named, and its links are that machine's copies.
+    assert!(one.contains("<code>desktop</code>"), "{one}");
+    assert!(
+        one.contains(&format!("/conversations/_/conv-desk?machine={desk_id}")),
+        "{one}"
+    );
+    // Each row names its machine and links to that machine's copy.
+    assert!(
+        list.contains(">laptop</a>") && list.contains(">desktop</a>"),
+        "{list}"
+    );
+    for id in [&lap_id, &desk_id] {
+        let copy = format!("/memories/shared-1?machine={id}");
+        assert!(list.contains(&copy), "/memories lacks a link to {copy}");
+    }
+    // One machine's memories: the filter, and the links of its rows stay on it.
+    let (status, desk_list) =
+        common::serve::get(&served.base, &format!("/memories?machine={desk_id}"));
+    assert_eq!(status, 200, "{desk_list}");
+    assert!(desk_list.contains("m-desk-03"), "{desk_list}");
+    assert!(
+        !desk_list.contains("m-lap-"),
+        "another machine's rows: {desk_list}"
+    );
+    assert!(
+        desk_list.contains(&format!("/memories/m-desk-03?machine={desk_id}")),
+        "shared-2 is superseded by the desktop's m-desk-03: {desk_list}"
+    );
+    let (status, by_label) = common::serve::get(&served.base, "/memories?machine=laptop");
+    assert_eq!(status, 200, "{by_label}");
+    assert!(
+        by_label.contains("m-lap-29") && !by_label.contains("m-desk-"),
+        "{by_label}"
+    );
+    // Another machine's copy of the same memory, by its id.
+    let (status, lap_copy) = common::serve::get(
+        &served.base,
+        &format!("/memories/shared-1?machine={lap_id}"),
+    );
+    assert_eq!(status, 200, "{lap_copy}");
+    assert!(
+        !lap_copy.contains("desktop: shared-1") && lap_copy.contains("<code>laptop</code>"),
+        "the laptop's copy: {lap_copy}"
+    );
     let mut parts = 0;
     for page in [
-        "/memories?format=json",
-        "/memories?tag=k8s&format=json",
-        "/memories/m-lap-03?format=json",
+        "/memories?format=json".to_owned(),
+        "/memories?tag=k8s&format=json".to_owned(),
+        "/memories/m-lap-03?format=json".to_owned(),
+        format!("/memories?machine={desk_id}&format=json"),
+        format!("/memories/shared-1?machine={lap_id}&format=json"),
     ] {
-        let (status, twin) = common::serve::get(&served.base, page);
+        let (status, twin) = common::serve::get(&served.base, &page);
         assert_eq!(status, 200, "{page}: {twin}");
         let twin: Value = serde_json::from_str(&twin).unwrap();
         for (part, call) in twin.as_object().unwrap() {
@@ -579,5 +630,5 @@ fn the_memories_pages_answer_from_the_archive() {
             parts += 1;
         }
     }
-    assert!(parts >= 3, "{parts}");
+    assert!(parts >= 5, "{parts}");
 }

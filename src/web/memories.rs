@@ -1,8 +1,13 @@
 //! `GET /memories`: saved memories, most recently updated first, [`PAGE_SIZE`] to a
-//! page, filtered by `type` and `tag` (in the URL); a superseded memory is listed and
-//! marked with what replaces it. The data is the output of the skill feeding the
-//! memories list ([`calls`]); each row links from its `cites` field. `?format=json` is
-//! the twin.
+//! page, filtered by `type` and `tag` (in the URL) and, on the team archive, `machine`
+//! (a label or a machine id); a superseded memory is listed and marked with what
+//! replaces it. The data is the output of the skill feeding the memories list
+//! ([`calls`]); each row links from its `cites` field. `?format=json` is the twin.
+//!
+//! On the team archive (`serve --archive`) a memory is listed once per machine that
+//! pushed it: the table then shows each row's machine, and the row, its tags and the
+//! memories superseding it link to that machine's copies (`?machine=<id>`, the id its
+//! `cites` names: labels are host names, not unique).
 
 use hyper::StatusCode;
 use serde_json::{json, Value};
@@ -13,13 +18,20 @@ use super::{paths, view, Pages, Response};
 /// Memories on one page.
 pub const PAGE_SIZE: usize = 50;
 
-/// The memory page a row's `cites` object names (`kind: memory`).
+/// The memory page a row's `cites` object names (`kind: memory`): that machine's copy
+/// when it names a `machine_id` (rows from the team archive).
 pub fn cited_memory(row: &Value) -> Option<String> {
     let cites = row.get("cites")?;
     (calls::text(cites, "kind") == Some("memory")).then_some(())?;
     calls::text(cites, "id")
         .filter(|id| !id.is_empty())
-        .map(paths::memory)
+        .map(|id| paths::on_machine(&paths::memory(id), cited_machine(row)))
+}
+
+/// The id of the machine whose copy a row's `cites` names, if any.
+fn cited_machine(row: &Value) -> Option<&str> {
+    row.get("cites")
+        .and_then(super::conversations::cited_machine)
 }
 
 /// The list page for `pairs` (the query string).
@@ -32,7 +44,7 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
             .map(|(_, v)| v.trim().to_owned())
             .unwrap_or_default()
     };
-    let (kind, tag) = (get("type"), get("tag"));
+    let (kind, tag, machine) = (get("type"), get("tag"), get("machine"));
     let number = match paths::page_number(pairs) {
         Ok(number) => number.unwrap_or(1),
         Err(why) => return calls::fail(pages, as_json, StatusCode::BAD_REQUEST, "Bad query", &why),
@@ -44,9 +56,12 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
     if !tag.is_empty() {
         args.insert("tag".into(), json!(tag));
     }
+    if !machine.is_empty() {
+        args.insert("machine".into(), json!(machine));
+    }
     args.insert("limit".into(), json!(PAGE_SIZE));
     args.insert("offset".into(), json!((number - 1) * PAGE_SIZE));
-    let filters = json!({"type": kind, "tag": tag});
+    let filters = json!({"type": kind, "tag": tag, "machine": machine});
     let output = match pages
         .call_role(Role::Memories, Value::Object(args), as_json)
         .await
@@ -68,7 +83,11 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
     }
     let now = pages.now();
     let href = |extra: &[(&str, &str)]| {
-        let mut pairs = vec![("type", kind.as_str()), ("tag", tag.as_str())];
+        let mut pairs = vec![
+            ("type", kind.as_str()),
+            ("tag", tag.as_str()),
+            ("machine", machine.as_str()),
+        ];
         pairs.extend_from_slice(extra);
         paths::with_query("/memories", &pairs)
     };
@@ -81,21 +100,26 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
                     .map(|v| v.iter().filter_map(Value::as_str).map(str::to_owned).collect())
                     .unwrap_or_default()
             };
+            // On the archive a row's links are its own machine's: the memories that
+            // supersede it are that machine's (its `superseded_by` lists them).
+            let own = cited_machine(r);
             let superseded_by: Vec<Value> = list("superseded_by")
                 .iter()
-                .map(|id| json!({"id": view::Id::of(id), "href": paths::memory(id)}))
+                .map(|id| json!({"id": view::Id::of(id), "href": paths::on_machine(&paths::memory(id), own)}))
                 .collect();
             let tags: Vec<Value> = list("tags")
                 .iter()
-                .map(|t| json!({"name": t, "href": paths::with_query("/memories", &[("type", kind.as_str()), ("tag", t)])}))
+                .map(|t| json!({"name": t, "href": paths::with_query("/memories", &[("type", kind.as_str()), ("tag", t), ("machine", machine.as_str())])}))
                 .collect();
             let kind_of = calls::text(r, "type").unwrap_or("");
             json!({
                 "href": cited_memory(r),
+                "machine": calls::text(r, "machine"),
+                "machine_href": own.map(|id| paths::with_query("/memories", &[("machine", id)])),
                 "id": view::Id::of(calls::text(r, "id").unwrap_or("")),
                 "title": calls::text(r, "title"),
                 "type": kind_of,
-                "type_href": paths::with_query("/memories", &[("type", kind_of), ("tag", tag.as_str())]),
+                "type_href": paths::with_query("/memories", &[("type", kind_of), ("tag", tag.as_str()), ("machine", machine.as_str())]),
                 "tags": tags,
                 "preview": view::preview(calls::text(r, "preview").unwrap_or("")),
                 "updated": view::Time::of(calls::text(r, "updated"), now),
@@ -113,11 +137,15 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
         href(&[("page", n.as_str())])
     };
     let from = (number - 1) * PAGE_SIZE + 1;
+    // The machine filter and column are offered where rows carry a machine (the team
+    // archive).
+    let team = !machine.is_empty() || rows.iter().any(|r| !r["machine"].is_null());
     pages.render(
         StatusCode::OK,
         "memories.html",
         json!({
             "filters": filters,
+            "team": team,
             "total": total,
             "from": from,
             "to": from + rows.len().saturating_sub(1),

@@ -3,6 +3,11 @@
 //! supersede it, and the conversation it was saved from. The data is the output of
 //! the skill feeding the memory page ([`calls`]), already redacted; `?format=json` is
 //! the twin.
+//!
+//! On the team archive a memory is held once per machine that pushed it: `?machine=`
+//! (a label or a machine id) picks that machine's copy, else the newest copy is shown.
+//! The page names the copy's machine, and its links (the memories it supersedes and
+//! that supersede it, the conversation it was saved from) go to that machine's copies.
 
 use hyper::StatusCode;
 use serde_json::{json, Value};
@@ -11,12 +16,14 @@ use super::calls::{self, Calls, Failed, Role};
 use super::html::{self, Linker};
 use super::{paths, view, Pages, Response};
 
-/// The page of memory `id`.
-pub async fn page(pages: &Pages, id: &str, as_json: bool) -> Response {
-    let output = match pages
-        .call_role(Role::Memory, json!({"id": id}), as_json)
-        .await
-    {
+/// The page of memory `id`: machine `machine`'s copy when given (the team archive; on
+/// the local stores the skill refuses the argument, naming `--archive`).
+pub async fn page(pages: &Pages, id: &str, machine: Option<&str>, as_json: bool) -> Response {
+    let mut args = json!({"id": id});
+    if let Some(machine) = machine {
+        args["machine"] = json!(machine);
+    }
+    let output = match pages.call_role(Role::Memory, args, as_json).await {
         Ok(output) => output,
         Err(Failed::NothingStored(_)) if !as_json => {
             return pages.error(
@@ -55,9 +62,13 @@ pub async fn page(pages: &Pages, id: &str, as_json: bool) -> Response {
             })
             .unwrap_or_default()
     };
+    // The copy's machine (its id, from `cites`): its links are that machine's.
+    let own = memory
+        .get("cites")
+        .and_then(super::conversations::cited_machine);
     let linked_memories = |ids: Vec<String>| -> Vec<Value> {
         ids.iter()
-            .map(|other| json!({"id": view::Id::of(other), "href": paths::memory(other)}))
+            .map(|other| json!({"id": view::Id::of(other), "href": paths::on_machine(&paths::memory(other), own)}))
             .collect()
     };
     let body = calls::text(&memory, "body").unwrap_or("");
@@ -71,8 +82,10 @@ pub async fn page(pages: &Pages, id: &str, as_json: bool) -> Response {
             "type": calls::text(&memory, "type"),
             "tags": list("tags").iter().map(|t| json!({
                 "name": t,
-                "href": paths::with_query("/memories", &[("tag", t)]),
+                "href": paths::with_query("/memories", &[("tag", t), ("machine", own.unwrap_or(""))]),
             })).collect::<Vec<_>>(),
+            "machine": calls::text(&memory, "machine"),
+            "machine_href": own.map(|m| paths::with_query("/memories", &[("machine", m)])),
             "created": view::Time::of(calls::text(&memory, "created"), now),
             "updated": view::Time::of(calls::text(&memory, "updated"), now),
             "body_html": html::markdown(body, &mut Linker::default()),
@@ -84,10 +97,10 @@ pub async fn page(pages: &Pages, id: &str, as_json: bool) -> Response {
             "superseded_by": linked_memories(list("superseded_by")),
             "conversation": conversation.map(|c| json!({
                 "id": view::Id::of(c),
-                "href": paths::conversation(None, c, None),
+                "href": paths::on_machine(&paths::conversation(None, c, None), own),
             })),
             "redacted": calls.redacted(),
-            "json_href": format!("{}?format=json", paths::memory(id)),
+            "json_href": paths::with_query(&paths::memory(id), &[("machine", machine.unwrap_or("")), ("format", "json")]),
         }),
     )
 }

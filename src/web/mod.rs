@@ -279,8 +279,9 @@ impl Pages {
                 conversation::page(self, source, id, page, at, machine, as_json).await
             }
             (["memories", id], true) => {
-                let as_json = wants_json(&parts.headers, &paths::pairs(&query));
-                memory::page(self, id, as_json).await
+                let query = paths::pairs(&query);
+                let as_json = wants_json(&parts.headers, &query);
+                memory::page(self, id, paths::param(&query, "machine"), as_json).await
             }
             (
                 [] | ["conversations" | "projects" | "memories"]

@@ -100,7 +100,10 @@ pub fn row_links(row: &Value) -> Vec<RowLink> {
             }
             "memory" => Some(RowLink {
                 kind: "memory",
-                href: paths::memory(&text(cite, "id")?),
+                href: paths::on_machine(
+                    &paths::memory(&text(cite, "id")?),
+                    super::conversations::cited_machine(cite),
+                ),
             }),
             _ => None,
         })
