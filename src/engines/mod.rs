@@ -359,8 +359,9 @@ impl Context {
     }
 
     /// The same context reading the team archive through `pool` instead of the local
-    /// stores (`--archive`): search-conversations answers from it, the skills that
-    /// cannot yet answer from it say so ([`Context::local_only`]).
+    /// stores (`--archive`): every engine answers from it, or says the skill is not
+    /// available there (a drop-in `sql` skill without a PostgreSQL twin) — never with a
+    /// local answer in its place.
     #[must_use]
     pub fn with_archive(mut self, pool: Option<Arc<crate::archive::search::Pool>>) -> Self {
         self.archive = pool;
@@ -370,24 +371,6 @@ impl Context {
     /// The team archive, when the context reads one.
     pub fn archive(&self) -> Option<&Arc<crate::archive::search::Pool>> {
         self.archive.as_ref()
-    }
-
-    /// `Ok` when the context reads the local stores; with an archive, the error an
-    /// engine that cannot answer from it yet returns (never a local answer in its
-    /// place).
-    ///
-    /// # Errors
-    /// [`EngineError::Unavailable`] naming `skill` and the archive.
-    pub fn local_only(&self, skill: &str) -> Result<(), EngineError> {
-        match &self.archive {
-            None => Ok(()),
-            Some(pool) => Err(EngineError::Unavailable(format!(
-                "{skill} is not available on the archive yet ({}); run it without \
-                 `--archive` / {} to answer from this machine's stores",
-                pool.target().shown(),
-                crate::settings::ARCHIVE_URL.name
-            ))),
-        }
     }
 
     /// `Ok` when argument `name` may be given: always on the team archive; on the
