@@ -106,9 +106,22 @@ fn serve_lets_go_of_the_store_as_soon_as_a_writer_wants_it() {
             .unwrap()
             .to_owned()
     };
+    // A `sql` skill's call too: its connections (and the statements they prepared)
+    // are kept with the attachment between calls, and must go with it.
+    let listed = |session: &mut StdioSession, id: u64| -> String {
+        session.call_tool(id, "list_conversations", json!({}));
+        let answer = session.next();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
     let writer_lock = db.with_extension("index").join("LOCK");
     for id in 2..5 {
         assert!(call(&mut session, id, "okapi").contains("okapi message"));
+        assert!(!listed(&mut session, 100 + id).contains("giraffe"));
         // Between calls the server keeps the store attached (its blocks cached)…
         assert!(
             !write_lock_is_free(&db),
@@ -152,6 +165,13 @@ fn serve_lets_go_of_the_store_as_soon_as_a_writer_wants_it() {
         stderr(&o)
     );
     assert!(call(&mut session, 5, "giraffe").contains("giraffe message"));
+    // The list answers from the file as ingest left it, not from a kept connection's
+    // view of the file before.
+    assert!(
+        listed(&mut session, 6).contains("giraffe"),
+        "{}",
+        listed(&mut session, 7)
+    );
     // The server's stdin closed ends it.
     session.close_stdin();
     session.rest();

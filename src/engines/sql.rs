@@ -405,7 +405,11 @@ type Rows = (Vec<String>, Vec<Value>, bool);
 impl SqlQuery {
     fn run_duckdb(&self, sql: &str, values: &[Value], ctx: &Context) -> Result<Rows, EngineError> {
         let store = ctx.conversations()?;
-        let conn = store.connection()?;
+        // A connection kept between calls when the store's attachment is (with the
+        // statements it prepared): the parse, the first bind and the connection's set-up
+        // are a call's first time only (docs/performance.md "A project page's
+        // connections kept").
+        let mut conn = store.query_connection()?;
         let wrapped = format!(
             "SELECT to_json(q)::VARCHAR FROM ({sql}\n) AS q LIMIT {}",
             self.max_rows + 1
@@ -418,7 +422,7 @@ impl SqlQuery {
         let result = (|| {
             // Counted on the wrapped text: a query that closes the wrapper's
             // parenthesis makes it several statements, and is refused here.
-            let mut stmt = sandbox::prepare_duckdb(&conn, &wrapped)?;
+            let mut stmt = sandbox::prepare_duckdb_cached(&conn, &wrapped)?;
             let texts = stmt
                 .query_map(refs.as_slice(), |r| r.get::<_, String>(0))
                 .map_err(sandbox::PrepareError::Db)?;
@@ -427,6 +431,10 @@ impl SqlQuery {
                 .map_err(sandbox::PrepareError::Db)
         })();
         let timed_out = watchdog.stop();
+        if timed_out || result.is_err() {
+            // An interrupt may still be pending on it, or its statement failed: not kept.
+            conn.discard();
+        }
         let texts = result.map_err(|e| match e {
             sandbox::PrepareError::Sandbox(e) => refused(e),
             sandbox::PrepareError::Db(e) => query_error(&e.to_string(), timed_out, self.timeout),

@@ -132,6 +132,27 @@ pub fn prepare_duckdb<'c>(
     conn: &'c duckdb::Connection,
     sql: &str,
 ) -> Result<duckdb::Statement<'c>, PrepareError> {
+    checked(sql)?;
+    conn.prepare(sql).map_err(PrepareError::Db)
+}
+
+/// [`prepare_duckdb`], the statement kept by `conn` for the next call with the same
+/// text (`Connection::prepare_cached`): on a connection kept between calls
+/// ([`crate::stores::conversations::Pooled`]) the parse and first bind are done once.
+///
+/// # Errors
+/// As [`prepare_duckdb`]'s.
+pub fn prepare_duckdb_cached<'c>(
+    conn: &'c duckdb::Connection,
+    sql: &str,
+) -> Result<duckdb::CachedStatement<'c>, PrepareError> {
+    checked(sql)?;
+    conn.prepare_cached(sql).map_err(PrepareError::Db)
+}
+
+/// Checks that `sql` is one statement calling only allowed table functions
+/// (remembered per text).
+fn checked(sql: &str) -> Result<(), PrepareError> {
     if !PASSED.contains(sql) {
         let count = statement_count(sql)?;
         if count != 1 {
@@ -140,7 +161,7 @@ pub fn prepare_duckdb<'c>(
         check_table_functions(sql)?;
         PASSED.insert(sql, ());
     }
-    conn.prepare(sql).map_err(PrepareError::Db)
+    Ok(())
 }
 
 /// Texts that passed [`prepare_duckdb`]'s checks, and [`statement_count`]'s answers.

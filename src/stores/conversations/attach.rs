@@ -20,6 +20,12 @@
 //! this process (which DuckDB's process-wide lock does not keep out) bumps
 //! [`super::WRITES`]; an attachment older than the last bump is not reused.
 //!
+//! A warm attachment also keeps up to [`POOLED`] idle connections for the `sql`
+//! engine's queries ([`super::Pooled`]), each with the statements it prepared: a call
+//! then skips making a connection, its `USE` and the parse and first bind of its
+//! query (DuckDB still binds and plans the statement again with the call's values).
+//! They are closed before the attachment is detached, whatever detaches it.
+//!
 //! The kept instance is sandboxed as [`crate::stores::sandbox::duckdb_config`] is,
 //! except that it may reach exactly this store's file and its write-ahead log files
 //! (`allowed_paths`, set before external access is turned off and the configuration
@@ -46,6 +52,14 @@ pub const WATCH_EVERY: Duration = Duration::from_millis(20);
 /// blocks let go).
 pub const IDLE: Duration = Duration::from_secs(10);
 
+/// Idle connections kept per warm attachment for the next calls' queries
+/// ([`lease`], [`give_back`]): each already made the attachment its default database,
+/// and keeps the statements it prepared (a call that finds its query's text among them
+/// skips making a connection, the `USE`, and the parse and first bind of the prepare;
+/// docs/performance.md "A project page's connections kept"). As many as a page runs
+/// calls at once.
+pub const POOLED: usize = 4;
+
 /// One kept instance: its path, a connection of it, and its warm attachment.
 struct Kept {
     path: PathBuf,
@@ -63,6 +77,18 @@ struct Warm {
     /// [`super::WRITES`] when it was attached.
     writes: u64,
     fallback: bool,
+    /// Idle connections of this attachment, at most [`POOLED`]: dropped before it is
+    /// detached (their prepared statements refer to it).
+    pool: Vec<Connection>,
+}
+
+impl Warm {
+    /// Lets go of the attachment: its pooled connections first, then the file.
+    fn detach(self, base: &Connection) {
+        let Self { alias, pool, .. } = self;
+        drop(pool);
+        detach(base, &alias);
+    }
 }
 
 /// The kept instances, most recently used last.
@@ -91,6 +117,12 @@ pub struct Attached {
 }
 
 impl Attached {
+    /// The alias of this attachment when it is the instance's warm one (kept after the
+    /// call, with its pool of connections).
+    pub(super) fn warm_alias(&self) -> Option<&str> {
+        self.warm.then_some(self.alias.as_str())
+    }
+
     /// Makes this attachment the default database of `conn` (a clone of the
     /// attached connection: clones start on the instance's own database).
     ///
@@ -182,8 +214,9 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
             ));
         }
         if w.users == 0 {
-            detach(&k.base, &w.alias);
-            k.warm = None;
+            if let Some(w) = k.warm.take() {
+                w.detach(&k.base);
+            }
         }
     }
     let base = k.base.try_clone()?;
@@ -208,6 +241,7 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
             idle_since: Instant::now(),
             writes,
             fallback,
+            pool: Vec::new(),
         });
     }
     Ok((
@@ -220,6 +254,37 @@ pub(super) fn attach(path: &Path) -> duckdb::Result<(Connection, Attached)> {
             warm,
         },
     ))
+}
+
+/// An idle pooled connection of warm attachment `alias` of `path` (its default
+/// database already the attachment), when there is one.
+pub(super) fn lease(path: &Path, alias: &str) -> Option<Connection> {
+    let mut kept = lock_instances();
+    kept.iter_mut()
+        .find(|k| k.path == path)?
+        .warm
+        .as_mut()
+        .filter(|w| w.alias == alias)?
+        .pool
+        .pop()
+}
+
+/// Keeps `conn` (a connection made the default of warm attachment `alias` of `path`,
+/// its last query ended normally) for the next call, while that attachment is still
+/// the warm one and fewer than [`POOLED`] are kept; else it is closed.
+pub(super) fn give_back(path: &Path, alias: &str, conn: Connection) {
+    let mut kept = lock_instances();
+    let warm = kept
+        .iter_mut()
+        .find(|k| k.path == path)
+        .and_then(|k| k.warm.as_mut())
+        .filter(|w| w.alias == alias && w.pool.len() < POOLED);
+    if let Some(w) = warm {
+        w.pool.push(conn);
+        return;
+    }
+    drop(kept);
+    drop(conn);
 }
 
 /// Starts the watcher unless it runs (call under [`INSTANCES`]' lock, so it cannot be
@@ -249,8 +314,9 @@ fn watch() {
         for k in kept.iter_mut() {
             let Some(w) = &k.warm else { continue };
             if w.users == 0 && (w.idle_since.elapsed() >= IDLE || writer_holds_lock(&k.path)) {
-                detach(&k.base, &w.alias);
-                k.warm = None;
+                if let Some(w) = k.warm.take() {
+                    w.detach(&k.base);
+                }
             } else {
                 left = true;
             }
@@ -274,7 +340,7 @@ fn kept_for<'a>(kept: &'a mut Vec<Kept>, path: &Path) -> duckdb::Result<&'a mut 
         if kept.len() >= KEPT {
             let old = kept.remove(0);
             if let Some(w) = old.warm.filter(|w| w.users == 0) {
-                detach(&old.base, &w.alias);
+                w.detach(&old.base);
             }
         }
         kept.push(Kept {

@@ -59,6 +59,7 @@ pub use close::CloseReport;
 pub use files::{FileBatch, FileState, Previous, StoredBatch};
 pub use insert::InsertCounts;
 pub use lock::lock_holder;
+pub use open::Pooled;
 pub use schema::COLUMNS;
 
 use index::Touched;

@@ -10,7 +10,7 @@ use duckdb::Connection;
 use super::lock::{wait_for_lock, READ_LOCK_WAIT, WRITE_LOCK_WAIT};
 use super::schema::CREATE_TABLE;
 use super::{duck, embeddings, index, ConversationStore};
-use crate::cancel::Cancel;
+use crate::cancel::{Cancel, OnStop};
 use crate::stores::StoreError;
 
 impl ConversationStore {
@@ -154,6 +154,48 @@ impl ConversationStore {
     /// [`StoreError::DuckDb`] when the connection cannot be cloned or the file opened
     /// again, [`StoreError::Locked`] when it stays locked.
     pub fn connection(&self) -> Result<Connection, StoreError> {
+        let conn = self.fresh()?;
+        if let Some(hook) = self.interrupt_on_stop(&conn)? {
+            self.stop_hooks(hook);
+        }
+        Ok(conn)
+    }
+
+    /// A connection for one query of a skill ([`crate::engines::sql`]): on a read-only
+    /// store's warm attachment, one kept from an earlier call when one is idle — made
+    /// the attachment's default database already, with the statements it prepared
+    /// (`prepare_cached`) — and kept for the next call when dropped after a query that
+    /// ended normally ([`Pooled::discard`] otherwise); else a connection as
+    /// [`ConversationStore::connection`]'s. Interrupted as those are when the call
+    /// stops.
+    ///
+    /// # Errors
+    /// As [`ConversationStore::connection`]'s.
+    pub fn query_connection(&self) -> Result<Pooled, StoreError> {
+        let home = self
+            .attached
+            .as_ref()
+            .and_then(super::attach::Attached::warm_alias)
+            .map(|alias| (self.path.clone(), alias.to_owned()));
+        let leased = home
+            .as_ref()
+            .and_then(|(path, alias)| super::attach::lease(path, alias));
+        let conn = match leased {
+            Some(conn) => conn,
+            None => self.fresh()?,
+        };
+        let stop = self.interrupt_on_stop(&conn)?;
+        Ok(Pooled {
+            conn: Some(conn),
+            home,
+            stop,
+            cancel: self.stop.as_ref().map(|(cancel, _)| cancel.clone()),
+        })
+    }
+
+    /// A new connection of this store (a clone of its own), made the attachment's
+    /// default database for a read-only store.
+    fn fresh(&self) -> Result<Connection, StoreError> {
         let mut guard = self
             .conn
             .lock()
@@ -173,16 +215,31 @@ impl ConversationStore {
         if let Some(attached) = &self.attached {
             attached.use_on(&conn).map_err(|e| duck(&self.path, e))?;
         }
-        if let Some((cancel, hooks)) = &self.stop {
-            cancel.check().map_err(StoreError::Stopped)?;
-            let handle = conn.interrupt_handle();
-            let hook = cancel.on_stop(move || handle.interrupt());
+        Ok(conn)
+    }
+
+    /// `conn` interrupted when this store's call stops, until the returned guard is
+    /// dropped (`None` for a store of no call).
+    ///
+    /// # Errors
+    /// [`StoreError::Stopped`] when the call has stopped already.
+    fn interrupt_on_stop(&self, conn: &Connection) -> Result<Option<OnStop>, StoreError> {
+        let Some((cancel, _)) = &self.stop else {
+            return Ok(None);
+        };
+        cancel.check().map_err(StoreError::Stopped)?;
+        let handle = conn.interrupt_handle();
+        Ok(Some(cancel.on_stop(move || handle.interrupt())))
+    }
+
+    /// Keeps `hook` registered for as long as this store lives.
+    fn stop_hooks(&self, hook: OnStop) {
+        if let Some((_, hooks)) = &self.stop {
             hooks
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(hook);
         }
-        Ok(conn)
     }
 
     /// Lets go of the database file until the next query: a writable file store
@@ -214,5 +271,51 @@ impl ConversationStore {
     pub fn interrupted_by(mut self, cancel: &Cancel) -> Self {
         self.stop = Some((cancel.clone(), Mutex::new(Vec::new())));
         self
+    }
+}
+
+/// A connection for one query ([`ConversationStore::query_connection`]): given back to
+/// its warm attachment's pool when dropped, unless [`Pooled::discard`]ed, the call
+/// stopped (an interrupt may still be pending on it), or the attachment is no longer
+/// the warm one.
+pub struct Pooled {
+    /// `None` once dropped.
+    conn: Option<Connection>,
+    /// The store file and the warm attachment's alias to give it back to.
+    home: Option<(std::path::PathBuf, String)>,
+    /// The call's interrupt of this connection, removed before it is given back.
+    stop: Option<OnStop>,
+    cancel: Option<Cancel>,
+}
+
+impl Pooled {
+    /// Closes this connection when dropped rather than keeping it: after a query that
+    /// failed or was interrupted.
+    pub fn discard(&mut self) {
+        self.home = None;
+    }
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a pooled connection is taken only when dropped"))
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        // The interrupt hook first: once it is gone, only an earlier stop can have
+        // interrupted the connection, and `stopped` says so.
+        drop(self.stop.take());
+        let stopped = self.cancel.as_ref().is_some_and(|c| c.stopped().is_some());
+        if let (Some(conn), Some((path, alias))) = (self.conn.take(), self.home.take()) {
+            if !stopped {
+                super::attach::give_back(&path, &alias, conn);
+            }
+        }
     }
 }
