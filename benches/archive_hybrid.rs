@@ -24,6 +24,11 @@
 //! upkeep, which holds the push to ~400 messages/s: 40 minutes at 1M). The push rate
 //! printed is then the rate without the index; the build's time is printed apart.
 //!
+//! After the calls, the archive's keyword leg alone ([`skills::archive::keyword::search`]
+//! as hybrid calls it: the query's terms, depth `KEYWORD_CANDIDATES`, the default
+//! neighbourhood; no embedding, no texts),
+//! p50 / p95. `BENCH_KEYWORD_ONLY=1`: only that (also after `BENCH_NO_VECTORS=1`).
+//!
 //! Run: `cargo bench --bench archive_hybrid`.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
@@ -111,7 +116,53 @@ fn main() -> Result<()> {
         let m = skills(&own, &dir, &url, &["--json", "archive", "migrate"])?;
         eprintln!("migrated: {m}");
     }
-    calls(&paths, &embedder, &url, runs)
+    if std::env::var("BENCH_KEYWORD_ONLY").as_deref() != Ok("1") {
+        calls(&paths, &embedder, &url, runs)?;
+    }
+    keyword_leg(&url, runs)
+}
+
+/// Times the archive's keyword leg alone, as hybrid calls it.
+fn keyword_leg(url: &str, runs: usize) -> Result<()> {
+    use skills::engines::semantic_search::{query_terms, CONTEXT, KEYWORD_CANDIDATES};
+    use skills::stores::conversations::index::KeywordQuery;
+    let pool = skills::archive::search::Pool::new(
+        skills::archive::Target::parse(url).map_err(|e| anyhow::anyhow!("{e}"))?,
+    );
+    let stop = skills::cancel::Cancel::new();
+    println!(
+        "keyword leg alone (load {}):\n\n| case | query | archive p50 | p95 | rows |\n|---|---|---|---|---|",
+        common::loadavg()
+    );
+    for (label, q) in QUERIES {
+        let terms = query_terms(q);
+        let role = label.contains("role=user").then_some("user");
+        let kq = KeywordQuery {
+            terms: &terms,
+            role,
+            exclude_injected: true,
+            source: None,
+            conversation_id: None,
+            since_us: None,
+            until_us: None,
+            limit: KEYWORD_CANDIDATES,
+            stop: &stop,
+        };
+        let call = || {
+            skills::archive::keyword::search(&pool, &kq, Some(CONTEXT))
+                .map(|(f, _)| f.len())
+                .map_err(|e| e.to_string())
+        };
+        let _ = call();
+        let (a, n) = measure(runs, Duration::from_secs(120), call);
+        println!(
+            "| {label} | `{q}` | {} | {} | {n:?} |",
+            fmt_dur(a.median),
+            fmt_dur(a.p95)
+        );
+    }
+    println!();
+    Ok(())
 }
 
 /// Makes the database anew, migrates it and pushes the store at `dir` into it; exits
@@ -166,7 +217,8 @@ fn push(admin: &str, url: &str, dir: &Path) -> Result<()> {
         report["units_sent"],
         sent as f64 / secs.max(1e-9)
     );
-    if other.is_some() || rows_only {
+    let keyword_only = std::env::var("BENCH_KEYWORD_ONLY").as_deref() == Ok("1");
+    if other.is_some() || (rows_only && !keyword_only) {
         println!(
             "calls skipped: pushed with another build (`BENCH_SKILLS_BIN`) or without \
              vectors (`BENCH_NO_VECTORS`)\n"

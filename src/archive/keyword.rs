@@ -4,6 +4,21 @@
 //! `term_score`, neighbour documents, seeds and ties), so the same rows with the same
 //! statistics get the same scores to the bit.
 //!
+//! ## Reading (schema version 8)
+//!
+//! A search reads the query terms' postings whole ([`super::schema::KEYWORD_POSTINGS`]:
+//! per term and push batch a packed list of (message id, count, length)) beside the
+//! statistics, scores every posting's own BM25 here, and reads messages by id
+//! ([`super::schema::MESSAGE_TERMS`]' `id`) best first, only as far as the ranking
+//! needs: the seeds (or, without neighbours, the rows kept), every message tied with
+//! the last of them included so the local tie order applies; a posting whose message
+//! is gone (a rewritten or pruned conversation's) is skipped. The seeds' neighbours
+//! are read by id too — a conversation's messages have consecutive ids in the local
+//! row order — in one statement of id ranges; a seed whose range does not reach its
+//! neighbours' neighbours (a run of injected messages) is looked up by conversation
+//! order. No message's term arrays are read (versions 5–7 read every touched
+//! message's arrays: 1.9–3.5 s at 1M messages for common words).
+//!
 //! ## Statistics
 //!
 //! `N` (messages), the mean length and each term's document frequency are the
@@ -31,7 +46,9 @@
 
 use std::collections::HashMap;
 
-use super::schema::{KEYWORD_DELTAS, KEYWORD_TOTALS, MESSAGE_TERMS};
+use super::schema::{
+    KEYWORD_DELTAS, KEYWORD_POSTINGS, KEYWORD_TOTALS, MESSAGE_TERMS, POSTING_BYTES,
+};
 use super::search::Pool;
 use super::ArchiveError;
 use crate::search::postings::{self, Spread, Stats, B, CONTEXT_SEEDS, CONTEXT_SEEDS_FLOOR, K1};
@@ -67,10 +84,11 @@ pub struct Statistics {
     pub df: Vec<u64>,
 }
 
-/// A message as the search reads it: key, filters' columns, length and the counts of
-/// the query terms (one per term, in query order).
+/// A message as the search reads it: id, key, filters' columns, length and the counts
+/// of the query terms (one per term, in query order, from the postings).
 #[derive(Debug, Clone)]
 struct Msg {
+    id: i64,
     machine: String,
     source: String,
     conversation_id: String,
@@ -82,15 +100,11 @@ struct Msg {
     tf: Vec<u32>,
 }
 
-type Conv = (String, String, String);
-
 impl Msg {
-    fn conv(&self) -> Conv {
-        (
-            self.machine.clone(),
-            self.source.clone(),
-            self.conversation_id.clone(),
-        )
+    fn same_conv(&self, other: &Self) -> bool {
+        self.machine == other.machine
+            && self.source == other.source
+            && self.conversation_id == other.conversation_id
     }
 
     /// Order inside a conversation: the local index's row order (newest first, then
@@ -118,33 +132,47 @@ impl Msg {
     }
 }
 
-/// The columns of a [`Msg`] for `terms` query terms (`$1`, a `text[]`): each term's
-/// count one expression, not a subquery per row (ten times cheaper at 20,000 rows).
-fn msg_columns(terms: usize) -> String {
-    let counts: Vec<String> = (1..=terms)
-        .map(|k| format!("coalesce(m.counts[array_position(m.terms, ($1::text[])[{k}])], 0)"))
-        .collect();
-    format!(
-        "m.machine, m.source, m.conversation_id, m.message_id, m.created_us, m.role, m.typed, \
-         m.length, ARRAY[{}]::integer[]",
-        counts.join(", ")
-    )
+/// The columns of a [`Msg`] but its counts (which come from the postings).
+const MSG_COLUMNS: &str = "m.id, m.machine, m.source, m.conversation_id, m.message_id, \
+                           m.created_us, m.role, m.typed, m.length";
+
+/// The query terms' postings by message id: each message's length and counts.
+struct Postings {
+    terms: usize,
+    slot: HashMap<u32, usize, foldhash::fast::FixedState>,
+    ids: Vec<u32>,
+    lengths: Vec<u16>,
+    /// `terms` counts per slot.
+    tf: Vec<u32>,
 }
 
-fn msg_of(r: &postgres::Row) -> Msg {
-    let length: i64 = r.get(7);
-    let tf: Vec<i32> = r.get(8);
+impl Postings {
+    fn tf_of(&self, id: i64) -> Vec<u32> {
+        u32::try_from(id)
+            .ok()
+            .and_then(|id| self.slot.get(&id))
+            .map_or_else(
+                || vec![0; self.terms],
+                |&s| self.tf[s * self.terms..(s + 1) * self.terms].to_vec(),
+            )
+    }
+}
+
+fn msg_of(r: &postgres::Row, postings: &Postings) -> Msg {
+    let id: i64 = r.get(0);
+    let length: i64 = r.get(8);
     Msg {
-        machine: r.get(0),
-        source: r.get(1),
-        conversation_id: r.get(2),
-        message_id: r.get(3),
-        created_us: r.get(4),
-        role: r.get(5),
-        typed: r.get(6),
+        id,
+        machine: r.get(1),
+        source: r.get(2),
+        conversation_id: r.get(3),
+        message_id: r.get(4),
+        created_us: r.get(5),
+        role: r.get(6),
+        typed: r.get(7),
         // Saturated as the local postings store lengths.
         length: u16::try_from(length.max(0)).unwrap_or(u16::MAX),
-        tf: tf.iter().map(|&n| u32::try_from(n).unwrap_or(0)).collect(),
+        tf: postings.tf_of(id),
     }
 }
 
@@ -178,89 +206,116 @@ pub fn statistics(pool: &Pool, terms: &[String]) -> Result<Statistics, ArchiveEr
     })
 }
 
-/// `work_mem` of the keyword leg's read of the touched messages: a bitmap of every
-/// message holding a common term stays exact (at the default 4 MB it went lossy at
-/// 1M messages and rechecked 310,000 rows: 4.8 s instead of 0.5 s).
-const TOUCHED_WORK_MEM: &str = "64MB";
-
-/// The SQL of the touched messages' own BM25 ([`own_score`]), operation by operation:
-/// `$2` the terms' idfs (0 for a term not scored), `$3` the mean length, `$4` `K1`,
-/// `$5` `B`, `$6` `K1 + 1`; over the subquery's `tf` and `length`. PostgreSQL's
-/// `float8` operations are IEEE doubles as Rust's, so the same operations in the same
-/// order give the same bits ([`seeds`] checks every row it reads).
-fn own_score_sql(terms: usize) -> String {
-    let norm = "($4 * ((1.0::float8 - $5) + ($5 * least(x.length, 65535)::float8) / $3))";
-    let parts: Vec<String> = (1..=terms)
-        .map(|k| {
-            format!(
-                "(CASE WHEN x.tf[{k}] > 0 AND ($2::float8[])[{k}] > 0 \
-                 THEN ((($2::float8[])[{k}] * x.tf[{k}]::float8) * $6) / (x.tf[{k}]::float8 + {norm}) \
-                 ELSE 0.0::float8 END)"
-            )
-        })
-        .collect();
-    format!("(0.0::float8 + {})", parts.join(" + "))
-}
-
-/// The `cap` touched messages with the best own scores, best first, ties in the local
-/// search order ([`Msg::cmp_key`]), scored and cut on the server ([`own_score_sql`])
-/// so only they travel (`OFFSET 0` keeps the counts a column computed once per row:
-/// inlined into each term's score, they were recomputed — and the arrays detoasted —
-/// for every reference, 8.1 s instead of 1.9 s at 1M); `None` when a row's server score is not [`own_score`]'s to
-/// the bit (then the caller reads every touched message).
-fn seeds(
+/// Reads the postings of `terms` ([`KEYWORD_POSTINGS`]): every message holding one,
+/// live or deleted (a deleted one has no row in [`super::schema::MESSAGE_TERMS`]
+/// any more).
+fn read_postings(
     pool: &Pool,
     terms: &[String],
-    idfs: &[Option<f64>],
-    avg: f64,
-    cap: usize,
     err: &(dyn Fn(postgres::Error) -> ArchiveError + Sync),
-) -> Result<Option<Vec<(f64, Msg)>>, ArchiveError> {
-    let sql = format!(
-        "SELECT x.machine, x.source, x.conversation_id, x.message_id, x.created_us, x.role,
-                x.typed, x.length, x.tf, x.s
-         FROM (SELECT y.*, {score} AS s
-               FROM (SELECT {cols} AS tf FROM {MESSAGE_TERMS} m WHERE m.terms && $1::text[]
-                     OFFSET 0) y
-              ) x
-         WHERE x.s > 0
-         ORDER BY x.s DESC, x.created_us DESC, x.source, x.conversation_id, x.message_id, x.machine
-         LIMIT $7",
-        score = own_score_sql(terms.len()).replace("x.", "y."),
-        cols = msg_columns(terms.len()),
-    );
-    let idf_param: Vec<f64> = idfs
-        .iter()
-        .map(|i| i.filter(|v| *v > 0.0 && v.is_finite()).unwrap_or(0.0))
-        .collect();
-    let limit = i64::try_from(cap).unwrap_or(i64::MAX);
+) -> Result<Postings, ArchiveError> {
     let rows = pool.with_prepared(|p| {
-        let st = p.statement(&sql).map_err(err)?;
-        let mut tx = p.client.transaction().map_err(err)?;
-        tx.batch_execute(&format!(
-            "SET TRANSACTION READ ONLY; SET LOCAL work_mem = '{TOUCHED_WORK_MEM}'"
-        ))
-        .map_err(err)?;
-        let rows = tx
-            .query(
-                &st,
-                &[&terms, &idf_param, &avg, &K1, &B, &(K1 + 1.0), &limit],
-            )
+        let st = p
+            .statement(&format!(
+                "SELECT term, postings FROM {KEYWORD_POSTINGS} WHERE term = ANY($1::text[])"
+            ))
             .map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(rows)
+        p.client.query(&st, &[&terms]).map_err(err)
     })?;
-    let mut out = Vec::with_capacity(rows.len());
+    let mut out = Postings {
+        terms: terms.len(),
+        slot: HashMap::default(),
+        ids: Vec::new(),
+        lengths: Vec::new(),
+        tf: Vec::new(),
+    };
     for r in &rows {
-        let m = msg_of(r);
-        let server: f64 = r.get(9);
-        let own = own_score(&m, idfs, avg);
-        if own.to_bits() != server.to_bits() {
-            return Ok(None);
+        let term: &str = r.get(0);
+        let bytes: &[u8] = r.get(1);
+        // A term may be asked more than once: each of its places counts it.
+        let places: Vec<usize> = terms
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.as_str() == term)
+            .map(|(k, _)| k)
+            .collect();
+        for p in bytes.chunks_exact(POSTING_BYTES) {
+            let id = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
+            let n = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
+            let len = u16::from_be_bytes([p[8], p[9]]);
+            let next = out.ids.len();
+            let s = *out.slot.entry(id).or_insert(next);
+            if s == next {
+                out.ids.push(id);
+                out.lengths.push(len);
+                out.tf.extend(std::iter::repeat_n(0, terms.len()));
+            }
+            for &k in &places {
+                out.tf[s * terms.len() + k] = n;
+            }
         }
-        out.push((own, m));
     }
-    Ok(Some(out))
+    Ok(out)
+}
+
+/// Reads the messages of `ids` that the archive holds (a deleted one is missing).
+fn read_messages(
+    pool: &Pool,
+    ids: &[i64],
+    postings: &Postings,
+    err: &(dyn Fn(postgres::Error) -> ArchiveError + Sync),
+) -> Result<Vec<Msg>, ArchiveError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    pool.with_prepared(|p| {
+        let st = p
+            .statement(&format!(
+                "SELECT {MSG_COLUMNS} FROM {MESSAGE_TERMS} m WHERE m.id = ANY($1::bigint[])"
+            ))
+            .map_err(err)?;
+        let rows = p.client.query(&st, &[&ids]).map_err(err)?;
+        Ok(rows.iter().map(|r| msg_of(r, postings)).collect())
+    })
+}
+
+/// The scored postings (own score > 0, with the message id), best first as far as
+/// asked ([`Ranking::grow`]).
+struct Ranking {
+    scored: Vec<(f64, u32)>,
+    /// `scored[..ready]` are the best `ready`, every tie of the last included, sorted.
+    ready: usize,
+}
+
+impl Ranking {
+    /// Makes `scored[..ready]` hold the best `k` at least (and every posting tied with
+    /// the last of them), best first; returns the new `ready`.
+    fn grow(&mut self, k: usize) -> usize {
+        let desc = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0);
+        let from = self.ready;
+        if k <= from {
+            return from;
+        }
+        let rest = &mut self.scored[from..];
+        let want = k - from;
+        if want >= rest.len() {
+            rest.sort_unstable_by(desc);
+            self.ready = self.scored.len();
+            return self.ready;
+        }
+        rest.select_nth_unstable_by(want - 1, desc);
+        let last = rest[want - 1].0;
+        let mut end = want;
+        for i in want..rest.len() {
+            if rest[i].0.total_cmp(&last).is_eq() {
+                rest.swap(i, end);
+                end += 1;
+            }
+        }
+        rest[..end].sort_unstable_by(desc);
+        self.ready = from + end;
+        self.ready
+    }
 }
 
 /// The best `q.limit` messages for `q.terms` by BM25 with the archive's statistics,
@@ -293,6 +348,10 @@ pub type Keep<'a> = &'a (dyn Fn(
 /// other filters are: to the ranked rows, not to their neighbours nor the seeds or
 /// statistics), asked in growing batches of the ranked rows until `q.limit` are kept.
 ///
+/// The postings of the query terms are read whole ([`KEYWORD_POSTINGS`]) and scored
+/// here; the messages are read by id, best first, as far as the ranking needs them
+/// (a posting whose message is gone is skipped).
+///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read, or `keep`'s error.
 pub fn search_kept(
@@ -301,10 +360,21 @@ pub fn search_kept(
     around: Option<Neighbourhood>,
     keep: Option<Keep<'_>>,
 ) -> Result<(Vec<Found>, Statistics), ArchiveError> {
-    let stats = statistics(pool, q.terms)?;
     if q.limit == 0 || q.terms.is_empty() {
-        return Ok((Vec::new(), stats));
+        return Ok((Vec::new(), statistics(pool, q.terms)?));
     }
+    let target = pool.target().clone();
+    let err = move |e: postgres::Error| target.error("semantic-search's keyword leg", &e);
+    // The statistics and the postings side by side, each on its own connection.
+    let (stats, postings) = std::thread::scope(|s| {
+        let stats = s.spawn(|| statistics(pool, q.terms));
+        let postings = read_postings(pool, q.terms, &err);
+        let stats = stats
+            .join()
+            .unwrap_or_else(|_| Err(ArchiveError::new("the statistics' reader panicked")));
+        (stats, postings)
+    });
+    let (stats, postings) = (stats?, postings?);
     let avg = Stats {
         rows: stats.messages,
         total_length: stats.words,
@@ -316,29 +386,25 @@ pub fn search_kept(
         .iter()
         .map(|&df| (df > 0).then(|| postings::idf(stats.messages, df)))
         .collect();
-    let target = pool.target().clone();
-    let err = move |e: postgres::Error| target.error("semantic-search's keyword leg", &e);
-    let touched = || -> Result<Vec<Msg>, ArchiveError> {
-        pool.with(|c| {
-            let mut tx = c.transaction().map_err(&err)?;
-            tx.batch_execute(&format!(
-                "SET TRANSACTION READ ONLY; SET LOCAL work_mem = '{TOUCHED_WORK_MEM}'"
-            ))
-            .map_err(&err)?;
-            let rows = tx
-                .query(
-                    &format!(
-                        "SELECT {} FROM {MESSAGE_TERMS} m WHERE m.terms && $1::text[]",
-                        msg_columns(q.terms.len())
-                    ),
-                    &[&q.terms],
-                )
-                .map_err(&err)?;
-            tx.commit().map_err(&err)?;
-            Ok(rows.iter().map(msg_of).collect())
-        })
+    let n = postings.terms;
+    let mut ranking = Ranking {
+        scored: postings
+            .ids
+            .iter()
+            .enumerate()
+            .filter_map(|(s, &id)| {
+                let score = own_score(
+                    &postings.tf[s * n..(s + 1) * n],
+                    postings.lengths[s],
+                    &idfs,
+                    avg,
+                );
+                (score > 0.0).then_some((score, id))
+            })
+            .collect(),
+        ready: 0,
     };
-    let own = |m: &Msg| own_score(m, &idfs, avg);
+    let own = |m: &Msg| own_score(&m.tf, m.length, &idfs, avg);
     let accept = |m: &Msg| {
         q.role.is_none_or(|r| m.role == r)
             && (!(q.exclude_injected && q.role == Some("user")) || m.typed)
@@ -347,147 +413,302 @@ pub fn search_kept(
             && q.since_us.is_none_or(|s| m.created_us >= s)
             && q.until_us.is_none_or(|u| m.created_us < u)
     };
-    let Some(around) = around else {
-        let mut found: Vec<(f64, Msg)> = touched()?
-            .into_iter()
-            .map(|m| (own(&m), m))
-            .filter(|(s, m)| *s > 0.0 && accept(m))
-            .collect();
-        found.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp_key(&b.1)));
-        let out = cut(found, q.limit, |(_, m)| m, keep)?
-            .into_iter()
-            .map(|(score, m)| found_of(score, score, m))
-            .collect();
-        return Ok((out, stats));
+    // The live messages of the ranking's best, read as it grows until `enough` of
+    // them pass `wanted` (or every posting is read); every message tied with the last
+    // read is read too, so the local tie order can be applied. True once every
+    // posting is read.
+    let mut live: Vec<(f64, Msg)> = Vec::new();
+    let mut read = 0usize;
+    let mut fill = |enough: usize,
+                    wanted: &dyn Fn(&Msg) -> bool,
+                    live: &mut Vec<(f64, Msg)>|
+     -> Result<bool, ArchiveError> {
+        let mut k = enough.saturating_add(enough / 4).max(16);
+        loop {
+            let ready = ranking.grow(k);
+            if ready > read {
+                let ids: Vec<i64> = ranking.scored[read..ready]
+                    .iter()
+                    .map(|&(_, id)| i64::from(id))
+                    .collect();
+                for m in read_messages(pool, &ids, &postings, &err)? {
+                    live.push((own(&m), m));
+                }
+                read = ready;
+            }
+            let all = read == ranking.scored.len();
+            if all || live.iter().filter(|(_, m)| wanted(m)).count() >= enough {
+                return Ok(all);
+            }
+            k = k.saturating_mul(2);
+        }
     };
-    // Seeds: the touched messages with the best own scores (as locally).
+    let sort = |v: &mut Vec<(f64, Msg)>| {
+        v.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp_key(&b.1)));
+    };
+    let Some(around) = around else {
+        // The best accepted rows; with `keep`, more until it keeps `q.limit`.
+        let mut enough = q.limit;
+        loop {
+            let complete = fill(enough, &accept, &mut live)?;
+            let mut found: Vec<(f64, Msg)> =
+                live.iter().filter(|(_, m)| accept(m)).cloned().collect();
+            sort(&mut found);
+            let out = cut(found, q.limit, |(_, m)| m, keep)?;
+            if out.len() >= q.limit || complete {
+                let out = out
+                    .into_iter()
+                    .map(|(score, m)| found_of(score, score, m))
+                    .collect();
+                return Ok((out, stats));
+            }
+            enough = enough.saturating_mul(4);
+        }
+    };
+    // Seeds: the live messages with the best own scores (as locally).
     let cap = q
         .limit
         .saturating_mul(CONTEXT_SEEDS)
         .max(CONTEXT_SEEDS_FLOOR);
-    // The server scores and cuts; should its scores not be ours to the bit, every
-    // touched message is read and scored here.
-    let mut seeds: Vec<(f64, Msg)> = match seeds(pool, q.terms, &idfs, avg, cap, &err)? {
-        Some(seeds) => seeds,
-        None => touched()?
-            .into_iter()
-            .map(|m| (own(&m), m))
-            .filter(|(s, _)| *s > 0.0)
-            .collect(),
-    };
-    if seeds.len() > cap {
-        seeds.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp_key(&b.1)));
-        seeds.truncate(cap);
-    }
-    // Every typed message within twice the window of a seed, on each side: the seeds'
-    // neighbours and the neighbours' own neighbours.
-    let reach = i64::try_from(around.window.saturating_mul(2)).unwrap_or(i64::MAX);
-    let near: Vec<Msg> = if around.window == 0 || seeds.is_empty() {
-        Vec::new()
-    } else {
-        let (mut keys, mut created): ([Vec<&str>; 4], Vec<i64>) = Default::default();
-        for (_, m) in &seeds {
-            keys[0].push(&m.machine);
-            keys[1].push(&m.source);
-            keys[2].push(&m.conversation_id);
-            keys[3].push(&m.message_id);
-            created.push(m.created_us);
+    fill(cap, &|_| true, &mut live)?;
+    let mut seeds = live;
+    sort(&mut seeds);
+    seeds.truncate(cap);
+    let near = neighbourhoods(pool, &seeds, around.window, &postings, &err)?;
+    // Every message known (the seeds, then their neighbourhoods), once each by id,
+    // and its conversation as a number.
+    let mut rows: Vec<Msg> = Vec::with_capacity(seeds.len() + near.len());
+    let mut at: HashMap<i64, usize, foldhash::fast::FixedState> = HashMap::default();
+    for m in seeds.iter().map(|(_, m)| m.clone()).chain(near) {
+        if let std::collections::hash_map::Entry::Vacant(e) = at.entry(m.id) {
+            e.insert(rows.len());
+            rows.push(m);
         }
-        let side = |cond: &str, order: &str| {
-            format!(
-                "SELECT {}
-                 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
-                      AS s(machine, source, conversation_id, created_us, message_id),
-                 LATERAL (SELECT * FROM {MESSAGE_TERMS} n
-                          WHERE n.machine = s.machine AND n.source = s.source
-                            AND n.conversation_id = s.conversation_id AND n.typed
-                            AND ({cond})
-                          ORDER BY {order} LIMIT $7) AS m",
-                msg_columns(q.terms.len())
-            )
-        };
-        let sql = format!(
-            "{} UNION ALL {}",
-            side(
-                "n.created_us < s.created_us OR (n.created_us = s.created_us AND n.message_id > s.message_id)",
-                "n.created_us DESC, n.message_id ASC"
-            ),
-            side(
-                "n.created_us > s.created_us OR (n.created_us = s.created_us AND n.message_id < s.message_id)",
-                "n.created_us ASC, n.message_id DESC"
-            ),
-        );
-        pool.with(|c| {
-            let rows = c
-                .query(
-                    &sql,
-                    &[
-                        &q.terms, &keys[0], &keys[1], &keys[2], &created, &keys[3], &reach,
-                    ],
-                )
-                .map_err(&err)?;
-            Ok::<_, ArchiveError>(rows.iter().map(msg_of).collect())
-        })?
-    };
+    }
+    let mut convs: HashMap<(&str, &str, &str), usize, foldhash::fast::FixedState> =
+        HashMap::default();
+    let conv: Vec<usize> = rows
+        .iter()
+        .map(|m| {
+            let next = convs.len();
+            *convs
+                .entry((&m.machine, &m.source, &m.conversation_id))
+                .or_insert(next)
+        })
+        .collect();
     // Per conversation, its typed messages known, in conversation order.
-    let mut typed: HashMap<Conv, Vec<Msg>> = HashMap::new();
-    for m in near.iter().chain(seeds.iter().map(|(_, m)| m)) {
+    let mut typed: Vec<Vec<usize>> = vec![Vec::new(); convs.len()];
+    for (i, m) in rows.iter().enumerate() {
         if m.typed {
-            typed.entry(m.conv()).or_default().push(m.clone());
+            typed[conv[i]].push(i);
         }
     }
-    for list in typed.values_mut() {
-        list.sort_by(Msg::cmp_in_conv);
-        list.dedup_by(|a, b| a.cmp_in_conv(b).is_eq());
+    for list in &mut typed {
+        list.sort_by(|&a, &b| rows[a].cmp_in_conv(&rows[b]));
+        list.dedup_by(|a, b| rows[*a].cmp_in_conv(&rows[*b]).is_eq());
     }
     // A message's neighbours: the nearest `window` typed messages after it in
     // conversation order (older), nearest first, then before it (newer), as locally.
-    let neighbours = |m: &Msg| -> Vec<&Msg> {
-        let Some(list) = typed.get(&m.conv()) else {
-            return Vec::new();
-        };
-        let at = list.partition_point(|x| x.cmp_in_conv(m).is_lt());
-        let here = list.get(at).is_some_and(|x| x.cmp_in_conv(m).is_eq());
+    let neighbours = |i: usize| -> Vec<&Msg> {
+        let list = &typed[conv[i]];
+        let m = &rows[i];
+        let at = list.partition_point(|&x| rows[x].cmp_in_conv(m).is_lt());
+        let here = list
+            .get(at)
+            .is_some_and(|&x| rows[x].cmp_in_conv(m).is_eq());
         let after = if here { at + 1 } else { at };
-        let mut out: Vec<&Msg> = list[after..].iter().take(around.window).collect();
-        out.extend(list[..at].iter().rev().take(around.window));
+        let mut out: Vec<&Msg> = list[after..]
+            .iter()
+            .take(around.window)
+            .map(|&x| &rows[x])
+            .collect();
+        out.extend(
+            list[..at]
+                .iter()
+                .rev()
+                .take(around.window)
+                .map(|&x| &rows[x]),
+        );
         out
     };
+    let index_of = |m: &Msg| at.get(&m.id).copied();
     // Candidates: the seeds and their neighbours, once each.
-    let mut seen: std::collections::HashSet<(Conv, i64, String)> = std::collections::HashSet::new();
-    let mut candidates: Vec<Msg> = Vec::new();
+    let mut seen: std::collections::HashSet<(usize, i64, &str), foldhash::fast::FixedState> =
+        std::collections::HashSet::default();
+    let mut candidates: Vec<usize> = Vec::new();
     for (_, s) in &seeds {
-        let mut add = |m: &Msg| {
-            if seen.insert((m.conv(), m.created_us, m.message_id.clone())) {
-                candidates.push(m.clone());
+        let Some(si) = index_of(s) else { continue };
+        let mut add = |i: usize| {
+            let m = &rows[i];
+            if seen.insert((conv[i], m.created_us, m.message_id.as_str())) {
+                candidates.push(i);
             }
         };
-        add(s);
-        for n in neighbours(s) {
-            add(n);
+        add(si);
+        for n in neighbours(si) {
+            if let Some(ni) = index_of(n) {
+                add(ni);
+            }
         }
     }
-    let mut scored: Vec<(f64, f64, Msg)> = Vec::with_capacity(candidates.len());
-    for m in candidates {
-        if !accept(&m) {
+    let mut scored: Vec<(f64, f64, usize)> = Vec::with_capacity(candidates.len());
+    for i in candidates {
+        let m = &rows[i];
+        if !accept(m) {
             continue;
         }
-        let around_m = neighbours(&m);
-        let own_m = own(&m);
+        let around_m = neighbours(i);
+        let own_m = own(m);
         let score = match around.spread {
             Spread::Sum { weight } => own_m + weight * around_m.iter().map(|n| own(n)).sum::<f64>(),
-            Spread::Document { weight } => document_score(&m, &around_m, &idfs, weight, avg),
+            Spread::Document { weight } => document_score(m, &around_m, &idfs, weight, avg),
         };
         if score > 0.0 {
-            scored.push((score, own_m, m));
+            scored.push((score, own_m, i));
         }
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.2.cmp_key(&b.2)));
-    let out = cut(scored, q.limit, |(_, _, m)| m, keep)?
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| rows[a.2].cmp_key(&rows[b.2]))
+    });
+    let scored: Vec<(f64, f64, &Msg)> = scored
         .into_iter()
-        .map(|(score, own, m)| found_of(score, own, m))
+        .map(|(score, own, i)| (score, own, &rows[i]))
+        .collect();
+    let out = cut(scored, q.limit, |(_, _, m)| *m, keep)?
+        .into_iter()
+        .map(|(score, own, m)| found_of(score, own, m.clone()))
         .collect();
     Ok((out, stats))
+}
+
+/// Every typed message within twice `window` typed messages of a seed, on each side,
+/// in its conversation: the seeds' neighbours and the neighbours' own neighbours.
+/// Read by id (a conversation's messages have consecutive ids in conversation order,
+/// [`super::schema`]): a range of ids around each seed, in one statement; a seed whose
+/// range holds too few of them before its conversation ends (many injected messages)
+/// is looked up by conversation order instead.
+fn neighbourhoods(
+    pool: &Pool,
+    seeds: &[(f64, Msg)],
+    window: usize,
+    postings: &Postings,
+    err: &(dyn Fn(postgres::Error) -> ArchiveError + Sync),
+) -> Result<Vec<Msg>, ArchiveError> {
+    if window == 0 || seeds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let reach = window.saturating_mul(2);
+    // Enough for `reach` typed messages and one injected message between them; a seed
+    // with more is looked up by conversation order below.
+    let span = i64::try_from(reach + 1).unwrap_or(i64::MAX);
+    // Merged ranges of ids.
+    let mut ranges: Vec<(i64, i64)> = seeds
+        .iter()
+        .map(|(_, m)| (m.id.saturating_sub(span), m.id.saturating_add(span)))
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    let (los, his): (Vec<i64>, Vec<i64>) = merged.iter().copied().unzip();
+    let mut near: Vec<Msg> = pool.with_prepared(|p| {
+        let st = p
+            .statement(&format!(
+                "SELECT {MSG_COLUMNS}
+                 FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi),
+                 LATERAL (SELECT * FROM {MESSAGE_TERMS} n
+                          WHERE n.id BETWEEN r.lo AND r.hi) AS m"
+            ))
+            .map_err(err)?;
+        let rows = p.client.query(&st, &[&los, &his]).map_err(err)?;
+        Ok::<_, ArchiveError>(rows.iter().map(|r| msg_of(r, postings)).collect())
+    })?;
+    // Seeds whose range does not reach `reach` typed messages, or the end of their
+    // conversation, on a side.
+    let by_id: HashMap<i64, &Msg> = near.iter().map(|m| (m.id, m)).collect();
+    let covered = |id: i64| {
+        let at = merged.partition_point(|r| r.1 < id);
+        merged.get(at).is_some_and(|r| r.0 <= id && id <= r.1)
+    };
+    let short: Vec<&Msg> = seeds
+        .iter()
+        .map(|(_, m)| m)
+        .filter(|s| {
+            [-1i64, 1].iter().any(|&step| {
+                let mut found = 0;
+                let mut id = s.id;
+                loop {
+                    id += step;
+                    if !covered(id) {
+                        return true;
+                    }
+                    match by_id.get(&id) {
+                        Some(m) if m.same_conv(s) => {
+                            if m.typed {
+                                found += 1;
+                                if found >= reach {
+                                    return false;
+                                }
+                            }
+                        }
+                        // The conversation's end: its ids are consecutive.
+                        _ => return false,
+                    }
+                }
+            })
+        })
+        .collect();
+    if short.is_empty() {
+        return Ok(near);
+    }
+    let (mut keys, mut created): ([Vec<&str>; 4], Vec<i64>) = Default::default();
+    for m in &short {
+        keys[0].push(&m.machine);
+        keys[1].push(&m.source);
+        keys[2].push(&m.conversation_id);
+        keys[3].push(&m.message_id);
+        created.push(m.created_us);
+    }
+    let reach = i64::try_from(reach).unwrap_or(i64::MAX);
+    let side = |cond: &str, order: &str| {
+        format!(
+            "SELECT {MSG_COLUMNS}
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+                  AS s(machine, source, conversation_id, created_us, message_id),
+             LATERAL (SELECT * FROM {MESSAGE_TERMS} n
+                      WHERE n.machine = s.machine AND n.source = s.source
+                        AND n.conversation_id = s.conversation_id AND n.typed
+                        AND ({cond})
+                      ORDER BY {order} LIMIT $6) AS m"
+        )
+    };
+    let sql = format!(
+        "{} UNION ALL {}",
+        side(
+            "n.created_us < s.created_us OR (n.created_us = s.created_us AND n.message_id > s.message_id)",
+            "n.created_us DESC, n.message_id ASC"
+        ),
+        side(
+            "n.created_us > s.created_us OR (n.created_us = s.created_us AND n.message_id < s.message_id)",
+            "n.created_us ASC, n.message_id DESC"
+        ),
+    );
+    let more: Vec<Msg> = pool.with(|c| {
+        let rows = c
+            .query(
+                &sql,
+                &[&keys[0], &keys[1], &keys[2], &created, &keys[3], &reach],
+            )
+            .map_err(err)?;
+        Ok::<_, ArchiveError>(rows.iter().map(|r| msg_of(r, postings)).collect())
+    })?;
+    near.extend(more);
+    Ok(near)
 }
 
 /// The first `limit` of `ranked` (best first) that `keep` keeps, asked in batches
@@ -543,14 +764,15 @@ fn found_of(score: f64, own: f64, m: Msg) -> Found {
     }
 }
 
-/// A message's own BM25: its terms' [`postings::term_score`]s summed in query order
-/// (the local accumulation order).
-fn own_score(m: &Msg, idfs: &[Option<f64>], avg: f64) -> f64 {
+/// A message's own BM25 (its counts `tf` of the query terms, its `length`): its
+/// terms' [`postings::term_score`]s summed in query order (the local accumulation
+/// order).
+fn own_score(tf: &[u32], length: u16, idfs: &[Option<f64>], avg: f64) -> f64 {
     let mut score = 0.0;
-    for (idf, &tf) in idfs.iter().zip(&m.tf) {
+    for (idf, &tf) in idfs.iter().zip(tf) {
         if let Some(idf) = idf {
             if tf > 0 && *idf > 0.0 && idf.is_finite() {
-                score += postings::term_score(*idf, tf, m.length, avg);
+                score += postings::term_score(*idf, tf, length, avg);
             }
         }
     }

@@ -44,7 +44,12 @@
 //!   and totals as signed deltas (a rewritten or pruned conversation's taken back by
 //!   the statement that deletes its terms), so the archive's statistics are always
 //!   those of the rows it holds; the push ends by folding the deltas
-//!   ([`super::schema::COMPACT_DELTAS`]). See [`super::keyword`].
+//!   ([`super::schema::COMPACT_DELTAS`]). See [`super::keyword`]. Since schema
+//!   version 8 each message also gets an id (a block of
+//!   [`super::schema::MESSAGE_IDS`] reserved per batch, consecutive in each
+//!   conversation's local row order) and the batch writes its postings, one row per
+//!   term ([`super::schema::KEYWORD_POSTINGS`]); a deleted message's postings stay
+//!   (searches skip ids that have no row).
 //! - **Memories' terms** (schema version 6): each memory sent goes with its row of
 //!   [`MEMORY_TERMS`] — its local position and sequence, and its terms under the
 //!   memories store's two FTS5 tokenizers, cut from the text sent
@@ -62,8 +67,8 @@ use postgres::types::{ToSql, Type};
 use super::machine::Machine;
 use super::meaning::HalfVec;
 use super::schema::{
-    RegisteredModel, KEYWORD_DELTAS, KEYWORD_TOTALS, MEMORY_COLUMNS, MEMORY_TERMS, MESSAGE_COLUMNS,
-    MESSAGE_TERMS, SCHEMA,
+    RegisteredModel, KEYWORD_DELTAS, KEYWORD_POSTINGS, KEYWORD_TOTALS, MEMORY_COLUMNS,
+    MEMORY_TERMS, MESSAGE_COLUMNS, MESSAGE_IDS, MESSAGE_TERMS, SCHEMA,
 };
 use super::{Archive, ArchiveError};
 use crate::stores::conversations::embeddings::{ConversationUnits, Embeddings};
@@ -1081,6 +1086,7 @@ fn flush(
         .unzip();
     // Folded before the transaction opens: it stays short.
     let folded: Vec<String> = batch.rows.iter().map(|r| folded(&r.content)).collect();
+    let first_id = reserve_ids(client, batch.rows.len()).map_err(err)?;
     let mut tx = client.transaction().map_err(err)?;
     delete_conversations(&mut tx, &machine.id, &sources, &ids, sender.tables).map_err(err)?;
     {
@@ -1098,7 +1104,7 @@ fn flush(
         }
         w.finish().map_err(err)?;
     }
-    send_terms(&mut tx, machine, &batch.rows, &folded).map_err(err)?;
+    send_terms(&mut tx, machine, &batch.rows, &folded, first_id).map_err(err)?;
     let counts: Vec<i32> = batch
         .conversations
         .iter()
@@ -1234,18 +1240,53 @@ fn type_of(sql: &str) -> Type {
     }
 }
 
+/// Reserves `n` consecutive ids of [`MESSAGE_IDS`] and returns the first: one
+/// statement (its own transaction) under a transaction advisory lock, so two pushes'
+/// blocks never interleave and the lock is never held past it.
+fn reserve_ids(client: &mut postgres::Client, n: usize) -> Result<i64, postgres::Error> {
+    let n = i64::try_from(n.max(1)).unwrap_or(i64::MAX);
+    let row = client.query_one(
+        &format!(
+            "SELECT setval('{MESSAGE_IDS}', nextval('{MESSAGE_IDS}') + $1 - 1) - $1 + 1
+             FROM (SELECT pg_advisory_xact_lock(hashtext('skills_archive message_ids')) OFFSET 0) l"
+        ),
+        &[&n],
+    )?;
+    Ok(row.get(0))
+}
+
 /// Copies the keyword leg's row of each of `rows` ([`MESSAGE_TERMS`]: its terms cut
-/// from its folded content `folded`, as the local index posts them) and appends the
-/// batch's document frequencies and totals as deltas ([`super::schema`]).
+/// from its folded content `folded`, as the local index posts them, and its id: from
+/// `first_id` on, consecutive in each conversation's local row order), the batch's
+/// postings ([`KEYWORD_POSTINGS`], one row per term), and appends the batch's
+/// document frequencies and totals as deltas ([`super::schema`]).
 fn send_terms(
     tx: &mut postgres::Transaction<'_>,
     machine: &Machine,
     rows: &[LocalRow],
     folded: &[String],
+    first_id: i64,
 ) -> Result<(), postgres::Error> {
+    // Ids in the local row order of each conversation (newest first, then
+    // `message_id`); a batch holds whole conversations.
+    let key = |i: usize| {
+        let r = &rows[i];
+        (
+            r.text[0].as_deref().unwrap_or(""),
+            r.text[3].as_deref().unwrap_or(""),
+            std::cmp::Reverse(r.times[0].unwrap_or(0)),
+            storable(r.text[6].as_deref().unwrap_or("")),
+        )
+    };
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| key(a).cmp(&key(b)));
+    let mut ids = vec![0i64; rows.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        ids[i] = first_id + i64::try_from(rank).unwrap_or(i64::MAX);
+    }
     let sink = tx.copy_in(&format!(
         "COPY {MESSAGE_TERMS} (machine, source, conversation_id, message_id, created_us, \
-         role, typed, length, terms, counts) FROM STDIN (FORMAT binary)"
+         role, typed, length, terms, counts, id) FROM STDIN (FORMAT binary)"
     ))?;
     let types = [
         Type::TEXT,
@@ -1258,14 +1299,17 @@ fn send_terms(
         Type::INT8,
         Type::TEXT_ARRAY,
         Type::INT4_ARRAY,
+        Type::INT8,
     ];
     let mut w = BinaryCopyInWriter::new(sink, &types);
     let mut cut = crate::search::postings::RowTerms::default();
     let mut df: HashMap<String, i64> = HashMap::new();
     let mut words = 0i64;
-    for (r, text) in rows.iter().zip(folded) {
+    let mut cuts: Vec<(i64, Vec<(String, u32)>)> = Vec::with_capacity(rows.len());
+    for ((r, text), &id) in rows.iter().zip(folded).zip(&ids) {
         let (len, terms) = cut.of(text);
         let len = i64::try_from(len).unwrap_or(i64::MAX);
+        cuts.push((len, terms.clone()));
         words = words.saturating_add(len);
         let text = |i: usize| storable(r.text[i].as_deref().unwrap_or("")).into_owned();
         let (source, conversation, message, role) = (text(0), text(3), text(6), text(8));
@@ -1279,7 +1323,7 @@ fn send_terms(
         for t in &terms {
             *df.entry(t.clone()).or_insert(0) += 1;
         }
-        let values: [&(dyn ToSql + Sync); 10] = [
+        let values: [&(dyn ToSql + Sync); 11] = [
             &machine.id,
             &source,
             &conversation,
@@ -1290,7 +1334,32 @@ fn send_terms(
             &len,
             &terms,
             &counts,
+            &id,
         ];
+        w.write(&values)?;
+    }
+    w.finish()?;
+    // The postings, in ascending id per term.
+    let mut postings: HashMap<&str, Vec<u8>> = HashMap::new();
+    for &i in &order {
+        let id = u32::try_from(ids[i]).unwrap_or(u32::MAX);
+        let (len, terms) = &cuts[i];
+        let len = u16::try_from(*len).unwrap_or(u16::MAX);
+        for (t, n) in terms {
+            let p = postings.entry(t.as_str()).or_default();
+            p.extend_from_slice(&id.to_be_bytes());
+            p.extend_from_slice(&n.to_be_bytes());
+            p.extend_from_slice(&len.to_be_bytes());
+        }
+    }
+    let mut postings: Vec<(&str, Vec<u8>)> = postings.into_iter().collect();
+    postings.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let sink = tx.copy_in(&format!(
+        "COPY {KEYWORD_POSTINGS} (term, postings) FROM STDIN (FORMAT binary)"
+    ))?;
+    let mut w = BinaryCopyInWriter::new(sink, &[Type::TEXT, Type::BYTEA]);
+    for (t, p) in &postings {
+        let values: [&(dyn ToSql + Sync); 2] = [t, p];
         w.write(&values)?;
     }
     w.finish()?;

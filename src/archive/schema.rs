@@ -82,6 +82,17 @@
 //!   only: a skill whose `reads` names the memories runs as that role, one that names
 //!   the conversations as [`SQL_ROLE`], so neither reads the other's store on the
 //!   archive, as locally.
+//! - Version 8, postings for the keyword leg ([`KEYWORD_POSTINGS`]): every row of
+//!   [`MESSAGE_TERMS`] gets a dense `id` ([`MESSAGE_IDS`], reserved by push in blocks,
+//!   so a conversation's messages have consecutive ids in the local row order: newest
+//!   first, then `message_id`), and per term and push batch one row holds the term's
+//!   postings in that batch packed in a `bytea` ([`POSTING_BYTES`] bytes each: `id`
+//!   u32, `count` u32, `length` u16, big-endian, ascending `id`), stored uncompressed
+//!   (`STORAGE EXTERNAL`). A rewritten or pruned conversation's postings stay: a
+//!   search checks every posting it ranks against the rows [`MESSAGE_TERMS`] holds (a
+//!   missing `id` is a deleted row); the statistics are the deltas', as before. The
+//!   migration numbers the rows already held and writes their postings (one row per
+//!   term).
 
 use postgres::Transaction;
 
@@ -91,7 +102,7 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 7;
+pub const VERSION: i32 = 8;
 
 /// `gin_pending_list_limit` of the trigram index, in kB: the pending list a push
 /// fills before the inserting backend merges it into the index, and that a search
@@ -142,6 +153,16 @@ pub const VECTOR_MODELS: &str = "skills_archive.vector_models";
 
 /// Per message: its BM25 length and stemmed terms with counts (version 5).
 pub const MESSAGE_TERMS: &str = "skills_archive.message_terms";
+
+/// Per term and push batch: the postings of the term's messages (version 8, see the
+/// module docs).
+pub const KEYWORD_POSTINGS: &str = "skills_archive.keyword_postings";
+
+/// The sequence of [`MESSAGE_TERMS`]' `id`s (version 8).
+pub const MESSAGE_IDS: &str = "skills_archive.message_ids";
+
+/// Bytes of one posting in [`KEYWORD_POSTINGS`]: `id` u32, `count` u32, `length` u16.
+pub const POSTING_BYTES: usize = 10;
 
 /// Signed document-frequency deltas per term (version 5): a term's df is their sum.
 pub const KEYWORD_DELTAS: &str = "skills_archive.keyword_deltas";
@@ -537,6 +558,11 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
         tx.batch_execute(&version_7())
             .map_err(err("creating the sql skills' memories view (version 7)"))?;
     }
+    if from < 8 {
+        tx.batch_execute(&version_8()).map_err(err(
+            "numbering the messages and writing their postings (version 8)",
+        ))?;
+    }
     if vectors {
         for m in models {
             match register_model(&mut tx, m) {
@@ -842,6 +868,42 @@ fn version_7() -> String {
     )
 }
 
+/// Version 8: [`MESSAGE_IDS`], [`MESSAGE_TERMS`]' `id` and [`KEYWORD_POSTINGS`] (see
+/// the module docs). The rows already held are numbered in (machine, source,
+/// conversation, local row order) and their postings written, one row per term.
+fn version_8() -> String {
+    // A u32 and a u16 as big-endian bytes (PostgreSQL's `int4send`/`int8send` are
+    // big-endian).
+    let u32_of = |x: &str| format!("substring(int8send(({x})::bigint) FROM 5 FOR 4)");
+    let u16_of = |x: &str| format!("substring(int4send(least({x}, 65535)::integer) FROM 3 FOR 2)");
+    format!(
+        "CREATE SEQUENCE {MESSAGE_IDS} AS bigint MINVALUE 1 MAXVALUE 4294967295;
+ALTER TABLE {MESSAGE_TERMS} ADD COLUMN id bigint;
+UPDATE {MESSAGE_TERMS} m SET id = o.n
+FROM (SELECT ctid AS row, row_number() OVER (ORDER BY machine, source, conversation_id,
+                                                     created_us DESC, message_id) AS n
+      FROM {MESSAGE_TERMS}) o
+WHERE m.ctid = o.row;
+SELECT setval('{MESSAGE_IDS}', coalesce((SELECT max(id) FROM {MESSAGE_TERMS}), 0) + 1, false);
+ALTER TABLE {MESSAGE_TERMS} ALTER COLUMN id SET NOT NULL;
+CREATE UNIQUE INDEX message_terms_id ON {MESSAGE_TERMS} (id);
+CREATE TABLE {KEYWORD_POSTINGS} (
+    term text COLLATE \"C\" NOT NULL,
+    postings bytea NOT NULL
+);
+ALTER TABLE {KEYWORD_POSTINGS} ALTER COLUMN postings SET STORAGE EXTERNAL;
+INSERT INTO {KEYWORD_POSTINGS} (term, postings)
+SELECT t.term, string_agg({id} || {count} || {length}, ''::bytea ORDER BY m.id)
+FROM {MESSAGE_TERMS} m, unnest(m.terms, m.counts) AS t(term, n)
+GROUP BY t.term;
+CREATE INDEX keyword_postings_term ON {KEYWORD_POSTINGS} (term);
+",
+        id = u32_of("m.id"),
+        count = u32_of("t.n"),
+        length = u16_of("m.length"),
+    )
+}
+
 /// Creates [`SQL_ROLE`] and [`SQL_MEMORIES_ROLE`] when the cluster has none, grants
 /// each its one view, and makes the migrating role a member of both. Another
 /// database's migration may create the roles at the same moment: a clash is retried
@@ -1019,7 +1081,8 @@ GRANT USAGE ON SCHEMA {SCHEMA} TO {writer};
 GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
 GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
       {SCHEMA}.machines, {SCHEMA}.memories, {MESSAGE_TERMS}, {KEYWORD_DELTAS},
-      {KEYWORD_TOTALS}, {MEMORY_TERMS} TO {writer};
+      {KEYWORD_TOTALS}, {MEMORY_TERMS}, {KEYWORD_POSTINGS} TO {writer};
+GRANT USAGE, UPDATE ON SEQUENCE {MESSAGE_IDS} TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
 GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};
 GRANT {SQL_ROLE}, {SQL_MEMORIES_ROLE} TO {writer};

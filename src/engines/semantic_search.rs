@@ -883,7 +883,7 @@ fn literal_leg(
 
 /// Terms of a query the keyword leg scores: [`words::query_terms`], at most
 /// [`KEYWORD_WORDS`] of them.
-fn query_terms(query: &str) -> Vec<String> {
+pub fn query_terms(query: &str) -> Vec<String> {
     words::query_terms(query, KEYWORD_WORDS)
 }
 
