@@ -273,6 +273,19 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
         skills::archive::schema::VERSION,
         "{m}"
     );
+    // Roles granted before the upgrade are told to take the printed lines again.
+    let regrant = |m: &Value| {
+        m["migration"]["notes"].as_array().unwrap().iter().any(|n| {
+            n.as_str()
+                .unwrap()
+                .contains("needs the lines below run again")
+        })
+    };
+    assert!(regrant(&m), "{m}");
+    assert!(
+        m["grants"].as_str().unwrap().contains("keyword_postings"),
+        "{m}"
+    );
     assert_eq!(
         m["migration"]["trigram_partitions_set"].as_u64().unwrap(),
         options.len() as u64,
@@ -287,6 +300,10 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
     assert!(ok);
     let m: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(m["migration"]["trigram_partitions_set"], 0, "{m}");
+    assert!(
+        !regrant(&m),
+        "nothing upgraded, nothing to grant again: {m}"
+    );
 
     // Appended rows after the upgrade: sent, merged, found.
     common::store_messages(

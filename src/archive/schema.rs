@@ -563,6 +563,13 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
             "numbering the messages and writing their postings (version 8)",
         ))?;
     }
+    if (1..VERSION).contains(&from) {
+        // GRANT … ON ALL TABLES covers the tables that existed when it ran: roles given
+        // an older version's lines lack what later versions added.
+        out.notes.push(format!(
+            "upgraded from schema version {from}: a reading or pushing role given the GRANT              lines of an older version needs the lines below run again (version 7 added the              role {SQL_MEMORIES_ROLE} readers are made members of; version 8 the table              {KEYWORD_POSTINGS} and the sequence {MESSAGE_IDS} a push writes)"
+        ));
+    }
     if vectors {
         for m in models {
             match register_model(&mut tx, m) {
