@@ -378,7 +378,7 @@ fn browse() -> Result<()> {
         runtime.block_on(memories::page(&pages, &none, false))
     })?;
     time("`/memories/<id>`", &|| {
-        runtime.block_on(memory::page(&pages, &memory, false))
+        runtime.block_on(memory::page(&pages, &memory, None, false))
     })?;
     println!(
         "## Browse pages, server side, skill calls included ({messages} messages, {memories} memories)\n"
