@@ -166,6 +166,14 @@ pub enum EngineError {
     Unavailable(String),
 }
 
+/// A failed statement or connection of the team archive, as a failed query: its text
+/// names the archive (never its password) and what failed.
+impl From<crate::archive::ArchiveError> for EngineError {
+    fn from(e: crate::archive::ArchiveError) -> Self {
+        Self::Query(e.to_string())
+    }
+}
+
 /// What engines read: the stores, the clock and the embedding model.
 ///
 /// One context is shared by every call of a host; [`Context::scoped`] gives each call

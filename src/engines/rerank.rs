@@ -301,7 +301,6 @@ fn resolve_archive(
     items: &[Item],
     mut texts: Vec<Option<String>>,
 ) -> Result<Resolved, EngineError> {
-    let archive_err = |e: crate::archive::ArchiveError| EngineError::Query(e.to_string());
     let mut copies = vec![None; items.len()];
     let ids: Vec<(usize, &str)> = items
         .iter()
@@ -315,7 +314,7 @@ fn resolve_archive(
         ctx.may_read(Store::Memories)?;
         ctx.cancel().check().map_err(EngineError::Stopped)?;
         let wanted: Vec<&str> = ids.iter().map(|(_, id)| *id).collect();
-        let found = crate::archive::lookup::memories(pool, &wanted).map_err(archive_err)?;
+        let found = crate::archive::lookup::memories(pool, &wanted)?;
         for (i, id) in ids {
             let m = found.get(id).ok_or_else(|| no_memory(i, id))?;
             texts[i] = Some(format!("{}\n{}", m.title, m.body));
@@ -327,7 +326,7 @@ fn resolve_archive(
         ctx.may_read(Store::Conversations)?;
         ctx.cancel().check().map_err(EngineError::Stopped)?;
         let wanted: Vec<[&str; 3]> = keys.iter().map(|(_, k)| *k).collect();
-        let found = crate::archive::lookup::messages(pool, &wanted).map_err(archive_err)?;
+        let found = crate::archive::lookup::messages(pool, &wanted)?;
         for (i, k) in keys {
             let m = found
                 .get(&k.map(str::to_owned))

@@ -38,7 +38,6 @@ use crate::archive::meaning::{self, HalfVec, HALF_SLACK};
 use crate::archive::memo::{self, MemoRow, Totals};
 use crate::archive::schema::RegisteredModel;
 use crate::archive::search::Pool;
-use crate::archive::ArchiveError;
 use crate::engines::{Context, EngineError};
 use crate::search::bm25::FtsIndex;
 use crate::search::filter_columns::RowMeta;
@@ -50,10 +49,6 @@ use crate::stores::memories::{json_list, Parts, SearchIndex};
 /// memory's score may be and still be read by the vec leg: far above the rounding
 /// between the sums here and the local leg's `f32` scores.
 const RANK_SLACK: f64 = 1e-3;
-
-fn query_err(e: ArchiveError) -> EngineError {
-    EngineError::Query(e.to_string())
-}
 
 /// Answers `req` from `pool` (see the module docs).
 pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, EngineError> {
@@ -80,8 +75,8 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         Mode::Hybrid | Mode::Bm25 | Mode::Exact | Mode::Fuzzy => Some(Table::Plain),
         Mode::Vec => None,
     };
-    let totals = memo::totals(pool).map_err(query_err)?;
-    let all_links = memo::supersede_links(pool).map_err(query_err)?;
+    let totals = memo::totals(pool)?;
+    let all_links = memo::supersede_links(pool)?;
     if table.is_some() && totals.rows < totals.memories {
         notes.push(format!(
             "{} of the archive's {} memories have no terms (pushed before schema version 6): \
@@ -97,7 +92,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     if let Some(table) = table {
         searched = match (req.mode, table) {
             (Mode::Fuzzy, _) => {
-                vocab = memo::vocabulary(pool).map_err(query_err)?;
+                vocab = memo::vocabulary(pool)?;
                 let v = Vocabulary::new(vocab.clone());
                 fuzzy_groups(&v, &parsed.tokens, &req.stop)
                     .0
@@ -116,11 +111,11 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         // `exact` ranks the memories holding every word only; the others count in the
         // words' document frequencies, read as counts.
         let found = if req.mode == Mode::Exact {
-            let dfs = memo::doc_freqs(pool, table, &searched).map_err(query_err)?;
+            let dfs = memo::doc_freqs(pool, table, &searched)?;
             freqs = Some(dfs);
-            memo::with_all_terms(pool, table, &searched, bodies).map_err(query_err)?
+            memo::with_all_terms(pool, table, &searched, bodies)?
         } else {
-            memo::with_terms(pool, table, &searched, bodies).map_err(query_err)?
+            memo::with_terms(pool, table, &searched, bodies)?
         };
         let sequences: Vec<(String, String)> =
             if req.mode == Mode::Hybrid && parsed.tuning.context.is_some() {
@@ -134,7 +129,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             };
         rows.add(found);
         stopped(req)?;
-        rows.add(memo::in_sequences(pool, table, &sequences, bodies).map_err(query_err)?);
+        rows.add(memo::in_sequences(pool, table, &sequences, bodies)?);
     }
     stopped(req)?;
     // The vec leg: the model the query is embedded with, when the archive holds it.
@@ -142,13 +137,13 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
     if matches!(req.mode, Mode::Vec | Mode::Hybrid) {
         match &embedder {
             Ok(e) => {
-                let models = meaning::models(pool).map_err(query_err)?;
+                let models = meaning::models(pool)?;
                 let held = models
                     .iter()
                     .find(|m| m.model.model == e.name() && m.model.dim as usize == e.dim());
                 match held {
                     Some(m) => {
-                        let (with, all) = memo::vector_coverage(pool, m).map_err(query_err)?;
+                        let (with, all) = memo::vector_coverage(pool, m)?;
                         notes.push(format!(
                             "the query was embedded with `{}`; {} of the archive's {all} \
                              memories have no vector of it{}",
@@ -271,7 +266,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
                 )
             })
             .collect();
-        let read = memo::bodies(pool, &keys).map_err(query_err)?;
+        let read = memo::bodies(pool, &keys)?;
         let rowid: HashMap<(&str, &str), i64> = at
             .iter()
             .map(|&i| {
@@ -347,7 +342,7 @@ fn nearest(
     let mut k = n.saturating_mul(2).saturating_add(32);
     let (got, nth) = loop {
         stopped(req)?;
-        let got = memo::nearest(pool, model, &half, k).map_err(query_err)?;
+        let got = memo::nearest(pool, model, &half, k)?;
         let complete = got.len() < k;
         let last_half = got.last().map_or(f64::NEG_INFINITY, |g| g.3);
         if filtered {
@@ -356,7 +351,7 @@ fn nearest(
                 .map(|g| (g.0.clone(), g.1.clone()))
                 .filter(|key| !read.contains_key(key))
                 .collect();
-            for r in memo::rows_of(pool, table, &missing, bodies).map_err(query_err)? {
+            for r in memo::rows_of(pool, table, &missing, bodies)? {
                 read.insert((r.machine.clone(), r.id.clone()), r);
             }
         }
@@ -382,7 +377,7 @@ fn nearest(
     // the rounding between this sum and the local leg's) is not among the leg's `n`
     // best, so its row is not read. Long memories are scored from their chunks.
     let floor = nth.map_or(f64::NEG_INFINITY, |s| s - RANK_SLACK * norm);
-    let long = memo::long_vectors(pool, model).map_err(query_err)?;
+    let long = memo::long_vectors(pool, model)?;
     let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
     for (machine, id, v, _) in got {
         if dot(&v) >= floor {
@@ -404,7 +399,7 @@ fn nearest(
         .filter(|key| !read.contains_key(*key))
         .cloned()
         .collect();
-    for r in memo::rows_of(pool, table, &missing, bodies).map_err(query_err)? {
+    for r in memo::rows_of(pool, table, &missing, bodies)? {
         read.insert((r.machine.clone(), r.id.clone()), r);
     }
     for (key, chunks) in vectors {

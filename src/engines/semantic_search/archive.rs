@@ -42,11 +42,10 @@ pub(super) struct Call<'a> {
 /// Answers `call` from `pool`.
 pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value, EngineError> {
     ctx.may_read(crate::stores::Store::Conversations)?;
-    let query_err = |e: crate::archive::ArchiveError| EngineError::Query(e.to_string());
     let embedder = ctx
         .embedder()
         .map_err(|e| EngineError::Unavailable(format!("embedding unavailable: {e}")))?;
-    let models = meaning::models(pool).map_err(query_err)?;
+    let models = meaning::models(pool)?;
     let Some(model) = models
         .iter()
         .find(|m| m.model.model == embedder.name() && m.model.dim as usize == embedder.dim())
@@ -68,7 +67,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
             "a machine with this model runs `skills archive migrate` then `skills archive push`"
         )));
     };
-    let coverage = meaning::coverage(pool, model).map_err(query_err)?;
+    let coverage = meaning::coverage(pool, model)?;
     let q = embedder.embed_query(call.query);
     let tuning = super::tuning(embedder.is_deep());
     // Semantic mode ranks the units alone: its first `limit` are the exact ranking's.
@@ -125,7 +124,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
             });
             (semantic, keyword, literal)
         });
-    let (units, ran, found_messages) = semantic.map_err(query_err)?;
+    let (units, ran, found_messages) = semantic?;
     ctx.cancel().check().map_err(EngineError::Stopped)?;
     // Per machine: its messages as the local engine's texts, its label and user.
     let mut texts: HashMap<String, Texts> = HashMap::new();
@@ -226,7 +225,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
             call.limit,
         );
         if let Some(e) = failed.into_inner() {
-            return Err(query_err(e));
+            return Err(EngineError::from(e));
         }
         for (m, key) in found.into_inner() {
             machine_of.entry(key).or_insert(m);
@@ -244,7 +243,7 @@ pub(super) fn call(ctx: &Context, pool: &Pool, call: &Call<'_>) -> Result<Value,
             .filter(|m| !who.contains_key(*m))
             .cloned()
             .collect();
-        for (m, label, user) in machines(pool, &missing).map_err(query_err)? {
+        for (m, label, user) in machines(pool, &missing)? {
             who.insert(m, (label, user));
         }
     }
@@ -407,8 +406,7 @@ fn literal_leg(
         user: call.whose.user,
         limit: i64::try_from(fetch).unwrap_or(2000),
     };
-    let rows =
-        crate::archive::search::search(pool, &q).map_err(|e| EngineError::Query(e.to_string()))?;
+    let rows = crate::archive::search::search(pool, &q)?;
     let mut out = Vec::new();
     for r in rows {
         let text = |k: &str| r[k].as_str().unwrap_or("").to_owned();
