@@ -96,8 +96,8 @@ fn serve_lets_go_of_the_store_as_soon_as_a_writer_wants_it() {
             .stderr(Stdio::null()),
     );
     session.initialize(1);
-    let call = |session: &mut StdioSession, id: u64, term: &str| -> String {
-        session.call_tool(id, "search_conversations", json!({"term": term}));
+    let answer = |session: &mut StdioSession, id: u64, tool: &str, args: Value| -> String {
+        session.call_tool(id, tool, args);
         let answer = session.next();
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["result"]["isError"], false, "{answer}");
@@ -106,17 +106,13 @@ fn serve_lets_go_of_the_store_as_soon_as_a_writer_wants_it() {
             .unwrap()
             .to_owned()
     };
+    let call = |session: &mut StdioSession, id: u64, term: &str| -> String {
+        answer(session, id, "search_conversations", json!({"term": term}))
+    };
     // A `sql` skill's call too: its connections (and the statements they prepared)
     // are kept with the attachment between calls, and must go with it.
     let listed = |session: &mut StdioSession, id: u64| -> String {
-        session.call_tool(id, "list_conversations", json!({}));
-        let answer = session.next();
-        assert_eq!(answer["id"], id, "{answer}");
-        assert_eq!(answer["result"]["isError"], false, "{answer}");
-        answer["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        answer(session, id, "list_conversations", json!({}))
     };
     let writer_lock = db.with_extension("index").join("LOCK");
     for id in 2..5 {
