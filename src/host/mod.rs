@@ -85,7 +85,8 @@ pub struct CallOutput {
     pub args: Value,
     /// The engine's structured output.
     pub data: Value,
-    /// `data` rendered through the skill's template (markdown).
+    /// `data` rendered through the skill's template (markdown); empty when the caller
+    /// asked for the data alone ([`Text::Skipped`]).
     pub text: String,
     /// Secrets replaced in `data` (also recorded there as `redacted` when > 0) and in
     /// `text` by [`crate::redact`]; 0 when none, or the skill opts out.
@@ -96,6 +97,18 @@ pub struct CallOutput {
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+/// Whether a call renders its skill's text template ([`Host::call_with_text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Text {
+    /// Render it: [`CallOutput::text`] holds the markdown (every entry point that
+    /// shows text: MCP, the CLI, result pages, JSON twins).
+    Rendered,
+    /// Skip it: [`CallOutput::text`] is empty. For callers that read `data` alone —
+    /// a composed skill's sources, the browse pages' HTML — rendering (and scanning
+    /// for secrets) text nobody reads is wasted work.
+    Skipped,
 }
 
 /// Why a call failed.
@@ -500,6 +513,22 @@ impl Host {
         args: Value,
         cancel: &Cancel,
     ) -> Result<CallOutput, CallError> {
+        self.call_with_text(name, args, cancel, Text::Rendered)
+    }
+
+    /// [`Host::call_with`], rendering the skill's text template only when `text` is
+    /// [`Text::Rendered`] (else [`CallOutput::text`] is empty and
+    /// [`CallOutput::redacted`] counts the secrets replaced in `data` alone).
+    ///
+    /// # Errors
+    /// As [`Host::call_with`].
+    pub fn call_with_text(
+        &self,
+        name: &str,
+        args: Value,
+        cancel: &Cancel,
+        text: Text,
+    ) -> Result<CallOutput, CallError> {
         let source = self.get(name).map_or(self.timeout.1, |skill| {
             let (deadline, source) = self.deadline_of(skill);
             if let Some(d) = deadline {
@@ -508,7 +537,7 @@ impl Host {
             source
         });
         let skill = self.get(name).map_or(name, Skill::name).to_owned();
-        let result = self.call_at(name, args, 0, cancel);
+        let result = self.call_at(name, args, 0, cancel, text);
         // A call that stopped answers with why, whatever the engine made of the
         // interruption (a DuckDB error, an early return with fewer rows).
         match cancel.stopped() {
@@ -522,14 +551,15 @@ impl Host {
     }
 
     /// [`Host::call`] at nesting `depth` (0: a caller outside the host; composed
-    /// skills call their sources at `depth + 1`), all under the outermost call's
-    /// `cancel`.
+    /// skills call their sources at `depth + 1`, data alone), all under the outermost
+    /// call's `cancel`; the text template rendered as `text` says.
     fn call_at(
         &self,
         name: &str,
         args: Value,
         depth: usize,
         cancel: &Cancel,
+        text: Text,
     ) -> Result<CallOutput, CallError> {
         let skill = self.get(name).ok_or_else(|| CallError::UnknownSkill {
             name: name.to_owned(),
@@ -591,20 +621,25 @@ impl Host {
                 map.insert("redacted".into(), Value::from(redacted));
             }
         }
-        let mut text =
-            render::render(&self.env, &skill.template, &data, &args).map_err(|source| {
-                CallError::Render {
-                    skill: skill.name().to_owned(),
-                    source,
+        let text =
+            match text {
+                Text::Skipped => String::new(),
+                Text::Rendered => {
+                    let mut text = render::render(&self.env, &skill.template, &data, &args)
+                        .map_err(|source| CallError::Render {
+                            skill: skill.name().to_owned(),
+                            source,
+                        })?;
+                    if let Some(r) = redactor {
+                        let out = r.redact(&text);
+                        if out.count > 0 {
+                            redacted += out.count;
+                            text = out.text.into_owned();
+                        }
+                    }
+                    text
                 }
-            })?;
-        if let Some(r) = redactor {
-            let out = r.redact(&text);
-            if out.count > 0 {
-                redacted += out.count;
-                text = out.text.into_owned();
-            }
-        }
+            };
         Ok(CallOutput {
             skill: skill.name().to_owned(),
             args,
@@ -627,7 +662,11 @@ struct Nested<'h> {
 
 impl Skills for Nested<'_> {
     fn call_skill(&self, name: &str, args: Value) -> Result<Value, SkillCallError> {
-        match self.host.call_at(name, args, self.depth + 1, self.cancel) {
+        // A composition reads its sources' data, never their text.
+        match self
+            .host
+            .call_at(name, args, self.depth + 1, self.cancel, Text::Skipped)
+        {
             Ok(out) => {
                 self.redacted
                     .fetch_add(out.redacted, std::sync::atomic::Ordering::Relaxed);

@@ -202,7 +202,7 @@ pub fn heatmap(
             );
         }
         if day >= first {
-            let key = day.format("%Y-%m-%d").to_string();
+            let key = day.to_string(); // `%Y-%m-%d`
             let (messages, conversations) = counts.get(key.as_str()).copied().unwrap_or((0, 0));
             let class = level(messages, max);
             if messages > 0 {
@@ -348,7 +348,7 @@ pub fn month_bars(
 
 /// `GET /activity`'s JSON twin: the index's chart data alone.
 pub async fn twin(pages: &Pages) -> Response {
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(true);
     match charts(pages, None, &mut calls, true).await {
         Ok(_) => calls.twin(),
         Err(response) => response,

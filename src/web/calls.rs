@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use super::{respond, Pages, Response};
 use crate::engines::EngineError;
 use crate::host::Skill;
-use crate::host::{CallError, CallOutput};
+use crate::host::{CallError, CallOutput, Text};
 
 /// A page whose data a skill provides (`page: {shows: …}` in its frontmatter), with
 /// the arguments the page passes (see `schemas/skill.schema.json`).
@@ -97,18 +97,31 @@ impl Failed {
     }
 }
 
-/// The outputs of the calls behind one page, by part name: what its JSON twin shows.
-#[derive(Default)]
+/// The outputs of the calls behind one page, by part name: what its JSON twin shows,
+/// and the secrets redacted in them.
 pub struct Calls {
     parts: Map<String, Value>,
     redacted: usize,
+    twin: bool,
 }
 
 impl Calls {
+    /// No calls yet; the outputs are kept only when the page answers with its JSON
+    /// twin (`as_json`): an HTML page needs the redaction count alone.
+    pub fn new(as_json: bool) -> Self {
+        Self {
+            parts: Map::new(),
+            redacted: 0,
+            twin: as_json,
+        }
+    }
+
     /// Records `output` as part `part`.
     pub fn add(&mut self, part: &str, output: &CallOutput) {
         self.redacted += output.redacted;
-        self.parts.insert(part.to_owned(), json!(output));
+        if self.twin {
+            self.parts.insert(part.to_owned(), json!(output));
+        }
     }
 
     /// Adds the parts of `other` after this one's.
@@ -176,8 +189,16 @@ impl Pages {
                     "the server is shutting down",
                 )));
             };
-            self.blocking(move || host.call_with(&tool, args, &crate::cancel::Cancel::new()))
-                .await
+            // The HTML shows the data; only the JSON twin shows the text.
+            let text = if as_json {
+                Text::Rendered
+            } else {
+                Text::Skipped
+            };
+            self.blocking(move || {
+                host.call_with_text(&tool, args, &crate::cancel::Cancel::new(), text)
+            })
+            .await
         };
         match called {
             Err(response) => Err(Failed::Answer(response)),

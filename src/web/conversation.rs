@@ -94,7 +94,7 @@ pub async fn page(
     machine: Option<&str>,
     as_json: bool,
 ) -> Response {
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(as_json);
     let nothing = |why: String| pages.error(StatusCode::NOT_FOUND, "No such conversation", &why);
     let any = source == paths::ANY_SOURCE;
     let mut header_args = json!({"conversation_id": id, "limit": 1});

@@ -202,7 +202,7 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
         Err(Failed::NothingStored(_)) if !as_json => return empty_store(pages),
         Err(failed) => return failed.into_response(pages, as_json),
     };
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(as_json);
     calls.add("conversations", &output);
     if as_json {
         return calls.twin();

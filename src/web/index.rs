@@ -12,7 +12,7 @@ use super::{paths, Pages, Response};
 
 /// The index page of what `pages` serves now.
 pub async fn page(pages: &Pages, as_json: bool) -> Response {
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(as_json);
     let charts = match activity::charts(pages, None, &mut calls, as_json).await {
         Ok(charts) => charts,
         Err(response) => return response,

@@ -76,7 +76,7 @@ pub async fn page(pages: &Pages, pairs: &[(String, String)], as_json: bool) -> R
         }
         Err(failed) => return failed.into_response(pages, as_json),
     };
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(as_json);
     calls.add("memories", &output);
     if as_json {
         return calls.twin();

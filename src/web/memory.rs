@@ -43,7 +43,7 @@ pub async fn page(pages: &Pages, id: &str, machine: Option<&str>, as_json: bool)
             &format!("no memory `{id}` is stored"),
         );
     };
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(as_json);
     calls.add("memory", &output);
     if as_json {
         return calls.twin();

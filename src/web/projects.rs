@@ -31,7 +31,7 @@ pub async fn list(pages: &Pages, as_json: bool) -> Response {
         }
         Err(failed) => return failed.into_response(pages, as_json),
     };
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(as_json);
     calls.add("projects", &output);
     if as_json {
         return calls.twin();
@@ -80,7 +80,7 @@ pub async fn page(pages: &Pages, project: &str, as_json: bool) -> Response {
     // The header, the charts and the list at once (the page waits for the slowest,
     // not for the sum); the charts' outputs are added to the page's calls after the
     // header's, as the twin lists them.
-    let mut chart_calls = Calls::default();
+    let mut chart_calls = Calls::new(as_json);
     let (header, charts, listed) = tokio::join!(
         pages.call_role(
             Role::Projects,
@@ -114,7 +114,7 @@ pub async fn page(pages: &Pages, project: &str, as_json: bool) -> Response {
             &format!("no conversation of project `{project}` is stored"),
         );
     };
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(as_json);
     calls.add("project", &header);
     calls.extend(chart_calls);
     let charts = match charts {
