@@ -621,6 +621,33 @@ fn patterns(messages: &[Message]) -> Vec<String> {
         }
         out.push(p.into_iter().collect());
     }
+    // Longer spans, whose whole words the archive checks against the rows' terms before
+    // it scans (found or not, the rows must not change), and phrases of the corpus's
+    // words in orders it may not hold.
+    while out.len() < 640 {
+        let t: Vec<char> = texts[(next() as usize) % texts.len()].chars().collect();
+        if t.len() < 8 {
+            continue;
+        }
+        let start = (next() as usize) % (t.len() - 7);
+        let len = 8 + (next() as usize) % 33;
+        let mut p: Vec<char> = t[start..(start + len).min(t.len())].to_vec();
+        if next() % 3 == 0 {
+            let at = (next() as usize) % p.len();
+            p[at] = if next() % 2 == 0 { '_' } else { '%' };
+        }
+        out.push(p.into_iter().collect());
+    }
+    for phrase in [
+        " flaky test ",
+        "cache flaky deploy",
+        "a cache ERROR flaky test deploy b",
+        " zebra flaky ",
+        "x Deploy_cache y",
+        "x ERROR%test y",
+    ] {
+        out.push(phrase.to_owned());
+    }
     out
 }
 

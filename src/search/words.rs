@@ -67,6 +67,42 @@ pub fn query_terms(query: &str, max: usize) -> Vec<String> {
     terms
 }
 
+/// The terms every text holding `pattern` must hold: `pattern` is folded text (as
+/// [`query_terms`] folds) read as a `LIKE` pattern (`%` any run, `_` any one
+/// character, no escape), and a word of it counts only when a literal character that is
+/// neither alphanumeric nor a wildcard stands on each side — then it is a whole word of
+/// any text the pattern matches, so that text's postings hold its [`stem`] when it
+/// [`is_term`]. The first and last words of a pattern may be parts of longer words and
+/// do not count. Each term once, sorted.
+///
+/// A search can answer "no row" without scanning when no row holds all of them (the
+/// team archive's `ILIKE` leg, [`crate::archive::search`]).
+pub fn whole_words_of_pattern(pattern: &str) -> Vec<String> {
+    let separator = |c: char| !c.is_alphanumeric() && c != '%' && c != '_';
+    let mut terms = Vec::new();
+    let mut before: Option<char> = None;
+    let mut rest = pattern;
+    while let Some(start) = rest.find(char::is_alphanumeric) {
+        if let Some(c) = rest[..start].chars().next_back() {
+            before = Some(c);
+        }
+        let word_and_after = &rest[start..];
+        let end = word_and_after
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(word_and_after.len());
+        let word = &word_and_after[..end];
+        let after = word_and_after[end..].chars().next();
+        if before.is_some_and(separator) && after.is_some_and(separator) && is_term(word) {
+            terms.push(stem(word).into_owned());
+        }
+        before = word.chars().next_back();
+        rest = &word_and_after[end..];
+    }
+    terms.sort_unstable();
+    terms.dedup();
+    terms
+}
+
 /// English function words, sorted: left out of memo-search's `bm25` and `fuzzy` legs'
 /// queries (and never expanded by `fuzzy`) while the query has at least one other
 /// word, and out of the conversations index's postings ([`is_term`]). Words that are
@@ -182,4 +218,67 @@ pub const STOP_WORDS: &[&str] = &[
 /// Whether a folded token is one of [`STOP_WORDS`].
 pub fn is_stop_word(token: &str) -> bool {
     STOP_WORDS.binary_search(&token).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patterns_whole_words_are_those_with_a_literal_separator_on_each_side() {
+        // `how` and `runtime` may be parts of longer words; `the` is a stop word.
+        assert_eq!(
+            whole_words_of_pattern("how do we handle serde errors in the tokio runtime"),
+            ["error", "handl", "serd", "tokio"]
+        );
+        // Beside a wildcard a word may continue in the text: `_` is any character.
+        assert_eq!(whole_words_of_pattern("a flaky_test deploy."), ["deploy"]);
+        assert_eq!(
+            whole_words_of_pattern("x cache%deploy y"),
+            Vec::<String>::new()
+        );
+        assert_eq!(whole_words_of_pattern(" cache "), ["cach"]);
+        // One word, or none, bounded by the pattern's ends: nothing is required.
+        assert!(whole_words_of_pattern("serde").is_empty());
+        assert!(whole_words_of_pattern("").is_empty());
+        assert!(whole_words_of_pattern(" % _ ").is_empty());
+        // Words too short or too long to be terms are not required.
+        let long = "x".repeat(MAX_BYTES + 1);
+        assert!(whole_words_of_pattern(&format!(" a {long} ")).is_empty());
+        // Non-Latin words are whole words too (`char::is_alphanumeric`).
+        assert_eq!(whole_words_of_pattern("- 東京 -"), ["東京"]);
+    }
+
+    #[test]
+    fn every_text_holding_a_pattern_holds_its_whole_words_terms() {
+        let texts = [
+            "we need to fix the flaky deploy test, then cache it",
+            "(serde) errors: in the tokio runtime, again",
+            "naïve straße — 東京 🎉 c:\\dir\\file",
+        ];
+        let mut rows = crate::search::postings::RowTerms::default();
+        for text in texts {
+            let (_, terms) = rows.of(text);
+            let chars: Vec<(usize, char)> = text.char_indices().collect();
+            for (i, &(start, _)) in chars.iter().enumerate() {
+                for &(end, _) in &chars[i..] {
+                    let pattern = &text[start..end];
+                    // The same span with every third character a wildcard matches too.
+                    let wild: String = pattern
+                        .chars()
+                        .enumerate()
+                        .map(|(k, c)| if k % 3 == 2 { '_' } else { c })
+                        .collect();
+                    for p in [pattern, wild.as_str()] {
+                        for term in whole_words_of_pattern(p) {
+                            assert!(
+                                terms.iter().any(|(t, _)| *t == term),
+                                "{p:?} in {text:?}: {term} is not among its terms"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
