@@ -18,7 +18,11 @@
 //!
 //! The trigram GIN index on `content_folded` serves terms with three or more
 //! characters of literal text; a shorter one scans, newest partition first, stopped by
-//! `statement_timeout` ([`DEADLINE`]) with a clear error.
+//! `statement_timeout` ([`DEADLINE`]) with a clear error. Before either, a term with
+//! whole words (a literal non-word character on each side) is checked against the
+//! messages' keyword terms: when no message holds all their stems, no message holds
+//! the term, and the search answers no row without reading a partition
+//! ([`crate::search::words::whole_words_of_pattern`]).
 //!
 //! **Newest first, window by window.** `messages` is partitioned by month of
 //! `created`, and the order starts with `created DESC`, so rows of a later time range
