@@ -87,6 +87,9 @@ pub struct PushOptions {
     pub batch_rows: usize,
     /// Connections sending batches side by side (at least 1).
     pub connections: usize,
+    /// Compact the keyword postings of the terms the push wrote, when they need it
+    /// ([`super::compact::needs_compaction`]; default true; off to measure without).
+    pub compact: bool,
 }
 
 impl Default for PushOptions {
@@ -96,6 +99,7 @@ impl Default for PushOptions {
             prune: false,
             batch_rows: DEFAULT_BATCH_ROWS,
             connections: DEFAULT_CONNECTIONS,
+            compact: true,
         }
     }
 }
@@ -241,7 +245,7 @@ pub fn push(
             .batch_execute(super::schema::COMPACT_DELTAS)
             .map_err(|e| target.error("folding the keyword statistics", &e))?;
     }
-    if !touched.is_empty() {
+    if options.compact && !touched.is_empty() {
         // The rows are committed: a compaction that fails (a role without DELETE on
         // the postings) loses nothing, so it is a note, not the push's error.
         let mut terms: Vec<String> = touched.into_iter().collect();

@@ -39,6 +39,9 @@ pub enum Command {
         /// Connections sending batches side by side.
         #[arg(long, default_value_t = DEFAULT_CONNECTIONS, hide = true)]
         connections: usize,
+        /// Leave the keyword postings uncompacted (to measure without).
+        #[arg(long, hide = true)]
+        no_compact: bool,
     },
     /// Merges every keyword term's postings rows into one and drops the dead postings
     /// (of rewritten or pruned conversations); a push does it for the terms it wrote
@@ -125,6 +128,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
             no_redact,
             batch_rows,
             connections,
+            no_compact,
         } => {
             let paths = session.store_paths()?;
             let machine = Machine::of_paths(&paths)?;
@@ -133,6 +137,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                 prune: *prune,
                 batch_rows: (*batch_rows).max(1),
                 connections: (*connections).max(1),
+                compact: !no_compact,
             };
             let bar = if session.json() {
                 indicatif::ProgressBar::hidden()
