@@ -12,7 +12,8 @@
 //! ([`super::schema::MESSAGE_TERMS`]' `id`) best first, only as far as the ranking
 //! needs: the seeds (or, without neighbours, the rows kept), every message tied with
 //! the last of them included so the local tie order applies; a posting whose message
-//! is gone (a rewritten or pruned conversation's) is skipped. The seeds' neighbours
+//! is gone (a rewritten or pruned conversation's, until [`super::compact`] drops it)
+//! is skipped. The seeds' neighbours
 //! are read by id too — a conversation's messages have consecutive ids in the local
 //! row order — in one statement of id ranges; a seed whose range does not reach its
 //! neighbours' neighbours (a run of injected messages) is looked up by conversation

@@ -8,6 +8,8 @@
 //!   `skills archive migrate` (never by a push or a read).
 //! - [`machine`]: this data folder's stable machine id, host label and user.
 //! - [`push`]: the incremental, idempotent, kill-safe push.
+//! - [`compact`]: the keyword postings' rows merged, dead postings dropped (at the end
+//!   of a push and by `skills archive compact`).
 //! - [`search`]: search-conversations answered from the archive with DuckDB's rows.
 //! - [`lookup`]: memories and messages read by their local keys (rerank's items), one
 //!   copy of each (the most recently updated, then the smallest machine id).
@@ -16,6 +18,7 @@
 //! - [`sql`]: the drop-in `sql` skills' PostgreSQL queries, in the database's sandbox.
 //! - [`status`]: what the archive holds and what this machine has not pushed yet.
 
+pub mod compact;
 pub mod connect;
 pub mod keyword;
 pub mod lookup;

@@ -49,7 +49,9 @@
 //!   [`super::schema::MESSAGE_IDS`] reserved per batch, consecutive in each
 //!   conversation's local row order) and the batch writes its postings, one row per
 //!   term ([`super::schema::KEYWORD_POSTINGS`]); a deleted message's postings stay
-//!   (searches skip ids that have no row).
+//!   (searches skip ids that have no row) until the push ends by compacting the terms
+//!   it wrote postings for that have many dead postings or rows
+//!   ([`super::compact`]).
 //! - **Memories' terms** (schema version 6): each memory sent goes with its row of
 //!   [`MEMORY_TERMS`] — its local position and sequence, and its terms under the
 //!   memories store's two FTS5 tokenizers, cut from the text sent
@@ -85,6 +87,9 @@ pub struct PushOptions {
     pub batch_rows: usize,
     /// Connections sending batches side by side (at least 1).
     pub connections: usize,
+    /// Compact the keyword postings of the terms the push wrote, when they need it
+    /// ([`super::compact::needs_compaction`]; default true; off to measure without).
+    pub compact: bool,
 }
 
 impl Default for PushOptions {
@@ -94,6 +99,7 @@ impl Default for PushOptions {
             prune: false,
             batch_rows: DEFAULT_BATCH_ROWS,
             connections: DEFAULT_CONNECTIONS,
+            compact: true,
         }
     }
 }
@@ -151,8 +157,12 @@ pub struct PushReport {
     pub vector_model: Option<String>,
     /// Memories' vectors sent.
     pub memory_vectors_sent: usize,
+    /// The keyword postings compacted at the end of the push (the terms it wrote
+    /// postings for that [`super::compact::needs_compaction`]; `None`: no message
+    /// sent).
+    pub compacted: Option<super::compact::CompactReport>,
     /// What was not sent and why (vectors without a table in the archive, embeddings
-    /// older than the store).
+    /// older than the store), and a compaction that failed (the push's rows stay).
     pub notes: Vec<String>,
     /// Seconds the push took.
     pub seconds: f64,
@@ -192,7 +202,8 @@ pub fn push(
     register_machine(archive, machine)?;
     let models = super::schema::registered_models(archive.client())
         .map_err(|e| archive.error("reading the vector models", &e))?;
-    if paths.conversations.exists() {
+    // The terms the batches wrote postings for.
+    let touched = if paths.conversations.exists() {
         push_conversations(
             archive,
             paths,
@@ -201,8 +212,10 @@ pub fn push(
             &models,
             &mut report,
             progress,
-        )?;
-    }
+        )?
+    } else {
+        HashSet::new()
+    };
     if paths.memories.exists() {
         push_memories(
             archive,
@@ -231,6 +244,18 @@ pub fn push(
             .client()
             .batch_execute(super::schema::COMPACT_DELTAS)
             .map_err(|e| target.error("folding the keyword statistics", &e))?;
+    }
+    if options.compact && !touched.is_empty() {
+        // The rows are committed: a compaction that fails (a role without DELETE on
+        // the postings) loses nothing, so it is a note, not the push's error.
+        let mut terms: Vec<String> = touched.into_iter().collect();
+        terms.sort_unstable();
+        match super::compact::compact(archive, super::compact::Scope::Touched(&terms)) {
+            Ok(c) => report.compacted = Some(c),
+            Err(e) => report
+                .notes
+                .push(format!("keyword postings not compacted: {e}")),
+        }
     }
     archive
         .client()
@@ -681,6 +706,8 @@ pub fn pending(
 /// changed; more, and the whole table is read and filtered.
 const NAMED_CONVERSATIONS: usize = 2_000;
 
+/// Pushes the conversations (new and changed ones; `prune`: deletes those gone
+/// locally). Returns the terms the batches wrote postings for.
 fn push_conversations(
     archive: &mut Archive,
     paths: &StorePaths,
@@ -689,7 +716,8 @@ fn push_conversations(
     models: &[RegisteredModel],
     report: &mut PushReport,
     progress: Progress<'_>,
-) -> Result<(), ArchiveError> {
+) -> Result<HashSet<String>, ArchiveError> {
+    let mut touched = HashSet::new();
     let (store, injected, mut local, hashed) = local_prints(paths)?;
     report.conversations_hashed = hashed;
     let (vectors, note) = local_vectors(paths, models)?;
@@ -743,7 +771,7 @@ fn push_conversations(
         report.conversations_pruned = gone.len();
     }
     if changed.is_empty() {
-        return Ok(());
+        return Ok(touched);
     }
     let total: u64 = changed
         .iter()
@@ -787,7 +815,7 @@ fn push_conversations(
         tables: &tables,
     };
     let mut read_error = None;
-    let (sent, units, batches) = sender.run(clients, total, progress, |send| {
+    let (sent, units, batches) = sender.run(clients, total, &mut touched, progress, |send| {
         let mut batch = Batch::default();
         let mut next = || -> Result<bool, ArchiveError> {
             let Some(r) = rows.next().map_err(local_err)? else {
@@ -839,7 +867,7 @@ fn push_conversations(
     if units > 0 {
         report.vector_model = vectors.map(|v| v.model.model.model);
     }
-    Ok(())
+    Ok(touched)
 }
 
 /// Sends batches over several connections side by side: the caller's producer reads
@@ -859,11 +887,13 @@ impl Sender<'_> {
     /// Runs `produce` with a `send` function (false once a batch failed: stop
     /// producing), one worker per client, and reports progress as batches commit.
     /// Returns (messages committed, units committed, transactions), or the first
-    /// batch's error.
+    /// batch's error; adds the terms the committed batches wrote postings for to
+    /// `touched`.
     fn run(
         &self,
         clients: Vec<&mut postgres::Client>,
         total: u64,
+        touched: &mut HashSet<String>,
         progress: Progress<'_>,
         produce: impl FnOnce(&mut dyn FnMut(Batch) -> bool),
     ) -> Result<(u64, u64, usize), ArchiveError> {
@@ -872,20 +902,21 @@ impl Sender<'_> {
         let failed = AtomicBool::new(false);
         let (to_workers, from_reader) = mpsc::sync_channel::<Batch>(clients.len());
         let from_reader = Mutex::new(from_reader);
-        let (done, finished) = mpsc::channel::<Result<(u64, u64), ArchiveError>>();
+        let (done, finished) = mpsc::channel::<Result<(u64, Sent), ArchiveError>>();
         let (mut sent, mut units, mut batches, mut first_error) = (0u64, 0u64, 0usize, None);
-        let mut take =
-            |r: Result<(u64, u64), ArchiveError>, progress: &mut dyn FnMut(u64, u64)| match r {
-                Ok((n, u)) => {
-                    sent += n;
-                    units += u;
-                    batches += 1;
-                    progress(sent, total);
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            };
+        let mut take = |r: Result<(u64, Sent), ArchiveError>,
+                        progress: &mut dyn FnMut(u64, u64)| match r {
+            Ok((n, s)) => {
+                sent += n;
+                units += s.units;
+                touched.extend(s.terms);
+                batches += 1;
+                progress(sent, total);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        };
         progress(0, total);
         std::thread::scope(|s| {
             for client in clients {
@@ -906,7 +937,7 @@ impl Sender<'_> {
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
-                    if done.send(r.map(|u| (rows, u))).is_err() {
+                    if done.send(r.map(|s| (rows, s))).is_err() {
                         return;
                     }
                 });
@@ -1067,16 +1098,23 @@ fn delete_conversations(
     Ok(())
 }
 
+/// What one batch sent: its units, and the terms it wrote postings for.
+#[derive(Default)]
+struct Sent {
+    units: u64,
+    terms: Vec<String>,
+}
+
 /// Sends `batch` in one transaction over `client`: its conversations' rows, their
-/// units (when the sender has vectors) and their watermark. Returns the units sent.
+/// units (when the sender has vectors) and their watermark.
 fn flush(
     client: &mut postgres::Client,
     sender: &Sender<'_>,
     batch: &mut Batch,
-) -> Result<u64, ArchiveError> {
+) -> Result<Sent, ArchiveError> {
     let (target, machine, prints) = (sender.target, sender.machine, sender.prints);
     if batch.conversations.is_empty() {
-        return Ok(0);
+        return Ok(Sent::default());
     }
     let err = |e: postgres::Error| target.error("sending a batch", &e);
     let (sources, ids): (Vec<&str>, Vec<&str>) = batch
@@ -1104,7 +1142,7 @@ fn flush(
         }
         w.finish().map_err(err)?;
     }
-    send_terms(&mut tx, machine, &batch.rows, &folded, first_id).map_err(err)?;
+    let terms = send_terms(&mut tx, machine, &batch.rows, &folded, first_id).map_err(err)?;
     let counts: Vec<i32> = batch
         .conversations
         .iter()
@@ -1130,7 +1168,10 @@ fn flush(
     )
     .map_err(err)?;
     tx.commit().map_err(err)?;
-    Ok(units.iter().map(|&u| u64::try_from(u).unwrap_or(0)).sum())
+    Ok(Sent {
+        units: units.iter().map(|&u| u64::try_from(u).unwrap_or(0)).sum(),
+        terms,
+    })
 }
 
 /// The columns of a `units_<slot>` table ([`super::schema`]), in `COPY` order.
@@ -1259,14 +1300,15 @@ fn reserve_ids(client: &mut postgres::Client, n: usize) -> Result<i64, postgres:
 /// from its folded content `folded`, as the local index posts them, and its id: from
 /// `first_id` on, consecutive in each conversation's local row order), the batch's
 /// postings ([`KEYWORD_POSTINGS`], one row per term), and appends the batch's
-/// document frequencies and totals as deltas ([`super::schema`]).
+/// document frequencies and totals as deltas ([`super::schema`]). Returns the terms
+/// it wrote postings for, in order.
 fn send_terms(
     tx: &mut postgres::Transaction<'_>,
     machine: &Machine,
     rows: &[LocalRow],
     folded: &[String],
     first_id: i64,
-) -> Result<(), postgres::Error> {
+) -> Result<Vec<String>, postgres::Error> {
     // Ids in the local row order of each conversation (newest first, then
     // `message_id`); a batch holds whole conversations.
     let key = |i: usize| {
@@ -1378,7 +1420,7 @@ fn send_terms(
         &format!("INSERT INTO {KEYWORD_TOTALS} (messages, words) VALUES ($1, $2)"),
         &[&messages, &words],
     )?;
-    Ok(())
+    Ok(terms)
 }
 
 fn write_row(

@@ -88,9 +88,10 @@
 //!   first, then `message_id`), and per term and push batch one row holds the term's
 //!   postings in that batch packed in a `bytea` ([`POSTING_BYTES`] bytes each: `id`
 //!   u32, `count` u32, `length` u16, big-endian, ascending `id`), stored uncompressed
-//!   (`STORAGE EXTERNAL`). A rewritten or pruned conversation's postings stay: a
-//!   search checks every posting it ranks against the rows [`MESSAGE_TERMS`] holds (a
-//!   missing `id` is a deleted row); the statistics are the deltas', as before. The
+//!   (`STORAGE EXTERNAL`). A rewritten or pruned conversation's postings stay until
+//!   compacted ([`super::compact`]): a search checks every posting it ranks against
+//!   the rows [`MESSAGE_TERMS`] holds (a missing `id` is a deleted row); the
+//!   statistics are the deltas', as before. The
 //!   migration numbers the rows already held and writes their postings (one row per
 //!   term).
 

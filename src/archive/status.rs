@@ -1,6 +1,7 @@
 //! `skills archive status` (and the archive section of `skills status`): the schema
 //! version, the database's size, per machine and source the messages and the newest
-//! one, and this machine's last push and what it has not pushed yet.
+//! one, the keyword postings' rows and dead postings, and this machine's last push and
+//! what it has not pushed yet.
 
 use super::machine::Machine;
 use super::schema::SCHEMA;
@@ -42,6 +43,15 @@ pub struct Status {
     pub default_partition_rows: i64,
     /// Per machine and source.
     pub slices: Vec<Slice>,
+    /// Rows of the keyword postings table (one per term after a compaction).
+    pub postings_rows: i64,
+    /// Postings they hold (live and dead).
+    pub postings: i64,
+    /// Their bytes.
+    pub postings_bytes: i64,
+    /// Dead postings among them (their message rewritten or pruned; dropped by
+    /// `skills archive compact`).
+    pub dead_postings: i64,
     /// This machine's id.
     pub machine: String,
     /// Its last push (`None`: never pushed).
@@ -114,6 +124,8 @@ pub fn status(
         )
         .map_err(err)?
         .and_then(|r| r.get(0));
+    let (postings_rows, postings, postings_bytes, dead_postings) =
+        super::compact::size(c).map_err(err)?;
     let (pending_conversations, pending_messages) = super::push::pending(archive, paths, machine)?;
     Ok(Status {
         archive: target.shown().to_owned(),
@@ -123,6 +135,10 @@ pub fn status(
         memories,
         default_partition_rows: default_rows,
         slices,
+        postings_rows,
+        postings,
+        postings_bytes,
+        dead_postings,
         machine: machine.id.clone(),
         last_push,
         pending_conversations,

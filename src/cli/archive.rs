@@ -1,4 +1,4 @@
-//! `skills archive migrate | push | status`: the team archive on PostgreSQL
+//! `skills archive migrate | push | compact | status`: the team archive on PostgreSQL
 //! (`--archive URL` or `SKILLS_ARCHIVE_URL`; see [`skills::archive`]).
 
 use anyhow::Result;
@@ -39,7 +39,14 @@ pub enum Command {
         /// Connections sending batches side by side.
         #[arg(long, default_value_t = DEFAULT_CONNECTIONS, hide = true)]
         connections: usize,
+        /// Leave the keyword postings uncompacted (to measure without).
+        #[arg(long, hide = true)]
+        no_compact: bool,
     },
+    /// Merges every keyword term's postings rows into one and drops the dead postings
+    /// (of rewritten or pruned conversations); a push does it for the terms it wrote
+    /// when they have many dead postings or rows.
+    Compact,
     /// What the archive holds, per machine and source, and what this machine has not
     /// pushed yet.
     Status,
@@ -121,6 +128,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
             no_redact,
             batch_rows,
             connections,
+            no_compact,
         } => {
             let paths = session.store_paths()?;
             let machine = Machine::of_paths(&paths)?;
@@ -129,6 +137,7 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                 prune: *prune,
                 batch_rows: (*batch_rows).max(1),
                 connections: (*connections).max(1),
+                compact: !no_compact,
             };
             let bar = if session.json() {
                 indicatif::ProgressBar::hidden()
@@ -185,9 +194,25 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
                         report.units_sent, report.memory_vectors_sent
                     ))?;
                 }
+                if let Some(c) = report.compacted.as_ref().filter(|c| c.terms_compacted > 0) {
+                    p.line(format!("keyword postings: {}", compact_text(c)))?;
+                }
                 for note in &report.notes {
                     p.warning(note);
                 }
+            }
+        }
+        Command::Compact => {
+            skills::archive::schema::check(&mut archive)?;
+            let c = skills::archive::compact::compact(
+                &mut archive,
+                skills::archive::compact::Scope::All,
+            )?;
+            let p = &mut session.printer;
+            if p.json() {
+                p.print_json(&c)?;
+            } else {
+                p.line(format!("compacted {}: {}", c.archive, compact_text(&c)))?;
             }
         }
         Command::Status => {
@@ -203,6 +228,24 @@ pub fn execute(session: &mut Session, command: &Command) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Success)
+}
+
+/// What a compaction did, as one line.
+fn compact_text(c: &skills::archive::compact::CompactReport) -> String {
+    format!(
+        "{} terms, rows {} → {}, postings {} → {} ({} dead dropped), {:.1} → {:.1} MB, \
+         {} transactions, {:.1} s",
+        c.terms_compacted,
+        c.rows_before,
+        c.rows_after,
+        c.postings_before,
+        c.postings_after,
+        c.postings_before.saturating_sub(c.postings_after),
+        c.bytes_before as f64 / 1e6,
+        c.bytes_after as f64 / 1e6,
+        c.transactions,
+        c.seconds
+    )
 }
 
 /// The archive section as text (also used by `skills status`).
@@ -225,6 +268,18 @@ pub fn status_text(s: &skills::archive::status::Status) -> String {
             slice.newest
         ));
     }
+    out.push_str(&format!(
+        "  keyword postings: {} rows, {} postings ({:.1} MB), {} dead{}\n",
+        s.postings_rows,
+        s.postings,
+        s.postings_bytes as f64 / 1e6,
+        s.dead_postings,
+        if s.dead_postings > 0 {
+            " (`skills archive compact` drops them)"
+        } else {
+            ""
+        }
+    ));
     if s.default_partition_rows > 0 {
         out.push_str(&format!(
             "  {} messages in the default partition: `skills archive migrate` moves them \
