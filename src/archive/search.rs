@@ -232,7 +232,7 @@ impl Pool {
         let mut conn = match taken {
             Some(c) if !c.client.is_closed() => c,
             _ => Conn {
-                client: self.target.connect()?,
+                client: custom_plans(&self.target)?,
                 prepared: HashMap::new(),
             },
         };
@@ -253,7 +253,23 @@ impl Pool {
     }
 }
 
-/// One search of the archive.
+/// A new connection to `target` whose prepared statements are planned with their
+/// values every time (`plan_cache_mode = force_custom_plan`; [`GENERIC`] transactions
+/// still ask for one generic plan). With PostgreSQL's default, a statement run five
+/// times may switch to a generic plan: after pushes that rewrote conversations, the
+/// keyword leg's statements then took 4.5–7.1 s instead of 70–140 ms on a 100,000-message
+/// archive (`cargo bench --bench archive_compact`, docs/performance.md "Compacting the
+/// keyword postings"); planning them with values costs well under a millisecond (no
+/// partitions).
+fn custom_plans(target: &Target) -> Result<postgres::Client, ArchiveError> {
+    let mut client = target.connect()?;
+    client
+        .batch_execute("SET plan_cache_mode = force_custom_plan")
+        .map_err(|e| target.error("setting up the connection", &e))?;
+    Ok(client)
+}
+
+/// One search of the archive./// One search of the archive.
 #[derive(Debug, Clone, Default)]
 pub struct Query<'a> {
     /// The term as typed (`None`: the questions mode, recent user questions).
