@@ -13,68 +13,17 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
-use chrono::TimeZone;
-use serde_json::Value;
 use skills::archive::keyword;
 use skills::cancel::Cancel;
 use skills::ingest::Message;
 use skills::stores::conversations::index::KeywordQuery;
 
-use common::archive::{json_of, run, server, Db};
-
-fn push(data: &Path, db: &Db) -> Value {
-    json_of(
-        data,
-        Some(&db.url),
-        &["--json", "archive", "push", "--no-redact"],
-    )
-}
-
-/// The LoCoMo dev half's first `max` conversations as messages (each session a
-/// conversation, a turn every 30 s from a day per session) and their questions.
-/// `None` (not run) without the corpus.
-fn locomo(max: usize) -> Option<(Vec<Message>, Vec<String>)> {
-    let corpus = common::corpus()?;
-    let file = corpus.join("locomo/locomo-dev.json");
-    let data: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
-    let (mut messages, mut questions) = (Vec::new(), Vec::new());
-    for (s, sample) in data.iter().take(max).enumerate() {
-        let conv = &sample["conversation"];
-        let a = conv["speaker_a"].as_str().unwrap_or("");
-        for n in 1..=100u32 {
-            let Some(turns) = conv.get(format!("session_{n}")).and_then(Value::as_array) else {
-                continue;
-            };
-            let id = format!("locomo{s}-s{n}");
-            let start = 1_680_000_000 + i64::from(n) * 86_400 + s as i64 * 7;
-            for (i, t) in turns.iter().enumerate() {
-                let text = t["text"].as_str().unwrap_or("");
-                let mut m = common::message(&id, i as i64, text);
-                m.message_id = t["dia_id"].as_str().unwrap_or("").to_owned();
-                m.timestamp = chrono::Utc.timestamp_opt(start + i as i64 * 30, 0).unwrap();
-                m.role = if t["speaker"].as_str() == Some(a) {
-                    "user"
-                } else {
-                    "assistant"
-                }
-                .into();
-                messages.push(m);
-            }
-        }
-        for q in sample["qa"].as_array().into_iter().flatten() {
-            if let Some(q) = q["question"].as_str() {
-                questions.push(q.to_owned());
-            }
-        }
-    }
-    Some((messages, questions))
-}
+use common::archive::{json_of, locomo_sample, push_no_redact, run, server, Db};
 
 /// A fresh database and the corpus sample, or `None` (not run).
 fn setup(max: usize) -> Option<(Db, Vec<Message>, Vec<String>)> {
-    let (messages, questions) = locomo(max)?;
+    let (messages, questions) = locomo_sample(max, false)?;
     let db = Db::new(&server()?);
     Some((db, messages, questions))
 }
@@ -221,7 +170,7 @@ fn compact_keeps_exactly_the_live_postings_and_the_keyword_leg() {
     let data = root.path().join("laptop");
     common::store_messages(&data, &messages);
     json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
-    let p = push(&data, &db);
+    let p = push_no_redact(&data, &db);
     assert_eq!(p["messages_sent"], messages.len(), "{p}");
     assert_eq!(dead(&db), 0);
     assert_compact(&db);
@@ -232,7 +181,7 @@ fn compact_keeps_exactly_the_live_postings_and_the_keyword_leg() {
         .map(|c| appended(&messages, c, 0))
         .collect();
     common::store_messages(&data, &more);
-    let p = push(&data, &db);
+    let p = push_no_redact(&data, &db);
     assert_eq!(p["conversations_sent"], 2, "{p}");
     // The push compacted the terms mostly in the rewritten conversations, not the
     // common ones (a small share of theirs is dead).
@@ -287,7 +236,7 @@ fn pushes_that_rewrite_every_conversation_keep_the_table_compact() {
     let data = root.path().join("laptop");
     common::store_messages(&data, &messages);
     json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
-    push(&data, &db);
+    push_no_redact(&data, &db);
     let conversations: BTreeSet<String> =
         messages.iter().map(|m| m.conversation_id.clone()).collect();
     let mut all = messages.clone();
@@ -302,7 +251,7 @@ fn pushes_that_rewrite_every_conversation_keep_the_table_compact() {
             .collect();
         common::store_messages(&data, &more);
         all.extend(more);
-        let p = push(&data, &db);
+        let p = push_no_redact(&data, &db);
         assert_eq!(p["conversations_sent"], conversations.len(), "{p}");
         assert!(
             p["compacted"]["terms_compacted"].as_u64().unwrap() > 0,
@@ -381,7 +330,7 @@ fn compactions_beside_pushes_and_searches_lose_and_double_nothing() {
     let data = root.path().join("laptop");
     common::store_messages(&data, &messages);
     json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
-    push(&data, &db);
+    push_no_redact(&data, &db);
     // The most frequent terms (in every push's batch) and a rare one.
     let terms: Vec<String> = db
         .client()
@@ -450,7 +399,7 @@ fn compactions_beside_pushes_and_searches_lose_and_double_nothing() {
                 .collect();
             common::store_messages(&data, &more);
             all.extend(more);
-            let p = push(&data, &db);
+            let p = push_no_redact(&data, &db);
             assert_eq!(p["notes"], serde_json::json!([]), "{p}");
         }
         stop.store(true, Ordering::Relaxed);

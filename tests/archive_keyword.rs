@@ -15,7 +15,6 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use chrono::TimeZone;
 use serde_json::{json, Value};
 use skills::archive::keyword;
 use skills::cancel::Cancel;
@@ -26,60 +25,7 @@ use skills::stores::conversations::index::{Index, KeywordQuery};
 use skills::stores::conversations::ConversationStore;
 use skills::stores::StorePaths;
 
-use common::archive::{json_of, run, server, Db};
-
-fn push(data: &Path, db: &Db) -> Value {
-    json_of(
-        data,
-        Some(&db.url),
-        &["--json", "archive", "push", "--no-redact"],
-    )
-}
-
-/// The LoCoMo dev half's conversations (`max` of them) as messages — each session a
-/// conversation, a turn every 30 s from a day per session — and the questions; every
-/// 13th user turn is marked injected (harness text, no one's neighbour). `None` (not
-/// run) without the corpus.
-fn locomo(max: usize) -> Option<(Vec<Message>, Vec<String>)> {
-    let corpus = common::corpus()?;
-    let file = corpus.join("locomo/locomo-dev.json");
-    let data: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
-    let (mut messages, mut questions) = (Vec::new(), Vec::new());
-    for (s, sample) in data.iter().take(max).enumerate() {
-        let conv = &sample["conversation"];
-        let a = conv["speaker_a"].as_str().unwrap_or("");
-        for n in 1..=100u32 {
-            let Some(turns) = conv.get(format!("session_{n}")).and_then(Value::as_array) else {
-                continue;
-            };
-            let id = format!("locomo{s}-s{n}");
-            let start = 1_680_000_000 + i64::from(n) * 86_400 + s as i64 * 7;
-            for (i, t) in turns.iter().enumerate() {
-                let mut text = t["text"].as_str().unwrap_or("").to_owned();
-                if let Some(c) = t.get("blip_caption").and_then(Value::as_str) {
-                    text.push_str(&format!(" [shares a photo: {c}]"));
-                }
-                let mut m = common::message(&id, i as i64, &text);
-                m.message_id = t["dia_id"].as_str().unwrap_or("").to_owned();
-                m.timestamp = chrono::Utc.timestamp_opt(start + i as i64 * 30, 0).unwrap();
-                m.role = if t["speaker"].as_str() == Some(a) {
-                    "user"
-                } else {
-                    "assistant"
-                }
-                .into();
-                m.is_injected = m.role == "user" && i % 13 == 5;
-                messages.push(m);
-            }
-        }
-        for q in sample["qa"].as_array().into_iter().flatten() {
-            if let Some(q) = q["question"].as_str() {
-                questions.push(q.to_owned());
-            }
-        }
-    }
-    Some((messages, questions))
-}
+use common::archive::{json_of, locomo_sample, push_no_redact, run, server, Db};
 
 /// Writes `messages` into the store in `dir` and embeds them (units of one message).
 fn embedded_store(dir: &Path, messages: &[Message], embedder: &Arc<Embedder>) {
@@ -102,7 +48,7 @@ type Setup = (Arc<Embedder>, Db, Vec<Message>, Vec<String>);
 /// The model, a fresh database and the corpus sample, or `None` (not run).
 fn setup(max: usize) -> Option<Setup> {
     let embedder = Arc::new(common::embedder()?);
-    let (messages, questions) = locomo(max)?;
+    let (messages, questions) = locomo_sample(max, true)?;
     let db = Db::new(&server()?);
     Some((embedder, db, messages, questions))
 }
@@ -293,18 +239,18 @@ fn the_archives_keyword_leg_scores_as_the_local_leg_on_locomo() {
     let cut_conv = first.last().unwrap().conversation_id.clone();
     embedded_store(&data, first, &embedder);
     json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
-    let p = push(&data, &db);
+    let p = push_no_redact(&data, &db);
     assert_eq!(p["messages_sent"], split, "{p}");
     assert_statistics_of_the_rows(&db);
     embedded_store(&data, rest, &embedder);
-    let p = push(&data, &db);
+    let p = push_no_redact(&data, &db);
     assert!(rest.iter().any(|m| m.conversation_id == cut_conv));
     assert!(
         p["messages_sent"].as_u64().unwrap() > rest.len() as u64,
         "the appended conversation is sent whole: {p}"
     );
     assert_statistics_of_the_rows(&db);
-    let again = push(&data, &db);
+    let again = push_no_redact(&data, &db);
     assert_eq!(again["messages_sent"], 0, "{again}");
     // The local index still counts the rewritten conversation's old rows in its
     // statistics until a merge drops them (as Lucene counts deleted documents); the
@@ -352,7 +298,7 @@ fn hybrid_on_the_archive_equals_the_local_store() {
     let data = root.path().join("laptop");
     embedded_store(&data, &messages, &embedder);
     json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
-    push(&data, &db);
+    push_no_redact(&data, &db);
     let mut queries: Vec<String> = questions.into_iter().step_by(9).take(12).collect();
     // A literal hit and a term no message holds.
     queries.push("adoption".into());
@@ -457,7 +403,7 @@ fn recall_on_the_archive_equals_the_local_store() {
     let (ok, _, err) = run(&data, None, &["memo", "import", sample.to_str().unwrap()]);
     assert!(ok, "{err}");
     json_of(&data, Some(&db.url), &["--json", "archive", "migrate"]);
-    push(&data, &db);
+    push_no_redact(&data, &db);
     let mut queries: Vec<String> = questions.into_iter().step_by(13).take(8).collect();
     queries.push("decision about the database".into());
     queries.push("zyxxyzzy pottery".into());
@@ -509,8 +455,8 @@ fn a_push_killed_mid_way_keeps_the_statistics_those_of_the_rows() {
     );
     // Each batch's rows and deltas commit together: consistent after every kill.
     assert_statistics_of_the_rows(&killed);
-    push(&data, &killed);
-    push(&data, &clean);
+    push_no_redact(&data, &killed);
+    push_no_redact(&data, &clean);
     assert_statistics_of_the_rows(&killed);
     let pool = |db: &Db| {
         skills::archive::search::Pool::new(skills::archive::Target::parse(&db.url).unwrap())

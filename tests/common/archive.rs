@@ -212,3 +212,65 @@ pub fn json_of(data: &Path, archive: Option<&str>, args: &[&str]) -> serde_json:
     assert!(ok, "{args:?} failed: {out}\n{err}");
     serde_json::from_str(&out).unwrap()
 }
+
+/// `skills --json archive push --no-redact` of the store in `data` into `db`; its report.
+pub fn push_no_redact(data: &Path, db: &Db) -> serde_json::Value {
+    json_of(
+        data,
+        Some(&db.url),
+        &["--json", "archive", "push", "--no-redact"],
+    )
+}
+
+/// The LoCoMo dev half's first `max` conversations as messages — each session a
+/// conversation, a turn every 30 s from a day per session — and their questions. With
+/// `marked`, a shared photo's caption is appended to its turn and every 13th user turn
+/// is marked injected (harness text, no one's neighbour). `None` (not run) without the
+/// corpus.
+pub fn locomo_sample(
+    max: usize,
+    marked: bool,
+) -> Option<(Vec<skills::ingest::Message>, Vec<String>)> {
+    use chrono::TimeZone;
+    use serde_json::Value;
+    let corpus = super::corpus()?;
+    let file = corpus.join("locomo/locomo-dev.json");
+    let data: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    let (mut messages, mut questions) = (Vec::new(), Vec::new());
+    for (s, sample) in data.iter().take(max).enumerate() {
+        let conv = &sample["conversation"];
+        let a = conv["speaker_a"].as_str().unwrap_or("");
+        for n in 1..=100u32 {
+            let Some(turns) = conv.get(format!("session_{n}")).and_then(Value::as_array) else {
+                continue;
+            };
+            let id = format!("locomo{s}-s{n}");
+            let start = 1_680_000_000 + i64::from(n) * 86_400 + s as i64 * 7;
+            for (i, t) in turns.iter().enumerate() {
+                let mut text = t["text"].as_str().unwrap_or("").to_owned();
+                if marked {
+                    if let Some(c) = t.get("blip_caption").and_then(Value::as_str) {
+                        text.push_str(&format!(" [shares a photo: {c}]"));
+                    }
+                }
+                let mut m = super::message(&id, i as i64, &text);
+                m.message_id = t["dia_id"].as_str().unwrap_or("").to_owned();
+                m.timestamp = chrono::Utc.timestamp_opt(start + i as i64 * 30, 0).unwrap();
+                m.role = if t["speaker"].as_str() == Some(a) {
+                    "user"
+                } else {
+                    "assistant"
+                }
+                .into();
+                m.is_injected = marked && m.role == "user" && i % 13 == 5;
+                messages.push(m);
+            }
+        }
+        for q in sample["qa"].as_array().into_iter().flatten() {
+            if let Some(q) = q["question"].as_str() {
+                questions.push(q.to_owned());
+            }
+        }
+    }
+    Some((messages, questions))
+}
