@@ -469,3 +469,242 @@ fn memo_save_writes_into_the_archive_with_the_same_id_and_links() {
         .unwrap();
     c.batch_execute(&format!("DROP ROLE {role}")).unwrap();
 }
+
+/// A memory of the statistics test: `words` as its body, tagged `tags`.
+fn small(id: &str, title: &str, tags: &[&str], body: &str, at: i64) -> Memory {
+    let at = chrono::Utc.timestamp_opt(1_780_000_000 + at, 0).unwrap();
+    Memory {
+        id: id.to_owned(),
+        title: title.to_owned(),
+        kind: "fact".into(),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        created: at,
+        updated: at,
+        body: body.to_owned(),
+        files_read: Vec::new(),
+        files_modified: Vec::new(),
+        origin: None,
+    }
+}
+
+/// Upserts `memories` into the store of `data`, adds `links` (`(id, rel, target)`)
+/// and deletes the memories `gone`.
+fn write_store(data: &Path, memories: &[Memory], links: &[(&str, &str, &str)], gone: &[&str]) {
+    std::fs::create_dir_all(data).unwrap();
+    let store = MemoryStore::open_rw(&StorePaths::in_dir(data).memories).unwrap();
+    store.upsert_many(memories).unwrap();
+    let conn = store.lock();
+    for (id, rel, target) in links {
+        conn.execute(
+            "INSERT OR IGNORE INTO memory_links (id, rel, target) VALUES (?1, ?2, ?3)",
+            [id, rel, target],
+        )
+        .unwrap();
+    }
+    for id in gone {
+        conn.execute("DELETE FROM memories WHERE id = ?1", [id])
+            .unwrap();
+        conn.execute("DELETE FROM memory_links WHERE id = ?1", [id])
+            .unwrap();
+    }
+}
+
+/// The statistics push keeps (schema version 9) and the same recomputed from the rows
+/// the archive holds: per tokenizer and term the document frequency, then the totals
+/// (memories, with terms, plain tokens, stemmed tokens), as text lines.
+fn kept_and_recomputed(db: &Db) -> (Vec<String>, Vec<String>) {
+    let lines = |sql: &str| -> Vec<String> {
+        db.client()
+            .query(sql, &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let kept = lines(
+        "SELECT * FROM (
+           SELECT format('%s %s %s', tokenizer, term, sum(df)) FROM skills_archive.memory_deltas
+           GROUP BY tokenizer, term HAVING sum(df) <> 0 ORDER BY tokenizer, term) d
+         UNION ALL
+         SELECT format('totals %s %s %s %s', sum(memories), sum(with_terms), sum(plain_tokens),
+                       sum(stem_tokens)) FROM skills_archive.memory_totals",
+    );
+    let recomputed = lines(
+        "SELECT * FROM (
+           SELECT format('%s %s %s', k, w, n) FROM (
+             SELECT 0 AS k, w, count(*) AS n FROM skills_archive.memory_terms, unnest(plain_terms) w
+             GROUP BY w
+             UNION ALL
+             SELECT 1, w, count(*) FROM skills_archive.memory_terms, unnest(stem_terms) w
+             GROUP BY w) s ORDER BY k, w) d
+         UNION ALL
+         SELECT format('totals %s %s %s %s', (SELECT count(*) FROM skills_archive.memories),
+                       count(*), sum(plain_sizes[1] + plain_sizes[2] + plain_sizes[3]),
+                       sum(stem_sizes[1] + stem_sizes[2] + stem_sizes[3]))
+         FROM skills_archive.memory_terms",
+    );
+    (kept, recomputed)
+}
+
+/// memo-search's statistics kept by push (schema version 9) equal those recomputed
+/// from the rows after every step: two machines' first pushes side by side, memories
+/// replaced, superseding and superseded, pruned, pushed again side by side, a
+/// memo-save; the migration from version 8 fills them from the rows; and fuzzy mode
+/// (the vocabulary), exact mode (the document frequencies) and bm25 answer from them.
+#[test]
+fn memo_statistics_kept_by_push_equal_the_rows() {
+    let Some(server) = server() else {
+        return;
+    };
+    let db = Db::new(&server);
+    let root = tempfile::tempdir().unwrap();
+    let (lap, desk) = (root.path().join("laptop"), root.path().join("desktop"));
+    let words = [
+        "serde", "tokio", "runtime", "errors", "retry", "cache", "deploy", "zeppelin", "running",
+        "runs", "the", "a", "naïve", "café",
+    ];
+    let body = |i: usize, n: usize| -> String {
+        (0..n)
+            .map(|j| words[(i * 7 + j * 3) % words.len()])
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let laptop: Vec<Memory> = (0..40)
+        .map(|i| {
+            small(
+                &format!("lap-{i:02}"),
+                &format!("laptop note {}", words[i % words.len()]),
+                &[words[(i + 3) % words.len()]],
+                &body(i, 5 + i % 9),
+                i as i64 * 60,
+            )
+        })
+        .collect();
+    let desktop: Vec<Memory> = (0..25)
+        .map(|i| {
+            // Two ids shared with the laptop, other text.
+            let id = if i < 2 {
+                format!("lap-{i:02}")
+            } else {
+                format!("desk-{i:02}")
+            };
+            small(
+                &id,
+                &format!("desktop {}", words[(i + 5) % words.len()]),
+                &[],
+                &body(i + 11, 3 + i % 6),
+                i as i64 * 90,
+            )
+        })
+        .collect();
+    write_store(&lap, &laptop, &[("lap-05", "supersedes", "lap-04")], &[]);
+    write_store(&desk, &desktop, &[], &[]);
+    json_of(&lap, Some(&db.url), &["--json", "archive", "migrate"]);
+    let both = |args: &[&str]| {
+        std::thread::scope(|s| {
+            let a = s.spawn(|| json_of(&lap, Some(&db.url), args));
+            let b = s.spawn(|| json_of(&desk, Some(&db.url), args));
+            (a.join().unwrap(), b.join().unwrap())
+        })
+    };
+    let push = ["--json", "archive", "push", "--no-redact"];
+    let (a, b) = both(&push);
+    assert_eq!(a["memories_sent"], 40, "{a}");
+    assert_eq!(b["memories_sent"], 25, "{b}");
+    let check = |step: &str| {
+        let (kept, recomputed) = kept_and_recomputed(&db);
+        assert!(kept.len() > 20, "{step}: {kept:?}");
+        assert_eq!(kept, recomputed, "{step}");
+    };
+    check("first pushes");
+
+    // Replaced (new text), superseding (a new link), new, and deleted locally.
+    let mut changed: Vec<Memory> = laptop[10..16].to_vec();
+    for m in &mut changed {
+        m.body = format!("{} rewritten with deploy retries", m.body);
+    }
+    changed.push(small(
+        "lap-new",
+        "a new one",
+        &["cache"],
+        "the cache runs",
+        9_000,
+    ));
+    write_store(
+        &lap,
+        &changed,
+        &[
+            ("lap-new", "supersedes", "lap-20"),
+            ("lap-21", "supersedes", "lap-22"),
+        ],
+        &["lap-30", "lap-31", "lap-32"],
+    );
+    let mut changed: Vec<Memory> = desktop[3..6].to_vec();
+    for m in &mut changed {
+        m.title = "desktop retitled zeppelin".into();
+    }
+    write_store(&desk, &changed, &[], &["desk-10"]);
+    // Without --prune the deleted memories stay; with it they go.
+    let (a, b) = both(&push);
+    assert_eq!(a["memories_pruned"], 0, "{a}");
+    assert_eq!(b["memories_pruned"], 0, "{b}");
+    check("replaced and superseding");
+    let (a, b) = both(&["--json", "archive", "push", "--no-redact", "--prune"]);
+    assert_eq!(a["memories_pruned"], 3, "{a}");
+    assert_eq!(b["memories_pruned"], 1, "{b}");
+    check("pruned");
+    // A memo-save pushes this machine's changed memories alone.
+    let saved = json_of(
+        &lap,
+        Some(&db.url),
+        &[
+            "--json",
+            "run",
+            "memo-save",
+            "--args-json",
+            &serde_json::json!({"title": "saved", "body": "serde errors in the tokio runtime"})
+                .to_string(),
+        ],
+    )["data"]
+        .clone();
+    assert_eq!(saved["archive"]["pushed"], true, "{saved}");
+    check("memo-save");
+
+    // fuzzy (the vocabulary), exact (the document frequencies) and bm25 find this
+    // machine's memories (the scores are the team's: both machines count).
+    for (mode, q) in [
+        ("fuzzy", "zepelin retrys"),
+        ("exact", "the cache"),
+        ("bm25", "tokio runtime"),
+    ] {
+        let args = [
+            "--json",
+            "run",
+            "memo-search",
+            "--arg",
+            &format!("query={q}"),
+            "--arg",
+            &format!("mode={mode}"),
+            "--arg",
+            "machine=laptop",
+        ];
+        let remote = scores(&json_of(&lap, Some(&db.url), &args)["data"]);
+        let local = scores(&json_of(&lap, None, &args[..7])["data"]);
+        assert!(!local.is_empty(), "{mode} `{q}`");
+        assert!(!remote.is_empty(), "{mode} `{q}`");
+    }
+
+    // The archive as version 8 left it: the migration fills the statistics from the rows.
+    let before = kept_and_recomputed(&db).0;
+    db.client()
+        .batch_execute(
+            "DROP TABLE skills_archive.memory_deltas, skills_archive.memory_totals;
+             DROP INDEX skills_archive.memories_superseding;
+             UPDATE skills_archive.meta SET value = '8' WHERE key = 'schema_version';",
+        )
+        .unwrap();
+    let m = json_of(&lap, Some(&db.url), &["--json", "archive", "migrate"]);
+    assert_eq!(m["migration"]["from"], 8, "{m}");
+    check("migrated from version 8");
+    assert_eq!(kept_and_recomputed(&db).0, before);
+}

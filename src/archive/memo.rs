@@ -7,16 +7,21 @@
 //! ## Statistics
 //!
 //! FTS5's BM25 needs the table's row count, its token count and each query term's
-//! document frequency. Rows and tokens are summed over [`MEMORY_TERMS`] by each search
-//! ([`totals`]); a term's document frequency is the number of rows holding it, and
-//! every row holding a query term is read ([`with_terms`]), so it is counted exactly
-//! (`exact` mode reads the rows holding every term, [`with_all_terms`], and counts each
-//! term's rows, [`doc_freqs`]).
+//! document frequency. Push keeps them (schema version 9, [`MEMORY_DELTAS`] and
+//! [`MEMORY_TOTALS`]: signed deltas a read sums), so a search reads the totals
+//! ([`totals`]) and the searched terms' document frequencies ([`doc_freqs`]) without
+//! scanning the memories, and fuzzy mode's vocabulary ([`vocabulary`]) is the plain
+//! tokenizer's terms held by some memory. Every row holding a query term is still
+//! read ([`with_terms`]) — BM25 ranks them all — but only with the searched terms'
+//! counts, not the row's whole term lists (`exact` mode reads the rows holding every
+//! term, [`with_all_terms`]).
 //! With one machine's store pushed whole they are the local store's; with several
 //! machines they are the team's (as semantic-search's keyword leg).
 
 use super::meaning::HalfVec;
-use super::schema::{RegisteredModel, MEMORY_TERMS, SCHEMA};
+use super::schema::{
+    memory_tokenizer, RegisteredModel, MEMORY_DELTAS, MEMORY_TERMS, MEMORY_TOTALS, SCHEMA,
+};
 use super::search::Pool;
 use super::ArchiveError;
 use crate::stores::memories::fts::{RowTerms, Table};
@@ -56,7 +61,8 @@ pub struct MemoRow {
     pub position: i64,
     /// Its sequence (neighbours) on its machine.
     pub sequence: Option<String>,
-    /// Its terms under the tokenizer asked for (`None`: no terms row, pushed before
+    /// Its token counts per column and, of the terms searched, those it holds with
+    /// their counts, under the tokenizer asked for (`None`: no terms row, pushed before
     /// schema version 6).
     pub terms: Option<RowTerms>,
 }
@@ -89,7 +95,7 @@ fn err(pool: &Pool, what: &'static str) -> impl Fn(postgres::Error) -> ArchiveEr
     move |e| target.error(what, &e)
 }
 
-/// [`Totals`] of the archive.
+/// [`Totals`] of the archive, as push keeps them ([`MEMORY_TOTALS`]).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
@@ -99,11 +105,11 @@ pub fn totals(pool: &Pool) -> Result<Totals, ArchiveError> {
         let r = c
             .query_one(
                 &format!(
-                    "SELECT count(*),
-                        coalesce(sum(plain_sizes[1] + plain_sizes[2] + plain_sizes[3]), 0)::bigint,
-                        coalesce(sum(stem_sizes[1] + stem_sizes[2] + stem_sizes[3]), 0)::bigint,
-                        (SELECT count(*) FROM {SCHEMA}.memories)
-                     FROM {MEMORY_TERMS}"
+                    "SELECT coalesce(sum(with_terms), 0)::bigint,
+                        coalesce(sum(plain_tokens), 0)::bigint,
+                        coalesce(sum(stem_tokens), 0)::bigint,
+                        coalesce(sum(memories), 0)::bigint
+                     FROM {MEMORY_TOTALS}"
                 ),
                 &[],
             )
@@ -124,23 +130,39 @@ fn prefix(table: Table) -> &'static str {
     }
 }
 
-/// The columns of a [`MemoRow`] (`m`: memories, `t`: its terms, `k`: machines); the
-/// body is read when `bodies` (else empty: [`bodies`] reads it for the hits).
+/// The columns of a [`MemoRow`] (`m`: memories, `t`: its terms, `k`: machines, `s`:
+/// the searched terms it holds, [`from`]); the body is read when `bodies` (else empty:
+/// [`bodies`] reads it for the hits).
 fn row_columns(table: Table, bodies: bool) -> String {
     let p = prefix(table);
     let body = if bodies { "m.body" } else { "''::text" };
     format!(
         "m.machine, coalesce(k.label, m.machine), m.user_name, m.id, m.title, m.type, m.tags,
          m.created, m.updated, {body}, m.files_read, m.files_modified, m.supersedes,
-         m.conversations, coalesce(t.position, {}), t.sequence, t.{p}_sizes, t.{p}_terms,
-         t.{p}_counts",
+         m.conversations, coalesce(t.position, {}), t.sequence, t.{p}_sizes,
+         coalesce(s.terms, '{{}}'), coalesce(s.counts, '{{}}')",
         i64::MAX
     )
 }
 
-const FROM: &str = "FROM skills_archive.memories m
-     LEFT JOIN skills_archive.memory_terms t ON t.machine = m.machine AND t.id = m.id
-     LEFT JOIN skills_archive.machines k ON k.machine = m.machine";
+/// The tables of a [`MemoRow`]: `$1` (`text[]`) is the searched terms, of which each
+/// row's are read with their counts (three per term: title, tags, body) under
+/// `table`'s tokenizer, not its whole term lists.
+fn from(table: Table) -> String {
+    let p = prefix(table);
+    format!(
+        "FROM {SCHEMA}.memories m
+         LEFT JOIN {MEMORY_TERMS} t ON t.machine = m.machine AND t.id = m.id
+         LEFT JOIN {SCHEMA}.machines k ON k.machine = m.machine
+         LEFT JOIN LATERAL (
+             SELECT array_agg(q.w ORDER BY q.i) FILTER (WHERE g.k = 1) AS terms,
+                    array_agg(t.{p}_counts[3 * q.i - 3 + g.k] ORDER BY q.i, g.k) AS counts
+             FROM (SELECT w, array_position(t.{p}_terms, w) AS i
+                   FROM unnest($1::text[]) w) q,
+                  generate_series(1, 3) g(k)
+             WHERE q.i IS NOT NULL) s ON true"
+    )
+}
 
 fn time(t: chrono::NaiveDateTime) -> String {
     crate::stores::memories::format_time(&t.and_utc())
@@ -183,8 +205,8 @@ fn row_of(r: &postgres::Row) -> MemoRow {
     }
 }
 
-/// Every memory holding any of `terms` under `table`'s tokenizer, with its terms (and
-/// its body when `bodies`).
+/// Every memory holding any of `terms` under `table`'s tokenizer, with its counts of
+/// `terms` (and its body when `bodies`).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
@@ -202,8 +224,9 @@ pub fn with_terms(
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT {} {FROM} WHERE t.{p}_terms && $1::text[]",
-                row_columns(table, bodies)
+                "SELECT {} {} WHERE t.{p}_terms && $1::text[]",
+                row_columns(table, bodies),
+                from(table)
             ),
             &[&terms],
         )
@@ -214,8 +237,8 @@ pub fn with_terms(
     })
 }
 
-/// Every memory holding all of `terms` under `table`'s tokenizer, with its terms (and
-/// its body when `bodies`): `exact` mode's rows.
+/// Every memory holding all of `terms` under `table`'s tokenizer, with its counts of
+/// `terms` (and its body when `bodies`): `exact` mode's rows.
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
@@ -233,8 +256,9 @@ pub fn with_all_terms(
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT {} {FROM} WHERE t.{p}_terms @> $1::text[]",
-                row_columns(table, bodies)
+                "SELECT {} {} WHERE t.{p}_terms @> $1::text[]",
+                row_columns(table, bodies),
+                from(table)
             ),
             &[&terms],
         )
@@ -246,7 +270,7 @@ pub fn with_all_terms(
 }
 
 /// Each of `terms`' document frequency under `table`'s tokenizer: the memories with
-/// terms holding it, in `terms`' order.
+/// terms holding it, in `terms`' order, as push keeps them ([`MEMORY_DELTAS`]).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
@@ -255,14 +279,15 @@ pub fn doc_freqs(pool: &Pool, table: Table, terms: &[String]) -> Result<Vec<i64>
         return Ok(Vec::new());
     }
     let err = err(pool, "reading the terms' document frequencies");
-    let p = prefix(table);
+    let tokenizer = memory_tokenizer(table);
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT (SELECT count(*) FROM {MEMORY_TERMS} t WHERE t.{p}_terms @> ARRAY[w])
-                 FROM unnest($1::text[]) WITH ORDINALITY u(w, i) ORDER BY i"
+                "SELECT (SELECT coalesce(sum(d.df), 0)::bigint FROM {MEMORY_DELTAS} d
+                         WHERE d.tokenizer = $1 AND d.term = u.w)
+                 FROM unnest($2::text[]) WITH ORDINALITY u(w, i) ORDER BY i"
             ),
-            &[&terms],
+            &[&tokenizer, &terms],
         )
         .map_err(&err)?
         .iter()
@@ -271,14 +296,15 @@ pub fn doc_freqs(pool: &Pool, table: Table, terms: &[String]) -> Result<Vec<i64>
     })
 }
 
-/// Every memory of the sequences `sequences` (machine, sequence), with its terms
-/// under `table`'s tokenizer.
+/// Every memory of the sequences `sequences` (machine, sequence), with its counts of
+/// `searched` under `table`'s tokenizer.
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
 pub fn in_sequences(
     pool: &Pool,
     table: Table,
+    searched: &[String],
     sequences: &[(String, String)],
     bodies: bool,
 ) -> Result<Vec<MemoRow>, ArchiveError> {
@@ -293,11 +319,12 @@ pub fn in_sequences(
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT {} {FROM} WHERE (t.machine, t.sequence) IN
-                   (SELECT * FROM unnest($1::text[], $2::text[]))",
-                row_columns(table, bodies)
+                "SELECT {} {} WHERE (t.machine, t.sequence) IN
+                   (SELECT * FROM unnest($2::text[], $3::text[]))",
+                row_columns(table, bodies),
+                from(table)
             ),
-            &[&machines, &seqs],
+            &[&searched, &machines, &seqs],
         )
         .map_err(&err)?
         .iter()
@@ -306,16 +333,21 @@ pub fn in_sequences(
     })
 }
 
-/// The plain tokenizer's terms of every memory (fuzzy mode's vocabulary), sorted.
+/// The plain tokenizer's terms held by some memory (fuzzy mode's vocabulary), sorted
+/// bytewise, as push keeps them ([`MEMORY_DELTAS`]).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
 pub fn vocabulary(pool: &Pool) -> Result<Vec<String>, ArchiveError> {
     let err = err(pool, "reading the memories' vocabulary");
+    let tokenizer = memory_tokenizer(Table::Plain);
     pool.with(|c| {
         Ok(c.query(
-            &format!("SELECT DISTINCT w FROM {MEMORY_TERMS}, unnest(plain_terms) w ORDER BY w"),
-            &[],
+            &format!(
+                "SELECT term FROM {MEMORY_DELTAS} WHERE tokenizer = $1
+                 GROUP BY term HAVING sum(df) > 0 ORDER BY term"
+            ),
+            &[&tokenizer],
         )
         .map_err(&err)?
         .iter()
@@ -421,14 +453,15 @@ pub fn nearest(
     })
 }
 
-/// The memories `keys` (machine, id), with their terms under `table`'s tokenizer, in no
-/// particular order (a key the archive no longer holds is left out).
+/// The memories `keys` (machine, id), with their counts of `searched` under `table`'s
+/// tokenizer, in no particular order (a key the archive no longer holds is left out).
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
 pub fn rows_of(
     pool: &Pool,
     table: Table,
+    searched: &[String],
     keys: &[(String, String)],
     bodies: bool,
 ) -> Result<Vec<MemoRow>, ArchiveError> {
@@ -441,11 +474,12 @@ pub fn rows_of(
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT {} {FROM} WHERE (m.machine, m.id) IN
-                   (SELECT * FROM unnest($1::text[], $2::text[]))",
-                row_columns(table, bodies)
+                "SELECT {} {} WHERE (m.machine, m.id) IN
+                   (SELECT * FROM unnest($2::text[], $3::text[]))",
+                row_columns(table, bodies),
+                from(table)
             ),
-            &[&machines, &ids],
+            &[&searched, &machines, &ids],
         )
         .map_err(&err)?
         .iter()

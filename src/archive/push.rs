@@ -56,7 +56,12 @@
 //!   [`MEMORY_TERMS`] — its local position and sequence, and its terms under the
 //!   memories store's two FTS5 tokenizers, cut from the text sent
 //!   ([`crate::stores::memories::fts::row_terms`]) — in the same transaction, so
-//!   memo-search's BM25 on the archive is the local one ([`super::memo`]).
+//!   memo-search's BM25 on the archive is the local one ([`super::memo`]). Since
+//!   schema version 9 the same transaction appends memo-search's statistics as signed
+//!   deltas ([`MEMORY_DELTAS`], [`MEMORY_TOTALS`]: the sent rows' document frequencies,
+//!   rows and tokens; the deleted rows' taken back by the statement deleting them), and
+//!   the push folds them after committing
+//!   ([`super::schema::COMPACT_MEMORY_DELTAS`]).
 //! - **Redacted** by default: message and memory text go through
 //!   [`crate::redact::Redactor`] before they leave the machine (counted).
 
@@ -70,7 +75,8 @@ use super::machine::Machine;
 use super::meaning::HalfVec;
 use super::schema::{
     RegisteredModel, KEYWORD_DELTAS, KEYWORD_POSTINGS, KEYWORD_TOTALS, MEMORY_COLUMNS,
-    MEMORY_TERMS, MESSAGE_COLUMNS, MESSAGE_IDS, MESSAGE_TERMS, SCHEMA,
+    MEMORY_DELTAS, MEMORY_TERMS, MEMORY_TOTALS, MESSAGE_COLUMNS, MESSAGE_IDS, MESSAGE_TERMS,
+    SCHEMA,
 };
 use super::{Archive, ArchiveError};
 use crate::stores::conversations::embeddings::{ConversationUnits, Embeddings};
@@ -1627,30 +1633,52 @@ fn push_memories(
         .client()
         .transaction()
         .map_err(err("sending memories"))?;
+    // Memories this transaction deleted (pruned or replaced): memo-search's totals
+    // take them back.
+    let mut deleted: u64 = 0;
     if !gone.is_empty() {
-        tx.execute(
-            &format!("DELETE FROM {SCHEMA}.memories WHERE machine = $1 AND id = ANY($2)"),
-            &[&machine.id, &gone],
-        )
-        .map_err(err("pruning memories"))?;
+        deleted += tx
+            .execute(
+                &format!("DELETE FROM {SCHEMA}.memories WHERE machine = $1 AND id = ANY($2)"),
+                &[&machine.id, &gone],
+            )
+            .map_err(err("pruning memories"))?;
     }
     let ids: Vec<&str> = changed.iter().map(|m| m.fields[0].as_str()).collect();
-    tx.execute(
-        &format!("DELETE FROM {SCHEMA}.memories WHERE machine = $1 AND id = ANY($2)"),
-        &[&machine.id, &ids],
-    )
-    .map_err(err("sending memories"))?;
-    for table in models
-        .iter()
-        .map(RegisteredModel::memories_table)
-        .chain([MEMORY_TERMS.to_owned()])
-    {
+    deleted += tx
+        .execute(
+            &format!("DELETE FROM {SCHEMA}.memories WHERE machine = $1 AND id = ANY($2)"),
+            &[&machine.id, &ids],
+        )
+        .map_err(err("sending memories"))?;
+    for table in models.iter().map(RegisteredModel::memories_table) {
         tx.execute(
             &format!("DELETE FROM {table} WHERE machine = $1 AND (id = ANY($2) OR id = ANY($3))"),
             &[&machine.id, &ids, &gone],
         )
         .map_err(err("sending memories' vectors"))?;
     }
+    // The terms' rows, their document frequencies and tokens taken back in the same
+    // statement (only the rows this statement deleted: exact beside other pushes).
+    tx.execute(
+        &format!(
+            "WITH gone AS (DELETE FROM {MEMORY_TERMS}
+                           WHERE machine = $1 AND (id = ANY($2) OR id = ANY($3))
+                           RETURNING plain_terms, stem_terms,
+                                     plain_sizes[1] + plain_sizes[2] + plain_sizes[3] AS plain,
+                                     stem_sizes[1] + stem_sizes[2] + stem_sizes[3] AS stem),
+                  totals AS (INSERT INTO {MEMORY_TOTALS}
+                                 (memories, with_terms, plain_tokens, stem_tokens)
+                             SELECT 0, -count(*), -sum(plain), -sum(stem) FROM gone
+                             HAVING count(*) > 0)
+             INSERT INTO {MEMORY_DELTAS} (tokenizer, term, df)
+             SELECT 0, w, -count(*) FROM gone, unnest(gone.plain_terms) w GROUP BY w
+             UNION ALL
+             SELECT 1, w, -count(*) FROM gone, unnest(gone.stem_terms) w GROUP BY w"
+        ),
+        &[&machine.id, &ids, &gone],
+    )
+    .map_err(err("sending memories' terms"))?;
     // Vectors per model: (id, exact bytes, halfvec). A long memory's `exact` holds
     // every chunk's vector; its `halfvec` is its first chunk's (memo-search reads such
     // memories whole, [`super::memo`]).
@@ -1720,6 +1748,8 @@ fn push_memories(
     w.finish().map_err(err("sending memories"))?;
     send_memory_terms(&mut tx, machine, &changed, &terms)
         .map_err(err("sending memories' terms"))?;
+    send_memory_statistics(&mut tx, sent, deleted, &terms)
+        .map_err(err("sending memories' terms"))?;
     if vectors.iter().any(|v| !v.is_empty()) {
         let halfvec =
             super::meaning::halfvec_type(&mut tx).map_err(err("reading the halfvec type"))?;
@@ -1744,6 +1774,12 @@ fn push_memories(
         }
     }
     tx.commit().map_err(err("sending memories"))?;
+    // Fold the statistics' deltas (one row per term per push), so a search sums a few
+    // rows per term.
+    archive
+        .client()
+        .batch_execute(super::schema::COMPACT_MEMORY_DELTAS)
+        .map_err(err("folding the memories' statistics"))?;
     report.batches += 1;
     report.memories_sent = sent;
     report.memories_pruned = gone.len();
@@ -1833,6 +1869,59 @@ fn send_memory_terms(
         w.write(&values)?;
     }
     w.finish()?;
+    Ok(())
+}
+
+/// Appends memo-search's statistics of the memories sent (`terms`: [`memory_terms`])
+/// to [`MEMORY_DELTAS`] and [`MEMORY_TOTALS`]: each term's document frequency under
+/// each tokenizer, the rows and their tokens, and `sent - deleted` memories (`deleted`:
+/// the rows of `memories` this transaction deleted).
+fn send_memory_statistics(
+    tx: &mut postgres::Transaction<'_>,
+    sent: usize,
+    deleted: u64,
+    terms: &[Vec<crate::stores::memories::fts::RowTerms>; 2],
+) -> Result<(), postgres::Error> {
+    use crate::stores::memories::fts::Table;
+    let mut tokenizers: Vec<i16> = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut dfs: Vec<i64> = Vec::new();
+    let mut tokens = [0i64; 2];
+    for (k, table) in Table::ALL.into_iter().enumerate() {
+        let mut df: HashMap<&str, i64> = HashMap::new();
+        for row in &terms[k] {
+            tokens[k] += row.sizes.iter().map(|&n| i64::from(n)).sum::<i64>();
+            for (t, _) in &row.terms {
+                *df.entry(t.as_str()).or_default() += 1;
+            }
+        }
+        let mut df: Vec<(&str, i64)> = df.into_iter().collect();
+        df.sort_unstable();
+        let code = super::schema::memory_tokenizer(table);
+        for (t, n) in df {
+            tokenizers.push(code);
+            // As the rows hold it ([`send_memory_terms`]).
+            words.push(storable(t).into_owned());
+            dfs.push(n);
+        }
+    }
+    tx.execute(
+        &format!(
+            "INSERT INTO {MEMORY_DELTAS} (tokenizer, term, df)
+             SELECT * FROM unnest($1::smallint[], $2::text[], $3::bigint[])"
+        ),
+        &[&tokenizers, &words, &dfs],
+    )?;
+    let rows = i64::try_from(terms[0].len()).unwrap_or(i64::MAX);
+    let memories =
+        i64::try_from(sent).unwrap_or(i64::MAX) - i64::try_from(deleted).unwrap_or(i64::MAX);
+    tx.execute(
+        &format!(
+            "INSERT INTO {MEMORY_TOTALS} (memories, with_terms, plain_tokens, stem_tokens)
+             VALUES ($1, $2, $3, $4)"
+        ),
+        &[&memories, &rows, &tokens[0], &tokens[1]],
+    )?;
     Ok(())
 }
 

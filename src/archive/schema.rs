@@ -94,6 +94,18 @@
 //!   statistics are the deltas', as before. The
 //!   migration numbers the rows already held and writes their postings (one row per
 //!   term).
+//! - Version 9, memo-search's collection statistics kept by push: [`MEMORY_DELTAS`]
+//!   (per tokenizer — [`memory_tokenizer`] — and term, signed document-frequency
+//!   deltas) and [`MEMORY_TOTALS`] (signed deltas of the memories held, those with
+//!   terms, and their tokens under each tokenizer), appended by the push transaction
+//!   that writes or deletes the rows (a deleted row's taken back by the statement that
+//!   deletes it), as [`KEYWORD_DELTAS`] does for the messages: two machines pushing
+//!   never wait on a common term's counter, a read sums them, and a push that wrote
+//!   memories ends by folding them ([`COMPACT_MEMORY_DELTAS`]). The plain tokenizer's
+//!   terms with a positive sum are fuzzy mode's vocabulary. The migration fills them
+//!   from the rows held (with the memories' tables locked against pushes), and adds a
+//!   partial index of the memories that supersede others (`memories_superseding`),
+//!   which every memo-search reads.
 
 use postgres::Transaction;
 
@@ -103,7 +115,7 @@ use super::{Archive, ArchiveError};
 pub const SCHEMA: &str = "skills_archive";
 
 /// The schema version this build writes and reads.
-pub const VERSION: i32 = 8;
+pub const VERSION: i32 = 9;
 
 /// `gin_pending_list_limit` of the trigram index, in kB: the pending list a push
 /// fills before the inserting backend merges it into the index, and that a search
@@ -188,6 +200,39 @@ INSERT INTO skills_archive.keyword_totals (messages, words)
 /// Per memory: its local position and sequence, and its terms under each of the
 /// memories store's tokenizers (version 6, see the module docs).
 pub const MEMORY_TERMS: &str = "skills_archive.memory_terms";
+
+/// Per tokenizer and term of the memories, signed document-frequency deltas (version
+/// 9): `tokenizer` ([`memory_tokenizer`]), `term`, `df`; a term's document frequency
+/// is their sum.
+pub const MEMORY_DELTAS: &str = "skills_archive.memory_deltas";
+
+/// Signed deltas of the memories' totals (version 9): `memories` (rows of
+/// `memories`), `with_terms` (rows of [`MEMORY_TERMS`]), `plain_tokens` and
+/// `stem_tokens` (their tokens, all columns, under each tokenizer).
+pub const MEMORY_TOTALS: &str = "skills_archive.memory_totals";
+
+/// Folds [`MEMORY_DELTAS`] (terms with more than a few rows) and [`MEMORY_TOTALS`]
+/// into one row each, safe beside pushes and other folds as [`COMPACT_DELTAS`].
+pub const COMPACT_MEMORY_DELTAS: &str = "WITH gone AS (
+    DELETE FROM skills_archive.memory_deltas
+    WHERE (tokenizer, term) IN (SELECT tokenizer, term FROM skills_archive.memory_deltas
+                                GROUP BY tokenizer, term HAVING count(*) > 4)
+    RETURNING tokenizer, term, df)
+INSERT INTO skills_archive.memory_deltas (tokenizer, term, df)
+    SELECT tokenizer, term, sum(df) FROM gone GROUP BY tokenizer, term HAVING sum(df) <> 0;
+WITH gone AS (DELETE FROM skills_archive.memory_totals
+              RETURNING memories, with_terms, plain_tokens, stem_tokens)
+INSERT INTO skills_archive.memory_totals (memories, with_terms, plain_tokens, stem_tokens)
+    SELECT sum(memories), sum(with_terms), sum(plain_tokens), sum(stem_tokens) FROM gone
+    HAVING count(*) > 0";
+
+/// The `tokenizer` of `table`'s terms in [`MEMORY_DELTAS`]: 0 plain, 1 Porter-stemmed.
+pub fn memory_tokenizer(table: crate::stores::memories::fts::Table) -> i16 {
+    match table {
+        crate::stores::memories::fts::Table::Plain => 0,
+        crate::stores::memories::fts::Table::Stemmed => 1,
+    }
+}
 
 /// HNSW `m` (links per node) of the vector indexes: pgvector's default.
 pub const HNSW_M: i32 = 16;
@@ -564,11 +609,16 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
             "numbering the messages and writing their postings (version 8)",
         ))?;
     }
+    if from < 9 {
+        tx.batch_execute(&version_9()).map_err(err(
+            "counting the memories' terms for memo-search (version 9)",
+        ))?;
+    }
     if (1..VERSION).contains(&from) {
         // GRANT … ON ALL TABLES covers the tables that existed when it ran: roles given
         // an older version's lines lack what later versions added.
         out.notes.push(format!(
-            "upgraded from schema version {from}: a reading or pushing role given the GRANT              lines of an older version needs the lines below run again (version 7 added the              role {SQL_MEMORIES_ROLE} readers are made members of; version 8 the table              {KEYWORD_POSTINGS} and the sequence {MESSAGE_IDS} a push writes)"
+            "upgraded from schema version {from}: a reading or pushing role given the GRANT              lines of an older version needs the lines below run again (version 7 added the              role {SQL_MEMORIES_ROLE} readers are made members of; version 8 the table              {KEYWORD_POSTINGS} and the sequence {MESSAGE_IDS} a push writes; version 9 the              tables {MEMORY_DELTAS} and {MEMORY_TOTALS})"
         ));
     }
     if vectors {
@@ -912,6 +962,40 @@ CREATE INDEX keyword_postings_term ON {KEYWORD_POSTINGS} (term);
     )
 }
 
+/// Version 9: [`MEMORY_DELTAS`] and [`MEMORY_TOTALS`], filled from the rows held
+/// (the memories' tables locked against pushes until the migration commits, so none
+/// is counted twice or missed), and the partial index of the memories superseding
+/// others (see the module docs).
+fn version_9() -> String {
+    let sum = |p: &str| format!("coalesce(sum({p}_sizes[1] + {p}_sizes[2] + {p}_sizes[3]), 0)");
+    format!(
+        "LOCK TABLE {SCHEMA}.memories, {MEMORY_TERMS} IN SHARE MODE;
+CREATE TABLE {MEMORY_DELTAS} (
+    tokenizer smallint NOT NULL,
+    term text COLLATE \"C\" NOT NULL,
+    df bigint NOT NULL
+);
+INSERT INTO {MEMORY_DELTAS} (tokenizer, term, df)
+    SELECT 0, w, count(*) FROM {MEMORY_TERMS}, unnest(plain_terms) w GROUP BY w
+    UNION ALL
+    SELECT 1, w, count(*) FROM {MEMORY_TERMS}, unnest(stem_terms) w GROUP BY w;
+CREATE INDEX memory_deltas_term ON {MEMORY_DELTAS} (tokenizer, term) INCLUDE (df);
+CREATE TABLE {MEMORY_TOTALS} (
+    memories bigint NOT NULL,
+    with_terms bigint NOT NULL,
+    plain_tokens bigint NOT NULL,
+    stem_tokens bigint NOT NULL
+);
+INSERT INTO {MEMORY_TOTALS} (memories, with_terms, plain_tokens, stem_tokens)
+    SELECT (SELECT count(*) FROM {SCHEMA}.memories), count(*), {}, {} FROM {MEMORY_TERMS};
+CREATE INDEX IF NOT EXISTS memories_superseding ON {SCHEMA}.memories (machine, id)
+    WHERE cardinality(supersedes) > 0;
+",
+        sum("plain"),
+        sum("stem")
+    )
+}
+
 /// Creates [`SQL_ROLE`] and [`SQL_MEMORIES_ROLE`] when the cluster has none, grants
 /// each its one view, and makes the migrating role a member of both. Another
 /// database's migration may create the roles at the same moment: a clash is retried
@@ -1089,7 +1173,8 @@ GRANT USAGE ON SCHEMA {SCHEMA} TO {writer};
 GRANT SELECT ON ALL TABLES IN SCHEMA {SCHEMA} TO {writer};
 GRANT INSERT, UPDATE, DELETE ON {SCHEMA}.messages, {SCHEMA}.conversations,
       {SCHEMA}.machines, {SCHEMA}.memories, {MESSAGE_TERMS}, {KEYWORD_DELTAS},
-      {KEYWORD_TOTALS}, {MEMORY_TERMS}, {KEYWORD_POSTINGS} TO {writer};
+      {KEYWORD_TOTALS}, {MEMORY_TERMS}, {KEYWORD_POSTINGS}, {MEMORY_DELTAS},
+      {MEMORY_TOTALS} TO {writer};
 GRANT USAGE, UPDATE ON SEQUENCE {MESSAGE_IDS} TO {writer};
 ALTER DEFAULT PRIVILEGES IN SCHEMA {SCHEMA} GRANT SELECT ON TABLES TO {writer};
 GRANT EXECUTE ON FUNCTION {FLUSH_PENDING} TO {writer};

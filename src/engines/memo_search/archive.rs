@@ -11,7 +11,9 @@
 //!   frequency is the archive's), with the archive's row and token totals; for
 //!   hybrid's context-aware leg, every memory of those memories' sequences (their
 //!   neighbours); `exact` (the AND of every word): the memories holding every word,
-//!   each word's document frequency counted by the archive ([`memo::doc_freqs`]);
+//!   each word's document frequency as push keeps it ([`memo::doc_freqs`]). Rows come
+//!   with their counts of the searched terms only; the totals and fuzzy mode's
+//!   vocabulary are push's too ([`memo::totals`], [`memo::vocabulary`]);
 //! - the vec leg (`vec`, hybrid): the nearest one-vector memories of the model the
 //!   query is embedded with, their keys and exact vectors read by `halfvec` inner
 //!   product in rounds until the `n`-th best exact score among those the filters keep
@@ -129,7 +131,9 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
             };
         rows.add(found);
         stopped(req)?;
-        rows.add(memo::in_sequences(pool, table, &sequences, bodies)?);
+        rows.add(memo::in_sequences(
+            pool, table, &searched, &sequences, bodies,
+        )?);
     }
     stopped(req)?;
     // The vec leg: the model the query is embedded with, when the archive holds it.
@@ -197,7 +201,17 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
         };
         let t = table.unwrap_or(Table::Plain);
         let superseded: HashSet<&str> = all_links.iter().map(|(_, t)| t.as_str()).collect();
-        nearest(pool, m, t, q, n, req, &superseded, bodies, &mut rows)?;
+        nearest(
+            pool,
+            m,
+            (t, &searched),
+            q,
+            n,
+            req,
+            &superseded,
+            bodies,
+            &mut rows,
+        )?;
     }
     stopped(req)?;
     let ids = rows.ids();
@@ -308,13 +322,14 @@ pub(super) fn call(ctx: &Context, pool: &Pool, req: &Request) -> Result<Value, E
 
 /// Reads the vec leg's candidates into `rows` (see the module docs): rounds of the
 /// nearest one-vector memories (keys and vectors only) until the `n` best that `req`'s
-/// filters keep are proven, then their rows, and every long memory. `superseded`: every
-/// memory some memory of the archive supersedes.
+/// filters keep are proven, then their rows (with their counts of the keyword leg's
+/// `searched` terms under `table`'s tokenizer), and every long memory. `superseded`:
+/// every memory some memory of the archive supersedes.
 #[allow(clippy::too_many_arguments)]
 fn nearest(
     pool: &Pool,
     model: &RegisteredModel,
-    table: Table,
+    (table, searched): (Table, &[String]),
     q: &[f32],
     n: usize,
     req: &Request,
@@ -351,7 +366,7 @@ fn nearest(
                 .map(|g| (g.0.clone(), g.1.clone()))
                 .filter(|key| !read.contains_key(key))
                 .collect();
-            for r in memo::rows_of(pool, table, &missing, bodies)? {
+            for r in memo::rows_of(pool, table, searched, &missing, bodies)? {
                 read.insert((r.machine.clone(), r.id.clone()), r);
             }
         }
@@ -399,7 +414,7 @@ fn nearest(
         .filter(|key| !read.contains_key(*key))
         .cloned()
         .collect();
-    for r in memo::rows_of(pool, table, &missing, bodies)? {
+    for r in memo::rows_of(pool, table, searched, &missing, bodies)? {
         read.insert((r.machine.clone(), r.id.clone()), r);
     }
     for (key, chunks) in vectors {
