@@ -255,7 +255,8 @@ fn an_archive_of_version_2_is_upgraded_in_place_and_a_push_leaves_no_pending_lis
              DROP COLUMN units, DROP COLUMN vector_unit, DROP COLUMN keyword_terms;
          DROP TABLE skills_archive.message_terms, skills_archive.keyword_deltas,
              skills_archive.keyword_totals, skills_archive.memory_terms,
-             skills_archive.keyword_postings;
+             skills_archive.keyword_postings, skills_archive.memory_deltas,
+             skills_archive.memory_totals;
          DROP SEQUENCE skills_archive.message_ids;
          DROP VIEW skills_sql.all_memories;
          UPDATE skills_archive.meta SET value = '2' WHERE key = 'schema_version';",

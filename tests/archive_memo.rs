@@ -487,12 +487,25 @@ fn small(id: &str, title: &str, tags: &[&str], body: &str, at: i64) -> Memory {
     }
 }
 
-/// Upserts `memories` into the store of `data`, adds `links` (`(id, rel, target)`)
-/// and deletes the memories `gone`.
-fn write_store(data: &Path, memories: &[Memory], links: &[(&str, &str, &str)], gone: &[&str]) {
+/// Upserts `memories` into the store of `data` (embedded by `embedder`), adds `links`
+/// (`(id, rel, target)`) and deletes the memories `gone`.
+fn write_store(
+    data: &Path,
+    embedder: &skills::embed::Embedder,
+    memories: &[Memory],
+    links: &[(&str, &str, &str)],
+    gone: &[&str],
+) {
     std::fs::create_dir_all(data).unwrap();
     let store = MemoryStore::open_rw(&StorePaths::in_dir(data).memories).unwrap();
     store.upsert_many(memories).unwrap();
+    let vectors: Vec<_> = store
+        .missing_embeddings(embedder.name())
+        .unwrap()
+        .into_iter()
+        .map(|(id, text)| (id, embedder.embed_chunks(&text)))
+        .collect();
+    store.set_embeddings(&vectors, embedder.name()).unwrap();
     let conn = store.lock();
     for (id, rel, target) in links {
         conn.execute(
@@ -549,10 +562,15 @@ fn kept_and_recomputed(db: &Db) -> (Vec<String>, Vec<String>) {
 /// memo-search's statistics kept by push (schema version 9) equal those recomputed
 /// from the rows after every step: two machines' first pushes side by side, memories
 /// replaced, superseding and superseded, pruned, pushed again side by side, a
-/// memo-save; the migration from version 8 fills them from the rows; and fuzzy mode
-/// (the vocabulary), exact mode (the document frequencies) and bm25 answer from them.
+/// memo-save; the migration from version 8 fills them (and the long memories' chunk
+/// vectors) from the rows; fuzzy mode (the vocabulary), exact mode (the document
+/// frequencies) and bm25 answer from them, and the vec leg (long memories by their
+/// chunks) gives this machine's memories the local scores.
 #[test]
 fn memo_statistics_kept_by_push_equal_the_rows() {
+    let Some(embedder) = common::embedder() else {
+        return;
+    };
     let Some(server) = server() else {
         return;
     };
@@ -575,7 +593,8 @@ fn memo_statistics_kept_by_push_equal_the_rows() {
                 &format!("lap-{i:02}"),
                 &format!("laptop note {}", words[i % words.len()]),
                 &[words[(i + 3) % words.len()]],
-                &body(i, 5 + i % 9),
+                // A few long memories (several chunk vectors).
+                &body(i, if i % 13 == 7 { 400 } else { 5 + i % 9 }),
                 i as i64 * 60,
             )
         })
@@ -592,13 +611,19 @@ fn memo_statistics_kept_by_push_equal_the_rows() {
                 &id,
                 &format!("desktop {}", words[(i + 5) % words.len()]),
                 &[],
-                &body(i + 11, 3 + i % 6),
+                &body(i + 11, if i == 7 { 300 } else { 3 + i % 6 }),
                 i as i64 * 90,
             )
         })
         .collect();
-    write_store(&lap, &laptop, &[("lap-05", "supersedes", "lap-04")], &[]);
-    write_store(&desk, &desktop, &[], &[]);
+    write_store(
+        &lap,
+        &embedder,
+        &laptop,
+        &[("lap-05", "supersedes", "lap-04")],
+        &[],
+    );
+    write_store(&desk, &embedder, &desktop, &[], &[]);
     json_of(&lap, Some(&db.url), &["--json", "archive", "migrate"]);
     let both = |args: &[&str]| {
         std::thread::scope(|s| {
@@ -632,6 +657,7 @@ fn memo_statistics_kept_by_push_equal_the_rows() {
     ));
     write_store(
         &lap,
+        &embedder,
         &changed,
         &[
             ("lap-new", "supersedes", "lap-20"),
@@ -643,7 +669,7 @@ fn memo_statistics_kept_by_push_equal_the_rows() {
     for m in &mut changed {
         m.title = "desktop retitled zeppelin".into();
     }
-    write_store(&desk, &changed, &[], &["desk-10"]);
+    write_store(&desk, &embedder, &changed, &[], &["desk-10"]);
     // Without --prune the deleted memories stay; with it they go.
     let (a, b) = both(&push);
     assert_eq!(a["memories_pruned"], 0, "{a}");
@@ -693,12 +719,59 @@ fn memo_statistics_kept_by_push_equal_the_rows() {
         assert!(!local.is_empty(), "{mode} `{q}`");
         assert!(!remote.is_empty(), "{mode} `{q}`");
     }
+    let chunks = || -> Vec<String> {
+        db.client()
+            .query(
+                "SELECT format('%s %s %s %s', machine, id, chunk, embedding)
+                 FROM skills_archive.memory_chunks_1 ORDER BY machine, id, chunk",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let held = chunks();
+    assert!(held.len() >= 8, "{held:?}");
+    // The vec leg does not depend on the team's statistics: this machine's memories
+    // score as locally, long ones by their best chunk.
+    for q in [
+        "serde errors in the tokio runtime",
+        "deploy the zeppelin cache",
+    ] {
+        for limit in ["limit=5", "limit=30"] {
+            let args = [
+                "--json",
+                "run",
+                "memo-search",
+                "--arg",
+                &format!("query={q}"),
+                "--arg",
+                "mode=vec",
+                "--arg",
+                limit,
+                "--arg",
+                "machine=laptop",
+            ];
+            let remote = scores(&json_of(&lap, Some(&db.url), &args)["data"]);
+            let local = scores(&json_of(&lap, None, &args[..9])["data"]);
+            assert_eq!(
+                remote.iter().map(|s| &s.0).collect::<Vec<_>>(),
+                local.iter().map(|s| &s.0).collect::<Vec<_>>(),
+                "vec `{q}` {limit}"
+            );
+            for ((id, x), (_, y)) in local.iter().zip(&remote) {
+                assert!((x - y).abs() <= 1e-6, "vec `{q}`: {id} {x} vs {y}");
+            }
+        }
+    }
 
     // The archive as version 8 left it: the migration fills the statistics from the rows.
     let before = kept_and_recomputed(&db).0;
     db.client()
         .batch_execute(
-            "DROP TABLE skills_archive.memory_deltas, skills_archive.memory_totals;
+            "DROP TABLE skills_archive.memory_deltas, skills_archive.memory_totals,
+                 skills_archive.memory_chunks_1;
              DROP INDEX skills_archive.memories_superseding;
              UPDATE skills_archive.meta SET value = '8' WHERE key = 'schema_version';",
         )
@@ -707,4 +780,5 @@ fn memo_statistics_kept_by_push_equal_the_rows() {
     assert_eq!(m["migration"]["from"], 8, "{m}");
     check("migrated from version 8");
     assert_eq!(kept_and_recomputed(&db).0, before);
+    assert_eq!(chunks(), held);
 }

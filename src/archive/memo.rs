@@ -145,11 +145,21 @@ fn row_columns(table: Table, bodies: bool) -> String {
     )
 }
 
-/// The tables of a [`MemoRow`]: `$1` (`text[]`) is the searched terms, of which each
-/// row's are read with their counts (three per term: title, tags, body) under
-/// `table`'s tokenizer, not its whole term lists.
-fn from(table: Table) -> String {
+/// The tables of a [`MemoRow`]: `$1` (`text[]`, `searched` terms) is the searched
+/// terms, of which each row's are read with their counts (three per term: title,
+/// tags, body) under `table`'s tokenizer, not its whole term lists. A few terms are
+/// looked up in the row's list (`array_position`); many (fuzzy mode's expansions) are
+/// matched while unnesting it (a hashed `= ANY`).
+fn from(table: Table, searched: usize) -> String {
     let p = prefix(table);
+    let found = if searched <= HASHED_FROM {
+        format!("(SELECT w, array_position(t.{p}_terms, w) AS i FROM unnest($1::text[]) w) q")
+    } else {
+        format!(
+            "(SELECT u.w, u.i FROM unnest(t.{p}_terms) WITH ORDINALITY u(w, i)
+              WHERE u.w = ANY($1::text[])) q"
+        )
+    };
     format!(
         "FROM {SCHEMA}.memories m
          LEFT JOIN {MEMORY_TERMS} t ON t.machine = m.machine AND t.id = m.id
@@ -157,12 +167,14 @@ fn from(table: Table) -> String {
          LEFT JOIN LATERAL (
              SELECT array_agg(q.w ORDER BY q.i) FILTER (WHERE g.k = 1) AS terms,
                     array_agg(t.{p}_counts[3 * q.i - 3 + g.k] ORDER BY q.i, g.k) AS counts
-             FROM (SELECT w, array_position(t.{p}_terms, w) AS i
-                   FROM unnest($1::text[]) w) q,
-                  generate_series(1, 3) g(k)
+             FROM {found}, generate_series(1, 3) g(k)
              WHERE q.i IS NOT NULL) s ON true"
     )
 }
+
+/// Most searched terms [`from`] looks up one by one in each row's term list (more are
+/// matched by unnesting the list: PostgreSQL hashes an `= ANY` of 9 values or more).
+const HASHED_FROM: usize = 8;
 
 fn time(t: chrono::NaiveDateTime) -> String {
     crate::stores::memories::format_time(&t.and_utc())
@@ -226,7 +238,7 @@ pub fn with_terms(
             &format!(
                 "SELECT {} {} WHERE t.{p}_terms && $1::text[]",
                 row_columns(table, bodies),
-                from(table)
+                from(table, terms.len())
             ),
             &[&terms],
         )
@@ -258,7 +270,7 @@ pub fn with_all_terms(
             &format!(
                 "SELECT {} {} WHERE t.{p}_terms @> $1::text[]",
                 row_columns(table, bodies),
-                from(table)
+                from(table, terms.len())
             ),
             &[&terms],
         )
@@ -322,7 +334,7 @@ pub fn in_sequences(
                 "SELECT {} {} WHERE (t.machine, t.sequence) IN
                    (SELECT * FROM unnest($2::text[], $3::text[]))",
                 row_columns(table, bodies),
-                from(table)
+                from(table, searched.len())
             ),
             &[&searched, &machines, &seqs],
         )
@@ -398,13 +410,15 @@ pub fn vector_coverage(pool: &Pool, model: &RegisteredModel) -> Result<(i64, i64
     })
 }
 
-/// A one-vector memory read by [`nearest`]: its key (machine, id), its exact vector
-/// and its `halfvec` inner product with the query.
-pub type Near = (String, String, Vec<f32>, f64);
+/// A memory read by [`nearest`]: its key (machine, id), its exact vectors (one, or a
+/// long memory's chunks) and the `halfvec` inner product with the query of the vector
+/// or chunk that brought it (a long memory comes once per chunk among the nearest).
+pub type Near = (String, String, Vec<Vec<f32>>, f64);
 
-/// The `k` one-vector memories of `model` nearest the query `half` by `halfvec` inner
-/// product (a sequential scan of the vectors only: exact in that order), best first,
-/// with their exact vectors; [`rows_of`] reads their rows.
+/// The `k` vectors of `model` nearest the query `half` by `halfvec` inner product —
+/// the one-vector memories' and the long memories' chunks (`memory_chunks_<slot>`),
+/// a sequential scan of the vectors only: exact in that order —, best first, each with
+/// its memory's exact vectors; [`rows_of`] reads their rows.
 ///
 /// # Errors
 /// [`ArchiveError`] when the archive cannot be read.
@@ -418,6 +432,8 @@ pub fn nearest(
     let dim = model.model.dim as usize;
     let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
     let k = i64::try_from(k).unwrap_or(i64::MAX);
+    let vectors = model.memories_table();
+    let chunks = model.chunks_table();
     pool.with(|c| {
         let mut tx = c.transaction().map_err(&err)?;
         tx.batch_execute(&format!(
@@ -429,10 +445,15 @@ pub fn nearest(
         let rows = tx
             .query(
                 &format!(
-                    "SELECT v.machine, v.id, v.exact, -(v.embedding <#> $1)::float8 FROM {} v
-                     WHERE octet_length(v.exact) = $2
-                     ORDER BY v.embedding <#> $1 LIMIT $3",
-                    model.memories_table()
+                    "SELECT r.machine, r.id, v.exact, r.s FROM (
+                       SELECT u.machine, u.id, u.s FROM (
+                         SELECT o.machine, o.id, -(o.embedding <#> $1)::float8 AS s FROM {vectors} o
+                         WHERE octet_length(o.exact) = $2
+                         UNION ALL
+                         SELECT c.machine, c.id, -(c.embedding <#> $1)::float8 FROM {chunks} c) u
+                       ORDER BY u.s DESC LIMIT $3) r
+                     JOIN {vectors} v ON v.machine = r.machine AND v.id = r.id
+                     ORDER BY r.s DESC"
                 ),
                 &[half, &one, &k],
             )
@@ -442,12 +463,13 @@ pub fn nearest(
             .iter()
             .map(|r| {
                 let bytes: Vec<u8> = r.get(2);
-                (
-                    r.get(0),
-                    r.get(1),
-                    crate::stores::memories::decode_vector(&bytes),
-                    r.get(3),
-                )
+                let values = crate::stores::memories::decode_vector(&bytes);
+                let chunks = if dim > 0 && values.len() > dim && values.len().is_multiple_of(dim) {
+                    values.chunks_exact(dim).map(<[f32]>::to_vec).collect()
+                } else {
+                    vec![values]
+                };
+                (r.get(0), r.get(1), chunks, r.get(3))
             })
             .collect())
     })
@@ -477,50 +499,13 @@ pub fn rows_of(
                 "SELECT {} {} WHERE (m.machine, m.id) IN
                    (SELECT * FROM unnest($2::text[], $3::text[]))",
                 row_columns(table, bodies),
-                from(table)
+                from(table, searched.len())
             ),
             &[&searched, &machines, &ids],
         )
         .map_err(&err)?
         .iter()
         .map(row_of)
-        .collect())
-    })
-}
-
-/// A long memory read by [`long_vectors`]: its key (machine, id) and its chunk vectors.
-pub type Long = (String, String, Vec<Vec<f32>>);
-
-/// Every memory of `model` with more than one vector (a long memory embedded in
-/// chunks): its key (machine, id) and its chunk vectors, without its row
-/// ([`rows_of`] reads those that can rank).
-///
-/// # Errors
-/// [`ArchiveError`] when the archive cannot be read.
-pub fn long_vectors(pool: &Pool, model: &RegisteredModel) -> Result<Vec<Long>, ArchiveError> {
-    let err = err(pool, "memo-search's vec leg");
-    let dim = model.model.dim as usize;
-    let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
-    pool.with(|c| {
-        Ok(c.query(
-            &format!(
-                "SELECT v.machine, v.id, v.exact FROM {} v WHERE octet_length(v.exact) <> $1",
-                model.memories_table()
-            ),
-            &[&one],
-        )
-        .map_err(&err)?
-        .iter()
-        .map(|r| {
-            let bytes: Vec<u8> = r.get(2);
-            let values = crate::stores::memories::decode_vector(&bytes);
-            let chunks = if dim > 0 && !values.is_empty() && values.len().is_multiple_of(dim) {
-                values.chunks_exact(dim).map(<[f32]>::to_vec).collect()
-            } else {
-                vec![values]
-            };
-            (r.get(0), r.get(1), chunks)
-        })
         .collect())
     })
 }

@@ -1651,7 +1651,10 @@ fn push_memories(
             &[&machine.id, &ids],
         )
         .map_err(err("sending memories"))?;
-    for table in models.iter().map(RegisteredModel::memories_table) {
+    for table in models
+        .iter()
+        .flat_map(|m| [m.memories_table(), m.chunks_table()])
+    {
         tx.execute(
             &format!("DELETE FROM {table} WHERE machine = $1 AND (id = ANY($2) OR id = ANY($3))"),
             &[&machine.id, &ids, &gone],
@@ -1679,10 +1682,11 @@ fn push_memories(
         &[&machine.id, &ids, &gone],
     )
     .map_err(err("sending memories' terms"))?;
-    // Vectors per model: (id, exact bytes, halfvec). A long memory's `exact` holds
-    // every chunk's vector; its `halfvec` is its first chunk's (memo-search reads such
-    // memories whole, [`super::memo`]).
-    let mut vectors: Vec<Vec<(String, Vec<u8>, HalfVec)>> = vec![Vec::new(); models.len()];
+    // Vectors per model: (id, exact bytes, halfvec, chunks). A long memory's `exact`
+    // holds every chunk's vector, its `halfvec` is its first chunk's, and its chunks'
+    // go to the model's chunks table (schema version 9, [`super::memo`]).
+    let mut vectors: Vec<Vec<(String, Vec<u8>, HalfVec, Vec<HalfVec>)>> =
+        vec![Vec::new(); models.len()];
     for m in &changed {
         if let Some((i, bytes)) = &m.vector {
             let v = crate::stores::memories::decode_vector(bytes);
@@ -1691,6 +1695,7 @@ fn push_memories(
                 storable(&m.fields[0]).into_owned(),
                 bytes.clone(),
                 HalfVec::of(&v[..dim.min(v.len())]),
+                super::schema::memory_chunks(&v, dim),
             ));
         }
     }
@@ -1765,12 +1770,31 @@ fn push_memories(
                 .map_err(err("sending memories' vectors"))?;
             let types = [Type::TEXT, Type::TEXT, Type::BYTEA, halfvec.clone()];
             let mut w = BinaryCopyInWriter::new(sink, &types);
-            for (id, exact, half) in rows {
+            for (id, exact, half, _) in rows {
                 w.write(&[&machine.id as &(dyn ToSql + Sync), id, exact, half])
                     .map_err(err("sending memories' vectors"))?;
             }
             w.finish().map_err(err("sending memories' vectors"))?;
             report.memory_vectors_sent += rows.len();
+            if rows.iter().all(|r| r.3.is_empty()) {
+                continue;
+            }
+            let sink = tx
+                .copy_in(&format!(
+                    "COPY {} (machine, id, chunk, embedding) FROM STDIN (FORMAT binary)",
+                    model.chunks_table()
+                ))
+                .map_err(err("sending memories' vectors"))?;
+            let types = [Type::TEXT, Type::TEXT, Type::INT4, halfvec.clone()];
+            let mut w = BinaryCopyInWriter::new(sink, &types);
+            for (id, _, _, chunks) in rows {
+                for (chunk, half) in chunks.iter().enumerate() {
+                    let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
+                    w.write(&[&machine.id as &(dyn ToSql + Sync), id, &chunk, half])
+                        .map_err(err("sending memories' vectors"))?;
+                }
+            }
+            w.finish().map_err(err("sending memories' vectors"))?;
         }
     }
     tx.commit().map_err(err("sending memories"))?;

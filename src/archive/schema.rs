@@ -105,7 +105,11 @@
 //!   terms with a positive sum are fuzzy mode's vocabulary. The migration fills them
 //!   from the rows held (with the memories' tables locked against pushes), and adds a
 //!   partial index of the memories that supersede others (`memories_superseding`),
-//!   which every memo-search reads.
+//!   which every memo-search reads. Per registered model, `memory_chunks_<slot>` holds
+//!   each chunk vector of the long memories (more than one vector) as `halfvec`
+//!   ([`RegisteredModel::chunks_table`]): memo-search's vec leg orders them with the
+//!   one-vector memories instead of reading every long memory's vectors; the migration
+//!   writes them from the exact vectors held.
 
 use postgres::Transaction;
 
@@ -272,6 +276,13 @@ impl RegisteredModel {
     pub fn memories_table(&self) -> String {
         format!("{SCHEMA}.memory_vectors_{}", self.slot)
     }
+
+    /// `skills_archive.memory_chunks_<slot>` (schema version 9): each chunk vector of
+    /// this model's long memories (more than one vector) as `halfvec`, so memo-search's
+    /// vec leg orders them beside the one-vector memories.
+    pub fn chunks_table(&self) -> String {
+        format!("{SCHEMA}.memory_chunks_{}", self.slot)
+    }
 }
 
 /// The models of the stores at `paths` whose vectors a push would send: the
@@ -400,10 +411,90 @@ CREATE TABLE {SCHEMA}.memory_vectors_{slot} (
     PRIMARY KEY (machine, id)
 );
 CREATE INDEX memory_vectors_{slot}_hnsw ON {SCHEMA}.memory_vectors_{slot}
-    USING hnsw (embedding halfvec_ip_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION});"
+    USING hnsw (embedding halfvec_ip_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION});
+{}",
+        chunks_sql(slot, dim)
     ))
     .map_err(described)?;
     Ok(true)
+}
+
+/// The `memory_chunks_<slot>` table of a model of dimension `dim` (version 9,
+/// [`RegisteredModel::chunks_table`]).
+fn chunks_sql(slot: i32, dim: i32) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {SCHEMA}.memory_chunks_{slot} (
+    machine text COLLATE \"C\" NOT NULL,
+    id text COLLATE \"C\" NOT NULL,
+    chunk integer NOT NULL,
+    embedding halfvec({dim}) NOT NULL,
+    PRIMARY KEY (machine, id, chunk)
+);"
+    )
+}
+
+/// Version 9 for the models registered before it: creates each one's
+/// `memory_chunks_<slot>` and fills it from its long memories' exact vectors (each
+/// chunk rounded to `halfvec`, as push sends them).
+fn chunk_tables(tx: &mut Transaction<'_>) -> Result<(), postgres::Error> {
+    let models = registered_models(tx)?;
+    if models.is_empty() {
+        return Ok(());
+    }
+    let halfvec = super::meaning::halfvec_type(tx)?;
+    for m in models {
+        let dim = m.model.dim as usize;
+        tx.batch_execute(&chunks_sql(m.slot, i32::try_from(dim).unwrap_or(0)))?;
+        let one = i32::try_from(dim * 4).unwrap_or(i32::MAX);
+        let long = tx.query(
+            &format!(
+                "SELECT machine, id, exact FROM {} WHERE octet_length(exact) <> $1",
+                m.memories_table()
+            ),
+            &[&one],
+        )?;
+        let sink = tx.copy_in(&format!(
+            "COPY {} (machine, id, chunk, embedding) FROM STDIN (FORMAT binary)",
+            m.chunks_table()
+        ))?;
+        let types = [
+            postgres::types::Type::TEXT,
+            postgres::types::Type::TEXT,
+            postgres::types::Type::INT4,
+            halfvec.clone(),
+        ];
+        let mut w = postgres::binary_copy::BinaryCopyInWriter::new(sink, &types);
+        for r in &long {
+            let machine: String = r.get(0);
+            let id: String = r.get(1);
+            let bytes: Vec<u8> = r.get(2);
+            let values = crate::stores::memories::decode_vector(&bytes);
+            for (chunk, half) in memory_chunks(&values, dim).into_iter().enumerate() {
+                let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
+                w.write(&[
+                    &machine as &(dyn postgres::types::ToSql + Sync),
+                    &id,
+                    &chunk,
+                    &half,
+                ])?;
+            }
+        }
+        w.finish()?;
+    }
+    Ok(())
+}
+
+/// The chunk vectors of a long memory's `values` (several vectors of `dim` values, one
+/// after the other) rounded to `halfvec`; none when `values` is one vector (or not
+/// whole vectors).
+pub fn memory_chunks(values: &[f32], dim: usize) -> Vec<super::meaning::HalfVec> {
+    if dim == 0 || values.len() <= dim || !values.len().is_multiple_of(dim) {
+        return Vec::new();
+    }
+    values
+        .chunks_exact(dim)
+        .map(super::meaning::HalfVec::of)
+        .collect()
 }
 
 /// First month with its own partition (older rows go to the default partition).
@@ -613,12 +704,16 @@ pub fn migrate(archive: &mut Archive, models: &[VectorModel]) -> Result<Migratio
         tx.batch_execute(&version_9()).map_err(err(
             "counting the memories' terms for memo-search (version 9)",
         ))?;
+        if vectors {
+            chunk_tables(&mut tx)
+                .map_err(err("writing the long memories' chunk vectors (version 9)"))?;
+        }
     }
     if (1..VERSION).contains(&from) {
         // GRANT … ON ALL TABLES covers the tables that existed when it ran: roles given
         // an older version's lines lack what later versions added.
         out.notes.push(format!(
-            "upgraded from schema version {from}: a reading or pushing role given the GRANT              lines of an older version needs the lines below run again (version 7 added the              role {SQL_MEMORIES_ROLE} readers are made members of; version 8 the table              {KEYWORD_POSTINGS} and the sequence {MESSAGE_IDS} a push writes; version 9 the              tables {MEMORY_DELTAS} and {MEMORY_TOTALS})"
+            "upgraded from schema version {from}: a reading or pushing role given the GRANT              lines of an older version needs the lines below run again (version 7 added the              role {SQL_MEMORIES_ROLE} readers are made members of; version 8 the table              {KEYWORD_POSTINGS} and the sequence {MESSAGE_IDS} a push writes; version 9 the              tables {MEMORY_DELTAS}, {MEMORY_TOTALS} and memory_chunks_<slot>)"
         ));
     }
     if vectors {
@@ -1191,7 +1286,7 @@ fn vector_grants(models: &[RegisteredModel], writer: &str) -> String {
     }
     let tables: Vec<String> = models
         .iter()
-        .flat_map(|m| [m.units_table(), m.memories_table()])
+        .flat_map(|m| [m.units_table(), m.memories_table(), m.chunks_table()])
         .collect();
     format!(
         "-- the vectors' tables, one pair per embedding model (again after a migrate that

@@ -14,14 +14,14 @@
 //!   each word's document frequency as push keeps it ([`memo::doc_freqs`]). Rows come
 //!   with their counts of the searched terms only; the totals and fuzzy mode's
 //!   vocabulary are push's too ([`memo::totals`], [`memo::vocabulary`]);
-//! - the vec leg (`vec`, hybrid): the nearest one-vector memories of the model the
-//!   query is embedded with, their keys and exact vectors read by `halfvec` inner
-//!   product in rounds until the `n`-th best exact score among those the filters keep
-//!   is above what any memory not read can score (`halfvec` is within [`HALF_SLACK`]
-//!   of the exact score), plus every long memory's vectors (several chunk vectors);
-//!   rows are read only for the memories scoring within [`RANK_SLACK`] of that `n`-th
-//!   best or above. The scores are then computed from the exact `f32` vectors by the
-//!   local leg.
+//! - the vec leg (`vec`, hybrid): the nearest vectors of the model the query is
+//!   embedded with — the one-vector memories' and the long memories' chunks, by
+//!   `halfvec` inner product ([`memo::nearest`]) — with their memories' exact vectors,
+//!   in rounds until the `n`-th best exact score among those the filters keep, less
+//!   [`RANK_SLACK`], is above what any memory not read can score (`halfvec` is within
+//!   [`HALF_SLACK`] of the exact score); rows are read only for the memories scoring
+//!   within [`RANK_SLACK`] of that `n`-th best or above. The scores are then computed
+//!   from the exact `f32` vectors by the local leg.
 //!
 //! Rows are read without their bodies ([`memo::bodies`] reads the hits'), unless a
 //! temporal question in hybrid mode routes on every fused candidate's body.
@@ -354,61 +354,62 @@ fn nearest(
             .map(|(&a, &b)| f64::from(a) * f64::from(b))
             .sum()
     };
+    // A memory's exact score: its best chunk's.
+    let score = |chunks: &[Vec<f32>]| -> f64 {
+        chunks
+            .iter()
+            .map(|v| dot(v))
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
     let mut k = n.saturating_mul(2).saturating_add(32);
     let (got, nth) = loop {
         stopped(req)?;
         let got = memo::nearest(pool, model, &half, k)?;
         let complete = got.len() < k;
         let last_half = got.last().map_or(f64::NEG_INFINITY, |g| g.3);
+        // Once per memory (a long memory comes once per chunk read).
+        let mut distinct: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
+        for (machine, id, chunks, _) in got {
+            distinct.entry((machine, id)).or_insert(chunks);
+        }
         if filtered {
-            let missing: Vec<(String, String)> = got
-                .iter()
-                .map(|g| (g.0.clone(), g.1.clone()))
-                .filter(|key| !read.contains_key(key))
+            let missing: Vec<(String, String)> = distinct
+                .keys()
+                .filter(|key| !read.contains_key(*key))
+                .cloned()
                 .collect();
             for r in memo::rows_of(pool, table, searched, &missing, bodies)? {
                 read.insert((r.machine.clone(), r.id.clone()), r);
             }
         }
-        let mut kept: Vec<f64> = got
+        let mut kept: Vec<f64> = distinct
             .iter()
-            .filter(|g| {
-                (req.include_superseded || !superseded.contains(g.1.as_str()))
+            .filter(|(key, _)| {
+                (req.include_superseded || !superseded.contains(key.1.as_str()))
                     && (!filtered
                         || read
-                            .get(&(g.0.clone(), g.1.clone()))
+                            .get(*key)
                             .is_some_and(|r| filter.keep(&meta(r, 0)) && whose(req, r)))
             })
-            .map(|g| dot(&g.2))
+            .map(|(_, chunks)| score(chunks))
             .collect();
         kept.sort_by(|a, b| b.total_cmp(a));
+        // No memory not read scores above `bound`: its vectors (or chunks) are all
+        // at most `last_half` by `halfvec`.
         let bound = last_half + HALF_SLACK * norm;
-        if complete || (kept.len() >= n && kept[n - 1] > bound) {
-            break (got, kept.get(n.wrapping_sub(1)).copied());
+        if complete || (kept.len() >= n && kept[n - 1] - RANK_SLACK * norm > bound) {
+            break (distinct, kept.get(n.wrapping_sub(1)).copied());
         }
         k = k.saturating_mul(4);
     };
     // `n` memories the filters keep score `nth` or more: one scoring less (by more than
     // the rounding between this sum and the local leg's) is not among the leg's `n`
-    // best, so its row is not read. Long memories are scored from their chunks.
+    // best, so its row is not read; every memory not read scores less than that.
     let floor = nth.map_or(f64::NEG_INFINITY, |s| s - RANK_SLACK * norm);
-    let long = memo::long_vectors(pool, model)?;
-    let mut vectors: HashMap<(String, String), Vec<Vec<f32>>> = HashMap::new();
-    for (machine, id, v, _) in got {
-        if dot(&v) >= floor {
-            vectors.insert((machine, id), vec![v]);
-        }
-    }
-    for (machine, id, chunks) in long {
-        if chunks
-            .iter()
-            .map(|v| dot(v))
-            .fold(f64::NEG_INFINITY, f64::max)
-            >= floor
-        {
-            vectors.insert((machine, id), chunks);
-        }
-    }
+    let vectors: HashMap<(String, String), Vec<Vec<f32>>> = got
+        .into_iter()
+        .filter(|(_, chunks)| score(chunks) >= floor)
+        .collect();
     let missing: Vec<(String, String)> = vectors
         .keys()
         .filter(|key| !read.contains_key(*key))
