@@ -1685,8 +1685,7 @@ fn push_memories(
     // Vectors per model: (id, exact bytes, halfvec, chunks). A long memory's `exact`
     // holds every chunk's vector, its `halfvec` is its first chunk's, and its chunks'
     // go to the model's chunks table (schema version 9, [`super::memo`]).
-    let mut vectors: Vec<Vec<(String, Vec<u8>, HalfVec, Vec<HalfVec>)>> =
-        vec![Vec::new(); models.len()];
+    let mut vectors: Vec<Vec<MemoryVectors>> = vec![Vec::new(); models.len()];
     for m in &changed {
         if let Some((i, bytes)) = &m.vector {
             let v = crate::stores::memories::decode_vector(bytes);
@@ -1809,6 +1808,10 @@ fn push_memories(
     report.memories_pruned = gone.len();
     Ok(())
 }
+
+/// One memory's vectors as push sends them: its id, its exact bytes (every chunk's
+/// vector), its first vector as `halfvec`, and a long memory's chunks as `halfvec`s.
+type MemoryVectors = (String, Vec<u8>, HalfVec, Vec<HalfVec>);
 
 /// Each of `memories`' terms under the store's two tokenizers ([`Table::ALL`] order),
 /// cut from the fields sent (redacted when they are).
