@@ -653,7 +653,7 @@ fn replace_placeholders(sql: &str, mut mark: impl FnMut(&str) -> String) -> Stri
     out
 }
 
-/// The query's own time limit (`engine-options.timeout`), armed on the process's
+/// The query's own time limit (`engine-options.timeout-ms`), armed on the process's
 /// deadline timer ([`crate::cancel`]): a lock and an insert a call, not a thread.
 struct Watchdog {
     limit: crate::cancel::Cancel,
