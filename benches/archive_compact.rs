@@ -174,17 +174,7 @@ fn keyword_leg(url: &str, runs: usize) -> Result<()> {
     println!("| query | keyword leg p50 | p95 | rows |\n|---|---|---|---|");
     for q in QUERIES {
         let terms = query_terms(q);
-        let kq = KeywordQuery {
-            terms: &terms,
-            role: None,
-            exclude_injected: true,
-            source: None,
-            conversation_id: None,
-            since_us: None,
-            until_us: None,
-            limit: KEYWORD_CANDIDATES,
-            stop: &stop,
-        };
+        let kq = KeywordQuery::new(&terms, KEYWORD_CANDIDATES, &stop);
         let call = || {
             skills::archive::keyword::search(&pool, &kq, Some(CONTEXT))
                 .map(|(f, _)| f.len())

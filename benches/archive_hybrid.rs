@@ -138,15 +138,8 @@ fn keyword_leg(url: &str, runs: usize) -> Result<()> {
         let terms = query_terms(q);
         let role = label.contains("role=user").then_some("user");
         let kq = KeywordQuery {
-            terms: &terms,
             role,
-            exclude_injected: true,
-            source: None,
-            conversation_id: None,
-            since_us: None,
-            until_us: None,
-            limit: KEYWORD_CANDIDATES,
-            stop: &stop,
+            ..KeywordQuery::new(&terms, KEYWORD_CANDIDATES, &stop)
         };
         let call = || {
             skills::archive::keyword::search(&pool, &kq, Some(CONTEXT))

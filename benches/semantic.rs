@@ -179,17 +179,9 @@ fn main() -> Result<()> {
     let stop = skills::cancel::Cancel::new();
     let (kw, found) = measure(runs, Duration::from_secs(10), || {
         index
-            .keyword(&skills::stores::conversations::index::KeywordQuery {
-                terms: &terms,
-                role: None,
-                exclude_injected: true,
-                source: None,
-                conversation_id: None,
-                since_us: None,
-                until_us: None,
-                limit: 60,
-                stop: &stop,
-            })
+            .keyword(&skills::stores::conversations::index::KeywordQuery::new(
+                &terms, 60, &stop,
+            ))
             .map(|h| h.map_or(0, |h| h.len()))
             .map_err(|e| e.to_string())
     });

@@ -18,7 +18,7 @@ use skills::engines::{Context, Engine};
 use skills::ingest::Message;
 use skills::stores::StorePaths;
 
-use common::archive::{server, server_password, Db};
+use common::archive::{run_skill, server, server_password, without_machine, Db};
 
 fn skills() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_skills"));
@@ -932,60 +932,6 @@ fn bundled_sql_skills() -> Vec<String> {
     }
     out.sort();
     out
-}
-
-/// `skills --json run skill --arg …` on the local store (`archive` `None`) or the
-/// archive: (success, the JSON's `data` or the error text).
-fn run_skill(
-    data: &Path,
-    archive: Option<&str>,
-    skill: &str,
-    args: &[String],
-) -> (bool, Value, String) {
-    let mut cmd = skills();
-    cmd.arg("--data-dir")
-        .arg(data)
-        .env("SKILLS_MACHINE_NAME", "laptop");
-    if let Some(url) = archive {
-        cmd.args(["--archive", url]);
-    }
-    cmd.args(["--json", "run", skill]);
-    for a in args {
-        cmd.args(["--arg", a]);
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let data = serde_json::from_str::<Value>(&stdout)
-        .map(|v| v["data"].clone())
-        .unwrap_or(Value::Null);
-    (out.status.success(), data, format!("{stdout}{stderr}"))
-}
-
-/// The fields only rows from the archive have.
-const ARCHIVE_ONLY: [&str; 3] = ["machine", "machine_id", "user"];
-
-/// `data` (a skill's output on the archive) without what only the archive has: each
-/// row's [`ARCHIVE_ONLY`] fields and their names in `columns`, and the machine id in
-/// each row's `cites`.
-fn without_machine(data: &Value) -> Value {
-    let mut data = data.clone();
-    if let Some(rows) = data.get_mut("rows").and_then(Value::as_array_mut) {
-        for row in rows {
-            if let Some(row) = row.as_object_mut() {
-                for name in ARCHIVE_ONLY {
-                    row.remove(name);
-                }
-                if let Some(cites) = row.get_mut("cites").and_then(Value::as_object_mut) {
-                    cites.remove("machine_id");
-                }
-            }
-        }
-    }
-    if let Some(columns) = data.get_mut("columns").and_then(Value::as_array_mut) {
-        columns.retain(|c| !ARCHIVE_ONLY.contains(&c.as_str().unwrap_or("")));
-    }
-    data
 }
 
 /// Every bundled `sql` skill over the conversations, over the same pushed messages:

@@ -144,15 +144,8 @@ fn keyword_answers(db: &Db, questions: &[String]) -> Vec<Vec<keyword::Found>> {
         for role in [None, Some("user")] {
             for around in [Some(skills::engines::semantic_search::CONTEXT), None] {
                 let q = KeywordQuery {
-                    terms: &terms,
                     role,
-                    exclude_injected: true,
-                    source: None,
-                    conversation_id: None,
-                    since_us: None,
-                    until_us: None,
-                    limit: 60,
-                    stop: &stop,
+                    ..KeywordQuery::new(&terms, 60, &stop)
                 };
                 out.push(keyword::search(&pool, &q, around).unwrap().0);
             }

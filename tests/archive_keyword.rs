@@ -93,15 +93,11 @@ fn assert_same_keyword_leg(data: &Path, db: &Db, questions: &[String]) -> usize 
             for around in [Some(context), None] {
                 let limit = 60;
                 let q = KeywordQuery {
-                    terms: &terms,
                     role,
-                    exclude_injected: true,
-                    source: None,
                     conversation_id: conversation,
                     since_us,
                     until_us,
-                    limit,
-                    stop: &stop,
+                    ..KeywordQuery::new(&terms, limit, &stop)
                 };
                 let local = match around {
                     Some(n) => index.keyword_in_context(&q, n).unwrap().unwrap(),
@@ -465,17 +461,7 @@ fn a_push_killed_mid_way_keeps_the_statistics_those_of_the_rows() {
     let stop = Cancel::new();
     for question in questions.iter().step_by(7).take(20) {
         let terms = skills::search::words::query_terms(question, 16);
-        let q = KeywordQuery {
-            terms: &terms,
-            role: None,
-            exclude_injected: true,
-            source: None,
-            conversation_id: None,
-            since_us: None,
-            until_us: None,
-            limit: 60,
-            stop: &stop,
-        };
+        let q = KeywordQuery::new(&terms, 60, &stop);
         let around = Some(skills::engines::semantic_search::CONTEXT);
         assert_eq!(
             keyword::search(&a, &q, around).unwrap(),

@@ -157,15 +157,8 @@ fn assert_same(db: &Path, what: &str, queries: &[&str]) -> usize {
         for role in [None, Some("user"), Some("assistant")] {
             for limit in [1, 10, 200] {
                 let q = KeywordQuery {
-                    terms: &terms,
                     role,
-                    exclude_injected: true,
-                    source: None,
-                    conversation_id: None,
-                    since_us: None,
-                    until_us: None,
-                    limit,
-                    stop: &stop,
+                    ..KeywordQuery::new(&terms, limit, &stop)
                 };
                 let got = index.keyword(&q).unwrap().unwrap();
                 let want = reference(&rows, &terms, role, limit);
@@ -308,15 +301,8 @@ fn a_touched_conversation_comes_back_once_from_its_new_segment() {
     let old_terms: Vec<String> = victim.tf.keys().cloned().collect();
     assert!(!old_terms.is_empty());
     let q = KeywordQuery {
-        terms: &old_terms,
-        role: None,
-        exclude_injected: true,
-        source: None,
         conversation_id: Some(&conv),
-        since_us: None,
-        until_us: None,
-        limit: 500,
-        stop: &stop,
+        ..KeywordQuery::new(&old_terms, 500, &stop)
     };
     let got: Vec<_> = index
         .keyword(&q)

@@ -41,7 +41,6 @@
 //! Output: `{"columns": [str], "rows": [{column: value}], "count": int, "truncated": bool}`;
 //! `truncated` is true when the query had more than `max-rows` rows.
 
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -654,33 +653,28 @@ fn replace_placeholders(sql: &str, mut mark: impl FnMut(&str) -> String) -> Stri
     out
 }
 
-/// Calls `on_timeout` once when `timeout` passes before [`Watchdog::stop`].
+/// The query's own time limit (`engine-options.timeout-ms`), armed on the process's
+/// deadline timer ([`crate::cancel`]): a lock and an insert a call, not a thread.
 struct Watchdog {
-    cancel: mpsc::Sender<()>,
-    fired: mpsc::Receiver<bool>,
+    limit: crate::cancel::Cancel,
+    interrupt: crate::cancel::OnStop,
 }
 
 impl Watchdog {
+    /// Runs `on_timeout` once when `timeout` passes before [`Watchdog::stop`].
     fn start(timeout: Duration, on_timeout: impl FnOnce() + Send + 'static) -> Self {
-        let (cancel, cancelled) = mpsc::channel::<()>();
-        let (report, fired) = mpsc::channel::<bool>();
-        std::thread::spawn(move || {
-            let timed_out = matches!(
-                cancelled.recv_timeout(timeout),
-                Err(mpsc::RecvTimeoutError::Timeout)
-            );
-            if timed_out {
-                on_timeout();
-            }
-            let _ = report.send(timed_out);
-        });
-        Self { cancel, fired }
+        let limit = crate::cancel::Cancel::new();
+        let interrupt = limit.on_stop(on_timeout);
+        limit.limit(timeout);
+        Self { limit, interrupt }
     }
 
-    /// Stops the watchdog; true when it had already fired.
+    /// Stops the watchdog; true when it had already fired (or fires meanwhile: then
+    /// its hook no longer runs, and the caller treats the query as timed out).
     fn stop(self) -> bool {
-        let _ = self.cancel.send(());
-        self.fired.recv().unwrap_or(false)
+        // The hook is removed first; dropping `limit` then takes it off the timer.
+        drop(self.interrupt);
+        self.limit.stopped().is_some()
     }
 }
 

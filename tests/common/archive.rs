@@ -198,6 +198,65 @@ pub fn run(data: &Path, archive: Option<&str>, args: &[&str]) -> (bool, String, 
     )
 }
 
+/// `skills --json run SKILL --arg …` from data folder `data` (machine name `laptop`, no
+/// embedder) on the local stores (`archive` `None`) or the archive: (success, the
+/// JSON's `data` — `null` when stdout is not JSON —, stdout and stderr together).
+pub fn run_skill(
+    data: &Path,
+    archive: Option<&str>,
+    skill: &str,
+    args: &[String],
+) -> (bool, serde_json::Value, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skills"));
+    cmd.env_remove("SKILLS_ARCHIVE_URL")
+        .env("SKILLS_EMBEDDER", "none")
+        .env("NO_COLOR", "1")
+        .env("SKILLS_MACHINE_NAME", "laptop")
+        .arg("--data-dir")
+        .arg(data);
+    if let Some(url) = archive {
+        cmd.args(["--archive", url]);
+    }
+    cmd.args(["--json", "run", skill]);
+    for a in args {
+        cmd.args(["--arg", a]);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let data = serde_json::from_str::<serde_json::Value>(&stdout)
+        .map(|v| v["data"].clone())
+        .unwrap_or(serde_json::Value::Null);
+    (out.status.success(), data, format!("{stdout}{stderr}"))
+}
+
+/// The fields only rows from the archive have.
+pub const ARCHIVE_ONLY: [&str; 3] = ["machine", "machine_id", "user"];
+
+/// `data` (a skill's output on the archive) without what only the archive has: each
+/// row's [`ARCHIVE_ONLY`] fields and their names in `columns`, and the machine id in
+/// each row's `cites`.
+pub fn without_machine(data: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let mut data = data.clone();
+    if let Some(rows) = data.get_mut("rows").and_then(Value::as_array_mut) {
+        for row in rows {
+            if let Some(row) = row.as_object_mut() {
+                for name in ARCHIVE_ONLY {
+                    row.remove(name);
+                }
+                if let Some(cites) = row.get_mut("cites").and_then(Value::as_object_mut) {
+                    cites.remove("machine_id");
+                }
+            }
+        }
+    }
+    if let Some(columns) = data.get_mut("columns").and_then(Value::as_array_mut) {
+        columns.retain(|c| !ARCHIVE_ONLY.contains(&c.as_str().unwrap_or("")));
+    }
+    data
+}
+
 /// The machine id of data folder `dir` (made by its first push).
 pub fn machine_id_of(dir: &Path) -> String {
     fs_err::read_to_string(dir.join(skills::archive::machine::MACHINE_ID_FILE))

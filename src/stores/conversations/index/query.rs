@@ -140,6 +140,25 @@ pub struct KeywordQuery<'a> {
     pub stop: &'a Cancel,
 }
 
+impl<'a> KeywordQuery<'a> {
+    /// The best `limit` rows for `terms` in every conversation, any role, the harness's
+    /// injected user messages left out (what semantic-search's keyword leg asks with no
+    /// filter); set the fields to filter further.
+    pub fn new(terms: &'a [String], limit: usize, stop: &'a Cancel) -> Self {
+        Self {
+            terms,
+            role: None,
+            exclude_injected: true,
+            source: None,
+            conversation_id: None,
+            since_us: None,
+            until_us: None,
+            limit,
+            stop,
+        }
+    }
+}
+
 /// How [`Index::keyword_in_context`] scores a row with the messages around it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Neighbourhood {
