@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::TimeZone;
 use serde_json::Value;
-use skills::ingest::memories::import_paths_with;
+use skills::ingest::memories::{embed_missing, import_paths_with};
 use skills::stores::memories::{Memory, MemoryStore};
 use skills::stores::StorePaths;
 
@@ -94,13 +94,7 @@ fn build_store(data: &Path, corpus: &Path, embedder: &skills::embed::Embedder) -
     let (memories, questions) = locomo(corpus, 2).unwrap();
     let only: Vec<Memory> = memories.iter().map(|(m, _)| m.clone()).collect();
     store.upsert_many(&only).unwrap();
-    let vectors: Vec<_> = store
-        .missing_embeddings(embedder.name())
-        .unwrap()
-        .into_iter()
-        .map(|(id, text)| (id, embedder.embed_chunks(&text)))
-        .collect();
-    store.set_embeddings(&vectors, embedder.name()).unwrap();
+    embed_missing(&store, embedder).unwrap();
     {
         let conn = store.lock();
         for (i, (m, session)) in memories.iter().enumerate() {
@@ -499,13 +493,7 @@ fn write_store(
     std::fs::create_dir_all(data).unwrap();
     let store = MemoryStore::open_rw(&StorePaths::in_dir(data).memories).unwrap();
     store.upsert_many(memories).unwrap();
-    let vectors: Vec<_> = store
-        .missing_embeddings(embedder.name())
-        .unwrap()
-        .into_iter()
-        .map(|(id, text)| (id, embedder.embed_chunks(&text)))
-        .collect();
-    store.set_embeddings(&vectors, embedder.name()).unwrap();
+    embed_missing(&store, embedder).unwrap();
     let conn = store.lock();
     for (id, rel, target) in links {
         conn.execute(

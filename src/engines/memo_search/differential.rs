@@ -122,13 +122,7 @@ fn corpus_dir() -> Option<PathBuf> {
 fn embed_all(store: &MemoryStore, embedder: Option<&Embedder>) {
     if let Some(e) = embedder {
         // As imports do: one vector per chunk, so long memories hold several.
-        let vectors: Vec<_> = store
-            .missing_embeddings(e.name())
-            .unwrap()
-            .into_iter()
-            .map(|(id, text)| (id, e.embed_chunks(&text)))
-            .collect();
-        store.set_embeddings(&vectors, e.name()).unwrap();
+        crate::ingest::memories::embed_missing(store, e).unwrap();
     }
 }
 

@@ -692,13 +692,7 @@ mod tests {
         }
         let embedder = Embedder::load_default().ok();
         if let Some(e) = &embedder {
-            let vectors: Vec<_> = store
-                .missing_embeddings(e.name())
-                .unwrap()
-                .into_iter()
-                .map(|(id, text)| (id, e.embed_chunks(&text)))
-                .collect();
-            store.set_embeddings(&vectors, e.name()).unwrap();
+            crate::ingest::memories::embed_missing(&store, e).unwrap();
         }
         let model = || embedder.as_ref().ok_or_else(|| "no model".to_owned());
         let ids = |out: &Value| -> Vec<String> {
