@@ -13,6 +13,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use skills::archive::keyword;
 use skills::cancel::Cancel;
@@ -41,6 +42,25 @@ fn appended(messages: &[Message], conv: &str, round: usize) -> Message {
     m.timestamp += chrono::Duration::seconds(30 * (1 + round as i64));
     m.content = format!("and one more thing, round {round}: the pottery class was fun");
     m
+}
+
+/// Appends a turn to every conversation of `conversations` in the store of `data`
+/// (round `round`, [`appended`]; `all` holds the store's messages and gains them) and
+/// pushes it into `db`: every conversation is rewritten. The push's report.
+fn rewrite_push(
+    data: &Path,
+    db: &Db,
+    all: &mut Vec<Message>,
+    conversations: &BTreeSet<String>,
+    round: usize,
+) -> serde_json::Value {
+    let more: Vec<Message> = conversations
+        .iter()
+        .map(|c| appended(all, c, round))
+        .collect();
+    common::store_messages(data, &more);
+    all.extend(more);
+    push_no_redact(data, db)
 }
 
 /// One posting as stored: (id, count, length).
@@ -238,13 +258,7 @@ fn pushes_that_rewrite_every_conversation_keep_the_table_compact() {
         // Every conversation one turn longer: each push rewrites all of them, so
         // most terms it writes have half their postings dead (the new turn's words,
         // in every conversation, less).
-        let more: Vec<Message> = conversations
-            .iter()
-            .map(|c| appended(&all, c, round))
-            .collect();
-        common::store_messages(&data, &more);
-        all.extend(more);
-        let p = push_no_redact(&data, &db);
+        let p = rewrite_push(&data, &db, &mut all, &conversations, round);
         assert_eq!(p["conversations_sent"], conversations.len(), "{p}");
         assert!(
             p["compacted"]["terms_compacted"].as_u64().unwrap() > 0,
@@ -386,13 +400,7 @@ fn compactions_beside_pushes_and_searches_lose_and_double_nothing() {
         });
         let mut all = messages.clone();
         for round in 0..6 {
-            let more: Vec<Message> = conversations
-                .iter()
-                .map(|c| appended(&all, c, round))
-                .collect();
-            common::store_messages(&data, &more);
-            all.extend(more);
-            let p = push_no_redact(&data, &db);
+            let p = rewrite_push(&data, &db, &mut all, &conversations, round);
             assert_eq!(p["notes"], serde_json::json!([]), "{p}");
         }
         stop.store(true, Ordering::Relaxed);
