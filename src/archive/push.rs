@@ -1753,7 +1753,7 @@ fn push_memories(
     send_memory_terms(&mut tx, machine, &changed, &terms)
         .map_err(err("sending memories' terms"))?;
     send_memory_statistics(&mut tx, sent, deleted, &terms)
-        .map_err(err("sending memories' terms"))?;
+        .map_err(err("sending memories' statistics"))?;
     if vectors.iter().any(|v| !v.is_empty()) {
         let halfvec =
             super::meaning::halfvec_type(&mut tx).map_err(err("reading the halfvec type"))?;
@@ -1778,22 +1778,14 @@ fn push_memories(
             if rows.iter().all(|r| r.3.is_empty()) {
                 continue;
             }
-            let sink = tx
-                .copy_in(&format!(
-                    "COPY {} (machine, id, chunk, embedding) FROM STDIN (FORMAT binary)",
-                    model.chunks_table()
-                ))
-                .map_err(err("sending memories' vectors"))?;
-            let types = [Type::TEXT, Type::TEXT, Type::INT4, halfvec.clone()];
-            let mut w = BinaryCopyInWriter::new(sink, &types);
-            for (id, _, _, chunks) in rows {
-                for (chunk, half) in chunks.iter().enumerate() {
-                    let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
-                    w.write(&[&machine.id as &(dyn ToSql + Sync), id, &chunk, half])
-                        .map_err(err("sending memories' vectors"))?;
-                }
-            }
-            w.finish().map_err(err("sending memories' vectors"))?;
+            super::schema::copy_chunks(
+                &mut tx,
+                &model.chunks_table(),
+                &halfvec,
+                rows.iter()
+                    .map(|(id, _, _, chunks)| (&machine.id, id, chunks)),
+            )
+            .map_err(err("sending memories' vectors"))?;
         }
     }
     tx.commit().map_err(err("sending memories"))?;

@@ -453,34 +453,49 @@ fn chunk_tables(tx: &mut Transaction<'_>) -> Result<(), postgres::Error> {
             ),
             &[&one],
         )?;
-        let sink = tx.copy_in(&format!(
-            "COPY {} (machine, id, chunk, embedding) FROM STDIN (FORMAT binary)",
-            m.chunks_table()
-        ))?;
-        let types = [
-            postgres::types::Type::TEXT,
-            postgres::types::Type::TEXT,
-            postgres::types::Type::INT4,
-            halfvec.clone(),
-        ];
-        let mut w = postgres::binary_copy::BinaryCopyInWriter::new(sink, &types);
-        for r in &long {
-            let machine: String = r.get(0);
-            let id: String = r.get(1);
+        // One memory's chunks decoded at a time, as COPY sends them.
+        let chunks = long.iter().map(|r| {
             let bytes: Vec<u8> = r.get(2);
             let values = crate::stores::memories::decode_vector(&bytes);
-            for (chunk, half) in memory_chunks(&values, dim).into_iter().enumerate() {
-                let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
-                w.write(&[
-                    &machine as &(dyn postgres::types::ToSql + Sync),
-                    &id,
-                    &chunk,
-                    &half,
-                ])?;
-            }
-        }
-        w.finish()?;
+            (
+                r.get::<_, String>(0),
+                r.get::<_, String>(1),
+                memory_chunks(&values, dim),
+            )
+        });
+        copy_chunks(tx, &m.chunks_table(), &halfvec, chunks)?;
     }
+    Ok(())
+}
+
+/// Writes each memory's chunk vectors — (machine, id, its chunks in order) — into
+/// `table` (a model's `memory_chunks_<slot>`) by binary `COPY`, a row per chunk
+/// numbered from 0; `halfvec` is the type's oid on this server. What push sends and
+/// what the version 9 upgrade writes.
+pub(super) fn copy_chunks<M, I, C>(
+    tx: &mut Transaction<'_>,
+    table: &str,
+    halfvec: &postgres::types::Type,
+    memories: impl IntoIterator<Item = (M, I, C)>,
+) -> Result<(), postgres::Error>
+where
+    M: postgres::types::ToSql + Sync,
+    I: postgres::types::ToSql + Sync,
+    C: AsRef<[super::meaning::HalfVec]>,
+{
+    use postgres::types::{ToSql, Type};
+    let sink = tx.copy_in(&format!(
+        "COPY {table} (machine, id, chunk, embedding) FROM STDIN (FORMAT binary)"
+    ))?;
+    let types = [Type::TEXT, Type::TEXT, Type::INT4, halfvec.clone()];
+    let mut w = postgres::binary_copy::BinaryCopyInWriter::new(sink, &types);
+    for (machine, id, chunks) in memories {
+        for (chunk, half) in chunks.as_ref().iter().enumerate() {
+            let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
+            w.write(&[&machine as &(dyn ToSql + Sync), &id, &chunk, half])?;
+        }
+    }
+    w.finish()?;
     Ok(())
 }
 
