@@ -288,12 +288,21 @@ fn stdio_stdout_carries_only_json_rpc() {
         session.child.wait().unwrap().success(),
         "serve exits 0 when stdin closes"
     );
+    // The server answers requests concurrently: find each answer by its id, not its place.
+    let answer = |id: u64| {
+        seen.iter()
+            .find(|message| message["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to request {id} in {seen:?}"))
+    };
     assert_eq!(
-        seen[1]["result"]["tools"][0]["inputSchema"]["type"],
-        "object"
+        answer(2)["result"]["tools"][0]["inputSchema"]["type"],
+        "object",
+        "{}",
+        answer(2)
     );
-    assert_eq!(seen[2]["result"]["isError"], true, "{}", seen[2]);
-    assert!(seen[2]["result"]["content"][0]["text"]
+    let call = answer(3);
+    assert_eq!(call["result"]["isError"], true, "{call}");
+    assert!(call["result"]["content"][0]["text"]
         .as_str()
         .unwrap()
         .contains("`limit`"));

@@ -94,26 +94,38 @@ impl MemoryStore {
 /// `memories`: every writer, since the first, changes both in one transaction, and it
 /// is what the fill copies. An unreadable averages record falls back to counting.
 fn fill_stemmed(conn: &Connection) -> Result<(), rusqlite::Error> {
+    if stemmed_in_step(conn)? {
+        return Ok(());
+    }
+    // The write lock first (BEGIN IMMEDIATE), as every write of the store: a deferred
+    // transaction that read before writing can be refused 'database is locked' by a
+    // second writer opening the file at once. Checked again under the lock: that other
+    // writer may have filled it meanwhile.
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    if !stemmed_in_step(&tx)? {
+        tx.execute_batch(
+            "DELETE FROM memories_stem; \
+             INSERT INTO memories_stem(rowid, title, tags, body) \
+             SELECT rowid, title, tags, body FROM memories_fts;",
+        )?;
+    }
+    tx.commit()
+}
+
+/// Whether the stemmed index holds as many rows as the plain one (see [`fill_stemmed`]).
+fn stemmed_in_step(conn: &Connection) -> Result<bool, rusqlite::Error> {
     let count = |table: &str| -> Result<i64, rusqlite::Error> {
         conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
     };
-    let in_step = match (
-        fts::row_count(conn, fts::Table::Plain)?,
-        fts::row_count(conn, fts::Table::Stemmed)?,
-    ) {
-        (Some(plain), Some(stemmed)) => plain == stemmed,
-        _ => count("memories")? == count("memories_stem_docsize")?,
-    };
-    if in_step {
-        return Ok(());
-    }
-    let tx = conn.unchecked_transaction()?;
-    tx.execute_batch(
-        "DELETE FROM memories_stem; \
-         INSERT INTO memories_stem(rowid, title, tags, body) \
-         SELECT rowid, title, tags, body FROM memories_fts;",
-    )?;
-    tx.commit()
+    Ok(
+        match (
+            fts::row_count(conn, fts::Table::Plain)?,
+            fts::row_count(conn, fts::Table::Stemmed)?,
+        ) {
+            (Some(plain), Some(stemmed)) => plain == stemmed,
+            _ => count("memories")? == count("memories_stem_docsize")?,
+        },
+    )
 }
 
 /// A read-only connection to the memories file at `path`, for SQL the store does not
