@@ -13,12 +13,13 @@
 //! needs: the seeds (or, without neighbours, the rows kept), every message tied with
 //! the last of them included so the local tie order applies; a posting whose message
 //! is gone (a rewritten or pruned conversation's, until [`super::compact`] drops it)
-//! is skipped. The seeds' neighbours
-//! are read by id too — a conversation's messages have consecutive ids in the local
-//! row order — in one statement of id ranges; a seed whose range does not reach its
-//! neighbours' neighbours (a run of injected messages) is looked up by conversation
-//! order. No message's term arrays are read (versions 5–7 read every touched
-//! message's arrays: 1.9–3.5 s at 1M messages for common words).
+//! is skipped. The seeds' neighbours are read by id too — a conversation's messages
+//! have consecutive ids in the local row order — in one statement of id ranges (two
+//! at once when there are many), with a hash of each row's conversation key instead
+//! of the key; a seed whose range does not reach its neighbours' neighbours (a run of
+//! injected messages) is looked up by conversation order. No message's term arrays
+//! are read (versions 5–7 read every touched message's arrays: 1.9–3.5 s at 1M
+//! messages for common words).
 //!
 //! ## Statistics
 //!
@@ -90,9 +91,8 @@ pub struct Statistics {
 #[derive(Debug, Clone)]
 struct Msg {
     id: i64,
-    machine: String,
-    source: String,
-    conversation_id: String,
+    /// Its conversation, shared by the rows of one conversation read together.
+    conv: std::sync::Arc<Conv>,
     message_id: String,
     created_us: i64,
     role: String,
@@ -101,11 +101,17 @@ struct Msg {
     tf: Vec<u32>,
 }
 
+/// A conversation's key.
+#[derive(Debug, PartialEq, Eq)]
+struct Conv {
+    machine: String,
+    source: String,
+    conversation_id: String,
+}
+
 impl Msg {
     fn same_conv(&self, other: &Self) -> bool {
-        self.machine == other.machine
-            && self.source == other.source
-            && self.conversation_id == other.conversation_id
+        std::sync::Arc::ptr_eq(&self.conv, &other.conv) || self.conv == other.conv
     }
 
     /// Order inside a conversation: the local index's row order (newest first, then
@@ -122,14 +128,25 @@ impl Msg {
         other
             .created_us
             .cmp(&self.created_us)
-            .then_with(|| self.source.as_bytes().cmp(other.source.as_bytes()))
             .then_with(|| {
-                self.conversation_id
+                self.conv
+                    .source
                     .as_bytes()
-                    .cmp(other.conversation_id.as_bytes())
+                    .cmp(other.conv.source.as_bytes())
+            })
+            .then_with(|| {
+                self.conv
+                    .conversation_id
+                    .as_bytes()
+                    .cmp(other.conv.conversation_id.as_bytes())
             })
             .then_with(|| self.message_id.as_bytes().cmp(other.message_id.as_bytes()))
-            .then_with(|| self.machine.as_bytes().cmp(other.machine.as_bytes()))
+            .then_with(|| {
+                self.conv
+                    .machine
+                    .as_bytes()
+                    .cmp(other.conv.machine.as_bytes())
+            })
     }
 }
 
@@ -161,20 +178,25 @@ impl Postings {
 
 fn msg_of(r: &postgres::Row, postings: &Postings) -> Msg {
     let id: i64 = r.get(0);
-    let length: i64 = r.get(8);
     Msg {
         id,
-        machine: r.get(1),
-        source: r.get(2),
-        conversation_id: r.get(3),
+        conv: std::sync::Arc::new(Conv {
+            machine: r.get(1),
+            source: r.get(2),
+            conversation_id: r.get(3),
+        }),
         message_id: r.get(4),
         created_us: r.get(5),
         role: r.get(6),
         typed: r.get(7),
-        // Saturated as the local postings store lengths.
-        length: u16::try_from(length.max(0)).unwrap_or(u16::MAX),
+        length: saturated(r.get(8)),
         tf: postings.tf_of(id),
     }
+}
+
+/// A message's length saturated as the local postings store it.
+fn saturated(length: i64) -> u16 {
+    u16::try_from(length.max(0)).unwrap_or(u16::MAX)
 }
 
 /// The archive's statistics for `terms` ([`Statistics`]).
@@ -269,14 +291,46 @@ fn read_messages(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    pool.with_prepared(|p| {
-        let st = p
-            .statement(&format!(
-                "SELECT {MSG_COLUMNS} FROM {MESSAGE_TERMS} m WHERE m.id = ANY($1::bigint[])"
-            ))
-            .map_err(err)?;
-        let rows = p.client.query(&st, &[&ids]).map_err(err)?;
-        Ok(rows.iter().map(|r| msg_of(r, postings)).collect())
+    in_halves(ids.len(), |part| {
+        let ids = &ids[part];
+        pool.with_prepared(|p| {
+            let st = p
+                .statement(&format!(
+                    "SELECT {MSG_COLUMNS} FROM {MESSAGE_TERMS} m WHERE m.id = ANY($1::bigint[])"
+                ))
+                .map_err(err)?;
+            let rows = p.client.query(&st, &[&ids]).map_err(err)?;
+            Ok(rows.iter().map(|r| msg_of(r, postings)).collect())
+        })
+    })
+}
+
+/// From this many ids or id ranges on, [`in_halves`] reads them in two statements.
+const IN_HALVES_FROM: usize = 256;
+
+/// `read` of the items `0..n`: with [`IN_HALVES_FROM`] or more, of each half at once
+/// (two connections of the pool, so two server processes read), the first half's
+/// results first.
+///
+/// # Errors
+/// `read`'s first error.
+fn in_halves<R: Send>(
+    n: usize,
+    read: impl Fn(std::ops::Range<usize>) -> Result<Vec<R>, ArchiveError> + Sync,
+) -> Result<Vec<R>, ArchiveError> {
+    if n < IN_HALVES_FROM {
+        return read(0..n);
+    }
+    let half = n / 2;
+    std::thread::scope(|s| {
+        let second = s.spawn(|| read(half..n));
+        let mut out = read(0..half)?;
+        out.extend(
+            second
+                .join()
+                .unwrap_or_else(|_| Err(ArchiveError::new("an archive reader panicked")))?,
+        );
+        Ok(out)
     })
 }
 
@@ -409,8 +463,9 @@ pub fn search_kept(
     let accept = |m: &Msg| {
         q.role.is_none_or(|r| m.role == r)
             && (!(q.exclude_injected && q.role == Some("user")) || m.typed)
-            && q.source.is_none_or(|s| m.source == s)
-            && q.conversation_id.is_none_or(|c| m.conversation_id == c)
+            && q.source.is_none_or(|s| m.conv.source == s)
+            && q.conversation_id
+                .is_none_or(|c| m.conv.conversation_id == c)
             && q.since_us.is_none_or(|s| m.created_us >= s)
             && q.until_us.is_none_or(|u| m.created_us < u)
     };
@@ -493,7 +548,7 @@ pub fn search_kept(
         .map(|m| {
             let next = convs.len();
             *convs
-                .entry((&m.machine, &m.source, &m.conversation_id))
+                .entry((&m.conv.machine, &m.conv.source, &m.conv.conversation_id))
                 .or_insert(next)
         })
         .collect();
@@ -586,9 +641,10 @@ pub fn search_kept(
 /// Every typed message within twice `window` typed messages of a seed, on each side,
 /// in its conversation: the seeds' neighbours and the neighbours' own neighbours.
 /// Read by id (a conversation's messages have consecutive ids in conversation order,
-/// [`super::schema`]): a range of ids around each seed, in one statement; a seed whose
-/// range holds too few of them before its conversation ends (many injected messages)
-/// is looked up by conversation order instead.
+/// [`super::schema`]): a range of ids around each seed, in one statement, with a
+/// hash of each row's conversation key instead of the key; a seed whose range holds
+/// too few of them before its conversation ends (many injected messages) is looked up
+/// by conversation order instead.
 fn neighbourhoods(
     pool: &Pool,
     seeds: &[(f64, Msg)],
@@ -617,18 +673,61 @@ fn neighbourhoods(
         }
     }
     let (los, his): (Vec<i64>, Vec<i64>) = merged.iter().copied().unzip();
-    let mut near: Vec<Msg> = pool.with_prepared(|p| {
-        let st = p
-            .statement(&format!(
-                "SELECT {MSG_COLUMNS}
-                 FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi),
-                 LATERAL (SELECT * FROM {MESSAGE_TERMS} n
-                          WHERE n.id BETWEEN r.lo AND r.hi) AS m"
-            ))
-            .map_err(err)?;
-        let rows = p.client.query(&st, &[&los, &his]).map_err(err)?;
-        Ok::<_, ArchiveError>(rows.iter().map(|r| msg_of(r, postings)).collect())
-    })?;
+    // Each row's conversation as a 64-bit hash of its key rather than the key's three
+    // text columns (most of what a row costs to send and decode): put in id order, a
+    // run of equal hashes is one conversation (two conversations adjacent
+    // in id order would need equal hashes, a 2^-64 chance), and it takes its key from
+    // a seed in it. A run without a seed is no seed's neighbourhood.
+    let read = |los: &[i64], his: &[i64]| {
+        pool.with_prepared(|p| {
+            let st = p
+                .statement(&format!(
+                    "SELECT m.id, m.created_us, m.message_id, m.role, m.typed, m.length,
+                            hashtextextended(m.conversation_id,
+                                hashtextextended(m.source, hashtextextended(m.machine, 0)))
+                     FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi),
+                     LATERAL (SELECT * FROM {MESSAGE_TERMS} n
+                              WHERE n.id BETWEEN r.lo AND r.hi) AS m"
+                ))
+                .map_err(err)?;
+            p.client.query(&st, &[&los, &his]).map_err(err)
+        })
+    };
+    let rows = in_halves(los.len(), |part| read(&los[part.clone()], &his[part]))?;
+    let seed_conv: HashMap<i64, &std::sync::Arc<Conv>> =
+        seeds.iter().map(|(_, m)| (m.id, &m.conv)).collect();
+    // In id order (sorted here: a sort in the statement cost more than reading).
+    let mut order: Vec<(i64, i64, usize)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.get(0), r.get(6), i))
+        .collect();
+    order.sort_unstable();
+    let mut near: Vec<Msg> = Vec::with_capacity(rows.len());
+    let mut start = 0;
+    for end in 1..=order.len() {
+        if end < order.len() && order[end].1 == order[end - 1].1 {
+            continue;
+        }
+        let run = &order[start..end];
+        start = end;
+        let Some(conv) = run.iter().find_map(|&(id, _, _)| seed_conv.get(&id)) else {
+            continue;
+        };
+        near.extend(run.iter().map(|&(id, _, i)| {
+            let r = &rows[i];
+            Msg {
+                id,
+                conv: std::sync::Arc::clone(conv),
+                message_id: r.get(2),
+                created_us: r.get(1),
+                role: r.get(3),
+                typed: r.get(4),
+                length: saturated(r.get(5)),
+                tf: postings.tf_of(id),
+            }
+        }));
+    }
     // Seeds whose range does not reach `reach` typed messages, or the end of their
     // conversation, on a side.
     let by_id: HashMap<i64, &Msg> = near.iter().map(|m| (m.id, m)).collect();
@@ -669,9 +768,9 @@ fn neighbourhoods(
     }
     let (mut keys, mut created): ([Vec<&str>; 4], Vec<i64>) = Default::default();
     for m in &short {
-        keys[0].push(&m.machine);
-        keys[1].push(&m.source);
-        keys[2].push(&m.conversation_id);
+        keys[0].push(&m.conv.machine);
+        keys[1].push(&m.conv.source);
+        keys[2].push(&m.conv.conversation_id);
         keys[3].push(&m.message_id);
         created.push(m.created_us);
     }
@@ -734,9 +833,9 @@ fn cut<T>(
             .map(|t| {
                 let m = msg(t);
                 (
-                    m.machine.clone(),
-                    m.source.clone(),
-                    m.conversation_id.clone(),
+                    m.conv.machine.clone(),
+                    m.conv.source.clone(),
+                    m.conv.conversation_id.clone(),
                     m.message_id.clone(),
                     m.created_us,
                 )
@@ -757,9 +856,9 @@ fn found_of(score: f64, own: f64, m: Msg) -> Found {
     Found {
         score,
         own,
-        machine: m.machine,
-        source: m.source,
-        conversation_id: m.conversation_id,
+        machine: m.conv.machine.clone(),
+        source: m.conv.source.clone(),
+        conversation_id: m.conv.conversation_id.clone(),
         message_id: m.message_id,
         created_us: m.created_us,
     }
