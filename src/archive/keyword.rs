@@ -675,9 +675,9 @@ fn neighbourhoods(
     let (los, his): (Vec<i64>, Vec<i64>) = merged.iter().copied().unzip();
     // Each row's conversation as a 64-bit hash of its key rather than the key's three
     // text columns (most of what a row costs to send and decode): put in id order, a
-    // run of equal hashes is one conversation (two conversations adjacent
-    // in id order would need equal hashes, a 2^-64 chance), and it takes its key from
-    // a seed in it. A run without a seed is no seed's neighbourhood.
+    // run of equal hashes is one conversation (two conversations adjacent in id order
+    // would need equal hashes, a 2^-64 chance), and it takes its key from a seed in
+    // it. A run without a seed is no seed's neighbourhood.
     let read = |los: &[i64], his: &[i64]| {
         pool.with_prepared(|p| {
             let st = p
