@@ -55,11 +55,7 @@ fn main() -> Result<()> {
         .ok()
         .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
         .unwrap_or(0x5EED);
-    let Some(admin) = std::env::var("BENCH_ARCHIVE_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        println!("skipped: BENCH_ARCHIVE_URL is not set\n");
+    let Some(admin) = common::archive_url() else {
         return Ok(());
     };
     let spec = Spec { messages: n, seed };

@@ -77,11 +77,7 @@ fn main() -> Result<()> {
         "## semantic-search hybrid on the team archive at {n} messages\n\n{}\n",
         common::machine()
     );
-    let Some(admin) = std::env::var("BENCH_ARCHIVE_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        println!("skipped: BENCH_ARCHIVE_URL is not set\n");
+    let Some(admin) = common::archive_url() else {
         return Ok(());
     };
     let embedder = match Embedder::load_default() {

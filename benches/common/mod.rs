@@ -19,6 +19,19 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// `BENCH_ARCHIVE_URL` (a superuser URL of the PostgreSQL to bench the team archive
+/// on) when set and not empty; otherwise prints that the bench is skipped and returns
+/// `None`.
+pub fn archive_url() -> Option<String> {
+    let url = std::env::var("BENCH_ARCHIVE_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if url.is_none() {
+        println!("skipped: BENCH_ARCHIVE_URL is not set\n");
+    }
+    url
+}
+
 /// A comma-separated list from environment variable `name`, else from `default`:
 /// items trimmed, empty ones dropped.
 pub fn env_list(name: &str, default: &str) -> Vec<String> {

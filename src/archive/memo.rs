@@ -228,25 +228,7 @@ pub fn with_terms(
     terms: &[String],
     bodies: bool,
 ) -> Result<Vec<MemoRow>, ArchiveError> {
-    if terms.is_empty() {
-        return Ok(Vec::new());
-    }
-    let err = err(pool, "memo-search's keyword leg");
-    let p = prefix(table);
-    pool.with(|c| {
-        Ok(c.query(
-            &format!(
-                "SELECT {} {} WHERE t.{p}_terms && $1::text[]",
-                row_columns(table, bodies),
-                from(table, terms.len())
-            ),
-            &[&terms],
-        )
-        .map_err(&err)?
-        .iter()
-        .map(row_of)
-        .collect())
-    })
+    rows_whose_terms(pool, table, terms, bodies, "&&")
 }
 
 /// Every memory holding all of `terms` under `table`'s tokenizer, with its counts of
@@ -260,6 +242,18 @@ pub fn with_all_terms(
     terms: &[String],
     bodies: bool,
 ) -> Result<Vec<MemoRow>, ArchiveError> {
+    rows_whose_terms(pool, table, terms, bodies, "@>")
+}
+
+/// The memories whose terms under `table`'s tokenizer stand in array relation `op`
+/// (`&&` overlaps, `@>` contains) to `terms`, as [`with_terms`] returns them.
+fn rows_whose_terms(
+    pool: &Pool,
+    table: Table,
+    terms: &[String],
+    bodies: bool,
+    op: &str,
+) -> Result<Vec<MemoRow>, ArchiveError> {
     if terms.is_empty() {
         return Ok(Vec::new());
     }
@@ -268,7 +262,7 @@ pub fn with_all_terms(
     pool.with(|c| {
         Ok(c.query(
             &format!(
-                "SELECT {} {} WHERE t.{p}_terms @> $1::text[]",
+                "SELECT {} {} WHERE t.{p}_terms {op} $1::text[]",
                 row_columns(table, bodies),
                 from(table, terms.len())
             ),

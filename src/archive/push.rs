@@ -194,20 +194,7 @@ pub fn push(
     progress: Progress<'_>,
 ) -> Result<PushReport, ArchiveError> {
     let started = std::time::Instant::now();
-    super::schema::check(archive)?;
-    let identity = archive.identity()?;
-    let mut report = PushReport {
-        archive: archive.target().shown().to_owned(),
-        identity: identity.key(),
-        machine: machine.id.clone(),
-        label: machine.label.clone(),
-        user: machine.user.clone(),
-        redacted: options.redact,
-        ..PushReport::default()
-    };
-    register_machine(archive, machine)?;
-    let models = super::schema::registered_models(archive.client())
-        .map_err(|e| archive.error("reading the vector models", &e))?;
+    let (mut report, models) = start(archive, machine, options)?;
     // The terms the batches wrote postings for.
     let touched = if paths.conversations.exists() {
         push_conversations(
@@ -299,6 +286,34 @@ pub fn may_push_memories(archive: &mut Archive) -> Result<bool, ArchiveError> {
     Ok(r.get(0))
 }
 
+/// What every push does first: checks the schema, registers `machine`, and returns
+/// the report to fill and the archive's vector models.
+///
+/// # Errors
+/// [`ArchiveError`] when the schema is missing or of another version, or a statement
+/// fails.
+fn start(
+    archive: &mut Archive,
+    machine: &Machine,
+    options: &PushOptions,
+) -> Result<(PushReport, Vec<super::schema::RegisteredModel>), ArchiveError> {
+    super::schema::check(archive)?;
+    let identity = archive.identity()?;
+    let report = PushReport {
+        archive: archive.target().shown().to_owned(),
+        identity: identity.key(),
+        machine: machine.id.clone(),
+        label: machine.label.clone(),
+        user: machine.user.clone(),
+        redacted: options.redact,
+        ..PushReport::default()
+    };
+    register_machine(archive, machine)?;
+    let models = super::schema::registered_models(archive.client())
+        .map_err(|e| archive.error("reading the vector models", &e))?;
+    Ok((report, models))
+}
+
 /// Pushes the memories store at `paths` as `machine`, and nothing else: the memories
 /// path of [`push`] (this machine's new and changed memories with their links, terms
 /// and vectors, in one transaction; `options.prune` deletes its memories gone
@@ -315,20 +330,7 @@ pub fn push_memories_only(
     options: &PushOptions,
 ) -> Result<PushReport, ArchiveError> {
     let started = std::time::Instant::now();
-    super::schema::check(archive)?;
-    let identity = archive.identity()?;
-    let mut report = PushReport {
-        archive: archive.target().shown().to_owned(),
-        identity: identity.key(),
-        machine: machine.id.clone(),
-        label: machine.label.clone(),
-        user: machine.user.clone(),
-        redacted: options.redact,
-        ..PushReport::default()
-    };
-    register_machine(archive, machine)?;
-    let models = super::schema::registered_models(archive.client())
-        .map_err(|e| archive.error("reading the vector models", &e))?;
+    let (mut report, models) = start(archive, machine, options)?;
     if paths.memories.exists() {
         push_memories(
             archive,
