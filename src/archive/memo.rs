@@ -252,7 +252,7 @@ fn rows_whose_terms(
     table: Table,
     terms: &[String],
     bodies: bool,
-    op: &str,
+    op: &'static str,
 ) -> Result<Vec<MemoRow>, ArchiveError> {
     if terms.is_empty() {
         return Ok(Vec::new());

@@ -73,10 +73,10 @@ impl MemoryStore {
     }
 
     fn init(&self) -> Result<(), StoreError> {
-        let conn = self.lock();
+        let mut conn = self.lock();
         conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
-        fill_stemmed(&conn).map_err(|e| self.error(e))?;
-        super::secrets::init(&conn).map_err(|e| self.error(e))?;
+        fill_stemmed(&mut conn).map_err(|e| self.error(e))?;
+        super::secrets::init(&mut conn).map_err(|e| self.error(e))?;
         conn.execute_batch(&fts::CREATE_INSTANCE_TABLE)
             .map_err(|e| self.error(e))
     }
@@ -93,15 +93,13 @@ impl MemoryStore {
 /// both, ~3 ms at 100k memories with the file cached). `memories_fts` stands for
 /// `memories`: every writer, since the first, changes both in one transaction, and it
 /// is what the fill copies. An unreadable averages record falls back to counting.
-fn fill_stemmed(conn: &Connection) -> Result<(), rusqlite::Error> {
+fn fill_stemmed(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     if stemmed_in_step(conn)? {
         return Ok(());
     }
-    // The write lock first (BEGIN IMMEDIATE), as every write of the store: a deferred
-    // transaction that read before writing can be refused 'database is locked' by a
-    // second writer opening the file at once. Checked again under the lock: that other
-    // writer may have filled it meanwhile.
-    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    // The write lock first, as every write of the store. Checked again under the lock:
+    // another writer opening the file at once may have filled it meanwhile.
+    let tx = super::write::write_transaction(conn)?;
     if !stemmed_in_step(&tx)? {
         tx.execute_batch(
             "DELETE FROM memories_stem; \

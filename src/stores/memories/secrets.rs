@@ -18,12 +18,12 @@ const CREATE: &str =
 
 /// At a writable open: creates the mark's table and marks a store that holds no
 /// memory yet `redacted` (a mark already there is kept).
-pub(super) fn init(conn: &Connection) -> rusqlite::Result<()> {
+pub(super) fn init(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.execute_batch(CREATE)?;
-    // The write lock first (as every write of the store): read-then-write in one
+    // The write lock first, as every write of the store: read-then-write in one
     // autocommit statement failed at once with "database is locked" when another
     // writer opened the file at the same moment, instead of waiting for it.
-    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    let tx = super::write::write_transaction(conn)?;
     tx.execute(
         "INSERT OR IGNORE INTO store_meta SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM memories)",
         params![MARK_KEY, Secrets::Redacted.mark()],

@@ -13,7 +13,9 @@ use crate::search::vectors::normalized;
 /// that began deferred, read, and then wrote would fail at once with "database is
 /// locked" when another process writes at the same moment (the read-to-write upgrade
 /// cannot wait), while `IMMEDIATE` waits out the other writer within the busy timeout.
-fn write_transaction(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, rusqlite::Error> {
+pub(super) fn write_transaction(
+    conn: &mut Connection,
+) -> Result<rusqlite::Transaction<'_>, rusqlite::Error> {
     conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
 }
 
